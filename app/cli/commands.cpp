@@ -1,0 +1,439 @@
+#include "app/cli/commands.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "app/cli/terminal_progress.h"
+#include "core/export/kineto_exporter.h"
+#include "core/export/perfetto_exporter.h"
+#include "core/import/kineto_importer.h"
+#include "core/storage/trace_store.h"
+#include "core/util/error.h"
+#include "core/util/json.h"
+
+namespace shardscope::cli {
+namespace {
+
+using core::JsonValue;
+
+struct OptionSpec {
+  std::string name;
+  bool takesValue;
+  std::string help;
+};
+
+struct Command {
+  std::string name;
+  std::string usage;
+  std::string summary;
+  std::vector<OptionSpec> options;
+  std::function<int(const Args&, core::CancelToken&)> run;
+};
+
+const std::vector<OptionSpec> kCommon = {
+    {"db", true, "database file (default: shardscope.db in the current directory)"},
+    {"json", false, "machine-readable JSON on stdout"},
+    {"help", false, "show this help"},
+};
+
+std::string dbPath(const Args& a) { return a.get("db", "shardscope.db"); }
+
+std::string human(double v, const char* unit) {
+  char buf[64];
+  if (v >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2f G%s", v / 1e9, unit);
+  else if (v >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2f M%s", v / 1e6, unit);
+  else if (v >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.1f k%s", v / 1e3, unit);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f %s", v, unit);
+  return buf;
+}
+
+std::string durationText(core::TimeNs ns) {
+  char buf[64];
+  const double v = static_cast<double>(ns);
+  if (ns >= 1'000'000'000)
+    std::snprintf(buf, sizeof buf, "%.3f s", v / 1e9);
+  else if (ns >= 1'000'000)
+    std::snprintf(buf, sizeof buf, "%.3f ms", v / 1e6);
+  else if (ns >= 1'000)
+    std::snprintf(buf, sizeof buf, "%.3f us", v / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%" PRId64 " ns", ns);
+  return buf;
+}
+
+std::optional<core::Id> parseId(const std::string& s) {
+  try {
+    std::size_t used = 0;
+    const long long v = std::stoll(s, &used);
+    if (used != s.size() || v <= 0) return std::nullopt;
+    return v;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+// Resolves --run (default: the latest run). Throws a usage-style Error when absent.
+core::Id resolveRun(core::TraceStore& store, const Args& a) {
+  if (a.has("run")) {
+    auto id = parseId(a.get("run"));
+    if (!id) throw core::Error("--run expects a run id (a positive integer), got '" + a.get("run") + "'");
+    if (!store.run(*id)) throw core::Error(store.path() + ": no run with id " + std::to_string(*id));
+    return *id;
+  }
+  auto latest = store.latestRunId();
+  if (!latest) throw core::Error(store.path() + ": the database has no runs (import a trace first)");
+  return *latest;
+}
+
+// ------------------------------------------------------------------------------------------------
+
+int cmdImport(const Args& a, core::CancelToken& cancel) {
+  if (a.positional.empty()) throw std::invalid_argument("import: give at least one trace file or directory");
+  const auto files = core::collectTraceFiles(a.positional);
+  core::TraceStore store(dbPath(a));
+  TerminalProgress bar;
+  core::KinetoImportOptions opt;
+  opt.runName = a.get("name");
+  opt.separateRuns = a.has("separate-runs");
+  opt.keepArgs = !a.has("no-args");
+  opt.progress = bar.callback();
+  opt.cancel = &cancel;
+  const auto res = core::importKineto(store, files, opt);
+  bar.finish();
+  const double eps = res.seconds > 0 ? static_cast<double>(res.events) / res.seconds : 0;
+  if (a.has("json")) {
+    JsonValue out = JsonValue::object();
+    JsonValue runs = JsonValue::array();
+    for (auto id : res.runIds) runs.push(JsonValue::number(static_cast<std::int64_t>(id)));
+    out.set("db", JsonValue::string(store.path()));
+    out.set("runs", std::move(runs));
+    out.set("events", JsonValue::number(static_cast<std::int64_t>(res.events)));
+    out.set("bytes", JsonValue::number(static_cast<std::int64_t>(res.bytes)));
+    out.set("json_bytes", JsonValue::number(static_cast<std::int64_t>(res.jsonBytes)));
+    out.set("seconds", JsonValue::number(res.seconds));
+    out.set("events_per_second", JsonValue::number(eps));
+    JsonValue files = JsonValue::array();
+    for (const auto& f : res.files) {
+      JsonValue fj = JsonValue::object();
+      fj.set("path", JsonValue::string(f.path));
+      fj.set("rank", JsonValue::number(static_cast<std::int64_t>(f.rank)));
+      fj.set("world_size", JsonValue::number(static_cast<std::int64_t>(f.worldSize)));
+      fj.set("trace_events", JsonValue::number(static_cast<std::int64_t>(f.traceEvents)));
+      fj.set("events", JsonValue::number(static_cast<std::int64_t>(f.events)));
+      fj.set("kernels", JsonValue::number(static_cast<std::int64_t>(f.kernels)));
+      fj.set("nccl_kernels", JsonValue::number(static_cast<std::int64_t>(f.ncclKernels)));
+      fj.set("steps", JsonValue::number(static_cast<std::int64_t>(f.steps)));
+      fj.set("memory_events", JsonValue::number(static_cast<std::int64_t>(f.memoryEvents)));
+      fj.set("counter_samples", JsonValue::number(static_cast<std::int64_t>(f.counters)));
+      fj.set("launch_flows", JsonValue::number(static_cast<std::int64_t>(f.launchFlows)));
+      fj.set("flows", JsonValue::number(static_cast<std::int64_t>(f.flows)));
+      fj.set("skipped", JsonValue::number(static_cast<std::int64_t>(f.skipped)));
+      files.push(std::move(fj));
+    }
+    out.set("files", std::move(files));
+    JsonValue warnings = JsonValue::array();
+    for (const auto& w : res.warnings) warnings.push(JsonValue::string(w));
+    out.set("warnings", std::move(warnings));
+    std::cout << out.dump() << "\n";
+  } else {
+    for (const auto& w : res.warnings) std::cerr << "warning: " << w << "\n";
+    for (const auto& f : res.files)
+      std::cout << "  rank " << f.rank << "  " << std::filesystem::path(f.path).filename().string() << ": " << f.events
+                << " events, " << f.kernels << " kernels (" << f.ncclKernels << " NCCL), " << f.steps << " steps, "
+                << f.memoryEvents << " memory events\n";
+    std::cout << "imported " << res.files.size() << " file(s) into run" << (res.runIds.size() > 1 ? "s" : "");
+    for (auto id : res.runIds) std::cout << " " << id;
+    std::cout << " of " << store.path() << ": " << res.events << " events in " << std::fixed;
+    std::cout.precision(2);
+    std::cout << res.seconds << " s (" << human(eps, "events/s") << ", "
+              << human(res.seconds > 0 ? static_cast<double>(res.jsonBytes) / res.seconds : 0, "B/s") << " of JSON)\n";
+  }
+  return kOk;
+}
+
+JsonValue runJson(const core::RunSummary& s, bool withTracks) {
+  JsonValue r = JsonValue::object();
+  r.set("id", JsonValue::number(static_cast<std::int64_t>(s.run.id)));
+  r.set("name", JsonValue::string(s.run.name));
+  r.set("source", JsonValue::string(std::string(core::toString(s.run.source))));
+  r.set("strategy", JsonValue::string(s.run.strategy));
+  r.set("status", JsonValue::string(std::string(core::toString(s.run.status))));
+  if (!s.run.failureReason.empty()) r.set("failure_reason", JsonValue::string(s.run.failureReason));
+  r.set("created_at", JsonValue::string(s.run.createdAt));
+  r.set("world_size", JsonValue::number(static_cast<std::int64_t>(s.run.worldSize)));
+  r.set("events", JsonValue::number(s.eventCount));
+  r.set("counter_samples", JsonValue::number(s.counterSamples));
+  r.set("steps", JsonValue::number(s.stepCount));
+  r.set("collectives", JsonValue::number(s.collectiveCount));
+  if (s.startNs) r.set("start_ns", JsonValue::number(*s.startNs));
+  if (s.endNs) r.set("end_ns", JsonValue::number(*s.endNs));
+  if (s.startNs && s.endNs) r.set("span_ns", JsonValue::number(*s.endNs - *s.startNs));
+  JsonValue ranks = JsonValue::array();
+  for (const auto& rk : s.ranks) {
+    JsonValue rj = JsonValue::object();
+    rj.set("rank", JsonValue::number(static_cast<std::int64_t>(rk.rank)));
+    rj.set("device", JsonValue::string(rk.device));
+    rj.set("source_file", JsonValue::string(rk.sourceFile));
+    std::int64_t events = 0, tracks = 0;
+    JsonValue tj = JsonValue::array();
+    for (const auto& t : s.tracks) {
+      if (t.track.rankId != rk.id) continue;
+      ++tracks;
+      if (t.track.kind != core::TrackKind::Counter) events += t.eventCount;
+      if (withTracks) {
+        JsonValue one = JsonValue::object();
+        one.set("id", JsonValue::number(static_cast<std::int64_t>(t.track.id)));
+        one.set("kind", JsonValue::string(std::string(core::toString(t.track.kind))));
+        one.set("name", JsonValue::string(t.track.name));
+        one.set("events", JsonValue::number(t.eventCount));
+        if (t.minStartNs) one.set("start_ns", JsonValue::number(*t.minStartNs));
+        if (t.maxEndNs) one.set("end_ns", JsonValue::number(*t.maxEndNs));
+        tj.push(std::move(one));
+      }
+    }
+    rj.set("tracks", withTracks ? std::move(tj) : JsonValue::number(tracks));
+    rj.set("events", JsonValue::number(events));
+    ranks.push(std::move(rj));
+  }
+  r.set("ranks", std::move(ranks));
+  return r;
+}
+
+int cmdInfo(const Args& a, core::CancelToken&) {
+  core::TraceStore store(dbPath(a), core::Database::Mode::ReadOnly);
+  std::vector<core::Id> ids;
+  if (a.has("run")) {
+    ids.push_back(resolveRun(store, a));
+  } else {
+    for (const auto& r : store.runs()) ids.push_back(r.id);
+  }
+  const bool detail = a.has("run");
+  if (a.has("json")) {
+    JsonValue out = JsonValue::object();
+    out.set("db", JsonValue::string(store.path()));
+    out.set("schema_version", JsonValue::number(static_cast<std::int64_t>(store.db().pragmaInt("user_version"))));
+    JsonValue runs = JsonValue::array();
+    for (auto id : ids) runs.push(runJson(store.summary(id), detail));
+    out.set("runs", std::move(runs));
+    std::cout << out.dump() << "\n";
+    return kOk;
+  }
+  std::cout << store.path() << ": " << ids.size() << " run(s)\n";
+  for (auto id : ids) {
+    const auto s = store.summary(id);
+    std::cout << "\nrun " << s.run.id << "  " << s.run.name << "  [" << core::toString(s.run.source) << ", "
+              << core::toString(s.run.status) << (s.run.strategy.empty() ? "" : ", " + s.run.strategy) << "]\n";
+    if (!s.run.failureReason.empty()) std::cout << "  failure: " << s.run.failureReason << "\n";
+    std::cout << "  created " << s.run.createdAt << ", world size " << s.run.worldSize << ", " << s.ranks.size()
+              << " rank(s) imported, " << s.tracks.size() << " tracks\n";
+    std::cout << "  " << s.eventCount << " events, " << s.collectiveCount << " collective kernels/spans, "
+              << s.stepCount << " step windows, " << s.counterSamples << " counter samples";
+    if (s.startNs && s.endNs) std::cout << ", span " << durationText(*s.endNs - *s.startNs);
+    std::cout << "\n";
+    for (const auto& rk : s.ranks) {
+      std::int64_t events = 0, tracks = 0;
+      for (const auto& t : s.tracks)
+        if (t.track.rankId == rk.id) {
+          ++tracks;
+          if (t.track.kind != core::TrackKind::Counter) events += t.eventCount;
+        }
+      std::cout << "  rank " << rk.rank << " (" << rk.device << "): " << tracks << " tracks, " << events << " events"
+                << (rk.sourceFile.empty() ? "" : "  <- " + std::filesystem::path(rk.sourceFile).filename().string())
+                << "\n";
+      if (!detail) continue;
+      for (const auto& t : s.tracks) {
+        if (t.track.rankId != rk.id) continue;
+        std::cout << "    " << core::toString(t.track.kind) << "  " << t.track.name << ": " << t.eventCount
+                  << (t.track.kind == core::TrackKind::Counter ? " samples" : " events");
+        if (t.minStartNs && t.maxEndNs) std::cout << ", span " << durationText(*t.maxEndNs - *t.minStartNs);
+        std::cout << "\n";
+      }
+    }
+  }
+  return kOk;
+}
+
+int cmdExport(const Args& a, core::CancelToken& cancel) {
+  const std::string format = a.get("format");
+  const std::string out = a.get("o", a.get("output"));
+  if (format != "kineto" && format != "perfetto")
+    throw std::invalid_argument("export: --format must be kineto or perfetto");
+  if (out.empty()) throw std::invalid_argument("export: -o OUT is required");
+  core::TraceStore store(dbPath(a), core::Database::Mode::ReadOnly);
+  const core::Id run = resolveRun(store, a);
+  TerminalProgress bar;
+  core::ExportOptions opt;
+  opt.progress = bar.callback();
+  opt.cancel = &cancel;
+  opt.gzip = !a.has("no-gzip");
+  const core::ExportResult res =
+      format == "kineto" ? core::exportKineto(store, run, out, opt) : core::exportPerfetto(store, run, out, opt);
+  bar.finish();
+  if (a.has("json")) {
+    JsonValue j = JsonValue::object();
+    j.set("run", JsonValue::number(static_cast<std::int64_t>(run)));
+    j.set("format", JsonValue::string(format));
+    JsonValue files = JsonValue::array();
+    for (const auto& f : res.files) files.push(JsonValue::string(f));
+    j.set("files", std::move(files));
+    j.set("events", JsonValue::number(static_cast<std::int64_t>(res.events)));
+    j.set("bytes", JsonValue::number(static_cast<std::int64_t>(res.bytes)));
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << "exported run " << run << " (" << res.events << " events) as " << format << ":\n";
+    for (const auto& f : res.files) std::cout << "  " << f << "\n";
+  }
+  return kOk;
+}
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> cmds = {
+      {"import",
+       "shardscope-cli import [--db F] [--name N] [--separate-runs] [--no-args] [--json] FILE|DIR...",
+       "Import torch.profiler (Kineto) JSON traces (.json/.json.gz), one per rank, as one run",
+       {{"name", true, "run name (default: the directory or file name)"},
+        {"separate-runs", false, "import each file as its own run (files from different jobs)"},
+        {"no-args", false, "do not keep each event's free-form args (smaller database)"}},
+       cmdImport},
+      {"info",
+       "shardscope-cli info [--db F] [--run ID] [--json]",
+       "Show runs, ranks, tracks, event counts and time spans",
+       {{"run", true, "one run in detail (tracks per rank)"}},
+       cmdInfo},
+      {"export",
+       "shardscope-cli export [--db F] [--run ID] --format kineto|perfetto -o OUT [--no-gzip] [--json]",
+       "Export a run: Kineto JSON per rank into directory OUT (HTA, TraceLens, Perfetto read it), or one merged "
+       "multi-rank JSON file OUT for ui.perfetto.dev",
+       {{"run", true, "run id (default: the latest run)"},
+        {"format", true, "kineto | perfetto"},
+        {"o", true, "output directory (kineto) or file (perfetto)"},
+        {"no-gzip", false, "write plain .json instead of .json.gz"}},
+       cmdExport},
+  };
+  return cmds;
+}
+
+void printMainHelp(std::ostream& os) {
+  os << "shardscope-cli " SHARDSCOPE_VERSION " - profile and compare sharded training runs (headless)\n\n"
+        "Usage: shardscope-cli <command> [options]\n\nCommands:\n";
+  for (const auto& c : commands()) os << "  " << c.name << std::string(10 - c.name.size(), ' ') << c.summary << "\n";
+  os << "\nRun 'shardscope-cli <command> --help' for a command's options.\n"
+        "Exit codes: 0 ok, 1 failed (bad input or operation), 2 usage error, 3 database error "
+        "(not SQLite, read-only, newer schema, disk full), 130 cancelled (Ctrl-C).\n";
+}
+
+void printCommandHelp(std::ostream& os, const Command& c) {
+  os << c.summary << "\n\nUsage: " << c.usage << "\n\nOptions:\n";
+  auto line = [&](const OptionSpec& o) {
+    std::string flag = (o.name.size() == 1 ? "-" : "--") + o.name + (o.takesValue ? " VALUE" : "");
+    os << "  " << flag << std::string(flag.size() < 22 ? 22 - flag.size() : 1, ' ') << o.help << "\n";
+  };
+  for (const auto& o : c.options) line(o);
+  for (const auto& o : kCommon) line(o);
+}
+
+}  // namespace
+
+bool Args::has(const std::string& name) const {
+  return std::any_of(options.begin(), options.end(), [&](const auto& p) { return p.first == name; });
+}
+
+std::string Args::get(const std::string& name, const std::string& def) const {
+  for (auto it = options.rbegin(); it != options.rend(); ++it)
+    if (it->first == name) return it->second;
+  return def;
+}
+
+int runCli(int argc, char** argv, core::CancelToken& cancel) {
+  std::vector<std::string> argvs(argv + 1, argv + argc);
+  if (argvs.empty() || argvs[0] == "--help" || argvs[0] == "-h" || argvs[0] == "help") {
+    printMainHelp(argvs.empty() ? std::cerr : std::cout);
+    return argvs.empty() ? kUsage : kOk;
+  }
+  if (argvs[0] == "--version") {
+    std::cout << "shardscope-cli " SHARDSCOPE_VERSION "\n";
+    return kOk;
+  }
+  const auto& cmds = commands();
+  auto it = std::find_if(cmds.begin(), cmds.end(), [&](const Command& c) { return c.name == argvs[0]; });
+  if (it == cmds.end()) {
+    std::cerr << "shardscope-cli: unknown command '" << argvs[0] << "' (see shardscope-cli --help)\n";
+    return kUsage;
+  }
+  const Command& cmd = *it;
+  Args args;
+  for (std::size_t i = 1; i < argvs.size(); ++i) {
+    const std::string& s = argvs[i];
+    if (s == "--") {
+      args.positional.insert(args.positional.end(), argvs.begin() + static_cast<long>(i) + 1, argvs.end());
+      break;
+    }
+    if (s.size() > 1 && s[0] == '-') {
+      std::string name = s.substr(s[1] == '-' ? 2 : 1);
+      std::string value;
+      bool inlineValue = false;
+      if (auto eq = name.find('='); eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+        inlineValue = true;
+      }
+      const OptionSpec* spec = nullptr;
+      for (const auto& o : cmd.options)
+        if (o.name == name) spec = &o;
+      for (const auto& o : kCommon)
+        if (o.name == name) spec = &o;
+      if (name == "h") spec = &kCommon.back();
+      if (!spec) {
+        std::cerr << "shardscope-cli " << cmd.name << ": unknown option '" << s << "' (see --help)\n";
+        return kUsage;
+      }
+      if (spec->takesValue && !inlineValue) {
+        if (i + 1 >= argvs.size()) {
+          std::cerr << "shardscope-cli " << cmd.name << ": option '" << s << "' needs a value\n";
+          return kUsage;
+        }
+        value = argvs[++i];
+      }
+      args.options.emplace_back(spec->name, value);
+    } else {
+      args.positional.push_back(s);
+    }
+  }
+  if (args.has("help")) {
+    printCommandHelp(std::cout, cmd);
+    return kOk;
+  }
+  try {
+    return cmd.run(args, cancel);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "shardscope-cli " << cmd.name << ": " << e.what() << " (see --help)\n";
+    return kUsage;
+  } catch (const core::Cancelled&) {
+    std::cerr << "shardscope-cli " << cmd.name << ": cancelled; nothing was written\n";
+    return kCancelled;
+  } catch (const core::DatabaseError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kDatabase;
+  } catch (const core::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kFailed;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "\nerror: out of memory\n";
+    return kFailed;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kFailed;
+  }
+}
+
+}  // namespace shardscope::cli

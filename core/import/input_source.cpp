@@ -1,0 +1,147 @@
+#include "core/import/input_source.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/util/error.h"
+
+namespace shardscope::core {
+namespace {
+
+class FileHandle {
+ public:
+  explicit FileHandle(const std::string& path) : f_(std::fopen(path.c_str(), "rb")) {
+    if (!f_) throw Error(path + ": cannot open: " + std::strerror(errno));
+  }
+  ~FileHandle() {
+    if (f_) std::fclose(f_);
+  }
+  FileHandle(const FileHandle&) = delete;
+  FileHandle& operator=(const FileHandle&) = delete;
+  std::FILE* get() const { return f_; }
+
+ private:
+  std::FILE* f_;
+};
+
+std::uint64_t sizeOf(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a directory, expected a trace file");
+  const auto s = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<std::uint64_t>(s);
+}
+
+class PlainSource final : public InputSource {
+ public:
+  PlainSource(const std::string& path, std::uint64_t size) : file_(path), size_(size) { path_ = path; }
+  std::size_t read(char* buf, std::size_t n) override {
+    const std::size_t got = std::fread(buf, 1, n, file_.get());
+    if (got < n && std::ferror(file_.get())) throw Error(path_ + ": read error: " + std::strerror(errno));
+    offset_ += got;
+    return got;
+  }
+  std::uint64_t fileOffset() const override { return offset_; }
+  std::uint64_t fileSize() const override { return size_; }
+
+ private:
+  FileHandle file_;
+  std::uint64_t size_;
+  std::uint64_t offset_ = 0;
+};
+
+class GzipSource final : public InputSource {
+ public:
+  GzipSource(const std::string& path, std::uint64_t size) : file_(path), size_(size), in_(1 << 18) {
+    path_ = path;
+    std::memset(&zs_, 0, sizeof zs_);
+    if (inflateInit2(&zs_, 15 + 32) != Z_OK) throw Error(path + ": cannot initialise zlib");
+  }
+  ~GzipSource() override { inflateEnd(&zs_); }
+
+  std::size_t read(char* buf, std::size_t n) override {
+    if (finished_) return 0;
+    zs_.next_out = reinterpret_cast<Bytef*>(buf);
+    zs_.avail_out = static_cast<uInt>(n);
+    while (zs_.avail_out > 0) {
+      if (zs_.avail_in == 0) {
+        const std::size_t got = std::fread(in_.data(), 1, in_.size(), file_.get());
+        if (got == 0) {
+          if (std::ferror(file_.get())) throw Error(path_ + ": read error: " + std::strerror(errno));
+          if (memberOpen_)
+            throw Error(path_ + ": truncated gzip stream (ends at compressed byte " + std::to_string(offset_) +
+                        " in the middle of a member)");
+          finished_ = true;
+          break;
+        }
+        offset_ += got;
+        zs_.next_in = reinterpret_cast<Bytef*>(in_.data());
+        zs_.avail_in = static_cast<uInt>(got);
+      }
+      memberOpen_ = true;
+      const int rc = inflate(&zs_, Z_NO_FLUSH);
+      if (rc == Z_STREAM_END) {
+        memberOpen_ = false;
+        // Concatenated members are legal gzip; trailing zero padding is tolerated.
+        skipZeroPadding();
+        if (zs_.avail_in == 0 && std::feof(file_.get())) {
+          finished_ = true;
+          break;
+        }
+        if (inflateReset(&zs_) != Z_OK) throw Error(path_ + ": zlib reset failed");
+        continue;
+      }
+      if (rc == Z_BUF_ERROR && zs_.avail_in == 0) continue;  // needs more input; loop refills
+      if (rc != Z_OK)
+        throw Error(path_ + ": corrupt gzip data near compressed byte " + std::to_string(offset_ - zs_.avail_in) +
+                    (zs_.msg ? std::string(" (") + zs_.msg + ")" : std::string()));
+    }
+    return n - zs_.avail_out;
+  }
+  std::uint64_t fileOffset() const override { return offset_ - zs_.avail_in; }
+  std::uint64_t fileSize() const override { return size_; }
+
+ private:
+  void skipZeroPadding() {
+    while (zs_.avail_in > 0 && *zs_.next_in == 0) {
+      ++zs_.next_in;
+      --zs_.avail_in;
+    }
+  }
+  FileHandle file_;
+  std::uint64_t size_;
+  std::vector<char> in_;
+  z_stream zs_;
+  std::uint64_t offset_ = 0;
+  bool memberOpen_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<InputSource> openInput(const std::string& path) {
+  const std::uint64_t size = sizeOf(path);
+  unsigned char magic[2] = {0, 0};
+  {
+    FileHandle f(path);
+    const std::size_t got = std::fread(magic, 1, 2, f.get());
+    if (got == 0 && size == 0) throw Error(path + ": file is empty");
+  }
+  if (magic[0] == 0x1f && magic[1] == 0x8b) return std::make_unique<GzipSource>(path, size);
+  return std::make_unique<PlainSource>(path, size);
+}
+
+std::string readAll(InputSource& in, std::size_t maxBytes) {
+  std::string out;
+  char buf[65536];
+  while (std::size_t n = in.read(buf, sizeof buf)) {
+    if (out.size() + n > maxBytes)
+      throw Error(in.path() + ": file is larger than " + std::to_string(maxBytes) + " bytes");
+    out.append(buf, n);
+  }
+  return out;
+}
+
+}  // namespace shardscope::core

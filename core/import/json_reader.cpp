@@ -1,0 +1,487 @@
+#include "core/import/json_reader.h"
+
+#include <cstring>
+
+#include "core/util/error.h"
+
+namespace shardscope::core {
+namespace {
+
+constexpr std::size_t kChunk = 1 << 20;
+
+inline bool isWs(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+inline bool isDigit(char c) { return c >= '0' && c <= '9'; }
+
+void appendUtf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+// Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid.
+std::size_t utf8SeqLen(const unsigned char* s, std::size_t avail) {
+  const unsigned char c = s[0];
+  std::size_t len;
+  std::uint32_t min;
+  std::uint32_t cp;
+  if (c < 0x80) return 1;
+  if ((c & 0xE0) == 0xC0) {
+    len = 2, min = 0x80, cp = c & 0x1F;
+  } else if ((c & 0xF0) == 0xE0) {
+    len = 3, min = 0x800, cp = c & 0x0F;
+  } else if ((c & 0xF8) == 0xF0) {
+    len = 4, min = 0x10000, cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (avail < len) return 0;
+  for (std::size_t i = 1; i < len; ++i) {
+    if ((s[i] & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i] & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return len;
+}
+
+}  // namespace
+
+void appendJsonString(std::string& out, std::string_view s) {
+  static const char* hex = "0123456789abcdef";
+  out.push_back('"');
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  std::size_t run = 0;  // start of the pending plain run
+  std::size_t i = 0;
+  while (i < n) {
+    const unsigned char c = p[i];
+    if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+      ++i;
+      continue;
+    }
+    if (c >= 0x80) {
+      const std::size_t len = utf8SeqLen(p + i, n - i);
+      if (len > 0) {
+        i += len;
+        continue;
+      }
+    }
+    out.append(s.data() + run, i - run);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out.push_back(hex[c >> 4]);
+          out.push_back(hex[c & 15]);
+        } else {
+          out += "\\ufffd";  // invalid UTF-8 byte
+        }
+    }
+    ++i;
+    run = i;
+  }
+  out.append(s.data() + run, n - run);
+  out.push_back('"');
+}
+
+JsonReader::JsonReader(InputSource& in, JsonLimits limits) : in_(in), limits_(limits), buf_(kChunk) {}
+
+void JsonReader::fail(const std::string& msg) const {
+  throw Error(in_.path() + ": byte offset " + std::to_string(tokenOffset_) + ": " + msg);
+}
+
+bool JsonReader::fill() {
+  if (eof_) return false;
+  const std::size_t keep = capturing_ ? std::min(captureStart_, pos_) : pos_;
+  if (keep > 0) {
+    std::memmove(buf_.data(), buf_.data() + keep, end_ - keep);
+    base_ += keep;
+    end_ -= keep;
+    pos_ -= keep;
+    if (capturing_) captureStart_ -= keep;
+  }
+  if (end_ == buf_.size()) {
+    // One token is larger than the buffer: grow, within the string limit.
+    if (buf_.size() >= limits_.maxStringBytes + 64)
+      fail("a single value is longer than " + std::to_string(limits_.maxStringBytes >> 20) +
+           " MiB; refusing it (is this really a trace?)");
+    buf_.resize(std::min(buf_.size() * 2, limits_.maxStringBytes + 64));
+  }
+  const std::size_t got = in_.read(buf_.data() + end_, buf_.size() - end_);
+  if (got == 0) {
+    eof_ = true;
+    return false;
+  }
+  end_ += got;
+  return true;
+}
+
+bool JsonReader::skipWs() {
+  for (;;) {
+    while (pos_ < end_ && isWs(buf_[pos_])) ++pos_;
+    if (pos_ < end_) return true;
+    if (!fill()) return false;
+  }
+}
+
+JsonReader::Token JsonReader::next() {
+  for (;;) {
+    if (!skipWs()) {
+      tokenOffset_ = base_ + pos_;
+      if (expect_ == Expect::Done) return Token::End;
+      if (base_ + pos_ == 0) fail("empty document (no JSON value)");
+      fail("unexpected end of input (truncated JSON, " + std::to_string(stack_.size()) + " containers still open)");
+    }
+    const char c = buf_[pos_];
+    tokenOffset_ = base_ + pos_;
+    switch (expect_) {
+      case Expect::Done:
+        fail("unexpected data after the end of the JSON document");
+      case Expect::Colon:
+        if (c != ':') fail("expected ':' after an object key");
+        ++pos_;
+        expect_ = Expect::Value;
+        continue;
+      case Expect::CommaOrEnd: {
+        const char top = static_cast<char>(stack_.back());
+        if (c == ',') {
+          ++pos_;
+          expect_ = top == '{' ? Expect::KeyOrEnd : Expect::Value;
+          if (top == '{') {
+            // After a comma only a key may follow (no trailing commas).
+            if (!skipWs()) fail("unexpected end of input after ','");
+            tokenOffset_ = base_ + pos_;
+            if (buf_[pos_] != '"') fail("expected an object key after ','");
+          } else {
+            if (!skipWs()) fail("unexpected end of input after ','");
+            tokenOffset_ = base_ + pos_;
+            if (buf_[pos_] == ']') fail("trailing ',' before ']'");
+          }
+          continue;
+        }
+        if ((c == '}' && top == '{') || (c == ']' && top == '[')) {
+          ++pos_;
+          stack_.pop_back();
+          afterValue();
+          return top == '{' ? Token::EndObject : Token::EndArray;
+        }
+        fail(std::string("expected ',' or '") + (top == '{' ? '}' : ']') + "'");
+      }
+      case Expect::KeyOrEnd:
+        if (c == '}') {
+          ++pos_;
+          stack_.pop_back();
+          afterValue();
+          return Token::EndObject;
+        }
+        if (c != '"') fail("expected an object key (a string)");
+        lexString(true);
+        expect_ = Expect::Colon;
+        return Token::Key;
+      case Expect::ValueOrEnd:
+        if (c == ']') {
+          ++pos_;
+          stack_.pop_back();
+          afterValue();
+          return Token::EndArray;
+        }
+        [[fallthrough]];
+      case Expect::Value:
+        switch (c) {
+          case '{':
+          case '[':
+            if (stack_.size() >= limits_.maxDepth)
+              fail("JSON nested deeper than " + std::to_string(limits_.maxDepth) + " levels");
+            stack_.push_back(static_cast<std::uint8_t>(c));
+            ++pos_;
+            expect_ = c == '{' ? Expect::KeyOrEnd : Expect::ValueOrEnd;
+            return c == '{' ? Token::BeginObject : Token::BeginArray;
+          case '"':
+            lexString(false);
+            afterValue();
+            return Token::String;
+          case 't':
+            lexLiteral("true");
+            afterValue();
+            return Token::True;
+          case 'f':
+            lexLiteral("false");
+            afterValue();
+            return Token::False;
+          case 'n':
+            lexLiteral("null");
+            afterValue();
+            return Token::Null;
+          default:
+            if (c == '-' || isDigit(c)) {
+              lexNumber();
+              afterValue();
+              return Token::Number;
+            }
+            if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f)
+              fail("unexpected byte 0x" + std::string(1, "0123456789abcdef"[(static_cast<unsigned char>(c) >> 4)]) +
+                   std::string(1, "0123456789abcdef"[static_cast<unsigned char>(c) & 15]) + " (not JSON text)");
+            fail(std::string("unexpected character '") + c + "'");
+        }
+    }
+  }
+}
+
+void JsonReader::afterValue() { expect_ = stack_.empty() ? Expect::Done : Expect::CommaOrEnd; }
+
+JsonReader::Token JsonReader::lexString(bool isKey) {
+  // pos_ is at the opening quote. Fast path: no escapes, the whole string inside the buffer.
+  std::size_t i = pos_ + 1;
+  for (;;) {
+    const char* start = buf_.data() + i;
+    const void* q = std::memchr(start, '"', end_ - i);
+    const std::size_t scanEnd = q ? static_cast<std::size_t>(static_cast<const char*>(q) - buf_.data()) : end_;
+    const void* bs = std::memchr(start, '\\', scanEnd - i);
+    if (bs) {
+      i = static_cast<std::size_t>(static_cast<const char*>(bs) - buf_.data());
+      break;  // slow path from the backslash
+    }
+    if (q) {
+      text_ = std::string_view(buf_.data() + pos_ + 1, scanEnd - pos_ - 1);
+      pos_ = scanEnd + 1;
+      return isKey ? Token::Key : Token::String;
+    }
+    const std::size_t off = end_ - pos_;
+    if (off > limits_.maxStringBytes) fail("string longer than " + std::to_string(limits_.maxStringBytes >> 20) + " MiB");
+    if (!fill()) fail("unterminated string (end of input inside a string)");
+    i = pos_ + off;
+  }
+  // Slow path: unescape into scratch_.
+  scratch_.assign(buf_.data() + pos_ + 1, i - pos_ - 1);
+  auto need = [&](std::size_t n) {
+    while (end_ - i < n) {
+      const std::size_t off = i - pos_;
+      if (!fill()) fail("unterminated string (end of input inside a string)");
+      i = pos_ + off;
+    }
+  };
+  auto hex4 = [&]() -> std::uint32_t {
+    need(4);
+    std::uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char h = buf_[i++];
+      v <<= 4;
+      if (h >= '0' && h <= '9')
+        v |= static_cast<std::uint32_t>(h - '0');
+      else if (h >= 'a' && h <= 'f')
+        v |= static_cast<std::uint32_t>(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F')
+        v |= static_cast<std::uint32_t>(h - 'A' + 10);
+      else
+        fail("invalid \\u escape in string");
+    }
+    return v;
+  };
+  for (;;) {
+    need(1);
+    const char c = buf_[i];
+    if (c == '"') {
+      pos_ = i + 1;
+      text_ = scratch_;
+      return isKey ? Token::Key : Token::String;
+    }
+    if (scratch_.size() > limits_.maxStringBytes)
+      fail("string longer than " + std::to_string(limits_.maxStringBytes >> 20) + " MiB");
+    if (c != '\\') {
+      // Copy the plain run up to the next quote/backslash in one go.
+      std::size_t j = i;
+      while (j < end_ && buf_[j] != '"' && buf_[j] != '\\') ++j;
+      scratch_.append(buf_.data() + i, j - i);
+      i = j;
+      // Keep the consumed part out of the buffer so long strings do not force it to grow.
+      pos_ = i - 1;  // any index <= i works; fill() keeps [pos_, end_)
+      continue;
+    }
+    need(2);
+    const char e = buf_[i + 1];
+    i += 2;
+    switch (e) {
+      case '"': scratch_.push_back('"'); break;
+      case '\\': scratch_.push_back('\\'); break;
+      case '/': scratch_.push_back('/'); break;
+      case 'b': scratch_.push_back('\b'); break;
+      case 'f': scratch_.push_back('\f'); break;
+      case 'n': scratch_.push_back('\n'); break;
+      case 'r': scratch_.push_back('\r'); break;
+      case 't': scratch_.push_back('\t'); break;
+      case 'u': {
+        std::uint32_t cp = hex4();
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          need(2);
+          if (buf_[i] == '\\' && buf_[i + 1] == 'u') {
+            i += 2;
+            const std::uint32_t lo = hex4();
+            if (lo >= 0xDC00 && lo <= 0xDFFF)
+              cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            else
+              cp = 0xFFFD;
+          } else {
+            cp = 0xFFFD;
+          }
+        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+          cp = 0xFFFD;
+        }
+        appendUtf8(scratch_, cp);
+        break;
+      }
+      default:
+        fail(std::string("invalid escape '\\") + e + "' in string");
+    }
+    pos_ = i - 1 > pos_ ? i - 1 : pos_;
+  }
+}
+
+JsonReader::Token JsonReader::lexNumber() {
+  std::size_t i = pos_;
+  for (;;) {
+    while (i < end_) {
+      const char c = buf_[i];
+      if (isDigit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E')
+        ++i;
+      else
+        break;
+    }
+    if (i < end_ || eof_) break;
+    const std::size_t off = i - pos_;
+    if (off > 4096) fail("number literal longer than 4096 characters");
+    if (!fill()) break;
+    i = pos_ + off;
+  }
+  const std::string_view s(buf_.data() + pos_, i - pos_);
+  // Validate: -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?
+  std::size_t k = 0;
+  auto bad = [&]() { fail("malformed number '" + std::string(s.substr(0, 40)) + "'"); };
+  if (k < s.size() && s[k] == '-') ++k;
+  if (k >= s.size() || !isDigit(s[k])) bad();
+  if (s[k] == '0') {
+    ++k;
+  } else {
+    while (k < s.size() && isDigit(s[k])) ++k;
+  }
+  if (k < s.size() && s[k] == '.') {
+    ++k;
+    if (k >= s.size() || !isDigit(s[k])) bad();
+    while (k < s.size() && isDigit(s[k])) ++k;
+  }
+  if (k < s.size() && (s[k] == 'e' || s[k] == 'E')) {
+    ++k;
+    if (k < s.size() && (s[k] == '+' || s[k] == '-')) ++k;
+    if (k >= s.size() || !isDigit(s[k])) bad();
+    while (k < s.size() && isDigit(s[k])) ++k;
+  }
+  if (k != s.size()) bad();
+  text_ = s;
+  pos_ = i;
+  return Token::Number;
+}
+
+void JsonReader::lexLiteral(std::string_view word) {
+  while (end_ - pos_ < word.size()) {
+    if (!fill()) fail("unexpected end of input in a literal");
+  }
+  if (std::string_view(buf_.data() + pos_, word.size()) != word) fail("invalid literal (expected '" + std::string(word) + "')");
+  pos_ += word.size();
+  text_ = word;
+}
+
+void JsonReader::beginCapture() {
+  capturing_ = true;
+  captureStart_ = static_cast<std::size_t>(tokenOffset_ - base_);
+}
+
+std::string_view JsonReader::endCapture() {
+  capturing_ = false;
+  return std::string_view(buf_.data() + captureStart_, pos_ - captureStart_);
+}
+
+void appendCompactJson(std::string& out, std::string_view raw) {
+  const char* p = raw.data();
+  const std::size_t n = raw.size();
+  std::size_t run = 0;
+  bool inString = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const char c = p[i];
+    if (inString) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        inString = false;
+      }
+    } else if (c == '"') {
+      inString = true;
+    } else if (isWs(c)) {
+      out.append(p + run, i - run);
+      run = i + 1;
+    }
+  }
+  out.append(p + run, n - run);
+}
+
+void JsonReader::skipValue(Token first) {
+  if (first != Token::BeginObject && first != Token::BeginArray) return;
+  const std::size_t d = depth();
+  for (;;) {
+    const Token t = next();
+    if ((t == Token::EndObject || t == Token::EndArray) && depth() < d) return;
+    if (t == Token::End) fail("unexpected end of input");
+  }
+}
+
+void JsonReader::copyValue(Token first, std::string& out) {
+  // needComma per open container; afterKey suppresses the comma before an object member's value.
+  std::vector<bool> needComma;
+  bool afterKey = false;
+  Token t = first;
+  for (;;) {
+    const bool closing = t == Token::EndObject || t == Token::EndArray;
+    if (!closing && !afterKey && !needComma.empty()) {
+      if (needComma.back()) out.push_back(',');
+      needComma.back() = true;
+    }
+    afterKey = false;
+    switch (t) {
+      case Token::BeginObject: out.push_back('{'); needComma.push_back(false); break;
+      case Token::BeginArray: out.push_back('['); needComma.push_back(false); break;
+      case Token::EndObject: out.push_back('}'); needComma.pop_back(); break;
+      case Token::EndArray: out.push_back(']'); needComma.pop_back(); break;
+      case Token::Key:
+        appendJsonString(out, text_);
+        out.push_back(':');
+        afterKey = true;
+        break;
+      case Token::String: appendJsonString(out, text_); break;
+      case Token::Number: out.append(text_); break;
+      case Token::True: out += "true"; break;
+      case Token::False: out += "false"; break;
+      case Token::Null: out += "null"; break;
+      case Token::End: fail("unexpected end of input");
+    }
+    if (needComma.empty()) return;
+    t = next();
+  }
+}
+
+}  // namespace shardscope::core

@@ -1,0 +1,75 @@
+#pragma once
+// A streaming pull parser for JSON: constant memory whatever the document size, iterative (no
+// recursion, so deep nesting cannot overflow the stack), with byte offsets in every error.
+// Strings and numbers are returned as views that stay valid until the next call to next().
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/import/input_source.h"
+
+namespace shardscope::core {
+
+struct JsonLimits {
+  std::size_t maxDepth = 128;
+  std::size_t maxStringBytes = 16u << 20;  // one string; a trace's longest names are a few KiB
+};
+
+class JsonReader {
+ public:
+  enum class Token { BeginObject, EndObject, BeginArray, EndArray, Key, String, Number, True, False, Null, End };
+
+  JsonReader(InputSource& in, JsonLimits limits = {});
+
+  Token next();
+  // Key/String: the unescaped text. Number: the raw text (validated against the JSON grammar).
+  std::string_view text() const { return text_; }
+  // Byte offset (in the uncompressed stream) where the current token starts.
+  std::uint64_t tokenOffset() const { return tokenOffset_; }
+  std::size_t depth() const { return stack_.size(); }
+  // Skips the value that starts with `first` (already returned by next()).
+  void skipValue(Token first);
+  // Appends the compact JSON text of the value starting with `first` to out (strings re-escaped).
+  void copyValue(Token first, std::string& out);
+  // Raw capture: beginCapture() right after next() returned a token keeps the input from that token's
+  // first byte; endCapture() returns the raw text from there to the end of the last token.
+  void beginCapture();
+  std::string_view endCapture();
+  [[noreturn]] void fail(const std::string& msg) const;
+  const std::string& path() const { return in_.path(); }
+  InputSource& input() { return in_; }
+
+ private:
+  enum class Expect : std::uint8_t { Value, KeyOrEnd, Colon, CommaOrEnd, ValueOrEnd, Done };
+  bool fill();  // keeps [pos_, end_) and reads more; false at end of input
+  bool skipWs();
+  Token lexString(bool isKey);
+  Token lexNumber();
+  void lexLiteral(std::string_view word);
+  void afterValue();
+
+  InputSource& in_;
+  JsonLimits limits_;
+  std::vector<char> buf_;
+  std::size_t pos_ = 0;
+  std::size_t end_ = 0;
+  std::uint64_t base_ = 0;  // stream offset of buf_[0]
+  bool eof_ = false;
+  std::vector<std::uint8_t> stack_;  // '{' or '['
+  Expect expect_ = Expect::Value;
+  std::string_view text_;
+  std::string scratch_;
+  std::uint64_t tokenOffset_ = 0;
+  bool capturing_ = false;
+  std::size_t captureStart_ = 0;
+};
+
+// Appends raw JSON text with the whitespace outside strings removed.
+void appendCompactJson(std::string& out, std::string_view raw);
+
+// Appends s to out as a JSON string literal (quotes included). Invalid UTF-8 becomes U+FFFD so the
+// output is always valid JSON.
+void appendJsonString(std::string& out, std::string_view s);
+
+}  // namespace shardscope::core

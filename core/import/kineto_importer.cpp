@@ -1,0 +1,1506 @@
+#include "core/import/kineto_importer.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <deque>
+#include <exception>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include <pthread.h>
+#include <unordered_map>
+
+#include "core/analysis/kernel_classify.h"
+#include "core/import/input_source.h"
+#include "core/util/error.h"
+#include "core/util/json.h"
+
+namespace shardscope::core {
+namespace {
+
+namespace fs = std::filesystem;
+using Token = JsonReader::Token;
+
+constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
+constexpr std::int64_t kMaxAbsNs = 4'600'000'000'000'000'000LL;
+constexpr std::int64_t kMaxDurNs = 1'000'000'000'000'000LL;  // 11.6 days: longer is not a profile
+constexpr std::size_t kBatchEvents = 8192;
+
+// ------------------------------------------------------------------------------------------
+// Records passed from the parsing thread to the writing thread. Strings, tracks and process groups
+// are referred to by parser-local ids, resolved to database ids by the writer.
+
+enum class TrackClass : char { Cpu = 'c', Gpu = 'g', Python = 'p', Counter = 'k' };
+
+struct PTrack {
+  TrackClass cls = TrackClass::Cpu;
+  TrackKind kind = TrackKind::CpuThread;
+  std::string name;
+  std::optional<std::int64_t> pid, tid, stream;
+  std::optional<int> device;
+  std::string pidText, tidText;  // original ids, for M-event name matching
+};
+
+struct PGroup {
+  std::string name, description, backend, ranksJson;
+  int size = 0;
+};
+
+struct PEvent {
+  std::uint32_t track = 0;
+  std::uint32_t name = 0;
+  std::uint32_t cat = 0;
+  std::uint32_t dtype = 0;
+  std::uint32_t pg = 0;  // 1-based local group id, 0 = none
+  std::int32_t groupSize = 0;
+  Category category = Category::Other;
+  CollectiveOp op = CollectiveOp::None;
+  int flags = 0;
+  std::int64_t start = 0, end = 0;
+  std::int64_t correlation = kNone, externalId = kNone, bytes = kNone;
+  std::uint32_t argsOff = 0, argsLen = 0;
+  std::int64_t stepNum = kNone;  // set on the ProfilerStep#N annotation itself
+};
+
+struct PCounter {
+  std::uint32_t track;
+  std::int64_t ts;
+  double value;
+};
+
+struct PFlow {
+  std::uint32_t track, cat, name;
+  std::int64_t id, ts;
+  char phase;
+  bool bindEnclosing;
+};
+
+struct PStep {
+  std::int64_t step, start, end;
+};
+
+struct FileHeader {
+  std::optional<int> rank;        // from distributedInfo
+  std::optional<int> worldSize;
+  std::string backend;
+  std::vector<PGroup> groups;
+  std::optional<std::int64_t> baseTimeNs;
+  bool baseAfterEvents = false;
+  bool tsFloat = false;
+  std::string distributedInfoJson;
+  std::string devicePropertiesJson;
+  JsonValue metadata = JsonValue::object();   // other top-level scalars
+  JsonValue processes = JsonValue::object();  // pid -> {name, labels} from M events
+  std::vector<std::tuple<std::string, std::string, std::string>> threadNames;  // pid, tid, name
+};
+
+struct Batch {
+  int file = 0;
+  std::vector<std::string> newStrings;
+  std::vector<PTrack> newTracks;
+  std::vector<PGroup> newGroups;
+  std::vector<PStep> steps;
+  std::vector<PEvent> events;
+  std::string args;
+  std::vector<PCounter> counters;
+  std::vector<PFlow> flows;
+  std::vector<MemoryEvent> memory;  // rankId filled by the writer
+  std::vector<std::uint32_t> memoryTracks;  // (allocated, reserved) counter tracks per memory event, pairs
+  std::uint64_t fileOffset = 0;
+  bool fileDone = false;
+  FileHeader header;
+  KinetoFileStats stats;
+  std::exception_ptr error;
+  bool last = false;
+};
+
+class BatchQueue {
+ public:
+  explicit BatchQueue(std::size_t cap) : cap_(cap) {}
+  void push(std::unique_ptr<Batch> b) {
+    std::unique_lock lk(m_);
+    notFull_.wait(lk, [&] { return q_.size() < cap_ || stop_; });
+    if (stop_) return;
+    q_.push_back(std::move(b));
+    notEmpty_.notify_one();
+  }
+  std::unique_ptr<Batch> pop() {
+    std::unique_lock lk(m_);
+    notEmpty_.wait(lk, [&] { return !q_.empty(); });
+    auto b = std::move(q_.front());
+    q_.pop_front();
+    notFull_.notify_one();
+    return b;
+  }
+  void stop() {
+    std::lock_guard lk(m_);
+    stop_ = true;
+    notFull_.notify_all();
+  }
+  bool stopped() {
+    std::lock_guard lk(m_);
+    return stop_;
+  }
+
+ private:
+  std::size_t cap_;
+  std::mutex m_;
+  std::condition_variable notFull_, notEmpty_;
+  std::deque<std::unique_ptr<Batch>> q_;
+  bool stop_ = false;
+};
+
+bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+bool isGpuCat(std::string_view cat) {
+  return cat == "kernel" || cat == "Kernel" || cat == "gpu_memcpy" || cat == "Memcpy" || cat == "gpu_memset" ||
+         cat == "Memset" || cat == "gpu_user_annotation" || cat == "cuda_sync" || cat == "mtia_ccp_events";
+}
+
+bool isKernelCat(std::string_view cat) { return cat == "kernel" || cat == "Kernel"; }
+
+std::optional<std::int64_t> parseInt(std::string_view s) {
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc() && p == s.data() + s.size()) return v;
+  double d = 0;
+  auto [p2, ec2] = std::from_chars(s.data(), s.data() + s.size(), d);
+  if (ec2 == std::errc() && p2 == s.data() + s.size() && std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e18)
+    return static_cast<std::int64_t>(d);
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> parseStepNumber(std::string_view name) {
+  // ProfilerStep\s*#\s*(\d+)
+  if (!startsWith(name, "ProfilerStep")) return std::nullopt;
+  std::size_t i = 12;
+  while (i < name.size() && std::isspace(static_cast<unsigned char>(name[i]))) ++i;
+  if (i >= name.size() || name[i] != '#') return std::nullopt;
+  ++i;
+  while (i < name.size() && std::isspace(static_cast<unsigned char>(name[i]))) ++i;
+  std::size_t j = i;
+  while (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j]))) ++j;
+  if (j == i) return std::nullopt;
+  return parseInt(name.substr(i, j - i));
+}
+
+std::string fileLabel(const std::string& path) { return fs::path(path).filename().string(); }
+
+}  // namespace
+
+bool parseMicrosToNs(std::string_view raw, std::int64_t& ns, bool& isFloat) {
+  isFloat = raw.find_first_of(".eE") != std::string_view::npos;
+  std::size_t i = 0;
+  bool neg = false;
+  if (i < raw.size() && raw[i] == '-') {
+    neg = true;
+    ++i;
+  }
+  const bool hasExp = raw.find_first_of("eE") != std::string_view::npos;
+  if (!hasExp) {
+    // Exact decimal arithmetic: integer µs and up to 3 fractional digits are integer ns.
+    std::int64_t intPart = 0;
+    std::size_t digits = 0;
+    for (; i < raw.size() && raw[i] != '.'; ++i, ++digits) {
+      if (digits >= 16) return false;  // > 1e16 µs is beyond any clock we accept
+      intPart = intPart * 10 + (raw[i] - '0');
+    }
+    std::int64_t frac = 0;
+    int fracDigits = 0;
+    bool roundUp = false;
+    if (i < raw.size() && raw[i] == '.') {
+      ++i;
+      for (; i < raw.size(); ++i) {
+        if (fracDigits < 3) {
+          frac = frac * 10 + (raw[i] - '0');
+          ++fracDigits;
+        } else if (fracDigits == 3) {
+          roundUp = raw[i] >= '5';
+          ++fracDigits;
+        }
+      }
+    }
+    while (fracDigits < 3) {
+      frac *= 10;
+      ++fracDigits;
+    }
+    std::int64_t v = intPart * 1000 + frac + (roundUp ? 1 : 0);
+    if (v > kMaxAbsNs) return false;
+    ns = neg ? -v : v;
+    return true;
+  }
+  double d = 0;
+  auto [p, ec] = std::from_chars(raw.data(), raw.data() + raw.size(), d);
+  if (ec != std::errc() || !std::isfinite(d)) return false;
+  const double scaled = d * 1000.0;
+  if (!(std::fabs(scaled) <= static_cast<double>(kMaxAbsNs))) return false;
+  ns = std::llround(scaled);
+  return true;
+}
+
+// ------------------------------------------------------------------------------------------
+// Parsing side (runs on its own thread).
+
+class KinetoParser {
+ public:
+  KinetoParser(BatchQueue& q, const KinetoImportOptions& opt, std::uint32_t& stringCount,
+               std::unordered_map<std::string, std::uint32_t>& strings)
+      : q_(q), opt_(opt), stringCount_(stringCount), strings_(strings) {}
+
+  void parseFile(int fileIndex, const std::string& path) {
+    file_ = fileIndex;
+    path_ = path;
+    tracks_.clear();
+    trackCount_ = 0;
+    groups_.clear();
+    groupCount_ = 0;
+    header_ = FileHeader{};
+    stats_ = KinetoFileStats{};
+    stats_.path = path;
+    lastTrack_ = 0;
+    batch_ = std::make_unique<Batch>();
+    batch_->file = file_;
+
+    auto in = openInput(path);
+    stats_.bytes = in->fileSize();
+    in_ = in.get();
+    JsonReader r(*in, opt_.limits);
+    reader_ = &r;
+    Token t = r.next();
+    if (t == Token::BeginArray) {
+      // The Chrome trace format also allows a bare array of events.
+      parseEventArray(r);
+    } else if (t == Token::BeginObject) {
+      bool sawEvents = false;
+      for (;;) {
+        t = r.next();
+        if (t == Token::EndObject) break;
+        const std::string key(r.text());
+        t = r.next();
+        if (key == "traceEvents") {
+          if (t != Token::BeginArray) r.fail("'traceEvents' must be an array");
+          sawEvents = true;
+          parseEventArray(r);
+        } else if (key == "baseTimeNanoseconds") {
+          if (t != Token::Number) r.fail("'baseTimeNanoseconds' must be a number");
+          auto v = parseInt(r.text());
+          if (!v || *v < 0 || *v > kMaxAbsNs) r.fail("'baseTimeNanoseconds' is out of range");
+          header_.baseTimeNs = *v;
+          if (sawEvents) header_.baseAfterEvents = true;
+        } else if (key == "distributedInfo") {
+          if (t != Token::BeginObject) {
+            r.skipValue(t);
+            warn("'distributedInfo' is not an object; ignored");
+            continue;
+          }
+          parseDistributedInfo(readJsonValue(r, t, 1u << 16));
+        } else if (key == "deviceProperties") {
+          JsonValue v = readJsonValue(r, t, 1u << 16);
+          header_.devicePropertiesJson = v.dump();
+        } else if (t == Token::String || t == Token::Number || t == Token::True || t == Token::False) {
+          JsonValue v = readJsonValue(r, t);
+          header_.metadata.set(key, std::move(v));
+        } else {
+          r.skipValue(t);
+        }
+      }
+      if (r.next() != Token::End) r.fail("unexpected data after the JSON document");
+      if (!sawEvents) r.fail("no 'traceEvents' array: this JSON is not a Chrome/Kineto trace");
+    } else {
+      r.fail("expected a JSON object with 'traceEvents' (or an array of events); this is not a trace");
+    }
+    stats_.jsonBytes = r.tokenOffset();
+    // HTA discovers the rank with a regex over the raw text; we reproduce it for files whose
+    // distributedInfo is missing, reading the number that the parser saw as a "rank" key.
+    batch_->fileDone = true;
+    batch_->header = std::move(header_);
+    batch_->stats = stats_;
+    flush();
+    reader_ = nullptr;
+  }
+
+  std::vector<std::string> warnings;
+
+ private:
+  void warn(const std::string& w) { warnings.push_back(fileLabel(path_) + ": " + w); }
+
+  std::uint32_t str(std::string_view s) {
+    key_.assign(s);
+    auto it = strings_.find(key_);
+    if (it != strings_.end()) return it->second;
+    const std::uint32_t id = ++stringCount_;
+    strings_.emplace(key_, id);
+    batch_->newStrings.emplace_back(s);
+    return id;
+  }
+
+  void flush() {
+    batch_->fileOffset = in_ ? in_->fileOffset() : 0;
+    if (opt_.cancel && opt_.cancel->isCancelled()) throw Cancelled();
+    q_.push(std::move(batch_));
+    if (q_.stopped()) throw Cancelled();
+    batch_ = std::make_unique<Batch>();
+    batch_->file = file_;
+  }
+
+  void parseDistributedInfo(const JsonValue& v) {
+    header_.distributedInfoJson = v.dump();
+    if (const auto* r = v.find("rank")) {
+      auto i = r->asInt();
+      if (!i || *i < 0 || *i > 1'000'000) fail("distributedInfo.rank is not a valid rank");
+      header_.rank = static_cast<int>(*i);
+    }
+    if (const auto* w = v.find("world_size")) {
+      auto i = w->asInt();
+      if (!i || *i < 1 || *i > 1'000'000) fail("distributedInfo.world_size is not a valid world size");
+      header_.worldSize = static_cast<int>(*i);
+    }
+    if (const auto* b = v.find("backend"); b && b->isString()) header_.backend = b->asString();
+    if (const auto* pgs = v.find("pg_config"); pgs && pgs->isArray()) {
+      for (const auto& pg : pgs->items()) {
+        if (!pg.isObject()) continue;
+        PGroup g;
+        if (const auto* n = pg.find("pg_name")) g.name = n->asString();
+        if (const auto* d = pg.find("pg_desc")) g.description = d->asString();
+        if (const auto* b = pg.find("backend_config")) g.backend = b->asString();
+        if (const auto* s = pg.find("pg_size")) g.size = static_cast<int>(s->asInt().value_or(0));
+        if (const auto* rk = pg.find("ranks")) g.ranksJson = normaliseRanks(*rk);
+        if (!g.name.empty()) header_.groups.push_back(std::move(g));
+      }
+    }
+  }
+
+  // "ranks" is an array in current traces and a string "[0, 1]" in on-demand ones.
+  static std::string normaliseRanks(const JsonValue& v) {
+    if (v.isArray()) return v.dump();
+    if (v.isString()) {
+      std::string out = "[";
+      bool first = true;
+      std::int64_t cur = 0;
+      bool in = false;
+      for (char c : v.asString() + ",") {
+        if (std::isdigit(static_cast<unsigned char>(c))) {
+          cur = cur * 10 + (c - '0');
+          in = true;
+        } else if (in) {
+          if (!first) out += ",";
+          out += std::to_string(cur);
+          first = false;
+          cur = 0;
+          in = false;
+        }
+      }
+      return out + "]";
+    }
+    return "[]";
+  }
+
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw Error(path_ + ": " + msg);
+  }
+  [[noreturn]] void failEvent(const std::string& msg) const {
+    throw Error(path_ + ": event #" + std::to_string(eventIndex_) + " (byte offset " +
+                std::to_string(eventOffset_) + "): " + msg);
+  }
+
+  // Per-event scratch, reused to avoid allocations.
+  struct Id2 {
+    bool isNum = false;
+    bool present = false;
+    std::int64_t num = 0;
+    std::string text;
+  };
+  struct Raw {
+    std::string name, cat, ph, bp, scope;
+    bool hasName = false, hasCat = false, hasTs = false, hasDur = false, hasId = false;
+    Id2 pid, tid;
+    std::string ts, dur;
+    std::int64_t flowId = 0;
+    // args
+    std::int64_t externalId = kNone, correlation = kNone, stream = kNone, device = kNone;
+    bool streamArg = false;
+    std::string collName, dtype, pgName, pgDesc, pgRanks;
+    std::int64_t inNelems = kNone, outNelems = kNone, groupSize = kNone;
+    std::int64_t totalAllocated = kNone, totalReserved = kNone, bytes = kNone, addr = kNone, devId = kNone,
+                 devType = kNone;
+    std::vector<std::pair<std::string, double>> counterValues;
+    std::string argsJson;
+  } ev_;
+
+  void resetRaw() {
+    ev_.hasName = ev_.hasCat = ev_.hasTs = ev_.hasDur = ev_.hasId = false;
+    ev_.name.clear();
+    ev_.cat.clear();
+    ev_.ph.clear();
+    ev_.bp.clear();
+    ev_.scope.clear();
+    ev_.pid.present = ev_.tid.present = false;
+    ev_.externalId = ev_.correlation = ev_.stream = ev_.device = kNone;
+    ev_.streamArg = false;
+    ev_.collName.clear();
+    ev_.dtype.clear();
+    ev_.pgName.clear();
+    ev_.pgDesc.clear();
+    ev_.pgRanks.clear();
+    ev_.inNelems = ev_.outNelems = ev_.groupSize = kNone;
+    ev_.totalAllocated = ev_.totalReserved = ev_.bytes = ev_.addr = ev_.devId = ev_.devType = kNone;
+    ev_.counterValues.clear();
+    ev_.argsJson.clear();
+  }
+
+  void readId(JsonReader& r, Token t, Id2& id, const char* field) {
+    id.present = true;
+    if (t == Token::Number) {
+      auto v = parseInt(r.text());
+      if (!v) failEvent(std::string("field '") + field + "' is not an integer");
+      id.isNum = true;
+      id.num = *v;
+      id.text.assign(r.text());
+    } else if (t == Token::String) {
+      id.text.assign(r.text());
+      auto v = parseInt(id.text);
+      id.isNum = false;
+      id.num = v.value_or(0);
+    } else {
+      failEvent(std::string("field '") + field + "' must be a number or a string");
+    }
+  }
+
+  std::string expectString(JsonReader& r, Token t, const char* field) {
+    if (t != Token::String) failEvent(std::string("field '") + field + "' must be a string");
+    return std::string(r.text());
+  }
+
+  std::int64_t argInt(JsonReader& r, Token t) {
+    if (t == Token::Number) {
+      if (auto v = parseInt(r.text())) return *v;
+    } else if (t == Token::String) {
+      if (auto v = parseInt(r.text())) return *v;
+    }
+    return kNone;
+  }
+
+  enum ArgKey : std::uint8_t {
+    kArgOther, kArgExternalId, kArgCorrelation, kArgStream, kArgDevice, kArgCollName, kArgInNelems, kArgOutNelems,
+    kArgGroupSize, kArgDtype, kArgPgName, kArgPgDesc, kArgPgRanks, kArgTotalAllocated, kArgTotalReserved, kArgBytes,
+    kArgAddr, kArgDeviceId, kArgDeviceType
+  };
+
+  static ArgKey argKey(std::string_view k) {
+    // Most args are not promoted: dispatch on the length first so they cost one switch.
+    switch (k.size()) {
+      case 4: return k == "Addr" ? kArgAddr : kArgOther;
+      case 5: return k == "dtype" ? kArgDtype : k == "Bytes" ? kArgBytes : kArgOther;
+      case 6: return k == "stream" ? kArgStream : k == "device" ? kArgDevice : kArgOther;
+      case 9: return k == "Device Id" ? kArgDeviceId : kArgOther;
+      case 10: return k == "Group size" ? kArgGroupSize : kArgOther;
+      case 11:
+        return k == "External id"   ? kArgExternalId
+               : k == "correlation" ? kArgCorrelation
+               : k == "Device Type" ? kArgDeviceType
+                                    : kArgOther;
+      case 13: return k == "In msg nelems" ? kArgInNelems : kArgOther;
+      case 14: return k == "Out msg nelems" ? kArgOutNelems : k == "Total Reserved" ? kArgTotalReserved : kArgOther;
+      case 15: return k == "Collective name" ? kArgCollName : k == "Total Allocated" ? kArgTotalAllocated : kArgOther;
+      case 18: return k == "Process Group Name" ? kArgPgName : kArgOther;
+      case 19: return k == "Process Group Ranks" ? kArgPgRanks : kArgOther;
+      case 25: return k == "Process Group Description" ? kArgPgDesc : kArgOther;
+      default: return kArgOther;
+    }
+  }
+
+  // Reads the args object (its '{' was just returned) picking the promoted fields, and keeps the
+  // object's raw text (whitespace removed) rather than re-serialising it token by token.
+  void parseArgs(JsonReader& r) {
+    // Counter (C) and metadata (M) events need their args later; 'ph' usually comes first.
+    const bool keep = opt_.keepArgs || ev_.ph.empty() || ev_.ph == "M" || ev_.ph == "C";
+    r.beginCapture();
+    for (;;) {
+      Token t = r.next();
+      if (t == Token::EndObject) break;
+      const ArgKey key = argKey(r.text());
+      t = r.next();
+      if (t == Token::BeginObject || t == Token::BeginArray) {
+        r.skipValue(t);
+        continue;
+      }
+      switch (key) {
+        case kArgOther: break;
+        case kArgExternalId: ev_.externalId = argInt(r, t); break;
+        case kArgCorrelation: ev_.correlation = argInt(r, t); break;
+        case kArgStream:
+          ev_.stream = argInt(r, t);
+          ev_.streamArg = ev_.stream != kNone;
+          break;
+        case kArgDevice: ev_.device = argInt(r, t); break;
+        case kArgCollName:
+          if (t == Token::String) ev_.collName.assign(r.text());
+          break;
+        case kArgInNelems: ev_.inNelems = argInt(r, t); break;
+        case kArgOutNelems: ev_.outNelems = argInt(r, t); break;
+        case kArgGroupSize: ev_.groupSize = argInt(r, t); break;
+        case kArgDtype:
+          if (t == Token::String) ev_.dtype.assign(r.text());
+          break;
+        case kArgPgName:
+          if (t == Token::String || t == Token::Number) ev_.pgName.assign(r.text());
+          break;
+        case kArgPgDesc:
+          if (t == Token::String) ev_.pgDesc.assign(r.text());
+          break;
+        case kArgPgRanks:
+          if (t == Token::String) ev_.pgRanks.assign(r.text());
+          break;
+        case kArgTotalAllocated: ev_.totalAllocated = argInt(r, t); break;
+        case kArgTotalReserved: ev_.totalReserved = argInt(r, t); break;
+        case kArgBytes: ev_.bytes = argInt(r, t); break;
+        case kArgAddr: ev_.addr = argInt(r, t); break;
+        case kArgDeviceId: ev_.devId = argInt(r, t); break;
+        case kArgDeviceType: ev_.devType = argInt(r, t); break;
+      }
+    }
+    const std::string_view raw = r.endCapture();
+    if (keep) {
+      ev_.argsJson.clear();
+      appendCompactJson(ev_.argsJson, raw);
+    }
+  }
+
+  void parseEventArray(JsonReader& r) {
+    for (;;) {
+      Token t = r.next();
+      if (t == Token::EndArray) return;
+      eventOffset_ = r.tokenOffset();
+      if (t != Token::BeginObject) failEvent("is not a JSON object");
+      resetRaw();
+      for (;;) {
+        t = r.next();
+        if (t == Token::EndObject) break;
+        const std::string_view k = r.text();
+        // Dispatch on the key before reading the value (the view dies at next()).
+        int which = 0;
+        switch (k.size()) {
+          case 1: which = k == "s" ? 11 : 0; break;
+          case 2: which = k == "ph" ? 1 : k == "ts" ? 4 : k == "id" ? 9 : k == "bp" ? 10 : 0; break;
+          case 3: which = k == "cat" ? 3 : k == "dur" ? 5 : k == "pid" ? 6 : k == "tid" ? 7 : 0; break;
+          case 4: which = k == "name" ? 2 : k == "args" ? 8 : 0; break;
+          default: break;
+        }
+        t = r.next();
+        switch (which) {
+          case 1: ev_.ph = expectString(r, t, "ph"); break;
+          case 2:
+            if (t == Token::String) {
+              ev_.name.assign(r.text());
+            } else if (t == Token::Number) {
+              ev_.name.assign(r.text());
+            } else {
+              failEvent("field 'name' must be a string");
+            }
+            ev_.hasName = true;
+            break;
+          case 3:
+            ev_.cat = expectString(r, t, "cat");
+            ev_.hasCat = true;
+            break;
+          case 4:
+            if (t != Token::Number) failEvent("field 'ts' must be a number");
+            ev_.ts.assign(r.text());
+            ev_.hasTs = true;
+            break;
+          case 5:
+            if (t != Token::Number) failEvent("field 'dur' must be a number");
+            ev_.dur.assign(r.text());
+            ev_.hasDur = true;
+            break;
+          case 6: readId(r, t, ev_.pid, "pid"); break;
+          case 7: readId(r, t, ev_.tid, "tid"); break;
+          case 8:
+            if (t == Token::BeginObject) {
+              parseArgs(r);
+            } else {
+              r.skipValue(t);
+            }
+            break;
+          case 9:
+            if (t == Token::Number || t == Token::String) {
+              auto v = parseInt(r.text());
+              if (!v && t == Token::String) {
+                // Hex ids ("0x1f") are common in Chrome traces.
+                std::string_view s = r.text();
+                std::int64_t h = 0;
+                if (startsWith(s, "0x")) std::from_chars(s.data() + 2, s.data() + s.size(), h, 16);
+                else h = static_cast<std::int64_t>(std::hash<std::string_view>{}(s) >> 1);
+                v = h;
+              }
+              ev_.flowId = v.value_or(0);
+              ev_.hasId = true;
+            } else {
+              r.skipValue(t);
+            }
+            break;
+          case 10:
+            if (t == Token::String) ev_.bp.assign(r.text());
+            break;
+          case 11:
+            if (t == Token::String) ev_.scope.assign(r.text());
+            break;
+          default: r.skipValue(t); break;
+        }
+      }
+      handleEvent();
+      ++eventIndex_;
+      ++stats_.traceEvents;
+      if (batch_->events.size() >= kBatchEvents || batch_->args.size() >= (8u << 20)) flush();
+    }
+  }
+
+  std::int64_t toAbs(std::int64_t relNs) const {
+    if (!header_.baseTimeNs) return relNs;
+    return relNs + *header_.baseTimeNs;
+  }
+
+  std::uint32_t trackFor(TrackClass cls) {
+    // Consecutive events are mostly on the same thread/stream: compare ids before building a key.
+    if (lastTrack_ && cls == lastCls_ && ev_.pid.present && ev_.tid.present && ev_.pid.text == lastPid_ &&
+        ev_.tid.text == lastTid_)
+      return lastTrack_;
+    trackKey_.clear();
+    trackKey_.push_back(static_cast<char>(cls));
+    trackKey_ += ev_.pid.present ? ev_.pid.text : std::string("?");
+    trackKey_.push_back('\x1f');
+    trackKey_ += ev_.tid.present ? ev_.tid.text : std::string("?");
+    auto it = tracks_.find(trackKey_);
+    std::uint32_t id;
+    if (it != tracks_.end()) {
+      id = it->second;
+    } else {
+      id = ++trackCount_;
+      tracks_.emplace(trackKey_, id);
+      PTrack t;
+      t.cls = cls;
+      t.pidText = ev_.pid.present ? ev_.pid.text : "";
+      t.tidText = ev_.tid.present ? ev_.tid.text : "";
+      if (ev_.pid.present && ev_.pid.isNum) t.pid = ev_.pid.num;
+      if (ev_.tid.present && ev_.tid.isNum) t.tid = ev_.tid.num;
+      switch (cls) {
+        case TrackClass::Gpu: {
+          t.kind = TrackKind::GpuStream;
+          std::int64_t stream = ev_.stream;
+          if (stream == kNone && ev_.tid.present) {
+            if (ev_.tid.isNum) {
+              stream = ev_.tid.num;
+            } else {
+              // "stream 7 " in 2022 traces
+              std::string digits;
+              for (char c : ev_.tid.text)
+                if (std::isdigit(static_cast<unsigned char>(c))) digits.push_back(c);
+              if (auto v = parseInt(digits)) stream = *v;
+            }
+          }
+          if (stream != kNone) t.stream = stream;
+          if (ev_.device != kNone)
+            t.device = static_cast<int>(ev_.device);
+          else if (ev_.pid.present && ev_.pid.isNum && ev_.pid.num >= 0 && ev_.pid.num < 1024)
+            t.device = static_cast<int>(ev_.pid.num);
+          if (ev_.cat == "cuda_sync" && stream != kNone && stream >= 1'000'000)
+            t.name = "sync stream " + std::to_string(stream - 1'000'000);
+          else
+            t.name = stream != kNone ? "stream " + std::to_string(stream) : "gpu " + t.tidText;
+          break;
+        }
+        case TrackClass::Python:
+          t.kind = TrackKind::Python;
+          t.name = "python " + t.tidText;
+          break;
+        case TrackClass::Counter:
+          t.kind = TrackKind::Counter;
+          break;
+        case TrackClass::Cpu:
+          t.kind = TrackKind::CpuThread;
+          t.name = (ev_.tid.present && ev_.tid.isNum) ? "thread " + t.tidText : (t.tidText.empty() ? t.pidText : t.tidText);
+          if (t.name.empty()) t.name = "thread";
+          break;
+      }
+      batch_->newTracks.push_back(std::move(t));
+    }
+    lastTrack_ = id;
+    lastCls_ = cls;
+    if (ev_.pid.present && ev_.tid.present) {
+      lastPid_ = ev_.pid.text;
+      lastTid_ = ev_.tid.text;
+    } else {
+      lastTrack_ = 0;  // no fast path for events without ids
+    }
+    return id;
+  }
+
+  std::uint32_t counterTrack(const std::string& key, const std::string& name, std::optional<int> device) {
+    auto it = tracks_.find(key);
+    if (it != tracks_.end()) return it->second;
+    const std::uint32_t id = ++trackCount_;
+    tracks_.emplace(key, id);
+    PTrack t;
+    t.cls = TrackClass::Counter;
+    t.kind = TrackKind::Counter;
+    t.name = name;
+    t.device = device;
+    batch_->newTracks.push_back(std::move(t));
+    return id;
+  }
+
+  std::uint32_t groupFor(const std::string& name) {
+    if (name.empty()) return 0;
+    auto it = groups_.find(name);
+    if (it != groups_.end()) return it->second;
+    const std::uint32_t id = ++groupCount_;
+    groups_.emplace(name, id);
+    PGroup g;
+    g.name = name;
+    g.description = ev_.pgDesc;
+    g.ranksJson = ev_.pgRanks.empty() ? "[]" : normaliseRanks(JsonValue::string(ev_.pgRanks));
+    g.size = ev_.groupSize != kNone ? static_cast<int>(ev_.groupSize) : 0;
+    batch_->newGroups.push_back(std::move(g));
+    return id;
+  }
+
+  std::int64_t tsNs() {
+    std::int64_t ns = 0;
+    bool isFloat = false;
+    if (!ev_.hasTs) {
+      header_.tsFloat = true;  // pandas turns a missing ts into NaN: the column becomes float
+      return 0;
+    }
+    if (!parseMicrosToNs(ev_.ts, ns, isFloat)) failEvent("timestamp '" + ev_.ts.substr(0, 32) + "' is out of range");
+    if (isFloat) header_.tsFloat = true;
+    const std::int64_t abs = toAbs(ns);
+    if (abs > kMaxAbsNs || abs < -kMaxAbsNs) failEvent("timestamp '" + ev_.ts.substr(0, 32) + "' is out of range");
+    return abs;
+  }
+
+  void handleEvent() {
+    const std::string& ph = ev_.ph;
+    if (ph.empty()) {
+      if (!ev_.hasName && !ev_.hasTs) failEvent("has no 'ph' field: not a trace event");
+      failEvent("has no 'ph' field");
+    }
+    const char p = ph[0];
+    if (p == 'M') {
+      handleMetadata();
+      return;
+    }
+    if (p == 'X') {
+      handleComplete();
+      return;
+    }
+    if (p == 'i' || p == 'I') {
+      handleInstant();
+      return;
+    }
+    if (p == 's' || p == 'f' || p == 't') {
+      handleFlow(p);
+      return;
+    }
+    if (p == 'C') {
+      handleCounter();
+      return;
+    }
+    if (ph.size() == 1 && std::string_view("BEbenNODPSTFpRcv").find(p) != std::string_view::npos) {
+      if (stats_.skipped++ == 0) warn("skipping '" + ph + "' events (only X, i, s/t/f, C and M are imported)");
+      return;
+    }
+    failEvent("unknown phase 'ph': \"" + ph.substr(0, 16) + "\"");
+  }
+
+  void handleMetadata() {
+    if (!ev_.hasName) return;
+    if (ev_.name == "thread_name") {
+      const std::string tname = metaArg("name");
+      if (!tname.empty())
+        header_.threadNames.emplace_back(ev_.pid.present ? ev_.pid.text : "", ev_.tid.present ? ev_.tid.text : "", tname);
+    } else if (ev_.name == "process_name" || ev_.name == "process_labels") {
+      const std::string v = metaArg(ev_.name == "process_name" ? "name" : "labels");
+      const std::string pid = ev_.pid.present ? ev_.pid.text : "";
+      const JsonValue* existing = header_.processes.find(pid);
+      JsonValue entry = existing ? *existing : JsonValue::object();
+      entry.set(ev_.name == "process_name" ? "name" : "labels", JsonValue::string(v));
+      header_.processes.set(pid, std::move(entry));
+    }
+  }
+
+  std::string metaArg(const char* key) {
+    // M events are rare: re-parse their small args JSON.
+    if (ev_.argsJson.empty()) return {};
+    try {
+      JsonValue v = parseJson(ev_.argsJson, path_);
+      if (const auto* x = v.find(key)) return x->isString() ? x->asString() : x->dump();
+    } catch (const Error&) {
+    }
+    return {};
+  }
+
+  TrackClass classify() const {
+    if (ev_.cat == "python_function") return TrackClass::Python;
+    if (isGpuCat(ev_.cat)) return TrackClass::Gpu;
+    return TrackClass::Cpu;
+  }
+
+  void fillCollective(PEvent& e, bool gpu) {
+    // The GPU twin of an annotation only brackets the kernels for viewers; the NCCL kernel inside
+    // it is the collective (counting both would double every collective).
+    if (ev_.cat == "gpu_user_annotation") return;
+    bool fromArgs = false;
+    if (!ev_.collName.empty()) {
+      e.op = collectiveOpFromString(ev_.collName);
+      fromArgs = true;
+    } else if (gpu && isNcclKernelName(ev_.name)) {
+      e.op = collectiveFromKernelName(ev_.name);
+    } else if (startsWith(ev_.name, "nccl:") || startsWith(ev_.name, "gloo:")) {
+      e.op = collectiveOpFromString(std::string_view(ev_.name).substr(5));
+    }
+    if (e.op == CollectiveOp::None) return;
+    if (fromArgs) e.flags |= EventFlags::CollectiveMeta;
+    if (!ev_.dtype.empty()) e.dtype = str(ev_.dtype);
+    if (ev_.groupSize != kNone && ev_.groupSize > 0 && ev_.groupSize < 10'000'000) e.groupSize = static_cast<std::int32_t>(ev_.groupSize);
+    if (!ev_.pgName.empty()) e.pg = groupFor(ev_.pgName);
+    const int sz = dtypeSize(ev_.dtype);
+    if (sz > 0) {
+      std::int64_t n = kNone;
+      if (e.op == CollectiveOp::AllGather || e.op == CollectiveOp::Gather)
+        n = ev_.outNelems != kNone ? ev_.outNelems : ev_.inNelems;
+      else
+        n = ev_.inNelems != kNone ? ev_.inNelems : ev_.outNelems;
+      if (n != kNone && n >= 0 && n < (std::int64_t{1} << 50)) e.bytes = n * sz;
+    }
+  }
+
+  void appendArgs(PEvent& e) {
+    if (!opt_.keepArgs || ev_.argsJson.empty() || ev_.argsJson == "{}") return;
+    if (ev_.argsJson.size() > std::numeric_limits<std::uint32_t>::max()) failEvent("args too large");
+    e.argsOff = static_cast<std::uint32_t>(batch_->args.size());
+    e.argsLen = static_cast<std::uint32_t>(ev_.argsJson.size());
+    batch_->args += ev_.argsJson;
+  }
+
+  void handleComplete() {
+    if (ev_.cat == "ac2g" || ev_.cat == "async_cpu_to_gpu") return;
+    const TrackClass cls = classify();
+    PEvent e;
+    e.track = trackFor(cls);
+    e.start = tsNs();
+    std::int64_t dur = 0;
+    if (ev_.hasDur) {
+      bool f = false;
+      if (!parseMicrosToNs(ev_.dur, dur, f) || dur > kMaxDurNs) failEvent("duration '" + ev_.dur.substr(0, 32) + "' µs is absurd");
+      if (dur < 0) {
+        if (stats_.negativeDurations++ == 0) warn("negative durations clamped to 0 (first at event #" + std::to_string(eventIndex_) + ")");
+        dur = 0;
+      }
+    }
+    e.end = e.start + dur;
+    e.name = str(ev_.name);
+    e.cat = ev_.hasCat ? str(ev_.cat) : 0;
+    e.category = htaKernelCategory(ev_.name);
+    if (ev_.streamArg && ev_.stream != -1) e.flags |= EventFlags::HtaGpuRow;
+    if (ev_.correlation != kNone) e.correlation = ev_.correlation;
+    if (ev_.externalId != kNone) e.externalId = ev_.externalId;
+    fillCollective(e, cls == TrackClass::Gpu);
+    if (cls == TrackClass::Gpu && isKernelCat(ev_.cat)) {
+      ++stats_.kernels;
+      if (isNcclKernelName(ev_.name)) ++stats_.ncclKernels;
+    }
+    if (cls == TrackClass::Cpu && (ev_.cat == "user_annotation" || ev_.cat == "Operator" || ev_.cat == "cpu_op")) {
+      if (auto n = parseStepNumber(ev_.name); n && ev_.cat == "user_annotation") {
+        e.stepNum = *n;
+        batch_->steps.push_back(PStep{*n, e.start, e.end});
+        ++stats_.steps;
+      }
+    }
+    appendArgs(e);
+    batch_->events.push_back(e);
+    ++stats_.events;
+  }
+
+  void handleInstant() {
+    if (ev_.name == "[memory]" || ev_.name == "[OutOfMemory]") {
+      MemoryEvent m;
+      m.tsNs = tsNs();
+      m.deviceType = ev_.devType != kNone ? static_cast<int>(ev_.devType) : 0;
+      m.deviceId = ev_.devId != kNone ? static_cast<int>(ev_.devId) : -1;
+      m.addr = ev_.addr != kNone ? ev_.addr : 0;
+      m.bytes = ev_.bytes != kNone ? ev_.bytes : 0;
+      m.totalAllocated = ev_.totalAllocated != kNone ? ev_.totalAllocated : 0;
+      m.totalReserved = ev_.totalReserved != kNone ? ev_.totalReserved : 0;
+      m.outOfMemory = ev_.name == "[OutOfMemory]";
+      const std::string dev = (m.deviceType == 0 ? std::string("cpu") : "device " + std::to_string(m.deviceId));
+      const std::string key = "mem:" + std::to_string(m.deviceType) + ":" + std::to_string(m.deviceId);
+      std::optional<int> device;
+      if (m.deviceType != 0) device = m.deviceId;
+      const auto a = counterTrack(key + ":a", "memory allocated (" + dev + ")", device);
+      const auto rz = counterTrack(key + ":r", "memory reserved (" + dev + ")", device);
+      batch_->memory.push_back(m);
+      batch_->memoryTracks.push_back(a);
+      batch_->memoryTracks.push_back(rz);
+      batch_->counters.push_back(PCounter{a, m.tsNs, static_cast<double>(m.totalAllocated)});
+      batch_->counters.push_back(PCounter{rz, m.tsNs, static_cast<double>(m.totalReserved)});
+      ++stats_.memoryEvents;
+      stats_.counters += 2;
+      return;
+    }
+    const TrackClass cls = classify();
+    PEvent e;
+    e.track = trackFor(cls == TrackClass::Python ? TrackClass::Cpu : cls);
+    e.start = e.end = tsNs();
+    e.name = str(ev_.name);
+    e.cat = ev_.hasCat ? str(ev_.cat) : 0;
+    e.category = htaKernelCategory(ev_.name);
+    e.flags = EventFlags::Instant;
+    appendArgs(e);
+    batch_->events.push_back(e);
+    ++stats_.events;
+  }
+
+  void handleFlow(char p) {
+    if (ev_.cat == "ac2g" || ev_.cat == "async_cpu_to_gpu") {
+      ++stats_.launchFlows;  // the launch link is the events' shared correlation id
+      return;
+    }
+    PFlow f;
+    f.track = trackFor(TrackClass::Cpu);
+    f.ts = tsNs();
+    f.id = ev_.flowId;
+    f.cat = ev_.hasCat ? str(ev_.cat) : 0;
+    f.name = ev_.hasName ? str(ev_.name) : 0;
+    f.phase = p;
+    f.bindEnclosing = ev_.bp == "e";
+    batch_->flows.push_back(f);
+    ++stats_.flows;
+  }
+
+  void handleCounter() {
+    const std::int64_t ts = tsNs();
+    if (!ev_.argsJson.empty()) {
+      const JsonValue v = parseJson(ev_.argsJson, path_);
+      for (const auto& [k, x] : v.members())
+        if (x.isNumber()) ev_.counterValues.emplace_back(k, x.asDouble());
+    }
+    for (const auto& [k, v] : ev_.counterValues) {
+      const std::string pid = ev_.pid.present ? ev_.pid.text : "";
+      const std::string key = "C:" + pid + ":" + ev_.name + ":" + k;
+      const std::string name = ev_.counterValues.size() == 1 && k == "value" ? ev_.name : ev_.name + " " + k;
+      const auto track = counterTrack(key, name, std::nullopt);
+      batch_->counters.push_back(PCounter{track, ts, v});
+      ++stats_.counters;
+    }
+  }
+
+  BatchQueue& q_;
+  const KinetoImportOptions& opt_;
+  std::uint32_t& stringCount_;
+  std::unordered_map<std::string, std::uint32_t>& strings_;
+  std::unordered_map<std::string, std::uint32_t> tracks_;
+  std::uint32_t trackCount_ = 0;
+  std::unordered_map<std::string, std::uint32_t> groups_;
+  std::uint32_t groupCount_ = 0;
+  std::string key_, trackKey_, lastPid_, lastTid_;
+  TrackClass lastCls_ = TrackClass::Cpu;
+  std::uint32_t lastTrack_ = 0;
+  std::unique_ptr<Batch> batch_;
+  FileHeader header_;
+  KinetoFileStats stats_;
+  int file_ = 0;
+  std::string path_;
+  InputSource* in_ = nullptr;
+  JsonReader* reader_ = nullptr;
+  std::uint64_t eventIndex_ = 0;
+  std::uint64_t eventOffset_ = 0;
+
+ public:
+  void resetEventIndex() { eventIndex_ = 0; }
+};
+
+// ------------------------------------------------------------------------------------------
+// Writing side (the calling thread): owns the transaction and all database ids.
+
+namespace {
+
+struct RankState {
+  Id runId = 0;
+  Id rankId = 0;
+  std::vector<Id> trackIds;             // local track id - 1 -> db id
+  std::vector<bool> trackIsCpu;         // CPU-side (launch side) tracks, for step assignment
+  std::vector<Id> groupIds;             // local group id - 1 -> db id
+  std::vector<PStep> steps;             // sorted by start
+  std::unordered_map<std::int64_t, std::int64_t> corrStep;  // CPU correlation -> step
+  std::unordered_map<Id, bool> gpuTrack;                    // db track id -> is a GPU track
+  bool unresolvedGpu = false;
+  bool cpuEventsSeen = false;
+  std::int64_t cpuMin = 0, cpuMax = 0;
+  std::vector<PStep> lateSteps;  // step windows that arrived after CPU events they may contain
+};
+
+std::optional<std::int64_t> stepAt(const std::vector<PStep>& steps, std::int64_t ts) {
+  // Windows rarely nest; the latest-starting window containing ts wins (look back a few).
+  auto it = std::upper_bound(steps.begin(), steps.end(), ts, [](std::int64_t t, const PStep& s) { return t < s.start; });
+  for (int k = 0; k < 4 && it != steps.begin(); ++k) {
+    --it;
+    if (ts >= it->start && ts < it->end) return it->step;
+  }
+  return std::nullopt;
+}
+
+// Gives GPU events without a step the step of their launch (same correlation), when known.
+bool fillGpuSteps(const RankState& rs, EventChunk& c) {
+  bool changed = false;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (c.step[i] != EventChunk::kNull || c.correlation[i] == EventChunk::kNull) continue;
+    if (c.flags[i] & EventFlags::Instant) continue;
+    auto it = rs.corrStep.find(c.correlation[i]);
+    if (it == rs.corrStep.end()) continue;
+    c.step[i] = it->second;
+    changed = true;
+  }
+  return changed;
+}
+
+std::string defaultRunName(const std::vector<std::string>& files) {
+  if (files.empty()) return "import";
+  fs::path p(files.front());
+  if (files.size() > 1) {
+    const auto parent = p.parent_path().filename().string();
+    if (!parent.empty()) return parent;
+  }
+  std::string n = p.filename().string();
+  for (const char* ext : {".gz", ".json", ".pt.trace"})
+    if (n.size() > std::strlen(ext) && n.substr(n.size() - std::strlen(ext)) == ext) n.resize(n.size() - std::strlen(ext));
+  return n;
+}
+
+// For files without distributedInfo: "rank3", "rank_3", "rank-3" in the file name.
+std::optional<int> rankFromFileName(const std::string& path) {
+  static const std::regex re(R"((?:^|[^a-z])rank[_-]?(\d+))", std::regex::icase);
+  std::smatch m;
+  const std::string name = fs::path(path).filename().string();
+  if (std::regex_search(name, m, re)) return std::stoi(m[1].str());
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::string> collectTraceFiles(const std::vector<std::string>& inputs) {
+  std::vector<std::string> out;
+  for (const auto& in : inputs) {
+    std::error_code ec;
+    if (!fs::exists(in, ec)) throw Error(in + ": no such file or directory");
+    if (fs::is_directory(in, ec)) {
+      std::vector<std::string> found;
+      for (const auto& entry : fs::directory_iterator(in, ec)) {
+        if (!entry.is_regular_file()) continue;
+        const std::string name = entry.path().filename().string();
+        auto endsWith = [&](std::string_view suf) {
+          return name.size() >= suf.size() && name.compare(name.size() - suf.size(), suf.size(), suf) == 0;
+        };
+        if (endsWith(".json") || endsWith(".json.gz")) found.push_back(entry.path().string());
+      }
+      if (ec) throw Error(in + ": cannot list directory: " + ec.message());
+      if (found.empty()) throw Error(in + ": directory contains no *.json or *.json.gz trace files");
+      std::sort(found.begin(), found.end());
+      out.insert(out.end(), found.begin(), found.end());
+    } else {
+      out.push_back(in);
+    }
+  }
+  return out;
+}
+
+KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string>& files,
+                                const KinetoImportOptions& opt) {
+  if (files.empty()) throw Error("import: no trace files given");
+  const auto t0 = std::chrono::steady_clock::now();
+  KinetoImportResult result;
+  std::uint64_t totalBytes = 0;
+  for (const auto& f : files) {
+    std::error_code ec;
+    const auto s = fs::file_size(f, ec);
+    if (ec) throw Error(f + ": cannot read: " + ec.message());
+    totalBytes += s;
+  }
+
+  Database& db = store.db();
+  // Integrity is by construction here (every id comes from this transaction), and per-row foreign
+  // key lookups cost a third of the insert time. The pragma is a no-op inside a transaction, so it
+  // is switched around it; tests run PRAGMA foreign_key_check after imports.
+  db.exec("PRAGMA foreign_keys = OFF");
+  struct FkRestore {
+    Database& db;
+    ~FkRestore() {
+      try {
+        db.exec("PRAGMA foreign_keys = ON");
+      } catch (...) {
+      }
+    }
+  } fkRestore{db};
+  Transaction tx(db);
+  try {
+    BulkWriter writer(store);
+    BatchQueue queue(4);
+    std::uint32_t stringCount = 0;
+    std::unordered_map<std::string, std::uint32_t> parserStrings;
+    KinetoParser parser(queue, opt, stringCount, parserStrings);
+
+    std::thread producer([&] {
+      pthread_setname_np(pthread_self(), "ss-parse");  // visible in perf/top
+      int i = 0;
+      try {
+        for (; i < static_cast<int>(files.size()); ++i) {
+          parser.resetEventIndex();
+          parser.parseFile(i, files[static_cast<std::size_t>(i)]);
+        }
+        auto end = std::make_unique<Batch>();
+        end->last = true;
+        queue.push(std::move(end));
+      } catch (...) {
+        auto err = std::make_unique<Batch>();
+        err->file = i;
+        err->error = std::current_exception();
+        err->last = true;
+        queue.push(std::move(err));
+      }
+    });
+    struct Joiner {
+      std::thread& t;
+      BatchQueue& q;
+      ~Joiner() {
+        q.stop();
+        // Drain so a producer blocked on a full queue can finish.
+        if (t.joinable()) t.join();
+      }
+    } joiner{producer, queue};
+
+    std::vector<Id> strIds(1, 0);
+    std::vector<RankState> ranks(files.size());
+    const RankState* current = nullptr;  // the rank whose batches are being written
+    writer.setBeforeFlush([&](Id trackId, EventChunk& c) {
+      if (current && current->unresolvedGpu && current->gpuTrack.count(trackId)) fillGpuSteps(*current, c);
+    });
+    std::set<int> usedRanks;
+    std::map<int, std::string> rankFiles;
+    Id sharedRun = 0;
+    std::optional<int> sharedWorld;
+    std::string sharedWorldFile;
+    std::uint64_t bytesDoneBefore = 0;
+    JsonValue devicesAll = JsonValue::array();
+
+    auto ensureRun = [&](int file) -> Id {
+      if (!opt.separateRuns && sharedRun) return sharedRun;
+      Run run;
+      run.name = opt.runName.empty() ? defaultRunName(opt.separateRuns ? std::vector<std::string>{files[static_cast<std::size_t>(file)]} : files)
+                                     : (opt.separateRuns && files.size() > 1 ? opt.runName + " #" + std::to_string(file + 1) : opt.runName);
+      run.source = RunSource::Kineto;
+      run.status = RunStatus::Completed;
+      const Id id = store.createRun(run);
+      result.runIds.push_back(id);
+      if (!opt.separateRuns) sharedRun = id;
+      return id;
+    };
+
+    for (;;) {
+      auto b = queue.pop();
+      if (b->error) std::rethrow_exception(b->error);
+      if (b->last) break;
+      if (opt.cancel && opt.cancel->isCancelled()) throw Cancelled();
+      RankState& rs = ranks[static_cast<std::size_t>(b->file)];
+      current = &rs;
+      const std::string& path = files[static_cast<std::size_t>(b->file)];
+      if (!rs.rankId) {
+        rs.runId = ensureRun(b->file);
+        Rank r;
+        r.runId = rs.runId;
+        r.rank = -1 - b->file;  // provisional until distributedInfo has been read
+        r.sourceFile = path;
+        rs.rankId = store.addRank(r);
+      }
+      for (auto& s : b->newStrings) strIds.push_back(store.intern(s));
+      for (auto& g : b->newGroups) {
+        ProcessGroup pg;
+        pg.runId = rs.runId;
+        pg.name = g.name;
+        pg.description = g.description;
+        pg.size = g.size;
+        pg.ranksJson = g.ranksJson;
+        rs.groupIds.push_back(store.addProcessGroup(pg));
+      }
+      for (auto& t : b->newTracks) {
+        Track tr;
+        tr.rankId = rs.rankId;
+        tr.kind = t.kind;
+        tr.name = t.name;
+        tr.pid = t.pid;
+        tr.tid = t.tid;
+        tr.device = t.device;
+        tr.stream = t.stream;
+        tr.sortIndex = static_cast<int>(rs.trackIds.size());
+        rs.trackIds.push_back(store.addTrack(tr));
+        rs.trackIsCpu.push_back(t.cls == TrackClass::Cpu);
+        if (t.cls == TrackClass::Gpu) rs.gpuTrack.emplace(rs.trackIds.back(), true);
+      }
+      for (const auto& s : b->steps) {
+        if (rs.cpuEventsSeen && s.end > rs.cpuMin && s.start <= rs.cpuMax) rs.lateSteps.push_back(s);
+        rs.steps.insert(std::upper_bound(rs.steps.begin(), rs.steps.end(), s,
+                                         [](const PStep& a, const PStep& c) { return a.start < c.start; }),
+                        s);
+        store.addStep(Step{rs.rankId, s.step, s.start, s.end});
+      }
+      EventRecord rec;
+      for (const auto& e : b->events) {
+        rec.trackId = rs.trackIds[e.track - 1];
+        rec.startNs = e.start;
+        rec.endNs = e.end;
+        rec.nameId = strIds[e.name];
+        rec.catId = e.cat ? strIds[e.cat] : 0;
+        rec.category = e.category;
+        rec.flags = e.flags;
+        rec.correlation = e.correlation != kNone ? std::optional<std::int64_t>(e.correlation) : std::nullopt;
+        rec.externalId = e.externalId != kNone ? std::optional<std::int64_t>(e.externalId) : std::nullopt;
+        rec.collOp = e.op;
+        rec.processGroupId = e.pg ? std::optional<Id>(rs.groupIds[e.pg - 1]) : std::nullopt;
+        rec.bytes = e.bytes != kNone ? std::optional<std::int64_t>(e.bytes) : std::nullopt;
+        rec.dtypeId = e.dtype ? std::optional<Id>(strIds[e.dtype]) : std::nullopt;
+        rec.groupSize = e.groupSize ? std::optional<int>(e.groupSize) : std::nullopt;
+        const bool cpu = rs.trackIsCpu[e.track - 1];
+        rec.step.reset();
+        bool defer = false;
+        if (e.stepNum != kNone) {
+          rec.step = e.stepNum;
+        } else if (cpu) {
+          rec.step = stepAt(rs.steps, e.start);
+          if (!rs.cpuEventsSeen) {
+            rs.cpuMin = rs.cpuMax = e.start;
+            rs.cpuEventsSeen = true;
+          } else {
+            rs.cpuMin = std::min(rs.cpuMin, e.start);
+            rs.cpuMax = std::max(rs.cpuMax, e.start);
+          }
+          if (rec.step && rec.correlation) rs.corrStep[*rec.correlation] = *rec.step;
+        } else if (rec.correlation && !(e.flags & EventFlags::Instant)) {
+          auto it = rs.corrStep.find(*rec.correlation);
+          if (it != rs.corrStep.end())
+            rec.step = it->second;
+          else
+            defer = true;
+        }
+        const std::string_view args =
+            e.argsLen ? std::string_view(b->args).substr(e.argsOff, e.argsLen) : std::string_view();
+        // A GPU event whose launch has not been seen yet gets its step when its chunk is written
+        // (beforeFlush) or, failing that, in the fix-up at the end of the file.
+        if (defer) rs.unresolvedGpu = true;
+        writer.addEvent(rec, args);
+      }
+      for (std::size_t i = 0; i < b->memory.size(); ++i) {
+        MemoryEvent m = b->memory[i];
+        m.rankId = rs.rankId;
+        writer.addMemoryEvent(m);
+      }
+      for (const auto& c : b->counters) writer.addCounter(rs.trackIds[c.track - 1], c.ts, c.value);
+      for (const auto& f : b->flows) {
+        Flow fl;
+        fl.rankId = rs.rankId;
+        fl.flowId = f.id;
+        fl.catId = f.cat ? strIds[f.cat] : 0;
+        fl.nameId = f.name ? strIds[f.name] : 0;
+        fl.phase = f.phase;
+        fl.trackId = rs.trackIds[f.track - 1];
+        fl.tsNs = f.ts;
+        fl.bindEnclosing = f.bindEnclosing;
+        writer.addFlow(fl);
+      }
+
+      if (opt.progress) {
+        Progress p;
+        p.stage = "import " + fileLabel(path);
+        p.done = bytesDoneBefore + b->fileOffset;
+        p.total = totalBytes;
+        p.unit = "bytes";
+        opt.progress(p);
+      }
+
+      if (!b->fileDone) continue;
+
+      // ---- end of one file: resolve its rank, late steps, deferred GPU steps, time base ----
+      FileHeader& h = b->header;
+      KinetoFileStats st = b->stats;
+      bytesDoneBefore += st.bytes;
+      Rank r;
+      r.id = rs.rankId;
+      r.runId = rs.runId;
+      r.sourceFile = path;
+      r.tsFloat = h.tsFloat;
+      r.timeBaseNs = h.baseTimeNs.value_or(0);
+      if (h.rank) {
+        r.rank = *h.rank;
+        st.rankFromFile = true;
+      } else if (auto fr = rankFromFileName(path)) {
+        r.rank = *fr;
+        result.warnings.push_back(fileLabel(path) + ": no distributedInfo; rank " + std::to_string(r.rank) +
+                                  " taken from the file name");
+      } else {
+        int guess = 0;
+        while (usedRanks.count(guess)) ++guess;
+        r.rank = guess;
+        result.warnings.push_back(fileLabel(path) + ": no distributedInfo; assigned rank " + std::to_string(guess));
+      }
+      if (usedRanks.count(r.rank) && !opt.separateRuns)
+        throw Error(path + ": rank " + std::to_string(r.rank) + " is also the rank of " + rankFiles[r.rank] +
+                    "; one import must not contain the same rank twice");
+      usedRanks.insert(r.rank);
+      rankFiles[r.rank] = path;
+      st.rank = r.rank;
+      st.worldSize = h.worldSize.value_or(0);
+      if (!opt.separateRuns && h.worldSize) {
+        if (sharedWorld && *sharedWorld != *h.worldSize)
+          throw Error(path + ": world size " + std::to_string(*h.worldSize) + " differs from " +
+                      std::to_string(*sharedWorld) + " in " + sharedWorldFile +
+                      ": these are not ranks of one job (import them separately, or use --separate-runs)");
+        sharedWorld = h.worldSize;
+        sharedWorldFile = path;
+      }
+      {
+        JsonValue meta = std::move(h.metadata);
+        if (!h.distributedInfoJson.empty()) meta.set("distributedInfo", parseJson(h.distributedInfoJson, path));
+        if (!h.devicePropertiesJson.empty()) {
+          JsonValue dp = parseJson(h.devicePropertiesJson, path);
+          meta.set("deviceProperties", dp);
+          if (devicesAll.items().empty()) devicesAll = dp;
+        }
+        meta.set("json_bytes", JsonValue::number(static_cast<std::int64_t>(st.jsonBytes)));
+        r.metadataJson = meta.dump();
+      }
+      if (!h.processes.members().empty()) {
+        JsonValue meta = parseJson(r.metadataJson, path);
+        meta.set("processes", std::move(h.processes));
+        r.metadataJson = meta.dump();
+      }
+      store.updateRank(r);
+      {
+        // The device a rank used is its GPU tracks' device (deviceProperties lists every visible GPU).
+        Statement dev(db, "UPDATE ranks SET device = COALESCE((SELECT 'cuda:' || MIN(device) FROM tracks WHERE "
+                          "rank_id=?1 AND kind='gpu_stream' AND device IS NOT NULL), 'cpu') WHERE id=?1");
+        dev.bind(1, rs.rankId);
+        dev.exec();
+      }
+      for (const auto& g : h.groups) {
+        ProcessGroup pg;
+        pg.runId = rs.runId;
+        pg.name = g.name;
+        pg.description = g.description;
+        pg.backend = g.backend;
+        pg.size = g.size;
+        pg.ranksJson = g.ranksJson;
+        store.addProcessGroup(pg);
+      }
+      // Thread names from M events.
+      if (!h.threadNames.empty()) {
+        Statement upd(db, "UPDATE tracks SET name=? WHERE rank_id=? AND kind IN ('cpu_thread','gpu_stream','python') AND pid IS ? AND tid IS ?");
+        for (const auto& [pid, tid, name] : h.threadNames) {
+          auto pi = parseInt(pid);
+          auto ti = parseInt(tid);
+          std::string n = name;
+          while (!n.empty() && n.back() == ' ') n.pop_back();
+          upd.bind(1, n).bind(2, rs.rankId).bind(3, pi).bind(4, ti);
+          upd.exec();
+        }
+      }
+      // Everything of this file is written before the fix-ups below rewrite chunks.
+      writer.flush();
+      std::vector<Id> cpuTracks, gpuTracks, allTracks(rs.trackIds.begin(), rs.trackIds.end());
+      for (std::size_t i = 0; i < rs.trackIds.size(); ++i) {
+        if (rs.trackIsCpu[i]) cpuTracks.push_back(rs.trackIds[i]);
+        if (rs.gpuTrack.count(rs.trackIds[i])) gpuTracks.push_back(rs.trackIds[i]);
+      }
+      // Step windows that arrived after CPU events inside them.
+      for (const auto& s : rs.lateSteps) {
+        for (Id t : cpuTracks) {
+          writer.rewriteChunks(t, s.start, s.end, [&](EventChunk& c) {
+            bool changed = false;
+            for (std::size_t i = 0; i < c.size(); ++i) {
+              if (c.step[i] != EventChunk::kNull || c.start[i] < s.start || c.start[i] >= s.end) continue;
+              c.step[i] = s.step;
+              changed = true;
+              if (c.correlation[i] != EventChunk::kNull) rs.corrStep.emplace(c.correlation[i], s.step);
+            }
+            return changed;
+          });
+        }
+      }
+      if (rs.unresolvedGpu || !rs.lateSteps.empty()) {
+        for (Id t : gpuTracks) {
+          writer.rewriteChunks(t, std::numeric_limits<TimeNs>::min(), std::numeric_limits<TimeNs>::max(),
+                               [&](EventChunk& c) { return fillGpuSteps(rs, c); });
+        }
+      }
+      if (h.baseAfterEvents && h.baseTimeNs && *h.baseTimeNs != 0) {
+        // baseTimeNanoseconds came after traceEvents: shift what was written with base 0.
+        const TimeNs base = *h.baseTimeNs;
+        writer.shiftTracks(allTracks, base);
+        const std::string b = std::to_string(base);
+        const std::string rid = std::to_string(rs.rankId);
+        db.exec("UPDATE flows SET ts_ns=ts_ns+" + b + " WHERE rank_id=" + rid);
+        db.exec("UPDATE memory_events SET ts_ns=ts_ns+" + b + " WHERE rank_id=" + rid);
+        db.exec("UPDATE steps SET start_ns=start_ns+" + b + ", end_ns=end_ns+" + b + " WHERE rank_id=" + rid);
+      }
+      writer.finish();
+      // Free per-rank memory early; the state is not needed after its file.
+      rs.corrStep = {};
+      rs.gpuTrack = {};
+      result.events += st.events;
+      result.bytes += st.bytes;
+      result.jsonBytes += st.jsonBytes;
+      result.files.push_back(std::move(st));
+    }
+
+    // Run-level attributes.
+    for (Id runId : result.runIds) {
+      auto run = store.run(runId);
+      if (!run) continue;
+      int world = 0;
+      std::string backend;
+      for (std::size_t i = 0; i < result.files.size(); ++i) {
+        if (ranks[i].runId != runId) continue;
+        world = std::max(world, result.files[i].worldSize);
+      }
+      if (world == 0) {
+        for (std::size_t i = 0; i < result.files.size(); ++i)
+          if (ranks[i].runId == runId) ++world;
+      }
+      run->worldSize = world;
+      run->devicesJson = devicesAll.isArray() ? devicesAll.dump() : "[]";
+      JsonValue meta = JsonValue::object();
+      JsonValue filesJson = JsonValue::array();
+      for (std::size_t i = 0; i < result.files.size(); ++i)
+        if (ranks[i].runId == runId) filesJson.push(JsonValue::string(result.files[i].path));
+      meta.set("imported_files", std::move(filesJson));
+      meta.set("importer", JsonValue::string("kineto_json"));
+      run->metadataJson = meta.dump();
+      store.updateRun(*run);
+    }
+    result.warnings.insert(result.warnings.end(), parser.warnings.begin(), parser.warnings.end());
+    tx.commit();
+  } catch (...) {
+    store.invalidateCaches();
+    throw;
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+}  // namespace shardscope::core

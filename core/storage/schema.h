@@ -1,0 +1,19 @@
+#pragma once
+// Schema and forward migrations, versioned with PRAGMA user_version. docs/SCHEMA.md documents every table.
+#include "core/storage/database.h"
+
+namespace shardscope::core::schema {
+
+constexpr int kCurrentVersion = 2;
+
+// Applies the per-connection settings (WAL, foreign keys, cache) and brings the file to
+// kCurrentVersion. A file written by a newer Shardscope is refused with a clear message; a read-only
+// connection to an older file is refused too (it cannot be migrated in place).
+void open(Database& db);
+
+// Migrates up to `target` (<= kCurrentVersion). Exposed so tests can build an older file.
+void migrate(Database& db, int target);
+
+int version(Database& db);
+
+}  // namespace shardscope::core::schema

@@ -1,0 +1,722 @@
+#include "core/storage/trace_store.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <cstring>
+#include <limits>
+
+#include "core/storage/schema.h"
+#include "core/util/error.h"
+
+namespace shardscope::core {
+namespace {
+
+std::string nowIso8601() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Run readRun(const Statement& st) {
+  Run r;
+  r.id = st.int64(0);
+  r.name = st.text(1);
+  r.source = runSourceFromString(st.textView(2)).value_or(RunSource::Kineto);
+  r.strategy = st.text(3);
+  r.configJson = st.text(4);
+  r.worldSize = static_cast<int>(st.int64(5));
+  r.devicesJson = st.text(6);
+  r.createdAt = st.text(7);
+  r.status = runStatusFromString(st.textView(8)).value_or(RunStatus::Pending);
+  r.failureReason = st.text(9);
+  r.tags = st.text(10);
+  r.metadataJson = st.text(11);
+  return r;
+}
+
+constexpr const char* kRunColumns =
+    "id, name, source, strategy, config_json, world_size, devices_json, created_at, status, failure_reason, tags, "
+    "metadata_json";
+
+}  // namespace
+
+TraceStore::TraceStore(const std::string& path, Database::Mode mode)
+    : db_(std::make_unique<Database>(path, mode)) {
+  schema::open(*db_);
+}
+
+TraceStore::~TraceStore() = default;
+
+Id TraceStore::createRun(const Run& run) {
+  Statement st(*db_,
+               "INSERT INTO runs(name, source, strategy, config_json, world_size, devices_json, created_at, status, "
+               "failure_reason, tags, metadata_json) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
+  st.bind(1, run.name)
+      .bind(2, toString(run.source))
+      .bind(3, run.strategy)
+      .bind(4, run.configJson.empty() ? std::string("{}") : run.configJson)
+      .bind(5, run.worldSize)
+      .bind(6, run.devicesJson.empty() ? std::string("[]") : run.devicesJson)
+      .bind(7, run.createdAt.empty() ? nowIso8601() : run.createdAt)
+      .bind(8, toString(run.status))
+      .bind(9, run.failureReason)
+      .bind(10, run.tags)
+      .bind(11, run.metadataJson.empty() ? std::string("{}") : run.metadataJson);
+  st.exec();
+  return db_->lastInsertRowId();
+}
+
+void TraceStore::updateRun(const Run& run) {
+  Statement st(*db_,
+               "UPDATE runs SET name=?, strategy=?, config_json=?, world_size=?, devices_json=?, status=?, "
+               "failure_reason=?, tags=?, metadata_json=? WHERE id=?");
+  st.bind(1, run.name)
+      .bind(2, run.strategy)
+      .bind(3, run.configJson)
+      .bind(4, run.worldSize)
+      .bind(5, run.devicesJson)
+      .bind(6, toString(run.status))
+      .bind(7, run.failureReason)
+      .bind(8, run.tags)
+      .bind(9, run.metadataJson)
+      .bind(10, run.id);
+  st.exec();
+}
+
+void TraceStore::setRunStatus(Id runId, RunStatus status, const std::string& failureReason) {
+  Statement st(*db_, "UPDATE runs SET status=?, failure_reason=? WHERE id=?");
+  st.bind(1, toString(status)).bind(2, failureReason).bind(3, runId);
+  st.exec();
+}
+
+void TraceStore::deleteRun(Id runId) {
+  Transaction tx(*db_);
+  Statement st(*db_, "DELETE FROM runs WHERE id=?");
+  st.bind(1, runId);
+  st.exec();
+  tx.commit();
+}
+
+std::vector<Run> TraceStore::runs() {
+  std::vector<Run> out;
+  Statement st(*db_, std::string("SELECT ") + kRunColumns + " FROM runs ORDER BY id");
+  while (st.step()) out.push_back(readRun(st));
+  return out;
+}
+
+std::optional<Run> TraceStore::run(Id runId) {
+  Statement st(*db_, std::string("SELECT ") + kRunColumns + " FROM runs WHERE id=?");
+  st.bind(1, runId);
+  if (!st.step()) return std::nullopt;
+  return readRun(st);
+}
+
+std::optional<Id> TraceStore::latestRunId() {
+  Statement st(*db_, "SELECT MAX(id) FROM runs");
+  if (!st.step() || st.isNull(0)) return std::nullopt;
+  return st.int64(0);
+}
+
+Id TraceStore::addRank(const Rank& r) {
+  Statement st(*db_,
+               "INSERT INTO ranks(run_id, rank, host, device, source_file, time_base_ns, ts_float, metadata_json) "
+               "VALUES(?,?,?,?,?,?,?,?)");
+  st.bind(1, r.runId)
+      .bind(2, r.rank)
+      .bind(3, r.host)
+      .bind(4, r.device)
+      .bind(5, r.sourceFile)
+      .bind(6, r.timeBaseNs)
+      .bind(7, r.tsFloat ? 1 : 0)
+      .bind(8, r.metadataJson.empty() ? std::string("{}") : r.metadataJson);
+  st.exec();
+  return db_->lastInsertRowId();
+}
+
+void TraceStore::updateRank(const Rank& r) {
+  Statement st(*db_,
+               "UPDATE ranks SET rank=?, host=?, device=?, source_file=?, time_base_ns=?, ts_float=?, metadata_json=? "
+               "WHERE id=?");
+  st.bind(1, r.rank)
+      .bind(2, r.host)
+      .bind(3, r.device)
+      .bind(4, r.sourceFile)
+      .bind(5, r.timeBaseNs)
+      .bind(6, r.tsFloat ? 1 : 0)
+      .bind(7, r.metadataJson)
+      .bind(8, r.id);
+  st.exec();
+}
+
+std::vector<Rank> TraceStore::ranks(Id runId) {
+  std::vector<Rank> out;
+  Statement st(*db_,
+               "SELECT id, run_id, rank, host, device, source_file, time_base_ns, ts_float, metadata_json FROM ranks "
+               "WHERE run_id=? ORDER BY rank");
+  st.bind(1, runId);
+  while (st.step()) {
+    Rank r;
+    r.id = st.int64(0);
+    r.runId = st.int64(1);
+    r.rank = static_cast<int>(st.int64(2));
+    r.host = st.text(3);
+    r.device = st.text(4);
+    r.sourceFile = st.text(5);
+    r.timeBaseNs = st.int64(6);
+    r.tsFloat = st.int64(7) != 0;
+    r.metadataJson = st.text(8);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Id TraceStore::addTrack(const Track& t) {
+  Statement st(*db_,
+               "INSERT INTO tracks(rank_id, kind, name, pid, tid, device, stream, sort_index) VALUES(?,?,?,?,?,?,?,?)");
+  st.bind(1, t.rankId).bind(2, toString(t.kind)).bind(3, t.name).bind(4, t.pid).bind(5, t.tid);
+  if (t.device)
+    st.bind(6, *t.device);
+  else
+    st.bindNull(6);
+  st.bind(7, t.stream).bind(8, t.sortIndex);
+  st.exec();
+  return db_->lastInsertRowId();
+}
+
+std::vector<Track> TraceStore::tracks(Id runId) {
+  std::vector<Track> out;
+  for (auto& s : summary(runId).tracks) out.push_back(std::move(s.track));
+  return out;
+}
+
+Id TraceStore::addProcessGroup(const ProcessGroup& pg) {
+  Statement st(*db_,
+               "INSERT INTO process_groups(run_id, name, description, backend, size, ranks_json) VALUES(?,?,?,?,?,?) "
+               "ON CONFLICT(run_id, name) DO UPDATE SET description=excluded.description, backend=excluded.backend, "
+               "size=excluded.size, ranks_json=excluded.ranks_json RETURNING id");
+  st.bind(1, pg.runId).bind(2, pg.name).bind(3, pg.description).bind(4, pg.backend).bind(5, pg.size).bind(6, pg.ranksJson);
+  if (!st.step()) db_->fail("cannot add process group " + pg.name);
+  const Id id = st.int64(0);
+  st.reset();
+  return id;
+}
+
+std::vector<ProcessGroup> TraceStore::processGroups(Id runId) {
+  std::vector<ProcessGroup> out;
+  Statement st(*db_,
+               "SELECT id, run_id, name, description, backend, size, ranks_json FROM process_groups WHERE run_id=? "
+               "ORDER BY id");
+  st.bind(1, runId);
+  while (st.step()) {
+    ProcessGroup pg;
+    pg.id = st.int64(0);
+    pg.runId = st.int64(1);
+    pg.name = st.text(2);
+    pg.description = st.text(3);
+    pg.backend = st.text(4);
+    pg.size = static_cast<int>(st.int64(5));
+    pg.ranksJson = st.text(6);
+    out.push_back(std::move(pg));
+  }
+  return out;
+}
+
+void TraceStore::addStep(const Step& s) {
+  Statement st(*db_,
+               "INSERT INTO steps(rank_id, step, start_ns, end_ns) VALUES(?,?,?,?) ON CONFLICT(rank_id, step) DO UPDATE "
+               "SET start_ns=MIN(start_ns, excluded.start_ns), end_ns=MAX(end_ns, excluded.end_ns)");
+  st.bind(1, s.rankId).bind(2, s.step).bind(3, s.startNs).bind(4, s.endNs);
+  st.exec();
+}
+
+std::vector<Step> TraceStore::steps(Id runId) {
+  std::vector<Step> out;
+  Statement st(*db_,
+               "SELECT s.rank_id, s.step, s.start_ns, s.end_ns FROM steps s JOIN ranks r ON r.id = s.rank_id "
+               "WHERE r.run_id=? ORDER BY r.rank, s.step");
+  st.bind(1, runId);
+  while (st.step()) out.push_back(Step{st.int64(0), st.int64(1), st.int64(2), st.int64(3)});
+  return out;
+}
+
+void TraceStore::setMetric(Id runId, std::optional<Id> rankId, const std::string& key, double value) {
+  Statement st(*db_,
+               "INSERT INTO metrics(run_id, rank_id, key, value) VALUES(?,?,?,?) "
+               "ON CONFLICT(run_id, IFNULL(rank_id, -1), key) DO UPDATE SET value=excluded.value");
+  st.bind(1, runId).bind(2, rankId).bind(3, key).bind(4, value);
+  st.exec();
+}
+
+std::optional<double> TraceStore::metric(Id runId, std::optional<Id> rankId, const std::string& key) {
+  Statement st(*db_, "SELECT value FROM metrics WHERE run_id=? AND IFNULL(rank_id, -1)=? AND key=?");
+  st.bind(1, runId).bind(2, rankId.value_or(-1)).bind(3, key);
+  if (!st.step() || st.isNull(0)) return std::nullopt;
+  return st.real(0);
+}
+
+Id TraceStore::intern(std::string_view s) {
+  // Heterogeneous lookup would avoid this copy; the cache hit rate is what matters here.
+  thread_local std::string key;
+  key.assign(s);
+  if (auto it = internCache_.find(key); it != internCache_.end()) return it->second;
+  Statement sel(*db_, "SELECT id FROM strings WHERE value=?");
+  sel.bind(1, s);
+  Id id;
+  if (sel.step()) {
+    id = sel.int64(0);
+  } else {
+    Statement ins(*db_, "INSERT INTO strings(value) VALUES(?)");
+    ins.bind(1, s);
+    ins.exec();
+    id = db_->lastInsertRowId();
+  }
+  internCache_.emplace(key, id);
+  return id;
+}
+
+std::string TraceStore::string(Id id) {
+  if (auto it = stringCache_.find(id); it != stringCache_.end()) return it->second;
+  Statement st(*db_, "SELECT value FROM strings WHERE id=?");
+  st.bind(1, id);
+  std::string v = st.step() ? st.text(0) : std::string();
+  stringCache_.emplace(id, v);
+  return v;
+}
+
+void TraceStore::invalidateCaches() {
+  internCache_.clear();
+  stringCache_.clear();
+  argsCache_.clear();
+}
+
+const std::string& TraceStore::cachedString(Id id) {
+  static const std::string empty;
+  if (id == 0) return empty;
+  auto it = stringCache_.find(id);
+  if (it != stringCache_.end()) return it->second;
+  return stringCache_.emplace(id, string(id)).first->second;
+}
+
+Event TraceStore::makeEvent(const EventChunk& c, std::size_t i, Id chunkId, Id trackId) {
+  Event e;
+  e.id = EventChunk::eventId(chunkId, i);
+  e.trackId = trackId;
+  e.startNs = c.start[i];
+  e.endNs = c.end[i];
+  e.name = cachedString(c.name[i]);
+  e.cat = cachedString(c.cat[i]);
+  e.category = static_cast<Category>(c.category[i]);
+  e.flags = c.flags[i];
+  if (c.step[i] != EventChunk::kNull) e.step = c.step[i];
+  if (c.correlation[i] != EventChunk::kNull) e.correlation = c.correlation[i];
+  if (c.externalId[i] != EventChunk::kNull) e.externalId = c.externalId[i];
+  e.collOp = static_cast<CollectiveOp>(c.collOp[i]);
+  if (c.pg[i]) e.processGroupId = c.pg[i];
+  if (c.bytes[i] != EventChunk::kNull) e.bytes = c.bytes[i];
+  e.dtype = cachedString(c.dtype[i]);
+  if (c.groupSize[i]) e.groupSize = c.groupSize[i];
+  return e;
+}
+
+namespace {
+
+std::string_view blobOf(const Statement& st, int col) {
+  const auto* p = static_cast<const char*>(sqlite3_column_blob(st.handle(), col));
+  return {p ? p : "", static_cast<std::size_t>(sqlite3_column_bytes(st.handle(), col))};
+}
+
+bool eventOrder(const Event& a, const Event& b) {
+  if (a.startNs != b.startNs) return a.startNs < b.startNs;
+  if (a.endNs != b.endNs) return a.endNs > b.endNs;
+  return a.id < b.id;
+}
+
+}  // namespace
+
+std::vector<Event> TraceStore::eventsInWindow(Id trackId, TimeNs t0, TimeNs t1, bool withArgs) {
+  Statement st(*db_,
+               "SELECT id, data FROM event_chunks WHERE track_id=? AND start_ns < ? AND end_ns >= ? ORDER BY start_ns, id");
+  st.bind(1, trackId).bind(2, t1).bind(3, t0);
+  std::vector<Event> out;
+  while (st.step()) {
+    const Id chunkId = st.int64(0);
+    const EventChunk c = EventChunk::decode(blobOf(st, 1));
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      const bool overlaps = c.start[i] < t1 && (c.end[i] > t0 || (c.end[i] == c.start[i] && c.start[i] >= t0));
+      if (overlaps) out.push_back(makeEvent(c, i, chunkId, trackId));
+    }
+  }
+  std::sort(out.begin(), out.end(), eventOrder);
+  if (withArgs)
+    for (auto& e : out) e.argsJson = eventArgs(e.id);
+  return out;
+}
+
+void TraceStore::forEachChunk(Id trackId, const std::function<void(Id, const EventChunk&)>& fn) {
+  Statement st(*db_, "SELECT id, data FROM event_chunks WHERE track_id=? ORDER BY start_ns, id");
+  st.bind(1, trackId);
+  while (st.step()) fn(st.int64(0), EventChunk::decode(blobOf(st, 1)));
+}
+
+void TraceStore::forEachEvent(Id trackId, const std::function<void(const Event&)>& fn, bool withArgs) {
+  // Chunks are sorted inside and come ordered by their first start; a chunk can only contribute
+  // events once the merge frontier has reached its first start, so chunks are opened lazily.
+  struct Cursor {
+    Id chunkId;
+    EventChunk chunk;
+    std::size_t i = 0;
+  };
+  std::vector<Cursor> active;
+  Statement st(*db_, "SELECT id, start_ns, data FROM event_chunks WHERE track_id=? ORDER BY start_ns, id");
+  st.bind(1, trackId);
+  bool more = st.step();
+  for (;;) {
+    // Smallest head among the open cursors.
+    int best = -1;
+    for (std::size_t k = 0; k < active.size(); ++k) {
+      const auto& c = active[k];
+      if (best < 0) {
+        best = static_cast<int>(k);
+        continue;
+      }
+      const auto& b = active[static_cast<std::size_t>(best)];
+      const TimeNs cs = c.chunk.start[c.i], bs = b.chunk.start[b.i];
+      if (cs < bs || (cs == bs && c.chunk.end[c.i] > b.chunk.end[b.i])) best = static_cast<int>(k);
+    }
+    if (more && (best < 0 || st.int64(1) <= active[static_cast<std::size_t>(best)].chunk.start[active[static_cast<std::size_t>(best)].i])) {
+      active.push_back(Cursor{st.int64(0), EventChunk::decode(blobOf(st, 2)), 0});
+      if (active.back().chunk.size() == 0) active.pop_back();
+      more = st.step();
+      continue;
+    }
+    if (best < 0) break;
+    auto& cur = active[static_cast<std::size_t>(best)];
+    Event e = makeEvent(cur.chunk, cur.i, cur.chunkId, trackId);
+    if (withArgs) e.argsJson = eventArgs(e.id);
+    fn(e);
+    if (++cur.i >= cur.chunk.size()) active.erase(active.begin() + best);
+  }
+}
+
+const TraceStore::ArgsBlock* TraceStore::argsBlockFor(Id chunkId) {
+  for (const auto& b : argsCache_)
+    if (b.chunk == chunkId) return &b;
+  Statement st(*db_, "SELECT offsets, data FROM event_args WHERE chunk_id=?");
+  st.bind(1, chunkId);
+  ArgsBlock b;
+  b.chunk = chunkId;
+  if (st.step()) {
+    const std::string_view off = blobOf(st, 0);
+    b.offsets.resize(off.size() / 4);
+    std::memcpy(b.offsets.data(), off.data(), b.offsets.size() * 4);
+    b.data.assign(blobOf(st, 1));
+  }
+  constexpr std::size_t kCacheBlocks = 16;
+  if (argsCache_.size() < kCacheBlocks) {
+    argsCache_.push_back(std::move(b));
+    return &argsCache_.back();
+  }
+  argsCacheNext_ = (argsCacheNext_ + 1) % kCacheBlocks;
+  argsCache_[argsCacheNext_] = std::move(b);
+  return &argsCache_[argsCacheNext_];
+}
+
+std::string TraceStore::eventArgs(Id eventId) {
+  const ArgsBlock* b = argsBlockFor(EventChunk::chunkOf(eventId));
+  const std::size_t i = EventChunk::indexOf(eventId);
+  if (!b || i + 1 >= b->offsets.size()) return {};
+  const std::uint32_t from = b->offsets[i], to = b->offsets[i + 1];
+  if (to < from || to > b->data.size()) return {};
+  return b->data.substr(from, to - from);
+}
+
+std::optional<Event> TraceStore::event(Id eventId, bool withArgs) {
+  Statement st(*db_, "SELECT track_id, data FROM event_chunks WHERE id=?");
+  st.bind(1, EventChunk::chunkOf(eventId));
+  if (!st.step()) return std::nullopt;
+  const EventChunk c = EventChunk::decode(blobOf(st, 1));
+  const std::size_t i = EventChunk::indexOf(eventId);
+  if (i >= c.size()) return std::nullopt;
+  Event e = makeEvent(c, i, EventChunk::chunkOf(eventId), st.int64(0));
+  if (withArgs) e.argsJson = eventArgs(eventId);
+  return e;
+}
+
+std::vector<CounterSample> TraceStore::counterSamples(Id trackId) {
+  std::vector<CounterSample> out;
+  Statement st(*db_, "SELECT ts_ns, value FROM counters WHERE track_id=? ORDER BY ts_ns, rowid");
+  st.bind(1, trackId);
+  while (st.step()) out.push_back(CounterSample{st.int64(0), st.real(1)});
+  return out;
+}
+
+std::vector<Flow> TraceStore::flows(Id rankId) {
+  std::vector<Flow> out;
+  Statement st(*db_,
+               "SELECT rank_id, flow_id, cat_id, name_id, phase, track_id, ts_ns, bind_enclosing FROM flows "
+               "WHERE rank_id=? ORDER BY id");
+  st.bind(1, rankId);
+  while (st.step()) {
+    Flow f;
+    f.rankId = st.int64(0);
+    f.flowId = st.int64(1);
+    f.catId = st.int64(2);
+    f.nameId = st.int64(3);
+    f.phase = st.textView(4).empty() ? 's' : st.textView(4)[0];
+    f.trackId = st.int64(5);
+    f.tsNs = st.int64(6);
+    f.bindEnclosing = st.int64(7) != 0;
+    out.push_back(f);
+  }
+  return out;
+}
+
+std::vector<MemoryEvent> TraceStore::memoryEvents(Id rankId) {
+  std::vector<MemoryEvent> out;
+  Statement st(*db_,
+               "SELECT rank_id, ts_ns, device_type, device_id, addr, bytes, total_allocated, total_reserved, "
+               "out_of_memory FROM memory_events WHERE rank_id=? ORDER BY ts_ns, id");
+  st.bind(1, rankId);
+  while (st.step()) {
+    MemoryEvent m;
+    m.rankId = st.int64(0);
+    m.tsNs = st.int64(1);
+    m.deviceType = static_cast<int>(st.int64(2));
+    m.deviceId = static_cast<int>(st.int64(3));
+    m.addr = st.int64(4);
+    m.bytes = st.int64(5);
+    m.totalAllocated = st.int64(6);
+    m.totalReserved = st.int64(7);
+    m.outOfMemory = st.int64(8) != 0;
+    out.push_back(m);
+  }
+  return out;
+}
+
+RunSummary TraceStore::summary(Id runId) {
+  RunSummary s;
+  auto r = run(runId);
+  if (!r) throw Error(path() + ": no run with id " + std::to_string(runId));
+  s.run = *r;
+  s.ranks = ranks(runId);
+  Statement st(*db_,
+               "SELECT t.id, t.rank_id, t.kind, t.name, t.pid, t.tid, t.device, t.stream, t.sort_index, t.event_count, "
+               "t.min_start_ns, t.max_end_ns, t.max_dur_ns, t.collective_count FROM tracks t JOIN ranks r ON r.id = t.rank_id "
+               "WHERE r.run_id=? ORDER BY r.rank, t.sort_index, t.id");
+  st.bind(1, runId);
+  while (st.step()) {
+    TrackSummary ts;
+    ts.track.id = st.int64(0);
+    ts.track.rankId = st.int64(1);
+    ts.track.kind = trackKindFromString(st.textView(2)).value_or(TrackKind::CpuThread);
+    ts.track.name = st.text(3);
+    ts.track.pid = st.optInt64(4);
+    ts.track.tid = st.optInt64(5);
+    if (auto d = st.optInt64(6)) ts.track.device = static_cast<int>(*d);
+    ts.track.stream = st.optInt64(7);
+    ts.track.sortIndex = static_cast<int>(st.int64(8));
+    ts.eventCount = st.int64(9);
+    ts.minStartNs = st.optInt64(10);
+    ts.maxEndNs = st.optInt64(11);
+    ts.maxDurNs = st.int64(12);
+    ts.collectiveCount = st.int64(13);
+    // Collectives as issued by the GPU/comm side: NCCL kernels and our own comm spans.
+    if (ts.track.kind == TrackKind::GpuStream || ts.track.kind == TrackKind::Comm) s.collectiveCount += ts.collectiveCount;
+    if (ts.track.kind == TrackKind::Counter)
+      s.counterSamples += ts.eventCount;
+    else
+      s.eventCount += ts.eventCount;
+    if (ts.minStartNs) s.startNs = s.startNs ? std::min(*s.startNs, *ts.minStartNs) : *ts.minStartNs;
+    if (ts.maxEndNs) s.endNs = s.endNs ? std::max(*s.endNs, *ts.maxEndNs) : *ts.maxEndNs;
+    s.tracks.push_back(std::move(ts));
+  }
+  {
+    Statement c(*db_, "SELECT COUNT(*) FROM steps s JOIN ranks r ON r.id=s.rank_id WHERE r.run_id=?");
+    c.bind(1, runId);
+    if (c.step()) s.stepCount = c.int64(0);
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+BulkWriter::BulkWriter(TraceStore& store)
+    : store_(store),
+      insChunk_(store.db(), "INSERT INTO event_chunks(track_id, count, start_ns, end_ns, data) VALUES(?,?,?,?,?)"),
+      insArgs_(store.db(), "INSERT INTO event_args(chunk_id, offsets, data) VALUES(?,?,?)"),
+      insCounter_(store.db(), "INSERT INTO counters(track_id, ts_ns, value) VALUES(?,?,?)"),
+      insFlow_(store.db(),
+               "INSERT INTO flows(rank_id, flow_id, cat_id, name_id, phase, track_id, ts_ns, bind_enclosing) "
+               "VALUES(?,?,?,?,?,?,?,?)"),
+      insMemory_(store.db(),
+                 "INSERT INTO memory_events(rank_id, ts_ns, device_type, device_id, addr, bytes, total_allocated, "
+                 "total_reserved, out_of_memory) VALUES(?,?,?,?,?,?,?,?,?)") {}
+
+BulkWriter::~BulkWriter() = default;
+
+void BulkWriter::addEvent(const EventRecord& e, std::string_view argsJson) {
+  OpenChunk& oc = open_[e.trackId];
+  if (oc.chunk.size() == 0) oc.chunk.reserve(EventChunk::kMaxEvents);
+  oc.chunk.push(e);
+  oc.argsOffsets.push_back(static_cast<std::uint32_t>(oc.args.size()));
+  if (!argsJson.empty()) {
+    oc.args.append(argsJson);
+    oc.hasArgs = true;
+  }
+  auto [it, fresh] = stats_.try_emplace(e.trackId);
+  auto& s = it->second;
+  if (fresh || e.startNs < s.minStart) s.minStart = e.startNs;
+  if (fresh || e.endNs > s.maxEnd) s.maxEnd = e.endNs;
+  s.maxDur = std::max(s.maxDur, e.endNs - e.startNs);
+  ++s.count;
+  if (e.collOp != CollectiveOp::None && e.category == Category::Communication) ++s.collectives;
+  ++events_;
+  // Chunks also close when their args grow large, so one args blob stays small to fetch.
+  if (oc.chunk.size() >= static_cast<std::size_t>(EventChunk::kMaxEvents) || oc.args.size() >= (1u << 20))
+    writeChunk(e.trackId, oc);
+}
+
+void BulkWriter::writeChunk(Id trackId, OpenChunk& oc) {
+  if (oc.chunk.size() == 0) return;
+  if (beforeFlush_) beforeFlush_(trackId, oc.chunk);
+  const auto perm = oc.chunk.sortByTime();
+  TimeNs maxEnd = oc.chunk.end[0];
+  for (auto v : oc.chunk.end) maxEnd = std::max(maxEnd, v);
+  const std::string blob = oc.chunk.encode();
+  auto* h = insChunk_.handle();
+  insChunk_.bind(1, trackId)
+      .bind(2, static_cast<std::int64_t>(oc.chunk.size()))
+      .bind(3, oc.chunk.start.front())
+      .bind(4, maxEnd);
+  if (sqlite3_bind_blob(h, 5, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC) != SQLITE_OK)
+    store_.db().fail("cannot bind event chunk");
+  insChunk_.exec();
+  const Id chunkId = store_.db().lastInsertRowId();
+  if (oc.hasArgs) {
+    // Args follow the sorted order of the chunk.
+    oc.argsOffsets.push_back(static_cast<std::uint32_t>(oc.args.size()));
+    std::string data;
+    data.reserve(oc.args.size());
+    std::vector<std::uint32_t> offsets;
+    offsets.reserve(perm.size() + 1);
+    for (std::uint32_t old : perm) {
+      offsets.push_back(static_cast<std::uint32_t>(data.size()));
+      data.append(oc.args, oc.argsOffsets[old], oc.argsOffsets[old + 1] - oc.argsOffsets[old]);
+    }
+    offsets.push_back(static_cast<std::uint32_t>(data.size()));
+    auto* ha = insArgs_.handle();
+    insArgs_.bind(1, chunkId);
+    if (sqlite3_bind_blob(ha, 2, offsets.data(), static_cast<int>(offsets.size() * 4), SQLITE_STATIC) != SQLITE_OK ||
+        sqlite3_bind_blob(ha, 3, data.data(), static_cast<int>(data.size()), SQLITE_STATIC) != SQLITE_OK)
+      store_.db().fail("cannot bind event args");
+    insArgs_.exec();
+  }
+  oc.chunk.clear();
+  oc.args.clear();
+  oc.argsOffsets.clear();
+  oc.hasArgs = false;
+}
+
+void BulkWriter::flush() {
+  for (auto& [track, oc] : open_) writeChunk(track, oc);
+}
+
+void BulkWriter::addCounter(Id trackId, TimeNs ts, double value) {
+  insCounter_.bind(1, trackId).bind(2, ts).bind(3, value);
+  insCounter_.exec();
+  auto [it, fresh] = stats_.try_emplace(trackId);
+  auto& s = it->second;
+  if (fresh || ts < s.minStart) s.minStart = ts;
+  if (fresh || ts > s.maxEnd) s.maxEnd = ts;
+  ++s.count;
+}
+
+void BulkWriter::addFlow(const Flow& f) {
+  const char phase[2] = {f.phase, 0};
+  insFlow_.bind(1, f.rankId).bind(2, f.flowId);
+  if (f.catId)
+    insFlow_.bind(3, f.catId);
+  else
+    insFlow_.bindNull(3);
+  if (f.nameId)
+    insFlow_.bind(4, f.nameId);
+  else
+    insFlow_.bindNull(4);
+  insFlow_.bind(5, std::string_view(phase, 1)).bind(6, f.trackId).bind(7, f.tsNs).bind(8, f.bindEnclosing ? 1 : 0);
+  insFlow_.exec();
+}
+
+void BulkWriter::addMemoryEvent(const MemoryEvent& m) {
+  insMemory_.bind(1, m.rankId)
+      .bind(2, m.tsNs)
+      .bind(3, m.deviceType)
+      .bind(4, m.deviceId)
+      .bind(5, m.addr)
+      .bind(6, m.bytes)
+      .bind(7, m.totalAllocated)
+      .bind(8, m.totalReserved)
+      .bind(9, m.outOfMemory ? 1 : 0);
+  insMemory_.exec();
+}
+
+void BulkWriter::rewriteChunks(Id trackId, TimeNs t0, TimeNs t1, const std::function<bool(EventChunk&)>& fn) {
+  std::vector<std::pair<Id, std::string>> chunks;
+  {
+    Statement st(store_.db(), "SELECT id, data FROM event_chunks WHERE track_id=? AND start_ns <= ? AND end_ns >= ?");
+    st.bind(1, trackId).bind(2, t1).bind(3, t0);
+    while (st.step()) chunks.emplace_back(st.int64(0), std::string(blobOf(st, 1)));
+  }
+  Statement upd(store_.db(), "UPDATE event_chunks SET data=?, start_ns=?, end_ns=? WHERE id=?");
+  for (auto& [id, blob] : chunks) {
+    EventChunk c = EventChunk::decode(blob);
+    if (!fn(c) || c.size() == 0) continue;
+    TimeNs maxEnd = c.end[0];
+    for (auto v : c.end) maxEnd = std::max(maxEnd, v);
+    const std::string enc = c.encode();
+    if (sqlite3_bind_blob(upd.handle(), 1, enc.data(), static_cast<int>(enc.size()), SQLITE_STATIC) != SQLITE_OK)
+      store_.db().fail("cannot bind event chunk");
+    upd.bind(2, c.start.front()).bind(3, maxEnd).bind(4, id);
+    upd.exec();
+  }
+}
+
+void BulkWriter::shiftTracks(const std::vector<Id>& trackIds, TimeNs delta) {
+  if (delta == 0) return;
+  flush();
+  Statement counters(store_.db(), "UPDATE counters SET ts_ns = ts_ns + ? WHERE track_id = ?");
+  for (Id t : trackIds) {
+    rewriteChunks(t, std::numeric_limits<TimeNs>::min(), std::numeric_limits<TimeNs>::max(), [&](EventChunk& c) {
+      for (auto& v : c.start) v += delta;
+      for (auto& v : c.end) v += delta;
+      return true;
+    });
+    counters.bind(1, delta).bind(2, t);
+    counters.exec();
+    if (auto it = stats_.find(t); it != stats_.end()) {
+      it->second.minStart += delta;
+      it->second.maxEnd += delta;
+    }
+  }
+}
+
+void BulkWriter::finish() {
+  flush();
+  Statement st(store_.db(),
+               "UPDATE tracks SET event_count = event_count + ?1, min_start_ns = MIN(IFNULL(min_start_ns, ?2), ?2), "
+               "max_end_ns = MAX(IFNULL(max_end_ns, ?3), ?3), max_dur_ns = MAX(max_dur_ns, ?4), "
+               "collective_count = collective_count + ?5 WHERE id = ?6");
+  for (const auto& [track, s] : stats_) {
+    st.bind(1, s.count).bind(2, s.minStart).bind(3, s.maxEnd).bind(4, s.maxDur).bind(5, s.collectives).bind(6, track);
+    st.exec();
+  }
+  stats_.clear();
+}
+
+}  // namespace shardscope::core

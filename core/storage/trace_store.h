@@ -1,0 +1,171 @@
+#pragma once
+// The trace store: one SQLite file holding measured, imported and simulated runs in one schema.
+// TraceStore owns the connection, the string interning cache and the typed read/write helpers;
+// BulkWriter streams events/counters into it with prepared statements.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/model/types.h"
+#include "core/storage/database.h"
+#include "core/storage/event_chunk.h"
+
+namespace shardscope::core {
+
+struct TrackSummary {
+  Track track;
+  std::int64_t eventCount = 0;
+  std::int64_t collectiveCount = 0;
+  std::optional<TimeNs> minStartNs;
+  std::optional<TimeNs> maxEndNs;
+  TimeNs maxDurNs = 0;
+};
+
+struct RunSummary {
+  Run run;
+  std::vector<Rank> ranks;
+  std::vector<TrackSummary> tracks;
+  std::int64_t eventCount = 0;
+  std::int64_t counterSamples = 0;
+  std::int64_t stepCount = 0;
+  std::int64_t collectiveCount = 0;
+  std::optional<TimeNs> startNs;
+  std::optional<TimeNs> endNs;
+};
+
+class TraceStore {
+ public:
+  explicit TraceStore(const std::string& path, Database::Mode mode = Database::Mode::ReadWrite);
+  ~TraceStore();
+
+  Database& db() { return *db_; }
+  const std::string& path() const { return db_->path(); }
+
+  // Runs
+  Id createRun(const Run& run);
+  void updateRun(const Run& run);
+  void setRunStatus(Id runId, RunStatus status, const std::string& failureReason = {});
+  void deleteRun(Id runId);
+  std::vector<Run> runs();
+  std::optional<Run> run(Id runId);
+  std::optional<Id> latestRunId();
+
+  // Structure
+  Id addRank(const Rank& rank);
+  void updateRank(const Rank& rank);
+  std::vector<Rank> ranks(Id runId);
+  Id addTrack(const Track& track);
+  std::vector<Track> tracks(Id runId);
+  Id addProcessGroup(const ProcessGroup& pg);
+  std::vector<ProcessGroup> processGroups(Id runId);
+  void addStep(const Step& step);
+  std::vector<Step> steps(Id runId);
+  void setMetric(Id runId, std::optional<Id> rankId, const std::string& key, double value);
+  std::optional<double> metric(Id runId, std::optional<Id> rankId, const std::string& key);
+
+  // Interned strings (names, categories, dtypes). Cached in memory; call invalidateCaches() after a
+  // rolled-back transaction, since ids created inside it no longer exist.
+  Id intern(std::string_view s);
+  std::string string(Id id);
+  void invalidateCaches();
+
+  // Reads for the timeline and exporters.
+  // Events of one track overlapping [t0, t1), ordered by start (then end descending, so parents come
+  // before their children). Uses the (track_id, start_ns) index and the track's max duration.
+  std::vector<Event> eventsInWindow(Id trackId, TimeNs t0, TimeNs t1, bool withArgs = false);
+  // Every event of a track in start order (then end descending), streamed: chunks are merged as
+  // the walk reaches them, so memory stays bounded whatever the track size.
+  void forEachEvent(Id trackId, const std::function<void(const Event&)>& fn, bool withArgs = true);
+  // Raw chunks of a track in storage order (for analyses that scan everything and need no order).
+  void forEachChunk(Id trackId, const std::function<void(Id chunkId, const EventChunk&)>& fn);
+  std::vector<CounterSample> counterSamples(Id trackId);
+  std::vector<Flow> flows(Id rankId);
+  std::vector<MemoryEvent> memoryEvents(Id rankId);
+
+  RunSummary summary(Id runId);
+
+  // The args JSON of one event ("" when it has none).
+  std::string eventArgs(Id eventId);
+  // An event by id (from eventsInWindow/forEachEvent); nullopt if it does not exist.
+  std::optional<Event> event(Id eventId, bool withArgs = true);
+
+ private:
+  struct ArgsBlock {
+    Id chunk = 0;
+    std::vector<std::uint32_t> offsets;
+    std::string data;
+  };
+  const ArgsBlock* argsBlockFor(Id chunkId);
+  Event makeEvent(const EventChunk& c, std::size_t i, Id chunkId, Id trackId);
+  const std::string& cachedString(Id id);
+
+  std::unique_ptr<Database> db_;
+  std::vector<ArgsBlock> argsCache_;  // a few recently used blocks
+  std::size_t argsCacheNext_ = 0;
+  std::unordered_map<std::string, Id> internCache_;
+  std::unordered_map<Id, std::string> stringCache_;
+};
+
+// Streams events into the store. Each track buffers an open chunk (EventChunk::kMaxEvents events)
+// that is sorted and written when full; counters, flows and memory records are plain rows. The
+// caller owns the transaction (an import is one transaction: all or nothing); finish() writes what
+// is buffered and the per-track statistics gathered on the way.
+class BulkWriter {
+ public:
+  explicit BulkWriter(TraceStore& store);
+  ~BulkWriter();
+  BulkWriter(const BulkWriter&) = delete;
+  BulkWriter& operator=(const BulkWriter&) = delete;
+
+  void addEvent(const EventRecord& e, std::string_view argsJson = {});
+  void addCounter(Id trackId, TimeNs ts, double value);
+  void addFlow(const Flow& f);
+  void addMemoryEvent(const MemoryEvent& m);
+
+  // Called on each chunk just before it is written (e.g. to fill steps learnt since its events came).
+  void setBeforeFlush(std::function<void(Id trackId, EventChunk&)> fn) { beforeFlush_ = std::move(fn); }
+  void flush();   // writes every open chunk
+  void finish();  // flush() + track statistics; call before commit
+
+  // Rewrites the written chunks of a track that overlap [t0, t1]; fn returns true when it changed
+  // the chunk (times may change but must keep their order, e.g. a constant shift).
+  void rewriteChunks(Id trackId, TimeNs t0, TimeNs t1, const std::function<bool(EventChunk&)>& fn);
+  // Shifts every event/counter time of the given tracks by delta (statistics included).
+  void shiftTracks(const std::vector<Id>& trackIds, TimeNs delta);
+
+  std::uint64_t eventsWritten() const { return events_; }
+
+ private:
+  struct OpenChunk {
+    EventChunk chunk;
+    std::string args;
+    std::vector<std::uint32_t> argsOffsets;  // start of each event's args in `args`
+    bool hasArgs = false;
+  };
+  struct TrackStats {
+    std::int64_t count = 0;
+    std::int64_t collectives = 0;
+    TimeNs minStart = 0;
+    TimeNs maxEnd = 0;
+    TimeNs maxDur = 0;
+  };
+  void writeChunk(Id trackId, OpenChunk& oc);
+
+  TraceStore& store_;
+  Statement insChunk_;
+  Statement insArgs_;
+  Statement insCounter_;
+  Statement insFlow_;
+  Statement insMemory_;
+  std::unordered_map<Id, OpenChunk> open_;
+  std::unordered_map<Id, TrackStats> stats_;
+  std::function<void(Id, EventChunk&)> beforeFlush_;
+  std::uint64_t events_ = 0;
+};
+
+}  // namespace shardscope::core

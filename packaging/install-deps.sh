@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package Shardscope needs to build, test and run.
+# Idempotent and non-interactive: packages already present are skipped, apt runs only when needed.
+#   packaging/install-deps.sh            # build + test dependencies (core, CLI, GUI)
+#   SHARDSCOPE_DEPS_EXTRA="..." packaging/install-deps.sh   # add packages
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libsqlite3-dev sqlite3 zlib1g-dev
+  qt6-base-dev qt6-base-dev-tools libqcustomplot-dev libgl-dev
+  clang libclang-rt-14-dev            # libFuzzer harness for the importer
+  poppler-utils                       # pdftoppm: report tests render PDFs
+  xauth xvfb                          # optional: real-window screenshots of the GUI
+)
+# shellcheck disable=SC2206
+PACKAGES+=(${SHARDSCOPE_DEPS_EXTRA:-})
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

@@ -1,0 +1,45 @@
+#include "tests/common/test_support.h"
+
+#include <zlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace shardscope::test {
+
+std::optional<std::string> sharedTracesDir() {
+  namespace fs = std::filesystem;
+  if (const char* env = std::getenv("SHARDSCOPE_SHARED_TRACES")) {
+    if (fs::is_directory(env)) return std::string(env);
+    return std::nullopt;
+  }
+  const fs::path p = fs::path(SHARDSCOPE_SOURCE_DIR) / ".." / "shared" / "traces";
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) return fs::canonical(p, ec).string();
+  return std::nullopt;
+}
+
+std::string pathIn(const QTemporaryDir& dir, const std::string& name) {
+  return (std::filesystem::path(dir.path().toStdString()) / name).string();
+}
+
+std::string writeFile(const QTemporaryDir& dir, const std::string& name, const std::string& bytes) {
+  const std::string path = pathIn(dir, name);
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + path);
+  return path;
+}
+
+std::string writeGzip(const QTemporaryDir& dir, const std::string& name, const std::string& bytes) {
+  const std::string path = pathIn(dir, name);
+  gzFile f = gzopen(path.c_str(), "wb6");
+  if (!f) throw std::runtime_error("cannot write " + path);
+  if (!bytes.empty()) gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+  gzclose(f);
+  return path;
+}
+
+}  // namespace shardscope::test

@@ -1,0 +1,287 @@
+// The SQLite trace store: schema versioning and migrations, WAL/foreign keys, bulk writes, window
+// queries for the timeline, cascading deletes.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <sqlite3.h>
+
+#include "core/storage/schema.h"
+#include "core/storage/trace_store.h"
+#include "core/util/error.h"
+#include "tests/common/test_support.h"
+
+using namespace shardscope::core;
+using shardscope::test::pathIn;
+using shardscope::test::writeFile;
+
+class TestTraceStore : public QObject {
+  Q_OBJECT
+
+ private:
+  struct Fixture {
+    Id run = 0, rank = 0, track = 0;
+  };
+  static Fixture makeRun(TraceStore& store, const std::string& name) {
+    Fixture f;
+    Run r;
+    r.name = name;
+    r.source = RunSource::Runtime;
+    r.strategy = "fsdp";
+    r.status = RunStatus::Completed;
+    r.worldSize = 2;
+    f.run = store.createRun(r);
+    Rank rk;
+    rk.runId = f.run;
+    rk.rank = 0;
+    f.rank = store.addRank(rk);
+    Track t;
+    t.rankId = f.rank;
+    t.kind = TrackKind::CpuThread;
+    t.name = "main";
+    f.track = store.addTrack(t);
+    return f;
+  }
+
+ private Q_SLOTS:
+  void createsCurrentSchemaWithWalAndForeignKeys() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "a.db"));
+    QCOMPARE(schema::version(store.db()), schema::kCurrentVersion);
+    QCOMPARE(store.db().pragmaInt("foreign_keys"), 1);
+    Statement st(store.db(), "PRAGMA journal_mode");
+    QVERIFY(st.step());
+    QCOMPARE(QString::fromStdString(st.text(0)), QString("wal"));
+  }
+
+  void runsRoundTrip() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "a.db"));
+    Run r;
+    r.name = "zero3 vs fsdp";
+    r.source = RunSource::Simulated;
+    r.strategy = "zero3";
+    r.configJson = R"({"stage":3})";
+    r.worldSize = 8;
+    r.status = RunStatus::Failed;
+    r.failureReason = "rank 3 killed by signal 9";
+    const Id id = store.createRun(r);
+    auto back = store.run(id);
+    QVERIFY(back.has_value());
+    QCOMPARE(QString::fromStdString(back->name), QString("zero3 vs fsdp"));
+    QVERIFY(back->source == RunSource::Simulated);
+    QCOMPARE(back->worldSize, 8);
+    QVERIFY(back->status == RunStatus::Failed);
+    QCOMPARE(QString::fromStdString(back->failureReason), QString("rank 3 killed by signal 9"));
+    QCOMPARE(QString::fromStdString(back->configJson), QString(R"({"stage":3})"));
+    QVERIFY(!back->createdAt.empty());
+    QCOMPARE(*store.latestRunId(), id);
+    store.setRunStatus(id, RunStatus::Completed);
+    QVERIFY(store.run(id)->status == RunStatus::Completed);
+  }
+
+  void windowQueryReturnsOverlappingEventsInOrder() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "a.db"));
+    const auto f = makeRun(store, "w");
+    {
+      Transaction tx(store.db());
+      BulkWriter w(store);
+      EventRecord e;
+      e.trackId = f.track;
+      e.nameId = store.intern("parent");
+      // A long parent [0, 1000), children, and later events inserted out of order.
+      e.startNs = 500; e.endNs = 600; w.addEvent(e);
+      e.startNs = 0; e.endNs = 1000; w.addEvent(e);
+      e.startNs = 100; e.endNs = 200; w.addEvent(e);
+      e.startNs = 2000; e.endNs = 2000; e.flags = EventFlags::Instant; w.addEvent(e);
+      e.startNs = 3000; e.endNs = 3500; e.flags = 0; w.addEvent(e);
+      w.finish();
+      tx.commit();
+    }
+    // Window [550, 2500): the parent (starts long before), [500,600) and the instant at 2000.
+    auto ev = store.eventsInWindow(f.track, 550, 2500);
+    QCOMPARE(ev.size(), std::size_t(3));
+    QCOMPARE(ev[0].startNs, TimeNs(0));
+    QCOMPARE(ev[1].startNs, TimeNs(500));
+    QCOMPARE(ev[2].startNs, TimeNs(2000));
+    // Window ending exactly where an event starts excludes it; one starting at an event's end too.
+    QCOMPARE(store.eventsInWindow(f.track, 1000, 2000).size(), std::size_t(0));
+    QCOMPARE(store.eventsInWindow(f.track, 3499, 3500).size(), std::size_t(1));
+    auto sum = store.summary(f.run);
+    QCOMPARE(sum.eventCount, std::int64_t(5));
+    QCOMPARE(*sum.startNs, TimeNs(0));
+    QCOMPARE(*sum.endNs, TimeNs(3500));
+    QCOMPARE(sum.tracks.at(0).maxDurNs, TimeNs(1000));
+  }
+
+  void deleteRunCascadesAndKeepsOthers() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "a.db"));
+    const auto a = makeRun(store, "a");
+    const auto b = makeRun(store, "b");
+    Track counterTrack;
+    counterTrack.rankId = a.rank;
+    counterTrack.kind = TrackKind::Counter;
+    counterTrack.name = "memory allocated";
+    const Id aCounter = store.addTrack(counterTrack);
+    counterTrack.rankId = b.rank;
+    const Id bCounter = store.addTrack(counterTrack);
+    {
+      Transaction tx(store.db());
+      BulkWriter w(store);
+      EventRecord e;
+      e.nameId = store.intern("op");
+      for (int i = 0; i < 100; ++i) {
+        e.trackId = i % 2 ? a.track : b.track;
+        e.startNs = i;
+        e.endNs = i + 1;
+        w.addEvent(e, R"({"k":1})");
+        w.addCounter(i % 2 ? aCounter : bCounter, i, i * 2.0);
+      }
+      w.finish();
+      tx.commit();
+    }
+    store.addStep(Step{a.rank, 1, 0, 10});
+    store.setMetric(a.run, std::nullopt, "tokens_per_s", 123.5);
+    store.deleteRun(a.run);
+    QVERIFY(!store.run(a.run));
+    Statement c(store.db(), "SELECT (SELECT SUM(count) FROM event_chunks), (SELECT COUNT(*) FROM event_args), "
+                            "(SELECT COUNT(*) FROM counters), (SELECT COUNT(*) FROM steps), (SELECT COUNT(*) FROM metrics)");
+    QVERIFY(c.step());
+    QCOMPARE(c.int64(0), std::int64_t(50));
+    QCOMPARE(c.int64(1), std::int64_t(1));  // one args block for b's single chunk
+    QCOMPARE(c.int64(2), std::int64_t(50));
+    QCOMPARE(c.int64(3), std::int64_t(0));
+    QCOMPARE(c.int64(4), std::int64_t(0));
+    QCOMPARE(store.summary(b.run).eventCount, std::int64_t(50));
+  }
+
+  void chunksSplitSortAndMergeInOrder() {
+    // More events than one chunk holds, written out of order: forEachEvent must merge chunks whose
+    // time ranges interleave and return every event once, ordered, with its own args.
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "a.db"));
+    const auto f = makeRun(store, "chunks");
+    const int n = EventChunk::kMaxEvents * 3 + 17;
+    {
+      Transaction tx(store.db());
+      BulkWriter w(store);
+      EventRecord e;
+      e.trackId = f.track;
+      e.nameId = store.intern("k");
+      for (int i = 0; i < n; ++i) {
+        // A permutation of 0..n-1 spread over the chunks.
+        const std::int64_t t = (static_cast<std::int64_t>(i) * 7919) % n;
+        e.startNs = t * 10;
+        e.endNs = t * 10 + 5;
+        e.step = t % 3 ? std::optional<std::int64_t>(t) : std::nullopt;
+        w.addEvent(e, "{\"t\":" + std::to_string(t) + "}");
+      }
+      w.finish();
+      tx.commit();
+    }
+    std::int64_t expect = 0;
+    store.forEachEvent(f.track, [&](const Event& ev) {
+      QCOMPARE(ev.startNs, expect * 10);
+      QCOMPARE(QString::fromStdString(ev.argsJson), QString("{\"t\":%1}").arg(expect));
+      QCOMPARE(ev.step.has_value(), expect % 3 != 0);
+      ++expect;
+    });
+    QCOMPARE(expect, std::int64_t(n));
+    QCOMPARE(store.summary(f.run).eventCount, std::int64_t(n));
+    const auto win = store.eventsInWindow(f.track, 1000, 1020, true);
+    QCOMPARE(win.size(), std::size_t(2));  // [1000,1005) and [1010,1015)
+    QCOMPARE(QString::fromStdString(win[1].argsJson), QString("{\"t\":101}"));
+  }
+
+  void damagedChunkIsAnErrorNotACrash() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "a.db"));
+    const auto f = makeRun(store, "bad");
+    store.db().exec("INSERT INTO event_chunks(track_id, count, start_ns, end_ns, data) VALUES(" + std::to_string(f.track) +
+                    ", 5, 0, 10, x'0100000005000000')");
+    QVERIFY_THROWS_EXCEPTION(Error, store.eventsInWindow(f.track, 0, 100));
+  }
+
+  void metricsUpsert() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "a.db"));
+    const auto f = makeRun(store, "m");
+    store.setMetric(f.run, std::nullopt, "step_time_ms", 10);
+    store.setMetric(f.run, std::nullopt, "step_time_ms", 12);
+    store.setMetric(f.run, f.rank, "step_time_ms", 7);
+    QCOMPARE(*store.metric(f.run, std::nullopt, "step_time_ms"), 12.0);
+    QCOMPARE(*store.metric(f.run, f.rank, "step_time_ms"), 7.0);
+    QVERIFY(!store.metric(f.run, std::nullopt, "absent"));
+  }
+
+  void internIsStableAndRollbackSafe() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "a.db"));
+    const Id a = store.intern("aten::mm");
+    QCOMPARE(store.intern("aten::mm"), a);
+    QCOMPARE(QString::fromStdString(store.string(a)), QString("aten::mm"));
+    {
+      Transaction tx(store.db());
+      store.intern("only-in-rolled-back-tx");
+    }  // rolled back
+    store.invalidateCaches();
+    const Id again = store.intern("only-in-rolled-back-tx");
+    QCOMPARE(QString::fromStdString(store.string(again)), QString("only-in-rolled-back-tx"));
+  }
+
+  void olderSchemaIsMigratedKeepingData() {
+    QTemporaryDir dir;
+    const std::string path = pathIn(dir, "old.db");
+    {
+      Database db(path, Database::Mode::ReadWrite);
+      schema::migrate(db, 1);
+      QCOMPARE(schema::version(db), 1);
+      db.exec("INSERT INTO runs(name, source, created_at, status) VALUES('v1 run', 'kineto', '2025-01-01T00:00:00Z', 'completed')");
+    }
+    TraceStore store(path);
+    QCOMPARE(schema::version(store.db()), schema::kCurrentVersion);
+    auto runs = store.runs();
+    QCOMPARE(runs.size(), std::size_t(1));
+    QCOMPARE(QString::fromStdString(runs[0].name), QString("v1 run"));
+    QCOMPARE(QString::fromStdString(runs[0].metadataJson), QString("{}"));  // column added by v2
+  }
+
+  void newerSchemaIsRefusedUntouched() {
+    QTemporaryDir dir;
+    const std::string path = pathIn(dir, "new.db");
+    {
+      TraceStore store(path);
+      store.db().exec("PRAGMA user_version = 99");
+    }
+    try {
+      TraceStore store(path);
+      QFAIL("a newer schema must be refused");
+    } catch (const DatabaseError& e) {
+      const QString msg = e.what();
+      QVERIFY2(msg.contains("newer") && msg.contains("99") && msg.contains("new.db"), e.what());
+    }
+    Database db(path, Database::Mode::ReadOnly);
+    QCOMPARE(schema::version(db), 99);
+  }
+
+  void notSqliteIsRefused() {
+    QTemporaryDir dir;
+    const std::string path = writeFile(dir, "trace.db", "{\"traceEvents\": []} this is not a database at all........");
+    try {
+      TraceStore store(path);
+      QFAIL("must throw");
+    } catch (const DatabaseError& e) {
+      QVERIFY2(QString(e.what()).contains("not a SQLite database"), e.what());
+      QVERIFY(QString(e.what()).contains("trace.db"));
+    }
+  }
+
+  void readOnlyOpenOfMissingFileFails() {
+    QTemporaryDir dir;
+    QVERIFY_THROWS_EXCEPTION(DatabaseError, TraceStore(pathIn(dir, "missing.db"), Database::Mode::ReadOnly));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTraceStore)
+#include "tst_trace_store.moc"

@@ -1,0 +1,140 @@
+// libFuzzer harness for the Kineto importer and its JSON reader.
+//
+// Every input is (1) parsed by JsonReader from a source that hands out a few bytes per read (so
+// token and buffer boundaries fall everywhere) and round-tripped through copyValue, and (2) imported
+// with importKineto into an in-memory SQLite store, from an in-memory file (memfd) so the fuzzer does
+// no disk I/O. core::Error is the expected way to refuse an input; a crash, a sanitizer report, a
+// hang, another exception type or a broken invariant (checked below, abort() on failure) is a bug.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "core/import/input_source.h"
+#include "core/import/json_reader.h"
+#include "core/import/kineto_importer.h"
+#include "core/storage/trace_store.h"
+#include "core/util/error.h"
+
+namespace {
+
+using shardscope::core::Error;
+using shardscope::core::JsonReader;
+
+[[noreturn]] void invariant(const char* what, const std::string& detail) {
+  std::fprintf(stderr, "fuzz_kineto_import: invariant broken: %s: %s\n", what, detail.substr(0, 400).c_str());
+  std::abort();
+}
+
+class MemorySource final : public shardscope::core::InputSource {
+ public:
+  MemorySource(std::string_view data, std::size_t chunk) : data_(data), chunk_(std::max<std::size_t>(1, chunk)) {
+    path_ = "<memory>";
+  }
+  std::size_t read(char* buf, std::size_t n) override {
+    const std::size_t k = std::min({n, chunk_, data_.size() - pos_});
+    std::memcpy(buf, data_.data() + pos_, k);
+    pos_ += k;
+    return k;
+  }
+  std::uint64_t fileOffset() const override { return pos_; }
+  std::uint64_t fileSize() const override { return data_.size(); }
+
+ private:
+  std::string_view data_;
+  std::size_t chunk_;
+  std::size_t pos_ = 0;
+};
+
+// The compact copy of the whole document; throws Error when it is not JSON.
+std::string copyDocument(std::string_view text, std::size_t chunk) {
+  MemorySource src(text, chunk);
+  JsonReader r(src);
+  std::string out;
+  r.copyValue(r.next(), out);
+  if (r.next() != JsonReader::Token::End) r.fail("data after the document");
+  return out;
+}
+
+void checkReader(std::string_view text) {
+  const std::size_t chunk = 1 + text.size() % 13;
+  std::string first;
+  try {
+    first = copyDocument(text, chunk);
+  } catch (const Error&) {
+    return;
+  }
+  // copyValue must emit valid JSON, and after one pass (which normalises escapes and replaces
+  // invalid UTF-8) copying must be the identity.
+  std::string second, third;
+  try {
+    second = copyDocument(first, 4096);
+    third = copyDocument(second, 3);
+  } catch (const Error& e) {
+    invariant("copyValue output does not parse", std::string(e.what()) + " in " + first);
+  }
+  if (second != third) invariant("copyValue is not idempotent", second + " vs " + third);
+}
+
+void checkStore(shardscope::core::TraceStore& store, const shardscope::core::KinetoImportResult& res) {
+  for (const auto runId : res.runIds) {
+    const auto summary = store.summary(runId);
+    for (const auto& rank : summary.ranks) {
+      store.flows(rank.id);
+      store.memoryEvents(rank.id);
+    }
+    store.steps(runId);
+    for (const auto& ts : summary.tracks) {
+      if (ts.eventCount == 0 || !ts.minStartNs || !ts.maxEndNs) continue;
+      const auto events = store.eventsInWindow(ts.track.id, *ts.minStartNs, *ts.maxEndNs + 1, true);
+      for (std::size_t i = 0; i < events.size(); ++i) {
+        if (events[i].endNs < events[i].startNs)
+          invariant("event ends before it starts", events[i].name + " " + std::to_string(events[i].startNs));
+        if (i > 0 && events[i].startNs < events[i - 1].startNs) invariant("eventsInWindow is not ordered", events[i].name);
+      }
+      store.counterSamples(ts.track.id);
+    }
+  }
+}
+
+void checkImport(const std::uint8_t* data, std::size_t size) {
+  const int fd = memfd_create("fuzz_trace.json", MFD_CLOEXEC);
+  if (fd < 0) {
+    std::perror("memfd_create");
+    std::abort();
+  }
+  for (std::size_t done = 0; done < size;) {
+    const ssize_t n = write(fd, data + done, size - done);
+    if (n <= 0) {
+      std::perror("write");
+      std::abort();
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  {
+    shardscope::core::TraceStore store(":memory:");
+    try {
+      const auto res = shardscope::core::importKineto(store, {path});
+      checkStore(store, res);
+    } catch (const Error&) {
+      // Refused with a message: expected for most inputs. The store must still be usable.
+      if (!store.runs().empty()) invariant("a failed import left a run behind", path);
+    }
+  }
+  close(fd);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  checkReader(std::string_view(reinterpret_cast<const char*>(data), size));
+  checkImport(data, size);
+  return 0;
+}
