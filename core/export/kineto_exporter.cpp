@@ -77,8 +77,8 @@ JsonValue distributedInfo(const exporting::RunContext& ctx, const Rank& rank, co
   const JsonValue* orig = meta.find("distributedInfo");
   if (orig && !orig->isObject()) orig = nullptr;
   std::string backend = "nccl";
-  if (orig)
-    if (const JsonValue* b = orig->find("backend"); b && b->isString() && !b->asString().empty()) backend = b->asString();
+  if (const JsonValue* b = orig ? orig->find("backend") : nullptr; b && b->isString() && !b->asString().empty())
+    backend = b->asString();
   // By id: the order the importer met them, pg_config first.
   std::vector<const ProcessGroup*> pgs;
   for (const auto& [id, g] : ctx.groups) pgs.push_back(&g);

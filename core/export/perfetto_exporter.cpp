@@ -37,7 +37,8 @@ ExportResult exportPerfetto(TraceStore& store, Id runId, const std::string& outP
   b += R"(],"time_origin_ns":)";
   exporting::appendInt(b, zero);
   b += R"(,"clock":"each rank's recorded epoch time minus time_origin_ns; no skew correction")";
-  b += R"(,"pids":"host of rank r = r*100, GPU d of rank r = r*100+1+d; tids >= 1000000 hold partially overlapping slices"},)";
+  b += R"(,"pids":"host of rank r = r*100, GPU d of rank r = r*100+1+d; )"
+       R"(slices that partially overlap their thread's slices are on threads named '... (overlap k)'"},)";
   b += "\n\"traceEvents\":[\n";
 
   ExportResult result;

@@ -84,7 +84,8 @@ OutputFile::OutputFile(std::string path, bool gzip, int level) : path_(std::move
   const auto stamp = static_cast<unsigned long long>(std::chrono::steady_clock::now().time_since_epoch().count());
   char suffix[48];
   const int n = std::snprintf(suffix, sizeof suffix, ".tmp%llx-%u", stamp & 0xffffffffffULL, counter.fetch_add(1));
-  tmpPath_ = (p.parent_path() / ("." + p.filename().string() + std::string(suffix, static_cast<std::size_t>(n)))).string();
+  const std::string hidden = "." + p.filename().string() + std::string(suffix, static_cast<std::size_t>(n));
+  tmpPath_ = (p.parent_path() / hidden).string();
   // "x": never clobber a file we did not create (and never delete one on cleanup).
   file_ = std::fopen(tmpPath_.c_str(), "wbx");
   if (!file_) fail("cannot create file", errno);
@@ -486,8 +487,10 @@ void RankWriter::writeMetadata() {
       const std::string label = gpu ? "GPU " + std::to_string(g->second) : "CPU";
       std::string name = label, labels = label;
       if (const JsonValue* p = processes.find(std::to_string(pid)); p && p->isObject()) {
-        if (const JsonValue* n = p->find("name"); n && n->isString() && !n->asString().empty()) name = n->asString();
-        if (const JsonValue* l = p->find("labels"); l && l->isString() && !l->asString().empty()) labels = l->asString();
+        const JsonValue* n = p->find("name");
+        if (n && n->isString() && !n->asString().empty()) name = n->asString();
+        const JsonValue* l = p->find("labels");
+        if (l && l->isString() && !l->asString().empty()) labels = l->asString();
       }
       writeProcessMeta(pid, "process_name", name, true);
       writeProcessMeta(pid, "process_labels", labels, true);
@@ -501,7 +504,8 @@ std::int64_t RankWriter::flowId(std::int64_t id) const {
   if (layout_ == Layout::Kineto) return id;
   // Flow ids are only unique within one file: put the rank above bit 40.
   constexpr std::uint64_t kMask = (std::uint64_t{1} << 40) - 1;
-  return static_cast<std::int64_t>((static_cast<std::uint64_t>(rank_.rank) << 40) | (static_cast<std::uint64_t>(id) & kMask));
+  const std::uint64_t r = static_cast<std::uint64_t>(rank_.rank) << 40;
+  return static_cast<std::int64_t>(r | (static_cast<std::uint64_t>(id) & kMask));
 }
 
 void RankWriter::writeSynthesizedArgs(const TrackOut& t, const Event& e) {
@@ -525,7 +529,10 @@ void RankWriter::writeSynthesizedArgs(const TrackOut& t, const Event& e) {
       key(R"("device":)");
       appendInt(b, *tr.device);
     }
-    if (tr.stream) {
+    // Kineto writes no stream arg on gpu_user_annotation rows, so HTA leaves them out; the flag
+    // records whether the source row had one.
+    const bool streamArg = (e.flags & EventFlags::HtaGpuRow) || e.cat != "gpu_user_annotation";
+    if (tr.stream && streamArg) {
       key(R"("stream":)");
       appendInt(b, *tr.stream);
     }
@@ -751,17 +758,33 @@ void RankWriter::writeCounters() {
     const std::string& name = ts->track.name;
     // The importer rebuilds the "memory allocated/reserved" tracks from the [memory] records.
     if (haveMemory && startsWith(name, "memory ")) continue;
+    // Derived tracks (memory curves) have no rows of their own: their samples come from the store.
+    std::vector<CounterSample> derived;
+    if (!ts->track.derivedFrom.empty()) derived = ctx_.store.counterSamples(ts->track.id);
+    std::size_t di = 0;
     st.bind(1, ts->track.id);
-    while (st.step()) {
-      const double v = st.real(1);
+    const std::int64_t pid = (layout_ == Layout::Kineto && ts->track.pid) ? *ts->track.pid : hostPid_;
+    for (;;) {
+      std::int64_t tsNs;
+      double v;
+      if (!ts->track.derivedFrom.empty()) {
+        if (di >= derived.size()) break;
+        tsNs = derived[di].tsNs;
+        v = derived[di].value;
+        ++di;
+      } else {
+        if (!st.step()) break;
+        tsNs = st.int64(0);
+        v = st.real(1);
+      }
       if (!std::isfinite(v)) continue;  // JSON has no inf/NaN
       std::string& b = begin();
       b += R"({"ph":"C","name":)";
       appendJsonString(b, name);
       b += R"(,"pid":)";
-      appendInt(b, hostPid_);
+      appendInt(b, pid);
       b += R"(,"ts":)";
-      appendMicros(b, st.int64(0) - origin_);
+      appendMicros(b, tsNs - origin_);
       b += R"(,"args":{"value":)";
       appendDouble(b, v);
       b += "}}";

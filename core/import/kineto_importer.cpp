@@ -49,6 +49,7 @@ struct PTrack {
   std::optional<std::int64_t> pid, tid, stream;
   std::optional<int> device;
   std::string pidText, tidText;  // original ids, for M-event name matching
+  std::string derivedFrom;
 };
 
 struct PGroup {
@@ -162,6 +163,13 @@ class BatchQueue {
 
 bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
+// Heterogeneous lookup: find a string_view in the intern table without building a std::string.
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+using InternMap = std::unordered_map<std::string, std::uint32_t, StringHash, std::equal_to<>>;
+
 bool isGpuCat(std::string_view cat) {
   return cat == "kernel" || cat == "Kernel" || cat == "gpu_memcpy" || cat == "Memcpy" || cat == "gpu_memset" ||
          cat == "Memset" || cat == "gpu_user_annotation" || cat == "cuda_sync" || cat == "mtia_ccp_events";
@@ -199,52 +207,52 @@ std::string fileLabel(const std::string& path) { return fs::path(path).filename(
 }  // namespace
 
 bool parseMicrosToNs(std::string_view raw, std::int64_t& ns, bool& isFloat) {
-  isFloat = raw.find_first_of(".eE") != std::string_view::npos;
+  // One pass of exact decimal arithmetic: integer µs and up to 3 fractional digits are integer ns
+  // (the 4th digit rounds half away from zero). Exponents fall back to a correctly rounded double.
   std::size_t i = 0;
+  const std::size_t n = raw.size();
   bool neg = false;
-  if (i < raw.size() && raw[i] == '-') {
+  if (i < n && raw[i] == '-') {
     neg = true;
     ++i;
   }
-  const bool hasExp = raw.find_first_of("eE") != std::string_view::npos;
-  if (!hasExp) {
-    // Exact decimal arithmetic: integer µs and up to 3 fractional digits are integer ns.
-    std::int64_t intPart = 0;
-    std::size_t digits = 0;
-    for (; i < raw.size() && raw[i] != '.'; ++i, ++digits) {
-      if (digits >= 16) return false;  // > 1e16 µs is beyond any clock we accept
-      intPart = intPart * 10 + (raw[i] - '0');
-    }
-    std::int64_t frac = 0;
-    int fracDigits = 0;
-    bool roundUp = false;
-    if (i < raw.size() && raw[i] == '.') {
-      ++i;
-      for (; i < raw.size(); ++i) {
-        if (fracDigits < 3) {
-          frac = frac * 10 + (raw[i] - '0');
-          ++fracDigits;
-        } else if (fracDigits == 3) {
-          roundUp = raw[i] >= '5';
-          ++fracDigits;
-        }
+  std::int64_t intPart = 0;
+  std::size_t digits = 0;
+  for (; i < n && raw[i] >= '0' && raw[i] <= '9'; ++i, ++digits) {
+    if (digits >= 16) return false;  // > 1e16 µs is beyond any clock we accept
+    intPart = intPart * 10 + (raw[i] - '0');
+  }
+  std::int64_t frac = 0;
+  int fracDigits = 0;
+  bool roundUp = false;
+  isFloat = false;
+  if (i < n && raw[i] == '.') {
+    isFloat = true;
+    for (++i; i < n && raw[i] >= '0' && raw[i] <= '9'; ++i) {
+      if (fracDigits < 3) {
+        frac = frac * 10 + (raw[i] - '0');
+        ++fracDigits;
+      } else if (fracDigits == 3) {
+        roundUp = raw[i] >= '5';
+        ++fracDigits;
       }
     }
-    while (fracDigits < 3) {
-      frac *= 10;
-      ++fracDigits;
-    }
-    std::int64_t v = intPart * 1000 + frac + (roundUp ? 1 : 0);
-    if (v > kMaxAbsNs) return false;
-    ns = neg ? -v : v;
+  }
+  if (i < n) {
+    // An exponent (or anything else the JSON grammar let through).
+    isFloat = true;
+    double d = 0;
+    auto [p, ec] = std::from_chars(raw.data(), raw.data() + n, d);
+    if (ec != std::errc() || p != raw.data() + n || !std::isfinite(d)) return false;
+    const double scaled = d * 1000.0;
+    if (!(std::fabs(scaled) <= static_cast<double>(kMaxAbsNs))) return false;
+    ns = std::llround(scaled);
     return true;
   }
-  double d = 0;
-  auto [p, ec] = std::from_chars(raw.data(), raw.data() + raw.size(), d);
-  if (ec != std::errc() || !std::isfinite(d)) return false;
-  const double scaled = d * 1000.0;
-  if (!(std::fabs(scaled) <= static_cast<double>(kMaxAbsNs))) return false;
-  ns = std::llround(scaled);
+  for (; fracDigits < 3; ++fracDigits) frac *= 10;
+  const std::int64_t v = intPart * 1000 + frac + (roundUp ? 1 : 0);
+  if (v > kMaxAbsNs) return false;
+  ns = neg ? -v : v;
   return true;
 }
 
@@ -253,8 +261,7 @@ bool parseMicrosToNs(std::string_view raw, std::int64_t& ns, bool& isFloat) {
 
 class KinetoParser {
  public:
-  KinetoParser(BatchQueue& q, const KinetoImportOptions& opt, std::uint32_t& stringCount,
-               std::unordered_map<std::string, std::uint32_t>& strings)
+  KinetoParser(BatchQueue& q, const KinetoImportOptions& opt, std::uint32_t& stringCount, InternMap& strings)
       : q_(q), opt_(opt), stringCount_(stringCount), strings_(strings) {}
 
   void parseFile(int fileIndex, const std::string& path) {
@@ -320,8 +327,6 @@ class KinetoParser {
       r.fail("expected a JSON object with 'traceEvents' (or an array of events); this is not a trace");
     }
     stats_.jsonBytes = r.tokenOffset();
-    // HTA discovers the rank with a regex over the raw text; we reproduce it for files whose
-    // distributedInfo is missing, reading the number that the parser saw as a "rank" key.
     batch_->fileDone = true;
     batch_->header = std::move(header_);
     batch_->stats = stats_;
@@ -335,13 +340,21 @@ class KinetoParser {
   void warn(const std::string& w) { warnings.push_back(fileLabel(path_) + ": " + w); }
 
   std::uint32_t str(std::string_view s) {
-    key_.assign(s);
-    auto it = strings_.find(key_);
+    auto it = strings_.find(s);
     if (it != strings_.end()) return it->second;
     const std::uint32_t id = ++stringCount_;
-    strings_.emplace(key_, id);
+    strings_.emplace(std::string(s), id);
     batch_->newStrings.emplace_back(s);
     return id;
+  }
+
+  // HTA category of an event name, computed once per distinct name (the rules scan the name for
+  // several substrings, and names repeat millions of times).
+  Category nameCategory(std::uint32_t nameId, std::string_view name) {
+    if (nameId >= nameCategory_.size()) nameCategory_.resize(nameId + 1024, -1);
+    std::int8_t& c = nameCategory_[nameId];
+    if (c < 0) c = static_cast<std::int8_t>(htaKernelCategory(name));
+    return static_cast<Category>(c);
   }
 
   void flush() {
@@ -713,8 +726,9 @@ class KinetoParser {
             t.device = static_cast<int>(ev_.device);
           else if (ev_.pid.present && ev_.pid.isNum && ev_.pid.num >= 0 && ev_.pid.num < 1024)
             t.device = static_cast<int>(ev_.pid.num);
-          if (ev_.cat == "cuda_sync" && stream != kNone && stream >= 1'000'000)
-            t.name = "sync stream " + std::to_string(stream - 1'000'000);
+          // Kineto puts "Stream Sync" rows on tid = stream + 1,000,000 (with args.stream = stream).
+          if (ev_.tid.present && ev_.tid.isNum && ev_.tid.num >= 1'000'000)
+            t.name = "sync stream " + std::to_string(ev_.tid.num - 1'000'000);
           else
             t.name = stream != kNone ? "stream " + std::to_string(stream) : "gpu " + t.tidText;
           break;
@@ -745,7 +759,8 @@ class KinetoParser {
     return id;
   }
 
-  std::uint32_t counterTrack(const std::string& key, const std::string& name, std::optional<int> device) {
+  std::uint32_t counterTrack(const std::string& key, const std::string& name, std::optional<int> device,
+                             const std::string& derivedFrom = {}) {
     auto it = tracks_.find(key);
     if (it != tracks_.end()) return it->second;
     const std::uint32_t id = ++trackCount_;
@@ -755,6 +770,8 @@ class KinetoParser {
     t.kind = TrackKind::Counter;
     t.name = name;
     t.device = device;
+    t.derivedFrom = derivedFrom;
+    if (ev_.pid.present && ev_.pid.isNum && derivedFrom.empty()) t.pid = ev_.pid.num;
     batch_->newTracks.push_back(std::move(t));
     return id;
   }
@@ -849,16 +866,41 @@ class KinetoParser {
     return {};
   }
 
-  TrackClass classify() const {
-    if (ev_.cat == "python_function") return TrackClass::Python;
-    if (isGpuCat(ev_.cat)) return TrackClass::Gpu;
+  // Attributes of a `cat` value, computed once per distinct value.
+  enum CatBits : std::uint8_t {
+    kCatKnown = 1, kCatGpu = 2, kCatPython = 4, kCatLaunchFlow = 8, kCatKernel = 16, kCatUserAnnotation = 32,
+    kCatGpuAnnotation = 64
+  };
+  std::uint8_t catBits() {
+    if (!ev_.hasCat) return kCatKnown;
+    const std::uint32_t id = str(ev_.cat);
+    currentCat_ = id;
+    if (id >= catBits_.size()) catBits_.resize(id + 256, 0);
+    std::uint8_t& b = catBits_[id];
+    if (!b) {
+      const std::string_view c = ev_.cat;
+      b = kCatKnown;
+      if (isGpuCat(c)) b |= kCatGpu;
+      if (c == "python_function") b |= kCatPython;
+      if (c == "ac2g" || c == "async_cpu_to_gpu") b |= kCatLaunchFlow;
+      if (isKernelCat(c)) b |= kCatKernel;
+      if (c == "user_annotation") b |= kCatUserAnnotation;
+      if (c == "gpu_user_annotation") b |= kCatGpuAnnotation;
+    }
+    return b;
+  }
+
+  TrackClass classify() {
+    const std::uint8_t b = catBits();
+    if (b & kCatPython) return TrackClass::Python;
+    if (b & kCatGpu) return TrackClass::Gpu;
     return TrackClass::Cpu;
   }
 
   void fillCollective(PEvent& e, bool gpu) {
     // The GPU twin of an annotation only brackets the kernels for viewers; the NCCL kernel inside
     // it is the collective (counting both would double every collective).
-    if (ev_.cat == "gpu_user_annotation") return;
+    if (catBits() & kCatGpuAnnotation) return;
     bool fromArgs = false;
     if (!ev_.collName.empty()) {
       e.op = collectiveOpFromString(ev_.collName);
@@ -893,7 +935,8 @@ class KinetoParser {
   }
 
   void handleComplete() {
-    if (ev_.cat == "ac2g" || ev_.cat == "async_cpu_to_gpu") return;
+    const std::uint8_t bits = catBits();
+    if (bits & kCatLaunchFlow) return;
     const TrackClass cls = classify();
     PEvent e;
     e.track = trackFor(cls);
@@ -909,18 +952,18 @@ class KinetoParser {
     }
     e.end = e.start + dur;
     e.name = str(ev_.name);
-    e.cat = ev_.hasCat ? str(ev_.cat) : 0;
-    e.category = htaKernelCategory(ev_.name);
+    e.cat = ev_.hasCat ? currentCat_ : 0;
+    e.category = nameCategory(e.name, ev_.name);
     if (ev_.streamArg && ev_.stream != -1) e.flags |= EventFlags::HtaGpuRow;
     if (ev_.correlation != kNone) e.correlation = ev_.correlation;
     if (ev_.externalId != kNone) e.externalId = ev_.externalId;
     fillCollective(e, cls == TrackClass::Gpu);
-    if (cls == TrackClass::Gpu && isKernelCat(ev_.cat)) {
+    if (cls == TrackClass::Gpu && (bits & kCatKernel)) {
       ++stats_.kernels;
       if (isNcclKernelName(ev_.name)) ++stats_.ncclKernels;
     }
-    if (cls == TrackClass::Cpu && (ev_.cat == "user_annotation" || ev_.cat == "Operator" || ev_.cat == "cpu_op")) {
-      if (auto n = parseStepNumber(ev_.name); n && ev_.cat == "user_annotation") {
+    if (cls == TrackClass::Cpu && (bits & kCatUserAnnotation) && startsWith(ev_.name, "ProfilerStep")) {
+      if (auto n = parseStepNumber(ev_.name)) {
         e.stepNum = *n;
         batch_->steps.push_back(PStep{*n, e.start, e.end});
         ++stats_.steps;
@@ -946,13 +989,14 @@ class KinetoParser {
       const std::string key = "mem:" + std::to_string(m.deviceType) + ":" + std::to_string(m.deviceId);
       std::optional<int> device;
       if (m.deviceType != 0) device = m.deviceId;
-      const auto a = counterTrack(key + ":a", "memory allocated (" + dev + ")", device);
-      const auto rz = counterTrack(key + ":r", "memory reserved (" + dev + ")", device);
+      // The two curves are read from memory_events (Total Allocated / Total Reserved): storing them
+      // again as counter rows would double the rows of memory-heavy traces.
+      const std::string suffix = std::to_string(m.deviceType) + ":" + std::to_string(m.deviceId);
+      const auto a = counterTrack(key + ":a", "memory allocated (" + dev + ")", device, "memory_events:allocated:" + suffix);
+      const auto rz = counterTrack(key + ":r", "memory reserved (" + dev + ")", device, "memory_events:reserved:" + suffix);
       batch_->memory.push_back(m);
       batch_->memoryTracks.push_back(a);
       batch_->memoryTracks.push_back(rz);
-      batch_->counters.push_back(PCounter{a, m.tsNs, static_cast<double>(m.totalAllocated)});
-      batch_->counters.push_back(PCounter{rz, m.tsNs, static_cast<double>(m.totalReserved)});
       ++stats_.memoryEvents;
       stats_.counters += 2;
       return;
@@ -963,7 +1007,7 @@ class KinetoParser {
     e.start = e.end = tsNs();
     e.name = str(ev_.name);
     e.cat = ev_.hasCat ? str(ev_.cat) : 0;
-    e.category = htaKernelCategory(ev_.name);
+    e.category = nameCategory(e.name, ev_.name);
     e.flags = EventFlags::Instant;
     appendArgs(e);
     batch_->events.push_back(e);
@@ -971,12 +1015,15 @@ class KinetoParser {
   }
 
   void handleFlow(char p) {
-    if (ev_.cat == "ac2g" || ev_.cat == "async_cpu_to_gpu") {
+    if (catBits() & kCatLaunchFlow) {
       ++stats_.launchFlows;  // the launch link is the events' shared correlation id
       return;
     }
     PFlow f;
-    f.track = trackFor(TrackClass::Cpu);
+    // A flow end on a GPU stream belongs to that stream's track, not to a new CPU track.
+    const bool onGpu = ev_.pid.present && ev_.tid.present &&
+                       tracks_.count(std::string(1, static_cast<char>(TrackClass::Gpu)) + ev_.pid.text + '\x1f' + ev_.tid.text);
+    f.track = trackFor(onGpu ? TrackClass::Gpu : TrackClass::Cpu);
     f.ts = tsNs();
     f.id = ev_.flowId;
     f.cat = ev_.hasCat ? str(ev_.cat) : 0;
@@ -1007,7 +1054,10 @@ class KinetoParser {
   BatchQueue& q_;
   const KinetoImportOptions& opt_;
   std::uint32_t& stringCount_;
-  std::unordered_map<std::string, std::uint32_t>& strings_;
+  InternMap& strings_;
+  std::vector<std::int8_t> nameCategory_;
+  std::vector<std::uint8_t> catBits_;
+  std::uint32_t currentCat_ = 0;
   std::unordered_map<std::string, std::uint32_t> tracks_;
   std::uint32_t trackCount_ = 0;
   std::unordered_map<std::string, std::uint32_t> groups_;
@@ -1043,6 +1093,8 @@ struct RankState {
   std::vector<PStep> steps;             // sorted by start
   std::unordered_map<std::int64_t, std::int64_t> corrStep;  // CPU correlation -> step
   std::unordered_map<Id, bool> gpuTrack;                    // db track id -> is a GPU track
+  // "pid\x1ftid" (source text) -> (db track id, is python), for thread names from M events.
+  std::unordered_multimap<std::string, std::pair<Id, bool>> tracksByIds;
   bool unresolvedGpu = false;
   bool cpuEventsSeen = false;
   std::int64_t cpuMin = 0, cpuMax = 0;
@@ -1155,7 +1207,7 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
     BulkWriter writer(store);
     BatchQueue queue(4);
     std::uint32_t stringCount = 0;
-    std::unordered_map<std::string, std::uint32_t> parserStrings;
+    InternMap parserStrings;
     KinetoParser parser(queue, opt, stringCount, parserStrings);
 
     std::thread producer([&] {
@@ -1249,10 +1301,14 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
         tr.tid = t.tid;
         tr.device = t.device;
         tr.stream = t.stream;
+        tr.derivedFrom = t.derivedFrom;
         tr.sortIndex = static_cast<int>(rs.trackIds.size());
         rs.trackIds.push_back(store.addTrack(tr));
         rs.trackIsCpu.push_back(t.cls == TrackClass::Cpu);
         if (t.cls == TrackClass::Gpu) rs.gpuTrack.emplace(rs.trackIds.back(), true);
+        if (t.cls != TrackClass::Counter)
+          rs.tracksByIds.emplace(t.pidText + '\x1f' + t.tidText,
+                                 std::make_pair(rs.trackIds.back(), t.cls == TrackClass::Python));
       }
       for (const auto& s : b->steps) {
         if (rs.cpuEventsSeen && s.end > rs.cpuMin && s.start <= rs.cpuMax) rs.lateSteps.push_back(s);
@@ -1310,6 +1366,8 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
         MemoryEvent m = b->memory[i];
         m.rankId = rs.rankId;
         writer.addMemoryEvent(m);
+        writer.noteSample(rs.trackIds[b->memoryTracks[2 * i] - 1], m.tsNs);
+        writer.noteSample(rs.trackIds[b->memoryTracks[2 * i + 1] - 1], m.tsNs);
       }
       for (const auto& c : b->counters) writer.addCounter(rs.trackIds[c.track - 1], c.ts, c.value);
       for (const auto& f : b->flows) {
@@ -1408,16 +1466,19 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
         pg.ranksJson = g.ranksJson;
         store.addProcessGroup(pg);
       }
-      // Thread names from M events.
+      // Thread names from M events, matched on the source's pid/tid text (string tids such as
+      // "stream 7 " included).
       if (!h.threadNames.empty()) {
-        Statement upd(db, "UPDATE tracks SET name=? WHERE rank_id=? AND kind IN ('cpu_thread','gpu_stream','python') AND pid IS ? AND tid IS ?");
+        Statement upd(db, "UPDATE tracks SET name=? WHERE id=?");
         for (const auto& [pid, tid, name] : h.threadNames) {
-          auto pi = parseInt(pid);
-          auto ti = parseInt(tid);
           std::string n = name;
           while (!n.empty() && n.back() == ' ') n.pop_back();
-          upd.bind(1, n).bind(2, rs.rankId).bind(3, pi).bind(4, ti);
-          upd.exec();
+          auto range = rs.tracksByIds.equal_range(pid + '\x1f' + tid);
+          for (auto it = range.first; it != range.second; ++it) {
+            // A python track keeps a marker so it stays distinguishable from its thread.
+            upd.bind(1, it->second.second ? n + " (python)" : n).bind(2, it->second.first);
+            upd.exec();
+          }
         }
       }
       // Everything of this file is written before the fix-ups below rewrite chunks.
@@ -1452,16 +1513,17 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
         // baseTimeNanoseconds came after traceEvents: shift what was written with base 0.
         const TimeNs base = *h.baseTimeNs;
         writer.shiftTracks(allTracks, base);
-        const std::string b = std::to_string(base);
+        const std::string shift = std::to_string(base);
         const std::string rid = std::to_string(rs.rankId);
-        db.exec("UPDATE flows SET ts_ns=ts_ns+" + b + " WHERE rank_id=" + rid);
-        db.exec("UPDATE memory_events SET ts_ns=ts_ns+" + b + " WHERE rank_id=" + rid);
-        db.exec("UPDATE steps SET start_ns=start_ns+" + b + ", end_ns=end_ns+" + b + " WHERE rank_id=" + rid);
+        db.exec("UPDATE flows SET ts_ns=ts_ns+" + shift + " WHERE rank_id=" + rid);
+        db.exec("UPDATE memory_events SET ts_ns=ts_ns+" + shift + " WHERE rank_id=" + rid);
+        db.exec("UPDATE steps SET start_ns=start_ns+" + shift + ", end_ns=end_ns+" + shift + " WHERE rank_id=" + rid);
       }
       writer.finish();
       // Free per-rank memory early; the state is not needed after its file.
       rs.corrStep = {};
       rs.gpuTrack = {};
+      rs.tracksByIds = {};
       result.events += st.events;
       result.bytes += st.bytes;
       result.jsonBytes += st.jsonBytes;

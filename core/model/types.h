@@ -93,6 +93,9 @@ struct Track {
   std::optional<int> device;
   std::optional<std::int64_t> stream;
   int sortIndex = 0;
+  // Counter tracks whose samples are not stored in `counters` but read from another table:
+  // "memory_events:allocated:<device type>:<device id>" or "memory_events:reserved:...".
+  std::string derivedFrom;
 };
 
 struct ProcessGroup {

@@ -60,7 +60,8 @@ CREATE TABLE tracks(
   min_start_ns INTEGER,
   max_end_ns INTEGER,
   max_dur_ns INTEGER NOT NULL DEFAULT 0,
-  collective_count INTEGER NOT NULL DEFAULT 0
+  collective_count INTEGER NOT NULL DEFAULT 0,
+  derived_from TEXT
 );
 CREATE INDEX tracks_rank ON tracks(rank_id);
 CREATE TABLE event_chunks(
@@ -163,6 +164,9 @@ void open(Database& db) {
   const int v = version(db);
   if (v > kCurrentVersion) migrate(db, kCurrentVersion);  // throws the clear message
   if (!db.readOnly()) {
+    // Chunks and args blocks are BLOBs of tens of KB: big pages keep them off long overflow chains.
+    // Only takes effect on a new, empty file (before journal_mode=WAL fixes the page size).
+    if (v == 0 && db.pragmaInt("page_count") == 0) db.exec("PRAGMA page_size = 32768");
     db.exec("PRAGMA journal_mode = WAL");
     db.exec("PRAGMA synchronous = NORMAL");
   }

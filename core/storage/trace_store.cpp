@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -179,13 +180,18 @@ std::vector<Rank> TraceStore::ranks(Id runId) {
 
 Id TraceStore::addTrack(const Track& t) {
   Statement st(*db_,
-               "INSERT INTO tracks(rank_id, kind, name, pid, tid, device, stream, sort_index) VALUES(?,?,?,?,?,?,?,?)");
+               "INSERT INTO tracks(rank_id, kind, name, pid, tid, device, stream, sort_index, derived_from) "
+               "VALUES(?,?,?,?,?,?,?,?,?)");
   st.bind(1, t.rankId).bind(2, toString(t.kind)).bind(3, t.name).bind(4, t.pid).bind(5, t.tid);
   if (t.device)
     st.bind(6, *t.device);
   else
     st.bindNull(6);
   st.bind(7, t.stream).bind(8, t.sortIndex);
+  if (t.derivedFrom.empty())
+    st.bindNull(9);
+  else
+    st.bind(9, t.derivedFrom);
   st.exec();
   return db_->lastInsertRowId();
 }
@@ -451,6 +457,29 @@ std::optional<Event> TraceStore::event(Id eventId, bool withArgs) {
 
 std::vector<CounterSample> TraceStore::counterSamples(Id trackId) {
   std::vector<CounterSample> out;
+  std::string derived;
+  Id rankId = 0;
+  {
+    Statement t(*db_, "SELECT IFNULL(derived_from, ''), rank_id FROM tracks WHERE id=?");
+    t.bind(1, trackId);
+    if (t.step()) {
+      derived = t.text(0);
+      rankId = t.int64(1);
+    }
+  }
+  if (!derived.empty()) {
+    // "memory_events:<allocated|reserved>:<device type>:<device id>"
+    char which[16] = {};
+    int type = 0, dev = 0;
+    if (std::sscanf(derived.c_str(), "memory_events:%15[a-z]:%d:%d", which, &type, &dev) == 3) {
+      const bool allocated = std::string_view(which) == "allocated";
+      Statement st(*db_, std::string("SELECT ts_ns, ") + (allocated ? "total_allocated" : "total_reserved") +
+                             " FROM memory_events WHERE rank_id=? AND device_type=? AND device_id=? ORDER BY ts_ns, id");
+      st.bind(1, rankId).bind(2, type).bind(3, dev);
+      while (st.step()) out.push_back(CounterSample{st.int64(0), static_cast<double>(st.int64(1))});
+    }
+    return out;
+  }
   Statement st(*db_, "SELECT ts_ns, value FROM counters WHERE track_id=? ORDER BY ts_ns, rowid");
   st.bind(1, trackId);
   while (st.step()) out.push_back(CounterSample{st.int64(0), st.real(1)});
@@ -508,7 +537,7 @@ RunSummary TraceStore::summary(Id runId) {
   s.ranks = ranks(runId);
   Statement st(*db_,
                "SELECT t.id, t.rank_id, t.kind, t.name, t.pid, t.tid, t.device, t.stream, t.sort_index, t.event_count, "
-               "t.min_start_ns, t.max_end_ns, t.max_dur_ns, t.collective_count FROM tracks t JOIN ranks r ON r.id = t.rank_id "
+               "t.min_start_ns, t.max_end_ns, t.max_dur_ns, t.collective_count, IFNULL(t.derived_from, '') FROM tracks t JOIN ranks r ON r.id = t.rank_id "
                "WHERE r.run_id=? ORDER BY r.rank, t.sort_index, t.id");
   st.bind(1, runId);
   while (st.step()) {
@@ -527,6 +556,7 @@ RunSummary TraceStore::summary(Id runId) {
     ts.maxEndNs = st.optInt64(11);
     ts.maxDurNs = st.int64(12);
     ts.collectiveCount = st.int64(13);
+    ts.track.derivedFrom = st.text(14);
     // Collectives as issued by the GPU/comm side: NCCL kernels and our own comm spans.
     if (ts.track.kind == TrackKind::GpuStream || ts.track.kind == TrackKind::Comm) s.collectiveCount += ts.collectiveCount;
     if (ts.track.kind == TrackKind::Counter)
@@ -631,11 +661,7 @@ void BulkWriter::flush() {
 void BulkWriter::addCounter(Id trackId, TimeNs ts, double value) {
   insCounter_.bind(1, trackId).bind(2, ts).bind(3, value);
   insCounter_.exec();
-  auto [it, fresh] = stats_.try_emplace(trackId);
-  auto& s = it->second;
-  if (fresh || ts < s.minStart) s.minStart = ts;
-  if (fresh || ts > s.maxEnd) s.maxEnd = ts;
-  ++s.count;
+  noteSample(trackId, ts);
 }
 
 void BulkWriter::addFlow(const Flow& f) {
@@ -651,6 +677,14 @@ void BulkWriter::addFlow(const Flow& f) {
     insFlow_.bindNull(4);
   insFlow_.bind(5, std::string_view(phase, 1)).bind(6, f.trackId).bind(7, f.tsNs).bind(8, f.bindEnclosing ? 1 : 0);
   insFlow_.exec();
+}
+
+void BulkWriter::noteSample(Id trackId, TimeNs ts) {
+  auto [it, fresh] = stats_.try_emplace(trackId);
+  auto& s = it->second;
+  if (fresh || ts < s.minStart) s.minStart = ts;
+  if (fresh || ts > s.maxEnd) s.maxEnd = ts;
+  ++s.count;
 }
 
 void BulkWriter::addMemoryEvent(const MemoryEvent& m) {

@@ -126,6 +126,8 @@ class BulkWriter {
   void addCounter(Id trackId, TimeNs ts, double value);
   void addFlow(const Flow& f);
   void addMemoryEvent(const MemoryEvent& m);
+  // Counts a sample of a derived counter track (Track::derivedFrom) in the track statistics.
+  void noteSample(Id trackId, TimeNs ts);
 
   // Called on each chunk just before it is written (e.g. to fill steps learnt since its events came).
   void setBeforeFlush(std::function<void(Id trackId, EventChunk&)> fn) { beforeFlush_ = std::move(fn); }

@@ -1,0 +1,201 @@
+// shardscope-cli end to end: the real executable on real files, its exit codes, its --json output,
+// clean failures that keep the database intact, and Ctrl-C.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <csignal>
+#include <filesystem>
+
+#include "core/storage/trace_store.h"
+#include "core/util/json.h"
+#include "tests/common/test_support.h"
+#include "tests/tools/kineto_generator.h"
+
+using namespace shardscope;
+using core::JsonValue;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  QString out, err;
+};
+
+Result runCli(const QStringList& args, int timeoutMs = 120000) {
+  QProcess p;
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("SHARDSCOPE_NO_PROGRESS", "1");
+  p.setProcessEnvironment(env);
+  p.start(SHARDSCOPE_CLI, args);
+  if (!p.waitForFinished(timeoutMs)) {
+    p.kill();
+    p.waitForFinished();
+    return {};
+  }
+  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
+          QString::fromUtf8(p.readAllStandardError())};
+}
+
+JsonValue json(const Result& r) { return core::parseJson(r.out.toStdString(), "cli output"); }
+
+std::int64_t num(const JsonValue& v, const char* key) {
+  const JsonValue* x = v.find(key);
+  return x ? x->asInt().value_or(-1) : -1;
+}
+
+}  // namespace
+
+class TestCli : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir dir_;
+  std::string traceA_, traceB_;
+  test::KinetoGenStats statsA_, statsB_;
+
+ private Q_SLOTS:
+  void initTestCase() {
+    test::KinetoGenOptions o;
+    o.events = 20000;
+    o.worldSize = 2;
+    o.rank = 0;
+    QDir().mkpath(dir_.path() + "/job");
+    traceA_ = test::pathIn(dir_, "job/rank0.pt.trace.json.gz");
+    statsA_ = test::generateKinetoTrace(traceA_, o);
+    o.rank = 1;
+    o.seed = 2;
+    traceB_ = test::pathIn(dir_, "job/rank1.pt.trace.json");
+    statsB_ = test::generateKinetoTrace(traceB_, o);
+  }
+
+  void helpEverywhere() {
+    const Result main = runCli({"--help"});
+    QCOMPARE(main.code, 0);
+    for (const char* c : {"import", "info", "export"}) {
+      QVERIFY(main.out.contains(c));
+      const Result r = runCli({c, "--help"});
+      QCOMPARE(r.code, 0);
+      QVERIFY2(r.out.contains("Usage: shardscope-cli " + QString(c)), qPrintable(r.out));
+      QVERIFY(r.out.contains("--db"));
+    }
+    QVERIFY(main.out.contains("Exit codes"));
+  }
+
+  void usageErrors() {
+    QCOMPARE(runCli({"frobnicate"}).code, 2);
+    QCOMPARE(runCli({"import", "--bogus"}).code, 2);
+    QCOMPARE(runCli({"import", "--db"}).code, 2);
+    QCOMPARE(runCli({"export", "--db", test::pathIn(dir_, "x.db").c_str(), "--format", "svg", "-o", "out"}).code, 2);
+    QCOMPARE(runCli({}).code, 2);
+  }
+
+  void importInfoExportRoundTrip() {
+    const QString db = QString::fromStdString(test::pathIn(dir_, "runs.db"));
+    const Result imp = runCli({"import", "--db", db, "--json", QString::fromStdString(test::pathIn(dir_, "job"))});
+    QVERIFY2(imp.code == 0, qPrintable(imp.err));
+    const JsonValue j = json(imp);
+    QCOMPARE(j.find("runs")->items().size(), std::size_t(1));
+    const auto& files = j.find("files")->items();
+    QCOMPARE(files.size(), std::size_t(2));
+    QCOMPARE(num(files[0], "rank"), 0);
+    QCOMPARE(num(files[1], "rank"), 1);
+    QCOMPARE(num(files[0], "trace_events"), std::int64_t(statsA_.traceEvents));
+    QCOMPARE(num(files[0], "kernels"), std::int64_t(statsA_.kernels));
+    QCOMPARE(num(files[0], "nccl_kernels"), std::int64_t(statsA_.ncclKernels));
+    QCOMPARE(num(files[0], "steps"), std::int64_t(statsA_.steps));
+    QCOMPARE(num(files[0], "memory_events"), std::int64_t(statsA_.memoryEvents));
+    QCOMPARE(num(files[1], "kernels"), std::int64_t(statsB_.kernels));
+    // X events and the 2 global instants per file become events; [memory] instants become memory records.
+    QCOMPARE(num(j, "events"), std::int64_t(statsA_.completeEvents + statsB_.completeEvents + 4));
+
+    const Result info = runCli({"info", "--db", db, "--json"});
+    QCOMPARE(info.code, 0);
+    const JsonValue run = json(info).find("runs")->items().at(0);
+    QCOMPARE(num(run, "world_size"), 2);
+    QCOMPARE(num(run, "events"), std::int64_t(statsA_.completeEvents + statsB_.completeEvents + 4));
+    QCOMPARE(num(run, "steps"), std::int64_t(statsA_.steps + statsB_.steps));
+    QCOMPARE(num(run, "collectives"), std::int64_t(statsA_.ncclKernels + statsB_.ncclKernels));
+    QCOMPARE(run.find("ranks")->items().size(), std::size_t(2));
+    QVERIFY(num(run, "span_ns") > 0);
+    const Result text = runCli({"info", "--db", db, "--run", "1"});
+    QCOMPARE(text.code, 0);
+    QVERIFY(text.out.contains("rank 1"));
+    QVERIFY(text.out.contains("gpu_stream"));
+
+    // Export Kineto per rank and import it again: same event count.
+    const QString out = QString::fromStdString(test::pathIn(dir_, "kineto_out"));
+    const Result ex = runCli({"export", "--db", db, "--run", "1", "--format", "kineto", "-o", out, "--json"});
+    QVERIFY2(ex.code == 0, qPrintable(ex.err));
+    QCOMPARE(json(ex).find("files")->items().size(), std::size_t(2));
+    const QString db2 = QString::fromStdString(test::pathIn(dir_, "again.db"));
+    const Result re = runCli({"import", "--db", db2, "--json", out});
+    QVERIFY2(re.code == 0, qPrintable(re.err));
+    QCOMPARE(num(json(re), "events"), num(j, "events"));
+
+    const QString perfetto = QString::fromStdString(test::pathIn(dir_, "merged.json.gz"));
+    const Result pf = runCli({"export", "--db", db, "--format", "perfetto", "-o", perfetto});
+    QVERIFY2(pf.code == 0, qPrintable(pf.err));
+    QVERIFY(QFileInfo(perfetto).size() > 1000);
+  }
+
+  void badInputKeepsDatabase() {
+    const QString db = QString::fromStdString(test::pathIn(dir_, "keep.db"));
+    QCOMPARE(runCli({"import", "--db", db, QString::fromStdString(traceB_)}).code, 0);
+    const std::string empty = test::writeFile(dir_, "empty.json", "");
+    const std::string broken = test::writeFile(dir_, "broken.json", "{\"traceEvents\": [{\"ph\": \"X\", \"ts\": ");
+    for (const std::string& bad : {empty, broken}) {
+      const Result r = runCli({"import", "--db", db, QString::fromStdString(traceA_), QString::fromStdString(bad)});
+      QCOMPARE(r.code, 1);
+      QVERIFY2(r.err.contains(QString::fromStdString(bad)), qPrintable(r.err));
+      QCOMPARE(r.err.trimmed().count('\n'), 0);  // one line
+    }
+    const Result missing = runCli({"import", "--db", db, "/nonexistent/trace.json"});
+    QCOMPARE(missing.code, 1);
+    QVERIFY(missing.err.contains("/nonexistent/trace.json"));
+    const JsonValue info = json(runCli({"info", "--db", db, "--json"}));
+    QCOMPARE(info.find("runs")->items().size(), std::size_t(1));
+    QCOMPARE(num(info.find("runs")->items()[0], "events"), std::int64_t(statsB_.completeEvents + 2));
+  }
+
+  void databaseErrors() {
+    const std::string notDb = test::writeFile(dir_, "notes.db", std::string(100, 'z'));
+    const Result r = runCli({"info", "--db", QString::fromStdString(notDb)});
+    QCOMPARE(r.code, 3);
+    QVERIFY(r.err.contains("not a SQLite database"));
+    const std::string newer = test::pathIn(dir_, "newer.db");
+    {
+      core::TraceStore store(newer);
+      store.db().exec("PRAGMA user_version = 42");
+    }
+    const Result n = runCli({"import", "--db", QString::fromStdString(newer), QString::fromStdString(traceB_)});
+    QCOMPARE(n.code, 3);
+    QVERIFY(n.err.contains("newer"));
+    const Result none = runCli({"info", "--db", QString::fromStdString(test::pathIn(dir_, "absent.db"))});
+    QCOMPARE(none.code, 3);
+  }
+
+  void ctrlCCancelsAndKeepsNothing() {
+    test::KinetoGenOptions o;
+    o.events = 600000;
+    const std::string big = test::pathIn(dir_, "big.json.gz");
+    test::generateKinetoTrace(big, o);
+    const QString db = QString::fromStdString(test::pathIn(dir_, "cancel.db"));
+    QProcess p;
+    p.start(SHARDSCOPE_CLI, {"import", "--db", db, QString::fromStdString(big)});
+    QVERIFY(p.waitForStarted());
+    // Wait until the import has opened the database, then interrupt it.
+    QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(db + "-wal"), 10000);
+    QTest::qWait(300);
+    if (p.state() != QProcess::Running) QSKIP("the import finished before it could be interrupted");
+    ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+    QVERIFY(p.waitForFinished(30000));
+    QCOMPARE(p.exitCode(), 130);
+    QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains("cancelled"));
+    core::TraceStore store(db.toStdString());
+    QCOMPARE(store.runs().size(), std::size_t(0));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "tst_cli.moc"
