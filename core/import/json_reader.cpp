@@ -296,6 +296,17 @@ JsonReader::Token JsonReader::lexString(bool isKey) {
       i = pos_ + off;
     }
   };
+  // True when the next bytes at i are `lit`, reading more input if needed (never fails at the end).
+  auto peekIs = [&](std::size_t at, std::string_view lit) {
+    while (end_ - at < lit.size()) {
+      const std::size_t off = at - pos_, offI = i - pos_;
+      const bool more = fill();
+      at = pos_ + off;
+      i = pos_ + offI;
+      if (!more) return false;
+    }
+    return std::string_view(buf_.data() + at, lit.size()) == lit;
+  };
   auto hex4 = [&]() -> std::uint32_t {
     need(4);
     std::uint32_t v = 0;
@@ -348,17 +359,21 @@ JsonReader::Token JsonReader::lexString(bool isKey) {
       case 'u': {
         std::uint32_t cp = hex4();
         if (cp >= 0xD800 && cp <= 0xDBFF) {
-          need(2);
-          if (buf_[i] == '\\' && buf_[i + 1] == 'u') {
+          // A high surrogate pairs only with an immediately following \uDC00-\uDFFF; anything else
+          // leaves it unpaired (U+FFFD) and is decoded on its own by the next loop iteration.
+          bool paired = false;
+          if (peekIs(i, "\\u")) {
+            std::size_t save = i;
             i += 2;
             const std::uint32_t lo = hex4();
-            if (lo >= 0xDC00 && lo <= 0xDFFF)
+            if (lo >= 0xDC00 && lo <= 0xDFFF) {
               cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            else
-              cp = 0xFFFD;
-          } else {
-            cp = 0xFFFD;
+              paired = true;
+            } else {
+              i = save;
+            }
           }
+          if (!paired) cp = 0xFFFD;
         } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
           cp = 0xFFFD;
         }
@@ -399,8 +414,9 @@ JsonReader::Token JsonReader::lexNumber() {
     if (i < end_ || eof_) break;
     const std::size_t off = i - pos_;
     if (off > 4096) fail("number literal longer than 4096 characters");
-    if (!fill()) break;
-    i = pos_ + off;
+    const bool more = fill();
+    i = pos_ + off;  // fill() may have moved the buffer, even when it read nothing
+    if (!more) break;
   }
   const std::string_view s(buf_.data() + pos_, i - pos_);
   // Validate: -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?

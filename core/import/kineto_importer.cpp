@@ -222,6 +222,7 @@ bool parseMicrosToNs(std::string_view raw, std::int64_t& ns, bool& isFloat) {
     if (digits >= 16) return false;  // > 1e16 µs is beyond any clock we accept
     intPart = intPart * 10 + (raw[i] - '0');
   }
+  if (intPart > kMaxAbsNs / 1000) return false;  // checked before the multiplication can overflow
   std::int64_t frac = 0;
   int fracDigits = 0;
   bool roundUp = false;
@@ -583,10 +584,8 @@ class KinetoParser {
       }
     }
     const std::string_view raw = r.endCapture();
-    if (keep) {
-      ev_.argsJson.clear();
-      appendCompactJson(ev_.argsJson, raw);
-    }
+    // Raw text as in the file; the writer thread removes the whitespace (it has the spare cycles).
+    if (keep) ev_.argsJson.assign(raw);
   }
 
   void parseEventArray(JsonReader& r) {
@@ -927,7 +926,7 @@ class KinetoParser {
   }
 
   void appendArgs(PEvent& e) {
-    if (!opt_.keepArgs || ev_.argsJson.empty() || ev_.argsJson == "{}") return;
+    if (!opt_.keepArgs || ev_.argsJson.empty() || ev_.argsJson == "{}" || ev_.argsJson == "{ }") return;
     if (ev_.argsJson.size() > std::numeric_limits<std::uint32_t>::max()) failEvent("args too large");
     e.argsOff = static_cast<std::uint32_t>(batch_->args.size());
     e.argsLen = static_cast<std::uint32_t>(ev_.argsJson.size());
@@ -1318,6 +1317,7 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
         store.addStep(Step{rs.rankId, s.step, s.start, s.end});
       }
       EventRecord rec;
+      std::string compact;
       for (const auto& e : b->events) {
         rec.trackId = rs.trackIds[e.track - 1];
         rec.startNs = e.start;
@@ -1355,8 +1355,12 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
           else
             defer = true;
         }
-        const std::string_view args =
-            e.argsLen ? std::string_view(b->args).substr(e.argsOff, e.argsLen) : std::string_view();
+        std::string_view args;
+        if (e.argsLen) {
+          compact.clear();
+          appendCompactJson(compact, std::string_view(b->args).substr(e.argsOff, e.argsLen));
+          args = compact;
+        }
         // A GPU event whose launch has not been seen yet gets its step when its chunk is written
         // (beforeFlush) or, failing that, in the fix-up at the end of the file.
         if (defer) rs.unresolvedGpu = true;
