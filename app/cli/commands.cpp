@@ -122,7 +122,7 @@ int cmdImport(const Args& a, core::CancelToken& cancel) {
     out.set("json_bytes", JsonValue::number(static_cast<std::int64_t>(res.jsonBytes)));
     out.set("seconds", JsonValue::number(res.seconds));
     out.set("events_per_second", JsonValue::number(eps));
-    JsonValue files = JsonValue::array();
+    JsonValue fileList = JsonValue::array();
     for (const auto& f : res.files) {
       JsonValue fj = JsonValue::object();
       fj.set("path", JsonValue::string(f.path));
@@ -138,9 +138,9 @@ int cmdImport(const Args& a, core::CancelToken& cancel) {
       fj.set("launch_flows", JsonValue::number(static_cast<std::int64_t>(f.launchFlows)));
       fj.set("flows", JsonValue::number(static_cast<std::int64_t>(f.flows)));
       fj.set("skipped", JsonValue::number(static_cast<std::int64_t>(f.skipped)));
-      files.push(std::move(fj));
+      fileList.push(std::move(fj));
     }
-    out.set("files", std::move(files));
+    out.set("files", std::move(fileList));
     JsonValue warnings = JsonValue::array();
     for (const auto& w : res.warnings) warnings.push(JsonValue::string(w));
     out.set("warnings", std::move(warnings));

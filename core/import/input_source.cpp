@@ -3,8 +3,13 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <exception>
 #include <filesystem>
+#include <mutex>
+#include <thread>
 
 #include "core/util/error.h"
 
@@ -119,7 +124,97 @@ class GzipSource final : public InputSource {
   bool finished_ = false;
 };
 
+class PrefetchSource final : public InputSource {
+ public:
+  PrefetchSource(std::unique_ptr<InputSource> inner, std::size_t bufferBytes, int buffers)
+      : inner_(std::move(inner)), bufferBytes_(bufferBytes), maxBuffers_(static_cast<std::size_t>(buffers)) {
+    path_ = inner_->path();
+    size_ = inner_->fileSize();
+    worker_ = std::thread([this] { run(); });
+  }
+  ~PrefetchSource() override {
+    {
+      std::lock_guard lk(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+  }
+
+  std::size_t read(char* buf, std::size_t n) override {
+    std::size_t done = 0;
+    while (done < n) {
+      if (cur_.data.size() == curPos_) {
+        std::unique_lock lk(m_);
+        cv_.wait(lk, [&] { return !ready_.empty() || finished_; });
+        if (ready_.empty()) {
+          if (error_) std::rethrow_exception(error_);
+          break;  // end of data
+        }
+        cur_ = std::move(ready_.front());
+        ready_.pop_front();
+        curPos_ = 0;
+        cv_.notify_all();
+      }
+      const std::size_t k = std::min(n - done, cur_.data.size() - curPos_);
+      std::memcpy(buf + done, cur_.data.data() + curPos_, k);
+      curPos_ += k;
+      done += k;
+    }
+    return done;
+  }
+  std::uint64_t fileOffset() const override { return cur_.fileOffset; }
+  std::uint64_t fileSize() const override { return size_; }
+
+ private:
+  struct Block {
+    std::vector<char> data;
+    std::uint64_t fileOffset = 0;
+  };
+  void run() {
+    try {
+      for (;;) {
+        Block b;
+        b.data.resize(bufferBytes_);
+        const std::size_t got = inner_->read(b.data.data(), b.data.size());
+        b.data.resize(got);
+        b.fileOffset = inner_->fileOffset();
+        std::unique_lock lk(m_);
+        if (got == 0) break;
+        cv_.wait(lk, [&] { return ready_.size() < maxBuffers_ || stop_; });
+        if (stop_) break;
+        ready_.push_back(std::move(b));
+        cv_.notify_all();
+      }
+    } catch (...) {
+      std::lock_guard lk(m_);
+      error_ = std::current_exception();
+    }
+    std::lock_guard lk(m_);
+    finished_ = true;
+    cv_.notify_all();
+  }
+
+  std::unique_ptr<InputSource> inner_;
+  std::size_t bufferBytes_;
+  std::size_t maxBuffers_;
+  std::uint64_t size_ = 0;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<Block> ready_;
+  Block cur_;
+  std::size_t curPos_ = 0;
+  bool stop_ = false;
+  bool finished_ = false;
+  std::exception_ptr error_;
+  std::thread worker_;
+};
+
 }  // namespace
+
+std::unique_ptr<InputSource> prefetch(std::unique_ptr<InputSource> inner, std::size_t bufferBytes, int buffers) {
+  return std::make_unique<PrefetchSource>(std::move(inner), bufferBytes, buffers);
+}
 
 std::unique_ptr<InputSource> openInput(const std::string& path) {
   const std::uint64_t size = sizeOf(path);

@@ -274,12 +274,13 @@ class KinetoParser {
     groupCount_ = 0;
     header_ = FileHeader{};
     stats_ = KinetoFileStats{};
+    seenTimes_ = false;
     stats_.path = path;
     lastTrack_ = 0;
     batch_ = std::make_unique<Batch>();
     batch_->file = file_;
 
-    auto in = openInput(path);
+    auto in = prefetch(openInput(path));
     stats_.bytes = in->fileSize();
     in_ = in.get();
     JsonReader r(*in, opt_.limits);
@@ -304,7 +305,12 @@ class KinetoParser {
           auto v = parseInt(r.text());
           if (!v || *v < 0 || *v > kMaxAbsNs) r.fail("'baseTimeNanoseconds' is out of range");
           header_.baseTimeNs = *v;
-          if (sawEvents) header_.baseAfterEvents = true;
+          if (sawEvents) {
+            header_.baseAfterEvents = true;
+            // Times written so far are relative; they must stay in range once the base is added.
+            if (seenTimes_ && (maxRel_ > kMaxAbsNs - *v || minRel_ < -kMaxAbsNs - *v))
+              r.fail("'baseTimeNanoseconds' puts event timestamps out of range");
+          }
         } else if (key == "distributedInfo") {
           if (t != Token::BeginObject) {
             r.skipValue(t);
@@ -799,6 +805,9 @@ class KinetoParser {
     }
     if (!parseMicrosToNs(ev_.ts, ns, isFloat)) failEvent("timestamp '" + ev_.ts.substr(0, 32) + "' is out of range");
     if (isFloat) header_.tsFloat = true;
+    if (!seenTimes_ || ns < minRel_) minRel_ = ns;
+    if (!seenTimes_ || ns > maxRel_) maxRel_ = ns;
+    seenTimes_ = true;
     const std::int64_t abs = toAbs(ns);
     if (abs > kMaxAbsNs || abs < -kMaxAbsNs) failEvent("timestamp '" + ev_.ts.substr(0, 32) + "' is out of range");
     return abs;
@@ -950,6 +959,7 @@ class KinetoParser {
       }
     }
     e.end = e.start + dur;
+    if (!header_.baseTimeNs && e.end > maxRel_) maxRel_ = e.end;
     e.name = str(ev_.name);
     e.cat = ev_.hasCat ? currentCat_ : 0;
     e.category = nameCategory(e.name, ev_.name);
@@ -1057,6 +1067,8 @@ class KinetoParser {
   std::vector<std::int8_t> nameCategory_;
   std::vector<std::uint8_t> catBits_;
   std::uint32_t currentCat_ = 0;
+  bool seenTimes_ = false;
+  std::int64_t minRel_ = 0, maxRel_ = 0;  // raw timestamps seen (ns), for a late baseTimeNanoseconds
   std::unordered_map<std::string, std::uint32_t> tracks_;
   std::uint32_t trackCount_ = 0;
   std::unordered_map<std::string, std::uint32_t> groups_;
@@ -1142,8 +1154,12 @@ std::optional<int> rankFromFileName(const std::string& path) {
   static const std::regex re(R"((?:^|[^a-z])rank[_-]?(\d+))", std::regex::icase);
   std::smatch m;
   const std::string name = fs::path(path).filename().string();
-  if (std::regex_search(name, m, re)) return std::stoi(m[1].str());
-  return std::nullopt;
+  if (!std::regex_search(name, m, re)) return std::nullopt;
+  const std::string digits = m[1].str();
+  int rank = 0;
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), rank);
+  if (ec != std::errc() || rank > 1'000'000) return std::nullopt;  // not a plausible rank
+  return rank;
 }
 
 }  // namespace
