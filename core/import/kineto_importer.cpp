@@ -881,7 +881,14 @@ class KinetoParser {
   };
   std::uint8_t catBits() {
     if (!ev_.hasCat) return kCatKnown;
+    // Few distinct categories, long runs of the same one: compare with the last before hashing.
+    if (lastCatId_ && ev_.cat == lastCatText_) {
+      currentCat_ = lastCatId_;
+      return catBits_[lastCatId_];
+    }
     const std::uint32_t id = str(ev_.cat);
+    lastCatText_ = ev_.cat;
+    lastCatId_ = id;
     currentCat_ = id;
     if (id >= catBits_.size()) catBits_.resize(id + 256, 0);
     std::uint8_t& b = catBits_[id];
@@ -1067,6 +1074,8 @@ class KinetoParser {
   std::vector<std::int8_t> nameCategory_;
   std::vector<std::uint8_t> catBits_;
   std::uint32_t currentCat_ = 0;
+  std::uint32_t lastCatId_ = 0;
+  std::string lastCatText_;
   bool seenTimes_ = false;
   std::int64_t minRel_ = 0, maxRel_ = 0;  // raw timestamps seen (ns), for a late baseTimeNanoseconds
   std::unordered_map<std::string, std::uint32_t> tracks_;
