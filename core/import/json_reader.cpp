@@ -126,7 +126,8 @@ void appendJsonString(std::string& out, std::string_view s) {
 JsonReader::JsonReader(InputSource& in, JsonLimits limits) : in_(in), limits_(limits), buf_(kChunk) {}
 
 void JsonReader::fail(const std::string& msg) const {
-  throw Error(in_.path() + ": byte offset " + std::to_string(tokenOffset_) + ": " + msg);
+  const std::uint64_t at = offsetMap_ ? offsetMap_(tokenOffset_) : tokenOffset_;
+  throw Error(in_.path() + ": byte offset " + std::to_string(at) + ": " + msg);
 }
 
 bool JsonReader::fill() {
@@ -453,6 +454,95 @@ void JsonReader::lexLiteral(std::string_view word) {
   if (std::string_view(buf_.data() + pos_, word.size()) != word) fail("invalid literal (expected '" + std::string(word) + "')");
   pos_ += word.size();
   text_ = word;
+}
+
+void JsonReader::skipContainerFast() {
+  // The container's opening bracket was the last token; capture (or pos_) keeps it in the buffer.
+  const std::size_t openAt = pos_ - 1;
+  std::string open(1, buf_[openAt]);  // brackets still open, to catch mismatches
+  bool inString = false;
+  std::size_t skip = 0;  // index just after an escaped character
+  std::size_t i = pos_;
+  std::size_t start = openAt;  // kept up to date across refills
+  for (;;) {
+    if (i >= end_) {
+      const std::size_t off = i - pos_, skipOff = skip > pos_ ? skip - pos_ : 0, startOff = start - (pos_ - 1);
+      const std::size_t before = pos_;
+      const bool more = fill();
+      i = pos_ + off;
+      skip = pos_ + skipOff;
+      start = pos_ - 1 + startOff;
+      (void)before;
+      if (!more) fail("unexpected end of input (truncated JSON inside an event)");
+      continue;
+    }
+    std::size_t j = i;
+#if defined(__SSE2__)
+    // Jump to the next byte that can change the state: a quote, a backslash or a bracket.
+    while (j + 16 <= end_) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf_.data() + j));
+      __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+      if (!inString) {
+        m = _mm_or_si128(m, _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('{')), _mm_cmpeq_epi8(v, _mm_set1_epi8('}'))),
+                                         _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('[')), _mm_cmpeq_epi8(v, _mm_set1_epi8(']')))));
+      }
+      const int mask = _mm_movemask_epi8(m);
+      if (mask) {
+        j += static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+        break;
+      }
+      j += 16;
+    }
+#endif
+    if (j + 16 > end_ && j < end_) {
+      const char c = buf_[j];
+      if (c != '"' && c != '\\' && (inString || (c != '{' && c != '}' && c != '[' && c != ']'))) {
+        i = j + 1;
+        continue;
+      }
+    }
+    if (j >= end_) {
+      i = j;
+      continue;
+    }
+    i = j;
+    if (i < skip) {
+      i = skip;
+      continue;
+    }
+    const char c = buf_[i];
+    if (inString) {
+      if (c == '\\')
+        skip = i + 2;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '{' || c == '[') {
+      if (stack_.size() + open.size() >= limits_.maxDepth) {
+        tokenOffset_ = base_ + i;
+        fail("JSON nested deeper than " + std::to_string(limits_.maxDepth) + " levels");
+      }
+      open.push_back(c);
+    } else if (c == '}' || c == ']') {
+      if (open.back() != (c == '}' ? '{' : '[')) {
+        // Malformed: go back to the container's start and let the full tokenizer find the first
+        // error, so the message is the same as a normal parse gives.
+        pos_ = start + 1;
+        expect_ = open.front() == '{' ? Expect::KeyOrEnd : Expect::ValueOrEnd;
+        skipValue(open.front() == '{' ? Token::BeginObject : Token::BeginArray);
+        return;
+      }
+      open.pop_back();
+      if (open.empty()) {
+        pos_ = i + 1;
+        stack_.pop_back();
+        afterValue();
+        return;
+      }
+    }
+    ++i;
+  }
 }
 
 void JsonReader::beginCapture() {

@@ -3,6 +3,7 @@
 // recursion, so deep nesting cannot overflow the stack), with byte offsets in every error.
 // Strings and numbers are returned as views that stay valid until the next call to next().
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,12 @@ class JsonReader {
   // first byte; endCapture() returns the raw text from there to the end of the last token.
   void beginCapture();
   std::string_view endCapture();
+  // Right after next() returned BeginObject/BeginArray: skips to the matching close by scanning
+  // only strings and brackets (no tokens, no validation of what is inside: whoever parses the
+  // captured text later validates it). Used to split an event array between parser threads.
+  void skipContainerFast();
+  // Maps offsets of this reader's stream to offsets of the original file in error messages.
+  void setOffsetMap(std::function<std::uint64_t(std::uint64_t)> map) { offsetMap_ = std::move(map); }
   [[noreturn]] void fail(const std::string& msg) const;
   const std::string& path() const { return in_.path(); }
   InputSource& input() { return in_; }
@@ -63,6 +70,7 @@ class JsonReader {
   std::uint64_t tokenOffset_ = 0;
   bool capturing_ = false;
   std::size_t captureStart_ = 0;
+  std::function<std::uint64_t(std::uint64_t)> offsetMap_;
 };
 
 // Appends raw JSON text with the whitespace outside strings removed.

@@ -43,6 +43,7 @@ constexpr std::size_t kBatchEvents = 8192;
 enum class TrackClass : char { Cpu = 'c', Gpu = 'g', Python = 'p', Counter = 'k' };
 
 struct PTrack {
+  std::string key;  // identity within the file (class + pid + tid, or the counter key)
   TrackClass cls = TrackClass::Cpu;
   TrackKind kind = TrackKind::CpuThread;
   std::string name;
@@ -107,6 +108,9 @@ struct FileHeader {
 
 struct Batch {
   int file = 0;
+  int worker = 0;          // whose local string/track/group ids the batch uses
+  std::uint64_t seq = 0;   // batches are written in this order (file order)
+  std::vector<std::string> warnings;
   std::vector<std::string> newStrings;
   std::vector<PTrack> newTracks;
   std::vector<PGroup> newGroups;
@@ -125,19 +129,25 @@ struct Batch {
   bool last = false;
 };
 
-class BatchQueue {
+// A bounded queue between threads. stop() wakes everybody (cancellation, errors); close() lets the
+// consumers drain what is left and then see the end.
+template <typename T>
+class BoundedQueue {
  public:
-  explicit BatchQueue(std::size_t cap) : cap_(cap) {}
-  void push(std::unique_ptr<Batch> b) {
+  explicit BoundedQueue(std::size_t cap) : cap_(cap) {}
+  bool push(std::unique_ptr<T> b) {
     std::unique_lock lk(m_);
     notFull_.wait(lk, [&] { return q_.size() < cap_ || stop_; });
-    if (stop_) return;
+    if (stop_) return false;
     q_.push_back(std::move(b));
     notEmpty_.notify_one();
+    return true;
   }
-  std::unique_ptr<Batch> pop() {
+  // nullptr when stopped, or closed and empty.
+  std::unique_ptr<T> pop() {
     std::unique_lock lk(m_);
-    notEmpty_.wait(lk, [&] { return !q_.empty(); });
+    notEmpty_.wait(lk, [&] { return !q_.empty() || stop_ || closed_; });
+    if (stop_ || q_.empty()) return nullptr;
     auto b = std::move(q_.front());
     q_.pop_front();
     notFull_.notify_one();
@@ -147,6 +157,12 @@ class BatchQueue {
     std::lock_guard lk(m_);
     stop_ = true;
     notFull_.notify_all();
+    notEmpty_.notify_all();
+  }
+  void close() {
+    std::lock_guard lk(m_);
+    closed_ = true;
+    notEmpty_.notify_all();
   }
   bool stopped() {
     std::lock_guard lk(m_);
@@ -157,9 +173,25 @@ class BatchQueue {
   std::size_t cap_;
   std::mutex m_;
   std::condition_variable notFull_, notEmpty_;
-  std::deque<std::unique_ptr<Batch>> q_;
+  std::deque<std::unique_ptr<T>> q_;
   bool stop_ = false;
+  bool closed_ = false;
 };
+
+// A run of consecutive events of one file, as raw JSON text, for a parser thread.
+struct Segment {
+  int file = 0;
+  std::uint64_t seq = 0;
+  std::string text;                        // "[" ev "," ev ... "]"
+  std::vector<std::uint64_t> localStart;   // offset of each event in `text`
+  std::vector<std::uint64_t> fileStart;    // offset of each event in the (uncompressed) file
+  std::uint64_t firstEvent = 0;            // index of the first event in traceEvents
+  std::optional<std::int64_t> baseTimeNs;  // known when the segment was cut
+  std::uint64_t fileOffset = 0;            // bytes of the file consumed, for progress
+};
+
+using BatchQueue = BoundedQueue<Batch>;
+using SegmentQueue = BoundedQueue<Segment>;
 
 bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
@@ -260,91 +292,85 @@ bool parseMicrosToNs(std::string_view raw, std::int64_t& ns, bool& isFloat) {
 // ------------------------------------------------------------------------------------------
 // Parsing side (runs on its own thread).
 
+// Parses segments of events (on one of several threads). Its string, track and process-group ids are
+// local to it; the writer maps them to database ids.
 class KinetoParser {
  public:
-  KinetoParser(BatchQueue& q, const KinetoImportOptions& opt, std::uint32_t& stringCount, InternMap& strings)
-      : q_(q), opt_(opt), stringCount_(stringCount), strings_(strings) {}
+  KinetoParser(const KinetoImportOptions& opt, int worker, const std::vector<std::string>& files)
+      : opt_(opt), worker_(worker), files_(files) {}
 
-  void parseFile(int fileIndex, const std::string& path) {
-    file_ = fileIndex;
-    path_ = path;
-    tracks_.clear();
-    trackCount_ = 0;
-    groups_.clear();
-    groupCount_ = 0;
-    header_ = FileHeader{};
-    stats_ = KinetoFileStats{};
-    seenTimes_ = false;
-    stats_.path = path;
-    lastTrack_ = 0;
-    batch_ = std::make_unique<Batch>();
-    batch_->file = file_;
-
-    auto in = prefetch(openInput(path));
-    stats_.bytes = in->fileSize();
-    in_ = in.get();
-    JsonReader r(*in, opt_.limits);
-    reader_ = &r;
-    Token t = r.next();
-    if (t == Token::BeginArray) {
-      // The Chrome trace format also allows a bare array of events.
-      parseEventArray(r);
-    } else if (t == Token::BeginObject) {
-      bool sawEvents = false;
-      for (;;) {
-        t = r.next();
-        if (t == Token::EndObject) break;
-        const std::string key(r.text());
-        t = r.next();
-        if (key == "traceEvents") {
-          if (t != Token::BeginArray) r.fail("'traceEvents' must be an array");
-          sawEvents = true;
-          parseEventArray(r);
-        } else if (key == "baseTimeNanoseconds") {
-          if (t != Token::Number) r.fail("'baseTimeNanoseconds' must be a number");
-          auto v = parseInt(r.text());
-          if (!v || *v < 0 || *v > kMaxAbsNs) r.fail("'baseTimeNanoseconds' is out of range");
-          header_.baseTimeNs = *v;
-          if (sawEvents) {
-            header_.baseAfterEvents = true;
-            // Times written so far are relative; they must stay in range once the base is added.
-            if (seenTimes_ && (maxRel_ > kMaxAbsNs - *v || minRel_ < -kMaxAbsNs - *v))
-              r.fail("'baseTimeNanoseconds' puts event timestamps out of range");
-          }
-        } else if (key == "distributedInfo") {
-          if (t != Token::BeginObject) {
-            r.skipValue(t);
-            warn("'distributedInfo' is not an object; ignored");
-            continue;
-          }
-          parseDistributedInfo(readJsonValue(r, t, 1u << 16));
-        } else if (key == "deviceProperties") {
-          JsonValue v = readJsonValue(r, t, 1u << 16);
-          header_.devicePropertiesJson = v.dump();
-        } else if (t == Token::String || t == Token::Number || t == Token::True || t == Token::False) {
-          JsonValue v = readJsonValue(r, t);
-          header_.metadata.set(key, std::move(v));
-        } else {
-          r.skipValue(t);
-        }
-      }
-      if (r.next() != Token::End) r.fail("unexpected data after the JSON document");
-      if (!sawEvents) r.fail("no 'traceEvents' array: this JSON is not a Chrome/Kineto trace");
-    } else {
-      r.fail("expected a JSON object with 'traceEvents' (or an array of events); this is not a trace");
+  std::unique_ptr<Batch> parseSegment(const Segment& seg) {
+    if (seg.file != file_ || !started_) {
+      // Track and group ids are per file; strings are shared by all files of the import.
+      started_ = true;
+      file_ = seg.file;
+      path_ = files_[static_cast<std::size_t>(seg.file)];
+      tracks_.clear();
+      trackCount_ = 0;
+      groups_.clear();
+      groupCount_ = 0;
+      lastTrack_ = 0;
     }
-    stats_.jsonBytes = r.tokenOffset();
-    batch_->fileDone = true;
+    header_ = FileHeader{};
+    header_.baseTimeNs = seg.baseTimeNs;
+    stats_ = KinetoFileStats{};
+    batch_ = std::make_unique<Batch>();
+    batch_->file = seg.file;
+    batch_->worker = worker_;
+    batch_->seq = seg.seq;
+    batch_->fileOffset = seg.fileOffset;
+    segment_ = &seg;
+    StringSource src(seg.text, path_);
+    JsonReader r(src, opt_.limits);
+    r.setOffsetMap([&seg](std::uint64_t local) { return mapOffset(seg, local); });
+    if (r.next() != Token::BeginArray) r.fail("internal: segment is not an array");
+    eventIndex_ = seg.firstEvent;
+    parseEventArray(r);
     batch_->header = std::move(header_);
     batch_->stats = stats_;
-    flush();
-    reader_ = nullptr;
+    batch_->warnings = std::move(warnings_);
+    warnings_.clear();
+    segment_ = nullptr;
+    return std::move(batch_);
   }
 
-  std::vector<std::string> warnings;
+  static std::uint64_t mapOffset(const Segment& seg, std::uint64_t local) {
+    auto it = std::upper_bound(seg.localStart.begin(), seg.localStart.end(), local);
+    if (it == seg.localStart.begin()) return seg.fileStart.empty() ? local : seg.fileStart.front();
+    const std::size_t k = static_cast<std::size_t>(it - seg.localStart.begin()) - 1;
+    return seg.fileStart[k] + (local - seg.localStart[k]);
+  }
+
+  // Top-level keys of a file (everything but the events), shared with the splitter.
+  static void parseDistributedInfo(const JsonValue& v, FileHeader& header, const std::string& path) {
+    header.distributedInfoJson = v.dump();
+    if (const auto* r = v.find("rank")) {
+      auto i = r->asInt();
+      if (!i || *i < 0 || *i > 1'000'000) throw Error(path + ": distributedInfo.rank is not a valid rank");
+      header.rank = static_cast<int>(*i);
+    }
+    if (const auto* w = v.find("world_size")) {
+      auto i = w->asInt();
+      if (!i || *i < 1 || *i > 1'000'000) throw Error(path + ": distributedInfo.world_size is not a valid world size");
+      header.worldSize = static_cast<int>(*i);
+    }
+    if (const auto* b = v.find("backend"); b && b->isString()) header.backend = b->asString();
+    if (const auto* pgs = v.find("pg_config"); pgs && pgs->isArray()) {
+      for (const auto& pg : pgs->items()) {
+        if (!pg.isObject()) continue;
+        PGroup g;
+        if (const auto* n = pg.find("pg_name")) g.name = n->asString();
+        if (const auto* d = pg.find("pg_desc")) g.description = d->asString();
+        if (const auto* b = pg.find("backend_config")) g.backend = b->asString();
+        if (const auto* sz = pg.find("pg_size")) g.size = static_cast<int>(sz->asInt().value_or(0));
+        if (const auto* rk = pg.find("ranks")) g.ranksJson = normaliseRanks(*rk);
+        if (!g.name.empty()) header.groups.push_back(std::move(g));
+      }
+    }
+  }
 
  private:
-  void warn(const std::string& w) { warnings.push_back(fileLabel(path_) + ": " + w); }
+  void warn(const std::string& w) { warnings_.push_back(fileLabel(path_) + ": " + w); }
 
   std::uint32_t str(std::string_view s) {
     auto it = strings_.find(s);
@@ -362,42 +388,6 @@ class KinetoParser {
     std::int8_t& c = nameCategory_[nameId];
     if (c < 0) c = static_cast<std::int8_t>(htaKernelCategory(name));
     return static_cast<Category>(c);
-  }
-
-  void flush() {
-    batch_->fileOffset = in_ ? in_->fileOffset() : 0;
-    if (opt_.cancel && opt_.cancel->isCancelled()) throw Cancelled();
-    q_.push(std::move(batch_));
-    if (q_.stopped()) throw Cancelled();
-    batch_ = std::make_unique<Batch>();
-    batch_->file = file_;
-  }
-
-  void parseDistributedInfo(const JsonValue& v) {
-    header_.distributedInfoJson = v.dump();
-    if (const auto* r = v.find("rank")) {
-      auto i = r->asInt();
-      if (!i || *i < 0 || *i > 1'000'000) fail("distributedInfo.rank is not a valid rank");
-      header_.rank = static_cast<int>(*i);
-    }
-    if (const auto* w = v.find("world_size")) {
-      auto i = w->asInt();
-      if (!i || *i < 1 || *i > 1'000'000) fail("distributedInfo.world_size is not a valid world size");
-      header_.worldSize = static_cast<int>(*i);
-    }
-    if (const auto* b = v.find("backend"); b && b->isString()) header_.backend = b->asString();
-    if (const auto* pgs = v.find("pg_config"); pgs && pgs->isArray()) {
-      for (const auto& pg : pgs->items()) {
-        if (!pg.isObject()) continue;
-        PGroup g;
-        if (const auto* n = pg.find("pg_name")) g.name = n->asString();
-        if (const auto* d = pg.find("pg_desc")) g.description = d->asString();
-        if (const auto* b = pg.find("backend_config")) g.backend = b->asString();
-        if (const auto* s = pg.find("pg_size")) g.size = static_cast<int>(s->asInt().value_or(0));
-        if (const auto* rk = pg.find("ranks")) g.ranksJson = normaliseRanks(*rk);
-        if (!g.name.empty()) header_.groups.push_back(std::move(g));
-      }
-    }
   }
 
   // "ranks" is an array in current traces and a string "[0, 1]" in on-demand ones.
@@ -425,9 +415,6 @@ class KinetoParser {
     return "[]";
   }
 
-  [[noreturn]] void fail(const std::string& msg) const {
-    throw Error(path_ + ": " + msg);
-  }
   [[noreturn]] void failEvent(const std::string& msg) const {
     throw Error(path_ + ": event #" + std::to_string(eventIndex_) + " (byte offset " +
                 std::to_string(eventOffset_) + "): " + msg);
@@ -598,7 +585,7 @@ class KinetoParser {
     for (;;) {
       Token t = r.next();
       if (t == Token::EndArray) return;
-      eventOffset_ = r.tokenOffset();
+      eventOffset_ = mapOffset(*segment_, r.tokenOffset());
       if (t != Token::BeginObject) failEvent("is not a JSON object");
       resetRaw();
       for (;;) {
@@ -678,8 +665,6 @@ class KinetoParser {
       }
       handleEvent();
       ++eventIndex_;
-      ++stats_.traceEvents;
-      if (batch_->events.size() >= kBatchEvents || batch_->args.size() >= (8u << 20)) flush();
     }
   }
 
@@ -751,6 +736,7 @@ class KinetoParser {
           if (t.name.empty()) t.name = "thread";
           break;
       }
+      t.key = trackKey_;
       batch_->newTracks.push_back(std::move(t));
     }
     lastTrack_ = id;
@@ -776,6 +762,7 @@ class KinetoParser {
     t.name = name;
     t.device = device;
     t.derivedFrom = derivedFrom;
+    t.key = key;
     if (ev_.pid.present && ev_.pid.isNum && derivedFrom.empty()) t.pid = ev_.pid.num;
     batch_->newTracks.push_back(std::move(t));
     return id;
@@ -961,7 +948,7 @@ class KinetoParser {
       bool f = false;
       if (!parseMicrosToNs(ev_.dur, dur, f) || dur > kMaxDurNs) failEvent("duration '" + ev_.dur.substr(0, 32) + "' µs is absurd");
       if (dur < 0) {
-        if (stats_.negativeDurations++ == 0) warn("negative durations clamped to 0 (first at event #" + std::to_string(eventIndex_) + ")");
+        ++stats_.negativeDurations;  // reported once per file by the writer
         dur = 0;
       }
     }
@@ -1067,10 +1054,14 @@ class KinetoParser {
     }
   }
 
-  BatchQueue& q_;
   const KinetoImportOptions& opt_;
-  std::uint32_t& stringCount_;
-  InternMap& strings_;
+  int worker_;
+  const std::vector<std::string>& files_;
+  bool started_ = false;
+  const Segment* segment_ = nullptr;
+  std::vector<std::string> warnings_;
+  std::uint32_t stringCount_ = 0;
+  InternMap strings_;
   std::vector<std::int8_t> nameCategory_;
   std::vector<std::uint8_t> catBits_;
   std::uint32_t currentCat_ = 0;
@@ -1090,13 +1081,145 @@ class KinetoParser {
   KinetoFileStats stats_;
   int file_ = 0;
   std::string path_;
-  InputSource* in_ = nullptr;
-  JsonReader* reader_ = nullptr;
   std::uint64_t eventIndex_ = 0;
   std::uint64_t eventOffset_ = 0;
+};
 
+// Reads one file on the producer thread: the top-level keys itself, the events only as raw text cut
+// into segments (skipContainerFast: no tokens), which the parser threads parse.
+class FileSplitter {
  public:
-  void resetEventIndex() { eventIndex_ = 0; }
+  FileSplitter(const KinetoImportOptions& opt, SegmentQueue& work, BatchQueue& out, std::uint64_t& seq)
+      : opt_(opt), work_(work), out_(out), seq_(seq) {}
+
+  void splitFile(int fileIndex, const std::string& path) {
+    file_ = fileIndex;
+    path_ = path;
+    header_ = FileHeader{};
+    stats_ = KinetoFileStats{};
+    stats_.path = path;
+    events_ = 0;
+    auto in = prefetch(openInput(path));
+    stats_.bytes = in->fileSize();
+    in_ = in.get();
+    JsonReader r(*in, opt_.limits);
+    Token t = r.next();
+    if (t == Token::BeginArray) {
+      // The Chrome trace format also allows a bare array of events.
+      splitEvents(r);
+    } else if (t == Token::BeginObject) {
+      bool sawEvents = false;
+      for (;;) {
+        t = r.next();
+        if (t == Token::EndObject) break;
+        const std::string key(r.text());
+        t = r.next();
+        if (key == "traceEvents") {
+          if (t != Token::BeginArray) r.fail("'traceEvents' must be an array");
+          sawEvents = true;
+          splitEvents(r);
+        } else if (key == "baseTimeNanoseconds") {
+          if (t != Token::Number) r.fail("'baseTimeNanoseconds' must be a number");
+          auto v = parseInt(r.text());
+          if (!v || *v < 0 || *v > kMaxAbsNs) r.fail("'baseTimeNanoseconds' is out of range");
+          header_.baseTimeNs = *v;
+          if (sawEvents) header_.baseAfterEvents = true;
+        } else if (key == "distributedInfo") {
+          if (t != Token::BeginObject) {
+            r.skipValue(t);
+            warnings_.push_back(fileLabel(path_) + ": 'distributedInfo' is not an object; ignored");
+            continue;
+          }
+          KinetoParser::parseDistributedInfo(readJsonValue(r, t, 1u << 16), header_, path_);
+        } else if (key == "deviceProperties") {
+          JsonValue v = readJsonValue(r, t, 1u << 16);
+          header_.devicePropertiesJson = v.dump();
+        } else if (t == Token::String || t == Token::Number || t == Token::True || t == Token::False) {
+          JsonValue v = readJsonValue(r, t);
+          header_.metadata.set(key, std::move(v));
+        } else {
+          r.skipValue(t);
+        }
+      }
+      if (r.next() != Token::End) r.fail("unexpected data after the JSON document");
+      if (!sawEvents) r.fail("no 'traceEvents' array: this JSON is not a Chrome/Kineto trace");
+    } else {
+      r.fail("expected a JSON object with 'traceEvents' (or an array of events); this is not a trace");
+    }
+    stats_.jsonBytes = r.tokenOffset();
+    stats_.traceEvents = events_;
+    auto done = std::make_unique<Batch>();
+    done->file = file_;
+    done->seq = seq_++;
+    done->fileDone = true;
+    done->fileOffset = in_->fileOffset();
+    done->header = std::move(header_);
+    done->stats = stats_;
+    done->warnings = std::move(warnings_);
+    warnings_.clear();
+    if (!out_.push(std::move(done))) throw Cancelled();
+    in_ = nullptr;
+  }
+
+ private:
+  static constexpr std::size_t kSegmentEvents = 4096;
+  static constexpr std::size_t kSegmentBytes = 2u << 20;
+
+  void splitEvents(JsonReader& r) {
+    startSegment();
+    for (;;) {
+      const Token t = r.next();
+      if (t == Token::EndArray) break;
+      if (t != Token::BeginObject)
+        throw Error(path_ + ": event #" + std::to_string(events_) + " (byte offset " + std::to_string(r.tokenOffset()) +
+                    "): is not a JSON object");
+      const std::uint64_t at = r.tokenOffset();
+      r.beginCapture();
+      r.skipContainerFast();
+      const std::string_view raw = r.endCapture();
+      seg_->localStart.push_back(seg_->text.size());
+      seg_->fileStart.push_back(at);
+      seg_->text.append(raw);
+      seg_->text.push_back(',');
+      ++events_;
+      if (seg_->localStart.size() >= kSegmentEvents || seg_->text.size() >= kSegmentBytes) {
+        dispatch();
+        startSegment();
+      }
+    }
+    if (!seg_->localStart.empty()) dispatch();
+    seg_.reset();
+  }
+
+  void startSegment() {
+    seg_ = std::make_unique<Segment>();
+    seg_->file = file_;
+    seg_->firstEvent = events_;
+    seg_->baseTimeNs = header_.baseTimeNs;
+    seg_->text.reserve(kSegmentBytes + 65536);
+    seg_->text.push_back('[');
+  }
+
+  void dispatch() {
+    seg_->text.back() = ']';  // the trailing ',' closes the array
+    seg_->seq = seq_++;
+    seg_->fileOffset = in_->fileOffset();
+    if (opt_.cancel && opt_.cancel->isCancelled()) throw Cancelled();
+    if (!work_.push(std::move(seg_))) throw Cancelled();
+  }
+
+  const KinetoImportOptions& opt_;
+  SegmentQueue& work_;
+  BatchQueue& out_;
+  std::uint64_t& seq_;
+  int file_ = 0;
+  std::string path_;
+  FileHeader header_;
+  KinetoFileStats stats_;
+  std::vector<std::string> warnings_;
+  std::uint64_t events_ = 0;
+  std::unique_ptr<Segment> seg_;
+  InputSource* in_ = nullptr;
 };
 
 // ------------------------------------------------------------------------------------------
@@ -1107,9 +1230,16 @@ namespace {
 struct RankState {
   Id runId = 0;
   Id rankId = 0;
-  std::vector<Id> trackIds;             // local track id - 1 -> db id
-  std::vector<bool> trackIsCpu;         // CPU-side (launch side) tracks, for step assignment
-  std::vector<Id> groupIds;             // local group id - 1 -> db id
+  // Per parser thread: local track/group id - 1 -> db id (and whether the track is CPU-side).
+  std::vector<std::vector<Id>> trackIds;
+  std::vector<std::vector<char>> trackIsCpu;
+  std::vector<std::vector<Id>> groupIds;
+  std::unordered_map<std::string, std::pair<Id, bool>> trackByKey;  // key -> (db id, CPU-side)
+  std::vector<Id> allTracks, cpuTracks;
+  KinetoFileStats stats;          // summed over the file's batches
+  FileHeader partial;             // tsFloat, thread and process names from the parser threads
+  bool anyTime = false;
+  std::int64_t minTime = 0, maxTime = 0;  // for a late baseTimeNanoseconds
   std::vector<PStep> steps;             // sorted by start
   std::unordered_map<std::int64_t, std::int64_t> corrStep;  // CPU correlation -> step
   std::unordered_map<Id, bool> gpuTrack;                    // db track id -> is a GPU track
@@ -1229,42 +1359,77 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
   Transaction tx(db);
   try {
     BulkWriter writer(store);
-    BatchQueue queue(4);
-    std::uint32_t stringCount = 0;
-    InternMap parserStrings;
-    KinetoParser parser(queue, opt, stringCount, parserStrings);
+    // One thread reads and cuts the files into segments, `workers` threads parse segments, this
+    // thread writes. Batches carry a sequence number and are written in file order.
+    int workers = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 4);
+    if (const char* env = std::getenv("SHARDSCOPE_IMPORT_THREADS")) workers = std::clamp(std::atoi(env), 1, 16);
+    SegmentQueue work(static_cast<std::size_t>(2 * workers));
+    BatchQueue queue(static_cast<std::size_t>(2 * workers + 2));
+    std::uint64_t seqCounter = 0;
+    std::vector<std::unique_ptr<KinetoParser>> parsers;
+    for (int w = 0; w < workers; ++w) parsers.push_back(std::make_unique<KinetoParser>(opt, w, files));
 
     std::thread producer([&] {
-      pthread_setname_np(pthread_self(), "ss-parse");  // visible in perf/top
+      pthread_setname_np(pthread_self(), "ss-read");  // visible in perf/top
+      FileSplitter splitter(opt, work, queue, seqCounter);
       int i = 0;
       try {
-        for (; i < static_cast<int>(files.size()); ++i) {
-          parser.resetEventIndex();
-          parser.parseFile(i, files[static_cast<std::size_t>(i)]);
-        }
+        for (; i < static_cast<int>(files.size()); ++i) splitter.splitFile(i, files[static_cast<std::size_t>(i)]);
         auto end = std::make_unique<Batch>();
         end->last = true;
+        end->seq = seqCounter++;
+        work.close();
         queue.push(std::move(end));
       } catch (...) {
         auto err = std::make_unique<Batch>();
         err->file = i;
         err->error = std::current_exception();
-        err->last = true;
+        err->seq = seqCounter++;
+        work.close();
         queue.push(std::move(err));
       }
     });
+    std::vector<std::thread> parserThreads;
+    for (int w = 0; w < workers; ++w) {
+      parserThreads.emplace_back([&, w] {
+        pthread_setname_np(pthread_self(), "ss-parse");
+        for (;;) {
+          auto seg = work.pop();
+          if (!seg) return;
+          std::unique_ptr<Batch> b;
+          try {
+            b = parsers[static_cast<std::size_t>(w)]->parseSegment(*seg);
+          } catch (...) {
+            b = std::make_unique<Batch>();
+            b->file = seg->file;
+            b->seq = seg->seq;
+            b->error = std::current_exception();
+          }
+          if (!queue.push(std::move(b))) return;
+        }
+      });
+    }
     struct Joiner {
-      std::thread& t;
-      BatchQueue& q;
+      std::thread& producer;
+      std::vector<std::thread>& parsers;
+      SegmentQueue& work;
+      BatchQueue& out;
       ~Joiner() {
-        q.stop();
-        // Drain so a producer blocked on a full queue can finish.
-        if (t.joinable()) t.join();
+        work.stop();
+        out.stop();
+        if (producer.joinable()) producer.join();
+        for (auto& t : parsers)
+          if (t.joinable()) t.join();
       }
-    } joiner{producer, queue};
+    } joiner{producer, parserThreads, work, queue};
 
-    std::vector<Id> strIds(1, 0);
+    std::vector<std::vector<Id>> strIds(static_cast<std::size_t>(workers), std::vector<Id>(1, 0));
     std::vector<RankState> ranks(files.size());
+    for (auto& r : ranks) {
+      r.trackIds.resize(static_cast<std::size_t>(workers));
+      r.trackIsCpu.resize(static_cast<std::size_t>(workers));
+      r.groupIds.resize(static_cast<std::size_t>(workers));
+    }
     const RankState* current = nullptr;  // the rank whose batches are being written
     writer.setBeforeFlush([&](Id trackId, EventChunk& c) {
       if (current && current->unresolvedGpu && current->gpuTrack.count(trackId)) fillGpuSteps(*current, c);
@@ -1276,6 +1441,7 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
     std::string sharedWorldFile;
     std::uint64_t bytesDoneBefore = 0;
     JsonValue devicesAll = JsonValue::array();
+    std::set<std::string> warningsSeen;
 
     auto ensureRun = [&](int file) -> Id {
       if (!opt.separateRuns && sharedRun) return sharedRun;
@@ -1289,15 +1455,35 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
       if (!opt.separateRuns) sharedRun = id;
       return id;
     };
+    auto noteTime = [](RankState& rs, std::int64_t t) {
+      if (!rs.anyTime || t < rs.minTime) rs.minTime = t;
+      if (!rs.anyTime || t > rs.maxTime) rs.maxTime = t;
+      rs.anyTime = true;
+    };
 
+    std::map<std::uint64_t, std::unique_ptr<Batch>> pending;
+    std::uint64_t nextSeq = 0;
     for (;;) {
-      auto b = queue.pop();
-      if (b->error) std::rethrow_exception(b->error);
+      std::unique_ptr<Batch> b;
+      if (auto it = pending.find(nextSeq); it != pending.end()) {
+        b = std::move(it->second);
+        pending.erase(it);
+      } else {
+        b = queue.pop();
+        if (!b) throw Cancelled();
+        if (b->error) std::rethrow_exception(b->error);  // the first error wins, whatever its order
+        if (b->seq != nextSeq) {
+          pending.emplace(b->seq, std::move(b));
+          continue;
+        }
+      }
+      ++nextSeq;
       if (b->last) break;
       if (opt.cancel && opt.cancel->isCancelled()) throw Cancelled();
       RankState& rs = ranks[static_cast<std::size_t>(b->file)];
       current = &rs;
       const std::string& path = files[static_cast<std::size_t>(b->file)];
+      const auto w = static_cast<std::size_t>(b->worker);
       if (!rs.rankId) {
         rs.runId = ensureRun(b->file);
         Rank r;
@@ -1306,7 +1492,9 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
         r.sourceFile = path;
         rs.rankId = store.addRank(r);
       }
-      for (auto& s : b->newStrings) strIds.push_back(store.intern(s));
+      for (auto& wmsg : b->warnings)
+        if (warningsSeen.insert(wmsg).second) result.warnings.push_back(wmsg);
+      for (auto& str : b->newStrings) strIds[w].push_back(store.intern(str));
       for (auto& g : b->newGroups) {
         ProcessGroup pg;
         pg.runId = rs.runId;
@@ -1314,9 +1502,16 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
         pg.description = g.description;
         pg.size = g.size;
         pg.ranksJson = g.ranksJson;
-        rs.groupIds.push_back(store.addProcessGroup(pg));
+        rs.groupIds[w].push_back(store.addProcessGroup(pg));
       }
       for (auto& t : b->newTracks) {
+        // Several parser threads meet the same thread/stream: one track per key.
+        auto found = rs.trackByKey.find(t.key);
+        if (found != rs.trackByKey.end()) {
+          rs.trackIds[w].push_back(found->second.first);
+          rs.trackIsCpu[w].push_back(found->second.second);
+          continue;
+        }
         Track tr;
         tr.rankId = rs.rankId;
         tr.kind = t.kind;
@@ -1326,39 +1521,71 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
         tr.device = t.device;
         tr.stream = t.stream;
         tr.derivedFrom = t.derivedFrom;
-        tr.sortIndex = static_cast<int>(rs.trackIds.size());
-        rs.trackIds.push_back(store.addTrack(tr));
-        rs.trackIsCpu.push_back(t.cls == TrackClass::Cpu);
-        if (t.cls == TrackClass::Gpu) rs.gpuTrack.emplace(rs.trackIds.back(), true);
+        tr.sortIndex = static_cast<int>(rs.allTracks.size());
+        const Id id = store.addTrack(tr);
+        const bool cpu = t.cls == TrackClass::Cpu;
+        rs.trackByKey.emplace(t.key, std::make_pair(id, cpu));
+        rs.trackIds[w].push_back(id);
+        rs.trackIsCpu[w].push_back(cpu);
+        rs.allTracks.push_back(id);
+        if (cpu) rs.cpuTracks.push_back(id);
+        if (t.cls == TrackClass::Gpu) rs.gpuTrack.emplace(id, true);
         if (t.cls != TrackClass::Counter)
-          rs.tracksByIds.emplace(t.pidText + '\x1f' + t.tidText,
-                                 std::make_pair(rs.trackIds.back(), t.cls == TrackClass::Python));
+          rs.tracksByIds.emplace(t.pidText + '\x1f' + t.tidText, std::make_pair(id, t.cls == TrackClass::Python));
       }
-      for (const auto& s : b->steps) {
-        if (rs.cpuEventsSeen && s.end > rs.cpuMin && s.start <= rs.cpuMax) rs.lateSteps.push_back(s);
-        rs.steps.insert(std::upper_bound(rs.steps.begin(), rs.steps.end(), s,
+      const std::vector<Id>& wTracks = rs.trackIds[w];
+      const std::vector<char>& wCpu = rs.trackIsCpu[w];
+      const std::vector<Id>& wGroups = rs.groupIds[w];
+      const std::vector<Id>& wStr = strIds[w];
+      for (const auto& st : b->steps) {
+        if (rs.cpuEventsSeen && st.end > rs.cpuMin && st.start <= rs.cpuMax) rs.lateSteps.push_back(st);
+        rs.steps.insert(std::upper_bound(rs.steps.begin(), rs.steps.end(), st,
                                          [](const PStep& a, const PStep& c) { return a.start < c.start; }),
-                        s);
-        store.addStep(Step{rs.rankId, s.step, s.start, s.end});
+                        st);
+        store.addStep(Step{rs.rankId, st.step, st.start, st.end});
+      }
+      if (!b->fileDone) {
+        // Partial results of a parser thread for this file.
+        KinetoFileStats& fs = rs.stats;
+        fs.events += b->stats.events;
+        fs.counters += b->stats.counters;
+        fs.flows += b->stats.flows;
+        fs.launchFlows += b->stats.launchFlows;
+        fs.memoryEvents += b->stats.memoryEvents;
+        fs.steps += b->stats.steps;
+        fs.kernels += b->stats.kernels;
+        fs.ncclKernels += b->stats.ncclKernels;
+        fs.skipped += b->stats.skipped;
+        fs.negativeDurations += b->stats.negativeDurations;
+        if (b->header.tsFloat) rs.partial.tsFloat = true;
+        for (auto& tn : b->header.threadNames) rs.partial.threadNames.push_back(std::move(tn));
+        for (const auto& [pid, entry] : b->header.processes.members()) {
+          const JsonValue* existing = rs.partial.processes.find(pid);
+          JsonValue merged = existing ? *existing : JsonValue::object();
+          for (const auto& [k, v] : entry.members()) merged.set(k, v);
+          rs.partial.processes.set(pid, std::move(merged));
+        }
       }
       EventRecord rec;
       std::string compact;
       for (const auto& e : b->events) {
-        rec.trackId = rs.trackIds[e.track - 1];
+        rec.trackId = wTracks[e.track - 1];
         rec.startNs = e.start;
         rec.endNs = e.end;
-        rec.nameId = strIds[e.name];
-        rec.catId = e.cat ? strIds[e.cat] : 0;
+        rec.nameId = wStr[e.name];
+        rec.catId = e.cat ? wStr[e.cat] : 0;
         rec.category = e.category;
         rec.flags = e.flags;
         rec.correlation = e.correlation != kNone ? std::optional<std::int64_t>(e.correlation) : std::nullopt;
         rec.externalId = e.externalId != kNone ? std::optional<std::int64_t>(e.externalId) : std::nullopt;
         rec.collOp = e.op;
-        rec.processGroupId = e.pg ? std::optional<Id>(rs.groupIds[e.pg - 1]) : std::nullopt;
+        rec.processGroupId = e.pg ? std::optional<Id>(wGroups[e.pg - 1]) : std::nullopt;
         rec.bytes = e.bytes != kNone ? std::optional<std::int64_t>(e.bytes) : std::nullopt;
-        rec.dtypeId = e.dtype ? std::optional<Id>(strIds[e.dtype]) : std::nullopt;
+        rec.dtypeId = e.dtype ? std::optional<Id>(wStr[e.dtype]) : std::nullopt;
         rec.groupSize = e.groupSize ? std::optional<int>(e.groupSize) : std::nullopt;
-        const bool cpu = rs.trackIsCpu[e.track - 1];
+        const bool cpu = wCpu[e.track - 1] != 0;
+        noteTime(rs, e.start);
+        noteTime(rs, e.end);
         rec.step.reset();
         bool defer = false;
         if (e.stepNum != kNone) {
@@ -1395,18 +1622,23 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
         MemoryEvent m = b->memory[i];
         m.rankId = rs.rankId;
         writer.addMemoryEvent(m);
-        writer.noteSample(rs.trackIds[b->memoryTracks[2 * i] - 1], m.tsNs);
-        writer.noteSample(rs.trackIds[b->memoryTracks[2 * i + 1] - 1], m.tsNs);
+        writer.noteSample(wTracks[b->memoryTracks[2 * i] - 1], m.tsNs);
+        writer.noteSample(wTracks[b->memoryTracks[2 * i + 1] - 1], m.tsNs);
+        noteTime(rs, m.tsNs);
       }
-      for (const auto& c : b->counters) writer.addCounter(rs.trackIds[c.track - 1], c.ts, c.value);
+      for (const auto& c : b->counters) {
+        writer.addCounter(wTracks[c.track - 1], c.ts, c.value);
+        noteTime(rs, c.ts);
+      }
       for (const auto& f : b->flows) {
         Flow fl;
         fl.rankId = rs.rankId;
         fl.flowId = f.id;
-        fl.catId = f.cat ? strIds[f.cat] : 0;
-        fl.nameId = f.name ? strIds[f.name] : 0;
+        fl.catId = f.cat ? wStr[f.cat] : 0;
+        fl.nameId = f.name ? wStr[f.name] : 0;
         fl.phase = f.phase;
-        fl.trackId = rs.trackIds[f.track - 1];
+        fl.trackId = wTracks[f.track - 1];
+        noteTime(rs, f.ts);
         fl.tsNs = f.ts;
         fl.bindEnclosing = f.bindEnclosing;
         writer.addFlow(fl);
@@ -1425,7 +1657,20 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
 
       // ---- end of one file: resolve its rank, late steps, deferred GPU steps, time base ----
       FileHeader& h = b->header;
-      KinetoFileStats st = b->stats;
+      KinetoFileStats st = rs.stats;
+      st.path = b->stats.path;
+      st.bytes = b->stats.bytes;
+      st.jsonBytes = b->stats.jsonBytes;
+      st.traceEvents = b->stats.traceEvents;
+      h.tsFloat = rs.partial.tsFloat;
+      h.threadNames = std::move(rs.partial.threadNames);
+      h.processes = std::move(rs.partial.processes);
+      if (st.negativeDurations)
+        result.warnings.push_back(fileLabel(path) + ": " + std::to_string(st.negativeDurations) +
+                                  " negative durations clamped to 0");
+      if (h.baseAfterEvents && h.baseTimeNs && rs.anyTime &&
+          (rs.maxTime > kMaxAbsNs - *h.baseTimeNs || rs.minTime < -kMaxAbsNs - *h.baseTimeNs))
+        throw Error(path + ": 'baseTimeNanoseconds' (after the events) puts event timestamps out of range");
       bytesDoneBefore += st.bytes;
       Rank r;
       r.id = rs.rankId;
@@ -1512,11 +1757,11 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
       }
       // Everything of this file is written before the fix-ups below rewrite chunks.
       writer.flush();
-      std::vector<Id> cpuTracks, gpuTracks, allTracks(rs.trackIds.begin(), rs.trackIds.end());
-      for (std::size_t i = 0; i < rs.trackIds.size(); ++i) {
-        if (rs.trackIsCpu[i]) cpuTracks.push_back(rs.trackIds[i]);
-        if (rs.gpuTrack.count(rs.trackIds[i])) gpuTracks.push_back(rs.trackIds[i]);
-      }
+      const std::vector<Id>& cpuTracks = rs.cpuTracks;
+      const std::vector<Id>& allTracks = rs.allTracks;
+      std::vector<Id> gpuTracks;
+      for (Id t : rs.allTracks)
+        if (rs.gpuTrack.count(t)) gpuTracks.push_back(t);
       // Step windows that arrived after CPU events inside them.
       for (const auto& s : rs.lateSteps) {
         for (Id t : cpuTracks) {
@@ -1584,7 +1829,6 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
       run->metadataJson = meta.dump();
       store.updateRun(*run);
     }
-    result.warnings.insert(result.warnings.end(), parser.warnings.begin(), parser.warnings.end());
     tx.commit();
   } catch (...) {
     store.invalidateCaches();

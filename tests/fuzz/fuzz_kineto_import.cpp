@@ -1,18 +1,24 @@
 // libFuzzer harness for the Kineto importer and its JSON reader.
 //
-// Every input is (1) parsed by JsonReader from a source that hands out a few bytes per read (so
-// token and buffer boundaries fall everywhere) and round-tripped through copyValue, and (2) imported
-// with importKineto into an in-memory SQLite store, from an in-memory file (memfd) so the fuzzer does
-// no disk I/O. core::Error is the expected way to refuse an input; a crash, a sanitizer report, a
-// hang, another exception type or a broken invariant (checked below, abort() on failure) is a bug.
+// Every input is (1) parsed by JsonReader twice, from a source that hands out 1-3 bytes per read (so
+// token and buffer boundaries fall everywhere) and in one read, which must agree, and round-tripped
+// through copyValue; and (2) imported with importKineto into an in-memory SQLite store, from an
+// in-memory file (memfd) so the fuzzer does no disk I/O, and read back. core::Error is the expected
+// way to refuse an input; a crash, a sanitizer report, a hang, another exception type or a broken
+// invariant (checked below, abort() on failure) is a bug. $SHARDSCOPE_FUZZ_IGNORE=chunking skips the
+// read-size invariant (to fuzz past a known bug).
+#if defined(__linux__)
 #include <sys/mman.h>
 #include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <string_view>
 
@@ -119,6 +125,9 @@ void checkStore(shardscope::core::TraceStore& store, const shardscope::core::Kin
     for (const auto& ts : summary.tracks) {
       if (ts.eventCount == 0 || !ts.minStartNs || !ts.maxEndNs) continue;
       const auto events = store.eventsInWindow(ts.track.id, *ts.minStartNs, *ts.maxEndNs + 1, true);
+      if (ts.track.kind != shardscope::core::TrackKind::Counter && static_cast<std::int64_t>(events.size()) != ts.eventCount)
+        invariant("a track's event count differs from its events",
+                  std::to_string(events.size()) + " vs " + std::to_string(ts.eventCount) + " on " + ts.track.name);
       for (std::size_t i = 0; i < events.size(); ++i) {
         if (events[i].endNs < events[i].startNs)
           invariant("event ends before it starts", events[i].name + " " + std::to_string(events[i].startNs));
@@ -129,32 +138,59 @@ void checkStore(shardscope::core::TraceStore& store, const shardscope::core::Kin
   }
 }
 
-void checkImport(const std::uint8_t* data, std::size_t size) {
-  const int fd = memfd_create("fuzz_trace.json", MFD_CLOEXEC);
-  if (fd < 0) {
-    std::perror("memfd_create");
-    std::abort();
-  }
-  for (std::size_t done = 0; done < size;) {
-    const ssize_t n = write(fd, data + done, size - done);
-    if (n <= 0) {
-      std::perror("write");
+// The input as a file the importer can open: an anonymous in-memory file on Linux (no disk I/O per
+// run), a temporary file elsewhere.
+class InputFile {
+ public:
+  InputFile(const std::uint8_t* data, std::size_t size) {
+#if defined(__linux__)
+    fd_ = memfd_create("fuzz_trace.json", MFD_CLOEXEC);
+    if (fd_ < 0) {
+      std::perror("memfd_create");
       std::abort();
     }
-    done += static_cast<std::size_t>(n);
-  }
-  const std::string path = "/proc/self/fd/" + std::to_string(fd);
-  {
-    shardscope::core::TraceStore store(":memory:");
-    try {
-      const auto res = shardscope::core::importKineto(store, {path});
-      checkStore(store, res);
-    } catch (const Error&) {
-      // Refused with a message: expected for most inputs. The store must still be usable.
-      if (!store.runs().empty()) invariant("a failed import left a run behind", path);
+    for (std::size_t done = 0; done < size;) {
+      const ssize_t n = write(fd_, data + done, size - done);
+      if (n <= 0) {
+        std::perror("write");
+        std::abort();
+      }
+      done += static_cast<std::size_t>(n);
     }
+    path_ = "/proc/self/fd/" + std::to_string(fd_);
+#else
+    path_ = (std::filesystem::temp_directory_path() / "shardscope_fuzz_input.json").string();
+    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+#endif
   }
-  close(fd);
+  ~InputFile() {
+#if defined(__linux__)
+    close(fd_);
+#else
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+#endif
+  }
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  [[maybe_unused]] int fd_ = -1;
+  std::string path_;
+};
+
+void checkImport(const std::uint8_t* data, std::size_t size) {
+  const InputFile file(data, size);
+  shardscope::core::TraceStore store(":memory:");
+  try {
+    const auto res = shardscope::core::importKineto(store, {file.path()});
+    checkStore(store, res);
+  } catch (const Error&) {
+    // Refused with a message: expected for most inputs. The store must still be usable.
+    if (!store.runs().empty()) invariant("a failed import left a run behind", file.path());
+  }
 }
 
 }  // namespace

@@ -13,9 +13,11 @@
 // a kernel on stream 7 (compute) or 21 (NCCL). Optional [memory] instants and python_function frames;
 // M metadata, the "PyTorch Profiler (0)" span and the global instants at the end.
 //
-// Guarantees the tests rely on: kernels start after their launch's start and never overlap on one
-// stream; CPU events on one thread nest properly and are written parents first; all numbers are exact
-// for a seed (own PRNG, no std distributions), so the same options give byte-identical files.
+// Guarantees the tests rely on: kernels (and memcpy/memset) start after their launch's start and never
+// overlap on one stream (gpu_user_annotation spans enclose them, as in real traces); CPU events on one
+// thread nest properly and are written parents first; the counts returned are those of the file; all
+// numbers are exact for a seed (own PRNG, no std distributions), so the same options give
+// byte-identical files.
 #include <cstdint>
 #include <string>
 
