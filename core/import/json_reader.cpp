@@ -169,11 +169,12 @@ JsonReader::Token JsonReader::next() {
     if (!skipWs()) {
       tokenOffset_ = base_ + pos_;
       if (expect_ == Expect::Done) return Token::End;
-      if (base_ + pos_ == 0) fail("empty document (no JSON value)");
+      if (!anyToken_) fail("empty document (no JSON value)");
       fail("unexpected end of input (truncated JSON, " + std::to_string(stack_.size()) + " containers still open)");
     }
     const char c = buf_[pos_];
     tokenOffset_ = base_ + pos_;
+    anyToken_ = true;
     switch (expect_) {
       case Expect::Done:
         fail("unexpected data after the end of the JSON document");

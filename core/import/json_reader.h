@@ -68,6 +68,7 @@ class JsonReader {
   std::string_view text_;
   std::string scratch_;
   std::uint64_t tokenOffset_ = 0;
+  bool anyToken_ = false;
   bool capturing_ = false;
   std::size_t captureStart_ = 0;
   std::function<std::uint64_t(std::uint64_t)> offsetMap_;

@@ -1130,7 +1130,8 @@ class FileSplitter {
             warnings_.push_back(fileLabel(path_) + ": 'distributedInfo' is not an object; ignored");
             continue;
           }
-          KinetoParser::parseDistributedInfo(readJsonValue(r, t, 1u << 16), header_, path_);
+          // pg_config lists every rank of every group: a 100k-GPU job is millions of nodes.
+          KinetoParser::parseDistributedInfo(readJsonValue(r, t, 1u << 22), header_, path_);
         } else if (key == "deviceProperties") {
           JsonValue v = readJsonValue(r, t, 1u << 16);
           header_.devicePropertiesJson = v.dump();
