@@ -1276,6 +1276,14 @@ bool fillGpuSteps(const RankState& rs, EventChunk& c) {
   return changed;
 }
 
+// True while the chunk has GPU events whose launch step may still become known.
+bool hasUnresolvedGpu(const EventChunk& c) {
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (c.step[i] == EventChunk::kNull && c.correlation[i] != EventChunk::kNull && !(c.flags[i] & EventFlags::Instant))
+      return true;
+  return false;
+}
+
 std::string defaultRunName(const std::vector<std::string>& files) {
   if (files.empty()) return "import";
   fs::path p(files.front());
@@ -1357,6 +1365,31 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
       }
     }
   } fkRestore{db};
+  // Bulk mode: with the rollback journal, new pages go straight into the database file once; in WAL
+  // mode they would be written to the WAL and copied again at checkpoint (half of an import's I/O).
+  // Switching needs the only connection to the file: when the app has it open, the import simply
+  // stays in WAL mode.
+  struct JournalMode {
+    Database& db;
+    bool bulk = false;
+    explicit JournalMode(Database& d) : db(d) {
+      if (db.readOnly()) return;
+      try {
+        Statement st(db, "PRAGMA journal_mode = DELETE");
+        bulk = st.step() && st.textView(0) == "delete";
+      } catch (const Error&) {
+        bulk = false;
+      }
+    }
+    ~JournalMode() {
+      if (!bulk) return;
+      try {
+        db.exec("PRAGMA journal_mode = WAL");
+      } catch (...) {
+        // The file stays in rollback-journal mode: still correct, only readers wait for writers.
+      }
+    }
+  } journalMode(db);
   Transaction tx(db);
   try {
     BulkWriter writer(store);
@@ -1433,7 +1466,9 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
     }
     const RankState* current = nullptr;  // the rank whose batches are being written
     writer.setBeforeFlush([&](Id trackId, EventChunk& c) {
-      if (current && current->unresolvedGpu && current->gpuTrack.count(trackId)) fillGpuSteps(*current, c);
+      if (!current || !current->unresolvedGpu || !current->gpuTrack.count(trackId)) return false;
+      fillGpuSteps(*current, c);
+      return hasUnresolvedGpu(c);  // rewritten at the end of the file, when every launch is known
     });
     std::set<int> usedRanks;
     std::map<int, std::string> rankFiles;
@@ -1778,12 +1813,15 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
           });
         }
       }
-      if (rs.unresolvedGpu || !rs.lateSteps.empty()) {
+      if (!rs.lateSteps.empty()) {
+        // Late windows may give steps to launches of any GPU chunk.
         for (Id t : gpuTracks) {
           writer.rewriteChunks(t, std::numeric_limits<TimeNs>::min(), std::numeric_limits<TimeNs>::max(),
                                [&](EventChunk& c) { return fillGpuSteps(rs, c); });
         }
       }
+      // Chunks written while some of their launches were still unknown.
+      writer.rewriteMarked([&](EventChunk& c) { return fillGpuSteps(rs, c); });
       if (h.baseAfterEvents && h.baseTimeNs && *h.baseTimeNs != 0) {
         // baseTimeNanoseconds came after traceEvents: shift what was written with base 0.
         const TimeNs base = *h.baseTimeNs;

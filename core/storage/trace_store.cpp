@@ -615,7 +615,7 @@ void BulkWriter::addEvent(const EventRecord& e, std::string_view argsJson) {
 
 void BulkWriter::writeChunk(Id trackId, OpenChunk& oc) {
   if (oc.chunk.size() == 0) return;
-  if (beforeFlush_) beforeFlush_(trackId, oc.chunk);
+  const bool mark = beforeFlush_ && beforeFlush_(trackId, oc.chunk);
   const auto perm = oc.chunk.sortByTime();
   TimeNs maxEnd = oc.chunk.end[0];
   for (auto v : oc.chunk.end) maxEnd = std::max(maxEnd, v);
@@ -629,6 +629,7 @@ void BulkWriter::writeChunk(Id trackId, OpenChunk& oc) {
     store_.db().fail("cannot bind event chunk");
   insChunk_.exec();
   const Id chunkId = store_.db().lastInsertRowId();
+  if (mark) marked_.push_back(chunkId);
   if (oc.hasArgs) {
     // Args follow the sorted order of the chunk.
     oc.argsOffsets.push_back(static_cast<std::uint32_t>(oc.args.size()));
@@ -708,16 +709,37 @@ void BulkWriter::rewriteChunks(Id trackId, TimeNs t0, TimeNs t1, const std::func
     while (st.step()) chunks.emplace_back(st.int64(0), std::string(blobOf(st, 1)));
   }
   Statement upd(store_.db(), "UPDATE event_chunks SET data=?, start_ns=?, end_ns=? WHERE id=?");
-  for (auto& [id, blob] : chunks) {
-    EventChunk c = EventChunk::decode(blob);
-    if (!fn(c) || c.size() == 0) continue;
-    TimeNs maxEnd = c.end[0];
-    for (auto v : c.end) maxEnd = std::max(maxEnd, v);
-    const std::string enc = c.encode();
-    if (sqlite3_bind_blob(upd.handle(), 1, enc.data(), static_cast<int>(enc.size()), SQLITE_STATIC) != SQLITE_OK)
-      store_.db().fail("cannot bind event chunk");
-    upd.bind(2, c.start.front()).bind(3, maxEnd).bind(4, id);
-    upd.exec();
+  for (auto& [id, blob] : chunks) rewriteChunk(id, blob, fn, upd);
+}
+
+void BulkWriter::rewriteChunk(Id chunkId, std::string_view blob, const std::function<bool(EventChunk&)>& fn,
+                              Statement& upd) {
+  EventChunk c = EventChunk::decode(blob);
+  if (!fn(c) || c.size() == 0) return;
+  TimeNs maxEnd = c.end[0];
+  for (auto v : c.end) maxEnd = std::max(maxEnd, v);
+  const std::string enc = c.encode();
+  if (sqlite3_bind_blob(upd.handle(), 1, enc.data(), static_cast<int>(enc.size()), SQLITE_STATIC) != SQLITE_OK)
+    store_.db().fail("cannot bind event chunk");
+  upd.bind(2, c.start.front()).bind(3, maxEnd).bind(4, chunkId);
+  upd.exec();
+}
+
+void BulkWriter::rewriteMarked(const std::function<bool(EventChunk&)>& fn) {
+  flush();
+  Statement sel(store_.db(), "SELECT data FROM event_chunks WHERE id=?");
+  Statement upd(store_.db(), "UPDATE event_chunks SET data=?, start_ns=?, end_ns=? WHERE id=?");
+  std::vector<Id> ids;
+  ids.swap(marked_);
+  for (Id id : ids) {
+    sel.bind(1, id);
+    if (sel.step()) {
+      const std::string blob(blobOf(sel, 0));
+      sel.reset();
+      rewriteChunk(id, blob, fn, upd);
+    } else {
+      sel.reset();
+    }
   }
 }
 

@@ -130,7 +130,10 @@ class BulkWriter {
   void noteSample(Id trackId, TimeNs ts);
 
   // Called on each chunk just before it is written (e.g. to fill steps learnt since its events came).
-  void setBeforeFlush(std::function<void(Id trackId, EventChunk&)> fn) { beforeFlush_ = std::move(fn); }
+  // Returning true marks the chunk for a later rewriteMarked() (something is still unresolved).
+  void setBeforeFlush(std::function<bool(Id trackId, EventChunk&)> fn) { beforeFlush_ = std::move(fn); }
+  // Rewrites the chunks marked by beforeFlush (and forgets the marks); fn as for rewriteChunks.
+  void rewriteMarked(const std::function<bool(EventChunk&)>& fn);
   void flush();   // writes every open chunk
   void finish();  // flush() + track statistics; call before commit
 
@@ -166,7 +169,9 @@ class BulkWriter {
   Statement insMemory_;
   std::unordered_map<Id, OpenChunk> open_;
   std::unordered_map<Id, TrackStats> stats_;
-  std::function<void(Id, EventChunk&)> beforeFlush_;
+  std::function<bool(Id, EventChunk&)> beforeFlush_;
+  std::vector<Id> marked_;
+  void rewriteChunk(Id chunkId, std::string_view blob, const std::function<bool(EventChunk&)>& fn, Statement& upd);
   std::uint64_t events_ = 0;
 };
 
