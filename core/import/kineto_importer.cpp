@@ -1385,6 +1385,7 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
       if (!bulk) return;
       try {
         db.exec("PRAGMA journal_mode = WAL");
+        db.exec("SELECT COUNT(*) FROM meta");  // opens the WAL again, as the rest of the app expects
       } catch (...) {
         // The file stays in rollback-journal mode: still correct, only readers wait for writers.
       }
