@@ -136,6 +136,10 @@ int cpuCount() {
 // Imports `file` into a fresh database at `db` in a child process and prints one result line.
 bool timeImport(const std::string& label, const std::string& file, const std::string& db) {
   std::fflush(stdout);
+  // Start every run from a quiet disk: the previous run's (or the generator's) dirty pages would
+  // otherwise be written back during this one and throttle its writes.
+  ::sync();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const pid_t pid = fork();
   if (pid < 0) {
     std::perror("fork");

@@ -144,7 +144,7 @@ class PrefetchSource final : public InputSource {
   std::size_t read(char* buf, std::size_t n) override {
     std::size_t done = 0;
     while (done < n) {
-      if (cur_.data.size() == curPos_) {
+      if (cur_.size == curPos_) {
         std::unique_lock lk(m_);
         cv_.wait(lk, [&] { return !ready_.empty() || finished_; });
         if (ready_.empty()) {
@@ -156,8 +156,8 @@ class PrefetchSource final : public InputSource {
         curPos_ = 0;
         cv_.notify_all();
       }
-      const std::size_t k = std::min(n - done, cur_.data.size() - curPos_);
-      std::memcpy(buf + done, cur_.data.data() + curPos_, k);
+      const std::size_t k = std::min(n - done, cur_.size - curPos_);
+      std::memcpy(buf + done, cur_.data.get() + curPos_, k);
       curPos_ += k;
       done += k;
     }
@@ -168,16 +168,17 @@ class PrefetchSource final : public InputSource {
 
  private:
   struct Block {
-    std::vector<char> data;
+    std::unique_ptr<char[]> data;
+    std::size_t size = 0;
     std::uint64_t fileOffset = 0;
   };
   void run() {
     try {
       for (;;) {
         Block b;
-        b.data.resize(bufferBytes_);
-        const std::size_t got = inner_->read(b.data.data(), b.data.size());
-        b.data.resize(got);
+        b.data.reset(new char[bufferBytes_]);  // not zero-filled: it is overwritten right away
+        b.size = inner_->read(b.data.get(), bufferBytes_);
+        const std::size_t got = b.size;
         b.fileOffset = inner_->fileOffset();
         std::unique_lock lk(m_);
         if (got == 0) break;

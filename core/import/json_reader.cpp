@@ -458,90 +458,81 @@ void JsonReader::lexLiteral(std::string_view word) {
 }
 
 void JsonReader::skipContainerFast() {
-  // The container's opening bracket was the last token; capture (or pos_) keeps it in the buffer.
-  const std::size_t openAt = pos_ - 1;
-  std::string open(1, buf_[openAt]);  // brackets still open, to catch mismatches
+  // pos_ stays just after the opening bracket while scanning (capture keeps the bytes anyway), so a
+  // malformed container can be re-read by the full tokenizer below.
+  std::string open(1, buf_[pos_ - 1]);  // brackets still open, to catch mismatches
   bool inString = false;
   std::size_t skip = 0;  // index just after an escaped character
   std::size_t i = pos_;
-  std::size_t start = openAt;  // kept up to date across refills
+  // Returns true when the container is closed (or handed to the tokenizer).
+  auto visit = [&](std::size_t j) -> bool {
+    if (j < skip) return false;
+    const char c = buf_[j];
+    if (inString) {
+      if (c == '\\')
+        skip = j + 2;
+      else if (c == '"')
+        inString = false;
+      return false;
+    }
+    switch (c) {
+      case '"': inString = true; return false;
+      case '{':
+      case '[':
+        if (stack_.size() + open.size() >= limits_.maxDepth) {
+          tokenOffset_ = base_ + j;
+          fail("JSON nested deeper than " + std::to_string(limits_.maxDepth) + " levels");
+        }
+        open.push_back(c);
+        return false;
+      case '}':
+      case ']':
+        if (open.back() != (c == '}' ? '{' : '[')) {
+          // Malformed: let the full tokenizer find the first error from the container's start, so
+          // the message is the one a normal parse gives.
+          expect_ = open.front() == '{' ? Expect::KeyOrEnd : Expect::ValueOrEnd;
+          skipValue(open.front() == '{' ? Token::BeginObject : Token::BeginArray);
+          return true;
+        }
+        open.pop_back();
+        if (open.empty()) {
+          pos_ = j + 1;
+          stack_.pop_back();
+          afterValue();
+          return true;
+        }
+        return false;
+      default: return false;
+    }
+  };
   for (;;) {
     if (i >= end_) {
-      const std::size_t off = i - pos_, skipOff = skip > pos_ ? skip - pos_ : 0, startOff = start - (pos_ - 1);
-      const std::size_t before = pos_;
+      const std::size_t off = i - pos_, skipOff = skip > pos_ ? skip - pos_ : 0;
       const bool more = fill();
       i = pos_ + off;
       skip = pos_ + skipOff;
-      start = pos_ - 1 + startOff;
-      (void)before;
       if (!more) fail("unexpected end of input (truncated JSON inside an event)");
       continue;
     }
-    std::size_t j = i;
 #if defined(__SSE2__)
-    // Jump to the next byte that can change the state: a quote, a backslash or a bracket.
-    while (j + 16 <= end_) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf_.data() + j));
-      __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
-      if (!inString) {
-        m = _mm_or_si128(m, _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('{')), _mm_cmpeq_epi8(v, _mm_set1_epi8('}'))),
-                                         _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('[')), _mm_cmpeq_epi8(v, _mm_set1_epi8(']')))));
+    // 16 bytes at a time: visit only quotes, backslashes and brackets (brackets inside strings are
+    // ignored by visit()).
+    if (i + 16 <= end_) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf_.data() + i));
+      const __m128i m = _mm_or_si128(
+          _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('{')), _mm_cmpeq_epi8(v, _mm_set1_epi8('}'))),
+                       _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('[')), _mm_cmpeq_epi8(v, _mm_set1_epi8(']')))));
+      unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(m));
+      while (mask) {
+        if (visit(i + static_cast<std::size_t>(__builtin_ctz(mask)))) return;
+        mask &= mask - 1;
       }
-      const int mask = _mm_movemask_epi8(m);
-      if (mask) {
-        j += static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-        break;
-      }
-      j += 16;
+      i += 16;
+      continue;
     }
 #endif
-    if (j + 16 > end_ && j < end_) {
-      const char c = buf_[j];
-      if (c != '"' && c != '\\' && (inString || (c != '{' && c != '}' && c != '[' && c != ']'))) {
-        i = j + 1;
-        continue;
-      }
-    }
-    if (j >= end_) {
-      i = j;
-      continue;
-    }
-    i = j;
-    if (i < skip) {
-      i = skip;
-      continue;
-    }
-    const char c = buf_[i];
-    if (inString) {
-      if (c == '\\')
-        skip = i + 2;
-      else if (c == '"')
-        inString = false;
-    } else if (c == '"') {
-      inString = true;
-    } else if (c == '{' || c == '[') {
-      if (stack_.size() + open.size() >= limits_.maxDepth) {
-        tokenOffset_ = base_ + i;
-        fail("JSON nested deeper than " + std::to_string(limits_.maxDepth) + " levels");
-      }
-      open.push_back(c);
-    } else if (c == '}' || c == ']') {
-      if (open.back() != (c == '}' ? '{' : '[')) {
-        // Malformed: go back to the container's start and let the full tokenizer find the first
-        // error, so the message is the same as a normal parse gives.
-        pos_ = start + 1;
-        expect_ = open.front() == '{' ? Expect::KeyOrEnd : Expect::ValueOrEnd;
-        skipValue(open.front() == '{' ? Token::BeginObject : Token::BeginArray);
-        return;
-      }
-      open.pop_back();
-      if (open.empty()) {
-        pos_ = i + 1;
-        stack_.pop_back();
-        afterValue();
-        return;
-      }
-    }
+    if (visit(i)) return;
     ++i;
   }
 }

@@ -442,6 +442,7 @@ class KinetoParser {
                  devType = kNone;
     std::vector<std::pair<std::string, double>> counterValues;
     std::string argsJson;
+    std::size_t rawArgsOff = 0, rawArgsLen = 0;  // args already appended to the batch
   } ev_;
 
   void resetRaw() {
@@ -463,6 +464,11 @@ class KinetoParser {
     ev_.totalAllocated = ev_.totalReserved = ev_.bytes = ev_.addr = ev_.devId = ev_.devType = kNone;
     ev_.counterValues.clear();
     ev_.argsJson.clear();
+    if (ev_.rawArgsLen) {
+      // The previous event did not keep its args (e.g. an ac2g X event): drop them from the batch.
+      if (ev_.rawArgsOff + ev_.rawArgsLen == batch_->args.size()) batch_->args.resize(ev_.rawArgsOff);
+      ev_.rawArgsLen = 0;
+    }
   }
 
   void readId(JsonReader& r, Token t, Id2& id, const char* field) {
@@ -578,7 +584,15 @@ class KinetoParser {
     }
     const std::string_view raw = r.endCapture();
     // Raw text as in the file; the writer thread removes the whitespace (it has the spare cycles).
-    if (keep) ev_.argsJson.assign(raw);
+    if (!keep) return;
+    if (opt_.keepArgs && (ev_.ph == "X" || ev_.ph == "i" || ev_.ph == "I") && raw.size() > 2) {
+      // The common case goes straight into the batch (one copy); appendArgs() keeps or drops it.
+      ev_.rawArgsOff = batch_->args.size();
+      ev_.rawArgsLen = raw.size();
+      batch_->args.append(raw);
+    } else {
+      ev_.argsJson.assign(raw);
+    }
   }
 
   void parseEventArray(JsonReader& r) {
@@ -929,6 +943,13 @@ class KinetoParser {
   }
 
   void appendArgs(PEvent& e) {
+    if (ev_.rawArgsLen) {
+      if (ev_.rawArgsLen > std::numeric_limits<std::uint32_t>::max()) failEvent("args too large");
+      e.argsOff = static_cast<std::uint32_t>(ev_.rawArgsOff);
+      e.argsLen = static_cast<std::uint32_t>(ev_.rawArgsLen);
+      ev_.rawArgsLen = 0;  // taken
+      return;
+    }
     if (!opt_.keepArgs || ev_.argsJson.empty() || ev_.argsJson == "{}" || ev_.argsJson == "{ }") return;
     if (ev_.argsJson.size() > std::numeric_limits<std::uint32_t>::max()) failEvent("args too large");
     e.argsOff = static_cast<std::uint32_t>(batch_->args.size());
@@ -1604,7 +1625,6 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
         }
       }
       EventRecord rec;
-      std::string compact;
       for (const auto& e : b->events) {
         rec.trackId = wTracks[e.track - 1];
         rec.startNs = e.start;
@@ -1644,16 +1664,15 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
           else
             defer = true;
         }
-        std::string_view args;
-        if (e.argsLen) {
-          compact.clear();
-          appendCompactJson(compact, std::string_view(b->args).substr(e.argsOff, e.argsLen));
-          args = compact;
-        }
         // A GPU event whose launch has not been seen yet gets its step when its chunk is written
         // (beforeFlush) or, failing that, in the fix-up at the end of the file.
         if (defer) rs.unresolvedGpu = true;
-        writer.addEvent(rec, args);
+        if (e.argsLen) {
+          const std::string_view raw = std::string_view(b->args).substr(e.argsOff, e.argsLen);
+          writer.addEvent(rec, [raw](std::string& out) { appendCompactJson(out, raw); });
+        } else {
+          writer.addEvent(rec);
+        }
       }
       for (std::size_t i = 0; i < b->memory.size(); ++i) {
         MemoryEvent m = b->memory[i];

@@ -591,15 +591,16 @@ BulkWriter::BulkWriter(TraceStore& store)
 
 BulkWriter::~BulkWriter() = default;
 
-void BulkWriter::addEvent(const EventRecord& e, std::string_view argsJson) {
+BulkWriter::OpenChunk& BulkWriter::beginEvent(const EventRecord& e) {
   OpenChunk& oc = open_[e.trackId];
   if (oc.chunk.size() == 0) oc.chunk.reserve(EventChunk::kMaxEvents);
   oc.chunk.push(e);
   oc.argsOffsets.push_back(static_cast<std::uint32_t>(oc.args.size()));
-  if (!argsJson.empty()) {
-    oc.args.append(argsJson);
-    oc.hasArgs = true;
-  }
+  return oc;
+}
+
+void BulkWriter::endEvent(const EventRecord& e, OpenChunk& oc) {
+  if (oc.args.size() > oc.argsOffsets.back()) oc.hasArgs = true;
   auto [it, fresh] = stats_.try_emplace(e.trackId);
   auto& s = it->second;
   if (fresh || e.startNs < s.minStart) s.minStart = e.startNs;
@@ -611,6 +612,18 @@ void BulkWriter::addEvent(const EventRecord& e, std::string_view argsJson) {
   // Chunks also close when their args grow large, so one args blob stays small to fetch.
   if (oc.chunk.size() >= static_cast<std::size_t>(EventChunk::kMaxEvents) || oc.args.size() >= (1u << 20))
     writeChunk(e.trackId, oc);
+}
+
+void BulkWriter::addEvent(const EventRecord& e, std::string_view argsJson) {
+  OpenChunk& oc = beginEvent(e);
+  oc.args.append(argsJson);
+  endEvent(e, oc);
+}
+
+void BulkWriter::addEvent(const EventRecord& e, const std::function<void(std::string&)>& appendArgs) {
+  OpenChunk& oc = beginEvent(e);
+  appendArgs(oc.args);
+  endEvent(e, oc);
 }
 
 void BulkWriter::writeChunk(Id trackId, OpenChunk& oc) {
@@ -631,17 +644,23 @@ void BulkWriter::writeChunk(Id trackId, OpenChunk& oc) {
   const Id chunkId = store_.db().lastInsertRowId();
   if (mark) marked_.push_back(chunkId);
   if (oc.hasArgs) {
-    // Args follow the sorted order of the chunk.
+    // Args follow the sorted order of the chunk (usually the order they came in: no copy then).
     oc.argsOffsets.push_back(static_cast<std::uint32_t>(oc.args.size()));
-    std::string data;
-    data.reserve(oc.args.size());
-    std::vector<std::uint32_t> offsets;
-    offsets.reserve(perm.size() + 1);
-    for (std::uint32_t old : perm) {
-      offsets.push_back(static_cast<std::uint32_t>(data.size()));
-      data.append(oc.args, oc.argsOffsets[old], oc.argsOffsets[old + 1] - oc.argsOffsets[old]);
+    bool identity = true;
+    for (std::size_t k = 0; k < perm.size() && identity; ++k) identity = perm[k] == k;
+    std::string reordered;
+    std::vector<std::uint32_t> reorderedOffsets;
+    if (!identity) {
+      reordered.reserve(oc.args.size());
+      reorderedOffsets.reserve(perm.size() + 1);
+      for (std::uint32_t old : perm) {
+        reorderedOffsets.push_back(static_cast<std::uint32_t>(reordered.size()));
+        reordered.append(oc.args, oc.argsOffsets[old], oc.argsOffsets[old + 1] - oc.argsOffsets[old]);
+      }
+      reorderedOffsets.push_back(static_cast<std::uint32_t>(reordered.size()));
     }
-    offsets.push_back(static_cast<std::uint32_t>(data.size()));
+    const std::string& data = identity ? oc.args : reordered;
+    const std::vector<std::uint32_t>& offsets = identity ? oc.argsOffsets : reorderedOffsets;
     auto* ha = insArgs_.handle();
     insArgs_.bind(1, chunkId);
     if (sqlite3_bind_blob(ha, 2, offsets.data(), static_cast<int>(offsets.size() * 4), SQLITE_STATIC) != SQLITE_OK ||

@@ -123,6 +123,8 @@ class BulkWriter {
   BulkWriter& operator=(const BulkWriter&) = delete;
 
   void addEvent(const EventRecord& e, std::string_view argsJson = {});
+  // As above, with the args written by `appendArgs` straight into the chunk's args block.
+  void addEvent(const EventRecord& e, const std::function<void(std::string&)>& appendArgs);
   void addCounter(Id trackId, TimeNs ts, double value);
   void addFlow(const Flow& f);
   void addMemoryEvent(const MemoryEvent& m);
@@ -160,6 +162,8 @@ class BulkWriter {
     TimeNs maxDur = 0;
   };
   void writeChunk(Id trackId, OpenChunk& oc);
+  OpenChunk& beginEvent(const EventRecord& e);
+  void endEvent(const EventRecord& e, OpenChunk& oc);
 
   TraceStore& store_;
   Statement insChunk_;
