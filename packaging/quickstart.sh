@@ -24,7 +24,7 @@ else
   TMP=$(mktemp -d)
   trap 'rm -rf "$TMP"' EXIT
   for r in 0 1 2 3; do
-    "$BUILD_DIR/tests/shardscope-gen-kineto" --events 200000 --rank $r --world 4 --seed $((r + 1)) -o "$TMP/rank$r.pt.trace.json.gz" >/dev/null
+    "$BUILD_DIR/tests/shardscope-gen-kineto" --events 200000 --rank $r --world 4 --seed 7 -o "$TMP/rank$r.pt.trace.json.gz" >/dev/null
   done
   "$CLI" import --db "$DB" --name "synthetic 4-rank job" "$TMP"
 fi
