@@ -123,15 +123,25 @@ void appendJsonString(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
-JsonReader::JsonReader(InputSource& in, JsonLimits limits) : in_(in), limits_(limits), buf_(kChunk) {}
+JsonReader::JsonReader(InputSource& in, JsonLimits limits) : in_(&in), limits_(limits), buf_(kChunk) {
+  data_ = buf_.data();
+}
+
+JsonReader::JsonReader(std::string_view text, std::string label, JsonLimits limits)
+    : in_(nullptr), label_(std::move(label)), limits_(limits) {
+  // Parse in place: the caller keeps `text` alive; nothing is copied or allocated.
+  data_ = const_cast<char*>(text.data());
+  end_ = text.size();
+  eof_ = true;
+}
 
 void JsonReader::fail(const std::string& msg) const {
   const std::uint64_t at = offsetMap_ ? offsetMap_(tokenOffset_) : tokenOffset_;
-  throw Error(in_.path() + ": byte offset " + std::to_string(at) + ": " + msg);
+  throw Error(path() + ": byte offset " + std::to_string(at) + ": " + msg);
 }
 
 bool JsonReader::fill() {
-  if (eof_) return false;
+  if (eof_) return false;  // also the in-place mode: all the data is there from the start
   const std::size_t keep = capturing_ ? std::min(captureStart_, pos_) : pos_;
   if (keep > 0) {
     std::memmove(buf_.data(), buf_.data() + keep, end_ - keep);
@@ -146,8 +156,9 @@ bool JsonReader::fill() {
       fail("a single value is longer than " + std::to_string(limits_.maxStringBytes >> 20) +
            " MiB; refusing it (is this really a trace?)");
     buf_.resize(std::min(buf_.size() * 2, limits_.maxStringBytes + 64));
+    data_ = buf_.data();
   }
-  const std::size_t got = in_.read(buf_.data() + end_, buf_.size() - end_);
+  const std::size_t got = in_->read(buf_.data() + end_, buf_.size() - end_);
   if (got == 0) {
     eof_ = true;
     return false;
@@ -158,7 +169,7 @@ bool JsonReader::fill() {
 
 bool JsonReader::skipWs() {
   for (;;) {
-    while (pos_ < end_ && isWs(buf_[pos_])) ++pos_;
+    while (pos_ < end_ && isWs(data_[pos_])) ++pos_;
     if (pos_ < end_) return true;
     if (!fill()) return false;
   }
@@ -172,7 +183,7 @@ JsonReader::Token JsonReader::next() {
       if (!anyToken_) fail("empty document (no JSON value)");
       fail("unexpected end of input (truncated JSON, " + std::to_string(stack_.size()) + " containers still open)");
     }
-    const char c = buf_[pos_];
+    const char c = data_[pos_];
     tokenOffset_ = base_ + pos_;
     anyToken_ = true;
     switch (expect_) {
@@ -192,11 +203,11 @@ JsonReader::Token JsonReader::next() {
             // After a comma only a key may follow (no trailing commas).
             if (!skipWs()) fail("unexpected end of input after ','");
             tokenOffset_ = base_ + pos_;
-            if (buf_[pos_] != '"') fail("expected an object key after ','");
+            if (data_[pos_] != '"') fail("expected an object key after ','");
           } else {
             if (!skipWs()) fail("unexpected end of input after ','");
             tokenOffset_ = base_ + pos_;
-            if (buf_[pos_] == ']') fail("trailing ',' before ']'");
+            if (data_[pos_] == ']') fail("trailing ',' before ']'");
           }
           continue;
         }
@@ -274,13 +285,13 @@ JsonReader::Token JsonReader::lexString(bool isKey) {
   // pos_ is at the opening quote. Fast path: no escapes, the whole string inside the buffer.
   std::size_t i = pos_ + 1;
   for (;;) {
-    const std::size_t stop = findQuoteOrBackslash(buf_.data(), i, end_);
-    if (stop < end_ && buf_[stop] == '\\') {
+    const std::size_t stop = findQuoteOrBackslash(data_, i, end_);
+    if (stop < end_ && data_[stop] == '\\') {
       i = stop;
       break;  // slow path from the backslash
     }
     if (stop < end_) {
-      text_ = std::string_view(buf_.data() + pos_ + 1, stop - pos_ - 1);
+      text_ = std::string_view(data_ + pos_ + 1, stop - pos_ - 1);
       pos_ = stop + 1;
       return isKey ? Token::Key : Token::String;
     }
@@ -290,7 +301,7 @@ JsonReader::Token JsonReader::lexString(bool isKey) {
     i = pos_ + off;
   }
   // Slow path: unescape into scratch_.
-  scratch_.assign(buf_.data() + pos_ + 1, i - pos_ - 1);
+  scratch_.assign(data_ + pos_ + 1, i - pos_ - 1);
   auto need = [&](std::size_t n) {
     while (end_ - i < n) {
       const std::size_t off = i - pos_;
@@ -307,13 +318,13 @@ JsonReader::Token JsonReader::lexString(bool isKey) {
       i = pos_ + offI;
       if (!more) return false;
     }
-    return std::string_view(buf_.data() + at, lit.size()) == lit;
+    return std::string_view(data_ + at, lit.size()) == lit;
   };
   auto hex4 = [&]() -> std::uint32_t {
     need(4);
     std::uint32_t v = 0;
     for (int k = 0; k < 4; ++k) {
-      const char h = buf_[i++];
+      const char h = data_[i++];
       v <<= 4;
       if (h >= '0' && h <= '9')
         v |= static_cast<std::uint32_t>(h - '0');
@@ -328,7 +339,7 @@ JsonReader::Token JsonReader::lexString(bool isKey) {
   };
   for (;;) {
     need(1);
-    const char c = buf_[i];
+    const char c = data_[i];
     if (c == '"') {
       pos_ = i + 1;
       text_ = scratch_;
@@ -339,15 +350,15 @@ JsonReader::Token JsonReader::lexString(bool isKey) {
     if (c != '\\') {
       // Copy the plain run up to the next quote/backslash in one go.
       std::size_t j = i;
-      while (j < end_ && buf_[j] != '"' && buf_[j] != '\\') ++j;
-      scratch_.append(buf_.data() + i, j - i);
+      while (j < end_ && data_[j] != '"' && data_[j] != '\\') ++j;
+      scratch_.append(data_ + i, j - i);
       i = j;
       // Keep the consumed part out of the buffer so long strings do not force it to grow.
       pos_ = i - 1;  // any index <= i works; fill() keeps [pos_, end_)
       continue;
     }
     need(2);
-    const char e = buf_[i + 1];
+    const char e = data_[i + 1];
     i += 2;
     switch (e) {
       case '"': scratch_.push_back('"'); break;
@@ -393,13 +404,13 @@ JsonReader::Token JsonReader::lexNumber() {
   std::size_t i = pos_;
   // Fast path: a plain integer inside the buffer (most numbers in a trace).
   {
-    std::size_t j = pos_ + (buf_[pos_] == '-' ? 1 : 0);
+    std::size_t j = pos_ + (data_[pos_] == '-' ? 1 : 0);
     const std::size_t first = j;
-    while (j < end_ && isDigit(buf_[j])) ++j;
-    if (j < end_ && j > first && !(buf_[first] == '0' && j - first > 1)) {
-      const char c = buf_[j];
+    while (j < end_ && isDigit(data_[j])) ++j;
+    if (j < end_ && j > first && !(data_[first] == '0' && j - first > 1)) {
+      const char c = data_[j];
       if (c != '.' && c != 'e' && c != 'E' && c != '-' && c != '+') {
-        text_ = std::string_view(buf_.data() + pos_, j - pos_);
+        text_ = std::string_view(data_ + pos_, j - pos_);
         pos_ = j;
         return Token::Number;
       }
@@ -407,7 +418,7 @@ JsonReader::Token JsonReader::lexNumber() {
   }
   for (;;) {
     while (i < end_) {
-      const char c = buf_[i];
+      const char c = data_[i];
       if (isDigit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E')
         ++i;
       else
@@ -420,7 +431,7 @@ JsonReader::Token JsonReader::lexNumber() {
     i = pos_ + off;  // fill() may have moved the buffer, even when it read nothing
     if (!more) break;
   }
-  const std::string_view s(buf_.data() + pos_, i - pos_);
+  const std::string_view s(data_ + pos_, i - pos_);
   // Validate: -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?
   std::size_t k = 0;
   auto bad = [&]() { fail("malformed number '" + std::string(s.substr(0, 40)) + "'"); };
@@ -452,7 +463,7 @@ void JsonReader::lexLiteral(std::string_view word) {
   while (end_ - pos_ < word.size()) {
     if (!fill()) fail("unexpected end of input in a literal");
   }
-  if (std::string_view(buf_.data() + pos_, word.size()) != word) fail("invalid literal (expected '" + std::string(word) + "')");
+  if (std::string_view(data_ + pos_, word.size()) != word) fail("invalid literal (expected '" + std::string(word) + "')");
   pos_ += word.size();
   text_ = word;
 }
@@ -460,14 +471,14 @@ void JsonReader::lexLiteral(std::string_view word) {
 void JsonReader::skipContainerFast() {
   // pos_ stays just after the opening bracket while scanning (capture keeps the bytes anyway), so a
   // malformed container can be re-read by the full tokenizer below.
-  std::string open(1, buf_[pos_ - 1]);  // brackets still open, to catch mismatches
+  std::string open(1, data_[pos_ - 1]);  // brackets still open, to catch mismatches
   bool inString = false;
   std::size_t skip = 0;  // index just after an escaped character
   std::size_t i = pos_;
   // Returns true when the container is closed (or handed to the tokenizer).
   auto visit = [&](std::size_t j) -> bool {
     if (j < skip) return false;
-    const char c = buf_[j];
+    const char c = data_[j];
     if (inString) {
       if (c == '\\')
         skip = j + 2;
@@ -518,7 +529,7 @@ void JsonReader::skipContainerFast() {
     // 16 bytes at a time: visit only quotes, backslashes and brackets (brackets inside strings are
     // ignored by visit()).
     if (i + 16 <= end_) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(buf_.data() + i));
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data_ + i));
       const __m128i m = _mm_or_si128(
           _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
           _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('{')), _mm_cmpeq_epi8(v, _mm_set1_epi8('}'))),
@@ -544,7 +555,7 @@ void JsonReader::beginCapture() {
 
 std::string_view JsonReader::endCapture() {
   capturing_ = false;
-  return std::string_view(buf_.data() + captureStart_, pos_ - captureStart_);
+  return std::string_view(data_ + captureStart_, pos_ - captureStart_);
 }
 
 void appendCompactJson(std::string& out, std::string_view raw) {

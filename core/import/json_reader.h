@@ -22,6 +22,8 @@ class JsonReader {
   enum class Token { BeginObject, EndObject, BeginArray, EndArray, Key, String, Number, True, False, Null, End };
 
   JsonReader(InputSource& in, JsonLimits limits = {});
+  // Reads a document already in memory, in place (no copy); `label` names it in errors.
+  JsonReader(std::string_view text, std::string label, JsonLimits limits = {});
 
   Token next();
   // Key/String: the unescaped text. Number: the raw text (validated against the JSON grammar).
@@ -44,8 +46,7 @@ class JsonReader {
   // Maps offsets of this reader's stream to offsets of the original file in error messages.
   void setOffsetMap(std::function<std::uint64_t(std::uint64_t)> map) { offsetMap_ = std::move(map); }
   [[noreturn]] void fail(const std::string& msg) const;
-  const std::string& path() const { return in_.path(); }
-  InputSource& input() { return in_; }
+  const std::string& path() const { return in_ ? in_->path() : label_; }
 
  private:
   enum class Expect : std::uint8_t { Value, KeyOrEnd, Colon, CommaOrEnd, ValueOrEnd, Done };
@@ -56,9 +57,11 @@ class JsonReader {
   void lexLiteral(std::string_view word);
   void afterValue();
 
-  InputSource& in_;
+  InputSource* in_;
+  std::string label_;
   JsonLimits limits_;
-  std::vector<char> buf_;
+  std::vector<char> buf_;  // owned buffer for streamed input
+  char* data_ = nullptr;   // buf_.data(), or the caller's text in the in-place mode
   std::size_t pos_ = 0;
   std::size_t end_ = 0;
   std::uint64_t base_ = 0;  // stream offset of buf_[0]

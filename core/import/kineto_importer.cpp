@@ -320,8 +320,7 @@ class KinetoParser {
     batch_->seq = seg.seq;
     batch_->fileOffset = seg.fileOffset;
     segment_ = &seg;
-    StringSource src(seg.text, path_);
-    JsonReader r(src, opt_.limits);
+    JsonReader r(seg.text, path_, opt_.limits);
     r.setOffsetMap([&seg](std::uint64_t local) { return mapOffset(seg, local); });
     if (r.next() != Token::BeginArray) r.fail("internal: segment is not an array");
     eventIndex_ = seg.firstEvent;

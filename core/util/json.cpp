@@ -180,8 +180,7 @@ std::size_t StringSource::read(char* buf, std::size_t n) {
 }
 
 JsonValue parseJson(std::string_view text, const std::string& label) {
-  StringSource src(text, label);
-  JsonReader r(src);
+  JsonReader r(text, label);
   JsonValue v = readJsonValue(r, r.next());
   if (r.next() != JsonReader::Token::End) r.fail("unexpected data after the JSON document");
   return v;
