@@ -177,7 +177,9 @@ bool JsonReader::skipWs() {
 
 JsonReader::Token JsonReader::next() {
   for (;;) {
-    if (!skipWs()) {
+    // Inline fast path: traces put at most a space or a newline and indentation between tokens.
+    while (pos_ < end_ && isWs(data_[pos_])) ++pos_;
+    if (pos_ >= end_ && !skipWs()) {
       tokenOffset_ = base_ + pos_;
       if (expect_ == Expect::Done) return Token::End;
       if (!anyToken_) fail("empty document (no JSON value)");
