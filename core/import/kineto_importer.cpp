@@ -1296,6 +1296,17 @@ bool fillGpuSteps(const RankState& rs, EventChunk& c) {
   return changed;
 }
 
+ProcessGroup toProcessGroup(Id runId, const PGroup& g) {
+  ProcessGroup pg;
+  pg.runId = runId;
+  pg.name = g.name;
+  pg.description = g.description;
+  pg.backend = g.backend;
+  pg.size = g.size;
+  pg.ranksJson = g.ranksJson;
+  return pg;
+}
+
 // True while the chunk has GPU events whose launch step may still become known.
 bool hasUnresolvedGpu(const EventChunk& c) {
   for (std::size_t i = 0; i < c.size(); ++i)
@@ -1552,15 +1563,7 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
       for (auto& wmsg : b->warnings)
         if (warningsSeen.insert(wmsg).second) result.warnings.push_back(wmsg);
       for (auto& str : b->newStrings) strIds[w].push_back(store.intern(str));
-      for (auto& g : b->newGroups) {
-        ProcessGroup pg;
-        pg.runId = rs.runId;
-        pg.name = g.name;
-        pg.description = g.description;
-        pg.size = g.size;
-        pg.ranksJson = g.ranksJson;
-        rs.groupIds[w].push_back(store.addProcessGroup(pg));
-      }
+      for (auto& g : b->newGroups) rs.groupIds[w].push_back(store.addProcessGroup(toProcessGroup(rs.runId, g)));
       for (auto& t : b->newTracks) {
         // Several parser threads meet the same thread/stream: one track per key.
         auto found = rs.trackByKey.find(t.key);
@@ -1785,16 +1788,7 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
         dev.bind(1, rs.rankId);
         dev.exec();
       }
-      for (const auto& g : h.groups) {
-        ProcessGroup pg;
-        pg.runId = rs.runId;
-        pg.name = g.name;
-        pg.description = g.description;
-        pg.backend = g.backend;
-        pg.size = g.size;
-        pg.ranksJson = g.ranksJson;
-        store.addProcessGroup(pg);
-      }
+      for (const auto& g : h.groups) store.addProcessGroup(toProcessGroup(rs.runId, g));
       // Thread names from M events, matched on the source's pid/tid text (string tids such as
       // "stream 7 " included).
       if (!h.threadNames.empty()) {
