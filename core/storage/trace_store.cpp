@@ -205,8 +205,13 @@ std::vector<Track> TraceStore::tracks(Id runId) {
 Id TraceStore::addProcessGroup(const ProcessGroup& pg) {
   Statement st(*db_,
                "INSERT INTO process_groups(run_id, name, description, backend, size, ranks_json) VALUES(?,?,?,?,?,?) "
-               "ON CONFLICT(run_id, name) DO UPDATE SET description=excluded.description, backend=excluded.backend, "
-               "size=excluded.size, ranks_json=excluded.ranks_json RETURNING id");
+               "ON CONFLICT(run_id, name) DO UPDATE SET "
+               // What one rank knows (a collective's args) must not erase what another said (pg_config).
+               "description=CASE WHEN excluded.description != '' THEN excluded.description ELSE description END, "
+               "backend=CASE WHEN excluded.backend != '' THEN excluded.backend ELSE backend END, "
+               "size=CASE WHEN excluded.size > 0 THEN excluded.size ELSE size END, "
+               "ranks_json=CASE WHEN excluded.ranks_json NOT IN ('', '[]') THEN excluded.ranks_json ELSE ranks_json END "
+               "RETURNING id");
   st.bind(1, pg.runId).bind(2, pg.name).bind(3, pg.description).bind(4, pg.backend).bind(5, pg.size).bind(6, pg.ranksJson);
   if (!st.step()) db_->fail("cannot add process group " + pg.name);
   const Id id = st.int64(0);
