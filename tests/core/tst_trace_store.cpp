@@ -203,6 +203,30 @@ class TestTraceStore : public QObject {
     QVERIFY_THROWS_EXCEPTION(Error, store.eventsInWindow(f.track, 0, 100));
   }
 
+  void processGroupsMergeInsteadOfErasing() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "a.db"));
+    const auto f = makeRun(store, "pg");
+    ProcessGroup full;
+    full.runId = f.run;
+    full.name = "3";
+    full.description = "default_pg";
+    full.backend = "cuda:nccl";
+    full.size = 8;
+    full.ranksJson = "[0,1,2,3,4,5,6,7]";
+    const Id id = store.addProcessGroup(full);
+    ProcessGroup partial;  // what a collective's args alone say about the group
+    partial.runId = f.run;
+    partial.name = "3";
+    partial.size = 8;
+    QCOMPARE(store.addProcessGroup(partial), id);
+    const auto pgs = store.processGroups(f.run);
+    QCOMPARE(pgs.size(), std::size_t(1));
+    QCOMPARE(QString::fromStdString(pgs[0].backend), QString("cuda:nccl"));
+    QCOMPARE(QString::fromStdString(pgs[0].description), QString("default_pg"));
+    QCOMPARE(QString::fromStdString(pgs[0].ranksJson), QString("[0,1,2,3,4,5,6,7]"));
+  }
+
   void metricsUpsert() {
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "a.db"));
