@@ -528,6 +528,42 @@ void JsonReader::skipContainerFast() {
       continue;
     }
 #if defined(__SSE2__)
+    // 64 bytes without a backslash: every quote toggles the string state, so the bytes inside
+    // strings are a prefix-XOR of the quote mask, and only brackets outside strings need a visit.
+    if (i + 64 <= end_ && i >= skip) {
+      std::uint64_t q = 0, bs = 0, br = 0;
+      for (int k = 0; k < 4; ++k) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data_ + i + 16 * k));
+        q |= static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')))))
+             << (16 * k);
+        bs |= static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')))))
+              << (16 * k);
+        const __m128i b = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('{')), _mm_cmpeq_epi8(v, _mm_set1_epi8('}'))),
+                                       _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('[')), _mm_cmpeq_epi8(v, _mm_set1_epi8(']'))));
+        br |= static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(b))) << (16 * k);
+      }
+      if (bs == 0) {
+        std::uint64_t inside = q;
+        inside ^= inside << 1;
+        inside ^= inside << 2;
+        inside ^= inside << 4;
+        inside ^= inside << 8;
+        inside ^= inside << 16;
+        inside ^= inside << 32;
+        if (inString) inside = ~inside;
+        std::uint64_t structural = br & ~inside;
+        const bool endsInString = ((__builtin_popcountll(q) & 1) != 0) != inString;
+        while (structural) {
+          const std::size_t j = i + static_cast<std::size_t>(__builtin_ctzll(structural));
+          inString = false;  // a bracket outside strings: visit() must see it as structural
+          if (visit(j)) return;
+          structural &= structural - 1;
+        }
+        inString = endsInString;
+        i += 64;
+        continue;
+      }
+    }
     // 16 bytes at a time: visit only quotes, backslashes and brackets (brackets inside strings are
     // ignored by visit()).
     if (i + 16 <= end_) {

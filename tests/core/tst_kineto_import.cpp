@@ -300,6 +300,31 @@ class TestKinetoImport : public QObject {
     QVERIFY(!(named(rows, "aten::mm").flags & EventFlags::HtaGpuRow));
   }
 
+  void bracketsAndQuotesInsideStrings() {
+    // The event splitter skips strings by their quotes (64 bytes at a time when no backslash is
+    // near): brackets and escaped quotes inside strings must not end an event early.
+    QTemporaryDir dir;
+    const std::string longName = std::string(70, 'x') + "} ] { [ weird" + std::string(70, 'y');
+    // (Plain literals: moc cannot read raw strings that contain escaped quotes.)
+    std::string s = "{\"traceEvents\": [";
+    for (int i = 0; i < 50; ++i) {
+      s += "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"" + longName + std::to_string(i) +
+           "\", \"pid\": 1, \"tid\": 1, \"ts\": " + std::to_string(10 * i) +
+           ", \"dur\": 5, \"args\": {\"q\": \"a \\\"quoted\\\" ]] {{ value \\\\\", "
+           "\"arr\": [[1, 2], {\"k\": \"[}\"}], \"n\": " +
+           std::to_string(i) + "}},\n";
+    }
+    s += "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"last\", \"pid\": 1, \"tid\": 1, \"ts\": 1000, \"dur\": 1}]}";
+    TraceStore store(pathIn(dir, "t.db"));
+    const auto res = importKineto(store, {writeFile(dir, "brackets.json", s)});
+    const auto rows = allEvents(store, res.runIds[0], true);
+    QCOMPARE(rows.size(), std::size_t(51));
+    QCOMPARE(QString::fromStdString(rows[7].event.name), QString::fromStdString(longName + "7"));
+    QCOMPARE(QString::fromStdString(rows[7].event.argsJson),
+             QString("{\"q\":\"a \\\"quoted\\\" ]] {{ value \\\\\",\"arr\":[[1,2],{\"k\":\"[}\"}],\"n\":7}"));
+    QCOMPARE(QString::fromStdString(rows[50].event.name), QString("last"));
+  }
+
   void realTraceB200() {
     const auto dir = shardscope::test::sharedTracesDir();
     if (!dir) QSKIP("../shared/traces not present");
