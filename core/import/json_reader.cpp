@@ -203,11 +203,13 @@ JsonReader::Token JsonReader::next() {
           expect_ = top == '{' ? Expect::KeyOrEnd : Expect::Value;
           if (top == '{') {
             // After a comma only a key may follow (no trailing commas).
-            if (!skipWs()) fail("unexpected end of input after ','");
+            while (pos_ < end_ && isWs(data_[pos_])) ++pos_;
+            if (pos_ >= end_ && !skipWs()) fail("unexpected end of input after ','");
             tokenOffset_ = base_ + pos_;
             if (data_[pos_] != '"') fail("expected an object key after ','");
           } else {
-            if (!skipWs()) fail("unexpected end of input after ','");
+            while (pos_ < end_ && isWs(data_[pos_])) ++pos_;
+            if (pos_ >= end_ && !skipWs()) fail("unexpected end of input after ','");
             tokenOffset_ = base_ + pos_;
             if (data_[pos_] == ']') fail("trailing ',' before ']'");
           }
@@ -231,6 +233,14 @@ JsonReader::Token JsonReader::next() {
         if (c != '"') fail("expected an object key (a string)");
         lexString(true);
         expect_ = Expect::Colon;
+        // Usual layout `"key": value`: consume the colon now instead of in another next() round.
+        if (pos_ + 1 < end_ && data_[pos_] == ':') {
+          ++pos_;
+          expect_ = Expect::Value;
+        } else if (pos_ + 2 < end_ && data_[pos_] == ' ' && data_[pos_ + 1] == ':') {
+          pos_ += 2;
+          expect_ = Expect::Value;
+        }
         return Token::Key;
       case Expect::ValueOrEnd:
         if (c == ']') {
@@ -404,17 +414,24 @@ JsonReader::Token JsonReader::lexString(bool isKey) {
 
 JsonReader::Token JsonReader::lexNumber() {
   std::size_t i = pos_;
-  // Fast path: a plain integer inside the buffer (most numbers in a trace).
+  // Fast path: an integer or a plain decimal inside the buffer (nearly every number in a trace).
   {
     std::size_t j = pos_ + (data_[pos_] == '-' ? 1 : 0);
     const std::size_t first = j;
     while (j < end_ && isDigit(data_[j])) ++j;
     if (j < end_ && j > first && !(data_[first] == '0' && j - first > 1)) {
-      const char c = data_[j];
-      if (c != '.' && c != 'e' && c != 'E' && c != '-' && c != '+') {
-        text_ = std::string_view(data_ + pos_, j - pos_);
-        pos_ = j;
-        return Token::Number;
+      if (data_[j] == '.') {
+        const std::size_t frac = ++j;
+        while (j < end_ && isDigit(data_[j])) ++j;
+        if (j == frac) j = end_;  // "1." is malformed: let the slow path say so
+      }
+      if (j < end_) {
+        const char c = data_[j];
+        if (c != '.' && c != 'e' && c != 'E' && c != '-' && c != '+') {
+          text_ = std::string_view(data_ + pos_, j - pos_);
+          pos_ = j;
+          return Token::Number;
+        }
       }
     }
   }
