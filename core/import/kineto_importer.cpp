@@ -34,7 +34,6 @@ using Token = JsonReader::Token;
 constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
 constexpr std::int64_t kMaxAbsNs = 4'600'000'000'000'000'000LL;
 constexpr std::int64_t kMaxDurNs = 1'000'000'000'000'000LL;  // 11.6 days: longer is not a profile
-constexpr std::size_t kBatchEvents = 8192;
 
 // ------------------------------------------------------------------------------------------
 // Records passed from the parsing thread to the writing thread. Strings, tracks and process groups

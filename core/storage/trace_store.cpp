@@ -370,12 +370,6 @@ std::vector<Event> TraceStore::eventsInWindow(Id trackId, TimeNs t0, TimeNs t1, 
   return out;
 }
 
-void TraceStore::forEachChunk(Id trackId, const std::function<void(Id, const EventChunk&)>& fn) {
-  Statement st(*db_, "SELECT id, data FROM event_chunks WHERE track_id=? ORDER BY start_ns, id");
-  st.bind(1, trackId);
-  while (st.step()) fn(st.int64(0), EventChunk::decode(blobOf(st, 1)));
-}
-
 void TraceStore::forEachEvent(Id trackId, const std::function<void(const Event&)>& fn, bool withArgs) {
   // Chunks are sorted inside and come ordered by their first start; a chunk can only contribute
   // events once the merge frontier has reached its first start, so chunks are opened lazily.
@@ -613,7 +607,6 @@ void BulkWriter::endEvent(const EventRecord& e, OpenChunk& oc) {
   s.maxDur = std::max(s.maxDur, e.endNs - e.startNs);
   ++s.count;
   if (e.collOp != CollectiveOp::None && e.category == Category::Communication) ++s.collectives;
-  ++events_;
   // Chunks also close when their args grow large, so one args blob stays small to fetch.
   if (oc.chunk.size() >= static_cast<std::size_t>(EventChunk::kMaxEvents) || oc.args.size() >= (1u << 20))
     writeChunk(e.trackId, oc);

@@ -81,8 +81,6 @@ class TraceStore {
   // Every event of a track in start order (then end descending), streamed: chunks are merged as
   // the walk reaches them, so memory stays bounded whatever the track size.
   void forEachEvent(Id trackId, const std::function<void(const Event&)>& fn, bool withArgs = true);
-  // Raw chunks of a track in storage order (for analyses that scan everything and need no order).
-  void forEachChunk(Id trackId, const std::function<void(Id chunkId, const EventChunk&)>& fn);
   std::vector<CounterSample> counterSamples(Id trackId);
   std::vector<Flow> flows(Id rankId);
   std::vector<MemoryEvent> memoryEvents(Id rankId);
@@ -145,8 +143,6 @@ class BulkWriter {
   // Shifts every event/counter time of the given tracks by delta (statistics included).
   void shiftTracks(const std::vector<Id>& trackIds, TimeNs delta);
 
-  std::uint64_t eventsWritten() const { return events_; }
-
  private:
   struct OpenChunk {
     EventChunk chunk;
@@ -176,7 +172,6 @@ class BulkWriter {
   std::function<bool(Id, EventChunk&)> beforeFlush_;
   std::vector<Id> marked_;
   void rewriteChunk(Id chunkId, std::string_view blob, const std::function<bool(EventChunk&)>& fn, Statement& upd);
-  std::uint64_t events_ = 0;
 };
 
 }  // namespace shardscope::core

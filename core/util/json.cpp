@@ -172,13 +172,6 @@ JsonValue readJsonValue(JsonReader& r, JsonReader::Token first, std::size_t maxN
   }
 }
 
-std::size_t StringSource::read(char* buf, std::size_t n) {
-  const std::size_t k = std::min(n, data_.size() - pos_);
-  std::memcpy(buf, data_.data() + pos_, k);
-  pos_ += k;
-  return k;
-}
-
 JsonValue parseJson(std::string_view text, const std::string& label) {
   JsonReader r(text, label);
   JsonValue v = readJsonValue(r, r.next());

@@ -63,19 +63,6 @@ JsonValue readJsonValue(JsonReader& r, JsonReader::Token first, std::size_t maxN
 JsonValue parseJson(std::string_view text, const std::string& label);
 JsonValue parseJsonFile(const std::string& path, std::size_t maxBytes = 64u << 20);
 
-// An InputSource over an in-memory buffer (not owned).
-class StringSource final : public InputSource {
- public:
-  StringSource(std::string_view data, std::string label) : data_(data) { path_ = std::move(label); }
-  std::size_t read(char* buf, std::size_t n) override;
-  std::uint64_t fileOffset() const override { return pos_; }
-  std::uint64_t fileSize() const override { return data_.size(); }
-
- private:
-  std::string_view data_;
-  std::size_t pos_ = 0;
-};
-
 // Formats a double the shortest way that round-trips (no locale), "null" for NaN/inf.
 std::string formatDouble(double v);
 
