@@ -469,16 +469,16 @@ class KinetoParser {
     }
   }
 
-  void readId(JsonReader& r, Token t, Id2& id, const char* field) {
+  void readId(Token t, std::string_view text, Id2& id, const char* field) {
     id.present = true;
     if (t == Token::Number) {
-      auto v = parseInt(r.text());
+      auto v = parseInt(text);
       if (!v) failEvent(std::string("field '") + field + "' is not an integer");
       id.isNum = true;
       id.num = *v;
-      id.text.assign(r.text());
+      id.text.assign(text);
     } else if (t == Token::String) {
-      id.text.assign(r.text());
+      id.text.assign(text);
       auto v = parseInt(id.text);
       id.isNum = false;
       id.num = v.value_or(0);
@@ -487,16 +487,9 @@ class KinetoParser {
     }
   }
 
-  std::string expectString(JsonReader& r, Token t, const char* field) {
-    if (t != Token::String) failEvent(std::string("field '") + field + "' must be a string");
-    return std::string(r.text());
-  }
-
-  std::int64_t argInt(JsonReader& r, Token t) {
-    if (t == Token::Number) {
-      if (auto v = parseInt(r.text())) return *v;
-    } else if (t == Token::String) {
-      if (auto v = parseInt(r.text())) return *v;
+  static std::int64_t argInt(Token t, std::string_view text) {
+    if (t == Token::Number || t == Token::String) {
+      if (auto v = parseInt(text)) return *v;
     }
     return kNone;
   }
@@ -545,43 +538,51 @@ class KinetoParser {
         r.skipValue(t);
         continue;
       }
-      switch (key) {
-        case kArgOther: break;
-        case kArgExternalId: ev_.externalId = argInt(r, t); break;
-        case kArgCorrelation: ev_.correlation = argInt(r, t); break;
-        case kArgStream:
-          ev_.stream = argInt(r, t);
-          ev_.streamArg = ev_.stream != kNone;
-          break;
-        case kArgDevice: ev_.device = argInt(r, t); break;
-        case kArgCollName:
-          if (t == Token::String) ev_.collName.assign(r.text());
-          break;
-        case kArgInNelems: ev_.inNelems = argInt(r, t); break;
-        case kArgOutNelems: ev_.outNelems = argInt(r, t); break;
-        case kArgGroupSize: ev_.groupSize = argInt(r, t); break;
-        case kArgDtype:
-          if (t == Token::String) ev_.dtype.assign(r.text());
-          break;
-        case kArgPgName:
-          if (t == Token::String || t == Token::Number) ev_.pgName.assign(r.text());
-          break;
-        case kArgPgDesc:
-          if (t == Token::String) ev_.pgDesc.assign(r.text());
-          break;
-        case kArgPgRanks:
-          if (t == Token::String) ev_.pgRanks.assign(r.text());
-          break;
-        case kArgTotalAllocated: ev_.totalAllocated = argInt(r, t); break;
-        case kArgTotalReserved: ev_.totalReserved = argInt(r, t); break;
-        case kArgBytes: ev_.bytes = argInt(r, t); break;
-        case kArgAddr: ev_.addr = argInt(r, t); break;
-        case kArgDeviceId: ev_.devId = argInt(r, t); break;
-        case kArgDeviceType: ev_.devType = argInt(r, t); break;
-      }
+      onArg(key, t, r.text());
     }
-    const std::string_view raw = r.endCapture();
-    // Raw text as in the file; the writer thread removes the whitespace (it has the spare cycles).
+    keepArgs(r.endCapture(), keep);
+  }
+
+  // A scalar arg value; promoted keys fill the event's columns.
+  void onArg(ArgKey key, Token t, std::string_view text) {
+    switch (key) {
+      case kArgOther: break;
+      case kArgExternalId: ev_.externalId = argInt(t, text); break;
+      case kArgCorrelation: ev_.correlation = argInt(t, text); break;
+      case kArgStream:
+        ev_.stream = argInt(t, text);
+        ev_.streamArg = ev_.stream != kNone;
+        break;
+      case kArgDevice: ev_.device = argInt(t, text); break;
+      case kArgCollName:
+        if (t == Token::String) ev_.collName.assign(text);
+        break;
+      case kArgInNelems: ev_.inNelems = argInt(t, text); break;
+      case kArgOutNelems: ev_.outNelems = argInt(t, text); break;
+      case kArgGroupSize: ev_.groupSize = argInt(t, text); break;
+      case kArgDtype:
+        if (t == Token::String) ev_.dtype.assign(text);
+        break;
+      case kArgPgName:
+        if (t == Token::String || t == Token::Number) ev_.pgName.assign(text);
+        break;
+      case kArgPgDesc:
+        if (t == Token::String) ev_.pgDesc.assign(text);
+        break;
+      case kArgPgRanks:
+        if (t == Token::String) ev_.pgRanks.assign(text);
+        break;
+      case kArgTotalAllocated: ev_.totalAllocated = argInt(t, text); break;
+      case kArgTotalReserved: ev_.totalReserved = argInt(t, text); break;
+      case kArgBytes: ev_.bytes = argInt(t, text); break;
+      case kArgAddr: ev_.addr = argInt(t, text); break;
+      case kArgDeviceId: ev_.devId = argInt(t, text); break;
+      case kArgDeviceType: ev_.devType = argInt(t, text); break;
+    }
+  }
+
+  // Keeps the args object's raw text (whitespace is removed later by the writer thread).
+  void keepArgs(std::string_view raw, bool keep) {
     if (!keep) return;
     if (opt_.keepArgs && (ev_.ph == "X" || ev_.ph == "i" || ev_.ph == "I") && raw.size() > 2) {
       // The common case goes straight into the batch (one copy); appendArgs() keeps or drops it.
@@ -603,80 +604,99 @@ class KinetoParser {
       for (;;) {
         t = r.next();
         if (t == Token::EndObject) break;
-        const std::string_view k = r.text();
         // Dispatch on the key before reading the value (the view dies at next()).
-        int which = 0;
-        switch (k.size()) {
-          case 1: which = k == "s" ? 11 : 0; break;
-          case 2: which = k == "ph" ? 1 : k == "ts" ? 4 : k == "id" ? 9 : k == "bp" ? 10 : 0; break;
-          case 3: which = k == "cat" ? 3 : k == "dur" ? 5 : k == "pid" ? 6 : k == "tid" ? 7 : 0; break;
-          case 4: which = k == "name" ? 2 : k == "args" ? 8 : 0; break;
-          default: break;
-        }
+        const int which = fieldId(r.text());
         t = r.next();
-        switch (which) {
-          case 1: ev_.ph = expectString(r, t, "ph"); break;
-          case 2:
-            if (t == Token::String) {
-              ev_.name.assign(r.text());
-            } else if (t == Token::Number) {
-              ev_.name.assign(r.text());
-            } else {
-              failEvent("field 'name' must be a string");
-            }
-            ev_.hasName = true;
-            break;
-          case 3:
-            ev_.cat = expectString(r, t, "cat");
-            ev_.hasCat = true;
-            break;
-          case 4:
-            if (t != Token::Number) failEvent("field 'ts' must be a number");
-            ev_.ts.assign(r.text());
-            ev_.hasTs = true;
-            break;
-          case 5:
-            if (t != Token::Number) failEvent("field 'dur' must be a number");
-            ev_.dur.assign(r.text());
-            ev_.hasDur = true;
-            break;
-          case 6: readId(r, t, ev_.pid, "pid"); break;
-          case 7: readId(r, t, ev_.tid, "tid"); break;
-          case 8:
-            if (t == Token::BeginObject) {
-              parseArgs(r);
-            } else {
-              r.skipValue(t);
-            }
-            break;
-          case 9:
-            if (t == Token::Number || t == Token::String) {
-              auto v = parseInt(r.text());
-              if (!v && t == Token::String) {
-                // Hex ids ("0x1f") are common in Chrome traces.
-                std::string_view s = r.text();
-                std::int64_t h = 0;
-                if (startsWith(s, "0x")) std::from_chars(s.data() + 2, s.data() + s.size(), h, 16);
-                else h = static_cast<std::int64_t>(std::hash<std::string_view>{}(s) >> 1);
-                v = h;
-              }
-              ev_.flowId = v.value_or(0);
-              ev_.hasId = true;
-            } else {
-              r.skipValue(t);
-            }
-            break;
-          case 10:
-            if (t == Token::String) ev_.bp.assign(r.text());
-            break;
-          case 11:
-            if (t == Token::String) ev_.scope.assign(r.text());
-            break;
-          default: r.skipValue(t); break;
+        if (which == 8 && t == Token::BeginObject) {
+          parseArgs(r);
+        } else if (t == Token::BeginObject || t == Token::BeginArray) {
+          if (which >= 1 && which <= 7) onFieldType(which);  // a container where a scalar belongs
+          r.skipValue(t);
+        } else {
+          onField(which, t, r.text());
         }
       }
       handleEvent();
       ++eventIndex_;
+    }
+  }
+
+  static int fieldId(std::string_view k) {
+    switch (k.size()) {
+      case 1: return k == "s" ? 11 : 0;
+      case 2: return k == "ph" ? 1 : k == "ts" ? 4 : k == "id" ? 9 : k == "bp" ? 10 : 0;
+      case 3: return k == "cat" ? 3 : k == "dur" ? 5 : k == "pid" ? 6 : k == "tid" ? 7 : 0;
+      case 4: return k == "name" ? 2 : k == "args" ? 8 : 0;
+      default: return 0;
+    }
+  }
+
+  // The error for a container (object/array) where a field needs a scalar.
+  [[noreturn]] void onFieldType(int which) {
+    switch (which) {
+      case 1: failEvent("field 'ph' must be a string");
+      case 2: failEvent("field 'name' must be a string");
+      case 3: failEvent("field 'cat' must be a string");
+      case 4: failEvent("field 'ts' must be a number");
+      case 5: failEvent("field 'dur' must be a number");
+      case 6: failEvent("field 'pid' must be a number or a string");
+      case 7: failEvent("field 'tid' must be a number or a string");
+      default: failEvent("unexpected value");
+    }
+  }
+
+  // A scalar event field (which = fieldId(key)).
+  void onField(int which, Token t, std::string_view text) {
+    switch (which) {
+      case 1:
+        if (t != Token::String) failEvent("field 'ph' must be a string");
+        ev_.ph.assign(text);
+        break;
+      case 2:
+        if (t != Token::String && t != Token::Number) failEvent("field 'name' must be a string");
+        ev_.name.assign(text);
+        ev_.hasName = true;
+        break;
+      case 3:
+        if (t != Token::String) failEvent("field 'cat' must be a string");
+        ev_.cat.assign(text);
+        ev_.hasCat = true;
+        break;
+      case 4:
+        if (t != Token::Number) failEvent("field 'ts' must be a number");
+        ev_.ts.assign(text);
+        ev_.hasTs = true;
+        break;
+      case 5:
+        if (t != Token::Number) failEvent("field 'dur' must be a number");
+        ev_.dur.assign(text);
+        ev_.hasDur = true;
+        break;
+      case 6: readId(t, text, ev_.pid, "pid"); break;
+      case 7: readId(t, text, ev_.tid, "tid"); break;
+      case 9:
+        if (t == Token::Number || t == Token::String) {
+          auto v = parseInt(text);
+          if (!v && t == Token::String) {
+            // Hex ids ("0x1f") are common in Chrome traces.
+            std::int64_t h = 0;
+            if (startsWith(text, "0x"))
+              std::from_chars(text.data() + 2, text.data() + text.size(), h, 16);
+            else
+              h = static_cast<std::int64_t>(std::hash<std::string_view>{}(text) >> 1);
+            v = h;
+          }
+          ev_.flowId = v.value_or(0);
+          ev_.hasId = true;
+        }
+        break;
+      case 10:
+        if (t == Token::String) ev_.bp.assign(text);
+        break;
+      case 11:
+        if (t == Token::String) ev_.scope.assign(text);
+        break;
+      default: break;  // unknown keys, and "args" that is not an object
     }
   }
 
