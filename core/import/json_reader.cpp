@@ -15,22 +15,7 @@ constexpr std::size_t kChunk = 1 << 20;
 
 inline bool isWs(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
-// Index of the first '"' or '\\' in p[i, end), or end. Strings in traces are short: a 16-byte SIMD
-// step beats two memchr calls (one per character) that each pay a call and setup.
-inline std::size_t findQuoteOrBackslash(const char* p, std::size_t i, std::size_t end) {
-#if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"');
-  const __m128i bslash = _mm_set1_epi8('\\');
-  while (i + 16 <= end) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
-    const int mask = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)));
-    if (mask) return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-    i += 16;
-  }
-#endif
-  while (i < end && p[i] != '"' && p[i] != '\\') ++i;
-  return i;
-}
+
 inline bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
 void appendUtf8(std::string& out, std::uint32_t cp) {

@@ -319,11 +319,27 @@ class KinetoParser {
     batch_->seq = seg.seq;
     batch_->fileOffset = seg.fileOffset;
     segment_ = &seg;
-    JsonReader r(seg.text, path_, opt_.limits);
-    r.setOffsetMap([&seg](std::uint64_t local) { return mapOffset(seg, local); });
-    if (r.next() != Token::BeginArray) r.fail("internal: segment is not an array");
     eventIndex_ = seg.firstEvent;
-    parseEventArray(r);
+    const std::size_t n = seg.localStart.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      // Event k is followed by the ',' (or the final ']') the splitter put after it.
+      const std::size_t from = seg.localStart[k];
+      const std::size_t to = (k + 1 < n ? seg.localStart[k + 1] : seg.text.size()) - 1;
+      const std::string_view text(seg.text.data() + from, to - from);
+      eventOffset_ = seg.fileStart[k];
+      resetRaw();
+      if (!fastEvent(text)) {
+        resetRaw();
+        JsonReader r(text, path_, opt_.limits);
+        const std::uint64_t base = seg.fileStart[k];
+        r.setOffsetMap([base](std::uint64_t local) { return base + local; });
+        if (r.next() != Token::BeginObject) failEvent("is not a JSON object");
+        parseEventFields(r);
+        if (r.next() != Token::End) r.fail("unexpected data after an event");
+      }
+      handleEvent();
+      ++eventIndex_;
+    }
     batch_->header = std::move(header_);
     batch_->stats = stats_;
     batch_->warnings = std::move(warnings_);
@@ -501,24 +517,32 @@ class KinetoParser {
   };
 
   static ArgKey argKey(std::string_view k) {
-    // Most args are not promoted: dispatch on the length first so they cost one switch.
+    // Most args are not promoted: a length switch and a first-character test reject them cheaply.
+    const char* c = k.data();
+    auto is = [&](const char* lit, std::size_t n) { return std::memcmp(c, lit, n) == 0; };
     switch (k.size()) {
-      case 4: return k == "Addr" ? kArgAddr : kArgOther;
-      case 5: return k == "dtype" ? kArgDtype : k == "Bytes" ? kArgBytes : kArgOther;
-      case 6: return k == "stream" ? kArgStream : k == "device" ? kArgDevice : kArgOther;
-      case 9: return k == "Device Id" ? kArgDeviceId : kArgOther;
-      case 10: return k == "Group size" ? kArgGroupSize : kArgOther;
+      case 4: return c[0] == 'A' && is("Addr", 4) ? kArgAddr : kArgOther;
+      case 5: return c[0] == 'd' && is("dtype", 5) ? kArgDtype : c[0] == 'B' && is("Bytes", 5) ? kArgBytes : kArgOther;
+      case 6: return c[0] == 's' && is("stream", 6) ? kArgStream : c[0] == 'd' && is("device", 6) ? kArgDevice : kArgOther;
+      case 9: return c[0] == 'D' && is("Device Id", 9) ? kArgDeviceId : kArgOther;
+      case 10: return c[0] == 'G' && is("Group size", 10) ? kArgGroupSize : kArgOther;
       case 11:
-        return k == "External id"   ? kArgExternalId
-               : k == "correlation" ? kArgCorrelation
-               : k == "Device Type" ? kArgDeviceType
-                                    : kArgOther;
-      case 13: return k == "In msg nelems" ? kArgInNelems : kArgOther;
-      case 14: return k == "Out msg nelems" ? kArgOutNelems : k == "Total Reserved" ? kArgTotalReserved : kArgOther;
-      case 15: return k == "Collective name" ? kArgCollName : k == "Total Allocated" ? kArgTotalAllocated : kArgOther;
-      case 18: return k == "Process Group Name" ? kArgPgName : kArgOther;
-      case 19: return k == "Process Group Ranks" ? kArgPgRanks : kArgOther;
-      case 25: return k == "Process Group Description" ? kArgPgDesc : kArgOther;
+        if (c[0] == 'E' && is("External id", 11)) return kArgExternalId;
+        if (c[0] == 'c' && is("correlation", 11)) return kArgCorrelation;
+        if (c[0] == 'D' && is("Device Type", 11)) return kArgDeviceType;
+        return kArgOther;
+      case 13: return c[0] == 'I' && is("In msg nelems", 13) ? kArgInNelems : kArgOther;
+      case 14:
+        if (c[0] == 'O' && is("Out msg nelems", 14)) return kArgOutNelems;
+        if (c[0] == 'T' && is("Total Reserved", 14)) return kArgTotalReserved;
+        return kArgOther;
+      case 15:
+        if (c[0] == 'C' && is("Collective name", 15)) return kArgCollName;
+        if (c[0] == 'T' && is("Total Allocated", 15)) return kArgTotalAllocated;
+        return kArgOther;
+      case 18: return c[0] == 'P' && is("Process Group Name", 18) ? kArgPgName : kArgOther;
+      case 19: return c[0] == 'P' && is("Process Group Ranks", 19) ? kArgPgRanks : kArgOther;
+      case 25: return c[0] == 'P' && is("Process Group Description", 25) ? kArgPgDesc : kArgOther;
       default: return kArgOther;
     }
   }
@@ -527,7 +551,7 @@ class KinetoParser {
   // object's raw text (whitespace removed) rather than re-serialising it token by token.
   void parseArgs(JsonReader& r) {
     // Counter (C) and metadata (M) events need their args later; 'ph' usually comes first.
-    const bool keep = opt_.keepArgs || ev_.ph.empty() || ev_.ph == "M" || ev_.ph == "C";
+    const bool keep = opt_.keepArgs || ev_.ph.size() != 1 || ev_.ph[0] == 'M' || ev_.ph[0] == 'C';
     r.beginCapture();
     for (;;) {
       Token t = r.next();
@@ -584,7 +608,8 @@ class KinetoParser {
   // Keeps the args object's raw text (whitespace is removed later by the writer thread).
   void keepArgs(std::string_view raw, bool keep) {
     if (!keep) return;
-    if (opt_.keepArgs && (ev_.ph == "X" || ev_.ph == "i" || ev_.ph == "I") && raw.size() > 2) {
+    if (opt_.keepArgs && ev_.ph.size() == 1 && (ev_.ph[0] == 'X' || ev_.ph[0] == 'i' || ev_.ph[0] == 'I') &&
+        raw.size() > 2) {
       // The common case goes straight into the batch (one copy); appendArgs() keeps or drops it.
       ev_.rawArgsOff = batch_->args.size();
       ev_.rawArgsLen = raw.size();
@@ -594,15 +619,10 @@ class KinetoParser {
     }
   }
 
-  void parseEventArray(JsonReader& r) {
-    for (;;) {
-      Token t = r.next();
-      if (t == Token::EndArray) return;
-      eventOffset_ = mapOffset(*segment_, r.tokenOffset());
-      if (t != Token::BeginObject) failEvent("is not a JSON object");
-      resetRaw();
+  // The full tokenizer's reading of one event (its '{' was just returned): every error is precise.
+  void parseEventFields(JsonReader& r) {
       for (;;) {
-        t = r.next();
+        Token t = r.next();
         if (t == Token::EndObject) break;
         // Dispatch on the key before reading the value (the view dies at next()).
         const int which = fieldId(r.text());
@@ -616,17 +636,224 @@ class KinetoParser {
           onField(which, t, r.text());
         }
       }
-      handleEvent();
-      ++eventIndex_;
+  }
+
+  // Reads one event straight from its text for the common, well-formed case: no escapes, plain
+  // numbers, nesting only inside args. Returns false as soon as anything else shows up; the caller
+  // then re-reads the event with the full tokenizer, which also produces the precise error.
+  bool fastEvent(std::string_view ev) {
+    const char* p = ev.data();
+    const char* const end = p + ev.size();
+    auto ws = [&]() {
+      while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
+    };
+    // A string without escapes; p is at its opening quote.
+    auto str = [&](std::string_view& out) -> bool {
+      const auto at = findQuoteOrBackslash(p, 1, static_cast<std::size_t>(end - p));
+      const char* q = p + at;
+      if (q >= end || *q == '\\') return false;
+      out = std::string_view(p + 1, static_cast<std::size_t>(q - p - 1));
+      p = q + 1;
+      return true;
+    };
+    // A number in the JSON grammar without exponent: -?(0|[1-9][0-9]*)(.[0-9]+)?
+    auto num = [&](std::string_view& out) -> bool {
+      const char* q = p;
+      if (q < end && *q == '-') ++q;
+      if (q >= end || *q < '0' || *q > '9') return false;
+      if (*q == '0') {
+        ++q;
+      } else {
+        while (q < end && *q >= '0' && *q <= '9') ++q;
+      }
+      if (q < end && *q == '.') {
+        ++q;
+        const char* d = q;
+        while (q < end && *q >= '0' && *q <= '9') ++q;
+        if (q == d) return false;
+      }
+      if (q < end && (*q == 'e' || *q == 'E' || (*q >= '0' && *q <= '9'))) return false;
+      out = std::string_view(p, static_cast<std::size_t>(q - p));
+      p = q;
+      return true;
+    };
+    auto literal = [&](Token& t) -> bool {
+      const auto rest = static_cast<std::size_t>(end - p);
+      if (rest >= 4 && std::memcmp(p, "true", 4) == 0) { t = Token::True; p += 4; return true; }
+      if (rest >= 5 && std::memcmp(p, "false", 5) == 0) { t = Token::False; p += 5; return true; }
+      if (rest >= 4 && std::memcmp(p, "null", 4) == 0) { t = Token::Null; p += 4; return true; }
+      return false;
+    };
+    // A scalar value: its token type and text.
+    auto scalar = [&](Token& t, std::string_view& text) -> bool {
+      if (p >= end) return false;
+      if (*p == '"') {
+        t = Token::String;
+        return str(text);
+      }
+      if (*p == '-' || (*p >= '0' && *p <= '9')) {
+        t = Token::Number;
+        return num(text);
+      }
+      text = {};
+      return literal(t);
+    };
+    // Validates and skips a nested array/object (args like "Input Dims": [[1, 2], [3]]).
+    std::function<bool(int)> nested = [&](int depth) -> bool {
+      if (depth > 32) return false;
+      const char close = *p == '{' ? '}' : ']';
+      const bool object = close == '}';
+      ++p;
+      ws();
+      if (p < end && *p == close) {
+        ++p;
+        return true;
+      }
+      for (;;) {
+        ws();
+        if (object) {
+          std::string_view k;
+          if (p >= end || *p != '"' || !str(k)) return false;
+          ws();
+          if (p >= end || *p != ':') return false;
+          ++p;
+          ws();
+        }
+        if (p >= end) return false;
+        if (*p == '{' || *p == '[') {
+          if (!nested(depth + 1)) return false;
+        } else {
+          Token t;
+          std::string_view v;
+          if (!scalar(t, v)) return false;
+        }
+        ws();
+        if (p >= end) return false;
+        if (*p == ',') {
+          ++p;
+          continue;
+        }
+        if (*p == close) {
+          ++p;
+          return true;
+        }
+        return false;
+      }
+    };
+
+    ws();
+    if (p >= end || *p != '{') return false;
+    ++p;
+    ws();
+    if (p < end && *p == '}') {
+      ++p;
+    } else {
+      for (;;) {
+        ws();
+        std::string_view key;
+        if (p >= end || *p != '"' || !str(key)) return false;
+        ws();
+        if (p >= end || *p != ':') return false;
+        ++p;
+        ws();
+        if (p >= end) return false;
+        const int which = fieldId(key);
+        if (which == 8 && *p == '{') {
+          if (!fastArgs(p, end, nested, scalar, ws, str)) return false;
+        } else if (*p == '{' || *p == '[') {
+          if (which >= 1 && which <= 7) return false;  // let the tokenizer report the type error
+          if (!nested(0)) return false;
+        } else {
+          Token t;
+          std::string_view v;
+          if (!scalar(t, v)) return false;
+          // Type errors are reported by the full reader (same message either way).
+          if ((which == 1 || which == 3) && t != Token::String) return false;
+          if (which == 2 && t != Token::String && t != Token::Number) return false;
+          if ((which == 4 || which == 5) && t != Token::Number) return false;
+          if ((which == 6 || which == 7) && t != Token::Number && t != Token::String) return false;
+          onField(which, t, v);
+        }
+        ws();
+        if (p >= end) return false;
+        if (*p == ',') {
+          ++p;
+          continue;
+        }
+        if (*p == '}') {
+          ++p;
+          break;
+        }
+        return false;
+      }
     }
+    ws();
+    return p == end;
+  }
+
+  template <typename Nested, typename Scalar, typename Ws, typename Str>
+  bool fastArgs(const char*& p, const char* end, Nested& nested, Scalar& scalar, Ws& ws, Str& str) {
+    const bool keep = opt_.keepArgs || ev_.ph.size() != 1 || ev_.ph[0] == 'M' || ev_.ph[0] == 'C';
+    const char* start = p;
+    ++p;
+    ws();
+    if (p < end && *p == '}') {
+      ++p;
+    } else {
+      for (;;) {
+        ws();
+        std::string_view key;
+        if (p >= end || *p != '"' || !str(key)) return false;
+        ws();
+        if (p >= end || *p != ':') return false;
+        ++p;
+        ws();
+        if (p >= end) return false;
+        if (*p == '{' || *p == '[') {
+          if (!nested(1)) return false;
+        } else {
+          Token t;
+          std::string_view v;
+          if (!scalar(t, v)) return false;
+          onArg(argKey(key), t, v);
+        }
+        ws();
+        if (p >= end) return false;
+        if (*p == ',') {
+          ++p;
+          continue;
+        }
+        if (*p == '}') {
+          ++p;
+          break;
+        }
+        return false;
+      }
+    }
+    keepArgs(std::string_view(start, static_cast<std::size_t>(p - start)), keep);
+    return true;
   }
 
   static int fieldId(std::string_view k) {
+    // Called for every key of every event: compare characters, not strings.
+    const char* c = k.data();
     switch (k.size()) {
-      case 1: return k == "s" ? 11 : 0;
-      case 2: return k == "ph" ? 1 : k == "ts" ? 4 : k == "id" ? 9 : k == "bp" ? 10 : 0;
-      case 3: return k == "cat" ? 3 : k == "dur" ? 5 : k == "pid" ? 6 : k == "tid" ? 7 : 0;
-      case 4: return k == "name" ? 2 : k == "args" ? 8 : 0;
+      case 1: return c[0] == 's' ? 11 : 0;
+      case 2:
+        if (c[0] == 'p' && c[1] == 'h') return 1;
+        if (c[0] == 't' && c[1] == 's') return 4;
+        if (c[0] == 'i' && c[1] == 'd') return 9;
+        if (c[0] == 'b' && c[1] == 'p') return 10;
+        return 0;
+      case 3:
+        if (c[0] == 'c' && c[1] == 'a' && c[2] == 't') return 3;
+        if (c[0] == 'd' && c[1] == 'u' && c[2] == 'r') return 5;
+        if (c[1] == 'i' && c[2] == 'd') return c[0] == 'p' ? 6 : c[0] == 't' ? 7 : 0;
+        return 0;
+      case 4:
+        if (std::memcmp(c, "name", 4) == 0) return 2;
+        if (std::memcmp(c, "args", 4) == 0) return 8;
+        return 0;
       default: return 0;
     }
   }
