@@ -209,6 +209,20 @@ bool isGpuCat(std::string_view cat) {
 bool isKernelCat(std::string_view cat) { return cat == "kernel" || cat == "Kernel"; }
 
 std::optional<std::int64_t> parseInt(std::string_view s) {
+  // Fast path: plain decimal integers (ids, correlations, sizes) of up to 18 digits.
+  {
+    std::size_t i = (!s.empty() && s[0] == '-') ? 1 : 0;
+    const std::size_t n = s.size();
+    if (n > i && n - i <= 18) {
+      std::int64_t v = 0;
+      for (; i < n; ++i) {
+        const unsigned d = static_cast<unsigned>(s[i] - '0');
+        if (d > 9) break;
+        v = v * 10 + static_cast<std::int64_t>(d);
+      }
+      if (i == n) return s[0] == '-' ? -v : v;
+    }
+  }
   std::int64_t v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec == std::errc() && p == s.data() + s.size()) return v;
