@@ -1,0 +1,48 @@
+#pragma once
+// HTA-compatible figures (traces.md §5): the same inputs give the same numbers as Holistic Trace
+// Analysis @f4d0062c with default settings, quirks included. Shardscope's own, better-defined metrics
+// live elsewhere and are labelled as ours.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model/types.h"
+#include "core/storage/trace_store.h"
+#include "core/util/progress.h"
+
+namespace shardscope::core {
+
+struct HtaRankFigures {
+  int rank = 0;
+  // Communication/computation overlap in percent, rounded half-even to 2 decimals; nullopt when the
+  // rank has no communication kernel (HTA: NaN).
+  std::optional<double> overlapPct;
+  // Temporal breakdown, µs (integers after HTA's µs rounding), and percentages (2 decimals).
+  std::int64_t idleUs = 0, computeUs = 0, nonComputeUs = 0, kernelTimeUs = 0;
+  double idlePct = 0, computePct = 0, nonComputePct = 0;
+  // Kernel-type breakdown of this rank: label -> µs.
+  std::map<std::string, std::int64_t> kernelTypeUs;
+  std::int64_t rowsKept = 0;  // rows after the last-iteration filter
+  std::vector<std::int64_t> iterations;  // analysed iterations (sorted)
+};
+
+struct HtaKernelTypeRow {
+  std::string label;  // "COMPUTATION", "COMPUTATION overlapping COMMUNICATION", ...
+  std::int64_t sumUs = 0;
+  double pct = 0;  // of the sum over all labels, rounded half-even to 1 decimal
+};
+
+struct HtaFigures {
+  std::vector<HtaRankFigures> ranks;
+  std::vector<HtaKernelTypeRow> kernelTypes;  // summed over ranks, sorted by sum descending
+};
+
+// Computes the figures for every rank of a run (traces.md §5.1-5.5).
+HtaFigures computeHtaFigures(TraceStore& store, Id runId, const CancelToken* cancel = nullptr);
+
+// numpy's rounding: multiply, round half to even, divide.
+double roundHalfEven(double x, int decimals);
+
+}  // namespace shardscope::core
