@@ -30,3 +30,5 @@ else
 fi
 echo
 "$CLI" info --db "$DB"
+echo
+"$CLI" analyze --db "$DB" --all-runs

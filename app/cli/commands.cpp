@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "app/cli/terminal_progress.h"
+#include "core/analysis/hta_metrics.h"
 #include "core/export/kineto_exporter.h"
 #include "core/export/perfetto_exporter.h"
 #include "core/import/kineto_importer.h"
@@ -296,6 +297,102 @@ int cmdExport(const Args& a, core::CancelToken& cancel) {
   return kOk;
 }
 
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
+  core::TraceStore store(dbPath(a), core::Database::Mode::ReadOnly);
+  std::vector<core::Id> ids;
+  if (a.has("all-runs")) {
+    for (const auto& r : store.runs()) ids.push_back(r.id);
+  } else {
+    ids.push_back(resolveRun(store, a));
+  }
+  JsonValue jsonRuns = JsonValue::array();
+  if (a.has("csv"))
+    std::cout << "run,rank,comm_comp_overlap_pctg,idle_time_us,compute_time_us,non_compute_time_us,kernel_time_us,"
+                 "idle_time_pctg,compute_time_pctg,non_compute_time_pctg\n";
+  for (core::Id id : ids) {
+    const auto run = store.run(id);
+    const core::HtaFigures f = core::computeHtaFigures(store, id, &cancel);
+    if (a.has("json")) {
+      JsonValue rj = JsonValue::object();
+      rj.set("run", JsonValue::number(static_cast<std::int64_t>(id)));
+      rj.set("name", JsonValue::string(run->name));
+      JsonValue ranks = JsonValue::array();
+      for (const auto& r : f.ranks) {
+        JsonValue x = JsonValue::object();
+        x.set("rank", JsonValue::number(static_cast<std::int64_t>(r.rank)));
+        x.set("comm_comp_overlap_pctg", r.overlapPct ? JsonValue::number(*r.overlapPct) : JsonValue());
+        x.set("idle_time_us", JsonValue::number(r.idleUs));
+        x.set("compute_time_us", JsonValue::number(r.computeUs));
+        x.set("non_compute_time_us", JsonValue::number(r.nonComputeUs));
+        x.set("kernel_time_us", JsonValue::number(r.kernelTimeUs));
+        x.set("idle_time_pctg", JsonValue::number(r.idlePct));
+        x.set("compute_time_pctg", JsonValue::number(r.computePct));
+        x.set("non_compute_time_pctg", JsonValue::number(r.nonComputePct));
+        JsonValue its = JsonValue::array();
+        for (auto i : r.iterations) its.push(JsonValue::number(i));
+        x.set("iterations", std::move(its));
+        ranks.push(std::move(x));
+      }
+      rj.set("hta_ranks", std::move(ranks));
+      JsonValue kt = JsonValue::array();
+      for (const auto& k : f.kernelTypes) {
+        JsonValue x = JsonValue::object();
+        x.set("kernel_type", JsonValue::string(k.label));
+        x.set("sum_us", JsonValue::number(k.sumUs));
+        x.set("percentage", JsonValue::number(k.pct));
+        kt.push(std::move(x));
+      }
+      rj.set("hta_kernel_type_breakdown", std::move(kt));
+      jsonRuns.push(std::move(rj));
+      continue;
+    }
+    if (a.has("csv")) {
+      for (const auto& r : f.ranks)
+        std::cout << id << "," << r.rank << "," << (r.overlapPct ? fixed(*r.overlapPct, 2) : std::string()) << ","
+                  << r.idleUs << "," << r.computeUs << "," << r.nonComputeUs << "," << r.kernelTimeUs << ","
+                  << fixed(r.idlePct, 2) << "," << fixed(r.computePct, 2) << "," << fixed(r.nonComputePct, 2) << "\n";
+      continue;
+    }
+    std::cout << "run " << id << "  " << run->name << "\n";
+    std::cout << "  HTA-compatible figures (HTA @f4d0062c rules: last ProfilerStep dropped when there are several)\n";
+    std::cout << "  rank  overlap %   idle us (%)            compute us (%)         non-compute us (%)     GPU span us\n";
+    for (const auto& r : f.ranks) {
+      char line[256];
+      std::snprintf(line, sizeof line, "  %4d  %9s   %10lld (%6.2f)   %10lld (%6.2f)   %10lld (%6.2f)   %10lld\n", r.rank,
+                    r.overlapPct ? fixed(*r.overlapPct, 2).c_str() : "n/a", static_cast<long long>(r.idleUs), r.idlePct,
+                    static_cast<long long>(r.computeUs), r.computePct, static_cast<long long>(r.nonComputeUs),
+                    r.nonComputePct, static_cast<long long>(r.kernelTimeUs));
+      std::cout << line;
+    }
+    if (!f.kernelTypes.empty()) {
+      std::cout << "  GPU kernel-type breakdown (all ranks)\n";
+      for (const auto& k : f.kernelTypes) {
+        char line[256];
+        std::snprintf(line, sizeof line, "    %-58s %12lld us %6.1f %%\n", k.label.c_str(), static_cast<long long>(k.sumUs),
+                      k.pct);
+        std::cout << line;
+      }
+    }
+    for (const auto& r : f.ranks)
+      if (!r.overlapPct) {
+        std::cout << "  (overlap n/a: that rank has no communication kernel, HTA reports NaN)\n";
+        break;
+      }
+  }
+  if (a.has("json")) {
+    JsonValue out = JsonValue::object();
+    out.set("runs", std::move(jsonRuns));
+    std::cout << out.dump() << "\n";
+  }
+  return kOk;
+}
+
 const std::vector<Command>& commands() {
   static const std::vector<Command> cmds = {
       {"import",
@@ -310,6 +407,14 @@ const std::vector<Command>& commands() {
        "Show runs, ranks, tracks, event counts and time spans",
        {{"run", true, "one run in detail (tracks per rank)"}},
        cmdInfo},
+      {"analyze",
+       "shardscope-cli analyze [--db F] [--run ID | --all-runs] [--json | --csv]",
+       "Analyse a run (default: the latest): HTA-compatible communication/computation overlap, temporal and "
+       "kernel-type breakdowns per rank",
+       {{"run", true, "run id (default: the latest run)"},
+        {"all-runs", false, "every run of the database"},
+        {"csv", false, "CSV on stdout (RFC 4180)"}},
+       cmdAnalyze},
       {"export",
        "shardscope-cli export [--db F] [--run ID] --format kineto|perfetto -o OUT [--no-gzip] [--json]",
        "Export a run: Kineto JSON per rank into directory OUT (HTA, TraceLens, Perfetto read it), or one merged "

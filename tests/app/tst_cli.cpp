@@ -139,6 +139,34 @@ class TestCli : public QObject {
     QVERIFY(QFileInfo(perfetto).size() > 1000);
   }
 
+  void analyzeGivesHtaFigures() {
+    const QString db = QString::fromStdString(test::pathIn(dir_, "runs.db"));  // from importInfoExportRoundTrip
+    const Result r = runCli({"analyze", "--db", db, "--json"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const JsonValue run = json(r).find("runs")->items().at(0);
+    const auto& ranks = run.find("hta_ranks")->items();
+    QCOMPARE(ranks.size(), std::size_t(2));
+    for (const auto& rk : ranks) {
+      // The generated job communicates and computes: overlap is a number, shares add up to 100 %.
+      QVERIFY(rk.find("comm_comp_overlap_pctg")->isNumber());
+      const double sum = rk.find("idle_time_pctg")->asDouble() + rk.find("compute_time_pctg")->asDouble() +
+                         rk.find("non_compute_time_pctg")->asDouble();
+      QVERIFY2(std::abs(sum - 100.0) < 0.02, qPrintable(QString::number(sum)));
+      QCOMPARE(num(rk, "idle_time_us") + num(rk, "compute_time_us") + num(rk, "non_compute_time_us"),
+               num(rk, "kernel_time_us"));
+      // HTA drops the last step from its GPU-side start (the gpu_user_annotation twin of
+      // ProfilerStep#N starts after the CPU one), so CPU rows of the last step that come before it
+      // keep their iteration tag: all 10 generated steps appear.
+      QCOMPARE(rk.find("iterations")->items().size(), std::size_t(statsA_.steps));
+    }
+    const Result csv = runCli({"analyze", "--db", db, "--csv"});
+    QCOMPARE(csv.code, 0);
+    QCOMPARE(csv.out.trimmed().split('\n').size(), 3);  // header + 2 ranks
+    const Result text = runCli({"analyze", "--db", db});
+    QCOMPARE(text.code, 0);
+    QVERIFY(text.out.contains("HTA-compatible"));
+  }
+
   void badInputKeepsDatabase() {
     const QString db = QString::fromStdString(test::pathIn(dir_, "keep.db"));
     QCOMPARE(runCli({"import", "--db", db, QString::fromStdString(traceB_)}).code, 0);
