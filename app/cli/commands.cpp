@@ -11,6 +11,7 @@
 
 #include "app/cli/terminal_progress.h"
 #include "core/analysis/hta_metrics.h"
+#include "core/analysis/step_breakdown.h"
 #include "core/export/kineto_exporter.h"
 #include "core/export/perfetto_exporter.h"
 #include "core/import/kineto_importer.h"
@@ -318,6 +319,7 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
   for (core::Id id : ids) {
     const auto run = store.run(id);
     const core::HtaFigures f = core::computeHtaFigures(store, id, &cancel);
+    const std::vector<core::StepBreakdown> steps = core::computeStepBreakdown(store, id, &cancel);
     if (a.has("json")) {
       JsonValue rj = JsonValue::object();
       rj.set("run", JsonValue::number(static_cast<std::int64_t>(id)));
@@ -349,6 +351,22 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         kt.push(std::move(x));
       }
       rj.set("hta_kernel_type_breakdown", std::move(kt));
+      JsonValue sj = JsonValue::array();
+      for (const auto& b : steps) {
+        JsonValue x = JsonValue::object();
+        x.set("rank", JsonValue::number(static_cast<std::int64_t>(b.rank)));
+        x.set("step", JsonValue::number(b.step));
+        x.set("step_ns", JsonValue::number(b.stepNs));
+        x.set("compute_ns", JsonValue::number(b.computeNs));
+        x.set("comm_ns", JsonValue::number(b.commNs));
+        x.set("overlapped_comm_ns", JsonValue::number(b.overlappedCommNs));
+        x.set("exposed_comm_ns", JsonValue::number(b.exposedCommNs));
+        x.set("other_busy_ns", JsonValue::number(b.otherBusyNs));
+        x.set("idle_ns", JsonValue::number(b.idleNs));
+        x.set("overlap", b.overlap ? JsonValue::number(*b.overlap) : JsonValue());
+        sj.push(std::move(x));
+      }
+      rj.set("steps", std::move(sj));
       jsonRuns.push(std::move(rj));
       continue;
     }
@@ -378,6 +396,34 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
                       k.pct);
         std::cout << line;
       }
+    }
+    // Shardscope per-step figures, averaged over the rank's steps (events outside steps excluded
+    // unless the trace has no steps at all).
+    std::cout << "  Per step (Shardscope): mean over steps\n";
+    std::cout << "  rank  steps   step ms   compute %   comm %   exposed comm %   idle %   overlap %\n";
+    std::map<int, std::vector<const core::StepBreakdown*>> byRank;
+    for (const auto& b : steps) byRank[b.rank].push_back(&b);
+    for (auto& [rank, list] : byRank) {
+      std::vector<const core::StepBreakdown*> use;
+      for (const auto* b : list)
+        if (b->step >= 0) use.push_back(b);
+      if (use.empty()) use = list;
+      double stepNs = 0, compute = 0, comm = 0, exposed = 0, idle = 0, overlapped = 0;
+      for (const auto* b : use) {
+        stepNs += static_cast<double>(b->stepNs);
+        compute += static_cast<double>(b->computeNs);
+        comm += static_cast<double>(b->commNs);
+        exposed += static_cast<double>(b->exposedCommNs);
+        idle += static_cast<double>(b->idleNs);
+        overlapped += static_cast<double>(b->overlappedCommNs);
+      }
+      const double n = static_cast<double>(use.size());
+      auto pct = [&](double x) { return stepNs > 0 ? fixed(100.0 * x / stepNs, 1) : std::string("-"); };
+      char line[256];
+      std::snprintf(line, sizeof line, "  %4d  %5zu  %8.3f   %9s  %7s   %14s  %6s   %9s\n", rank, use.size(),
+                    stepNs / n / 1e6, pct(compute).c_str(), pct(comm).c_str(), pct(exposed).c_str(), pct(idle).c_str(),
+                    comm > 0 ? fixed(100.0 * overlapped / comm, 1).c_str() : "n/a");
+      std::cout << line;
     }
     for (const auto& r : f.ranks)
       if (!r.overlapPct) {

@@ -1,0 +1,33 @@
+#pragma once
+// Shardscope's per-step, per-rank time breakdown (docs/METRICS.md, "Shardscope metrics"): what the
+// device did during each training step, and how much communication was left exposed.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/storage/trace_store.h"
+#include "core/util/progress.h"
+
+namespace shardscope::core {
+
+struct StepBreakdown {
+  int rank = 0;
+  std::int64_t step = -1;  // -1: the events outside any step (or the whole trace when there are no steps)
+  TimeNs startNs = 0, endNs = 0;  // first start and last end of the step's events on this rank
+  TimeNs stepNs = 0;              // endNs - startNs
+  TimeNs computeNs = 0;           // union of computation on the device lanes
+  TimeNs commNs = 0;              // union of communication (collective kernels / comm spans)
+  TimeNs overlappedCommNs = 0;    // communication while computation runs
+  TimeNs exposedCommNs = 0;       // communication while no computation runs
+  TimeNs otherBusyNs = 0;         // memory copies and other device work with neither of the above
+  TimeNs idleNs = 0;              // step time with nothing on the device lanes
+  // Shares of the step time (0..1) and overlap (overlapped / communication; nullopt without comm).
+  double computeShare = 0, commShare = 0, exposedShare = 0, idleShare = 0;
+  std::optional<double> overlap;
+};
+
+// One row per (rank, step) with events, ordered by rank then step. Device lanes are the rank's GPU
+// streams, or, for a CPU run without any, its CPU threads and communication lanes.
+std::vector<StepBreakdown> computeStepBreakdown(TraceStore& store, Id runId, const CancelToken* cancel = nullptr);
+
+}  // namespace shardscope::core
