@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "app/cli/terminal_progress.h"
+#include "core/analysis/collectives.h"
 #include "core/analysis/hta_metrics.h"
 #include "core/analysis/step_breakdown.h"
 #include "core/export/kineto_exporter.h"
@@ -320,6 +321,7 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
     const auto run = store.run(id);
     const core::HtaFigures f = core::computeHtaFigures(store, id, &cancel);
     const std::vector<core::StepBreakdown> steps = core::computeStepBreakdown(store, id, &cancel);
+    const std::vector<core::CollectiveStats> colls = core::computeCollectives(store, id, &cancel);
     if (a.has("json")) {
       JsonValue rj = JsonValue::object();
       rj.set("run", JsonValue::number(static_cast<std::int64_t>(id)));
@@ -367,6 +369,22 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         sj.push(std::move(x));
       }
       rj.set("steps", std::move(sj));
+      JsonValue cj = JsonValue::array();
+      for (const auto& c : colls) {
+        JsonValue x = JsonValue::object();
+        x.set("op", JsonValue::string(std::string(core::toString(c.op))));
+        x.set("process_group", JsonValue::string(c.processGroup));
+        x.set("group_size", JsonValue::number(static_cast<std::int64_t>(c.groupSize)));
+        x.set("count", JsonValue::number(c.count));
+        x.set("bytes", JsonValue::number(c.bytes));
+        x.set("total_ns", JsonValue::number(c.totalNs));
+        x.set("mean_ns", JsonValue::number(c.meanNs));
+        x.set("exposed_ns", JsonValue::number(c.exposedNs));
+        x.set("algbw_gbps", c.algBwGBps ? JsonValue::number(*c.algBwGBps) : JsonValue());
+        x.set("busbw_gbps", c.busBwGBps ? JsonValue::number(*c.busBwGBps) : JsonValue());
+        cj.push(std::move(x));
+      }
+      rj.set("collectives", std::move(cj));
       jsonRuns.push(std::move(rj));
       continue;
     }
@@ -424,6 +442,19 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
                     stepNs / n / 1e6, pct(compute).c_str(), pct(comm).c_str(), pct(exposed).c_str(), pct(idle).c_str(),
                     comm > 0 ? fixed(100.0 * overlapped / comm, 1).c_str() : "n/a");
       std::cout << line;
+    }
+    if (!colls.empty()) {
+      std::cout << "  Collectives (Shardscope; bandwidths as nccl-tests defines them)\n";
+      std::cout << "  op              group  ranks   count    total ms    mean us   exposed ms   algBw GB/s  busBw GB/s\n";
+      for (const auto& c : colls) {
+        char line[256];
+        std::snprintf(line, sizeof line, "  %-15s %5s  %5d  %6lld  %10.3f  %9.1f  %11.3f  %11s %11s\n",
+                      std::string(core::toString(c.op)).c_str(), c.processGroup.empty() ? "?" : c.processGroup.c_str(),
+                      c.groupSize, static_cast<long long>(c.count), static_cast<double>(c.totalNs) / 1e6,
+                      static_cast<double>(c.meanNs) / 1e3, static_cast<double>(c.exposedNs) / 1e6,
+                      c.algBwGBps ? fixed(*c.algBwGBps, 1).c_str() : "-", c.busBwGBps ? fixed(*c.busBwGBps, 1).c_str() : "-");
+        std::cout << line;
+      }
     }
     for (const auto& r : f.ranks)
       if (!r.overlapPct) {

@@ -1,0 +1,37 @@
+#pragma once
+// Shardscope's collectives table: per operation and process group, how many, how big, how long,
+// at what algorithm/bus bandwidth (nccl-tests definitions, strategies.md §3.1), and how much of
+// their time was exposed (no computation running on that rank meanwhile).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/storage/trace_store.h"
+#include "core/util/progress.h"
+
+namespace shardscope::core {
+
+struct CollectiveStats {
+  CollectiveOp op = CollectiveOp::None;
+  std::string processGroup;  // c10d name ("0", "3"); empty when unknown
+  int groupSize = 0;         // ranks in the group (0 when unknown)
+  std::int64_t count = 0;    // instances over all ranks
+  std::int64_t bytes = 0;    // message bytes summed over instances (S of nccl-tests), when known
+  std::int64_t countWithBytes = 0;
+  TimeNs totalNs = 0;
+  TimeNs meanNs = 0;
+  TimeNs exposedNs = 0;
+  std::optional<double> algBwGBps;  // bytes / time over the instances with a size
+  std::optional<double> busBwGBps;  // algBw x the op's factor for groupSize
+};
+
+// nccl-tests bus-bandwidth factor: 2(n-1)/n for all-reduce, (n-1)/n for all-gather, reduce-scatter
+// and all-to-all, 1 for broadcast/reduce/point-to-point; nullopt when n is unknown.
+std::optional<double> busBandwidthFactor(CollectiveOp op, int n);
+
+// Sorted by total time, descending. Collectives are the communication kernels (NCCL) on GPU streams,
+// or the spans of a run's communication lanes.
+std::vector<CollectiveStats> computeCollectives(TraceStore& store, Id runId, const CancelToken* cancel = nullptr);
+
+}  // namespace shardscope::core
