@@ -12,6 +12,7 @@
 #include "app/cli/terminal_progress.h"
 #include "core/analysis/collectives.h"
 #include "core/analysis/hta_metrics.h"
+#include "core/analysis/memory_peaks.h"
 #include "core/analysis/step_breakdown.h"
 #include "core/export/kineto_exporter.h"
 #include "core/export/perfetto_exporter.h"
@@ -322,6 +323,7 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
     const core::HtaFigures f = core::computeHtaFigures(store, id, &cancel);
     const std::vector<core::StepBreakdown> steps = core::computeStepBreakdown(store, id, &cancel);
     const std::vector<core::CollectiveStats> colls = core::computeCollectives(store, id, &cancel);
+    const std::vector<core::MemoryPeak> peaks = core::computeMemoryPeaks(store, id);
     if (a.has("json")) {
       JsonValue rj = JsonValue::object();
       rj.set("run", JsonValue::number(static_cast<std::int64_t>(id)));
@@ -385,6 +387,22 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         cj.push(std::move(x));
       }
       rj.set("collectives", std::move(cj));
+      JsonValue mj = JsonValue::array();
+      for (const auto& p : peaks) {
+        JsonValue x = JsonValue::object();
+        x.set("rank", JsonValue::number(static_cast<std::int64_t>(p.rank)));
+        x.set("device_type", JsonValue::number(static_cast<std::int64_t>(p.deviceType)));
+        x.set("device_id", JsonValue::number(static_cast<std::int64_t>(p.deviceId)));
+        x.set("peak_allocated_bytes", JsonValue::number(p.peakAllocatedBytes));
+        x.set("allocated_at_ns", JsonValue::number(p.allocatedAtNs));
+        x.set("peak_reserved_bytes", JsonValue::number(p.peakReservedBytes));
+        x.set("reserved_at_ns", JsonValue::number(p.reservedAtNs));
+        x.set("step", p.step ? JsonValue::number(*p.step) : JsonValue());
+        x.set("operation", JsonValue::string(p.operation));
+        x.set("annotation", JsonValue::string(p.annotation));
+        mj.push(std::move(x));
+      }
+      rj.set("memory_peaks", std::move(mj));
       jsonRuns.push(std::move(rj));
       continue;
     }
@@ -453,6 +471,21 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
                       c.groupSize, static_cast<long long>(c.count), static_cast<double>(c.totalNs) / 1e6,
                       static_cast<double>(c.meanNs) / 1e3, static_cast<double>(c.exposedNs) / 1e6,
                       c.algBwGBps ? fixed(*c.algBwGBps, 1).c_str() : "-", c.busBwGBps ? fixed(*c.busBwGBps, 1).c_str() : "-");
+        std::cout << line;
+      }
+    }
+    if (!peaks.empty()) {
+      std::cout << "  Memory peaks (from [memory] records)\n";
+      std::cout << "  rank  device     peak allocated      peak reserved   step   at the allocated peak\n";
+      for (const auto& p : peaks) {
+        char line[512];
+        const std::string dev = p.deviceType == 0 ? std::string("cpu") : "cuda:" + std::to_string(p.deviceId);
+        std::string what = p.operation;
+        if (!p.annotation.empty()) what += (what.empty() ? "" : " in ") + p.annotation;
+        std::snprintf(line, sizeof line, "  %4d  %-8s  %14s   %14s   %4s   %s\n", p.rank, dev.c_str(),
+                      human(static_cast<double>(p.peakAllocatedBytes), "B").c_str(),
+                      human(static_cast<double>(p.peakReservedBytes), "B").c_str(),
+                      p.step ? std::to_string(*p.step).c_str() : "-", what.empty() ? "-" : what.c_str());
         std::cout << line;
       }
     }

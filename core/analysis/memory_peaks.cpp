@@ -1,0 +1,83 @@
+#include "core/analysis/memory_peaks.h"
+
+#include <algorithm>
+#include <map>
+
+namespace shardscope::core {
+
+std::vector<CounterSample> downsampleMax(const std::vector<CounterSample>& samples, TimeNs t0, TimeNs t1, int buckets) {
+  std::vector<CounterSample> out;
+  if (buckets <= 0 || t1 <= t0) return out;
+  const double width = static_cast<double>(t1 - t0) / buckets;
+  int current = -1;
+  for (const auto& s : samples) {
+    if (s.tsNs < t0 || s.tsNs >= t1) continue;
+    const int b = std::min(buckets - 1, static_cast<int>(static_cast<double>(s.tsNs - t0) / width));
+    if (b != current) {
+      out.push_back(s);
+      current = b;
+    } else if (s.value > out.back().value) {
+      out.back() = s;
+    }
+  }
+  return out;
+}
+
+std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, Id runId) {
+  std::vector<MemoryPeak> out;
+  const RunSummary summary = store.summary(runId);
+  const std::vector<Step> steps = store.steps(runId);
+  for (const Rank& rank : summary.ranks) {
+    std::map<std::pair<int, int>, MemoryPeak> peaks;
+    for (const MemoryEvent& m : store.memoryEvents(rank.id)) {
+      auto [it, fresh] = peaks.try_emplace({m.deviceType, m.deviceId});
+      MemoryPeak& p = it->second;
+      if (fresh) {
+        p.rank = rank.rank;
+        p.deviceType = m.deviceType;
+        p.deviceId = m.deviceId;
+        p.peakAllocatedBytes = m.totalAllocated;
+        p.allocatedAtNs = m.tsNs;
+        p.peakReservedBytes = m.totalReserved;
+        p.reservedAtNs = m.tsNs;
+        continue;
+      }
+      // The first time the maximum is reached is the moment it was caused.
+      if (m.totalAllocated > p.peakAllocatedBytes) {
+        p.peakAllocatedBytes = m.totalAllocated;
+        p.allocatedAtNs = m.tsNs;
+      }
+      if (m.totalReserved > p.peakReservedBytes) {
+        p.peakReservedBytes = m.totalReserved;
+        p.reservedAtNs = m.tsNs;
+      }
+    }
+    for (auto& [key, p] : peaks) {
+      for (const Step& s : steps)
+        if (s.rankId == rank.id && p.allocatedAtNs >= s.startNs && p.allocatedAtNs < s.endNs) p.step = s.step;
+      // What was running: the innermost CPU op and user annotation covering the moment.
+      TimeNs opStart = INT64_MIN, annStart = INT64_MIN;
+      for (const auto& t : summary.tracks) {
+        if (t.track.rankId != rank.id || t.track.kind != TrackKind::CpuThread) continue;
+        for (const Event& e : store.eventsInWindow(t.track.id, p.allocatedAtNs, p.allocatedAtNs + 1)) {
+          if (e.startNs > p.allocatedAtNs || e.endNs < p.allocatedAtNs) continue;
+          if (e.cat == "user_annotation") {
+            if (e.startNs >= annStart && e.name.rfind("ProfilerStep", 0) != 0) {
+              annStart = e.startNs;
+              p.annotation = e.name;
+            }
+          } else if (e.cat == "cpu_op" || e.cat == "Operator") {
+            if (e.startNs >= opStart) {
+              opStart = e.startNs;
+              p.operation = e.name;
+            }
+          }
+        }
+      }
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+}  // namespace shardscope::core

@@ -1,0 +1,33 @@
+#pragma once
+// Memory peaks per rank and device, with their moment, step and the operation running then, and a
+// downsampled curve that keeps each bucket's maximum so peaks survive (heaptrack's rule).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/storage/trace_store.h"
+
+namespace shardscope::core {
+
+struct MemoryPeak {
+  int rank = 0;
+  int deviceType = 0;  // c10::DeviceType: 0 CPU, 1 CUDA
+  int deviceId = 0;
+  std::int64_t peakAllocatedBytes = 0;
+  TimeNs allocatedAtNs = 0;
+  std::int64_t peakReservedBytes = 0;
+  TimeNs reservedAtNs = 0;
+  std::optional<std::int64_t> step;  // the rank's step window containing the allocated peak
+  std::string operation;             // innermost CPU operation running at the allocated peak
+  std::string annotation;            // innermost user annotation (e.g. "## forward ##") at that moment
+};
+
+// One entry per (rank, device) with memory records, ordered by rank then device.
+std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, Id runId);
+
+// At most `buckets` samples over [t0, t1): for each bucket the sample with the largest value (its own
+// time), so no peak is lost however far the curve is zoomed out. Samples must be sorted by time.
+std::vector<CounterSample> downsampleMax(const std::vector<CounterSample>& samples, TimeNs t0, TimeNs t1, int buckets);
+
+}  // namespace shardscope::core

@@ -1,0 +1,59 @@
+// Memory peaks: the value, the moment, the step and what ran then; max-keeping downsampling.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "core/analysis/memory_peaks.h"
+#include "core/import/kineto_importer.h"
+#include "tests/common/test_support.h"
+
+using namespace shardscope::core;
+using shardscope::test::pathIn;
+using shardscope::test::writeFile;
+
+class TestMemoryPeaks : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void peakWithItsCause() {
+    QTemporaryDir dir;
+    const std::string s = R"J({"distributedInfo": {"rank": 2, "world_size": 4}, "traceEvents": [
+{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+{"ph": "X", "cat": "user_annotation", "name": "## forward ##", "pid": 1, "tid": 1, "ts": 10, "dur": 40},
+{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 20, "dur": 10},
+{"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 25, "dur": 1},
+{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5, "args": {"Total Reserved": 1000, "Total Allocated": 100, "Bytes": 100, "Addr": 1, "Device Id": 0, "Device Type": 1}},
+{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 25.5, "args": {"Total Reserved": 2000, "Total Allocated": 500, "Bytes": 400, "Addr": 2, "Device Id": 0, "Device Type": 1}},
+{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 60, "args": {"Total Reserved": 3000, "Total Allocated": 200, "Bytes": -300, "Addr": 2, "Device Id": 0, "Device Type": 1}},
+{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 70, "args": {"Total Reserved": 3000, "Total Allocated": 500, "Bytes": 300, "Addr": 3, "Device Id": 0, "Device Type": 1}}
+]})J";
+    TraceStore store(pathIn(dir, "t.db"));
+    const auto res = importKineto(store, {writeFile(dir, "m.json", s)});
+    const auto peaks = computeMemoryPeaks(store, res.runIds.at(0));
+    QCOMPARE(peaks.size(), std::size_t(1));
+    const auto& p = peaks[0];
+    QCOMPARE(p.rank, 2);
+    QCOMPARE(p.deviceType, 1);
+    QCOMPARE(p.peakAllocatedBytes, std::int64_t(500));
+    QCOMPARE(p.allocatedAtNs, TimeNs(25'500));  // the first time the maximum was reached
+    QCOMPARE(p.peakReservedBytes, std::int64_t(3000));
+    QCOMPARE(p.reservedAtNs, TimeNs(60'000));
+    QCOMPARE(*p.step, std::int64_t(3));
+    QCOMPARE(QString::fromStdString(p.operation), QString("aten::empty"));
+    QCOMPARE(QString::fromStdString(p.annotation), QString("## forward ##"));
+  }
+
+  void downsamplingKeepsPeaks() {
+    const std::vector<CounterSample> v = {{0, 1}, {1, 5}, {2, 3}, {10, 2}, {11, 9}, {19, 4}, {25, 100}};
+    const auto d = downsampleMax(v, 0, 20, 2);
+    QCOMPARE(d.size(), std::size_t(2));
+    QCOMPARE(d[0].tsNs, TimeNs(1));
+    QCOMPARE(d[0].value, 5.0);
+    QCOMPARE(d[1].tsNs, TimeNs(11));
+    QCOMPARE(d[1].value, 9.0);
+    QVERIFY(downsampleMax(v, 0, 20, 0).empty());
+    QCOMPARE(downsampleMax(v, 0, 30, 1000).size(), v.size());  // more buckets than samples: all kept
+  }
+};
+
+QTEST_GUILESS_MAIN(TestMemoryPeaks)
+#include "tst_memory_peaks.moc"
