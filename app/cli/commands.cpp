@@ -11,6 +11,7 @@
 
 #include "app/cli/terminal_progress.h"
 #include "core/analysis/collectives.h"
+#include "core/analysis/comparison.h"
 #include "core/analysis/hta_metrics.h"
 #include "core/analysis/memory_peaks.h"
 #include "core/analysis/step_breakdown.h"
@@ -503,6 +504,114 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
   return kOk;
 }
 
+std::string csvCell(const std::string& v) {
+  // RFC 4180; a leading = + - @ is neutralised so a spreadsheet does not evaluate a run name.
+  std::string s = v;
+  if (!s.empty() && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@')) s = "'" + s;
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
+  core::TraceStore store(dbPath(a), core::Database::Mode::ReadOnly);
+  std::vector<core::Id> ids;
+  std::string list = a.get("runs");
+  for (std::size_t pos = 0; pos <= list.size();) {
+    const std::size_t comma = std::min(list.find(',', pos), list.size());
+    const std::string item = list.substr(pos, comma - pos);
+    if (!item.empty()) {
+      auto id = parseId(item);
+      if (!id) throw std::invalid_argument("--runs expects run ids separated by commas, got '" + item + "'");
+      ids.push_back(*id);
+    }
+    pos = comma + 1;
+  }
+  if (ids.empty())
+    for (const auto& r : store.runs()) ids.push_back(r.id);
+  if (ids.size() < 2) throw core::Error(store.path() + ": comparing needs at least two runs");
+  std::size_t baseline = 0;
+  if (a.has("baseline")) {
+    auto b = parseId(a.get("baseline"));
+    auto it = b ? std::find(ids.begin(), ids.end(), *b) : ids.end();
+    if (it == ids.end()) throw std::invalid_argument("--baseline must be one of the compared runs");
+    baseline = static_cast<std::size_t>(it - ids.begin());
+  }
+  const core::Comparison c = core::compareRuns(store, ids, baseline, &cancel);
+  if (a.has("json")) {
+    JsonValue out = JsonValue::object();
+    JsonValue runs = JsonValue::array();
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      JsonValue r = JsonValue::object();
+      r.set("id", JsonValue::number(static_cast<std::int64_t>(ids[i])));
+      r.set("name", JsonValue::string(c.names[i]));
+      runs.push(std::move(r));
+    }
+    out.set("runs", std::move(runs));
+    out.set("baseline", JsonValue::number(static_cast<std::int64_t>(ids[baseline])));
+    JsonValue rows = JsonValue::array();
+    for (const auto& r : c.rows) {
+      JsonValue x = JsonValue::object();
+      x.set("key", JsonValue::string(r.key));
+      x.set("label", JsonValue::string(r.label));
+      x.set("lower_is_better", JsonValue::boolean(r.lowerIsBetter));
+      JsonValue v = JsonValue::array(), d = JsonValue::array();
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        v.push(r.values[i] ? JsonValue::number(*r.values[i]) : JsonValue());
+        d.push(r.deltaPct[i] ? JsonValue::number(*r.deltaPct[i]) : JsonValue());
+      }
+      x.set("values", std::move(v));
+      x.set("delta_pct", std::move(d));
+      x.set("best_run", r.best ? JsonValue::number(static_cast<std::int64_t>(ids[*r.best])) : JsonValue());
+      rows.push(std::move(x));
+    }
+    out.set("rows", std::move(rows));
+    std::cout << out.dump() << "\n";
+    return kOk;
+  }
+  if (a.has("csv")) {
+    std::cout << "metric";
+    for (std::size_t i = 0; i < ids.size(); ++i) std::cout << "," << csvCell(c.names[i] + " (run " + std::to_string(ids[i]) + ")");
+    std::cout << ",best_run\n";
+    for (const auto& r : c.rows) {
+      std::cout << csvCell(r.label);
+      for (const auto& v : r.values) std::cout << "," << (v ? fixed(*v, 4) : std::string());
+      std::cout << "," << (r.best ? std::to_string(ids[*r.best]) : std::string()) << "\n";
+    }
+    return kOk;
+  }
+  std::cout << "baseline: run " << ids[baseline] << " (" << c.names[baseline] << "); * = best; (±%) vs baseline\n";
+  std::string header = "  " + std::string(46, ' ');
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    char h[64];
+    std::snprintf(h, sizeof h, "  %20.20s", ("run " + std::to_string(ids[i]) + " " + c.names[i]).c_str());
+    header += h;
+  }
+  std::cout << header << "\n";
+  for (const auto& r : c.rows) {
+    bool any = false;
+    for (const auto& v : r.values) any = any || v.has_value();
+    if (!any) continue;  // nothing to say (e.g. throughput of imported traces)
+    char l[64];
+    std::snprintf(l, sizeof l, "  %-46.46s", r.label.c_str());
+    std::string line = l;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      std::string cell = r.values[i] ? fixed(*r.values[i], 2) : "-";
+      if (i != baseline && r.deltaPct[i]) cell += " (" + std::string(*r.deltaPct[i] >= 0 ? "+" : "") + fixed(*r.deltaPct[i], 1) + "%)";
+      if (r.best && *r.best == i) cell += " *";
+      char c2[64];
+      std::snprintf(c2, sizeof c2, "  %20s", cell.c_str());
+      line += c2;
+    }
+    std::cout << line << "\n";
+  }
+  return kOk;
+}
+
 const std::vector<Command>& commands() {
   static const std::vector<Command> cmds = {
       {"import",
@@ -519,12 +628,20 @@ const std::vector<Command>& commands() {
        cmdInfo},
       {"analyze",
        "shardscope-cli analyze [--db F] [--run ID | --all-runs] [--json | --csv]",
-       "Analyse a run (default: the latest): HTA-compatible communication/computation overlap, temporal and "
-       "kernel-type breakdowns per rank",
+       "Analyse a run (default: the latest): HTA-compatible overlap and breakdowns, per-step exposed "
+       "communication, collectives with bandwidth, memory peaks",
        {{"run", true, "run id (default: the latest run)"},
         {"all-runs", false, "every run of the database"},
         {"csv", false, "CSV on stdout (RFC 4180)"}},
        cmdAnalyze},
+      {"compare-runs",
+       "shardscope-cli compare-runs [--db F] [--runs ID,ID,...] [--baseline ID] [--json | --csv]",
+       "Compare runs side by side (default: every run): step time, throughput, communication and exposed "
+       "communication, memory peaks, initialisation and checkpoint time, with deltas and the best run per row",
+       {{"runs", true, "run ids, comma separated (default: all runs)"},
+        {"baseline", true, "the run the deltas refer to (default: the first)"},
+        {"csv", false, "CSV on stdout (RFC 4180)"}},
+       cmdCompareRuns},
       {"export",
        "shardscope-cli export [--db F] [--run ID] --format kineto|perfetto -o OUT [--no-gzip] [--json]",
        "Export a run: Kineto JSON per rank into directory OUT (HTA, TraceLens, Perfetto read it), or one merged "
@@ -541,7 +658,8 @@ const std::vector<Command>& commands() {
 void printMainHelp(std::ostream& os) {
   os << "shardscope-cli " SHARDSCOPE_VERSION " - profile and compare sharded training runs (headless)\n\n"
         "Usage: shardscope-cli <command> [options]\n\nCommands:\n";
-  for (const auto& c : commands()) os << "  " << c.name << std::string(10 - c.name.size(), ' ') << c.summary << "\n";
+  for (const auto& c : commands())
+    os << "  " << c.name << std::string(c.name.size() < 14 ? 14 - c.name.size() : 1, ' ') << c.summary << "\n";
   os << "\nRun 'shardscope-cli <command> --help' for a command's options.\n"
         "Exit codes: 0 ok, 1 failed (bad input or operation), 2 usage error, 3 database error "
         "(not SQLite, read-only, newer schema, disk full), 130 cancelled (Ctrl-C).\n";

@@ -72,7 +72,7 @@ class TestCli : public QObject {
   void helpEverywhere() {
     const Result main = runCli({"--help"});
     QCOMPARE(main.code, 0);
-    for (const char* c : {"import", "info", "export"}) {
+    for (const char* c : {"import", "info", "analyze", "compare-runs", "export"}) {
       QVERIFY(main.out.contains(c));
       const Result r = runCli({c, "--help"});
       QCOMPARE(r.code, 0);
@@ -165,6 +165,33 @@ class TestCli : public QObject {
     const Result text = runCli({"analyze", "--db", db});
     QCOMPARE(text.code, 0);
     QVERIFY(text.out.contains("HTA-compatible"));
+  }
+
+  void compareRunsSideBySide() {
+    const QString db = QString::fromStdString(test::pathIn(dir_, "compare.db"));
+    QCOMPARE(runCli({"import", "--db", db, "--name", "same A", QString::fromStdString(traceA_)}).code, 0);
+    QCOMPARE(runCli({"import", "--db", db, "--name", "same B", QString::fromStdString(traceA_)}).code, 0);
+    QCOMPARE(runCli({"import", "--db", db, "--name", "other", QString::fromStdString(traceB_)}).code, 0);
+    const Result r = runCli({"compare-runs", "--db", db, "--runs", "1,2,3", "--baseline", "1", "--json"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const JsonValue j = json(r);
+    QCOMPARE(j.find("runs")->items().size(), std::size_t(3));
+    bool sawStep = false;
+    for (const auto& row : j.find("rows")->items()) {
+      if (row.find("key")->asString() != "step_time_ms") continue;
+      sawStep = true;
+      const auto& v = row.find("values")->items();
+      QVERIFY(v[0].isNumber() && v[0].asDouble() > 0);
+      QCOMPARE(v[0].asDouble(), v[1].asDouble());  // the same trace twice: the same figures
+      QCOMPARE(row.find("delta_pct")->items()[1].asDouble(), 0.0);
+    }
+    QVERIFY(sawStep);
+    QCOMPARE(runCli({"compare-runs", "--db", db, "--runs", "1"}).code, 1);  // needs two runs
+    QCOMPARE(runCli({"compare-runs", "--db", db, "--runs", "1,x"}).code, 2);
+    QCOMPARE(runCli({"compare-runs", "--db", db, "--baseline", "9"}).code, 2);
+    const Result csv = runCli({"compare-runs", "--db", db, "--csv"});
+    QCOMPARE(csv.code, 0);
+    QVERIFY(csv.out.startsWith("metric,same A (run 1),same B (run 2),other (run 3),best_run"));
   }
 
   void badInputKeepsDatabase() {

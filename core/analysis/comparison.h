@@ -1,0 +1,41 @@
+#pragma once
+// Run-vs-run comparison: the table users know (step time, throughput, communication share, exposed
+// communication, peak memory, initialisation and checkpoint time), with deltas against a baseline and
+// the best value of each row marked.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/storage/trace_store.h"
+#include "core/util/progress.h"
+
+namespace shardscope::core {
+
+struct ComparisonRow {
+  std::string key;    // "step_time_ms", "exposed_comm_pct", "peak_allocated_gib_rank0", ...
+  std::string label;  // for people
+  bool lowerIsBetter = true;
+  std::vector<std::optional<double>> values;    // one per run; nullopt when the run cannot tell
+  std::vector<std::optional<double>> deltaPct;  // (value - baseline) / baseline * 100
+  std::optional<std::size_t> best;              // index of the best run (ties: the first)
+};
+
+struct Comparison {
+  std::vector<Id> runs;
+  std::vector<std::string> names;
+  std::size_t baseline = 0;
+  std::vector<ComparisonRow> rows;
+};
+
+// Metrics a runtime run stores in `metrics` (run-level) and the comparison shows when present.
+namespace metric_keys {
+constexpr const char* kTokensPerSecond = "tokens_per_s";
+constexpr const char* kInitSeconds = "init_time_s";
+constexpr const char* kCheckpointSaveSeconds = "checkpoint_save_s";
+}  // namespace metric_keys
+
+Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size_t baseline = 0,
+                       const CancelToken* cancel = nullptr);
+
+}  // namespace shardscope::core

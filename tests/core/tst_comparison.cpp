@@ -1,0 +1,87 @@
+// Run comparison: values, deltas against the baseline and the best run per row, on two hand-made
+// runs whose breakdowns are known.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "core/analysis/comparison.h"
+#include "core/import/kineto_importer.h"
+#include "tests/common/test_support.h"
+
+using namespace shardscope::core;
+using shardscope::test::pathIn;
+using shardscope::test::writeFile;
+
+namespace {
+
+std::string trace(bool secondAllReduce) {
+  std::string s = R"J({"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": [
+{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 1, "args": {"correlation": 1}},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 15, "dur": 1, "args": {"correlation": 2}},
+{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": 40, "args": {"stream": 7, "correlation": 1}},
+{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 21, "ts": 40, "dur": 40, "args": {"stream": 21, "correlation": 2}},
+{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 110, "dur": 1, "args": {"correlation": 4}},
+{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 120, "dur": 30, "args": {"stream": 7, "correlation": 4}})J";
+  if (secondAllReduce)
+    s += R"J(,
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 112, "dur": 1, "args": {"correlation": 5}},
+{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 21, "ts": 150, "dur": 20, "args": {"stream": 21, "correlation": 5}})J";
+  return s + "]}";
+}
+
+const ComparisonRow& rowOf(const Comparison& c, const std::string& key) {
+  for (const auto& r : c.rows)
+    if (r.key == key) return r;
+  throw std::runtime_error("no row " + key);
+}
+
+}  // namespace
+
+class TestComparison : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void twoRuns() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "t.db"));
+    KinetoImportOptions o;
+    o.runName = "A";
+    const Id a = importKineto(store, {writeFile(dir, "a.json", trace(true))}, o).runIds.at(0);
+    o.runName = "B";
+    const Id b = importKineto(store, {writeFile(dir, "b.json", trace(false))}, o).runIds.at(0);
+    store.setMetric(a, std::nullopt, metric_keys::kTokensPerSecond, 1000);
+    store.setMetric(b, std::nullopt, metric_keys::kTokensPerSecond, 1500);
+
+    const Comparison c = compareRuns(store, {a, b}, 0);
+    QCOMPARE(c.names, (std::vector<std::string>{"A", "B"}));
+    const auto& step = rowOf(c, "step_time_ms");
+    QCOMPARE(*step.values[0], 0.1);
+    QCOMPARE(*step.values[1], 0.1);
+    const auto& exposed = rowOf(c, "exposed_comm_pct");
+    QCOMPARE(*exposed.values[0], 20.0);  // 20 + 20 µs of 200
+    QCOMPARE(*exposed.values[1], 10.0);
+    QCOMPARE(*exposed.deltaPct[1], -50.0);
+    QCOMPARE(*exposed.best, std::size_t(1));
+    const auto& comm = rowOf(c, "comm_pct");
+    QCOMPARE(*comm.values[0], 30.0);
+    QCOMPARE(*comm.values[1], 20.0);
+    const auto& overlap = rowOf(c, "overlap_pct");
+    QVERIFY(std::abs(*overlap.values[0] - 100.0 / 3.0) < 1e-9);
+    QCOMPARE(*overlap.values[1], 50.0);
+    QCOMPARE(*overlap.best, std::size_t(1));
+    const auto& compute = rowOf(c, "compute_pct");
+    QCOMPARE(*compute.values[0], 35.0);
+    QCOMPARE(*compute.best, std::size_t(0));  // a tie goes to the first run
+    const auto& tps = rowOf(c, metric_keys::kTokensPerSecond);
+    QCOMPARE(*tps.deltaPct[1], 50.0);
+    QCOMPARE(*tps.best, std::size_t(1));
+    // Imported traces have no [memory] records here and no init/checkpoint metrics: no value, no best.
+    QVERIFY(!rowOf(c, "peak_allocated_gib").values[0].has_value());
+    QVERIFY(!rowOf(c, metric_keys::kInitSeconds).best.has_value());
+    QVERIFY_THROWS_EXCEPTION(Error, compareRuns(store, {a, 999}, 0));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestComparison)
+#include "tst_comparison.moc"
