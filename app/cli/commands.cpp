@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "app/cli/terminal_progress.h"
+#include "core/analysis/bottlenecks.h"
 #include "core/analysis/collectives.h"
 #include "core/analysis/comparison.h"
 #include "core/analysis/hta_metrics.h"
@@ -325,6 +326,7 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
     const std::vector<core::StepBreakdown> steps = core::computeStepBreakdown(store, id, &cancel);
     const std::vector<core::CollectiveStats> colls = core::computeCollectives(store, id, &cancel);
     const std::vector<core::MemoryPeak> peaks = core::computeMemoryPeaks(store, id);
+    const std::vector<core::Bottleneck> bottlenecks = core::findCollectiveBottlenecks(store, id, 10, &cancel);
     if (a.has("json")) {
       JsonValue rj = JsonValue::object();
       rj.set("run", JsonValue::number(static_cast<std::int64_t>(id)));
@@ -404,6 +406,28 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         mj.push(std::move(x));
       }
       rj.set("memory_peaks", std::move(mj));
+      JsonValue bj = JsonValue::array();
+      for (const auto& b : bottlenecks) {
+        JsonValue x = JsonValue::object();
+        x.set("rank", JsonValue::number(static_cast<std::int64_t>(b.rank)));
+        x.set("op", JsonValue::string(std::string(core::toString(b.op))));
+        x.set("step", b.step ? JsonValue::number(*b.step) : JsonValue());
+        x.set("start_ns", JsonValue::number(b.startNs));
+        x.set("duration_ns", JsonValue::number(b.durNs));
+        x.set("exposed_ns", JsonValue::number(b.exposedNs));
+        x.set("bytes", b.bytes ? JsonValue::number(*b.bytes) : JsonValue());
+        x.set("elements", b.elements ? JsonValue::number(*b.elements) : JsonValue());
+        x.set("process_group", JsonValue::string(b.processGroup));
+        x.set("unit", JsonValue::string(b.unit));
+        x.set("kernel", JsonValue::string(b.kernel));
+        JsonValue rs = JsonValue::array(), ss = JsonValue::array();
+        for (const auto& r : b.reasons) rs.push(JsonValue::string(r));
+        for (const auto& g : b.suggestions) ss.push(JsonValue::string(g));
+        x.set("reasons", std::move(rs));
+        x.set("suggestions", std::move(ss));
+        bj.push(std::move(x));
+      }
+      rj.set("collective_bottlenecks", std::move(bj));
       jsonRuns.push(std::move(rj));
       continue;
     }
@@ -473,6 +497,22 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
                       static_cast<double>(c.meanNs) / 1e3, static_cast<double>(c.exposedNs) / 1e6,
                       c.algBwGBps ? fixed(*c.algBwGBps, 1).c_str() : "-", c.busBwGBps ? fixed(*c.busBwGBps, 1).c_str() : "-");
         std::cout << line;
+      }
+    }
+    if (!bottlenecks.empty()) {
+      std::cout << "  Costliest exposed all-gathers / reduce-scatters\n";
+      for (const auto& b : bottlenecks) {
+        char line[256];
+        std::snprintf(line, sizeof line, "  rank %d  %-14s step %-5s exposed %8.3f ms of %8.3f ms  %s%s\n", b.rank,
+                      std::string(core::toString(b.op)).c_str(), b.step ? std::to_string(*b.step).c_str() : "-",
+                      static_cast<double>(b.exposedNs) / 1e6, static_cast<double>(b.durNs) / 1e6,
+                      b.bytes ? human(static_cast<double>(*b.bytes), "B").c_str() : "size ?",
+                      b.unit.empty() ? "" : ("  in " + b.unit).c_str());
+        std::cout << line;
+        for (std::size_t k = 0; k < b.reasons.size(); ++k) {
+          std::cout << "      why: " << b.reasons[k] << "\n";
+          if (k < b.suggestions.size()) std::cout << "      try: " << b.suggestions[k] << "\n";
+        }
       }
     }
     if (!peaks.empty()) {
