@@ -16,6 +16,7 @@
 #include "core/analysis/hta_metrics.h"
 #include "core/analysis/memory_peaks.h"
 #include "core/analysis/step_breakdown.h"
+#include "core/analysis/stragglers.h"
 #include "core/export/kineto_exporter.h"
 #include "core/export/perfetto_exporter.h"
 #include "core/import/kineto_importer.h"
@@ -327,6 +328,7 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
     const std::vector<core::CollectiveStats> colls = core::computeCollectives(store, id, &cancel);
     const std::vector<core::MemoryPeak> peaks = core::computeMemoryPeaks(store, id);
     const std::vector<core::Bottleneck> bottlenecks = core::findCollectiveBottlenecks(store, id, 10, &cancel);
+    const core::StragglerReport stragglers = core::detectStragglers(store, id, &cancel);
     if (a.has("json")) {
       JsonValue rj = JsonValue::object();
       rj.set("run", JsonValue::number(static_cast<std::int64_t>(id)));
@@ -428,6 +430,23 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         bj.push(std::move(x));
       }
       rj.set("collective_bottlenecks", std::move(bj));
+      JsonValue st = JsonValue::object();
+      st.set("matched_collectives", JsonValue::number(stragglers.matched));
+      st.set("max_skew_ns", JsonValue::number(stragglers.maxSkewNs));
+      st.set("straggler_rank", stragglers.straggler ? JsonValue::number(static_cast<std::int64_t>(*stragglers.straggler)) : JsonValue());
+      JsonValue sr = JsonValue::array();
+      for (const auto& a : stragglers.ranks) {
+        JsonValue x = JsonValue::object();
+        x.set("rank", JsonValue::number(static_cast<std::int64_t>(a.rank)));
+        x.set("clock_offset_ns", JsonValue::number(a.clockOffsetNs));
+        x.set("instances", JsonValue::number(a.instances));
+        x.set("last_count", JsonValue::number(a.lastCount));
+        x.set("late_ns", JsonValue::number(a.lateNs));
+        x.set("caused_wait_ns", JsonValue::number(a.causedWaitNs));
+        sr.push(std::move(x));
+      }
+      st.set("ranks", std::move(sr));
+      rj.set("stragglers", std::move(st));
       jsonRuns.push(std::move(rj));
       continue;
     }
@@ -496,6 +515,20 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
                       c.groupSize, static_cast<long long>(c.count), static_cast<double>(c.totalNs) / 1e6,
                       static_cast<double>(c.meanNs) / 1e3, static_cast<double>(c.exposedNs) / 1e6,
                       c.algBwGBps ? fixed(*c.algBwGBps, 1).c_str() : "-", c.busBwGBps ? fixed(*c.busBwGBps, 1).c_str() : "-");
+        std::cout << line;
+      }
+    }
+    if (stragglers.matched > 0) {
+      std::cout << "  Arrival at collectives (" << stragglers.matched
+                << " matched across ranks; clocks aligned on collective ends)\n";
+      std::cout << "  rank  clock offset us   last at   late total ms   others waited ms\n";
+      for (const auto& a : stragglers.ranks) {
+        char line[256];
+        std::snprintf(line, sizeof line, "  %4d  %15.1f   %4lld/%-4lld %13.3f   %16.3f%s\n", a.rank,
+                      static_cast<double>(a.clockOffsetNs) / 1e3, static_cast<long long>(a.lastCount),
+                      static_cast<long long>(a.instances), static_cast<double>(a.lateNs) / 1e6,
+                      static_cast<double>(a.causedWaitNs) / 1e6,
+                      stragglers.straggler && *stragglers.straggler == a.rank ? "   <- straggler" : "");
         std::cout << line;
       }
     }
