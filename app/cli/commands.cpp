@@ -435,14 +435,14 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
       st.set("max_skew_ns", JsonValue::number(stragglers.maxSkewNs));
       st.set("straggler_rank", stragglers.straggler ? JsonValue::number(static_cast<std::int64_t>(*stragglers.straggler)) : JsonValue());
       JsonValue sr = JsonValue::array();
-      for (const auto& a : stragglers.ranks) {
+      for (const auto& arr : stragglers.ranks) {
         JsonValue x = JsonValue::object();
-        x.set("rank", JsonValue::number(static_cast<std::int64_t>(a.rank)));
-        x.set("clock_offset_ns", JsonValue::number(a.clockOffsetNs));
-        x.set("instances", JsonValue::number(a.instances));
-        x.set("last_count", JsonValue::number(a.lastCount));
-        x.set("late_ns", JsonValue::number(a.lateNs));
-        x.set("caused_wait_ns", JsonValue::number(a.causedWaitNs));
+        x.set("rank", JsonValue::number(static_cast<std::int64_t>(arr.rank)));
+        x.set("clock_offset_ns", JsonValue::number(arr.clockOffsetNs));
+        x.set("instances", JsonValue::number(arr.instances));
+        x.set("last_count", JsonValue::number(arr.lastCount));
+        x.set("late_ns", JsonValue::number(arr.lateNs));
+        x.set("caused_wait_ns", JsonValue::number(arr.causedWaitNs));
         sr.push(std::move(x));
       }
       st.set("ranks", std::move(sr));
@@ -522,13 +522,13 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
       std::cout << "  Arrival at collectives (" << stragglers.matched
                 << " matched across ranks; clocks aligned on collective ends)\n";
       std::cout << "  rank  clock offset us   last at   late total ms   others waited ms\n";
-      for (const auto& a : stragglers.ranks) {
+      for (const auto& arr : stragglers.ranks) {
         char line[256];
-        std::snprintf(line, sizeof line, "  %4d  %15.1f   %4lld/%-4lld %13.3f   %16.3f%s\n", a.rank,
-                      static_cast<double>(a.clockOffsetNs) / 1e3, static_cast<long long>(a.lastCount),
-                      static_cast<long long>(a.instances), static_cast<double>(a.lateNs) / 1e6,
-                      static_cast<double>(a.causedWaitNs) / 1e6,
-                      stragglers.straggler && *stragglers.straggler == a.rank ? "   <- straggler" : "");
+        std::snprintf(line, sizeof line, "  %4d  %15.1f   %4lld/%-4lld %13.3f   %16.3f%s\n", arr.rank,
+                      static_cast<double>(arr.clockOffsetNs) / 1e3, static_cast<long long>(arr.lastCount),
+                      static_cast<long long>(arr.instances), static_cast<double>(arr.lateNs) / 1e6,
+                      static_cast<double>(arr.causedWaitNs) / 1e6,
+                      stragglers.straggler && *stragglers.straggler == arr.rank ? "   <- straggler" : "");
         std::cout << line;
       }
     }
