@@ -27,9 +27,9 @@ struct Interval {
   std::int64_t s, e;
 };
 
-bool startsWith(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+bool startsWith(std::string_view s, const char* p) { return s.rfind(p, 0) == 0; }
 
-std::optional<std::int64_t> stepNumber(const std::string& name) {
+std::optional<std::int64_t> stepNumber(std::string_view name) {
   // ProfilerStep\s*#\s*(\d+)
   if (!startsWith(name, "ProfilerStep")) return std::nullopt;
   std::size_t i = 12;

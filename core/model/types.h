@@ -127,14 +127,15 @@ struct EventRecord {
   std::optional<int> groupSize;
 };
 
-// An event as read back (names resolved).
+// An event as read back. name/cat/dtype view the store's string cache: valid while the TraceStore
+// lives (and until its caches are invalidated after a rolled-back import); copy them to keep them.
 struct Event {
   Id id = 0;
   Id trackId = 0;
   TimeNs startNs = 0;
   TimeNs endNs = 0;
-  std::string name;
-  std::string cat;
+  std::string_view name;
+  std::string_view cat;
   Category category = Category::Other;
   int flags = 0;
   std::optional<std::int64_t> step;
@@ -143,7 +144,7 @@ struct Event {
   CollectiveOp collOp = CollectiveOp::None;
   std::optional<Id> processGroupId;
   std::optional<std::int64_t> bytes;
-  std::string dtype;
+  std::string_view dtype;
   std::optional<int> groupSize;
   std::string argsJson;  // only when requested
 };

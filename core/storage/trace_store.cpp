@@ -304,15 +304,23 @@ std::string TraceStore::string(Id id) {
 void TraceStore::invalidateCaches() {
   internCache_.clear();
   stringCache_.clear();
+  stringPtr_.clear();
   argsCache_.clear();
 }
 
 const std::string& TraceStore::cachedString(Id id) {
   static const std::string empty;
-  if (id == 0) return empty;
+  if (id <= 0) return empty;
+  // String ids are dense: an array in front of the map makes the per-event lookups a load.
+  const auto i = static_cast<std::size_t>(id);
+  if (i < stringPtr_.size() && stringPtr_[i]) return *stringPtr_[i];
   auto it = stringCache_.find(id);
-  if (it != stringCache_.end()) return it->second;
-  return stringCache_.emplace(id, string(id)).first->second;
+  if (it == stringCache_.end()) it = stringCache_.emplace(id, string(id)).first;
+  if (i < (std::size_t{1} << 24)) {
+    if (i >= stringPtr_.size()) stringPtr_.resize(std::max(i + 1, stringPtr_.size() * 2), nullptr);
+    stringPtr_[i] = &it->second;  // map nodes do not move
+  }
+  return it->second;
 }
 
 Event TraceStore::makeEvent(const EventChunk& c, std::size_t i, Id chunkId, Id trackId) {

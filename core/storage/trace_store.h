@@ -107,6 +107,7 @@ class TraceStore {
   std::size_t argsCacheNext_ = 0;
   std::unordered_map<std::string, Id> internCache_;
   std::unordered_map<Id, std::string> stringCache_;
+  std::vector<const std::string*> stringPtr_;  // id -> cached string, for the hot read path
 };
 
 // Streams events into the store. Each track buffers an open chunk (EventChunk::kMaxEvents events)

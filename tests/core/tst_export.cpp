@@ -202,8 +202,8 @@ Snapshot snapshot(TraceStore& store, Id runId) {
         [&](const Event& e) {
           s.events << QString::fromStdString(
               "r" + std::to_string(r) + " " + std::string(toString(t.kind)) + " " + lane + " " +
-              std::to_string(e.startNs) + " " + std::to_string(e.endNs) + " '" + e.name + "' cat=" + e.cat +
-              " op=" + std::to_string(static_cast<int>(e.collOp)) + " bytes=" + opt(e.bytes) + " dtype=" + e.dtype +
+              std::to_string(e.startNs) + " " + std::to_string(e.endNs) + " '" + std::string(e.name) + "' cat=" + std::string(e.cat) +
+              " op=" + std::to_string(static_cast<int>(e.collOp)) + " bytes=" + opt(e.bytes) + " dtype=" + std::string(e.dtype) +
               " gs=" + (e.groupSize ? std::to_string(*e.groupSize) : "-") +
               " pg=" + (e.processGroupId ? pgName[*e.processGroupId] : "-") + " corr=" + opt(e.correlation) +
               " ext=" + opt(e.externalId) + " flags=" + std::to_string(e.flags) + " step=" + opt(e.step) +
@@ -703,7 +703,7 @@ class TestExport : public QObject {
     forAllEvents(again, run2, [&](const Track& t, const Event& e) {
       if (e.name == "cudaLaunchKernel") {
         ++launches;
-        QCOMPARE(QString::fromStdString(e.cat), QString("cuda_runtime"));
+        QCOMPARE(QString::fromStdString(std::string(e.cat)), QString("cuda_runtime"));
         QVERIFY(t.kind == TrackKind::CpuThread);
         QCOMPARE(e.externalId.value_or(-1), std::int64_t(4));
         QCOMPARE(e.correlation.value_or(-1), std::int64_t(9));
@@ -715,7 +715,7 @@ class TestExport : public QObject {
       if (e.name == "ProfilerStep#5") {
         // Written by the exporter from the steps table, on the main thread.
         ++annotations;
-        QCOMPARE(QString::fromStdString(e.cat), QString("user_annotation"));
+        QCOMPARE(QString::fromStdString(std::string(e.cat)), QString("user_annotation"));
         QVERIFY(t.kind == TrackKind::CpuThread);
         QCOMPARE(e.startNs, t0 - 1000);
         QCOMPARE(e.endNs, t0 + 20000);
@@ -725,14 +725,14 @@ class TestExport : public QObject {
       QVERIFY(t.kind == TrackKind::GpuStream);
       QCOMPARE(t.stream.value_or(-1), std::int64_t(3));
       QCOMPARE(t.device.value_or(-1), 0);
-      QCOMPARE(QString::fromStdString(e.cat), QString("kernel"));  // derived for an empty cat
+      QCOMPARE(QString::fromStdString(std::string(e.cat)), QString("kernel"));  // derived for an empty cat
       QCOMPARE(e.startNs, t0 + 7001);
       QCOMPARE(e.endNs, t0 + 9001);
       QCOMPARE(e.correlation.value_or(-1), std::int64_t(9));
       QVERIFY(e.collOp == CollectiveOp::ReduceScatter);
       QCOMPARE(e.bytes.value_or(-1), std::int64_t(4096));
       QCOMPARE(e.groupSize.value_or(-1), 1);
-      QCOMPARE(QString::fromStdString(e.dtype), QString("BFloat16"));
+      QCOMPARE(QString::fromStdString(std::string(e.dtype)), QString("BFloat16"));
       QCOMPARE(QString::fromStdString(pgName[e.processGroupId.value_or(-1)]), QString("0"));
       QCOMPARE(e.step.value_or(-1), std::int64_t(5));  // via its launch's correlation
       QCOMPARE(e.flags & (EventFlags::CollectiveMeta | EventFlags::HtaGpuRow),

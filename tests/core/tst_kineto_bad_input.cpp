@@ -435,7 +435,7 @@ void TestKinetoBadInput::outOfOrderEvents() {
     }
     // Everything lies in ProfilerStep#7, which arrived after all of it: CPU events by time,
     // kernels through their launch's correlation.
-    for (const auto& e : evs) QVERIFY2(e.step && *e.step == 7, (e.name + " has no step 7").c_str());
+    for (const auto& e : evs) QVERIFY2(e.step && *e.step == 7, (std::string(e.name) + " has no step 7").c_str());
     if (t.track.kind == TrackKind::CpuThread) {
       QCOMPARE(evs.size(), std::size_t{kOps + kLaunches + 1});
       QCOMPARE(evs.front().name, std::string("ProfilerStep#7"));

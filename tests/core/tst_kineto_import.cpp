@@ -142,7 +142,7 @@ class TestKinetoImport : public QObject {
     const Event& nccl = named(rows, "ncclDevKernel%");
     QVERIFY(nccl.collOp == CollectiveOp::AllGather);
     QCOMPARE(*nccl.bytes, std::int64_t(4000));
-    QCOMPARE(QString::fromStdString(nccl.dtype), QString("BFloat16"));
+    QCOMPARE(QString::fromStdString(std::string(nccl.dtype)), QString("BFloat16"));
     QCOMPARE(*nccl.groupSize, 2);
     QCOMPARE(pgs.size(), std::size_t(1));
     QCOMPARE(*nccl.processGroupId, pgs[0].id);
@@ -185,7 +185,7 @@ class TestKinetoImport : public QObject {
       if (t.track.kind == TrackKind::GpuStream) ++gpu;
       if (t.track.kind == TrackKind::Python) ++python;
       if (t.track.kind == TrackKind::CpuThread && t.track.tid == 10)
-        QCOMPARE(QString::fromStdString(t.track.name), QString("thread 10 (python3)"));
+        QCOMPARE(QString::fromStdString(std::string(t.track.name)), QString("thread 10 (python3)"));
     }
     QCOMPARE(counters, 2);  // allocated + reserved
     QCOMPARE(gpu, 2);       // streams 7 and 21
@@ -194,9 +194,9 @@ class TestKinetoImport : public QObject {
     QCOMPARE(QString::fromStdString(named(rows, "aten::mm").argsJson), QString(R"J({"External id":2,"Input Dims":[[4,4],[4,4]]})J"));
     const auto evs = store.eventsInWindow(named(rows, "aten::mm").trackId, base + 1010500, base + 1010501, true);
     QCOMPARE(evs.size(), std::size_t(2));  // ProfilerStep#7 (the parent first) and aten::mm
-    QCOMPARE(QString::fromStdString(evs[0].name), QString("ProfilerStep#7"));
+    QCOMPARE(QString::fromStdString(std::string(evs[0].name)), QString("ProfilerStep#7"));
     QCOMPARE(QString::fromStdString(evs[1].argsJson), QString(R"J({"External id":2,"Input Dims":[[4,4],[4,4]]})J"));
-    QCOMPARE(QString::fromStdString(store.event(evs[1].id)->name), QString("aten::mm"));
+    QCOMPARE(QString::fromStdString(std::string(store.event(evs[1].id)->name)), QString("aten::mm"));
     QCOMPARE(scalar(store, "SELECT COUNT(*) FROM pragma_foreign_key_check"), std::int64_t(0));
   }
 
@@ -229,7 +229,7 @@ class TestKinetoImport : public QObject {
     QCOMPARE(ranks.size(), std::size_t(2));
     QCOMPARE(ranks[0].rank, 0);
     QCOMPARE(ranks[1].rank, 1);
-    QCOMPARE(QString::fromStdString(store.run(res.runIds[0])->name), QString("job"));
+    QCOMPARE(QString::fromStdString(std::string(store.run(res.runIds[0])->name)), QString("job"));
     QCOMPARE(store.processGroups(res.runIds[0]).size(), std::size_t(1));
     QCOMPARE(store.summary(res.runIds[0]).eventCount, std::int64_t(24));
   }
@@ -280,7 +280,7 @@ class TestKinetoImport : public QObject {
     const auto gpu = std::find_if(rows.begin(), rows.end(), [](const Row& r) { return r.track.kind == TrackKind::GpuStream; });
     QVERIFY(gpu != rows.end());
     QCOMPARE(*gpu->track.stream, std::int64_t(21));
-    QCOMPARE(QString::fromStdString(gpu->track.name), QString("stream 21"));
+    QCOMPARE(QString::fromStdString(std::string(gpu->track.name)), QString("stream 21"));
     QCOMPARE(gpu->event.startNs, std::int64_t(1661203462584800000));
     QVERIFY(gpu->event.collOp == CollectiveOp::AllReduce);  // from the kernel name (no args)
     QVERIFY(gpu->event.category == Category::Communication);
@@ -319,10 +319,10 @@ class TestKinetoImport : public QObject {
     const auto res = importKineto(store, {writeFile(dir, "brackets.json", s)});
     const auto rows = allEvents(store, res.runIds[0], true);
     QCOMPARE(rows.size(), std::size_t(51));
-    QCOMPARE(QString::fromStdString(rows[7].event.name), QString::fromStdString(longName + "7"));
+    QCOMPARE(QString::fromStdString(std::string(rows[7].event.name)), QString::fromStdString(longName + "7"));
     QCOMPARE(QString::fromStdString(rows[7].event.argsJson),
              QString("{\"q\":\"a \\\"quoted\\\" ]] {{ value \\\\\",\"arr\":[[1,2],{\"k\":\"[}\"}],\"n\":7}"));
-    QCOMPARE(QString::fromStdString(rows[50].event.name), QString("last"));
+    QCOMPARE(QString::fromStdString(std::string(rows[50].event.name)), QString("last"));
   }
 
   void realTraceB200() {
@@ -354,7 +354,7 @@ class TestKinetoImport : public QObject {
     QCOMPARE(*ag.bytes, std::int64_t(201088 * 2));
     QCOMPARE(*ag.groupSize, 8);
     for (const auto& pg : store.processGroups(run))
-      if (pg.id == *ag.processGroupId) QCOMPARE(QString::fromStdString(pg.name), QString("3"));
+      if (pg.id == *ag.processGroupId) QCOMPARE(QString::fromStdString(std::string(pg.name)), QString("3"));
     QCOMPARE(ag.endNs - ag.startNs, std::int64_t(21953));
     QCOMPARE(store.summary(run).collectiveCount, std::int64_t(1));
     // All 768 kernels and 161 memcpys on stream 7 of device 0 (+ 3 gpu_user_annotation rows).

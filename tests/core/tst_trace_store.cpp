@@ -67,7 +67,7 @@ class TestTraceStore : public QObject {
     const Id id = store.createRun(r);
     auto back = store.run(id);
     QVERIFY(back.has_value());
-    QCOMPARE(QString::fromStdString(back->name), QString("zero3 vs fsdp"));
+    QCOMPARE(QString::fromStdString(std::string(back->name)), QString("zero3 vs fsdp"));
     QVERIFY(back->source == RunSource::Simulated);
     QCOMPARE(back->worldSize, 8);
     QVERIFY(back->status == RunStatus::Failed);
@@ -267,7 +267,7 @@ class TestTraceStore : public QObject {
     QCOMPARE(schema::version(store.db()), schema::kCurrentVersion);
     auto runs = store.runs();
     QCOMPARE(runs.size(), std::size_t(1));
-    QCOMPARE(QString::fromStdString(runs[0].name), QString("v1 run"));
+    QCOMPARE(QString::fromStdString(std::string(runs[0].name)), QString("v1 run"));
     QCOMPARE(QString::fromStdString(runs[0].metadataJson), QString("{}"));  // column added by v2
   }
 

@@ -130,8 +130,8 @@ void checkStore(shardscope::core::TraceStore& store, const shardscope::core::Kin
                   std::to_string(events.size()) + " vs " + std::to_string(ts.eventCount) + " on " + ts.track.name);
       for (std::size_t i = 0; i < events.size(); ++i) {
         if (events[i].endNs < events[i].startNs)
-          invariant("event ends before it starts", events[i].name + " " + std::to_string(events[i].startNs));
-        if (i > 0 && events[i].startNs < events[i - 1].startNs) invariant("eventsInWindow is not ordered", events[i].name);
+          invariant("event ends before it starts", std::string(events[i].name) + " " + std::to_string(events[i].startNs));
+        if (i > 0 && events[i].startNs < events[i - 1].startNs) invariant("eventsInWindow is not ordered", std::string(events[i].name));
       }
       store.counterSamples(ts.track.id);
     }
