@@ -140,7 +140,7 @@ HtaFigures computeHtaFigures(TraceStore& store, Id runId, const CancelToken* can
           stepNames.insert(*n);
         }
         rows.push_back(r);
-      });
+      }, /*withArgs=*/false);
       if (cancel) cancel->throwIfCancelled();
     }
   }
