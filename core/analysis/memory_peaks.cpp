@@ -29,34 +29,27 @@ std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, Id runId) {
   const std::vector<Step> steps = store.steps(runId);
   for (const Rank& rank : summary.ranks) {
     std::map<std::pair<int, int>, MemoryPeak> peaks;
-    // Let SQLite find the maxima: materialising every allocation record costs more than the analysis.
-    {
-      Statement devices(store.db(), "SELECT DISTINCT device_type, device_id FROM memory_events WHERE rank_id=?");
-      devices.bind(1, rank.id);
-      Statement top(store.db(),
-                    "SELECT ts_ns, total_allocated, total_reserved FROM memory_events WHERE rank_id=?1 AND device_type=?2 "
-                    "AND device_id=?3 ORDER BY total_allocated DESC, ts_ns, id LIMIT 1");
-      Statement topReserved(store.db(),
-                            "SELECT ts_ns, total_reserved FROM memory_events WHERE rank_id=?1 AND device_type=?2 AND "
-                            "device_id=?3 ORDER BY total_reserved DESC, ts_ns, id LIMIT 1");
-      while (devices.step()) {
-        const int type = static_cast<int>(devices.int64(0)), dev = static_cast<int>(devices.int64(1));
-        MemoryPeak& p = peaks[{type, dev}];
+    for (const MemoryEvent& m : store.memoryEvents(rank.id)) {
+      auto [it, fresh] = peaks.try_emplace({m.deviceType, m.deviceId});
+      MemoryPeak& p = it->second;
+      if (fresh) {
         p.rank = rank.rank;
-        p.deviceType = type;
-        p.deviceId = dev;
-        top.bind(1, rank.id).bind(2, type).bind(3, dev);
-        if (top.step()) {
-          p.allocatedAtNs = top.int64(0);
-          p.peakAllocatedBytes = top.int64(1);
-        }
-        top.reset();
-        topReserved.bind(1, rank.id).bind(2, type).bind(3, dev);
-        if (topReserved.step()) {
-          p.reservedAtNs = topReserved.int64(0);
-          p.peakReservedBytes = topReserved.int64(1);
-        }
-        topReserved.reset();
+        p.deviceType = m.deviceType;
+        p.deviceId = m.deviceId;
+        p.peakAllocatedBytes = m.totalAllocated;
+        p.allocatedAtNs = m.tsNs;
+        p.peakReservedBytes = m.totalReserved;
+        p.reservedAtNs = m.tsNs;
+        continue;
+      }
+      // The first time the maximum is reached is the moment it was caused.
+      if (m.totalAllocated > p.peakAllocatedBytes) {
+        p.peakAllocatedBytes = m.totalAllocated;
+        p.allocatedAtNs = m.tsNs;
+      }
+      if (m.totalReserved > p.peakReservedBytes) {
+        p.peakReservedBytes = m.totalReserved;
+        p.reservedAtNs = m.tsNs;
       }
     }
     for (auto& [key, p] : peaks) {
