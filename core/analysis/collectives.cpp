@@ -1,36 +1,17 @@
 #include "core/analysis/collectives.h"
 
 #include <algorithm>
+
+#include "core/analysis/intervals.h"
 #include <map>
 #include <tuple>
 
 namespace shardscope::core {
 namespace {
 
-struct Span {
-  TimeNs s, e;
-};
-
-std::vector<Span> unite(std::vector<Span> v) {
-  v.erase(std::remove_if(v.begin(), v.end(), [](const Span& x) { return x.e <= x.s; }), v.end());
-  std::sort(v.begin(), v.end(), [](const Span& a, const Span& b) { return a.s < b.s; });
-  std::vector<Span> out;
-  for (const auto& x : v) {
-    if (out.empty() || x.s > out.back().e)
-      out.push_back(x);
-    else
-      out.back().e = std::max(out.back().e, x.e);
-  }
-  return out;
-}
-
-// Time of [s, e) covered by the disjoint, sorted spans u.
-TimeNs coveredBy(const std::vector<Span>& u, TimeNs s, TimeNs e) {
-  auto it = std::upper_bound(u.begin(), u.end(), s, [](TimeNs t, const Span& x) { return t < x.e; });
-  TimeNs t = 0;
-  for (; it != u.end() && it->s < e; ++it) t += std::min(e, it->e) - std::max(s, it->s);
-  return t;
-}
+using intervals::Span;
+using intervals::coveredBy;
+using intervals::unite;
 
 struct Instance {
   TimeNs s, e;

@@ -1,45 +1,15 @@
 #include "core/analysis/step_breakdown.h"
 
 #include <algorithm>
+
+#include "core/analysis/intervals.h"
 #include <map>
 
 namespace shardscope::core {
 namespace {
 
-struct Span {
-  TimeNs s, e;
-};
-
-// Union of intervals (positive lengths only; zero-length events occupy no time).
-std::vector<Span> unite(std::vector<Span> v) {
-  v.erase(std::remove_if(v.begin(), v.end(), [](const Span& x) { return x.e <= x.s; }), v.end());
-  std::sort(v.begin(), v.end(), [](const Span& a, const Span& b) { return a.s < b.s; });
-  std::vector<Span> out;
-  for (const auto& x : v) {
-    if (out.empty() || x.s > out.back().e)
-      out.push_back(x);
-    else
-      out.back().e = std::max(out.back().e, x.e);
-  }
-  return out;
-}
-
-TimeNs length(const std::vector<Span>& v) {
-  TimeNs t = 0;
-  for (const auto& x : v) t += x.e - x.s;
-  return t;
-}
-
-TimeNs overlapOf(const std::vector<Span>& a, const std::vector<Span>& b) {
-  TimeNs t = 0;
-  std::size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    const TimeNs s = std::max(a[i].s, b[j].s), e = std::min(a[i].e, b[j].e);
-    if (e > s) t += e - s;
-    (a[i].e < b[j].e) ? ++i : ++j;
-  }
-  return t;
-}
+using intervals::Span;
+using intervals::unite;
 
 struct StepLists {
   TimeNs start = 0, end = 0;
@@ -96,11 +66,11 @@ std::vector<StepBreakdown> computeStepBreakdown(TraceStore& store, Id runId, con
       const auto P = unite(std::move(l.compute));
       const auto C = unite(std::move(l.comm));
       const auto A = unite(std::move(l.all));
-      b.computeNs = length(P);
-      b.commNs = length(C);
-      b.overlappedCommNs = overlapOf(C, P);
+      b.computeNs = intervals::length(P);
+      b.commNs = intervals::length(C);
+      b.overlappedCommNs = intervals::overlap(C, P);
       b.exposedCommNs = b.commNs - b.overlappedCommNs;
-      const TimeNs busy = length(A);
+      const TimeNs busy = intervals::length(A);
       b.otherBusyNs = busy - b.computeNs - b.exposedCommNs;
       b.idleNs = b.stepNs - busy;
       if (b.stepNs > 0) {
