@@ -1,5 +1,7 @@
 #include "core/analysis/hta_metrics.h"
 
+#include "core/analysis/kernel_classify.h"
+
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -27,22 +29,6 @@ struct Interval {
   std::int64_t s, e;
 };
 
-bool startsWith(std::string_view s, const char* p) { return s.rfind(p, 0) == 0; }
-
-std::optional<std::int64_t> stepNumber(std::string_view name) {
-  // ProfilerStep\s*#\s*(\d+)
-  if (!startsWith(name, "ProfilerStep")) return std::nullopt;
-  std::size_t i = 12;
-  while (i < name.size() && std::isspace(static_cast<unsigned char>(name[i]))) ++i;
-  if (i >= name.size() || name[i] != '#') return std::nullopt;
-  ++i;
-  while (i < name.size() && std::isspace(static_cast<unsigned char>(name[i]))) ++i;
-  std::int64_t v = 0;
-  std::size_t j = i;
-  while (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j]))) v = v * 10 + (name[j++] - '0');
-  if (j == i) return std::nullopt;
-  return v;
-}
 
 // Union of [ts, ts+dur) sorted by (ts, end): a new interval starts only when ts is beyond the
 // running maximum of the ends so far (touching intervals merge). A lone non-positive-length row
@@ -135,7 +121,7 @@ HtaFigures computeHtaFigures(TraceStore& store, Id runId, const CancelToken* can
         r.type = e.category;
         r.syncName = e.name == "Event Sync" || e.name == "Context Sync";
         r.cpuOpStreamZero = r.gpu && e.cat == "cpu_op";
-        if (auto n = stepNumber(e.name)) {
+        if (auto n = profilerStepNumber(e.name)) {
           r.stepNumber = *n;
           stepNames.insert(*n);
         }

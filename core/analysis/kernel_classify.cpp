@@ -41,6 +41,21 @@ bool isNcclKernelName(std::string_view name) {
   return true;
 }
 
+std::optional<std::int64_t> profilerStepNumber(std::string_view name) {
+  if (!startsWith(name, "ProfilerStep")) return std::nullopt;
+  std::size_t i = 12;
+  while (i < name.size() && std::isspace(static_cast<unsigned char>(name[i]))) ++i;
+  if (i >= name.size() || name[i] != '#') return std::nullopt;
+  ++i;
+  while (i < name.size() && std::isspace(static_cast<unsigned char>(name[i]))) ++i;
+  std::int64_t v = 0;
+  std::size_t j = i;
+  for (; j < name.size() && std::isdigit(static_cast<unsigned char>(name[j])) && j - i < 18; ++j) v = v * 10 + (name[j] - '0');
+  if (j == i) return std::nullopt;
+  if (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j]))) return std::nullopt;  // beyond int64
+  return v;
+}
+
 CollectiveOp collectiveFromKernelName(std::string_view name) {
   if (!isNcclKernelName(name)) return CollectiveOp::None;
   std::string_view rest = name.substr(4);

@@ -233,19 +233,6 @@ std::optional<std::int64_t> parseInt(std::string_view s) {
   return std::nullopt;
 }
 
-std::optional<std::int64_t> parseStepNumber(std::string_view name) {
-  // ProfilerStep\s*#\s*(\d+)
-  if (!startsWith(name, "ProfilerStep")) return std::nullopt;
-  std::size_t i = 12;
-  while (i < name.size() && std::isspace(static_cast<unsigned char>(name[i]))) ++i;
-  if (i >= name.size() || name[i] != '#') return std::nullopt;
-  ++i;
-  while (i < name.size() && std::isspace(static_cast<unsigned char>(name[i]))) ++i;
-  std::size_t j = i;
-  while (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j]))) ++j;
-  if (j == i) return std::nullopt;
-  return parseInt(name.substr(i, j - i));
-}
 
 std::string fileLabel(const std::string& path) { return fs::path(path).filename().string(); }
 
@@ -1246,7 +1233,7 @@ class KinetoParser {
       if (isNcclKernelName(ev_.name)) ++stats_.ncclKernels;
     }
     if (cls == TrackClass::Cpu && (bits & kCatUserAnnotation) && startsWith(ev_.name, "ProfilerStep")) {
-      if (auto n = parseStepNumber(ev_.name)) {
+      if (auto n = profilerStepNumber(ev_.name)) {
         e.stepNum = *n;
         batch_->steps.push_back(PStep{*n, e.start, e.end});
         ++stats_.steps;
