@@ -1,5 +1,7 @@
 #include "core/analysis/collectives.h"
 
+#include "core/analysis/lanes.h"
+
 #include <algorithm>
 
 #include "core/analysis/intervals.h"
@@ -47,15 +49,13 @@ std::vector<CollectiveStats> computeCollectives(TraceStore& store, Id runId, con
 
   std::map<std::tuple<int, std::string>, CollectiveStats> table;
   for (const Rank& rank : summary.ranks) {
-    bool hasGpu = false;
-    for (const auto& t : summary.tracks)
-      if (t.track.rankId == rank.id && t.track.kind == TrackKind::GpuStream && t.eventCount > 0) hasGpu = true;
+    const bool hasGpu = rankHasGpuWork(summary, rank.id);
     std::vector<Span> compute;
     std::vector<Instance> instances;
     for (const auto& t : summary.tracks) {
       if (t.track.rankId != rank.id) continue;
       const TrackKind k = t.track.kind;
-      const bool lane = hasGpu ? k == TrackKind::GpuStream : (k == TrackKind::CpuThread || k == TrackKind::Comm);
+      const bool lane = isDeviceLane(k, hasGpu);
       if (!lane) continue;
       store.forEachEvent(
           t.track.id,

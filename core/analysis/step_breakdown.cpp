@@ -1,5 +1,7 @@
 #include "core/analysis/step_breakdown.h"
 
+#include "core/analysis/lanes.h"
+
 #include <algorithm>
 
 #include "core/analysis/intervals.h"
@@ -23,14 +25,12 @@ std::vector<StepBreakdown> computeStepBreakdown(TraceStore& store, Id runId, con
   std::vector<StepBreakdown> out;
   const RunSummary summary = store.summary(runId);
   for (const Rank& rank : summary.ranks) {
-    bool hasGpu = false;
-    for (const auto& t : summary.tracks)
-      if (t.track.rankId == rank.id && t.track.kind == TrackKind::GpuStream && t.eventCount > 0) hasGpu = true;
+    const bool hasGpu = rankHasGpuWork(summary, rank.id);
     std::map<std::int64_t, StepLists> steps;
     for (const auto& t : summary.tracks) {
       if (t.track.rankId != rank.id) continue;
       const TrackKind k = t.track.kind;
-      const bool lane = hasGpu ? k == TrackKind::GpuStream : (k == TrackKind::CpuThread || k == TrackKind::Comm);
+      const bool lane = isDeviceLane(k, hasGpu);
       const bool cpuSide = k == TrackKind::CpuThread || k == TrackKind::Python;
       if (!lane && !cpuSide) continue;
       store.forEachEvent(

@@ -1,5 +1,7 @@
 #include "core/analysis/stragglers.h"
 
+#include "core/analysis/lanes.h"
+
 #include <algorithm>
 #include <map>
 #include <string>
@@ -29,9 +31,7 @@ StragglerReport detectStragglers(TraceStore& store, Id runId, const CancelToken*
   const std::size_t nRanks = summary.ranks.size();
   for (std::size_t ri = 0; ri < nRanks; ++ri) {
     const Rank& rank = summary.ranks[ri];
-    bool hasGpu = false;
-    for (const auto& t : summary.tracks)
-      if (t.track.rankId == rank.id && t.track.kind == TrackKind::GpuStream && t.eventCount > 0) hasGpu = true;
+    const bool hasGpu = rankHasGpuWork(summary, rank.id);
     for (const auto& t : summary.tracks) {
       if (t.track.rankId != rank.id) continue;
       const TrackKind k = t.track.kind;
