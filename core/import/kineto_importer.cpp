@@ -742,97 +742,75 @@ class KinetoParser {
       }
     };
 
+    // Walks the members of an object whose '{' is at p; fn(key) reads the value at p.
+    auto members = [&](auto&& fn) -> bool {
+      ++p;
+      ws();
+      if (p < end && *p == '}') {
+        ++p;
+        return true;
+      }
+      for (;;) {
+        ws();
+        std::string_view key;
+        if (p >= end || *p != '"' || !str(key)) return false;
+        ws();
+        if (p >= end || *p != ':') return false;
+        ++p;
+        ws();
+        if (p >= end || !fn(key)) return false;
+        ws();
+        if (p >= end) return false;
+        if (*p == ',') {
+          ++p;
+          continue;
+        }
+        if (*p == '}') {
+          ++p;
+          return true;
+        }
+        return false;
+      }
+    };
+    // The args object: promoted keys fill the event, the raw text is kept.
+    auto args = [&]() -> bool {
+      const bool keep = opt_.keepArgs || ev_.ph.size() != 1 || ev_.ph[0] == 'M' || ev_.ph[0] == 'C';
+      const char* start = p;
+      const bool ok = members([&](std::string_view key) {
+        if (*p == '{' || *p == '[') return nested(1);
+        Token t;
+        std::string_view v;
+        if (!scalar(t, v)) return false;
+        onArg(argKey(key), t, v);
+        return true;
+      });
+      if (ok) keepArgs(std::string_view(start, static_cast<std::size_t>(p - start)), keep);
+      return ok;
+    };
+
     ws();
     if (p >= end || *p != '{') return false;
-    ++p;
-    ws();
-    if (p < end && *p == '}') {
-      ++p;
-    } else {
-      for (;;) {
-        ws();
-        std::string_view key;
-        if (p >= end || *p != '"' || !str(key)) return false;
-        ws();
-        if (p >= end || *p != ':') return false;
-        ++p;
-        ws();
-        if (p >= end) return false;
-        const int which = fieldId(key);
-        if (which == 8 && *p == '{') {
-          if (!fastArgs(p, end, nested, scalar, ws, str)) return false;
-        } else if (*p == '{' || *p == '[') {
-          if (which >= 1 && which <= 7) return false;  // let the tokenizer report the type error
-          if (!nested(0)) return false;
-        } else {
-          Token t;
-          std::string_view v;
-          if (!scalar(t, v)) return false;
-          // Type errors are reported by the full reader (same message either way).
-          if ((which == 1 || which == 3) && t != Token::String) return false;
-          if (which == 2 && t != Token::String && t != Token::Number) return false;
-          if ((which == 4 || which == 5) && t != Token::Number) return false;
-          if ((which == 6 || which == 7) && t != Token::Number && t != Token::String) return false;
-          onField(which, t, v);
-        }
-        ws();
-        if (p >= end) return false;
-        if (*p == ',') {
-          ++p;
-          continue;
-        }
-        if (*p == '}') {
-          ++p;
-          break;
-        }
-        return false;
+    const bool ok = members([&](std::string_view key) {
+      const int which = fieldId(key);
+      if (which == 8 && *p == '{') return args();
+      if (*p == '{' || *p == '[') {
+        if (which >= 1 && which <= 7) return false;  // let the tokenizer report the type error
+        return nested(0);
       }
-    }
+      Token t;
+      std::string_view v;
+      if (!scalar(t, v)) return false;
+      // Type errors are reported by the full reader (same message either way).
+      if ((which == 1 || which == 3) && t != Token::String) return false;
+      if (which == 2 && t != Token::String && t != Token::Number) return false;
+      if ((which == 4 || which == 5) && t != Token::Number) return false;
+      if ((which == 6 || which == 7) && t != Token::Number && t != Token::String) return false;
+      onField(which, t, v);
+      return true;
+    });
+    if (!ok) return false;
     ws();
     return p == end;
-  }
-
-  template <typename Nested, typename Scalar, typename Ws, typename Str>
-  bool fastArgs(const char*& p, const char* end, Nested& nested, Scalar& scalar, Ws& ws, Str& str) {
-    const bool keep = opt_.keepArgs || ev_.ph.size() != 1 || ev_.ph[0] == 'M' || ev_.ph[0] == 'C';
-    const char* start = p;
-    ++p;
-    ws();
-    if (p < end && *p == '}') {
-      ++p;
-    } else {
-      for (;;) {
-        ws();
-        std::string_view key;
-        if (p >= end || *p != '"' || !str(key)) return false;
-        ws();
-        if (p >= end || *p != ':') return false;
-        ++p;
-        ws();
-        if (p >= end) return false;
-        if (*p == '{' || *p == '[') {
-          if (!nested(1)) return false;
-        } else {
-          Token t;
-          std::string_view v;
-          if (!scalar(t, v)) return false;
-          onArg(argKey(key), t, v);
-        }
-        ws();
-        if (p >= end) return false;
-        if (*p == ',') {
-          ++p;
-          continue;
-        }
-        if (*p == '}') {
-          ++p;
-          break;
-        }
-        return false;
-      }
-    }
-    keepArgs(std::string_view(start, static_cast<std::size_t>(p - start)), keep);
-    return true;
   }
 
   static int fieldId(std::string_view k) {
