@@ -1,0 +1,114 @@
+#include "profiler/capture/memory_tracker.h"
+
+#include <c10/core/CPUAllocator.h>
+
+#include "profiler/capture/recorder.h"
+
+namespace shardscope::capture {
+
+namespace {
+thread_local MemCategory tlsCategory = MemCategory::Other;
+MemoryTracker* gInstance = nullptr;
+}  // namespace
+
+const char* toString(MemCategory c) {
+  switch (c) {
+    case MemCategory::Parameters: return "parameters";
+    case MemCategory::Gradients: return "gradients";
+    case MemCategory::OptimizerState: return "optimizer_state";
+    case MemCategory::Activations: return "activations";
+    case MemCategory::CommBuffers: return "comm_buffers";
+    case MemCategory::Other:
+    case MemCategory::Count: break;
+  }
+  return "other";
+}
+
+MemScope::MemScope(MemCategory c) : prev_(tlsCategory) { tlsCategory = c; }
+MemScope::~MemScope() { tlsCategory = prev_; }
+MemCategory currentMemCategory() { return tlsCategory; }
+
+struct MemoryTracker::Ctx {
+  c10::DataPtr inner;
+  std::int64_t bytes;
+  MemCategory category;
+  const MemoryTracker* owner;
+};
+
+MemoryTracker::MemoryTracker() : inner_(c10::GetDefaultCPUAllocator()) {}
+
+MemoryTracker& MemoryTracker::install() {
+  if (!gInstance) {
+    gInstance = new MemoryTracker();  // lives for the process: tensors may be freed at exit
+    c10::SetCPUAllocator(gInstance, /*priority=*/100);
+  }
+  return *gInstance;
+}
+
+MemoryTracker* MemoryTracker::instance() { return gInstance; }
+
+void MemoryTracker::setRecorder(Recorder* r, int deviceType, int deviceId) {
+  std::lock_guard<std::mutex> l(mu_);
+  recorder_ = r;
+  deviceType_ = deviceType;
+  deviceId_ = deviceId;
+}
+
+c10::DataPtr MemoryTracker::allocate(size_t n) const {
+  c10::DataPtr inner = inner_->allocate(n);
+  void* data = inner.get();
+  const c10::Device dev = inner.device();
+  auto* ctx = new Ctx{std::move(inner), static_cast<std::int64_t>(n), tlsCategory, this};
+  account(static_cast<std::int64_t>(n), ctx->category);
+  return c10::DataPtr(data, ctx, &MemoryTracker::deleter, dev);
+}
+
+void MemoryTracker::deleter(void* p) {
+  auto* ctx = static_cast<Ctx*>(p);
+  const std::int64_t bytes = ctx->bytes;
+  const MemCategory c = ctx->category;
+  const MemoryTracker* owner = ctx->owner;
+  delete ctx;  // frees the memory through the inner allocator's deleter
+  owner->account(-bytes, c);
+}
+
+void MemoryTracker::account(std::int64_t bytes, MemCategory c) const {
+  if (bytes == 0) return;
+  Recorder* rec = nullptr;
+  std::int64_t total = 0;
+  TimeNs ts = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    cur_.total += bytes;
+    cur_.byCategory[static_cast<std::size_t>(c)] += bytes;
+    ts = nowNs();
+    cur_.timeNs = ts;
+    const bool newPeak = cur_.total > peak_.total;
+    if (newPeak) peak_ = cur_;
+    const std::int64_t diff = cur_.total - lastRecorded_;
+    if (recorder_ && (newPeak || diff >= granularity_ || -diff >= granularity_)) {
+      rec = recorder_;
+      total = cur_.total;
+      lastRecorded_ = total;
+    }
+  }
+  // CPU memory has no cache: reserved equals allocated.
+  if (rec) rec->memory(ts, bytes, total, total, deviceType_, deviceId_);
+}
+
+MemSnapshot MemoryTracker::current() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return cur_;
+}
+
+MemSnapshot MemoryTracker::peak() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return peak_;
+}
+
+void MemoryTracker::resetPeak() {
+  std::lock_guard<std::mutex> l(mu_);
+  peak_ = cur_;
+}
+
+}  // namespace shardscope::capture

@@ -1,0 +1,75 @@
+#pragma once
+// A counting CPU allocator: wraps LibTorch's CPU allocator so that every tensor allocation and free
+// of the process is counted, attributed to a category (the thread's current MemCategory scope), and
+// reported to the Recorder as memory records (the memory-over-time curve). Live bytes per category
+// are kept exactly, and the breakdown at the highest total seen is remembered (the breakdown at the
+// peak). On CUDA the caching allocator's statistics take this role (profiler/runtime on GPU).
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include <c10/core/Allocator.h>
+
+namespace shardscope::capture {
+
+class Recorder;
+
+enum class MemCategory : int { Parameters = 0, Gradients, OptimizerState, Activations, CommBuffers, Other, Count };
+const char* toString(MemCategory c);
+
+// Sets the calling thread's category for the scope (RAII, nests).
+class MemScope {
+ public:
+  explicit MemScope(MemCategory c);
+  ~MemScope();
+  MemScope(const MemScope&) = delete;
+  MemScope& operator=(const MemScope&) = delete;
+
+ private:
+  MemCategory prev_;
+};
+MemCategory currentMemCategory();
+
+struct MemSnapshot {
+  std::int64_t total = 0;
+  std::array<std::int64_t, static_cast<int>(MemCategory::Count)> byCategory{};
+  std::int64_t timeNs = 0;
+};
+
+class MemoryTracker final : public c10::Allocator {
+ public:
+  // Installs itself as the CPU allocator of the process (once); returns the instance.
+  static MemoryTracker& install();
+  static MemoryTracker* instance();
+
+  c10::DataPtr allocate(size_t n) const override;
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+
+  void setRecorder(Recorder* r, int deviceType = 0, int deviceId = 0);
+  // Records only changes of at least this many bytes of the total since the last record (the peak
+  // is always recorded exactly: a record is forced whenever the total reaches a new maximum).
+  void setGranularity(std::int64_t bytes) { granularity_ = bytes; }
+
+  MemSnapshot current() const;
+  MemSnapshot peak() const;
+  void resetPeak();
+
+ private:
+  MemoryTracker();
+  struct Ctx;
+  static void deleter(void* ctx);
+  void account(std::int64_t bytes, MemCategory c) const;
+
+  c10::Allocator* inner_ = nullptr;
+  mutable std::mutex mu_;
+  mutable MemSnapshot cur_;
+  mutable MemSnapshot peak_;
+  mutable std::int64_t lastRecorded_ = 0;
+  std::int64_t granularity_ = 0;
+  Recorder* recorder_ = nullptr;
+  int deviceType_ = 0;
+  int deviceId_ = 0;
+};
+
+}  // namespace shardscope::capture

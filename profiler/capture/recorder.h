@@ -1,0 +1,109 @@
+#pragma once
+// Per-rank capture of a runtime run into the trace store, while the run goes: spans of compute and
+// of every collective, steps, memory records and metrics are buffered in memory and written by a
+// flusher thread every flush interval in one short transaction (WAL: readers see them live; a crash
+// loses at most one interval). Thread-safe: the compute thread, the communication threads and the
+// allocator hooks all record here. No LibTorch in this header.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/model/types.h"
+
+namespace shardscope::core {
+class TraceStore;
+}
+
+namespace shardscope::capture {
+
+using core::TimeNs;
+
+// Wall-clock nanoseconds (CLOCK_REALTIME): comparable between the ranks of one machine.
+TimeNs nowNs();
+
+struct SpanRecord {
+  int lane = 0;
+  TimeNs startNs = 0;
+  TimeNs endNs = 0;
+  std::string name;
+  std::string cat;  // "cpu_op", "user_annotation", "collective", "wait"
+  core::Category category = core::Category::Other;
+  std::optional<std::int64_t> step;
+  core::CollectiveOp op = core::CollectiveOp::None;
+  std::string group;  // process group name for collectives
+  std::optional<std::int64_t> bytes;
+  std::optional<int> groupSize;
+  std::string dtype;
+  std::string argsJson;  // "" or a JSON object
+};
+
+class Recorder {
+ public:
+  struct Options {
+    std::string dbPath;
+    core::Id runId = 0;
+    int rank = 0;
+    std::string host;
+    std::string device = "cpu";
+    double flushIntervalS = 0.5;
+    bool enabled = true;  // false: nothing is recorded (the capture-overhead baseline)
+  };
+  explicit Recorder(Options opts);
+  ~Recorder();
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  bool enabled() const { return opts_.enabled; }
+  core::Id rankId() const { return rankId_; }
+  // A lane (track) of this rank: "compute" (CPU thread) or a communication lane per process group.
+  int lane(const std::string& name, core::TrackKind kind, int sortIndex);
+  // Registers a process group (once per run: the first rank to call wins; same name = same group).
+  void processGroup(const std::string& name, const std::string& backend, int size, const std::vector<int>& ranks);
+
+  void span(SpanRecord s);
+  void step(std::int64_t step, TimeNs startNs, TimeNs endNs);
+  // Allocation record: bytes > 0 allocated, < 0 freed; totals after it.
+  void memory(TimeNs ts, std::int64_t bytes, std::int64_t totalAllocated, std::int64_t totalReserved, int deviceType,
+              int deviceId);
+  void metric(const std::string& key, double value, bool perRank = true);
+  void rankMetadata(const std::string& json);
+
+  void flush();  // writes what is buffered now (also called by the flusher thread)
+  void close();  // final flush; stops the thread
+  std::int64_t eventsWritten() const { return written_.load(); }
+
+ private:
+  struct Pending {
+    std::vector<SpanRecord> spans;
+    std::vector<core::Step> steps;
+    std::vector<core::MemoryEvent> memory;
+    std::vector<std::pair<std::string, double>> rankMetrics;
+    std::vector<std::pair<std::string, double>> runMetrics;
+  };
+  void run();
+  void write(Pending& p);
+
+  Options opts_;
+  std::unique_ptr<core::TraceStore> store_;
+  core::Id rankId_ = 0;
+  std::mutex mu_;
+  std::mutex writeMu_;
+  std::condition_variable cv_;
+  Pending pending_;
+  std::vector<core::Id> laneTracks_;
+  std::map<std::string, core::Id> groupIds_;
+  std::map<std::pair<int, int>, std::pair<core::Id, core::Id>> memTracks_;  // (devType, dev) -> (alloc, reserved)
+  bool stop_ = false;
+  bool closed_ = false;
+  std::atomic<std::int64_t> written_{0};
+  std::thread thread_;
+};
+
+}  // namespace shardscope::capture

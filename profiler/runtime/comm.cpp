@@ -1,0 +1,376 @@
+#include "profiler/runtime/comm.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <unistd.h>
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
+#ifdef SHARDSCOPE_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include "core/util/error.h"
+#include "profiler/capture/recorder.h"
+
+namespace shardscope::runtime {
+
+// LibTorch 1.13 exposes the collectives on c10d::ProcessGroup; 2.x on c10d::Backend.
+#if TORCH_VERSION_MAJOR >= 2
+using PgBase = c10d::Backend;
+#else
+using PgBase = c10d::ProcessGroup;
+#endif
+
+using capture::nowNs;
+using core::CollectiveOp;
+using core::TimeNs;
+
+struct CommHandle::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  bool reported = false;
+  std::exception_ptr error;
+  capture::SpanRecord span;  // filled by the communication thread
+  TimeNs issueNs = 0;
+  std::string emulation;
+  capture::Recorder* recorder = nullptr;
+  int computeLane = -1;
+  void report(TimeNs waitStart, TimeNs waitEnd) {
+    if (reported || !recorder) return;
+    reported = true;
+    const TimeNs wait = waitEnd - waitStart;
+    span.argsJson = "{\"issue_ns\":" + std::to_string(issueNs) + ",\"queue_ns\":" +
+                    std::to_string(span.startNs - issueNs) + ",\"wait_ns\":" + std::to_string(wait) +
+                    (emulation.empty() ? "" : ",\"emulated_by\":\"" + emulation + "\"") + "}";
+    if (wait > 0 && computeLane >= 0) {
+      capture::SpanRecord w;
+      w.lane = computeLane;
+      w.startNs = waitStart;
+      w.endNs = waitEnd;
+      w.name = "wait " + span.name;
+      w.cat = "wait";
+      w.category = core::Category::Other;
+      w.step = span.step;
+      recorder->span(std::move(w));
+    }
+    recorder->span(span);
+  }
+  ~State() {
+    if (done && !reported) report(0, 0);
+  }
+};
+
+void CommHandle::wait() {
+  if (!state_) return;
+  const TimeNs t0 = nowNs();
+  std::unique_lock<std::mutex> l(state_->mu);
+  state_->cv.wait(l, [&] { return state_->done; });
+  const TimeNs t1 = nowNs();
+  state_->report(t0, t1);
+  if (state_->error) std::rethrow_exception(state_->error);
+}
+
+bool CommHandle::done() const {
+  if (!state_) return true;
+  std::lock_guard<std::mutex> l(state_->mu);
+  return state_->done;
+}
+
+class GroupImpl final : public Group {
+ public:
+  GroupImpl(std::string name, int rank, std::vector<int> ranks, c10::intrusive_ptr<PgBase> pg, bool gloo,
+            capture::Recorder* rec, int lane, int* computeLane)
+      : name_(std::move(name)), rank_(rank), ranks_(std::move(ranks)), pg_(std::move(pg)), gloo_(gloo),
+        recorder_(rec), lane_(lane), computeLane_(computeLane) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~GroupImpl() override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  const std::string& name() const override { return name_; }
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(ranks_.size()); }
+  const std::vector<int>& globalRanks() const override { return ranks_; }
+
+  CommHandle allReduce(torch::Tensor t, const CollectiveInfo& info) override {
+    const auto bytes = static_cast<std::int64_t>(t.numel() * t.element_size());
+    return enqueue(CollectiveOp::AllReduce, "all_reduce", bytes, t, info, {}, [this, t]() mutable {
+      std::vector<at::Tensor> v{t};
+      c10d::AllreduceOptions o;
+      o.reduceOp = c10d::ReduceOp::SUM;
+      pg_->allreduce(v, o)->wait();
+    });
+  }
+
+  CommHandle allGather(torch::Tensor out, torch::Tensor in, const CollectiveInfo& info) override {
+    TORCH_CHECK(out.numel() == in.numel() * size(), "all_gather: output must hold size() inputs");
+    // nccl-tests' S for an all-gather is the gathered array.
+    const auto bytes = static_cast<std::int64_t>(out.numel() * out.element_size());
+    return enqueue(CollectiveOp::AllGather, "all_gather", bytes, in, info, {}, [this, out, in]() mutable {
+#if TORCH_VERSION_MAJOR >= 2
+      if (!gloo_) {
+        pg_->_allgather_base(out, in)->wait();
+        return;
+      }
+#endif
+      std::vector<std::vector<at::Tensor>> outs(1);
+      for (auto& c : out.chunk(size())) outs[0].push_back(c);
+      std::vector<at::Tensor> ins{in};
+      pg_->allgather(outs, ins)->wait();
+    });
+  }
+
+  CommHandle reduceScatter(torch::Tensor out, torch::Tensor in, const CollectiveInfo& info) override {
+    TORCH_CHECK(in.numel() == out.numel() * size(), "reduce_scatter: input must hold size() outputs");
+    const auto bytes = static_cast<std::int64_t>(in.numel() * in.element_size());
+    return enqueue(CollectiveOp::ReduceScatter, "reduce_scatter", bytes, in, info, gloo_ ? "all_reduce" : "",
+                   [this, out, in]() mutable {
+                     if (gloo_) {
+                       std::vector<at::Tensor> v{in};
+                       pg_->allreduce(v)->wait();
+                       torch::NoGradGuard ng;
+                       out.copy_(in.narrow(0, static_cast<std::int64_t>(rank_) * out.numel(), out.numel()));
+                       return;
+                     }
+                     std::vector<at::Tensor> outs{out};
+                     std::vector<std::vector<at::Tensor>> ins(1);
+                     for (auto& c : in.chunk(size())) ins[0].push_back(c);
+                     pg_->reduce_scatter(outs, ins)->wait();
+                   });
+  }
+
+  CommHandle broadcast(torch::Tensor t, int root, const CollectiveInfo& info) override {
+    const auto bytes = static_cast<std::int64_t>(t.numel() * t.element_size());
+    return enqueue(CollectiveOp::Broadcast, "broadcast", bytes, t, info, {}, [this, t, root]() mutable {
+      std::vector<at::Tensor> v{t};
+      c10d::BroadcastOptions o;
+      o.rootRank = root;
+      pg_->broadcast(v, o)->wait();
+    });
+  }
+
+  void barrier() override {
+    CollectiveInfo info;
+    info.label = "barrier";
+    auto h = enqueue(CollectiveOp::Barrier, "barrier", 0, torch::Tensor(), info, {}, [this] { pg_->barrier()->wait(); });
+    h.wait();
+  }
+
+ private:
+  struct Op {
+    std::function<void()> run;
+    std::shared_ptr<CommHandle::State> state;
+  };
+
+  CommHandle enqueue(CollectiveOp op, const std::string& opName, std::int64_t bytes, const torch::Tensor& sample,
+                     const CollectiveInfo& info, std::string emulation, std::function<void()> run) {
+    auto st = std::make_shared<CommHandle::State>();
+    st->issueNs = nowNs();
+    st->recorder = recorder_;
+    st->computeLane = computeLane_ ? *computeLane_ : -1;
+    st->emulation = std::move(emulation);
+    auto& s = st->span;
+    s.lane = lane_;
+    s.name = info.label.empty() ? opName : opName + " " + info.label;
+    s.cat = "collective";
+    s.category = core::Category::Communication;
+    if (info.step >= 0) s.step = info.step;
+    s.op = op;
+    s.group = name_;
+    s.bytes = bytes;
+    s.groupSize = size();
+    if (sample.defined()) s.dtype = std::string(c10::toString(sample.scalar_type()));
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      queue_.push_back(Op{std::move(run), st});
+    }
+    cv_.notify_one();
+    CommHandle h;
+    h.state_ = st;
+    return h;
+  }
+
+  void loop() {
+    for (;;) {
+      Op op;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        op = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      std::exception_ptr err;
+      const TimeNs start = nowNs();
+      try {
+        op.run();
+      } catch (...) {
+        err = std::current_exception();
+      }
+      const TimeNs end = nowNs();
+      {
+        std::lock_guard<std::mutex> l(op.state->mu);
+        op.state->span.startNs = start;
+        op.state->span.endNs = end;
+        op.state->error = err;
+        op.state->done = true;
+      }
+      op.state->cv.notify_all();
+    }
+  }
+
+  std::string name_;
+  int rank_;
+  std::vector<int> ranks_;
+  c10::intrusive_ptr<PgBase> pg_;
+  bool gloo_;
+  capture::Recorder* recorder_;
+  int lane_;
+  int* computeLane_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Op> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+namespace {
+int envInt(const char* a, const char* b, int dflt) {
+  for (const char* k : {a, b}) {
+    if (!k) continue;
+    if (const char* v = std::getenv(k); v && *v) {
+      char* endp = nullptr;
+      const long x = std::strtol(v, &endp, 10);
+      if (endp && *endp == 0) return static_cast<int>(x);
+      throw core::Error(std::string("environment variable ") + k + "='" + v + "' is not an integer");
+    }
+  }
+  return dflt;
+}
+}  // namespace
+
+DistEnv DistEnv::fromEnvironment() {
+  DistEnv e;
+  e.rank = envInt("RANK", "SLURM_PROCID", 0);
+  e.worldSize = envInt("WORLD_SIZE", "SLURM_NTASKS", 1);
+  e.localRank = envInt("LOCAL_RANK", "SLURM_LOCALID", 0);
+  e.localWorldSize = envInt("LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE", e.worldSize);
+  e.nodeRank = envInt("GROUP_RANK", "SLURM_NODEID", 0);
+  if (const char* a = std::getenv("MASTER_ADDR"); a && *a) e.masterAddr = a;
+  e.masterPort = envInt("MASTER_PORT", nullptr, 29500);
+  if (e.worldSize < 1) throw core::Error("WORLD_SIZE must be at least 1 (got " + std::to_string(e.worldSize) + ")");
+  if (e.rank < 0 || e.rank >= e.worldSize)
+    throw core::Error("RANK " + std::to_string(e.rank) + " is outside 0.." + std::to_string(e.worldSize - 1));
+  return e;
+}
+
+struct Communicator::StoreHolder {
+  c10::intrusive_ptr<c10d::Store> store;
+};
+
+bool Communicator::backendAvailable(const std::string& backend) {
+  if (backend == "gloo") return true;
+#ifdef SHARDSCOPE_WITH_NCCL
+  if (backend == "nccl") return true;
+#endif
+  return false;
+}
+
+Communicator::Communicator(const DistEnv& env, const std::string& backend, torch::Device device, double timeoutS,
+                           capture::Recorder* recorder)
+    : env_(env), backend_(backend), device_(device), timeoutS_(timeoutS), recorder_(recorder) {
+  if (!backendAvailable(backend))
+    throw core::Error("backend '" + backend + "' is not available in this worker (built against LibTorch " +
+                      std::string(TORCH_VERSION) + (backend == "nccl" ? " without NCCL)" : ")"));
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<std::uint16_t>(env.masterPort);
+  opts.isServer = env.rank == 0;
+  opts.numWorkers = env.worldSize;
+  opts.waitWorkers = true;
+  opts.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeoutS * 1000));
+  store_ = std::make_unique<StoreHolder>();
+  try {
+    store_->store = c10::make_intrusive<c10d::TCPStore>(env.masterAddr, opts);
+  } catch (const std::exception& e) {
+    throw core::Error("rank " + std::to_string(env.rank) + ": rendezvous with " + env.masterAddr + ":" +
+                      std::to_string(env.masterPort) + " failed: " + e.what());
+  }
+}
+
+void Communicator::start(capture::Recorder* recorder) {
+  if (world_) return;
+  if (recorder) recorder_ = recorder;
+  std::vector<int> all(static_cast<std::size_t>(env_.worldSize));
+  for (int i = 0; i < env_.worldSize; ++i) all[static_cast<std::size_t>(i)] = i;
+  world_ = makeGroup("world", all, env_.rank);
+}
+
+Communicator::~Communicator() {
+  groups_.clear();
+  world_.reset();
+}
+
+std::unique_ptr<GroupImpl> Communicator::makeGroup(const std::string& name, const std::vector<int>& ranks, int groupRank) {
+  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeoutS_ * 1000));
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>("pg/" + name, store_->store);
+  c10::intrusive_ptr<PgBase> pg;
+  const int size = static_cast<int>(ranks.size());
+  if (backend_ == "gloo") {
+    auto o = c10d::ProcessGroupGloo::Options::create(timeout);
+    std::string host = env_.masterAddr;
+    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
+      o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    else if (host == "127.0.0.1" || host == "localhost")
+      o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    else
+      o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    o->threads = 1;
+    pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, groupRank, size, o);
+  } else {
+#ifdef SHARDSCOPE_WITH_NCCL
+    auto o = c10d::ProcessGroupNCCL::Options::create();
+    o->timeout = timeout;
+    pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, groupRank, size, o);
+#endif
+  }
+  int lane = -1;
+  if (recorder_) {
+    lane = recorder_->lane("comm " + name + " (" + backend_ + ")", core::TrackKind::Comm, 10 + laneCounter_++);
+    recorder_->processGroup(name, backend_, size, ranks);
+  }
+  return std::make_unique<GroupImpl>(name, groupRank, ranks, pg, backend_ == "gloo", recorder_, lane, &computeLane);
+}
+
+Group& Communicator::world() {
+  if (!world_) throw core::Error("communicator not started");
+  return *world_;
+}
+
+Group* Communicator::newGroup(const std::string& name, const std::vector<int>& ranks) {
+  int me = -1;
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    if (ranks[i] == env_.rank) me = static_cast<int>(i);
+  if (me < 0) return nullptr;
+  groups_.push_back(makeGroup(name, ranks, me));
+  return groups_.back().get();
+}
+
+void Communicator::storeSet(const std::string& key, const std::string& value) {
+  store_->store->set(key, std::vector<std::uint8_t>(value.begin(), value.end()));
+}
+
+std::string Communicator::storeGet(const std::string& key) {
+  auto v = store_->store->get(key);
+  return std::string(v.begin(), v.end());
+}
+
+}  // namespace shardscope::runtime

@@ -1,0 +1,1148 @@
+#include "profiler/runtime/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+
+#include <torch/csrc/autograd/autograd.h>
+
+#include "core/util/error.h"
+#include "profiler/capture/memory_tracker.h"
+#include "profiler/capture/recorder.h"
+
+namespace shardscope::runtime {
+
+using capture::MemCategory;
+using capture::MemScope;
+using capture::nowNs;
+using core::Strategy;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+namespace {
+
+Engine* enginePtr(AutogradContext* ctx) { return reinterpret_cast<Engine*>(ctx->saved_data["e"].toInt()); }
+
+// Identity whose backward hands the gradient of a parameter (group) to the engine and lets nothing
+// accumulate on the leaf: the engine owns gradient storage.
+struct GradTap : public torch::autograd::Function<GradTap> {
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, std::int64_t engine, std::int64_t id) {
+    ctx->saved_data["e"] = engine;
+    ctx->saved_data["id"] = id;
+    return x.view_as(x);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list g) {
+    enginePtr(ctx)->onGrad(static_cast<int>(ctx->saved_data["id"].toInt()), g[0]);
+    return {torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+// Identity on a module's output whose backward runs before that module's backward: where
+// parameters are gathered again for backward and the next ones prefetched.
+struct PreBackward : public torch::autograd::Function<PreBackward> {
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor y, std::int64_t engine, std::int64_t id) {
+    ctx->saved_data["e"] = engine;
+    ctx->saved_data["id"] = id;
+    return y.view_as(y);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list g) {
+    enginePtr(ctx)->onPreBackward(static_cast<int>(ctx->saved_data["id"].toInt()));
+    return {g[0], torch::Tensor(), torch::Tensor()};
+  }
+};
+
+using BlockBody = std::function<torch::Tensor(torch::Tensor)>;
+
+// Activation checkpointing of one block: forward keeps only the block's input; backward runs the
+// block again with gradients enabled and back-propagates through it (reentrant, like PyTorch's
+// reentrant checkpoint).
+struct Checkpoint : public torch::autograd::Function<Checkpoint> {
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, std::int64_t engine, std::int64_t body) {
+    ctx->saved_data["e"] = engine;
+    ctx->saved_data["body"] = body;
+    ctx->save_for_backward({x});
+    return (*reinterpret_cast<BlockBody*>(body))(x);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list g);
+};
+
+std::int64_t roundUp(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
+
+void freeStorage(const torch::Tensor& t) {
+  auto* s = t.storage().unsafeGetStorageImpl();
+  s->set_data_ptr_noswap(at::DataPtr(nullptr, s->device()));
+  s->set_nbytes(0);
+}
+
+// Moves buf's memory into t's storage: t's views (saved by autograd) see the gathered values and
+// no version counter changes (what FSDP does with its flat parameter's storage).
+void adoptStorage(const torch::Tensor& t, const torch::Tensor& buf) {
+  auto* dst = t.storage().unsafeGetStorageImpl();
+  auto* src = buf.storage().unsafeGetStorageImpl();
+  const auto nbytes = src->nbytes();
+  dst->set_data_ptr_noswap(src->set_data_ptr(at::DataPtr(nullptr, src->device())));
+  dst->set_nbytes(nbytes);
+  src->set_nbytes(0);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Engine (common)
+
+Engine::Engine(const EngineContext& ctx)
+    : ctx_(ctx), cfg_(*ctx.cfg), layout_(ctx.model->layout()), world_(ctx.comm->world()) {}
+
+Engine::~Engine() = default;
+
+std::int64_t Engine::bytesOf(const torch::Tensor& t) {
+  if (!t.defined()) return 0;
+  return static_cast<std::int64_t>(t.storage().nbytes());
+}
+
+CollectiveInfo Engine::info(const std::string& label) const {
+  CollectiveInfo i;
+  i.label = label;
+  i.step = step_;
+  return i;
+}
+
+void Engine::computeSpan(const std::string& name, std::int64_t startNs, std::int64_t endNs, const char* cat) {
+  if (!ctx_.recorder || endNs <= startNs) return;
+  capture::SpanRecord s;
+  s.lane = ctx_.computeLane;
+  s.startNs = startNs;
+  s.endNs = endNs;
+  s.name = name;
+  s.cat = cat;
+  s.category = core::Category::Computation;
+  s.step = step_;
+  ctx_.recorder->span(std::move(s));
+}
+
+void Engine::annotation(const std::string& name, std::int64_t startNs, std::int64_t endNs) {
+  if (!ctx_.recorder) return;
+  capture::SpanRecord s;
+  s.lane = ctx_.computeLane;
+  s.startNs = startNs;
+  s.endNs = endNs;
+  s.name = name;
+  s.cat = "user_annotation";
+  s.category = core::Category::Other;
+  s.step = step_;
+  ctx_.recorder->span(std::move(s));
+}
+
+void Engine::closeBackwardSegment() {
+  if (segLabel_.empty()) return;
+  computeSpan(segLabel_, segStart_, nowNs());
+  segLabel_.clear();
+}
+
+void Engine::noteBackward(const std::string& label) {
+  closeBackwardSegment();
+  segLabel_ = label;
+  segStart_ = nowNs();
+}
+
+void Engine::applyOptimizer(torch::Tensor param, const torch::Tensor& grad, FlatOptState& st, double clipCoef) {
+  torch::NoGradGuard ng;
+  torch::Tensor g = clipCoef < 1.0 ? grad * clipCoef : grad;
+  ++st.t;
+  if (cfg_.optimizer == "sgd") {
+    if (cfg_.weightDecay != 0) g = g + param * cfg_.weightDecay;
+    if (cfg_.momentum != 0) {
+      if (!st.m.defined()) {
+        MemScope ms(MemCategory::OptimizerState);
+        st.m = g.clone();
+      } else {
+        st.m.mul_(cfg_.momentum).add_(g);
+      }
+      param.add_(st.m, -cfg_.lr);
+    } else {
+      param.add_(g, -cfg_.lr);
+    }
+    return;
+  }
+  if (!st.m.defined()) {
+    MemScope ms(MemCategory::OptimizerState);
+    st.m = torch::zeros_like(param);
+    st.v = torch::zeros_like(param);
+  }
+  st.m.mul_(cfg_.beta1).add_(g, 1.0 - cfg_.beta1);
+  st.v.mul_(cfg_.beta2).addcmul_(g, g, 1.0 - cfg_.beta2);
+  const double bc1 = 1.0 - std::pow(cfg_.beta1, static_cast<double>(st.t));
+  const double bc2 = 1.0 - std::pow(cfg_.beta2, static_cast<double>(st.t));
+  if (cfg_.weightDecay != 0) param.mul_(1.0 - cfg_.lr * cfg_.weightDecay);
+  auto denom = (st.v.sqrt() / std::sqrt(bc2)).add_(cfg_.eps);
+  param.addcdiv_(st.m, denom, -cfg_.lr / bc1);
+}
+
+StepStats Engine::trainStep(std::int64_t step, const std::vector<Batch>& micro) {
+  step_ = step;
+  StepStats out;
+  const int n = static_cast<int>(micro.size());
+  double lossSum = 0;
+  const std::int64_t stepStart = nowNs();
+  for (int i = 0; i < n; ++i) {
+    beginStep(step, i, n);
+    inBackward_ = false;
+    const std::int64_t f0 = nowNs();
+    torch::Tensor loss;
+    {
+      MemScope ms(MemCategory::Activations);
+      loss = ctx_.model->loss(micro[static_cast<std::size_t>(i)], *this);
+    }
+    closeBackwardSegment();
+    const std::int64_t f1 = nowNs();
+    annotation("forward", f0, f1);
+    inBackward_ = true;
+    noteBackward("backward " + layout_.modules.back().name);
+    {
+      MemScope ms(MemCategory::Activations);
+      (loss / static_cast<double>(n)).backward();
+    }
+    closeBackwardSegment();
+    finishBackward(i, n);
+    closeBackwardSegment();
+    inBackward_ = false;
+    annotation("backward", f1, nowNs());
+    lossSum += loss.item<double>();
+  }
+  const std::int64_t o0 = nowNs();
+  noteBackward("optimizer step");
+  out.gradNorm = optimizerStep(step);
+  closeBackwardSegment();
+  annotation("optimizer", o0, nowNs());
+  annotation("ProfilerStep#" + std::to_string(step), stepStart, nowNs());
+  out.loss = lossSum / n;
+  return out;
+}
+
+variable_list Checkpoint::backward(AutogradContext* ctx, variable_list g) {
+  auto* body = reinterpret_cast<BlockBody*>(ctx->saved_data["body"].toInt());
+  auto saved = ctx->get_saved_variables();
+  torch::Tensor x = saved[0].detach();
+  const bool floating = x.is_floating_point();
+  if (floating) x.requires_grad_(true);
+  torch::Tensor y;
+  {
+    torch::AutoGradMode on(true);
+    y = (*body)(x);
+  }
+  torch::autograd::backward({y}, {g[0]});
+  return {floating ? x.grad() : torch::Tensor(), torch::Tensor(), torch::Tensor()};
+}
+
+std::vector<torch::Tensor> Engine::fullParameters() {
+  std::vector<torch::Tensor> out(layout_.params.size());
+  fillFullParameters(out);
+  return out;
+}
+
+ModelStateBytes Engine::modelStateBytes() const { return stateBytes(); }
+
+std::int64_t Engine::saveShard(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  std::int64_t total = 0;
+  const std::string base = dir + "/rank" + std::to_string(ctx_.comm->env().rank);
+  std::ofstream manifest(base + ".json");
+  manifest << "{\"rank\":" << ctx_.comm->env().rank << ",\"strategy\":\"" << core::toString(cfg_.strategy)
+           << "\",\"tensors\":[";
+  bool first = true;
+  std::ofstream data(base + ".bin", std::ios::binary);
+  for (auto& [name, t] : shardTensors()) {
+    auto c = t.detach().to(torch::kCPU).contiguous();
+    const auto nbytes = static_cast<std::streamsize>(c.numel() * c.element_size());
+    data.write(static_cast<const char*>(c.data_ptr()), nbytes);
+    manifest << (first ? "" : ",") << "{\"name\":\"" << name << "\",\"offset\":" << total << ",\"numel\":" << c.numel()
+             << ",\"dtype\":\"" << c10::toString(c.scalar_type()) << "\"}";
+    first = false;
+    total += nbytes;
+  }
+  manifest << "]}\n";
+  data.flush();
+  if (!data || !manifest) throw core::Error("cannot write checkpoint shard " + base + ".bin (disk full?)");
+  return total;
+}
+
+// ---------------------------------------------------------------------------------------------
+// DDP, ZeRO-1, ZeRO-2: every rank keeps the full parameters.
+
+class ReplicatedEngine final : public Engine {
+ public:
+  explicit ReplicatedEngine(const EngineContext& ctx) : Engine(ctx) {
+    const auto N = static_cast<std::int64_t>(world_.size());
+    stage_ = cfg_.strategy == Strategy::Ddp ? 0 : cfg_.strategy == Strategy::Zero1 ? 1 : 2;
+    const std::int64_t P = layout_.totalNumel;
+    padded_ = roundUp(P, N);
+    part_ = padded_ / N;
+    auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(ctx.device);
+    {
+      MemScope ms(MemCategory::Parameters);
+      flatParams_ = torch::zeros({padded_}, opts);
+    }
+    std::int64_t off = 0;
+    for (std::size_t p = 0; p < layout_.params.size(); ++p) {
+      const auto& info = layout_.params[p];
+      offsets_.push_back(off);
+      auto view = flatParams_.narrow(0, off, info.numel);
+      initParam(layout_, static_cast<int>(p), ctx.seed, view);
+      leaves_.push_back(view.view(info.shape).detach().requires_grad_(true));
+      off += info.numel;
+    }
+    {
+      MemScope ms(MemCategory::Gradients);
+      if (stage_ <= 1) flatGrad_ = torch::zeros({padded_}, opts);
+      if (stage_ == 2) gradPart_ = torch::zeros({part_}, opts);
+    }
+    if (stage_ == 0) buildBuckets();
+    if (stage_ == 2) {
+      const std::int64_t cap = std::max<std::int64_t>(1, std::min(cfg_.reduceBucketSize, padded_));
+      MemScope ms(MemCategory::CommBuffers);
+      for (int b = 0; b < (core::effectiveOverlapComm(cfg_) ? 2 : 1); ++b) ipg_.push_back(torch::zeros({cap}, opts));
+    }
+    description_ = std::string(core::toString(cfg_.strategy)) + ": " + std::to_string(layout_.params.size()) +
+                   " parameters, " + (stage_ == 0 ? std::to_string(buckets_.size()) + " gradient buckets"
+                                                 : "partition of " + std::to_string(part_) + " elements per rank");
+  }
+
+  torch::Tensor param(int p) override {
+    auto& leaf = leaves_[static_cast<std::size_t>(p)];
+    if (!torch::GradMode::is_enabled()) return leaf.detach();
+    return GradTap::apply(leaf, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)), p);
+  }
+  void beginModule(int) override {}
+  torch::Tensor endModule(int, torch::Tensor out) override { return out; }
+  torch::Tensor runBlock(int block, torch::Tensor x, const std::function<torch::Tensor(torch::Tensor)>& body) override {
+    const std::string label = blockName(block);
+    noteBackward("forward " + label);
+    torch::Tensor y;
+    if (cfg_.activationCheckpointing && block >= 1 && block <= layout_.config.layers && torch::GradMode::is_enabled()) {
+      bodies_[block] = body;
+      y = Checkpoint::apply(x, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)),
+                            reinterpret_cast<std::int64_t>(&bodies_[block]));
+    } else {
+      y = body(x);
+    }
+    closeBackwardSegment();
+    if (torch::GradMode::is_enabled())
+      y = PreBackward::apply(y, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)), block);
+    return y;
+  }
+
+  void onPreBackward(int block) override { noteBackward("backward " + blockName(block)); }
+
+  void onGrad(int p, const torch::Tensor& grad) override {
+    const auto& pi = layout_.params[static_cast<std::size_t>(p)];
+    const std::int64_t off = offsets_[static_cast<std::size_t>(p)];
+    auto g = grad.reshape({pi.numel});
+    torch::NoGradGuard ng;
+    if (stage_ <= 1) {
+      auto dst = flatGrad_.narrow(0, off, pi.numel);
+      if (micro_ == 0)
+        dst.copy_(g);
+      else
+        dst.add_(g);
+      if (stage_ == 0 && lastMicro_) {
+        // DDP keeps param.grad and the bucket as two copies unless gradient_as_bucket_view.
+        if (!cfg_.gradientAsBucketView) keptGrads_.push_back(grad);
+        const int b = bucketOf_[static_cast<std::size_t>(p)];
+        if (--pending_[static_cast<std::size_t>(b)] == 0) launchBucket(b);
+      }
+      return;
+    }
+    // ZeRO-2: into the IPG bucket; reduced when full.
+    auto& buf = ipg_[static_cast<std::size_t>(ipgCur_)];
+    if (ipgFill_ + pi.numel > buf.numel()) flushIpg();
+    if (pi.numel > buf.numel()) {
+      // A parameter larger than the bucket is reduced on its own.
+      MemScope ms(MemCategory::CommBuffers);
+      auto big = g.clone();
+      IpgFlight f;
+      f.buffer = big;
+      f.pieces.push_back({off, 0, pi.numel});
+      f.h = world_.allReduce(big, info("grad bucket (" + pi.name + ")"));
+      flights_.push_back(std::move(f));
+      if (!core::effectiveOverlapComm(cfg_)) drainFlights(0);
+      return;
+    }
+    auto& b2 = ipg_[static_cast<std::size_t>(ipgCur_)];
+    b2.narrow(0, ipgFill_, pi.numel).copy_(g);
+    ipgPieces_.push_back({off, ipgFill_, pi.numel});
+    ipgFill_ += pi.numel;
+  }
+
+ private:
+  struct Piece {
+    std::int64_t flatOffset, bufOffset, numel;
+  };
+  struct IpgFlight {
+    CommHandle h;
+    torch::Tensor buffer;
+    std::vector<Piece> pieces;
+    int ipgIndex = -1;
+  };
+
+  std::string blockName(int block) const {
+    if (block == 0) return "embed_tokens";
+    if (block == layout_.config.layers + 1) return "lm_head";
+    return "layers." + std::to_string(block - 1);
+  }
+
+  void buildBuckets() {
+    // Reverse parameter order (a proxy for the order gradients become ready); the first bucket is
+    // small so the first gradients are not stuck behind a big one (DDP's first_bucket_bytes).
+    bucketOf_.assign(layout_.params.size(), 0);
+    std::int64_t cap = static_cast<std::int64_t>(cfg_.firstBucketMb * 1024 * 1024) / 4;
+    std::int64_t fill = 0;
+    int b = 0;
+    std::vector<std::pair<std::int64_t, std::int64_t>> ranges;  // [lo, hi) in flat elements
+    for (int p = static_cast<int>(layout_.params.size()) - 1; p >= 0; --p) {
+      const auto n = layout_.params[static_cast<std::size_t>(p)].numel;
+      const auto off = offsets_[static_cast<std::size_t>(p)];
+      if (fill > 0 && fill + n > cap) {
+        ++b;
+        fill = 0;
+        cap = static_cast<std::int64_t>(cfg_.bucketCapMb * 1024 * 1024) / 4;
+      }
+      if (static_cast<int>(ranges.size()) <= b) ranges.push_back({off, off + n});
+      ranges[static_cast<std::size_t>(b)].first = off;
+      bucketOf_[static_cast<std::size_t>(p)] = b;
+      fill += n;
+    }
+    buckets_ = ranges;
+    count_.assign(buckets_.size(), 0);
+    for (int bo : bucketOf_) ++count_[static_cast<std::size_t>(bo)];
+  }
+
+  void launchBucket(int b) {
+    const auto [lo, hi] = buckets_[static_cast<std::size_t>(b)];
+    bucketHandles_.push_back(world_.allReduce(flatGrad_.narrow(0, lo, hi - lo), info("grad bucket " + std::to_string(b))));
+  }
+
+  void flushIpg() {
+    if (ipgFill_ == 0) return;
+    IpgFlight f;
+    f.buffer = ipg_[static_cast<std::size_t>(ipgCur_)].narrow(0, 0, ipgFill_);
+    f.pieces = std::move(ipgPieces_);
+    f.ipgIndex = ipgCur_;
+    f.h = world_.allReduce(f.buffer, info("grad bucket " + std::to_string(bucketSeq_++)));
+    flights_.push_back(std::move(f));
+    ipgPieces_.clear();
+    ipgFill_ = 0;
+    if (!core::effectiveOverlapComm(cfg_)) {
+      drainFlights(0);
+    } else {
+      ipgCur_ = (ipgCur_ + 1) % static_cast<int>(ipg_.size());
+      // The next buffer may still be in flight: wait for it before reuse.
+      for (auto& fl : flights_)
+        if (fl.ipgIndex == ipgCur_) {
+          drainFlights(0);
+          break;
+        }
+    }
+  }
+
+  // Completes in-flight reductions (all but `keep` of them), keeping this rank's partition.
+  void drainFlights(std::size_t keep) {
+    const std::int64_t lo = static_cast<std::int64_t>(world_.rank()) * part_, hi = lo + part_;
+    while (flights_.size() > keep) {
+      auto f = std::move(flights_.front());
+      flights_.pop_front();
+      const std::string label = segLabel_;
+      closeBackwardSegment();
+      f.h.wait();
+      if (!label.empty()) noteBackward(label);
+      torch::NoGradGuard ng;
+      for (const auto& pc : f.pieces) {
+        const std::int64_t a = std::max(lo, pc.flatOffset), b = std::min(hi, pc.flatOffset + pc.numel);
+        if (a >= b) continue;
+        gradPart_.narrow(0, a - lo, b - a).add_(f.buffer.narrow(0, pc.bufOffset + (a - pc.flatOffset), b - a));
+      }
+    }
+  }
+
+  void beginStep(std::int64_t, int micro, int microCount) override {
+    micro_ = micro;
+    lastMicro_ = micro == microCount - 1;
+    if (micro == 0) {
+      keptGrads_.clear();
+      if (stage_ == 2) gradPart_.zero_();
+    }
+    if (stage_ == 0) pending_ = count_;
+  }
+
+  void finishBackward(int, int) override {
+    const double N = world_.size();
+    torch::NoGradGuard ng;
+    if (stage_ == 0) {
+      if (!lastMicro_) return;
+      for (auto& h : bucketHandles_) {
+        closeBackwardSegment();
+        h.wait();
+      }
+      bucketHandles_.clear();
+      flatGrad_.div_(N);
+      return;
+    }
+    if (stage_ == 2) {
+      flushIpg();
+      closeBackwardSegment();
+      drainFlights(0);
+      return;
+    }
+    // ZeRO-1: gradients are reduced once, after the last micro-batch, bucket by bucket (DeepSpeed
+    // all-reduces each bucket and keeps its own partition: use_multi_rank_bucket_allreduce).
+    if (!lastMicro_) return;
+    const std::int64_t chunk = std::max<std::int64_t>(1, std::min(cfg_.reduceBucketSize, padded_));
+    std::vector<CommHandle> hs;
+    for (std::int64_t lo = 0, k = 0; lo < padded_; lo += chunk, ++k)
+      hs.push_back(world_.allReduce(flatGrad_.narrow(0, lo, std::min(chunk, padded_ - lo)),
+                                    info("grad bucket " + std::to_string(k))));
+    for (auto& h : hs) h.wait();
+    flatGrad_.div_(N);
+  }
+
+  double optimizerStep(std::int64_t) override {
+    torch::NoGradGuard ng;
+    const auto r = static_cast<std::int64_t>(world_.rank());
+    const double N = world_.size();
+    if (stage_ == 0) {
+      const double norm = flatGrad_.norm().item<double>();
+      const double coef = cfg_.gradClip > 0 && norm > cfg_.gradClip ? cfg_.gradClip / (norm + 1e-6) : 1.0;
+      applyOptimizer(flatParams_, flatGrad_, opt_, coef);
+      return norm;
+    }
+    torch::Tensor g = stage_ == 1 ? flatGrad_.narrow(0, r * part_, part_) : gradPart_;
+    if (stage_ == 2) g.div_(N);
+    double norm = 0;
+    double coef = 1.0;
+    if (cfg_.gradClip > 0) {
+      auto sq = g.pow(2).sum().reshape({1}).to(torch::kFloat64).to(flatParams_.dtype());
+      world_.allReduce(sq, info("grad norm")).wait();
+      norm = std::sqrt(sq.item<double>());
+      if (norm > cfg_.gradClip) coef = cfg_.gradClip / (norm + 1e-6);
+    }
+    applyOptimizer(flatParams_.narrow(0, r * part_, part_), g, opt_, coef);
+    // All-gather the updated partitions in allgather_bucket_size pieces.
+    const std::int64_t chunk = std::max<std::int64_t>(1, std::min(cfg_.allgatherBucketSize, part_));
+    for (std::int64_t c0 = 0, k = 0; c0 < part_; c0 += chunk, ++k) {
+      const std::int64_t len = std::min(chunk, part_ - c0);
+      torch::Tensor out, in;
+      {
+        MemScope ms(MemCategory::CommBuffers);
+        out = torch::empty({len * world_.size()}, flatParams_.options());
+        in = flatParams_.narrow(0, r * part_ + c0, len).clone();
+      }
+      world_.allGather(out, in, info("param gather " + std::to_string(k))).wait();
+      for (std::int64_t q = 0; q < world_.size(); ++q)
+        if (q != r) flatParams_.narrow(0, q * part_ + c0, len).copy_(out.narrow(0, q * len, len));
+    }
+    return norm;
+  }
+
+  void fillFullParameters(std::vector<torch::Tensor>& out) override {
+    for (std::size_t p = 0; p < leaves_.size(); ++p) out[p] = leaves_[p].detach().clone();
+  }
+
+  ModelStateBytes stateBytes() const override {
+    ModelStateBytes b;
+    b.parameters = bytesOf(flatParams_);
+    b.gradients = bytesOf(flatGrad_) + bytesOf(gradPart_);
+    if (stage_ == 0 && !cfg_.gradientAsBucketView) b.gradients += layout_.totalNumel * 4;  // param.grad copies
+    b.optimizer = bytesOf(opt_.m) + bytesOf(opt_.v);
+    for (const auto& t : ipg_) b.buffers += bytesOf(t);
+    return b;
+  }
+
+  std::vector<std::pair<std::string, torch::Tensor>> shardTensors() override {
+    const auto r = static_cast<std::int64_t>(world_.rank());
+    std::vector<std::pair<std::string, torch::Tensor>> out;
+    if (stage_ == 0) {
+      if (r == 0) out.push_back({"params", flatParams_});
+      if (r == 0 && opt_.m.defined()) out.push_back({"exp_avg", opt_.m});
+      if (r == 0 && opt_.v.defined()) out.push_back({"exp_avg_sq", opt_.v});
+      return out;
+    }
+    out.push_back({"params", flatParams_.narrow(0, r * part_, part_)});
+    if (opt_.m.defined()) out.push_back({"exp_avg", opt_.m});
+    if (opt_.v.defined()) out.push_back({"exp_avg_sq", opt_.v});
+    return out;
+  }
+
+  int stage_ = 0;
+  std::int64_t padded_ = 0, part_ = 0;
+  torch::Tensor flatParams_, flatGrad_, gradPart_;
+  std::vector<std::int64_t> offsets_;
+  std::vector<torch::Tensor> leaves_;
+  std::map<int, BlockBody> bodies_;
+  FlatOptState opt_;
+  int micro_ = 0;
+  bool lastMicro_ = true;
+  // DDP
+  std::vector<std::pair<std::int64_t, std::int64_t>> buckets_;
+  std::vector<int> bucketOf_, count_, pending_;
+  std::vector<CommHandle> bucketHandles_;
+  std::vector<torch::Tensor> keptGrads_;
+  // ZeRO-2
+  std::vector<torch::Tensor> ipg_;
+  int ipgCur_ = 0;
+  std::int64_t ipgFill_ = 0;
+  std::vector<Piece> ipgPieces_;
+  std::deque<IpgFlight> flights_;
+  int bucketSeq_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// ZeRO-3, FSDP (full shard, shard-grad-op), HSDP: parameters live as shards and are gathered per
+// fetch unit (a module for ZeRO-3, a block for FSDP) when needed.
+
+class ShardedEngine final : public Engine {
+ public:
+  explicit ShardedEngine(const EngineContext& ctx) : Engine(ctx) {
+    zero3_ = cfg_.strategy == Strategy::Zero3;
+    fullShard_ = cfg_.strategy != Strategy::FsdpGradOp;
+    const int W = world_.size();
+    const int G = cfg_.strategy == Strategy::Hsdp ? core::effectiveShardGroupSize(cfg_) : W;
+    if (G != W) {
+      // HSDP: shard groups of G consecutive ranks; replica groups of the ranks at the same position.
+      for (int k = 0; k < W / G; ++k) {
+        std::vector<int> rs;
+        for (int i = 0; i < G; ++i) rs.push_back(k * G + i);
+        if (auto* g = ctx.comm->newGroup("shard" + std::to_string(k), rs)) shard_ = g;
+      }
+      for (int i = 0; i < G; ++i) {
+        std::vector<int> rs;
+        for (int k = 0; k < W / G; ++k) rs.push_back(k * G + i);
+        if (auto* g = ctx.comm->newGroup("replica" + std::to_string(i), rs)) replica_ = g;
+      }
+    } else {
+      shard_ = &world_;
+    }
+    buildGroups();
+    description_ = std::string(core::toString(cfg_.strategy)) + ": " + std::to_string(groups_.size()) +
+                   " fetch units, shard group of " + std::to_string(shard_->size()) +
+                   (replica_ ? ", " + std::to_string(replica_->size()) + " replicas" : "");
+  }
+
+  torch::Tensor param(int p) override {
+    const int gi = groupOf_[static_cast<std::size_t>(p)];
+    auto& g = groups_[static_cast<std::size_t>(gi)];
+    ensure(gi);
+    if (!g.tapped.defined()) {
+      g.tapped = torch::GradMode::is_enabled()
+                     ? GradTap::apply(g.full, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)), gi)
+                     : g.full.detach();
+    }
+    const auto& info = layout_.params[static_cast<std::size_t>(p)];
+    return g.tapped.narrow(0, offsetIn_[static_cast<std::size_t>(p)], info.numel).view(info.shape);
+  }
+
+  void beginModule(int m) override {
+    if (!zero3_) return;
+    const int gi = moduleGroup_[static_cast<std::size_t>(m)];
+    for (int x : {gi, persistentGroup_[static_cast<std::size_t>(m)]})
+      if (x >= 0) groups_[static_cast<std::size_t>(x)].tapped = torch::Tensor();
+    if (gi < 0) return;
+    if (!recomputing() && !inBackward_) traceFetch(m);
+    ensure(gi);
+  }
+
+  torch::Tensor endModule(int m, torch::Tensor out) override {
+    if (!zero3_) return out;
+    const int gi = moduleGroup_[static_cast<std::size_t>(m)];
+    if (gi >= 0 && !inBackward_ && shouldReleaseAfterForward(m)) release(gi);
+    if (torch::GradMode::is_enabled() && gi >= 0)
+      out = PreBackward::apply(out, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)), m);
+    return out;
+  }
+
+  torch::Tensor runBlock(int block, torch::Tensor x, const std::function<torch::Tensor(torch::Tensor)>& body) override {
+    const std::string label = blockName(block);
+    if (!zero3_) {
+      noteBackward("forward " + label);
+      closeBackwardSegment();
+      ensure(block);
+      if (cfg_.forwardPrefetch && block + 1 < static_cast<int>(groups_.size())) gather(block + 1);
+      groups_[static_cast<std::size_t>(block)].tapped = torch::Tensor();
+    }
+    noteBackward("forward " + label);
+    torch::Tensor y;
+    if (cfg_.activationCheckpointing && block >= 1 && block <= layout_.config.layers && torch::GradMode::is_enabled()) {
+      bodies_[block] = [this, body, block](torch::Tensor in) {
+        if (inBackward_) {
+          recompute_ = true;
+          if (!zero3_) groups_[static_cast<std::size_t>(block)].tapped = torch::Tensor();
+        }
+        auto r = body(in);
+        recompute_ = false;
+        return r;
+      };
+      y = Checkpoint::apply(x, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)),
+                            reinterpret_cast<std::int64_t>(&bodies_[block]));
+    } else {
+      y = body(x);
+    }
+    closeBackwardSegment();
+    if (!zero3_) {
+      // FULL_SHARD frees after forward (the last unit's backward comes next: kept, as FSDP keeps
+      // the root); SHARD_GRAD_OP keeps everything until the end of backward.
+      if (fullShard_ && block != static_cast<int>(groups_.size()) - 1) release(block);
+      if (torch::GradMode::is_enabled())
+        y = PreBackward::apply(y, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)), block);
+    }
+    return y;
+  }
+
+  void onPreBackward(int id) override {
+    if (!zero3_) {
+      noteBackward("backward " + blockName(id));
+      closeBackwardSegment();
+      ensure(id);
+      if (cfg_.backwardPrefetch == "pre" && id > 0) gather(id - 1);
+      noteBackward("backward " + blockName(id));
+      return;
+    }
+    const int gi = moduleGroup_[static_cast<std::size_t>(id)];
+    noteBackward("backward " + layout_.modules[static_cast<std::size_t>(id)].name);
+    if (gi < 0) return;
+    closeBackwardSegment();
+    if (!recompute_) traceFetch(id);
+    ensure(gi);
+    noteBackward("backward " + layout_.modules[static_cast<std::size_t>(id)].name);
+  }
+
+  void onGrad(int gi, const torch::Tensor& grad) override {
+    const std::string label = segLabel_;
+    closeBackwardSegment();
+    auto& g = groups_[static_cast<std::size_t>(gi)];
+    auto flat = grad.reshape({g.padded});
+    if (!zero3_) {
+      if (cfg_.backwardPrefetch == "post" && gi > 0) gather(gi - 1);
+      Flight f;
+      {
+        MemScope ms(MemCategory::CommBuffers);
+        f.out = torch::empty({g.padded / shard_->size()}, flat.options());
+      }
+      f.group = gi;
+      f.h = shard_->reduceScatter(f.out, flat.contiguous(), info("grad " + g.name));
+      flights_.push_back(std::move(f));
+      if (fullShard_) release(gi);
+      progressFlights(false);
+    } else {
+      ipgAdd(gi, flat);
+      if (!g.persistent) release(gi);
+    }
+    noteBackward(label);
+  }
+
+ private:
+  struct Group {
+    std::string name;
+    std::vector<int> params;
+    std::int64_t numel = 0, padded = 0;
+    bool persistent = false;
+    torch::Tensor full;   // leaf [padded]; storage present only while gathered
+    torch::Tensor shard;  // this rank's [padded / S] (the optimizer's parameter)
+    torch::Tensor gradShard;
+    FlatOptState opt;
+    enum class State { Released, InFlight, Available } state = State::Released;
+    CommHandle ag;
+    torch::Tensor agBuf;
+    torch::Tensor tapped;
+  };
+  struct Flight {
+    int group = -1;
+    torch::Tensor out;
+    CommHandle h;
+    bool replicaStage = false;
+    std::vector<std::pair<int, std::int64_t>> pieces;  // ZeRO-3 bucket: (group, offset in out)
+  };
+
+  bool recomputing() const { return recompute_; }
+
+  std::string blockName(int block) const {
+    if (block == 0) return "embed_tokens";
+    if (block == layout_.config.layers + 1) return "lm_head";
+    return "layers." + std::to_string(block - 1);
+  }
+
+  void addGroup(const std::string& name, const std::vector<int>& params, bool persistent) {
+    const auto S = static_cast<std::int64_t>(shard_->size());
+    const auto r = static_cast<std::int64_t>(shard_->rank());
+    Group g;
+    g.name = name;
+    g.params = params;
+    g.persistent = persistent;
+    const int gi = static_cast<int>(groups_.size());
+    for (int p : params) {
+      groupOf_[static_cast<std::size_t>(p)] = gi;
+      offsetIn_[static_cast<std::size_t>(p)] = g.numel;
+      g.numel += layout_.params[static_cast<std::size_t>(p)].numel;
+    }
+    g.padded = roundUp(g.numel, S);
+    auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(ctx_.device);
+    torch::Tensor full;
+    {
+      MemScope ms(MemCategory::Other);  // initialisation scratch
+      full = torch::zeros({g.padded}, opts);
+      for (int p : params)
+        initParam(layout_, p, ctx_.seed,
+                  full.narrow(0, offsetIn_[static_cast<std::size_t>(p)], layout_.params[static_cast<std::size_t>(p)].numel));
+    }
+    {
+      MemScope ms(MemCategory::Parameters);
+      g.shard = full.narrow(0, r * (g.padded / S), g.padded / S).clone();
+      if (persistent) {
+        g.full = full.clone().requires_grad_(true);
+        g.state = Group::State::Available;
+      } else {
+        g.full = torch::empty({g.padded}, opts).requires_grad_(true);
+        freeStorage(g.full);
+      }
+    }
+    {
+      MemScope ms(MemCategory::Gradients);
+      g.gradShard = torch::zeros({g.padded / S}, opts);
+    }
+    groups_.push_back(std::move(g));
+  }
+
+  void buildGroups() {
+    groupOf_.assign(layout_.params.size(), -1);
+    offsetIn_.assign(layout_.params.size(), 0);
+    moduleGroup_.assign(layout_.modules.size(), -1);
+    persistentGroup_.assign(layout_.modules.size(), -1);
+    if (!zero3_) {
+      // FSDP: one flat parameter per unit (auto-wrap at the transformer block; the embedding and
+      // the head are units of their own).
+      std::vector<std::vector<int>> units(static_cast<std::size_t>(layout_.blocks));
+      for (std::size_t m = 0; m < layout_.modules.size(); ++m)
+        for (int p : layout_.modules[m].params) units[static_cast<std::size_t>(layout_.modules[m].block)].push_back(p);
+      for (int b = 0; b < layout_.blocks; ++b) addGroup(blockName(b), units[static_cast<std::size_t>(b)], false);
+      return;
+    }
+    // ZeRO-3: a fetch unit per module; parameters below the persistence threshold are never
+    // partitioned away (kept whole on every rank).
+    for (std::size_t m = 0; m < layout_.modules.size(); ++m) {
+      std::vector<int> big, small;
+      for (int p : layout_.modules[m].params)
+        (layout_.params[static_cast<std::size_t>(p)].numel < cfg_.paramPersistenceThreshold ? small : big).push_back(p);
+      if (!big.empty()) {
+        moduleGroup_[m] = static_cast<int>(groups_.size());
+        addGroup(layout_.modules[m].name, big, false);
+      }
+      if (!small.empty()) {
+        persistentGroup_[m] = static_cast<int>(groups_.size());
+        addGroup(layout_.modules[m].name + " (persistent)", small, true);
+      }
+    }
+    std::int64_t cap = 0;
+    for (const auto& g : groups_) cap += g.padded;
+    ipgCap_ = std::max<std::int64_t>(1, std::min(cfg_.reduceBucketSize, cap));
+    ipgCap_ = roundUp(ipgCap_, shard_->size());
+    MemScope ms(MemCategory::CommBuffers);
+    for (int b = 0; b < (core::effectiveOverlapComm(cfg_) ? 2 : 1); ++b)
+      ipg_.push_back(torch::zeros({ipgCap_}, torch::TensorOptions().dtype(torch::kFloat32).device(ctx_.device)));
+  }
+
+  int inFlightCount() const {
+    int n = 0;
+    for (const auto& g : groups_) n += g.state == Group::State::InFlight;
+    return n;
+  }
+
+  void gather(int gi) {
+    auto& g = groups_[static_cast<std::size_t>(gi)];
+    if (g.state != Group::State::Released) return;
+    if (!zero3_ && cfg_.limitAllGathers) {
+      // FSDP's rate limiter: at most two units' all-gathers in flight; block the CPU otherwise.
+      for (std::size_t k = 0; k < groups_.size() && inFlightCount() >= 2; ++k)
+        if (groups_[k].state == Group::State::InFlight) ensure(static_cast<int>(k));
+    }
+    {
+      MemScope ms(MemCategory::Parameters);
+      g.agBuf = torch::empty({g.padded}, g.shard.options());
+    }
+    g.ag = shard_->allGather(g.agBuf, g.shard, info("param " + g.name));
+    g.state = Group::State::InFlight;
+    availableElems_ += g.padded;
+  }
+
+  void ensure(int gi) {
+    auto& g = groups_[static_cast<std::size_t>(gi)];
+    if (g.state == Group::State::Available) return;
+    if (g.state == Group::State::Released) gather(gi);
+    const std::string label = segLabel_;
+    closeBackwardSegment();
+    g.ag.wait();
+    if (!label.empty()) noteBackward(label);
+    adoptStorage(g.full, g.agBuf);
+    g.agBuf = torch::Tensor();
+    g.ag = CommHandle();
+    g.state = Group::State::Available;
+  }
+
+  void release(int gi) {
+    auto& g = groups_[static_cast<std::size_t>(gi)];
+    if (g.persistent || g.state == Group::State::Released) return;
+    if (g.state == Group::State::InFlight) ensure(gi);
+    g.tapped = torch::Tensor();
+    freeStorage(g.full);
+    g.state = Group::State::Released;
+    availableElems_ -= g.padded;
+  }
+
+  // ZeRO-3's trace: the module fetch order of the first step, used from the second step on to
+  // prefetch up to stage3_prefetch_bucket_size elements ahead (and at most two fetches in flight).
+  void traceFetch(int m) {
+    if (!traceComplete_) {
+      trace_.push_back(m);
+      return;
+    }
+    if (tracePos_ >= trace_.size() || trace_[tracePos_] != m) {
+      traceValid_ = false;  // the order changed: no prefetch until a new trace is recorded
+      return;
+    }
+    const std::size_t here = tracePos_++;
+    if (!traceValid_) return;
+    const std::int64_t budget =
+        std::min(cfg_.maxLiveParameters - availableElems_, cfg_.prefetchBucketSize);
+    std::int64_t ahead = 0;
+    int launched = 0;
+    for (std::size_t j = here + 1; j < trace_.size() && ahead < budget && launched < 2; ++j) {
+      const int gi = moduleGroup_[static_cast<std::size_t>(trace_[j])];
+      if (gi < 0) continue;
+      auto& g = groups_[static_cast<std::size_t>(gi)];
+      if (g.state == Group::State::InFlight) ahead += g.padded;
+      if (g.state != Group::State::Released) continue;
+      gather(gi);
+      ahead += g.padded;
+      ++launched;
+    }
+  }
+
+  bool shouldReleaseAfterForward(int m) const {
+    const int gi = moduleGroup_[static_cast<std::size_t>(m)];
+    if (gi < 0) return false;
+    if (availableElems_ > cfg_.maxLiveParameters) return true;
+    if (!traceComplete_ || !traceValid_ || tracePos_ == 0) return true;
+    // Keep it when the trace says it is used again within stage3_max_reuse_distance elements.
+    std::int64_t dist = 0;
+    for (std::size_t j = tracePos_; j < trace_.size(); ++j) {
+      if (trace_[j] == m) return dist > cfg_.maxReuseDistance;
+      const int g2 = moduleGroup_[static_cast<std::size_t>(trace_[j])];
+      if (g2 >= 0) dist += groups_[static_cast<std::size_t>(g2)].numel;
+    }
+    return true;
+  }
+
+  // ZeRO-3 gradient bucket (IPG): each rank's chunk of every gradient goes to that rank's section,
+  // so one reduce-scatter of the bucket hands every rank its own chunks.
+  void ipgAdd(int gi, const torch::Tensor& flat) {
+    auto& g = groups_[static_cast<std::size_t>(gi)];
+    const auto S = static_cast<std::int64_t>(shard_->size());
+    const std::int64_t chunk = g.padded / S, section = ipgCap_ / S;
+    torch::NoGradGuard ng;
+    if (chunk > section) {
+      flushIpg();
+      Flight f;
+      {
+        MemScope ms(MemCategory::CommBuffers);
+        f.out = torch::empty({chunk}, flat.options());
+      }
+      f.pieces.push_back({gi, 0});
+      f.h = shard_->reduceScatter(f.out, flat.contiguous(), info("grad bucket " + std::to_string(bucketSeq_++)));
+      flights_.push_back(std::move(f));
+      if (!core::effectiveOverlapComm(cfg_)) progressFlights(true);
+      return;
+    }
+    if (ipgFill_ + chunk > section) flushIpg();
+    auto& buf = ipg_[static_cast<std::size_t>(ipgCur_)];
+    for (std::int64_t q = 0; q < S; ++q) buf.narrow(0, q * section + ipgFill_, chunk).copy_(flat.narrow(0, q * chunk, chunk));
+    ipgPieces_.push_back({gi, ipgFill_});
+    ipgFill_ += chunk;
+  }
+
+  void flushIpg() {
+    if (ipgFill_ == 0) return;
+    const auto S = static_cast<std::int64_t>(shard_->size());
+    const std::int64_t section = ipgCap_ / S;
+    auto& buf = ipg_[static_cast<std::size_t>(ipgCur_)];
+    torch::Tensor in;
+    {
+      MemScope ms(MemCategory::CommBuffers);
+      in = ipgFill_ == section ? buf : buf.view({S, section}).narrow(1, 0, ipgFill_).contiguous().view({S * ipgFill_});
+    }
+    Flight f;
+    {
+      MemScope ms(MemCategory::CommBuffers);
+      f.out = torch::empty({ipgFill_}, buf.options());
+    }
+    f.pieces = std::move(ipgPieces_);
+    f.h = shard_->reduceScatter(f.out, in, info("grad bucket " + std::to_string(bucketSeq_++)));
+    ipgPieces_.clear();
+    ipgFill_ = 0;
+    flights_.push_back(std::move(f));
+    if (!core::effectiveOverlapComm(cfg_) || in.data_ptr() != buf.data_ptr()) {
+      if (!core::effectiveOverlapComm(cfg_)) progressFlights(true);
+      return;
+    }
+    ipgCur_ = (ipgCur_ + 1) % static_cast<int>(ipg_.size());
+    // The other buffer may still be reduced from: finish that first.
+    progressFlights(true, 1);
+  }
+
+  // Completes finished reductions (all of them but `keep` when `block`), accumulating into the
+  // gradient shards; HSDP then all-reduces each shard across the replicas.
+  void progressFlights(bool block, std::size_t keep = 0) {
+    torch::NoGradGuard ng;
+    while (!flights_.empty()) {
+      if (!block && !flights_.front().h.done()) return;
+      if (block && flights_.size() <= keep) return;
+      Flight f = std::move(flights_.front());
+      flights_.pop_front();
+      f.h.wait();
+      if (replica_ && !f.replicaStage) {
+        f.replicaStage = true;
+        f.h = replica_->allReduce(f.out, info("grad replicas " + (f.group >= 0 ? groups_[static_cast<std::size_t>(f.group)].name : std::string("bucket"))));
+        flights_.push_front(std::move(f));
+        if (!block) return;
+        continue;
+      }
+      if (f.pieces.empty()) {
+        groups_[static_cast<std::size_t>(f.group)].gradShard.add_(f.out);
+      } else {
+        for (const auto& [gi, off] : f.pieces) {
+          auto& g = groups_[static_cast<std::size_t>(gi)];
+          g.gradShard.add_(f.out.narrow(0, off, g.gradShard.numel()));
+        }
+      }
+    }
+  }
+
+  void beginStep(std::int64_t, int micro, int) override {
+    if (micro == 0)
+      for (auto& g : groups_) g.gradShard.zero_();
+    tracePos_ = 0;
+  }
+
+  void finishBackward(int, int) override {
+    if (zero3_) flushIpg();
+    progressFlights(true);
+    // SHARD_GRAD_OP keeps parameters from forward to the end of backward; ZeRO-3 releases
+    // whatever is still gathered at the end of the pass.
+    for (std::size_t k = 0; k < groups_.size(); ++k) release(static_cast<int>(k));
+    if (zero3_ && !traceComplete_) {
+      traceComplete_ = true;
+      traceValid_ = true;
+    }
+  }
+
+  double optimizerStep(std::int64_t) override {
+    torch::NoGradGuard ng;
+    const double W = world_.size();
+    double norm = 0, coef = 1.0;
+    for (auto& g : groups_) g.gradShard.div_(W);
+    if (cfg_.gradClip > 0) {
+      auto sq = torch::zeros({1}, groups_[0].shard.options());
+      for (auto& g : groups_) sq += g.gradShard.pow(2).sum();
+      shard_->allReduce(sq, info("grad norm")).wait();
+      norm = std::sqrt(sq.item<double>());
+      if (norm > cfg_.gradClip) coef = cfg_.gradClip / (norm + 1e-6);
+    }
+    for (auto& g : groups_) applyOptimizer(g.shard, g.gradShard, g.opt, coef);
+    // Persistent parameters are whole on every rank: gather their updated shards.
+    for (std::size_t k = 0; k < groups_.size(); ++k) {
+      auto& g = groups_[k];
+      if (!g.persistent) continue;
+      torch::Tensor out;
+      {
+        MemScope ms(MemCategory::CommBuffers);
+        out = torch::empty({g.padded}, g.shard.options());
+      }
+      shard_->allGather(out, g.shard, info("param " + g.name)).wait();
+      g.full.detach().copy_(out);
+    }
+    return norm;
+  }
+
+  void fillFullParameters(std::vector<torch::Tensor>& out) override {
+    torch::NoGradGuard ng;
+    for (const auto& g : groups_) {
+      auto full = torch::empty({g.padded}, g.shard.options());
+      shard_->allGather(full, g.shard, info("consolidate " + g.name)).wait();
+      for (int p : g.params) {
+        const auto& info = layout_.params[static_cast<std::size_t>(p)];
+        out[static_cast<std::size_t>(p)] = full.narrow(0, offsetIn_[static_cast<std::size_t>(p)], info.numel).view(info.shape).clone();
+      }
+    }
+  }
+
+  ModelStateBytes stateBytes() const override {
+    ModelStateBytes b;
+    for (const auto& g : groups_) {
+      b.parameters += bytesOf(g.shard) + (g.persistent ? bytesOf(g.full) : 0);
+      b.gradients += bytesOf(g.gradShard);
+      b.optimizer += bytesOf(g.opt.m) + bytesOf(g.opt.v);
+    }
+    for (const auto& t : ipg_) b.buffers += bytesOf(t);
+    return b;
+  }
+
+  std::vector<std::pair<std::string, torch::Tensor>> shardTensors() override {
+    std::vector<std::pair<std::string, torch::Tensor>> out;
+    if (replica_ && replica_->rank() != 0) return out;  // one replica saves
+    for (const auto& g : groups_) {
+      out.push_back({g.name + ".param", g.shard});
+      if (g.opt.m.defined()) out.push_back({g.name + ".exp_avg", g.opt.m});
+      if (g.opt.v.defined()) out.push_back({g.name + ".exp_avg_sq", g.opt.v});
+    }
+    return out;
+  }
+
+  bool zero3_ = false;
+  bool fullShard_ = true;
+  runtime::Group* shard_ = nullptr;
+  runtime::Group* replica_ = nullptr;
+  std::vector<Group> groups_;
+  std::vector<int> groupOf_;
+  std::vector<std::int64_t> offsetIn_;
+  std::vector<int> moduleGroup_, persistentGroup_;
+  std::map<int, BlockBody> bodies_;
+  std::deque<Flight> flights_;
+  std::int64_t availableElems_ = 0;
+  bool recompute_ = false;
+  // ZeRO-3 trace and bucket
+  std::vector<int> trace_;
+  std::size_t tracePos_ = 0;
+  bool traceComplete_ = false, traceValid_ = false;
+  std::vector<torch::Tensor> ipg_;
+  std::int64_t ipgCap_ = 0;
+  int ipgCur_ = 0;
+  std::int64_t ipgFill_ = 0;
+  std::vector<std::pair<int, std::int64_t>> ipgPieces_;
+  int bucketSeq_ = 0;
+};
+
+std::unique_ptr<Engine> Engine::create(const EngineContext& ctx) {
+  switch (ctx.cfg->strategy) {
+    case Strategy::Ddp:
+    case Strategy::Zero1:
+    case Strategy::Zero2:
+      return std::make_unique<ReplicatedEngine>(ctx);
+    case Strategy::Zero3:
+    case Strategy::FsdpFull:
+    case Strategy::FsdpGradOp:
+    case Strategy::Hsdp:
+      return std::make_unique<ShardedEngine>(ctx);
+  }
+  throw core::Error("unknown strategy");
+}
+
+}  // namespace shardscope::runtime

@@ -1,0 +1,104 @@
+#pragma once
+// Strategy engines: DDP, ZeRO-1/2/3, FSDP (full shard, shard-grad-op) and HSDP over the functional
+// Transformer (model.h). Each engine owns this rank's parameters, gradients and optimizer state as
+// the strategy prescribes, runs forward/backward through ForwardHooks (gathering, prefetching and
+// releasing parameters, taking gradients as autograd produces them and launching their reduction
+// asynchronously) and the optimizer step. docs/RUNTIME.md describes what each one sends.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "core/config/run_config.h"
+#include "profiler/runtime/comm.h"
+#include "profiler/runtime/model.h"
+
+namespace shardscope::capture {
+class Recorder;
+}
+
+namespace shardscope::runtime {
+
+struct EngineContext {
+  const core::RunConfig* cfg = nullptr;
+  Transformer* model = nullptr;
+  Communicator* comm = nullptr;
+  capture::Recorder* recorder = nullptr;  // may be null (capture off)
+  int computeLane = -1;
+  torch::Device device = torch::kCPU;
+  std::uint64_t seed = 0;
+};
+
+// Bytes this rank holds for the model state, by kind (exact: summed over the tensors it owns).
+struct ModelStateBytes {
+  std::int64_t parameters = 0;  // persistent parameters (replicas, shards, persistent full copies)
+  std::int64_t gradients = 0;   // persistent gradient storage (full, bucket copies, partitions)
+  std::int64_t optimizer = 0;   // optimizer state (master copies, moments)
+  std::int64_t buffers = 0;     // communication buffers kept between steps (IPG buckets, ...)
+};
+
+struct StepStats {
+  double loss = 0;  // this rank's mean loss over its micro-batches
+  double gradNorm = 0;
+};
+
+class Engine : public ForwardHooks {
+ public:
+  static std::unique_ptr<Engine> create(const EngineContext& ctx);
+  ~Engine() override;
+
+  // One optimizer step over the micro-batches (gradient accumulation = micro.size()).
+  StepStats trainStep(std::int64_t step, const std::vector<Batch>& micro);
+  // Every parameter's full value (on every rank; collective: all ranks must call).
+  std::vector<torch::Tensor> fullParameters();
+  ModelStateBytes modelStateBytes() const;
+  // Writes this rank's shard of the state (parameters, optimizer state) to dir/rank<R>.pt-like raw
+  // files; returns bytes written.
+  std::int64_t saveShard(const std::string& dir);
+  const std::string& describe() const { return description_; }
+
+  // Called by the autograd functions (public for them; not part of the engine's API).
+  virtual void onGrad(int id, const torch::Tensor& grad) = 0;
+  virtual void onPreBackward(int id) = 0;
+  void noteBackward(const std::string& label);
+
+ protected:
+  explicit Engine(const EngineContext& ctx);
+  // Strategy hooks around the generic step.
+  virtual void beginStep(std::int64_t step, int micro, int microCount) = 0;
+  virtual void finishBackward(int micro, int microCount) = 0;
+  virtual double optimizerStep(std::int64_t step) = 0;  // returns the gradient norm
+  virtual void fillFullParameters(std::vector<torch::Tensor>& out) = 0;
+  virtual ModelStateBytes stateBytes() const = 0;
+  virtual std::vector<std::pair<std::string, torch::Tensor>> shardTensors() = 0;
+
+  // Capture helpers.
+  void computeSpan(const std::string& name, std::int64_t startNs, std::int64_t endNs, const char* cat = "cpu_op");
+  void annotation(const std::string& name, std::int64_t startNs, std::int64_t endNs);
+  CollectiveInfo info(const std::string& label) const;
+  void closeBackwardSegment();
+
+  // AdamW / SGD over flat fp32 tensors; state created lazily (first step) in OptimizerState memory.
+  struct FlatOptState {
+    torch::Tensor m, v;
+    std::int64_t t = 0;
+  };
+  void applyOptimizer(torch::Tensor param, const torch::Tensor& grad, FlatOptState& st, double clipCoef);
+  static std::int64_t bytesOf(const torch::Tensor& t);
+
+  EngineContext ctx_;
+  const core::RunConfig& cfg_;
+  const ModelLayout& layout_;
+  Group& world_;
+  std::string description_;
+  std::int64_t step_ = 0;
+  bool inBackward_ = false;
+  bool recomputing_ = false;
+  std::int64_t segStart_ = 0;
+  std::string segLabel_;
+  std::int64_t moduleStart_ = 0;
+};
+
+}  // namespace shardscope::runtime

@@ -1,0 +1,269 @@
+#include "profiler/runtime/model.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace shardscope::runtime {
+
+namespace {
+ModelConfig make(std::string name, std::int64_t vocab, std::int64_t hidden, int layers, int heads, int kv,
+                 std::int64_t headDim, std::int64_t ffn, double theta, double eps, bool qkNorm, bool qkvBias) {
+  ModelConfig c;
+  c.name = std::move(name);
+  c.vocab = vocab;
+  c.hidden = hidden;
+  c.layers = layers;
+  c.heads = heads;
+  c.kvHeads = kv;
+  c.headDim = headDim;
+  c.ffn = ffn;
+  c.ropeTheta = theta;
+  c.normEps = eps;
+  c.qkNorm = qkNorm;
+  c.qkvBias = qkvBias;
+  return c;
+}
+}  // namespace
+
+std::vector<std::string> modelPresetNames() {
+  return {"tiny", "small", "medium", "llama3-8b", "llama3-70b", "qwen3-8b", "qwen2.5-7b"};
+}
+
+ModelConfig modelPreset(const std::string& name, int layers) {
+  ModelConfig c;
+  if (name == "tiny")
+    c = make(name, 256, 64, 2, 4, 2, 16, 176, 10000.0, 1e-5, false, false);
+  else if (name == "small")
+    c = make(name, 2048, 256, 4, 8, 4, 32, 688, 10000.0, 1e-5, false, false);
+  else if (name == "medium")
+    c = make(name, 8192, 512, 8, 8, 4, 64, 1376, 10000.0, 1e-5, false, false);
+  else if (name == "llama3-8b")
+    c = make(name, 128256, 4096, 32, 32, 8, 128, 14336, 500000.0, 1e-5, false, false);
+  else if (name == "llama3-70b")
+    c = make(name, 128256, 8192, 80, 64, 8, 128, 28672, 500000.0, 1e-5, false, false);
+  else if (name == "qwen3-8b")
+    c = make(name, 151936, 4096, 36, 32, 8, 128, 12288, 1e6, 1e-6, true, false);
+  else if (name == "qwen2.5-7b")
+    c = make(name, 152064, 3584, 28, 28, 4, 128, 18944, 1e6, 1e-6, false, true);
+  else
+    throw std::invalid_argument("unknown model preset '" + name + "'");
+  if (layers > 0) c.layers = layers;
+  return c;
+}
+
+std::vector<int> ModelLayout::blockOfParam() const {
+  std::vector<int> out(params.size());
+  for (std::size_t p = 0; p < params.size(); ++p) out[p] = modules[static_cast<std::size_t>(params[p].module)].block;
+  return out;
+}
+
+ModelLayout buildLayout(const ModelConfig& cfg) {
+  ModelLayout L;
+  L.config = cfg;
+  L.blocks = cfg.layers + 2;
+  const std::int64_t h = cfg.hidden, q = cfg.heads * cfg.headDim, kv = cfg.kvHeads * cfg.headDim;
+  const double projStd = 0.02 / std::sqrt(2.0 * cfg.layers);
+  auto addModule = [&](std::string name, int block) {
+    ModuleInfo m;
+    m.name = std::move(name);
+    m.block = block;
+    L.modules.push_back(std::move(m));
+    return static_cast<int>(L.modules.size() - 1);
+  };
+  auto addParam = [&](int module, const std::string& leaf, std::vector<std::int64_t> shape, InitKind init,
+                      double stdev = 0.02) {
+    ParamInfo p;
+    p.name = L.modules[static_cast<std::size_t>(module)].name + "." + leaf;
+    p.shape = std::move(shape);
+    p.numel = 1;
+    for (auto d : p.shape) p.numel *= d;
+    p.module = module;
+    p.init = init;
+    p.stdev = stdev;
+    L.modules[static_cast<std::size_t>(module)].params.push_back(static_cast<int>(L.params.size()));
+    L.modules[static_cast<std::size_t>(module)].numel += p.numel;
+    L.totalNumel += p.numel;
+    L.params.push_back(std::move(p));
+  };
+  addParam(addModule("embed_tokens", 0), "weight", {cfg.vocab, h}, InitKind::Normal);
+  for (int l = 0; l < cfg.layers; ++l) {
+    const std::string pre = "layers." + std::to_string(l) + ".";
+    const int b = l + 1;
+    addParam(addModule(pre + "input_layernorm", b), "weight", {h}, InitKind::Ones);
+    auto proj = [&](const std::string& n, std::int64_t out, bool bias) {
+      const int m = addModule(pre + "self_attn." + n, b);
+      addParam(m, "weight", {out, h}, InitKind::Normal);
+      if (bias) addParam(m, "bias", {out}, InitKind::Zeros);
+    };
+    proj("q_proj", q, cfg.qkvBias);
+    proj("k_proj", kv, cfg.qkvBias);
+    proj("v_proj", kv, cfg.qkvBias);
+    if (cfg.qkNorm) {
+      addParam(addModule(pre + "self_attn.q_norm", b), "weight", {cfg.headDim}, InitKind::Ones);
+      addParam(addModule(pre + "self_attn.k_norm", b), "weight", {cfg.headDim}, InitKind::Ones);
+    }
+    addParam(addModule(pre + "self_attn.o_proj", b), "weight", {h, q}, InitKind::Normal, projStd);
+    addParam(addModule(pre + "post_attention_layernorm", b), "weight", {h}, InitKind::Ones);
+    addParam(addModule(pre + "mlp.gate_proj", b), "weight", {cfg.ffn, h}, InitKind::Normal);
+    addParam(addModule(pre + "mlp.up_proj", b), "weight", {cfg.ffn, h}, InitKind::Normal);
+    addParam(addModule(pre + "mlp.down_proj", b), "weight", {h, cfg.ffn}, InitKind::Normal, projStd);
+  }
+  addParam(addModule("norm", cfg.layers + 1), "weight", {h}, InitKind::Ones);
+  addParam(addModule("lm_head", cfg.layers + 1), "weight", {cfg.vocab, h}, InitKind::Normal);
+  for (const auto& m : L.modules) L.largestModuleNumel = std::max(L.largestModuleNumel, m.numel);
+  return L;
+}
+
+void initParam(const ModelLayout& layout, int p, std::uint64_t seed, const torch::Tensor& out) {
+  const auto& info = layout.params[static_cast<std::size_t>(p)];
+  torch::NoGradGuard ng;
+  switch (info.init) {
+    case InitKind::Ones:
+      out.fill_(1.0);
+      return;
+    case InitKind::Zeros:
+      out.zero_();
+      return;
+    case InitKind::Normal: {
+      // A generator per parameter: the value never depends on how the model is sharded.
+      auto gen = at::detail::createCPUGenerator(seed * 1000003ULL + static_cast<std::uint64_t>(p) * 7919ULL + 17ULL);
+      auto cpu = torch::empty({info.numel}, torch::TensorOptions().dtype(torch::kFloat64));
+      cpu.normal_(0.0, info.stdev, gen);
+      out.copy_(cpu.to(out.scalar_type()));
+      return;
+    }
+  }
+}
+
+Transformer::Transformer(ModelLayout layout, torch::Device device, torch::ScalarType computeDtype)
+    : layout_(std::move(layout)), device_(device), dtype_(computeDtype) {
+  auto find = [&](const std::string& name) {
+    for (std::size_t m = 0; m < layout_.modules.size(); ++m)
+      if (layout_.modules[m].name == name) return static_cast<int>(m);
+    throw std::logic_error("model module missing: " + name);
+  };
+  embedModule_ = find("embed_tokens");
+  finalNorm_ = find("norm");
+  lmHead_ = find("lm_head");
+  for (int l = 0; l < layout_.config.layers; ++l) {
+    const std::string pre = "layers." + std::to_string(l) + ".";
+    LayerModules lm{};
+    lm.attnNorm = find(pre + "input_layernorm");
+    lm.q = find(pre + "self_attn.q_proj");
+    lm.k = find(pre + "self_attn.k_proj");
+    lm.v = find(pre + "self_attn.v_proj");
+    if (layout_.config.qkNorm) {
+      lm.qNorm = find(pre + "self_attn.q_norm");
+      lm.kNorm = find(pre + "self_attn.k_norm");
+    }
+    lm.o = find(pre + "self_attn.o_proj");
+    lm.mlpNorm = find(pre + "post_attention_layernorm");
+    lm.gate = find(pre + "mlp.gate_proj");
+    lm.up = find(pre + "mlp.up_proj");
+    lm.down = find(pre + "mlp.down_proj");
+    layerModules_.push_back(lm);
+  }
+}
+
+void Transformer::ensureRope(std::int64_t seq) {
+  if (ropeLen_ >= seq) return;
+  const auto half = layout_.config.headDim / 2;
+  auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+  auto idx = torch::arange(0, half, opts);
+  auto invFreq = torch::pow(layout_.config.ropeTheta, -idx * 2.0 / static_cast<double>(layout_.config.headDim));
+  auto pos = torch::arange(0, seq, opts);
+  auto freqs = torch::outer(pos, invFreq);                 // [s, d/2]
+  auto emb = torch::cat({freqs, freqs}, -1);               // [s, d]
+  cos_ = emb.cos().to(torch::TensorOptions().dtype(dtype_).device(device_));
+  sin_ = emb.sin().to(torch::TensorOptions().dtype(dtype_).device(device_));
+  ropeLen_ = seq;
+}
+
+namespace {
+torch::Tensor rotateHalf(const torch::Tensor& x) {
+  const auto half = x.size(-1) / 2;
+  auto x1 = x.narrow(-1, 0, half);
+  auto x2 = x.narrow(-1, half, half);
+  return torch::cat({-x2, x1}, -1);
+}
+}  // namespace
+
+torch::Tensor Transformer::linear(int module, torch::Tensor x, ForwardHooks& h) {
+  h.beginModule(module);
+  const auto& m = layout_.modules[static_cast<std::size_t>(module)];
+  auto w = h.param(m.params[0]);
+  torch::Tensor b;
+  if (m.params.size() > 1) b = h.param(m.params[1]);
+  auto y = b.defined() ? torch::nn::functional::linear(x, w, b) : torch::nn::functional::linear(x, w);
+  return h.endModule(module, y);
+}
+
+torch::Tensor Transformer::rmsnorm(int module, torch::Tensor x, ForwardHooks& h) {
+  h.beginModule(module);
+  const auto& m = layout_.modules[static_cast<std::size_t>(module)];
+  auto w = h.param(m.params[0]);
+  auto xf = x.to(torch::kFloat32);
+  auto y = xf * torch::rsqrt(xf.pow(2).mean(-1, true) + layout_.config.normEps);
+  return h.endModule(module, y.to(x.scalar_type()) * w);
+}
+
+torch::Tensor Transformer::block(int layer, torch::Tensor x, ForwardHooks& h) {
+  const auto& lm = layerModules_[static_cast<std::size_t>(layer)];
+  const auto& c = layout_.config;
+  const auto B = x.size(0), S = x.size(1);
+  auto hn = rmsnorm(lm.attnNorm, x, h);
+  auto q = linear(lm.q, hn, h).view({B, S, c.heads, c.headDim});
+  auto k = linear(lm.k, hn, h).view({B, S, c.kvHeads, c.headDim});
+  auto v = linear(lm.v, hn, h).view({B, S, c.kvHeads, c.headDim});
+  if (c.qkNorm) {
+    q = rmsnorm(lm.qNorm, q, h);
+    k = rmsnorm(lm.kNorm, k, h);
+  }
+  q = q.transpose(1, 2);  // [B, H, S, D]
+  k = k.transpose(1, 2);
+  v = v.transpose(1, 2);
+  auto cosv = cos_.narrow(0, 0, S);
+  auto sinv = sin_.narrow(0, 0, S);
+  q = q * cosv + rotateHalf(q) * sinv;
+  k = k * cosv + rotateHalf(k) * sinv;
+  const auto rep = c.heads / c.kvHeads;
+  if (rep > 1) {
+    k = k.repeat_interleave(rep, 1);
+    v = v.repeat_interleave(rep, 1);
+  }
+  auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(c.headDim));
+  auto mask = torch::ones({S, S}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
+  scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
+  auto probs = torch::softmax(scores.to(torch::kFloat32), -1).to(q.scalar_type());
+  auto attn = torch::matmul(probs, v).transpose(1, 2).reshape({B, S, c.heads * c.headDim});
+  x = x + linear(lm.o, attn, h);
+  auto hm = rmsnorm(lm.mlpNorm, x, h);
+  auto g = linear(lm.gate, hm, h);
+  auto u = linear(lm.up, hm, h);
+  return x + linear(lm.down, torch::silu(g) * u, h);
+}
+
+torch::Tensor Transformer::loss(const Batch& batch, ForwardHooks& h) {
+  ensureRope(batch.tokens.size(1));
+  auto x = h.runBlock(0, batch.tokens, [&](torch::Tensor tokens) {
+    h.beginModule(embedModule_);
+    auto w = h.param(layout_.modules[static_cast<std::size_t>(embedModule_)].params[0]);
+    return h.endModule(embedModule_, torch::embedding(w, tokens));
+  });
+  for (int l = 0; l < layout_.config.layers; ++l)
+    x = h.runBlock(l + 1, x, [&, l](torch::Tensor in) { return block(l, in, h); });
+  return h.runBlock(layout_.config.layers + 1, x, [&](torch::Tensor in) {
+    auto y = rmsnorm(finalNorm_, in, h);
+    auto logits = linear(lmHead_, y, h);
+    return torch::nn::functional::cross_entropy(logits.reshape({-1, layout_.config.vocab}).to(torch::kFloat32),
+                                               batch.targets.reshape({-1}));
+  });
+}
+
+double trainFlopsPerToken(const ModelLayout& layout, std::int64_t seq) {
+  const auto& c = layout.config;
+  const double nonEmbed = static_cast<double>(layout.totalNumel - c.vocab * c.hidden);
+  return 6.0 * nonEmbed + 6.0 * c.layers * c.heads * (2.0 * c.headDim) * static_cast<double>(seq);
+}
+
+}  // namespace shardscope::runtime

@@ -1,0 +1,117 @@
+#pragma once
+// A Llama-style decoder-only transformer written functionally against LibTorch: the model owns no
+// tensors. It describes its parameters (ModelLayout) and computes the loss asking a ForwardHooks
+// object for every parameter tensor and telling it where each module and block begins and ends.
+// The strategy engines implement ForwardHooks: that is where parameters are gathered, released,
+// prefetched and where gradients are taken (profiler/runtime/engine.h).
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace shardscope::runtime {
+
+struct ModelConfig {
+  std::string name = "tiny";
+  std::int64_t vocab = 256;
+  std::int64_t hidden = 64;
+  int layers = 2;
+  int heads = 4;
+  int kvHeads = 2;
+  std::int64_t headDim = 16;
+  std::int64_t ffn = 176;
+  double ropeTheta = 10000.0;
+  double normEps = 1e-5;
+  bool qkNorm = false;   // Qwen3: RMSNorm on q and k per head
+  bool qkvBias = false;  // Qwen2/2.5: biases on q/k/v projections
+};
+
+// Presets: tiny, small, medium (CPU-sized), llama3-8b, llama3-70b, qwen3-8b, qwen2.5-7b.
+// layers > 0 cuts (or extends) the depth. Throws std::invalid_argument for an unknown name.
+ModelConfig modelPreset(const std::string& name, int layers = 0);
+std::vector<std::string> modelPresetNames();
+
+enum class InitKind { Normal, Ones, Zeros };
+
+struct ParamInfo {
+  std::string name;  // "layers.3.attn.q_proj.weight"
+  std::vector<std::int64_t> shape;
+  std::int64_t numel = 0;
+  int module = 0;  // index into ModelLayout::modules
+  InitKind init = InitKind::Normal;
+  double stdev = 0.02;
+};
+
+// A module that owns parameters directly (DeepSpeed ZeRO-3's fetch unit).
+struct ModuleInfo {
+  std::string name;  // "layers.3.attn.q_proj"
+  int block = 0;     // 0 = embedding, 1..L = transformer blocks, L+1 = final norm + lm head
+  std::vector<int> params;
+  std::int64_t numel = 0;
+};
+
+struct ModelLayout {
+  ModelConfig config;
+  std::vector<ParamInfo> params;    // in model.parameters() order
+  std::vector<ModuleInfo> modules;  // in forward order
+  int blocks = 0;                   // L + 2 (embedding, L layers, head)
+  std::int64_t totalNumel = 0;
+  std::int64_t largestModuleNumel = 0;  // LL of strategies.md (DeepSpeed's estimator)
+  std::vector<int> blockOfParam() const;
+};
+
+ModelLayout buildLayout(const ModelConfig& cfg);
+
+// Fills `out` (a contiguous fp32/fp64 tensor of params[p].numel elements) with parameter p's
+// initial value. Deterministic in (seed, p) and independent of sharding or world size.
+void initParam(const ModelLayout& layout, int p, std::uint64_t seed, const torch::Tensor& out);
+
+// What the engines implement (see the file comment). Calls come in this order per block:
+// runBlock(b) { beginModule(m) param(p).. endModule(m, out) ... } ; with activation checkpointing
+// the body of a block runs again during backward (ForwardHooks::recomputing() is then true).
+class ForwardHooks {
+ public:
+  virtual ~ForwardHooks() = default;
+  virtual void beginModule(int module) = 0;
+  virtual torch::Tensor param(int p) = 0;
+  virtual torch::Tensor endModule(int module, torch::Tensor out) = 0;
+  virtual torch::Tensor runBlock(int block, torch::Tensor x, const std::function<torch::Tensor(torch::Tensor)>& body) = 0;
+};
+
+struct Batch {
+  torch::Tensor tokens;   // [b, s] int64
+  torch::Tensor targets;  // [b, s] int64
+};
+
+class Transformer {
+ public:
+  Transformer(ModelLayout layout, torch::Device device, torch::ScalarType computeDtype);
+  const ModelLayout& layout() const { return layout_; }
+  // Mean token cross-entropy of the batch (fp32 scalar).
+  torch::Tensor loss(const Batch& batch, ForwardHooks& hooks);
+
+ private:
+  torch::Tensor block(int layer, torch::Tensor x, ForwardHooks& h);
+  torch::Tensor linear(int module, torch::Tensor x, ForwardHooks& h);
+  torch::Tensor rmsnorm(int module, torch::Tensor x, ForwardHooks& h);
+  void ensureRope(std::int64_t seq);
+
+  ModelLayout layout_;
+  torch::Device device_;
+  torch::ScalarType dtype_;
+  // module indices resolved once
+  int embedModule_ = 0, finalNorm_ = 0, lmHead_ = 0;
+  struct LayerModules {
+    int attnNorm, q, k, v, qNorm = -1, kNorm = -1, o, mlpNorm, gate, up, down;
+  };
+  std::vector<LayerModules> layerModules_;
+  torch::Tensor cos_, sin_;
+  std::int64_t ropeLen_ = 0;
+};
+
+// FLOPs of one training step per token (6·Ψ_non-embedding + attention), for MFU-like figures.
+double trainFlopsPerToken(const ModelLayout& layout, std::int64_t seq);
+
+}  // namespace shardscope::runtime
