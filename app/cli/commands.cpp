@@ -9,12 +9,14 @@
 #include <map>
 #include <sstream>
 
+#include "app/cli/command_table.h"
 #include "app/cli/terminal_progress.h"
 #include "core/analysis/bottlenecks.h"
 #include "core/analysis/collectives.h"
 #include "core/analysis/comparison.h"
 #include "core/analysis/hta_metrics.h"
 #include "core/analysis/memory_peaks.h"
+#include "core/analysis/run_analysis.h"
 #include "core/analysis/step_breakdown.h"
 #include "core/analysis/stragglers.h"
 #include "core/export/kineto_exporter.h"
@@ -28,20 +30,6 @@ namespace shardscope::cli {
 namespace {
 
 using core::JsonValue;
-
-struct OptionSpec {
-  std::string name;
-  bool takesValue;
-  std::string help;
-};
-
-struct Command {
-  std::string name;
-  std::string usage;
-  std::string summary;
-  std::vector<OptionSpec> options;
-  std::function<int(const Args&, core::CancelToken&)> run;
-};
 
 const std::vector<OptionSpec> kCommon = {
     {"db", true, "database file (default: shardscope.db in the current directory)"},
@@ -323,12 +311,14 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
                  "idle_time_pctg,compute_time_pctg,non_compute_time_pctg\n";
   for (core::Id id : ids) {
     const auto run = store.run(id);
-    const core::HtaFigures f = core::computeHtaFigures(store, id, &cancel);
-    const std::vector<core::StepBreakdown> steps = core::computeStepBreakdown(store, id, &cancel);
-    const std::vector<core::CollectiveStats> colls = core::computeCollectives(store, id, &cancel);
-    const std::vector<core::MemoryPeak> peaks = core::computeMemoryPeaks(store, id);
-    const std::vector<core::Bottleneck> bottlenecks = core::findCollectiveBottlenecks(store, id, 10, &cancel);
-    const core::StragglerReport stragglers = core::detectStragglers(store, id, &cancel);
+    // Every analysis from one pass over the store, one rank at a time.
+    const core::RunAnalysis analysis = core::analyzeRun(store, id, {}, &cancel);
+    const core::HtaFigures& f = analysis.hta;
+    const std::vector<core::StepBreakdown>& steps = analysis.steps;
+    const std::vector<core::CollectiveStats>& colls = analysis.collectives;
+    const std::vector<core::MemoryPeak>& peaks = analysis.memoryPeaks;
+    const std::vector<core::Bottleneck>& bottlenecks = analysis.bottlenecks;
+    const core::StragglerReport& stragglers = analysis.stragglers;
     if (a.has("json")) {
       JsonValue rj = JsonValue::object();
       rj.set("run", JsonValue::number(static_cast<std::int64_t>(id)));
@@ -725,7 +715,12 @@ const std::vector<Command>& commands() {
         {"no-gzip", false, "write plain .json instead of .json.gz"}},
        cmdExport},
   };
-  return cmds;
+  static const std::vector<Command> all = [] {
+    auto v = cmds;
+    for (auto& c : runCommands()) v.push_back(std::move(c));
+    return v;
+  }();
+  return all;
 }
 
 void printMainHelp(std::ostream& os) {

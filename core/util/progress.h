@@ -14,6 +14,8 @@ class CancelToken {
  public:
   void cancel() noexcept { cancelled_.store(true, std::memory_order_relaxed); }
   bool isCancelled() const noexcept { return cancelled_.load(std::memory_order_relaxed); }
+  // The flag itself, for APIs that poll an atomic (the launcher).
+  const std::atomic<bool>* flag() const noexcept { return &cancelled_; }
   void throwIfCancelled() const {
     if (isCancelled()) throw Cancelled();
   }

@@ -2,7 +2,12 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <thread>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -273,6 +278,31 @@ DistEnv DistEnv::fromEnvironment() {
   return e;
 }
 
+namespace {
+// Waits until the store's host accepts connections, polling every 10 ms: c10d's TCPStore client
+// sleeps a whole second between attempts, which would show up as initialisation time.
+void waitForServer(const std::string& host, int port, double timeoutS) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res) return;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutS);
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool ok = false;
+    for (addrinfo* a = res; a && !ok; a = a->ai_next) {
+      const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+      if (fd < 0) continue;
+      ok = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+      ::close(fd);
+    }
+    if (ok) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  freeaddrinfo(res);
+}
+}  // namespace
+
 struct Communicator::StoreHolder {
   c10::intrusive_ptr<c10d::Store> store;
 };
@@ -298,6 +328,7 @@ Communicator::Communicator(const DistEnv& env, const std::string& backend, torch
   opts.waitWorkers = true;
   opts.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeoutS * 1000));
   store_ = std::make_unique<StoreHolder>();
+  if (env.rank != 0) waitForServer(env.masterAddr, env.masterPort, timeoutS);
   try {
     store_->store = c10::make_intrusive<c10d::TCPStore>(env.masterAddr, opts);
   } catch (const std::exception& e) {

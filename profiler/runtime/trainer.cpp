@@ -100,7 +100,12 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
     std::string backend = cfg.backend == "auto" ? (cuda ? "nccl" : "gloo") : cfg.backend;
     if (cfg.precision == "bf16" && !cuda)
       throw core::Error("--precision bf16 needs a CUDA device; on CPU the runtime trains in fp32");
-    if (!cuda) torch::set_num_threads(1);  // one compute thread per rank: ranks share the cores
+    if (!cuda) {
+      // Ranks share the machine's cores: OMP_NUM_THREADS (set by our launcher and by torchrun) says
+      // how many threads this rank's intra-op work may use.
+      const char* omp = std::getenv("OMP_NUM_THREADS");
+      torch::set_num_threads(omp && std::atoi(omp) > 0 ? std::atoi(omp) : 1);
+    }
     auto& tracker = capture::MemoryTracker::install();
     tracker.setGranularity(16 * 1024);
 

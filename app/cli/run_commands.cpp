@@ -1,0 +1,334 @@
+// `shardscope-cli run` and `shardscope-cli compare`: launch real sharded training runs of the
+// embedded runtime (one shardscope-worker process per rank) into the trace store, then summarise.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "app/cli/command_table.h"
+#include "app/cli/terminal_progress.h"
+#include "core/analysis/comparison.h"
+#include "core/config/run_config.h"
+#include "core/launch/launcher.h"
+#include "core/storage/trace_store.h"
+#include "core/util/error.h"
+#include "core/util/json.h"
+
+namespace shardscope::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using core::JsonValue;
+
+std::string isoNow() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// shardscope-worker: $SHARDSCOPE_WORKER, beside this executable, in the build tree, or on PATH.
+std::string locateWorker() {
+  if (const char* w = std::getenv("SHARDSCOPE_WORKER"); w && *w) return w;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const fs::path& p : {self.parent_path() / "shardscope-worker", self.parent_path().parent_path() / "profiler" / "shardscope-worker"})
+      if (fs::exists(p, ec)) return p.string();
+  }
+  return "shardscope-worker";  // the launcher searches PATH
+}
+
+std::vector<OptionSpec> runOptions(bool compare) {
+  std::vector<OptionSpec> o;
+  if (compare)
+    o.push_back({"strategies", true, "strategies to compare, comma separated (default: ddp,fsdp,zero3)"});
+  o.push_back({"config", true, "run configuration JSON (keys as the flags below, snake_case)"});
+  o.push_back({"deepspeed", true, "DeepSpeed JSON config (zero_optimization etc. mapped onto the knobs)"});
+  o.push_back({"name", true, "run name (compare: a prefix)"});
+  o.push_back({"master-addr", true, "rendezvous address for multi-node runs (default 127.0.0.1)"});
+  o.push_back({"master-port", true, "rendezvous port (default: a free port)"});
+  o.push_back({"progress-json", false, "echo the ranks' progress lines (@ss {...}) on stdout (for the app)"});
+  for (const auto& k : core::runConfigKeys()) {
+    if (compare && k.key == "strategy") continue;
+    std::string help = k.help + " [" + k.type + ", default " + k.defaultText + "]";
+    o.push_back({k.flag.substr(2), !k.isBool, help});
+  }
+  return o;
+}
+
+core::RunConfig configFrom(const Args& a, std::vector<std::string>& warnings) {
+  core::RunConfig cfg;
+  if (a.has("deepspeed")) cfg = core::fromDeepSpeedJson(core::parseJsonFile(a.get("deepspeed")), a.get("deepspeed"), cfg, &warnings);
+  if (a.has("config")) core::applyRunConfigJson(cfg, core::parseJsonFile(a.get("config")), a.get("config"), &warnings);
+  for (const auto& [name, value] : a.options)
+    if (core::isRunConfigFlag(name)) core::applyFlag(cfg, name, value);
+  return cfg;
+}
+
+struct Launched {
+  core::Id runId = 0;
+  core::LaunchResult result;
+};
+
+Launched launchRun(const std::string& db, const core::RunConfig& cfg, const std::string& name, const Args& a,
+                   core::CancelToken& cancel) {
+  Launched out;
+  {
+    core::TraceStore store(db);
+    core::Run run;
+    run.name = name;
+    run.source = core::RunSource::Runtime;
+    run.strategy = std::string(core::toString(cfg.strategy));
+    run.configJson = core::toJson(cfg).dump();
+    run.worldSize = cfg.worldSize;
+    run.createdAt = isoNow();
+    run.status = core::RunStatus::Running;
+    JsonValue meta = JsonValue::object();
+    meta.set("launcher", JsonValue::string("shardscope-cli"));
+    meta.set("nnodes", JsonValue::number(static_cast<std::int64_t>(cfg.nnodes)));
+    meta.set("deepspeed_config", core::toDeepSpeedJson(cfg));
+    run.metadataJson = meta.dump();
+    core::Transaction tx(store.db());
+    out.runId = store.createRun(run);
+    tx.commit();
+  }
+  // The worker reads the exact configuration from a file (nothing is lost in flag re-spelling).
+  char tmpl[] = "/tmp/shardscope-run-XXXXXX.json";
+  const int fd = mkstemps(tmpl, 5);
+  if (fd < 0) throw core::Error("cannot create a temporary config file in /tmp");
+  const std::string cfgPath = tmpl;
+  {
+    const std::string text = core::toJson(cfg).dump();
+    if (write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+      close(fd);
+      throw core::Error("cannot write " + cfgPath);
+    }
+    close(fd);
+  }
+  core::LaunchSpec spec;
+  spec.program = locateWorker();
+  spec.args = {"--db", db, "--run-id", std::to_string(out.runId), "--config", cfgPath};
+  spec.worldSize = cfg.worldSize;
+  spec.nprocPerNode = core::effectiveNprocPerNode(cfg);
+  spec.nodeRank = cfg.nodeRank;
+  spec.masterAddr = a.get("master-addr", "127.0.0.1");
+  spec.masterPort = a.has("master-port") ? std::stoi(a.get("master-port")) : 0;
+  spec.hangTimeoutS = cfg.hangTimeoutS;
+  spec.cancel = cancel.flag();
+  // Ranks share this machine's cores: each gets its share of BLAS/OpenMP threads (torchrun sets
+  // OMP_NUM_THREADS=1 likewise) unless the user chose.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::string threads = std::to_string(std::max(1u, cores / static_cast<unsigned>(std::max(1, spec.nprocPerNode))));
+  for (const char* var : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
+    if (!std::getenv(var)) spec.env.emplace_back(var, threads);
+  TerminalProgress bar;
+  const bool echo = a.has("progress-json");
+  std::map<int, std::string> lastErr;
+  spec.onLine = [&](int rank, const std::string& line) {
+    if (line.rfind("@ss ", 0) != 0) {
+      std::cerr << "[rank " << rank << "] " << line << "\n";
+      return;
+    }
+    if (echo) std::cout << line << std::endl;
+    if (rank != 0) return;
+    try {
+      const JsonValue v = core::parseJson(line.substr(4), "progress line");
+      const JsonValue* s = v.find("step");
+      const JsonValue* n = v.find("steps");
+      if (s && n && s->asInt() && n->asInt()) {
+        core::Progress p;
+        p.stage = std::string(core::toString(cfg.strategy)) + " steps";
+        p.done = static_cast<std::uint64_t>(*s->asInt());
+        p.total = static_cast<std::uint64_t>(*n->asInt());
+        p.unit = "steps";
+        bar.update(p);
+      }
+    } catch (const std::exception&) {
+    }
+  };
+  spec.onErrLine = [&](int rank, const std::string& line) {
+    lastErr[rank] = line;
+    std::cerr << "[rank " << rank << "] " << line << "\n";
+  };
+  out.result = core::launchRanks(spec);
+  bar.finish();
+  std::error_code ec;
+  fs::remove(cfgPath, ec);
+  core::TraceStore store(db);
+  core::Transaction tx(store.db());
+  if (out.result.ok) {
+    // Rank 0 marks the run completed only when it creates the run itself; here the launcher does.
+    store.setRunStatus(out.runId, core::RunStatus::Completed);
+  } else if (out.result.cancelled) {
+    store.setRunStatus(out.runId, core::RunStatus::Cancelled, "cancelled by user");
+  } else {
+    store.setRunStatus(out.runId, core::RunStatus::Failed, out.result.reason);
+  }
+  tx.commit();
+  return out;
+}
+
+std::string fmt(double v, int d) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", d, v);
+  return b;
+}
+
+void printRunSummary(const std::string& db, core::Id runId) {
+  core::TraceStore store(db, core::Database::Mode::ReadOnly);
+  auto run = store.run(runId);
+  if (!run) return;
+  std::cout << "run " << runId << " (" << run->name << "): " << core::toString(run->status);
+  if (!run->failureReason.empty()) std::cout << " - " << run->failureReason;
+  std::cout << "\n";
+  auto m = [&](const char* k) { return store.metric(runId, std::nullopt, k); };
+  if (auto v = m("step_time_ms")) std::cout << "  step time " << fmt(*v, 2) << " ms";
+  if (auto v = m("tokens_per_s")) std::cout << ", " << fmt(*v, 0) << " tokens/s";
+  if (auto v = m("init_time_s")) std::cout << ", init " << fmt(*v, 2) << " s";
+  if (auto v = m("checkpoint_save_s")) std::cout << ", checkpoint save " << fmt(*v, 3) << " s";
+  std::cout << "\n";
+  for (const auto& r : store.ranks(runId)) {
+    auto rm = [&](const std::string& k) { return store.metric(runId, r.id, k); };
+    std::cout << "  rank " << r.rank << ":";
+    if (auto v = rm("peak_allocated_bytes")) std::cout << " peak " << fmt(*v / 1048576.0, 2) << " MiB";
+    if (auto p = rm("model_state.parameters_bytes"))
+      std::cout << " (params " << fmt(*p / 1048576.0, 2) << ", grads " << fmt(rm("model_state.gradients_bytes").value_or(0) / 1048576.0, 2)
+                << ", optimizer " << fmt(rm("model_state.optimizer_bytes").value_or(0) / 1048576.0, 2) << " MiB)";
+    auto first = rm("loss/step/1");
+    int last = 0;
+    for (int s = 1; s < 1000000; ++s)
+      if (!rm("loss/step/" + std::to_string(s))) {
+        last = s - 1;
+        break;
+      }
+    if (first && last > 0) std::cout << " loss " << fmt(*first, 4) << " -> " << fmt(*rm("loss/step/" + std::to_string(last)), 4);
+    std::cout << "\n";
+  }
+}
+
+int finish(const Launched& l) {
+  if (l.result.ok) return kOk;
+  if (l.result.cancelled) {
+    std::cerr << "shardscope-cli: cancelled; run " << l.runId << " is stored as cancelled with what was captured\n";
+    return kCancelled;
+  }
+  std::cerr << "error: run " << l.runId << " failed: " << l.result.reason << " (events captured before are kept)\n";
+  return kFailed;
+}
+
+int cmdRun(const Args& a, core::CancelToken& cancel) {
+  std::vector<std::string> warnings;
+  core::RunConfig cfg = configFrom(a, warnings);
+  core::validate(cfg);  // refused before anything launches, naming the key
+  for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
+  const std::string db = a.get("db", "shardscope.db");
+  const std::string name = a.get("name", std::string(core::toString(cfg.strategy)) + " " + cfg.model + " x" + std::to_string(cfg.worldSize));
+  const Launched l = launchRun(db, cfg, name, a, cancel);
+  printRunSummary(db, l.runId);
+  if (a.has("json")) std::cout << "{\"run_id\":" << l.runId << ",\"ok\":" << (l.result.ok ? "true" : "false") << "}\n";
+  return finish(l);
+}
+
+void printComparison(core::TraceStore& store, const std::vector<core::Id>& ids) {
+  const core::Comparison c = core::compareRuns(store, ids, 0);
+  std::cout << "\nbaseline: run " << ids[0] << " (" << c.names[0] << "); * = best; (±%) vs baseline\n";
+  std::string header = std::string(48, ' ');
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    char h[64];
+    std::snprintf(h, sizeof h, "  %22.22s", c.names[i].c_str());
+    header += h;
+  }
+  std::cout << header << "\n";
+  for (const auto& r : c.rows) {
+    bool any = false;
+    for (const auto& v : r.values) any = any || v.has_value();
+    if (!any) continue;
+    char l[64];
+    std::snprintf(l, sizeof l, "%-48.48s", r.label.c_str());
+    std::string line = l;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      std::string cell = r.values[i] ? fmt(*r.values[i], 2) : "-";
+      if (i != 0 && r.deltaPct[i]) cell += " (" + std::string(*r.deltaPct[i] >= 0 ? "+" : "") + fmt(*r.deltaPct[i], 1) + "%)";
+      if (r.best && *r.best == i) cell += " *";
+      char c2[64];
+      std::snprintf(c2, sizeof c2, "  %22s", cell.c_str());
+      line += c2;
+    }
+    std::cout << line << "\n";
+  }
+}
+
+int cmdCompare(const Args& a, core::CancelToken& cancel) {
+  std::vector<std::string> warnings;
+  core::RunConfig base = configFrom(a, warnings);
+  std::vector<core::Strategy> strategies;
+  const std::string list = a.get("strategies", "ddp,fsdp,zero3");
+  for (std::size_t pos = 0; pos <= list.size();) {
+    const std::size_t comma = std::min(list.find(',', pos), list.size());
+    const std::string item = list.substr(pos, comma - pos);
+    if (!item.empty()) {
+      auto s = core::strategyFromString(item);
+      if (!s) throw std::invalid_argument("--strategies: unknown strategy '" + item + "'");
+      strategies.push_back(*s);
+    }
+    pos = comma + 1;
+  }
+  if (strategies.empty()) throw std::invalid_argument("--strategies: give at least one strategy");
+  std::vector<core::RunConfig> cfgs;
+  for (auto s : strategies) {
+    core::RunConfig c = base;
+    c.strategy = s;
+    if (s != core::Strategy::Hsdp) c.shardGroupSize = 0;
+    core::validate(c);  // every configuration is checked before the first launch
+    cfgs.push_back(c);
+  }
+  for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
+  const std::string db = a.get("db", "shardscope.db");
+  std::vector<core::Id> ids;
+  int rc = kOk;
+  for (const auto& c : cfgs) {
+    const std::string name = (a.has("name") ? a.get("name") + " " : std::string()) + std::string(core::toString(c.strategy));
+    std::cerr << "== " << name << ": " << c.model << ", " << c.worldSize << " ranks, " << c.steps << " steps\n";
+    const Launched l = launchRun(db, c, name, a, cancel);
+    printRunSummary(db, l.runId);
+    rc = finish(l);
+    if (rc != kOk) break;  // a failure or Ctrl-C stops the comparison; what ran is kept
+    ids.push_back(l.runId);
+  }
+  if (ids.size() >= 2) {
+    core::TraceStore store(db, core::Database::Mode::ReadOnly);
+    printComparison(store, ids);
+  }
+  return rc;
+}
+
+}  // namespace
+
+std::vector<Command> runCommands() {
+  return {
+      {"run",
+       "shardscope-cli run [--db F] [--strategy S] [--world-size N] [--steps K] [--model M] [--seed S] "
+       "[--config run.json | --deepspeed ds.json] [knobs...]",
+       "Launch a real sharded training run (one shardscope-worker process per rank, Gloo on CPU / NCCL on GPU) "
+       "and capture it into the database",
+       runOptions(false), cmdRun},
+      {"compare",
+       "shardscope-cli compare [--db F] [--strategies ddp,fsdp,zero3] [same flags as run]",
+       "Run several strategies one after another on the same model, data and seed, then print the comparison",
+       runOptions(true), cmdCompare},
+  };
+}
+
+}  // namespace shardscope::cli
