@@ -1,10 +1,12 @@
 #include "core/analysis/bottlenecks.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "core/analysis/intervals.h"
+#include "core/analysis/rank_scan.h"
+#include "core/analysis/stragglers.h"
 #include <map>
-#include <unordered_map>
 
 namespace shardscope::core {
 namespace {
@@ -13,73 +15,92 @@ using intervals::Span;
 using intervals::coveredBy;
 using intervals::unite;
 
-struct Comm {
-  Event e;
-  Id track;
-};
-
 constexpr TimeNs kBackToBackNs = 5'000;   // a kernel starting within 5 µs of another's end was queued
 constexpr TimeNs kPromptLaunchNs = 50'000;  // started within 50 µs of its launch: nothing was ahead
 
+std::string ms(TimeNs ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns) / 1e6);
+  return buf;
+}
+
 }  // namespace
 
-std::vector<Bottleneck> findCollectiveBottlenecks(TraceStore& store, Id runId, std::size_t limit,
-                                                  const CancelToken* cancel) {
-  const RunSummary summary = store.summary(runId);
-  std::map<Id, std::string> pgNames;
-  for (const auto& pg : store.processGroups(runId)) pgNames[pg.id] = pg.name;
+BottleneckAccumulator::BottleneckAccumulator(ScanContext& ctx) : ctx_(ctx) {}
+BottleneckAccumulator::~BottleneckAccumulator() = default;
 
-  // 1. Every exposed all-gather / reduce-scatter, from the device lanes only.
-  struct Candidate {
-    const Rank* rank;
-    Event e;
-    TimeNs exposed;
-    std::optional<Event> previous;  // the collective just before it on the same stream
-  };
-  std::vector<Candidate> candidates;
-  for (const Rank& rank : summary.ranks) {
-    std::vector<Span> compute;
-    std::vector<Comm> comms;
-    for (const auto& t : summary.tracks) {
-      if (t.track.rankId != rank.id) continue;
-      const TrackKind k = t.track.kind;
-      if (k != TrackKind::GpuStream && k != TrackKind::Comm) continue;
-      store.forEachEvent(
-          t.track.id,
-          [&](const Event& e) {
-            if ((e.flags & EventFlags::Instant) || e.cat == "gpu_user_annotation") return;
-            const bool comm = e.collOp != CollectiveOp::None && (e.category == Category::Communication || k == TrackKind::Comm);
-            if (comm)
-              comms.push_back({e, t.track.id});
-            else if (e.category == Category::Computation)
-              compute.push_back({e.startNs, e.endNs});
-          },
-          false);
-      if (cancel) cancel->throwIfCancelled();
+void BottleneckAccumulator::beginRank(const Rank& rank) {
+  const auto& ranks = ctx_.summary.ranks;
+  rankIndex_ = 0;
+  while (rankIndex_ < ranks.size() && ranks[rankIndex_].id != rank.id) ++rankIndex_;
+  compute_.clear();
+  comms_.clear();
+}
+
+bool BottleneckAccumulator::beginTrack(const TrackSummary& t) {
+  // Every exposed all-gather / reduce-scatter, from the device lanes only.
+  kind_ = t.track.kind;
+  track_ = t.track.id;
+  return kind_ == TrackKind::GpuStream || kind_ == TrackKind::Comm;
+}
+
+void BottleneckAccumulator::onEvent(const EventChunk& c, std::size_t i, Id chunkId) {
+  if ((c.flags[i] & EventFlags::Instant) || (ctx_.strings.bits(c.cat[i]) & StringClasses::kGpuUserAnnotation)) return;
+  const auto op = static_cast<CollectiveOp>(c.collOp[i]);
+  const auto category = static_cast<Category>(c.category[i]);
+  const bool comm = op != CollectiveOp::None && (category == Category::Communication || kind_ == TrackKind::Comm);
+  if (comm)
+    comms_.push_back({c.start[i], c.end[i], track_, EventChunk::eventId(chunkId, i), op});
+  else if (category == Category::Computation)
+    compute_.push_back({c.start[i], c.end[i]});
+}
+
+void BottleneckAccumulator::endRank(const Rank&) {
+  const auto P = unite(std::move(compute_));
+  std::sort(comms_.begin(), comms_.end(), [](const Comm& a, const Comm& b) {
+    return a.track != b.track ? a.track < b.track : a.s < b.s;
+  });
+  for (std::size_t i = 0; i < comms_.size(); ++i) {
+    const Comm& e = comms_[i];
+    if (e.op != CollectiveOp::AllGather && e.op != CollectiveOp::ReduceScatter) continue;
+    const TimeNs exposed = (e.e - e.s) - coveredBy(P, e.s, e.e);
+    if (exposed <= 0) continue;
+    Candidate c{rankIndex_, e.eventId, exposed, false, CollectiveOp::None, 0};
+    if (i > 0 && comms_[i - 1].track == e.track) {
+      c.hasPrevious = true;
+      c.previousOp = comms_[i - 1].op;
+      c.previousEnd = comms_[i - 1].e;
     }
-    const auto P = unite(std::move(compute));
-    std::sort(comms.begin(), comms.end(), [](const Comm& a, const Comm& b) {
-      return a.track != b.track ? a.track < b.track : a.e.startNs < b.e.startNs;
-    });
-    for (std::size_t i = 0; i < comms.size(); ++i) {
-      const Event& e = comms[i].e;
-      if (e.collOp != CollectiveOp::AllGather && e.collOp != CollectiveOp::ReduceScatter) continue;
-      const TimeNs exposed = (e.endNs - e.startNs) - coveredBy(P, e.startNs, e.endNs);
-      if (exposed <= 0) continue;
-      Candidate c{&rank, e, exposed, std::nullopt};
-      if (i > 0 && comms[i - 1].track == comms[i].track) c.previous = comms[i - 1].e;
-      candidates.push_back(std::move(c));
-    }
+    candidates_.push_back(c);
   }
-  // 2. The costliest ones; only they need their launch looked up on the CPU side.
-  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) { return a.exposed > b.exposed; });
-  if (candidates.size() > limit) candidates.resize(limit);
+  compute_.clear();
+  comms_.clear();
+}
+
+std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const StragglerAccumulator* stragglers) {
+  TraceStore& store = ctx_.store;
+  const RunSummary& summary = ctx_.summary;
+  std::map<Id, std::string> pgNames;
+  for (const auto& pg : store.processGroups(summary.run.id)) pgNames[pg.id] = pg.name;
+
+  // The costliest ones; only they need their launch looked up on the CPU side.
+  std::sort(candidates_.begin(), candidates_.end(), [](const Candidate& a, const Candidate& b) { return a.exposed > b.exposed; });
+  if (candidates_.size() > limit) candidates_.resize(limit);
+  const std::vector<Step> steps = stragglers ? store.steps(summary.run.id) : std::vector<Step>();
+  auto stepStart = [&](Id rankId, std::int64_t step) -> std::optional<TimeNs> {
+    for (const Step& s : steps)
+      if (s.rankId == rankId && s.step == step) return s.startNs;
+    return std::nullopt;
+  };
 
   std::vector<Bottleneck> out;
-  for (const Candidate& c : candidates) {
-    const Event& e = c.e;
+  for (const Candidate& c : candidates_) {
+    const Rank& rank = summary.ranks[c.rankIndex];
+    const auto ev = store.event(c.eventId, false);
+    if (!ev) continue;
+    const Event& e = *ev;
     Bottleneck b;
-    b.rank = c.rank->rank;
+    b.rank = rank.rank;
     b.op = e.collOp;
     b.step = e.step;
     b.startNs = e.startNs;
@@ -98,11 +119,11 @@ std::vector<Bottleneck> findCollectiveBottlenecks(TraceStore& store, Id runId, s
       constexpr TimeNs kLookBackNs = 5'000'000;
       std::vector<Event> cpu;
       for (const auto& t : summary.tracks) {
-        if (t.track.rankId != c.rank->id || t.track.kind != TrackKind::CpuThread) continue;
+        if (t.track.rankId != rank.id || t.track.kind != TrackKind::CpuThread) continue;
         auto evs = store.eventsInWindow(t.track.id, e.startNs - kLookBackNs, e.startNs + 1);
-        for (auto& ev : evs) {
-          if (ev.correlation == e.correlation && ev.startNs <= e.startNs) launch = launch ? std::max(*launch, ev.startNs) : ev.startNs;
-          cpu.push_back(std::move(ev));
+        for (auto& x : evs) {
+          if (x.correlation == e.correlation && x.startNs <= e.startNs) launch = launch ? std::max(*launch, x.startNs) : x.startNs;
+          cpu.push_back(std::move(x));
         }
       }
       if (launch) {
@@ -128,8 +149,8 @@ std::vector<Bottleneck> findCollectiveBottlenecks(TraceStore& store, Id runId, s
                                   : "reduce bigger pieces: larger reduce buckets (reduce_bucket_size / coarser wrapping)");
     }
     // Rule 2: queued behind a reduce-scatter on the same stream (one NCCL stream per group).
-    if (c.previous && c.previous->collOp == CollectiveOp::ReduceScatter && e.collOp == CollectiveOp::AllGather &&
-        e.startNs - c.previous->endNs <= kBackToBackNs && (!launch || *launch < c.previous->endNs)) {
+    if (c.hasPrevious && c.previousOp == CollectiveOp::ReduceScatter && e.collOp == CollectiveOp::AllGather &&
+        e.startNs - c.previousEnd <= kBackToBackNs && (!launch || *launch < c.previousEnd)) {
       b.reasons.push_back("waited for a reduce-scatter on the same communication stream");
       b.suggestions.push_back("issue the next all-gather before the gradient reduce-scatter: FSDP backward_prefetch="
                               "BACKWARD_PRE (or POST if memory is tight)");
@@ -142,10 +163,62 @@ std::vector<Bottleneck> findCollectiveBottlenecks(TraceStore& store, Id runId, s
                                     "ZeRO-3 prefetch bucket"
                                   : "overlap it with the next layer's backward (bucket gradients earlier)");
     }
+    // Rule 4: rank skew: a collective completes only when the last rank has joined; when this rank
+    // spent most of its exposed time waiting for a later peer, the cause is on that peer.
+    // A collective cannot finish on this rank before the last rank joined, so a wait longer than the
+    // instance itself means the match or the clock alignment does not hold for it: no claim then.
+    if (stragglers) {
+      const auto a = stragglers->arrival(c.rankIndex, e.processGroupId.value_or(0), e.collOp, e.startNs, e.endNs);
+      const TimeNs wait = a ? a->lastArrivalNs - a->arrivalNs : 0;
+      const bool plausible = static_cast<double>(wait) <= (1.0 + kSkewAlignmentSlack) * static_cast<double>(b.durNs);
+      if (a && a->lastRankIndex != c.rankIndex && wait > 0 && plausible &&
+          static_cast<double>(wait) >= kSkewShareOfExposed * static_cast<double>(b.exposedNs)) {
+        const std::string late = "rank " + std::to_string(a->lastRank);
+        b.lateRank = a->lastRank;
+        b.waitForLateRankNs = wait;
+        b.reasons.push_back("waited " + ms(wait) + " for " + late + ", the last of " + std::to_string(a->peers) +
+                            " ranks to arrive (clocks aligned): rank skew");
+        // Why is the late rank late? Its lateness relative to this rank = how much later it began the
+        // step + how much longer its work from the step start to this collective took.
+        const Rank& lateRank = summary.ranks[a->lastRankIndex];
+        std::optional<TimeNs> mine, theirs;
+        if (e.step) {
+          mine = stepStart(rank.id, *e.step);
+          theirs = stepStart(lateRank.id, *e.step);
+        }
+        std::string why;
+        if (mine && theirs) {
+          const TimeNs startDelay = (*theirs - stragglers->clockOffset(a->lastRankIndex)) - (*mine - stragglers->clockOffset(c.rankIndex));
+          if (static_cast<double>(startDelay) >= 0.5 * static_cast<double>(wait))
+            why = late + " started step " + std::to_string(*e.step) + " " + ms(startDelay) +
+                  " later than rank " + std::to_string(rank.rank) +
+                  ": look at what delays its step start (data loading, host-side work, the previous step's tail)";
+          else
+            why = late + " took " + ms(wait - startDelay) + " longer than rank " + std::to_string(rank.rank) +
+                  " from the step start to this collective: more or slower work before it there (load imbalance, "
+                  "a slower or throttled GPU, host-side stalls)";
+        } else {
+          why = late + " reaches this collective later: compare its work before it with this rank's";
+        }
+        b.suggestions.push_back("fix the straggler, not this collective: " + why +
+                                "; see the arrival table (stragglers) for how often it is last");
+      }
+    }
     if (b.reasons.empty()) b.reasons.push_back("not overlapped with computation");
     out.push_back(std::move(b));
   }
+  candidates_.clear();
   return out;
+}
+
+std::vector<Bottleneck> findCollectiveBottlenecks(TraceStore& store, Id runId, std::size_t limit,
+                                                  const CancelToken* cancel) {
+  ScanContext ctx(store, runId);
+  BottleneckAccumulator bottlenecks(ctx);
+  StragglerAccumulator stragglers(ctx);
+  scanRun(ctx, cancel, bottlenecks, stragglers);
+  stragglers.finish();
+  return bottlenecks.finish(limit, &stragglers);
 }
 
 }  // namespace shardscope::core

@@ -5,8 +5,7 @@
 #include <algorithm>
 
 #include "core/analysis/intervals.h"
-#include <map>
-#include <tuple>
+#include "core/analysis/rank_scan.h"
 
 namespace shardscope::core {
 namespace {
@@ -14,14 +13,6 @@ namespace {
 using intervals::Span;
 using intervals::coveredBy;
 using intervals::unite;
-
-struct Instance {
-  TimeNs s, e;
-  CollectiveOp op;
-  Id pg;
-  int groupSize;
-  std::optional<std::int64_t> bytes;
-};
 
 }  // namespace
 
@@ -42,64 +33,66 @@ std::optional<double> busBandwidthFactor(CollectiveOp op, int n) {
   }
 }
 
-std::vector<CollectiveStats> computeCollectives(TraceStore& store, Id runId, const CancelToken* cancel) {
-  const RunSummary summary = store.summary(runId);
-  std::map<Id, std::pair<std::string, int>> groups;  // pg id -> (name, size)
-  for (const auto& pg : store.processGroups(runId)) groups[pg.id] = {pg.name, pg.size};
+CollectivesAccumulator::CollectivesAccumulator(ScanContext& ctx) : ctx_(ctx) {
+  for (const auto& pg : ctx.store.processGroups(ctx.summary.run.id)) groups_[pg.id] = {pg.name, pg.size};
+}
+CollectivesAccumulator::~CollectivesAccumulator() = default;
 
-  std::map<std::tuple<int, std::string>, CollectiveStats> table;
-  for (const Rank& rank : summary.ranks) {
-    const bool hasGpu = rankHasGpuWork(summary, rank.id);
-    std::vector<Span> compute;
-    std::vector<Instance> instances;
-    for (const auto& t : summary.tracks) {
-      if (t.track.rankId != rank.id) continue;
-      const TrackKind k = t.track.kind;
-      const bool lane = isDeviceLane(k, hasGpu);
-      if (!lane) continue;
-      store.forEachEvent(
-          t.track.id,
-          [&](const Event& e) {
-            if (e.flags & EventFlags::Instant) return;
-            if (e.cat == "gpu_user_annotation" || e.cat == "user_annotation") return;
-            const bool comm = e.collOp != CollectiveOp::None &&
-                              (e.category == Category::Communication || k == TrackKind::Comm);
-            if (comm) {
-              instances.push_back(Instance{e.startNs, e.endNs, e.collOp, e.processGroupId.value_or(0),
-                                           e.groupSize.value_or(0), e.bytes});
-            } else if (e.category == Category::Computation) {
-              compute.push_back(Span{e.startNs, e.endNs});
-            }
-          },
-          false);
-      if (cancel) cancel->throwIfCancelled();
+void CollectivesAccumulator::beginRank(const Rank& rank) {
+  hasGpu_ = rankHasGpuWork(ctx_.summary, rank.id);
+  compute_.clear();
+  instances_.clear();
+}
+
+bool CollectivesAccumulator::beginTrack(const TrackSummary& t) {
+  kind_ = t.track.kind;
+  return isDeviceLane(kind_, hasGpu_);
+}
+
+void CollectivesAccumulator::onEvent(const EventChunk& c, std::size_t i, Id) {
+  if (c.flags[i] & EventFlags::Instant) return;
+  if (ctx_.strings.bits(c.cat[i]) & (StringClasses::kUserAnnotation | StringClasses::kGpuUserAnnotation)) return;
+  const auto op = static_cast<CollectiveOp>(c.collOp[i]);
+  const auto category = static_cast<Category>(c.category[i]);
+  const bool comm = op != CollectiveOp::None && (category == Category::Communication || kind_ == TrackKind::Comm);
+  if (comm) {
+    instances_.push_back(Instance{c.start[i], c.end[i], op, static_cast<Id>(c.pg[i]), c.groupSize[i],
+                                  c.bytes[i] != EventChunk::kNull ? std::optional<std::int64_t>(c.bytes[i]) : std::nullopt});
+  } else if (category == Category::Computation) {
+    compute_.push_back(Span{c.start[i], c.end[i]});
+  }
+}
+
+void CollectivesAccumulator::endRank(const Rank&) {
+  const auto P = unite(std::move(compute_));
+  for (const auto& in : instances_) {
+    std::string pgName;
+    int n = in.groupSize;
+    if (auto it = groups_.find(in.pg); it != groups_.end()) {
+      pgName = it->second.first;
+      if (n == 0) n = it->second.second;
     }
-    const auto P = unite(std::move(compute));
-    for (const auto& in : instances) {
-      std::string pgName;
-      int n = in.groupSize;
-      if (auto it = groups.find(in.pg); it != groups.end()) {
-        pgName = it->second.first;
-        if (n == 0) n = it->second.second;
-      }
-      CollectiveStats& c = table[{static_cast<int>(in.op), pgName}];
-      c.op = in.op;
-      c.processGroup = pgName;
-      if (n > 0) c.groupSize = n;
-      ++c.count;
-      const TimeNs dur = std::max<TimeNs>(0, in.e - in.s);
-      c.totalNs += dur;
-      c.exposedNs += dur - coveredBy(P, in.s, in.e);
-      if (in.bytes) {
-        c.bytes += *in.bytes;
-        ++c.countWithBytes;
-      }
+    CollectiveStats& c = table_[{static_cast<int>(in.op), pgName}];
+    c.op = in.op;
+    c.processGroup = pgName;
+    if (n > 0) c.groupSize = n;
+    ++c.count;
+    const TimeNs dur = std::max<TimeNs>(0, in.e - in.s);
+    c.totalNs += dur;
+    c.exposedNs += dur - coveredBy(P, in.s, in.e);
+    if (in.bytes) {
+      c.bytes += *in.bytes;
+      ++c.countWithBytes;
     }
   }
+  compute_.clear();
+  instances_.clear();
+}
 
+std::vector<CollectiveStats> CollectivesAccumulator::finish() {
   // Bandwidth from the instances that have a size: bytes / their time.
   std::vector<CollectiveStats> out;
-  for (auto& [key, c] : table) {
+  for (auto& [key, c] : table_) {
     c.meanNs = c.count ? c.totalNs / c.count : 0;
     if (c.countWithBytes == c.count && c.totalNs > 0 && c.bytes > 0) {
       c.algBwGBps = static_cast<double>(c.bytes) / static_cast<double>(c.totalNs);  // bytes/ns == GB/s
@@ -109,6 +102,13 @@ std::vector<CollectiveStats> computeCollectives(TraceStore& store, Id runId, con
   }
   std::sort(out.begin(), out.end(), [](const CollectiveStats& a, const CollectiveStats& b) { return a.totalNs > b.totalNs; });
   return out;
+}
+
+std::vector<CollectiveStats> computeCollectives(TraceStore& store, Id runId, const CancelToken* cancel) {
+  ScanContext ctx(store, runId);
+  CollectivesAccumulator acc(ctx);
+  scanRun(ctx, cancel, acc);
+  return acc.finish();
 }
 
 }  // namespace shardscope::core

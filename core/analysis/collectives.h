@@ -3,10 +3,13 @@
 // at what algorithm/bus bandwidth (nccl-tests definitions, strategies.md §3.1), and how much of
 // their time was exposed (no computation running on that rank meanwhile).
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "core/analysis/intervals.h"
 #include "core/storage/trace_store.h"
 #include "core/util/progress.h"
 
@@ -33,5 +36,36 @@ std::optional<double> busBandwidthFactor(CollectiveOp op, int n);
 // Sorted by total time, descending. Collectives are the communication kernels (NCCL) on GPU streams,
 // or the spans of a run's communication lanes.
 std::vector<CollectiveStats> computeCollectives(TraceStore& store, Id runId, const CancelToken* cancel = nullptr);
+
+struct ScanContext;
+
+// The same computation fed by scanRank (rank_scan.h).
+class CollectivesAccumulator {
+ public:
+  explicit CollectivesAccumulator(ScanContext& ctx);
+  ~CollectivesAccumulator();
+  void beginRank(const Rank& rank);
+  bool beginTrack(const TrackSummary& t);
+  void onEvent(const EventChunk& c, std::size_t i, Id chunkId);
+  void endRank(const Rank& rank);
+  std::vector<CollectiveStats> finish();
+
+  struct Instance {
+    TimeNs s, e;
+    CollectiveOp op;
+    Id pg;
+    int groupSize;
+    std::optional<std::int64_t> bytes;
+  };
+
+ private:
+  ScanContext& ctx_;
+  std::map<Id, std::pair<std::string, int>> groups_;  // pg id -> (name, size)
+  std::map<std::tuple<int, std::string>, CollectiveStats> table_;
+  bool hasGpu_ = false;
+  TrackKind kind_ = TrackKind::CpuThread;
+  std::vector<intervals::Span> compute_;
+  std::vector<Instance> instances_;
+};
 
 }  // namespace shardscope::core

@@ -4,6 +4,7 @@
 // live elsewhere and are labelled as ours.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,36 @@ struct HtaFigures {
 
 // Computes the figures for every rank of a run (traces.md §5.1-5.5).
 HtaFigures computeHtaFigures(TraceStore& store, Id runId, const CancelToken* cancel = nullptr);
+
+struct ScanContext;
+
+// The same computation fed by scanRank (rank_scan.h), one rank at a time: a rank's rows are condensed
+// into its figures when the rank ends. Whether the last iteration is dropped depends on the step
+// numbers of the whole run; while that is still open a rank's figures are kept both ways.
+class HtaAccumulator {
+ public:
+  explicit HtaAccumulator(ScanContext& ctx);
+  ~HtaAccumulator();
+  void beginRank(const Rank& rank);
+  bool beginTrack(const TrackSummary& t);
+  void onEvent(const EventChunk& c, std::size_t i, Id chunkId);
+  void endRank(const Rank& rank);
+  HtaFigures finish();
+
+  struct Row;      // one row of HTA's table (hta_metrics.cpp)
+  struct Scratch;  // buffers reused from rank to rank
+
+ private:
+  struct RankResult {
+    HtaRankFigures dropped, whole;  // with the last iteration dropped / with every row
+  };
+  ScanContext& ctx_;
+  const Rank* rank_ = nullptr;
+  std::vector<Row> rows_;
+  std::vector<std::int64_t> stepNames_;  // distinct step numbers seen so far (run-wide)
+  std::vector<RankResult> ranks_;
+  std::unique_ptr<Scratch> scratch_;
+};
 
 // numpy's rounding: multiply, round half to even, divide.
 double roundHalfEven(double x, int decimals);

@@ -29,20 +29,28 @@ std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, Id runId) {
   const std::vector<Step> steps = store.steps(runId);
   for (const Rank& rank : summary.ranks) {
     std::map<std::pair<int, int>, MemoryPeak> peaks;
-    for (const MemoryEvent& m : store.memoryEvents(rank.id)) {
-      auto [it, fresh] = peaks.try_emplace({m.deviceType, m.deviceId});
-      MemoryPeak& p = it->second;
-      if (fresh) {
-        p.rank = rank.rank;
-        p.deviceType = m.deviceType;
-        p.deviceId = m.deviceId;
-        p.peakAllocatedBytes = m.totalAllocated;
-        p.allocatedAtNs = m.tsNs;
-        p.peakReservedBytes = m.totalReserved;
-        p.reservedAtNs = m.tsNs;
-        continue;
+    // Records come in time order; consecutive ones are usually of the same device.
+    std::pair<int, int> lastKey{-1, -1};
+    MemoryPeak* last = nullptr;
+    store.forEachMemoryEvent(rank.id, [&](const MemoryEvent& m) {
+      if (!last || lastKey.first != m.deviceType || lastKey.second != m.deviceId) {
+        auto [it, fresh] = peaks.try_emplace({m.deviceType, m.deviceId});
+        lastKey = it->first;
+        last = &it->second;
+        if (fresh) {
+          MemoryPeak& p = it->second;
+          p.rank = rank.rank;
+          p.deviceType = m.deviceType;
+          p.deviceId = m.deviceId;
+          p.peakAllocatedBytes = m.totalAllocated;
+          p.allocatedAtNs = m.tsNs;
+          p.peakReservedBytes = m.totalReserved;
+          p.reservedAtNs = m.tsNs;
+          return;
+        }
       }
       // The first time the maximum is reached is the moment it was caused.
+      MemoryPeak& p = *last;
       if (m.totalAllocated > p.peakAllocatedBytes) {
         p.peakAllocatedBytes = m.totalAllocated;
         p.allocatedAtNs = m.tsNs;
@@ -51,7 +59,7 @@ std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, Id runId) {
         p.peakReservedBytes = m.totalReserved;
         p.reservedAtNs = m.tsNs;
       }
-    }
+    });
     for (auto& [key, p] : peaks) {
       for (const Step& s : steps)
         if (s.rankId == rank.id && p.allocatedAtNs >= s.startNs && p.allocatedAtNs < s.endNs) p.step = s.step;

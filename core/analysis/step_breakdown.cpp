@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "core/analysis/intervals.h"
-#include <map>
+#include "core/analysis/rank_scan.h"
 
 namespace shardscope::core {
 namespace {
@@ -13,78 +13,86 @@ namespace {
 using intervals::Span;
 using intervals::unite;
 
-struct StepLists {
-  TimeNs start = 0, end = 0;
-  bool any = false;
-  std::vector<Span> compute, comm, all;
-};
-
 }  // namespace
 
-std::vector<StepBreakdown> computeStepBreakdown(TraceStore& store, Id runId, const CancelToken* cancel) {
-  std::vector<StepBreakdown> out;
-  const RunSummary summary = store.summary(runId);
-  for (const Rank& rank : summary.ranks) {
-    const bool hasGpu = rankHasGpuWork(summary, rank.id);
-    std::map<std::int64_t, StepLists> steps;
-    for (const auto& t : summary.tracks) {
-      if (t.track.rankId != rank.id) continue;
-      const TrackKind k = t.track.kind;
-      const bool lane = isDeviceLane(k, hasGpu);
-      const bool cpuSide = k == TrackKind::CpuThread || k == TrackKind::Python;
-      if (!lane && !cpuSide) continue;
-      store.forEachEvent(
-          t.track.id,
-          [&](const Event& e) {
-            const std::int64_t step = e.step.value_or(-1);
-            StepLists& l = steps[step];
-            // The step's extent covers its CPU side too (the launches start it).
-            if (!l.any || e.startNs < l.start) l.start = e.startNs;
-            if (!l.any || e.endNs > l.end) l.end = e.endNs;
-            l.any = true;
-            if (!lane || (e.flags & EventFlags::Instant)) return;
-            // The annotation twins and step markers only bracket work; they are not work.
-            if (e.cat == "gpu_user_annotation" || e.cat == "user_annotation") return;
-            const Span s{e.startNs, e.endNs};
-            const bool comm = e.category == Category::Communication || (e.collOp != CollectiveOp::None && k != TrackKind::CpuThread);
-            if (comm)
-              l.comm.push_back(s);
-            else if (e.category == Category::Computation)
-              l.compute.push_back(s);
-            l.all.push_back(s);
-          },
-          false);
-      if (cancel) cancel->throwIfCancelled();
-    }
-    for (auto& [step, l] : steps) {
-      StepBreakdown b;
-      b.rank = rank.rank;
-      b.step = step;
-      b.startNs = l.start;
-      b.endNs = l.end;
-      b.stepNs = l.end - l.start;
-      const auto P = unite(std::move(l.compute));
-      const auto C = unite(std::move(l.comm));
-      const auto A = unite(std::move(l.all));
-      b.computeNs = intervals::length(P);
-      b.commNs = intervals::length(C);
-      b.overlappedCommNs = intervals::overlap(C, P);
-      b.exposedCommNs = b.commNs - b.overlappedCommNs;
-      const TimeNs busy = intervals::length(A);
-      b.otherBusyNs = busy - b.computeNs - b.exposedCommNs;
-      b.idleNs = b.stepNs - busy;
-      if (b.stepNs > 0) {
-        const double d = static_cast<double>(b.stepNs);
-        b.computeShare = static_cast<double>(b.computeNs) / d;
-        b.commShare = static_cast<double>(b.commNs) / d;
-        b.exposedShare = static_cast<double>(b.exposedCommNs) / d;
-        b.idleShare = static_cast<double>(b.idleNs) / d;
-      }
-      if (b.commNs > 0) b.overlap = static_cast<double>(b.overlappedCommNs) / static_cast<double>(b.commNs);
-      out.push_back(b);
-    }
+StepBreakdownAccumulator::StepBreakdownAccumulator(ScanContext& ctx) : ctx_(ctx) {}
+StepBreakdownAccumulator::~StepBreakdownAccumulator() = default;
+
+void StepBreakdownAccumulator::beginRank(const Rank& rank) {
+  hasGpu_ = rankHasGpuWork(ctx_.summary, rank.id);
+  steps_.clear();
+  last_ = nullptr;
+}
+
+bool StepBreakdownAccumulator::beginTrack(const TrackSummary& t) {
+  kind_ = t.track.kind;
+  lane_ = isDeviceLane(kind_, hasGpu_);
+  const bool cpuSide = kind_ == TrackKind::CpuThread || kind_ == TrackKind::Python;
+  return lane_ || cpuSide;
+}
+
+void StepBreakdownAccumulator::onEvent(const EventChunk& c, std::size_t i, Id) {
+  const std::int64_t step = c.step[i] != EventChunk::kNull ? c.step[i] : -1;
+  if (!last_ || step != lastStep_) {
+    last_ = &steps_[step];
+    lastStep_ = step;
   }
-  return out;
+  Lists& l = *last_;
+  const TimeNs s = c.start[i], e = c.end[i];
+  // The step's extent covers its CPU side too (the launches start it).
+  if (!l.any || s < l.start) l.start = s;
+  if (!l.any || e > l.end) l.end = e;
+  l.any = true;
+  if (!lane_ || (c.flags[i] & EventFlags::Instant)) return;
+  // The annotation twins and step markers only bracket work; they are not work.
+  if (ctx_.strings.bits(c.cat[i]) & (StringClasses::kUserAnnotation | StringClasses::kGpuUserAnnotation)) return;
+  const auto category = static_cast<Category>(c.category[i]);
+  const bool comm = category == Category::Communication ||
+                    (static_cast<CollectiveOp>(c.collOp[i]) != CollectiveOp::None && kind_ != TrackKind::CpuThread);
+  if (comm)
+    l.comm.push_back({s, e});
+  else if (category == Category::Computation)
+    l.compute.push_back({s, e});
+  l.all.push_back({s, e});
+}
+
+void StepBreakdownAccumulator::endRank(const Rank& rank) {
+  for (auto& [step, l] : steps_) {
+    StepBreakdown b;
+    b.rank = rank.rank;
+    b.step = step;
+    b.startNs = l.start;
+    b.endNs = l.end;
+    b.stepNs = l.end - l.start;
+    const auto P = unite(std::move(l.compute));
+    const auto C = unite(std::move(l.comm));
+    const auto A = unite(std::move(l.all));
+    b.computeNs = intervals::length(P);
+    b.commNs = intervals::length(C);
+    b.overlappedCommNs = intervals::overlap(C, P);
+    b.exposedCommNs = b.commNs - b.overlappedCommNs;
+    const TimeNs busy = intervals::length(A);
+    b.otherBusyNs = busy - b.computeNs - b.exposedCommNs;
+    b.idleNs = b.stepNs - busy;
+    if (b.stepNs > 0) {
+      const double d = static_cast<double>(b.stepNs);
+      b.computeShare = static_cast<double>(b.computeNs) / d;
+      b.commShare = static_cast<double>(b.commNs) / d;
+      b.exposedShare = static_cast<double>(b.exposedCommNs) / d;
+      b.idleShare = static_cast<double>(b.idleNs) / d;
+    }
+    if (b.commNs > 0) b.overlap = static_cast<double>(b.overlappedCommNs) / static_cast<double>(b.commNs);
+    out_.push_back(b);
+  }
+  steps_.clear();
+  last_ = nullptr;
+}
+
+std::vector<StepBreakdown> computeStepBreakdown(TraceStore& store, Id runId, const CancelToken* cancel) {
+  ScanContext ctx(store, runId);
+  StepBreakdownAccumulator steps(ctx);
+  scanRun(ctx, cancel, steps);
+  return steps.finish();
 }
 
 }  // namespace shardscope::core

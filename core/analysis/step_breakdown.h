@@ -2,9 +2,11 @@
 // Shardscope's per-step, per-rank time breakdown (docs/METRICS.md, "Shardscope metrics"): what the
 // device did during each training step, and how much communication was left exposed.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <vector>
 
+#include "core/analysis/intervals.h"
 #include "core/storage/trace_store.h"
 #include "core/util/progress.h"
 
@@ -29,5 +31,35 @@ struct StepBreakdown {
 // One row per (rank, step) with events, ordered by rank then step. Device lanes are the rank's GPU
 // streams, or, for a CPU run without any, its CPU threads and communication lanes.
 std::vector<StepBreakdown> computeStepBreakdown(TraceStore& store, Id runId, const CancelToken* cancel = nullptr);
+
+struct ScanContext;
+
+// The same computation fed by scanRank (rank_scan.h): a rank's spans become its rows when it ends.
+class StepBreakdownAccumulator {
+ public:
+  explicit StepBreakdownAccumulator(ScanContext& ctx);
+  ~StepBreakdownAccumulator();
+  void beginRank(const Rank& rank);
+  bool beginTrack(const TrackSummary& t);
+  void onEvent(const EventChunk& c, std::size_t i, Id chunkId);
+  void endRank(const Rank& rank);
+  std::vector<StepBreakdown> finish() { return std::move(out_); }
+
+  struct Lists {  // one step's extent and spans
+    TimeNs start = 0, end = 0;
+    bool any = false;
+    std::vector<intervals::Span> compute, comm, all;
+  };
+
+ private:
+  ScanContext& ctx_;
+  bool hasGpu_ = false;
+  bool lane_ = false;  // the current track is a device lane
+  TrackKind kind_ = TrackKind::CpuThread;
+  std::map<std::int64_t, Lists> steps_;
+  std::int64_t lastStep_ = 0;
+  Lists* last_ = nullptr;  // steps_[lastStep_]
+  std::vector<StepBreakdown> out_;
+};
 
 }  // namespace shardscope::core

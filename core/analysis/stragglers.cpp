@@ -1,6 +1,7 @@
 #include "core/analysis/stragglers.h"
 
 #include "core/analysis/lanes.h"
+#include "core/analysis/rank_scan.h"
 
 #include <algorithm>
 #include <map>
@@ -9,9 +10,7 @@
 namespace shardscope::core {
 namespace {
 
-struct Inst {
-  TimeNs s, e;
-};
+using Inst = StragglerAccumulator::Inst;
 
 TimeNs median(std::vector<TimeNs> v) {
   if (v.empty()) return 0;
@@ -21,45 +20,56 @@ TimeNs median(std::vector<TimeNs> v) {
 
 }  // namespace
 
-StragglerReport detectStragglers(TraceStore& store, Id runId, const CancelToken* cancel) {
+StragglerAccumulator::StragglerAccumulator(ScanContext& ctx) : ctx_(ctx) {
+  for (const auto& pg : ctx.store.processGroups(ctx.summary.run.id)) pgNames_[pg.id] = pg.name;
+}
+StragglerAccumulator::~StragglerAccumulator() = default;
+
+void StragglerAccumulator::beginRank(const Rank& rank) {
+  const auto& ranks = ctx_.summary.ranks;
+  rankIndex_ = 0;
+  while (rankIndex_ < ranks.size() && ranks[rankIndex_].id != rank.id) ++rankIndex_;
+  hasGpu_ = rankHasGpuWork(ctx_.summary, rank.id);
+}
+
+bool StragglerAccumulator::beginTrack(const TrackSummary& t) {
+  kind_ = t.track.kind;
+  return hasGpu_ ? kind_ == TrackKind::GpuStream : kind_ == TrackKind::Comm;
+}
+
+void StragglerAccumulator::onEvent(const EventChunk& c, std::size_t i, Id) {
+  if (c.flags[i] & EventFlags::Instant) return;
+  const auto op = static_cast<CollectiveOp>(c.collOp[i]);
+  if (op == CollectiveOp::None || (static_cast<Category>(c.category[i]) != Category::Communication && kind_ != TrackKind::Comm))
+    return;
+  if (ctx_.strings.bits(c.cat[i]) & StringClasses::kGpuUserAnnotation) return;
+  std::string pg;
+  if (c.pg[i])
+    if (auto it = pgNames_.find(static_cast<Id>(c.pg[i])); it != pgNames_.end()) pg = it->second;
+  auto& v = byKey_[{std::move(pg), static_cast<int>(op)}];
+  v.resize(ctx_.summary.ranks.size());
+  v[rankIndex_].push_back({c.start[i], c.end[i]});
+}
+
+TimeNs StragglerAccumulator::clockOffset(std::size_t rankIndex) const {
+  return rankIndex < offsets_.size() ? offsets_[rankIndex] : 0;
+}
+
+StragglerReport StragglerAccumulator::finish() {
   StragglerReport report;
-  const RunSummary summary = store.summary(runId);
-  std::map<Id, std::string> pgNames;
-  for (const auto& pg : store.processGroups(runId)) pgNames[pg.id] = pg.name;
-  // (group, op) -> rank index -> instances in time order
-  std::map<std::pair<std::string, int>, std::vector<std::vector<Inst>>> byKey;
-  const std::size_t nRanks = summary.ranks.size();
-  for (std::size_t ri = 0; ri < nRanks; ++ri) {
-    const Rank& rank = summary.ranks[ri];
-    const bool hasGpu = rankHasGpuWork(summary, rank.id);
-    for (const auto& t : summary.tracks) {
-      if (t.track.rankId != rank.id) continue;
-      const TrackKind k = t.track.kind;
-      const bool lane = hasGpu ? k == TrackKind::GpuStream : k == TrackKind::Comm;
-      if (!lane) continue;
-      store.forEachEvent(
-          t.track.id,
-          [&](const Event& e) {
-            if (e.flags & EventFlags::Instant || e.cat == "gpu_user_annotation") return;
-            if (e.collOp == CollectiveOp::None || (e.category != Category::Communication && k != TrackKind::Comm)) return;
-            const std::string pg = e.processGroupId ? pgNames[*e.processGroupId] : std::string();
-            auto& v = byKey[{pg, static_cast<int>(e.collOp)}];
-            v.resize(nRanks);
-            v[ri].push_back({e.startNs, e.endNs});
-          },
-          false);
-      if (cancel) cancel->throwIfCancelled();
-    }
-  }
+  const auto& ranks = ctx_.summary.ranks;
+  const std::size_t nRanks = ranks.size();
+  finished_ = true;
+  offsets_.assign(nRanks, 0);
   report.ranks.resize(nRanks);
-  for (std::size_t ri = 0; ri < nRanks; ++ri) report.ranks[ri].rank = summary.ranks[ri].rank;
+  for (std::size_t ri = 0; ri < nRanks; ++ri) report.ranks[ri].rank = ranks[ri].rank;
   if (nRanks < 2) return report;
-  for (auto& [key, v] : byKey)
+  for (auto& [key, v] : byKey_)
     for (auto& list : v) std::sort(list.begin(), list.end(), [](const Inst& a, const Inst& b) { return a.s < b.s; });
 
   // Clock offsets: a collective ends at (nearly) the same moment on every rank.
   std::vector<std::vector<TimeNs>> endDiffs(nRanks);
-  for (const auto& [key, v] : byKey) {
+  for (const auto& [key, v] : byKey_) {
     const std::size_t ref = 0;
     if (v[ref].empty()) continue;
     for (std::size_t ri = 1; ri < nRanks; ++ri) {
@@ -67,15 +77,15 @@ StragglerReport detectStragglers(TraceStore& store, Id runId, const CancelToken*
       for (std::size_t k = 0; k < n; ++k) endDiffs[ri].push_back(v[ri][k].e - v[ref][k].e);
     }
   }
-  for (std::size_t ri = 1; ri < nRanks; ++ri) report.ranks[ri].clockOffsetNs = median(endDiffs[ri]);
+  for (std::size_t ri = 1; ri < nRanks; ++ri) offsets_[ri] = report.ranks[ri].clockOffsetNs = median(std::move(endDiffs[ri]));
 
-  for (const auto& [key, v] : byKey) {
+  for (const auto& [key, v] : byKey_) {
     std::size_t count = 0;
     for (const auto& list : v) count = std::max(count, list.size());
     for (std::size_t k = 0; k < count; ++k) {
       std::vector<std::pair<std::size_t, TimeNs>> arrivals;  // (rank index, aligned start)
       for (std::size_t ri = 0; ri < nRanks; ++ri)
-        if (k < v[ri].size()) arrivals.push_back({ri, v[ri][k].s - report.ranks[ri].clockOffsetNs});
+        if (k < v[ri].size()) arrivals.push_back({ri, v[ri][k].s - offsets_[ri]});
       if (arrivals.size() < 2) continue;
       ++report.matched;
       auto [firstIt, lastIt] = std::minmax_element(arrivals.begin(), arrivals.end(),
@@ -98,6 +108,45 @@ StragglerReport detectStragglers(TraceStore& store, Id runId, const CancelToken*
       report.straggler = r.rank;
     }
   return report;
+}
+
+std::optional<InstanceArrival> StragglerAccumulator::arrival(std::size_t rankIndex, Id processGroupId, CollectiveOp op,
+                                                             TimeNs startNs, TimeNs endNs) const {
+  const auto& ranks = ctx_.summary.ranks;
+  if (!finished_ || ranks.size() < 2 || rankIndex >= ranks.size()) return std::nullopt;
+  std::string pg;
+  if (processGroupId)
+    if (auto it = pgNames_.find(processGroupId); it != pgNames_.end()) pg = it->second;
+  auto kv = byKey_.find({pg, static_cast<int>(op)});
+  if (kv == byKey_.end()) return std::nullopt;
+  const auto& v = kv->second;
+  const auto& mine = v[rankIndex];
+  auto it = std::lower_bound(mine.begin(), mine.end(), startNs, [](const Inst& a, TimeNs t) { return a.s < t; });
+  while (it != mine.end() && it->s == startNs && it->e != endNs) ++it;
+  if (it == mine.end() || it->s != startNs) return std::nullopt;
+  const std::size_t k = static_cast<std::size_t>(it - mine.begin());
+  std::vector<std::pair<std::size_t, TimeNs>> arrivals;  // as in finish()
+  for (std::size_t ri = 0; ri < ranks.size(); ++ri)
+    if (k < v[ri].size()) arrivals.push_back({ri, v[ri][k].s - offsets_[ri]});
+  if (arrivals.size() < 2) return std::nullopt;
+  auto [firstIt, lastIt] = std::minmax_element(arrivals.begin(), arrivals.end(),
+                                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  InstanceArrival a;
+  a.matchIndex = k;
+  a.peers = static_cast<int>(arrivals.size());
+  a.arrivalNs = startNs - offsets_[rankIndex];
+  a.firstArrivalNs = firstIt->second;
+  a.lastArrivalNs = lastIt->second;
+  a.lastRankIndex = lastIt->first;
+  a.lastRank = ranks[lastIt->first].rank;
+  return a;
+}
+
+StragglerReport detectStragglers(TraceStore& store, Id runId, const CancelToken* cancel) {
+  ScanContext ctx(store, runId);
+  StragglerAccumulator acc(ctx);
+  scanRun(ctx, cancel, acc);
+  return acc.finish();
 }
 
 }  // namespace shardscope::core

@@ -4,7 +4,10 @@
 // matched collectives first (they end together on every rank), so per-node clock offsets do not
 // masquerade as lateness.
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/storage/trace_store.h"
@@ -30,5 +33,53 @@ struct StragglerReport {
 
 // Instances are matched per (process group, operation) by their order on each rank.
 StragglerReport detectStragglers(TraceStore& store, Id runId, const CancelToken* cancel = nullptr);
+
+// One collective instance seen from one rank, with the arrivals of its matched peers (clock-aligned).
+struct InstanceArrival {
+  std::size_t matchIndex = 0;  // k: the k-th instance of its (group, operation) on every rank
+  int peers = 0;               // ranks that took part (>= 2)
+  TimeNs arrivalNs = 0;        // this rank's kernel start, on the reference rank's clock
+  TimeNs firstArrivalNs = 0;   // earliest arrival among the peers
+  TimeNs lastArrivalNs = 0;    // latest arrival among the peers
+  int lastRank = 0;            // the rank that arrived last (its rank number)
+  std::size_t lastRankIndex = 0;  // ... and its index in the run's rank list
+};
+
+struct ScanContext;
+
+// The same computation fed by scanRank (rank_scan.h). It keeps each rank's collective times (not its
+// other events), so after finish() single instances can be looked up (bottleneck rule "rank skew").
+class StragglerAccumulator {
+ public:
+  explicit StragglerAccumulator(ScanContext& ctx);
+  ~StragglerAccumulator();
+  void beginRank(const Rank& rank);
+  bool beginTrack(const TrackSummary& t);
+  void onEvent(const EventChunk& c, std::size_t i, Id chunkId);
+  void endRank(const Rank&) {}
+  StragglerReport finish();
+
+  // The instance of (group, op) on the rank with index rankIndex that ran [startNs, endNs): its
+  // match across ranks; nullopt when it was not matched (or finish() has not run).
+  std::optional<InstanceArrival> arrival(std::size_t rankIndex, Id processGroupId, CollectiveOp op, TimeNs startNs,
+                                         TimeNs endNs) const;
+  // The clock offset removed from a rank's times (after finish()).
+  TimeNs clockOffset(std::size_t rankIndex) const;
+
+  struct Inst {
+    TimeNs s, e;
+  };
+
+ private:
+  ScanContext& ctx_;
+  std::map<Id, std::string> pgNames_;
+  // (group name, op) -> rank index -> instances in time order
+  std::map<std::pair<std::string, int>, std::vector<std::vector<Inst>>> byKey_;
+  std::size_t rankIndex_ = 0;
+  bool hasGpu_ = false;
+  TrackKind kind_ = TrackKind::CpuThread;
+  bool finished_ = false;
+  std::vector<TimeNs> offsets_;
+};
 
 }  // namespace shardscope::core

@@ -379,6 +379,14 @@ std::vector<Event> TraceStore::eventsInWindow(Id trackId, TimeNs t0, TimeNs t1, 
 }
 
 void TraceStore::forEachEvent(Id trackId, const std::function<void(const Event&)>& fn, bool withArgs) {
+  forEachEventRef(trackId, [&](const EventChunk& c, std::size_t i, Id chunkId) {
+    Event e = makeEvent(c, i, chunkId, trackId);
+    if (withArgs) e.argsJson = eventArgs(e.id);
+    fn(e);
+  });
+}
+
+void TraceStore::forEachEventRef(Id trackId, const std::function<void(const EventChunk&, std::size_t, Id)>& fn) {
   // Chunks are sorted inside and come ordered by their first start; a chunk can only contribute
   // events once the merge frontier has reached its first start, so chunks are opened lazily.
   struct Cursor {
@@ -411,9 +419,16 @@ void TraceStore::forEachEvent(Id trackId, const std::function<void(const Event&)
     }
     if (best < 0) break;
     auto& cur = active[static_cast<std::size_t>(best)];
-    Event e = makeEvent(cur.chunk, cur.i, cur.chunkId, trackId);
-    if (withArgs) e.argsJson = eventArgs(e.id);
-    fn(e);
+    if (active.size() == 1) {
+      // One open chunk (the usual case): its events come in its own order up to the next chunk's start.
+      const TimeNs next = more ? st.int64(1) : 0;
+      do {
+        fn(cur.chunk, cur.i, cur.chunkId);
+      } while (++cur.i < cur.chunk.size() && (!more || cur.chunk.start[cur.i] < next));
+      if (cur.i >= cur.chunk.size()) active.clear();
+      continue;
+    }
+    fn(cur.chunk, cur.i, cur.chunkId);
     if (++cur.i >= cur.chunk.size()) active.erase(active.begin() + best);
   }
 }
@@ -516,12 +531,17 @@ std::vector<Flow> TraceStore::flows(Id rankId) {
 
 std::vector<MemoryEvent> TraceStore::memoryEvents(Id rankId) {
   std::vector<MemoryEvent> out;
+  forEachMemoryEvent(rankId, [&](const MemoryEvent& m) { out.push_back(m); });
+  return out;
+}
+
+void TraceStore::forEachMemoryEvent(Id rankId, const std::function<void(const MemoryEvent&)>& fn) {
   Statement st(*db_,
                "SELECT rank_id, ts_ns, device_type, device_id, addr, bytes, total_allocated, total_reserved, "
                "out_of_memory FROM memory_events WHERE rank_id=? ORDER BY ts_ns, id");
   st.bind(1, rankId);
+  MemoryEvent m;
   while (st.step()) {
-    MemoryEvent m;
     m.rankId = st.int64(0);
     m.tsNs = st.int64(1);
     m.deviceType = static_cast<int>(st.int64(2));
@@ -531,9 +551,8 @@ std::vector<MemoryEvent> TraceStore::memoryEvents(Id rankId) {
     m.totalAllocated = st.int64(6);
     m.totalReserved = st.int64(7);
     m.outOfMemory = st.int64(8) != 0;
-    out.push_back(m);
+    fn(m);
   }
-  return out;
 }
 
 RunSummary TraceStore::summary(Id runId) {

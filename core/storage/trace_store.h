@@ -72,6 +72,8 @@ class TraceStore {
   // rolled-back transaction, since ids created inside it no longer exist.
   Id intern(std::string_view s);
   std::string string(Id id);
+  // The cached string of an id, valid as long as Event::name views are (see Event); "" for id 0.
+  std::string_view stringView(Id id) { return cachedString(id); }
   void invalidateCaches();
 
   // Reads for the timeline and exporters.
@@ -81,9 +83,15 @@ class TraceStore {
   // Every event of a track in start order (then end descending), streamed: chunks are merged as
   // the walk reaches them, so memory stays bounded whatever the track size.
   void forEachEvent(Id trackId, const std::function<void(const Event&)>& fn, bool withArgs = true);
+  // The same walk, in the same order, without building an Event: fn gets the decoded chunk, the
+  // event's index in it and the chunk id (EventChunk::eventId makes the event id). String columns
+  // are ids (stringView). For analyses that read millions of events.
+  void forEachEventRef(Id trackId, const std::function<void(const EventChunk&, std::size_t, Id)>& fn);
   std::vector<CounterSample> counterSamples(Id trackId);
   std::vector<Flow> flows(Id rankId);
   std::vector<MemoryEvent> memoryEvents(Id rankId);
+  // The same records in the same order (time, then id), streamed: nothing is kept.
+  void forEachMemoryEvent(Id rankId, const std::function<void(const MemoryEvent&)>& fn);
 
   RunSummary summary(Id runId);
 
