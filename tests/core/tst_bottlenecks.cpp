@@ -10,6 +10,40 @@ using namespace shardscope::core;
 using shardscope::test::pathIn;
 using shardscope::test::writeFile;
 
+namespace {
+
+// One rank of a 2-rank job: ProfilerStep#1 from `stepStart`, a gemm from the step start until
+// `arrival`, then a large all-gather (64M bf16 elements: no small-message rule) launched early (no
+// issued-late rule) that starts at `arrival` and ends at 400 µs with every rank's. All times in µs on
+// this rank's clock, which runs `clock` µs ahead.
+std::string skewRank(int rank, long clock, long stepStart, long arrival) {
+  auto t = [&](long us) { return std::to_string(clock + us); };
+  return "{\"distributedInfo\": {\"rank\": " + std::to_string(rank) +
+         ", \"world_size\": 2, \"pg_config\": [{\"pg_name\": \"0\", \"pg_size\": 2, \"ranks\": [0, 1]}]}, "
+         "\"traceEvents\": [\n"
+         "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 1, \"tid\": 1, \"ts\": " +
+         t(stepStart) + ", \"dur\": 1000},\n"
+         "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": " +
+         t(stepStart + 1) + ", \"dur\": 1, \"args\": {\"correlation\": 10}},\n"
+         "{\"ph\": \"X\", \"cat\": \"cuda_driver\", \"name\": \"cuLaunchKernelEx\", \"pid\": 1, \"tid\": 1, \"ts\": " +
+         t(stepStart + 5) + ", \"dur\": 1, \"args\": {\"correlation\": 11}},\n"
+         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": " + t(stepStart + 2) +
+         ", \"dur\": " + std::to_string(arrival - stepStart - 2) + ", \"args\": {\"stream\": 7, \"correlation\": 10}},\n"
+         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_AllGather_RING_LL\", \"pid\": 0, \"tid\": 21, \"ts\": " +
+         t(arrival) + ", \"dur\": " + std::to_string(400 - arrival) +
+         ", \"args\": {\"stream\": 21, \"correlation\": 11, \"Collective name\": \"_allgather_base\", \"In msg nelems\": "
+         "33554432, \"Out msg nelems\": 67108864, \"Group size\": 2, \"dtype\": \"BFloat16\", \"Process Group Name\": \"0\"}}\n"
+         "]}";
+}
+
+bool mentions(const std::vector<std::string>& list, const char* what) {
+  for (const auto& s : list)
+    if (s.find(what) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
 class TestBottlenecks : public QObject {
   Q_OBJECT
 
@@ -46,6 +80,80 @@ class TestBottlenecks : public QObject {
     bool late = false;
     for (const auto& r : rs.reasons) late = late || r.find("launched just before") != std::string::npos;
     QVERIFY(late);
+  }
+
+  // Rank 0 reaches the all-gather at 100 µs, rank 1 only at 350 µs: rank 0's 300 µs of exposed
+  // all-gather are 250 µs of waiting for rank 1 (>= 50 %), so the rule names rank 1 and says why it
+  // is late: it began the step later, or its work before the collective took longer.
+  void rankSkewNamesTheLateRank_data() {
+    QTest::addColumn<long>("clock1");      // rank 1's clock offset, µs
+    QTest::addColumn<long>("stepStart1");  // rank 1's step start, µs on the common clock
+    QTest::addColumn<QString>("why");
+    QTest::newRow("longer compute") << 0L << 0L << "took 0.250 ms longer than rank 0";
+    QTest::newRow("longer compute, rank 1's clock 5 ms ahead") << 5000L << 0L << "took 0.250 ms longer than rank 0";
+    QTest::newRow("later step start") << 0L << 250L << "started step 1 0.250 ms later than rank 0";
+    QTest::newRow("later step start, rank 1's clock 3 ms behind") << -3000L << 250L << "started step 1 0.250 ms later";
+  }
+
+  void rankSkewNamesTheLateRank() {
+    QFETCH(long, clock1);
+    QFETCH(long, stepStart1);
+    QFETCH(QString, why);
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "t.db"));
+    const auto res = importKineto(store, {writeFile(dir, "rank0.json", skewRank(0, 10'000, 0, 100)),
+                                          writeFile(dir, "rank1.json", skewRank(1, 10'000 + clock1, stepStart1, 350))});
+    const auto list = findCollectiveBottlenecks(store, res.runIds.at(0));
+    QCOMPARE(list.size(), std::size_t(2));
+    const Bottleneck& waiting = list[0];
+    QCOMPARE(waiting.rank, 0);
+    QCOMPARE(waiting.exposedNs, TimeNs(300'000));
+    QCOMPARE(waiting.step.value_or(-1), std::int64_t(1));
+    QCOMPARE(waiting.lateRank.value_or(-1), 1);
+    QCOMPARE(waiting.waitForLateRankNs, TimeNs(250'000));
+    // No other rule applies: the skew is the one reason, with its suggestion.
+    QCOMPARE(waiting.reasons.size(), std::size_t(1));
+    QCOMPARE(waiting.suggestions.size(), std::size_t(1));
+    QVERIFY2(waiting.reasons[0].find("waited 0.250 ms for rank 1") != std::string::npos, waiting.reasons[0].c_str());
+    QVERIFY2(QString::fromStdString(waiting.suggestions[0]).contains(why), waiting.suggestions[0].c_str());
+    QVERIFY(QString::fromStdString(waiting.suggestions[0]).contains("straggler"));
+
+    // Rank 1 arrived last: nobody kept it waiting, its exposed 50 µs are not skew.
+    const Bottleneck& late = list[1];
+    QCOMPARE(late.rank, 1);
+    QCOMPARE(late.exposedNs, TimeNs(50'000));
+    QVERIFY(!late.lateRank);
+    QVERIFY(!mentions(late.reasons, "rank skew"));
+    QCOMPARE(late.reasons, std::vector<std::string>{"not overlapped with computation"});
+  }
+
+  // A 20 µs arrival difference explains too little of rank 0's 300 µs exposed all-gather (< 50 %):
+  // no rank-skew claim, for either rank.
+  void smallSkewIsNotBlamedOnAPeer() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "t.db"));
+    const auto res = importKineto(store, {writeFile(dir, "rank0.json", skewRank(0, 10'000, 0, 100)),
+                                          writeFile(dir, "rank1.json", skewRank(1, 10'000, 0, 120))});
+    const auto list = findCollectiveBottlenecks(store, res.runIds.at(0));
+    QCOMPARE(list.size(), std::size_t(2));
+    for (const Bottleneck& b : list) {
+      QVERIFY(!b.lateRank);
+      QVERIFY(!mentions(b.reasons, "rank skew"));
+      QVERIFY(!mentions(b.suggestions, "straggler"));
+    }
+    QCOMPARE(list[0].rank, 0);
+    QCOMPARE(list[0].exposedNs, TimeNs(300'000));
+  }
+
+  // The same instance seen from a single rank (no peers to match): the rule cannot apply.
+  void singleRankHasNoSkew() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "t.db"));
+    const auto res = importKineto(store, {writeFile(dir, "rank0.json", skewRank(0, 10'000, 0, 100))});
+    const auto list = findCollectiveBottlenecks(store, res.runIds.at(0));
+    QCOMPARE(list.size(), std::size_t(1));
+    QVERIFY(!list[0].lateRank);
+    QVERIFY(!mentions(list[0].reasons, "rank skew"));
   }
 
   void hiddenCollectivesAreNotBottlenecks() {
