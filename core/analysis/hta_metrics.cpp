@@ -146,77 +146,43 @@ namespace {
 
 using Row = HtaAccumulator::Row;
 
-// The figures of one rank from its rows (in track order, then event order).
-HtaRankFigures rankFigures(std::vector<Row>& rows, bool dropLast, int rankNumber, HtaAccumulator::Scratch& x) {
+// The figures of one rank from its rows (in track order, then event order) and what was gathered
+// while they came in. Two passes over the rows: CPU side (iterations by window, the correlation maps,
+// the drop), then GPU side (iterations by correlation, the drop, the unions' inputs).
+HtaRankFigures rankFigures(std::vector<Row>& rows, const HtaAccumulator::RankInput& in, bool dropLast, int rankNumber,
+                           HtaAccumulator::Scratch& x) {
   HtaRankFigures fig;
   fig.rank = rankNumber;
 
   // Iterations (rule 5). Windows from every ProfilerStep row; the latest-starting window that
   // contains ts stands in for "the last in file order" (they coincide unless windows overlap).
-  std::vector<std::pair<Interval, std::int64_t>> windows;
-  for (const auto& r : rows)
-    if (r.stepNumber >= 0) windows.push_back({{r.ts, r.ts + r.dur}, r.stepNumber});
-  std::sort(windows.begin(), windows.end(), [](const auto& a, const auto& b) { return a.first.s < b.first.s; });
+  using Window = HtaAccumulator::Window;
+  std::vector<Window> windows = in.windows;
+  std::sort(windows.begin(), windows.end(), [](const Window& a, const Window& b) { return a.s < b.s; });
   auto windowOf = [&](std::int64_t ts) -> std::int64_t {
-    auto it = std::upper_bound(windows.begin(), windows.end(), ts, [](std::int64_t t, const auto& w) { return t < w.first.s; });
+    auto it = std::upper_bound(windows.begin(), windows.end(), ts, [](std::int64_t t, const Window& w) { return t < w.s; });
     while (it != windows.begin()) {
       --it;
-      if (ts >= it->first.s && ts < it->first.e) return it->second;
+      if (ts >= it->s && ts < it->e) return it->step;
     }
     return -1;
   };
   auto isGpuKernelRow = [](const Row& r) { return (r.gpu && r.correlation >= 0) || r.syncName; };
-  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (const auto& r : rows)
-    if (r.correlation >= 0) {
-      lo = std::min(lo, r.correlation);
-      hi = std::max(hi, r.correlation);
-    }
-  CorrTable corrIteration(lo, hi, rows.size(), x.corrIteration);
+  CorrTable corrIteration(in.minCorrelation, in.maxCorrelation, rows.size(), x.corrIteration);
+  // Last-iteration drop (rule 7): CPU rows starting before the last step's latest start are kept,
+  // GPU kernel rows when their correlation is that of a kept CPU row.
+  CorrTable keptCorr(dropLast ? in.minCorrelation : 0, dropLast ? in.maxCorrelation : -1, rows.size(), x.keptCorr);
   for (auto& r : rows) {
     if (!r.gpu || r.cpuOpStreamZero) {
       r.iteration = windowOf(r.ts);
       if (!isGpuKernelRow(r) && r.correlation >= 0) corrIteration.emplace(r.correlation, r.iteration);
     }
-  }
-  for (auto& r : rows) {
-    if (r.gpu && !r.cpuOpStreamZero) {
-      const std::int64_t it = corrIteration.find(r.correlation);
-      r.iteration = it != CorrTable::kNone ? it : -1;
-    }
-  }
-
-  // Last-iteration drop (rule 7).
-  if (dropLast) {
-    std::int64_t tLast = INT64_MIN;
-    for (const auto& r : rows)
-      if (r.stepNumber >= 0 && !isGpuKernelRow(r)) tLast = std::max(tLast, r.ts);
-    CorrTable keptCorr(lo, hi, rows.size(), x.keptCorr);
-    for (auto& r : rows) {
-      r.kept = !isGpuKernelRow(r) && r.ts < tLast;
+    if (dropLast && !isGpuKernelRow(r)) {
+      r.kept = r.ts < in.lastStepStart;
       if (r.kept && r.correlation >= 0) keptCorr.emplace(r.correlation, 1);
     }
-    for (auto& r : rows)
-      if (isGpuKernelRow(r)) r.kept = r.correlation >= 0 && keptCorr.find(r.correlation) != CorrTable::kNone;
-  } else {
-    for (auto& r : rows) r.kept = true;
-  }
-  {
-    std::unordered_set<std::int64_t> its;
-    std::int64_t previous = -1;
-    for (const Row& r : rows) {
-      if (!r.kept) continue;
-      ++fig.rowsKept;
-      if (r.iteration >= 0 && r.iteration != previous) {
-        its.insert(r.iteration);
-        previous = r.iteration;
-      }
-    }
-    fig.iterations.assign(its.begin(), its.end());
-    std::sort(fig.iterations.begin(), fig.iterations.end());
   }
 
-  // GPU rows by type.
   auto& all = x.all;
   auto& comm = x.comm;
   auto& comp = x.comp;
@@ -225,14 +191,34 @@ HtaRankFigures rankFigures(std::vector<Row>& rows, bool dropLast, int rankNumber
   comm.clear();
   comp.clear();
   mem.clear();
-  for (const Row& r : rows) {
-    if (!r.kept || !r.gpu) continue;
+  std::unordered_set<std::int64_t> its;
+  std::int64_t previous = -1;
+  for (auto& r : rows) {
+    if (r.gpu && !r.cpuOpStreamZero) {
+      const std::int64_t it = corrIteration.find(r.correlation);
+      r.iteration = it != CorrTable::kNone ? it : -1;
+    }
+    if (!dropLast)
+      r.kept = true;
+    else if (isGpuKernelRow(r))
+      r.kept = r.correlation >= 0 && keptCorr.find(r.correlation) != CorrTable::kNone;
+    if (!r.kept) continue;
+    ++fig.rowsKept;
+    if (r.iteration >= 0 && r.iteration != previous) {
+      its.insert(r.iteration);
+      previous = r.iteration;
+    }
+    // GPU rows by type.
+    if (!r.gpu) continue;
     const Interval iv{r.ts, r.ts + r.dur};
     all.push_back(iv);
     if (r.type == Category::Communication) comm.push_back(iv);
     if (r.type == Category::Computation) comp.push_back(iv);
     if (r.type == Category::Memory) mem.push_back(iv);
   }
+  fig.iterations.assign(its.begin(), its.end());
+  std::sort(fig.iterations.begin(), fig.iterations.end());
+
   mergeIntervals(comm);
   mergeIntervals(comp);
   mergeIntervals(mem);
@@ -307,6 +293,7 @@ HtaAccumulator::~HtaAccumulator() = default;
 void HtaAccumulator::beginRank(const Rank& rank) {
   rank_ = &rank;
   rows_.clear();
+  input_ = RankInput();
   std::size_t events = 0;
   for (const auto& t : ctx_.summary.tracks)
     if (t.track.rankId == rank.id && t.track.kind != TrackKind::Counter) events += static_cast<std::size_t>(t.eventCount);
@@ -341,9 +328,17 @@ void HtaAccumulator::onEvent(const EventChunk& c, std::size_t i, Id) {
   r.syncName = (strings.bits(c.name[i]) & StringClasses::kSyncName) != 0;
   r.cpuOpStreamZero = r.gpu && (cat & StringClasses::kCpuOp);
   r.stepNumber = strings.stepNumber(c.name[i]);
-  if (r.stepNumber >= 0 && stepNames_.size() < 2 &&
-      std::find(stepNames_.begin(), stepNames_.end(), r.stepNumber) == stepNames_.end())
-    stepNames_.push_back(r.stepNumber);
+  if (r.stepNumber >= 0) {
+    if (stepNames_.size() < 2 && std::find(stepNames_.begin(), stepNames_.end(), r.stepNumber) == stepNames_.end())
+      stepNames_.push_back(r.stepNumber);
+    input_.windows.push_back({r.ts, r.ts + r.dur, r.stepNumber});
+    const bool kernelRow = (r.gpu && r.correlation >= 0) || r.syncName;
+    if (!kernelRow) input_.lastStepStart = std::max(input_.lastStepStart, r.ts);
+  }
+  if (r.correlation >= 0) {
+    input_.minCorrelation = std::min(input_.minCorrelation, r.correlation);
+    input_.maxCorrelation = std::max(input_.maxCorrelation, r.correlation);
+  }
   rows_.push_back(r);
 }
 
@@ -351,8 +346,8 @@ void HtaAccumulator::endRank(const Rank& rank) {
   // Rule 7 drops the last iteration when the run has two or more distinct step numbers; once two
   // were seen that is settled, before it both variants are kept until finish().
   RankResult res;
-  res.dropped = rankFigures(rows_, true, rank.rank, *scratch_);
-  if (stepNames_.size() < 2) res.whole = rankFigures(rows_, false, rank.rank, *scratch_);
+  res.dropped = rankFigures(rows_, input_, true, rank.rank, *scratch_);
+  if (stepNames_.size() < 2) res.whole = rankFigures(rows_, input_, false, rank.rank, *scratch_);
   ranks_.push_back(std::move(res));
   rows_.clear();  // its capacity serves the next rank
   rank_ = nullptr;

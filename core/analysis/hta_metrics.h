@@ -60,6 +60,14 @@ class HtaAccumulator {
 
   struct Row;      // one row of HTA's table (hta_metrics.cpp)
   struct Scratch;  // buffers reused from rank to rank
+  struct Window {
+    std::int64_t s, e, step;
+  };
+  struct RankInput {  // gathered while a rank's rows come in
+    std::vector<Window> windows;  // ProfilerStep rows, in row order
+    std::int64_t minCorrelation = INT64_MAX, maxCorrelation = INT64_MIN;
+    std::int64_t lastStepStart = INT64_MIN;  // latest start of a (non-kernel) ProfilerStep row
+  };
 
  private:
   struct RankResult {
@@ -68,6 +76,7 @@ class HtaAccumulator {
   ScanContext& ctx_;
   const Rank* rank_ = nullptr;
   std::vector<Row> rows_;
+  RankInput input_;
   std::vector<std::int64_t> stepNames_;  // distinct step numbers seen so far (run-wide)
   std::vector<RankResult> ranks_;
   std::unique_ptr<Scratch> scratch_;
