@@ -25,6 +25,19 @@ std::int64_t label(const HtaFigures& f, const std::string& l) {
   return -1;
 }
 
+// A rank with one ProfilerStep#step window [20, 120) µs: a kernel launched before it ([0, 10) µs)
+// and one launched inside it ([40, 60) µs).
+std::string oneStepRank(int rank, int step) {
+  return "{\"distributedInfo\": {\"rank\": " + std::to_string(rank) + ", \"world_size\": 2}, \"traceEvents\": [\n"
+         "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 2, \"args\": {\"correlation\": 1}},\n"
+         "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#" + std::to_string(step) +
+         "\", \"pid\": 1, \"tid\": 1, \"ts\": 20, \"dur\": 100},\n"
+         "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 30, \"dur\": 2, \"args\": {\"correlation\": 2}},\n"
+         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 0, \"dur\": 10, \"args\": {\"stream\": 7, \"correlation\": 1}},\n"
+         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 40, \"dur\": 20, \"args\": {\"stream\": 7, \"correlation\": 2}}\n"
+         "]}";
+}
+
 }  // namespace
 
 class TestHtaMetrics : public QObject {
@@ -115,6 +128,36 @@ class TestHtaMetrics : public QObject {
     QCOMPARE(label(f, "MEMORY"), qint64(643));
     QCOMPARE(label(f, "COMMUNICATION"), qint64(21));
     QCOMPARE(f.kernelTypes.at(0).pct, 93.9);
+  }
+
+  // Rule 7 counts the distinct step numbers of the whole run: one step per rank, but two different
+  // numbers over the ranks, drops each rank's last step (figures are computed rank by rank, so the
+  // first rank's must follow what a later rank shows).
+  void lastStepDropDependsOnAllRanks_data() {
+    QTest::addColumn<int>("step1");  // rank 1's only step number (0: no rank 1)
+    QTest::addColumn<qint64>("kernelUs");
+    QTest::addColumn<qint64>("rows");
+    QTest::newRow("one rank, one step: nothing dropped") << 0 << qint64(60) << qint64(5);
+    QTest::newRow("two ranks, same step: nothing dropped") << 1 << qint64(60) << qint64(5);
+    QTest::newRow("two ranks, steps 1 and 2: last step dropped on both") << 2 << qint64(10) << qint64(2);
+  }
+
+  void lastStepDropDependsOnAllRanks() {
+    QFETCH(int, step1);
+    QFETCH(qint64, kernelUs);
+    QFETCH(qint64, rows);
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "t.db"));
+    std::vector<std::string> files{writeFile(dir, "rank0.json", oneStepRank(0, 1))};
+    if (step1) files.push_back(writeFile(dir, "rank1.json", oneStepRank(1, step1)));
+    const auto f = computeHtaFigures(store, importKineto(store, files).runIds.at(0));
+    QCOMPARE(f.ranks.size(), files.size());
+    for (const auto& r : f.ranks) {
+      QCOMPARE(r.kernelTimeUs, kernelUs);
+      QCOMPARE(r.computeUs, kernelUs == 10 ? qint64(10) : qint64(30));
+      QCOMPARE(r.rowsKept, rows);
+    }
+    QCOMPARE(label(f, "COMPUTATION"), (kernelUs == 10 ? qint64(10) : qint64(30)) * static_cast<qint64>(files.size()));
   }
 
   void noCommunicationIsNotANumber() {
