@@ -59,11 +59,17 @@ std::vector<OptionSpec> runOptions(bool compare) {
   o.push_back({"name", true, "run name (compare: a prefix)"});
   o.push_back({"master-addr", true, "rendezvous address for multi-node runs (default 127.0.0.1)"});
   o.push_back({"master-port", true, "rendezvous port (default: a free port)"});
+  o.push_back({"dump-params", true, "rank 0 writes every full parameter after training (float32, model order) to FILE"});
+  o.push_back({"dump-losses", true, "each rank writes its per-step losses to FILE.rank<R> (FILE when one rank)"});
   o.push_back({"progress-json", false, "echo the ranks' progress lines (@ss {...}) on stdout (for the app)"});
   for (const auto& k : core::runConfigKeys()) {
     if (compare && k.key == "strategy") continue;
     std::string help = k.help + " [" + k.type + ", default " + k.defaultText + "]";
     o.push_back({k.flag.substr(2), !k.isBool, help});
+    for (std::string alias : k.aliases) {  // DeepSpeed spellings: --stage3-param-persistence-threshold
+      std::replace(alias.begin(), alias.end(), '_', '-');
+      o.push_back({alias, !k.isBool, "same as " + k.flag});
+    }
   }
   return o;
 }
@@ -76,6 +82,8 @@ core::RunConfig configFrom(const Args& a, std::vector<std::string>& warnings) {
     if (core::isRunConfigFlag(name)) core::applyFlag(cfg, name, value);
   return cfg;
 }
+
+std::string rootCause(const core::LaunchResult& r, const std::map<int, std::string>& lastErr, int firstRank);
 
 struct Launched {
   core::Id runId = 0;
@@ -120,6 +128,11 @@ Launched launchRun(const std::string& db, const core::RunConfig& cfg, const std:
   core::LaunchSpec spec;
   spec.program = locateWorker();
   spec.args = {"--db", db, "--run-id", std::to_string(out.runId), "--config", cfgPath};
+  for (const char* opt : {"dump-params", "dump-losses"})
+    if (a.has(opt)) {
+      spec.args.push_back(std::string("--") + opt);
+      spec.args.push_back(a.get(opt));
+    }
   spec.worldSize = cfg.worldSize;
   spec.nprocPerNode = core::effectiveNprocPerNode(cfg);
   spec.nodeRank = cfg.nodeRank;
@@ -174,6 +187,7 @@ Launched launchRun(const std::string& db, const core::RunConfig& cfg, const std:
   } else if (out.result.cancelled) {
     store.setRunStatus(out.runId, core::RunStatus::Cancelled, "cancelled by user");
   } else {
+    out.result.reason = rootCause(out.result, lastErr, cfg.nodeRank * spec.nprocPerNode);
     store.setRunStatus(out.runId, core::RunStatus::Failed, out.result.reason);
   }
   tx.commit();
@@ -216,6 +230,25 @@ void printRunSummary(const std::string& db, core::Id runId) {
     if (first && last > 0) std::cout << " loss " << fmt(*first, 4) << " -> " << fmt(*rm("loss/step/" + std::to_string(last)), 4);
     std::cout << "\n";
   }
+}
+
+// The rank that caused a failure. When one rank dies, its peers fail too ("Connection closed by
+// peer", timeouts) and may be reaped first: prefer a rank whose own error is not a peer's failure.
+std::string rootCause(const core::LaunchResult& r, const std::map<int, std::string>& lastErr, int firstRank) {
+  auto secondary = [](const std::string& e) {
+    for (const char* pat : {"Connection closed by peer", "Connection reset", "Broken pipe", "Timed out", "timed out",
+                            "Connection refused"})
+      if (e.find(pat) != std::string::npos) return true;
+    return false;
+  };
+  if (!secondary(r.reason)) return r.reason;
+  for (std::size_t i = 0; i < r.exitCodes.size(); ++i) {
+    const int rank = static_cast<int>(i) + firstRank;
+    auto it = lastErr.find(rank);
+    if (r.exitCodes[i] <= 0 || r.exitCodes[i] == 127 || it == lastErr.end() || secondary(it->second)) continue;
+    return "rank " + std::to_string(rank) + " exited with code " + std::to_string(r.exitCodes[i]) + ": " + it->second;
+  }
+  return r.reason;
 }
 
 int finish(const Launched& l) {

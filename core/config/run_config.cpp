@@ -63,8 +63,8 @@ const std::vector<Strategy>& allStrategies() {
 }
 
 const std::vector<std::string_view>& knownModelPresets() {
-  static const std::vector<std::string_view> presets = {"tiny",      "small",    "medium",
-                                                        "llama3-8b", "qwen3-8b", "qwen2.5-7b"};
+  static const std::vector<std::string_view> presets = {"tiny",      "odd",        "small",    "medium",
+                                                        "llama3-8b", "llama3-70b", "qwen3-8b", "qwen2.5-7b"};
   return presets;
 }
 

@@ -26,13 +26,15 @@ ModelConfig make(std::string name, std::int64_t vocab, std::int64_t hidden, int 
 }  // namespace
 
 std::vector<std::string> modelPresetNames() {
-  return {"tiny", "small", "medium", "llama3-8b", "llama3-70b", "qwen3-8b", "qwen2.5-7b"};
+  return {"tiny", "odd", "small", "medium", "llama3-8b", "llama3-70b", "qwen3-8b", "qwen2.5-7b"};
 }
 
 ModelConfig modelPreset(const std::string& name, int layers) {
   ModelConfig c;
   if (name == "tiny")
     c = make(name, 256, 64, 2, 4, 2, 16, 176, 10000.0, 1e-5, false, false);
+  else if (name == "odd")  // odd sizes everywhere: exercises padding and uneven shards (tests)
+    c = make(name, 259, 48, 2, 3, 1, 16, 131, 10000.0, 1e-5, false, false);
   else if (name == "small")
     c = make(name, 2048, 256, 4, 8, 4, 32, 688, 10000.0, 1e-5, false, false);
   else if (name == "medium")

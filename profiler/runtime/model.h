@@ -28,7 +28,7 @@ struct ModelConfig {
   bool qkvBias = false;  // Qwen2/2.5: biases on q/k/v projections
 };
 
-// Presets: tiny, small, medium (CPU-sized), llama3-8b, llama3-70b, qwen3-8b, qwen2.5-7b.
+// Presets: tiny, odd (odd sizes, for tests), small, medium (CPU-sized), llama3-8b, llama3-70b, qwen3-8b, qwen2.5-7b.
 // layers > 0 cuts (or extends) the depth. Throws std::invalid_argument for an unknown name.
 ModelConfig modelPreset(const std::string& name, int layers = 0);
 std::vector<std::string> modelPresetNames();

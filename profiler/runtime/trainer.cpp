@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <csignal>
+#include <thread>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -184,7 +187,24 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
     std::vector<double> stepMs;
     const std::int64_t rowsPerRank = cfg.microBatch;
     std::vector<std::int64_t> tok, tgt;
+    // Fault injection for the failure tests: SHARDSCOPE_FAULT="<rank>:<step>:crash|kill|hang".
+    int faultStep = -1;
+    std::string faultKind;
+    if (const char* f = std::getenv("SHARDSCOPE_FAULT"); f && *f) {
+      int fr = -1, fs = -1;
+      char kind[16] = {0};
+      if (std::sscanf(f, "%d:%d:%15s", &fr, &fs, kind) == 3 && fr == env.rank) {
+        faultStep = fs;
+        faultKind = kind;
+      }
+    }
     for (int s = 1; s <= cfg.steps; ++s) {
+      if (s == faultStep) {
+        if (faultKind == "crash") throw core::Error("injected fault (SHARDSCOPE_FAULT) at step " + std::to_string(s));
+        if (faultKind == "kill") std::raise(SIGKILL);
+        if (faultKind == "hang")
+          for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
       std::vector<Batch> micro;
       for (int a = 0; a < cfg.gradAccum; ++a) {
         // Global rows of this micro-batch: rank r holds rows [r·mb, (r+1)·mb) of micro-batch a.
