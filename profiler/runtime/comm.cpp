@@ -105,6 +105,10 @@ class GroupImpl final : public Group {
   int rank() const override { return rank_; }
   int size() const override { return static_cast<int>(ranks_.size()); }
   const std::vector<int>& globalRanks() const override { return ranks_; }
+  Communicator::Volume volume() {
+    std::lock_guard<std::mutex> l(mu_);
+    return volume_;
+  }
 
   CommHandle allReduce(torch::Tensor t, const CollectiveInfo& info) override {
     const auto bytes = static_cast<std::int64_t>(t.numel() * t.element_size());
@@ -197,6 +201,18 @@ class GroupImpl final : public Group {
     {
       std::lock_guard<std::mutex> l(mu_);
       queue_.push_back(Op{std::move(run), st});
+      const double n = size(), S = static_cast<double>(bytes);
+      double wire = 0;
+      switch (op) {
+        case CollectiveOp::AllReduce: wire = 2 * (n - 1) / n * S; break;
+        case CollectiveOp::ReduceScatter: wire = (st->emulation.empty() ? 1 : 2) * (n - 1) / n * S; break;
+        case CollectiveOp::AllGather: wire = (n - 1) / n * S; break;
+        case CollectiveOp::Broadcast: wire = S; break;
+        default: break;
+      }
+      volume_.messageBytes[opName] += S;
+      volume_.wireBytes[opName] += wire;
+      ++volume_.count[opName];
     }
     cv_.notify_one();
     CommHandle h;
@@ -244,6 +260,7 @@ class GroupImpl final : public Group {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Op> queue_;
+  Communicator::Volume volume_;
   bool stop_ = false;
   std::thread thread_;
 };
@@ -379,6 +396,20 @@ std::unique_ptr<GroupImpl> Communicator::makeGroup(const std::string& name, cons
     recorder_->processGroup(name, backend_, size, ranks);
   }
   return std::make_unique<GroupImpl>(name, groupRank, ranks, pg, backend_ == "gloo", recorder_, lane, &computeLane);
+}
+
+Communicator::Volume Communicator::volume() const {
+  Volume v;
+  auto add = [&](GroupImpl* g) {
+    if (!g) return;
+    const Volume x = g->volume();
+    for (const auto& [k, b] : x.messageBytes) v.messageBytes[k] += b;
+    for (const auto& [k, b] : x.wireBytes) v.wireBytes[k] += b;
+    for (const auto& [k, c] : x.count) v.count[k] += c;
+  };
+  add(world_.get());
+  for (const auto& g : groups_) add(g.get());
+  return v;
 }
 
 Group& Communicator::world() {

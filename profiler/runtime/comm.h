@@ -12,6 +12,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -96,6 +97,15 @@ class Communicator {
   // A subgroup; every rank of the world must call this with the same arguments in the same order
   // (the c10d rule). Returns nullptr on ranks that are not members.
   Group* newGroup(const std::string& name, const std::vector<int>& ranks);
+  // Bytes moved so far by this rank's collectives, per op name ("all_gather", ...): message bytes (the
+  // nccl-tests S) and wire bytes per rank under the ring model of what was really sent (a Gloo
+  // reduce-scatter is an all-reduce: 2(n-1)/n·S instead of (n-1)/n·S).
+  struct Volume {
+    std::map<std::string, double> messageBytes;
+    std::map<std::string, double> wireBytes;
+    std::map<std::string, std::int64_t> count;
+  };
+  Volume volume() const;
   // Store helpers for small control messages (run id, failure notes).
   void storeSet(const std::string& key, const std::string& value);
   std::string storeGet(const std::string& key);

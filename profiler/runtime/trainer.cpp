@@ -185,6 +185,7 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
     if (!opts.dumpLossesPath.empty())
       lossOut.open(cfg.worldSize > 1 ? opts.dumpLossesPath + ".rank" + std::to_string(env.rank) : opts.dumpLossesPath);
     std::vector<double> stepMs;
+    const Communicator::Volume volBefore = comm.volume();
     const std::int64_t rowsPerRank = cfg.microBatch;
     std::vector<std::int64_t> tok, tgt;
     // Fault injection for the failure tests: SHARDSCOPE_FAULT="<rank>:<step>:crash|kill|hang".
@@ -232,6 +233,20 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
       if (!std::isfinite(st.loss)) throw core::Error("loss is not finite at step " + std::to_string(s));
     }
 
+    {
+      const Communicator::Volume vol = comm.volume();
+      double wire = 0;
+      for (const auto& [op, b] : vol.messageBytes) {
+        if (op == "barrier") continue;
+        const double before = volBefore.messageBytes.count(op) ? volBefore.messageBytes.at(op) : 0.0;
+        const double wb = vol.wireBytes.at(op) - (volBefore.wireBytes.count(op) ? volBefore.wireBytes.at(op) : 0.0);
+        const auto cnt = vol.count.at(op) - (volBefore.count.count(op) ? volBefore.count.at(op) : 0);
+        rec->metric("comm.bytes_per_step." + op, (b - before) / cfg.steps);
+        rec->metric("comm.count_per_step." + op, static_cast<double>(cnt) / cfg.steps);
+        wire += wb;
+      }
+      rec->metric("comm.wire_bytes_per_step", wire / cfg.steps);
+    }
     // Metrics: steady-state step time excludes the first step (lazy optimizer state, ZeRO-3 trace).
     const std::size_t skip = stepMs.size() > 1 ? 1 : 0;
     double sum = 0;
