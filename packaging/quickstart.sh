@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Quick start, step 1: install what is needed, build, and run the main job:
-# import the development traces from ../shared/traces (or a generated trace when they are absent)
-# into demo.db and print the summary of every run.
+# Quick start, step 1: install what is needed, build, and run the main job: DDP vs FSDP vs ZeRO-3
+# trained for real (2 Gloo ranks on CPU, the `small` model) into demo.db with the comparison and
+# analysis summary; then import the development traces from ../shared/traces (or a generated trace
+# when they are absent) and analyse every run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packaging/install-deps.sh
@@ -10,6 +11,10 @@ BUILD_DIR=${SHARDSCOPE_BUILD_DIR:-build}
 CLI="$BUILD_DIR/app/shardscope-cli"
 DB=${SHARDSCOPE_DEMO_DB:-demo.db}
 rm -f "$DB" "$DB-wal" "$DB-shm"
+
+echo "== main job: shardscope-cli compare (ddp, fsdp, zero3; small model; 2 ranks on CPU)"
+"$CLI" compare --db "$DB"
+echo
 
 SHARED=../shared/traces/kineto
 if [ -d "$SHARED" ]; then

@@ -16,6 +16,7 @@
 
 #include "app/cli/command_table.h"
 #include "app/cli/terminal_progress.h"
+#include "core/analysis/bottlenecks.h"
 #include "core/analysis/comparison.h"
 #include "core/config/run_config.h"
 #include "core/launch/launcher.h"
@@ -306,6 +307,8 @@ void printComparison(core::TraceStore& store, const std::vector<core::Id>& ids) 
 int cmdCompare(const Args& a, core::CancelToken& cancel) {
   std::vector<std::string> warnings;
   core::RunConfig base = configFrom(a, warnings);
+  // The main job: without a model choice, compare on `small` (big enough for sharding to show).
+  if (!a.has("model") && !a.has("config") && !a.has("deepspeed")) base.model = "small";
   std::vector<core::Strategy> strategies;
   const std::string list = a.get("strategies", "ddp,fsdp,zero3");
   for (std::size_t pos = 0; pos <= list.size();) {
@@ -343,6 +346,20 @@ int cmdCompare(const Args& a, core::CancelToken& cancel) {
   if (ids.size() >= 2) {
     core::TraceStore store(db, core::Database::Mode::ReadOnly);
     printComparison(store, ids);
+    std::cout << "\nmost exposed collective per run:\n";
+    for (core::Id id : ids) {
+      const auto b = core::findCollectiveBottlenecks(store, id, 1);
+      const auto run = store.run(id);
+      std::cout << "  " << (run ? run->name : std::to_string(id)) << ": ";
+      if (b.empty()) {
+        std::cout << "no exposed all-gather or reduce-scatter\n";
+        continue;
+      }
+      std::cout << core::toString(b[0].op) << " rank " << b[0].rank << " " << b[0].kernel << ", exposed "
+                << fmt(static_cast<double>(b[0].exposedNs) / 1e6, 3) << " ms";
+      if (!b[0].suggestions.empty()) std::cout << " - " << b[0].suggestions[0];
+      std::cout << "\n";
+    }
   }
   return rc;
 }
@@ -359,7 +376,8 @@ std::vector<Command> runCommands() {
        runOptions(false), cmdRun},
       {"compare",
        "shardscope-cli compare [--db F] [--strategies ddp,fsdp,zero3] [same flags as run]",
-       "Run several strategies one after another on the same model, data and seed, then print the comparison",
+       "Run several strategies one after another on the same model, data and seed (default: ddp, fsdp, zero3 on "
+       "the small model, 2 ranks), then print the comparison and each run's most exposed collective",
        runOptions(true), cmdCompare},
   };
 }
