@@ -3,12 +3,15 @@
 // schedule) trains to the same losses and final full parameters as a single-process reference with
 // the concatenated global batch (strategies.md §4.4), fp32, 2 and 4 ranks. Model-state bytes per
 // rank against the formulas; failures (crash, kill, hang) stop every rank and store the run as failed.
+#include <QFileInfo>
+#include <QDir>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <vector>
 
 #include "core/storage/trace_store.h"
@@ -181,6 +184,66 @@ class TestRuntime : public QObject {
     QFETCH(QString, optimizer);
     QFETCH(int, accum);
     checkParity(strategy, world, knobs, "odd", optimizer, accum);
+  }
+
+  // A DeepSpeed JSON is an accepted input: its zero_optimization block picks ZeRO-3 and its knobs.
+  void deepspeedConfig() {
+    const std::string ds = test::writeFile(
+        dir_, "ds_zero3.json",
+        "{\"train_micro_batch_size_per_gpu\": 2, \"gradient_accumulation_steps\": 1,"
+        " \"optimizer\": {\"type\": \"SGD\", \"params\": {\"lr\": 0.05, \"momentum\": 0.9}},"
+        " \"zero_optimization\": {\"stage\": 3, \"overlap_comm\": true, \"reduce_bucket_size\": 4000,"
+        " \"stage3_param_persistence_threshold\": 50, \"stage3_prefetch_bucket_size\": 3000,"
+        " \"stage3_max_reuse_distance\": 0}}");
+    checkParity("zero3", 2, {"--deepspeed", QString::fromStdString(ds)});
+    core::TraceStore store(db_, core::Database::Mode::ReadOnly);
+    const auto runs = store.runs();
+    QVERIFY(!runs.empty());
+    const auto& last = runs.back();
+    QCOMPARE(QString::fromStdString(last.strategy), QString("zero3"));
+    QVERIFY2(last.configJson.find("\"reduce_bucket_size\":4000") != std::string::npos, last.configJson.c_str());
+  }
+
+  // Workers started by torchrun --no-python / srun: the environment gives the ranks, rank 0 creates
+  // the run and shares its id; a sharded checkpoint is saved and consolidated.
+  void externalLaunchAndCheckpoint() {
+    const QString worker = QFileInfo(QString(SHARDSCOPE_CLI)).dir().filePath("../profiler/shardscope-worker");
+    QVERIFY(QFileInfo::exists(worker));
+    const std::string ckpt = test::pathIn(dir_, "ckpt");
+    std::vector<std::unique_ptr<QProcess>> procs;
+    for (int r = 0; r < 2; ++r) {
+      auto p = std::make_unique<QProcess>();
+      QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+      env.insert("MASTER_ADDR", "127.0.0.1");
+      env.insert("MASTER_PORT", QString::number(29000 + QCoreApplication::applicationPid() % 5000));
+      env.insert("RANK", QString::number(r));
+      env.insert("WORLD_SIZE", "2");
+      env.insert("LOCAL_RANK", QString::number(r));
+      env.insert("OMP_NUM_THREADS", "1");
+      p->setProcessEnvironment(env);
+      p->start(worker, {"--db", QString::fromStdString(db_), "--run-name", "external", "--strategy", "fsdp", "--model",
+                        "tiny", "--steps", "3", "--seq-len", "16", "--micro-batch", "2", "--save-checkpoint",
+                        "--consolidate-checkpoint", "--checkpoint-dir", QString::fromStdString(ckpt)});
+      procs.push_back(std::move(p));
+    }
+    for (auto& p : procs) {
+      QVERIFY(p->waitForFinished(120000));
+      QVERIFY2(p->exitCode() == 0, p->readAllStandardError().constData());
+    }
+    core::TraceStore store(db_, core::Database::Mode::ReadOnly);
+    std::optional<core::Run> run;
+    for (const auto& x : store.runs())
+      if (x.name == "external") run = x;
+    QVERIFY(run);
+    QVERIFY(run->status == core::RunStatus::Completed);
+    QCOMPARE(static_cast<int>(store.ranks(run->id).size()), 2);
+    QVERIFY(store.metric(run->id, std::nullopt, "checkpoint_save_s").value_or(-1) >= 0);
+    // Shards: parameters + two Adam moments, 4 bytes each, half of the (padded) model per rank.
+    const double psi = 125248;
+    std::int64_t shardBytes = 0;
+    for (int r = 0; r < 2; ++r) shardBytes += QFileInfo(QString::fromStdString(ckpt + "/rank" + std::to_string(r) + ".bin")).size();
+    QVERIFY2(std::abs(static_cast<double>(shardBytes) - 12 * psi) < 12 * 64, qPrintable(QString::number(shardBytes)));
+    QCOMPARE(QFileInfo(QString::fromStdString(ckpt + "/consolidated.bin")).size(), static_cast<qint64>(4 * psi));
   }
 
   // Model-state bytes each rank holds, measured over the tensors it owns, against strategies.md's
