@@ -55,6 +55,10 @@ void BottleneckAccumulator::onEvent(const EventChunk& c, std::size_t i, Id chunk
     compute_.push_back({c.start[i], c.end[i]});
 }
 
+void BottleneckAccumulator::onEvents(const EventChunk& c, std::size_t begin, std::size_t end, Id chunkId) {
+  for (std::size_t i = begin; i < end; ++i) onEvent(c, i, chunkId);
+}
+
 void BottleneckAccumulator::endRank(const Rank&) {
   const auto P = unite(std::move(compute_));
   std::sort(comms_.begin(), comms_.end(), [](const Comm& a, const Comm& b) {

@@ -55,6 +55,7 @@ class BottleneckAccumulator {
   ~BottleneckAccumulator();
   void beginRank(const Rank& rank);
   bool beginTrack(const TrackSummary& t);
+  void onEvents(const EventChunk& c, std::size_t begin, std::size_t end, Id chunkId);
   void onEvent(const EventChunk& c, std::size_t i, Id chunkId);
   void endRank(const Rank& rank);
   std::vector<Bottleneck> finish(std::size_t limit, const StragglerAccumulator* stragglers);

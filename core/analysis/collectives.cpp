@@ -63,6 +63,10 @@ void CollectivesAccumulator::onEvent(const EventChunk& c, std::size_t i, Id) {
   }
 }
 
+void CollectivesAccumulator::onEvents(const EventChunk& c, std::size_t begin, std::size_t end, Id chunkId) {
+  for (std::size_t i = begin; i < end; ++i) onEvent(c, i, chunkId);
+}
+
 void CollectivesAccumulator::endRank(const Rank&) {
   const auto P = unite(std::move(compute_));
   for (const auto& in : instances_) {

@@ -342,6 +342,10 @@ void HtaAccumulator::onEvent(const EventChunk& c, std::size_t i, Id) {
   rows_.push_back(r);
 }
 
+void HtaAccumulator::onEvents(const EventChunk& c, std::size_t begin, std::size_t end, Id chunkId) {
+  for (std::size_t i = begin; i < end; ++i) onEvent(c, i, chunkId);
+}
+
 void HtaAccumulator::endRank(const Rank& rank) {
   // Rule 7 drops the last iteration when the run has two or more distinct step numbers; once two
   // were seen that is settled, before it both variants are kept until finish().

@@ -54,6 +54,7 @@ class HtaAccumulator {
   ~HtaAccumulator();
   void beginRank(const Rank& rank);
   bool beginTrack(const TrackSummary& t);
+  void onEvents(const EventChunk& c, std::size_t begin, std::size_t end, Id chunkId);
   void onEvent(const EventChunk& c, std::size_t i, Id chunkId);
   void endRank(const Rank& rank);
   HtaFigures finish();

@@ -59,7 +59,7 @@ std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, Id runId) {
         p.peakReservedBytes = m.totalReserved;
         p.reservedAtNs = m.tsNs;
       }
-    });
+    }, /*totalsOnly=*/true);
     for (auto& [key, p] : peaks) {
       for (const Step& s : steps)
         if (s.rankId == rank.id && p.allocatedAtNs >= s.startNs && p.allocatedAtNs < s.endNs) p.step = s.step;

@@ -7,7 +7,8 @@
 // An analysis taking part ("accumulator") provides:
 //   void beginRank(const Rank&);
 //   bool beginTrack(const TrackSummary&);   // does it want this track's events?
-//   void onEvent(const EventChunk&, std::size_t i, Id chunkId);
+//   void onEvents(const EventChunk&, std::size_t begin, std::size_t end, Id chunkId);  // events
+//       [begin, end) of the chunk, next in the track's order
 //   void endRank(const Rank&);
 #include <array>
 #include <cstdint>
@@ -71,9 +72,9 @@ void scanRank(ScanContext& ctx, const Rank& rank, const CancelToken* cancel, A&.
     bool any = false;
     for (bool w : want) any = any || w;
     if (!any) continue;
-    ctx.store.forEachEventRef(t.track.id, [&](const EventChunk& c, std::size_t i, Id chunkId) {
+    ctx.store.forEachEventRef(t.track.id, [&](const EventChunk& c, std::size_t begin, std::size_t end, Id chunkId) {
       std::size_t k = 0;
-      ((want[k++] ? acc.onEvent(c, i, chunkId) : void()), ...);
+      ((want[k++] ? acc.onEvents(c, begin, end, chunkId) : void()), ...);
     });
     if (cancel) cancel->throwIfCancelled();
   }

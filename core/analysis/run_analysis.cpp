@@ -18,7 +18,7 @@ class Timed {
   Timed(A& a, double& ms) : a_(a), ms_(ms) {}
   void beginRank(const Rank& r) { a_.beginRank(r); }
   bool beginTrack(const TrackSummary& t) { return a_.beginTrack(t); }
-  void onEvent(const EventChunk& c, std::size_t i, Id chunkId) { a_.onEvent(c, i, chunkId); }
+  void onEvents(const EventChunk& c, std::size_t b, std::size_t e, Id chunkId) { a_.onEvents(c, b, e, chunkId); }
   void endRank(const Rank& r) {
     const auto t0 = Clock::now();
     a_.endRank(r);

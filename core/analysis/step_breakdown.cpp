@@ -56,6 +56,10 @@ void StepBreakdownAccumulator::onEvent(const EventChunk& c, std::size_t i, Id) {
   l.all.push_back({s, e});
 }
 
+void StepBreakdownAccumulator::onEvents(const EventChunk& c, std::size_t begin, std::size_t end, Id chunkId) {
+  for (std::size_t i = begin; i < end; ++i) onEvent(c, i, chunkId);
+}
+
 void StepBreakdownAccumulator::endRank(const Rank& rank) {
   for (auto& [step, l] : steps_) {
     StepBreakdown b;

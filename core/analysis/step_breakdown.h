@@ -41,6 +41,7 @@ class StepBreakdownAccumulator {
   ~StepBreakdownAccumulator();
   void beginRank(const Rank& rank);
   bool beginTrack(const TrackSummary& t);
+  void onEvents(const EventChunk& c, std::size_t begin, std::size_t end, Id chunkId);
   void onEvent(const EventChunk& c, std::size_t i, Id chunkId);
   void endRank(const Rank& rank);
   std::vector<StepBreakdown> finish() { return std::move(out_); }

@@ -51,6 +51,10 @@ void StragglerAccumulator::onEvent(const EventChunk& c, std::size_t i, Id) {
   v[rankIndex_].push_back({c.start[i], c.end[i]});
 }
 
+void StragglerAccumulator::onEvents(const EventChunk& c, std::size_t begin, std::size_t end, Id chunkId) {
+  for (std::size_t i = begin; i < end; ++i) onEvent(c, i, chunkId);
+}
+
 TimeNs StragglerAccumulator::clockOffset(std::size_t rankIndex) const {
   return rankIndex < offsets_.size() ? offsets_[rankIndex] : 0;
 }

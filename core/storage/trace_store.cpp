@@ -379,14 +379,17 @@ std::vector<Event> TraceStore::eventsInWindow(Id trackId, TimeNs t0, TimeNs t1, 
 }
 
 void TraceStore::forEachEvent(Id trackId, const std::function<void(const Event&)>& fn, bool withArgs) {
-  forEachEventRef(trackId, [&](const EventChunk& c, std::size_t i, Id chunkId) {
-    Event e = makeEvent(c, i, chunkId, trackId);
-    if (withArgs) e.argsJson = eventArgs(e.id);
-    fn(e);
+  forEachEventRef(trackId, [&](const EventChunk& c, std::size_t begin, std::size_t end, Id chunkId) {
+    for (std::size_t i = begin; i < end; ++i) {
+      Event e = makeEvent(c, i, chunkId, trackId);
+      if (withArgs) e.argsJson = eventArgs(e.id);
+      fn(e);
+    }
   });
 }
 
-void TraceStore::forEachEventRef(Id trackId, const std::function<void(const EventChunk&, std::size_t, Id)>& fn) {
+void TraceStore::forEachEventRef(Id trackId,
+                                 const std::function<void(const EventChunk&, std::size_t, std::size_t, Id)>& fn) {
   // Chunks are sorted inside and come ordered by their first start; a chunk can only contribute
   // events once the merge frontier has reached its first start, so chunks are opened lazily.
   struct Cursor {
@@ -422,13 +425,15 @@ void TraceStore::forEachEventRef(Id trackId, const std::function<void(const Even
     if (active.size() == 1) {
       // One open chunk (the usual case): its events come in its own order up to the next chunk's start.
       const TimeNs next = more ? st.int64(1) : 0;
+      const std::size_t begin = cur.i;
       do {
-        fn(cur.chunk, cur.i, cur.chunkId);
-      } while (++cur.i < cur.chunk.size() && (!more || cur.chunk.start[cur.i] < next));
+        ++cur.i;
+      } while (cur.i < cur.chunk.size() && (!more || cur.chunk.start[cur.i] < next));
+      fn(cur.chunk, begin, cur.i, cur.chunkId);
       if (cur.i >= cur.chunk.size()) active.clear();
       continue;
     }
-    fn(cur.chunk, cur.i, cur.chunkId);
+    fn(cur.chunk, cur.i, cur.i + 1, cur.chunkId);
     if (++cur.i >= cur.chunk.size()) active.erase(active.begin() + best);
   }
 }
@@ -535,22 +540,25 @@ std::vector<MemoryEvent> TraceStore::memoryEvents(Id rankId) {
   return out;
 }
 
-void TraceStore::forEachMemoryEvent(Id rankId, const std::function<void(const MemoryEvent&)>& fn) {
-  Statement st(*db_,
-               "SELECT rank_id, ts_ns, device_type, device_id, addr, bytes, total_allocated, total_reserved, "
-               "out_of_memory FROM memory_events WHERE rank_id=? ORDER BY ts_ns, id");
+void TraceStore::forEachMemoryEvent(Id rankId, const std::function<void(const MemoryEvent&)>& fn, bool totalsOnly) {
+  Statement st(*db_, totalsOnly ? "SELECT ts_ns, device_type, device_id, total_allocated, total_reserved "
+                                  "FROM memory_events WHERE rank_id=? ORDER BY ts_ns, id"
+                                : "SELECT ts_ns, device_type, device_id, total_allocated, total_reserved, addr, bytes, "
+                                  "out_of_memory FROM memory_events WHERE rank_id=? ORDER BY ts_ns, id");
   st.bind(1, rankId);
   MemoryEvent m;
+  m.rankId = rankId;
   while (st.step()) {
-    m.rankId = st.int64(0);
-    m.tsNs = st.int64(1);
-    m.deviceType = static_cast<int>(st.int64(2));
-    m.deviceId = static_cast<int>(st.int64(3));
-    m.addr = st.int64(4);
-    m.bytes = st.int64(5);
-    m.totalAllocated = st.int64(6);
-    m.totalReserved = st.int64(7);
-    m.outOfMemory = st.int64(8) != 0;
+    m.tsNs = st.int64(0);
+    m.deviceType = static_cast<int>(st.int64(1));
+    m.deviceId = static_cast<int>(st.int64(2));
+    m.totalAllocated = st.int64(3);
+    m.totalReserved = st.int64(4);
+    if (!totalsOnly) {
+      m.addr = st.int64(5);
+      m.bytes = st.int64(6);
+      m.outOfMemory = st.int64(7) != 0;
+    }
     fn(m);
   }
 }

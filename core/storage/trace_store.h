@@ -83,15 +83,17 @@ class TraceStore {
   // Every event of a track in start order (then end descending), streamed: chunks are merged as
   // the walk reaches them, so memory stays bounded whatever the track size.
   void forEachEvent(Id trackId, const std::function<void(const Event&)>& fn, bool withArgs = true);
-  // The same walk, in the same order, without building an Event: fn gets the decoded chunk, the
-  // event's index in it and the chunk id (EventChunk::eventId makes the event id). String columns
-  // are ids (stringView). For analyses that read millions of events.
-  void forEachEventRef(Id trackId, const std::function<void(const EventChunk&, std::size_t, Id)>& fn);
+  // The same walk, in the same order, without building an Event: fn gets a decoded chunk, a run of
+  // consecutive indices [begin, end) in it that come next, and the chunk id (EventChunk::eventId
+  // makes an event id). String columns are ids (stringView). For analyses that read millions of events.
+  void forEachEventRef(Id trackId, const std::function<void(const EventChunk&, std::size_t begin, std::size_t end, Id)>& fn);
   std::vector<CounterSample> counterSamples(Id trackId);
   std::vector<Flow> flows(Id rankId);
   std::vector<MemoryEvent> memoryEvents(Id rankId);
-  // The same records in the same order (time, then id), streamed: nothing is kept.
-  void forEachMemoryEvent(Id rankId, const std::function<void(const MemoryEvent&)>& fn);
+  // The same records in the same order (time, then id), streamed: nothing is kept. With totalsOnly
+  // only the time, device and running totals are read (addr, bytes, outOfMemory stay 0): a third
+  // cheaper, for peak searches.
+  void forEachMemoryEvent(Id rankId, const std::function<void(const MemoryEvent&)>& fn, bool totalsOnly = false);
 
   RunSummary summary(Id runId);
 
