@@ -266,11 +266,19 @@ int main(int argc, char** argv) {
     o.db = (dir / "bench_analyze.db").string();
     for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(o.db + suffix);
     t0 = std::chrono::steady_clock::now();
-    {
-      core::TraceStore store(o.db);
-      const auto res = core::importKineto(store, files);
-      o.run = res.runIds.at(0);
+    // In a child too: the import's memory must not be inherited by the children that measure.
+    Figures imported;
+    const bool importedOk = inChild(
+        [&](Figures& f) {
+          core::TraceStore store(o.db);
+          f.emplace_back("run", static_cast<double>(core::importKineto(store, files).runIds.at(0)));
+        },
+        imported);
+    if (!importedOk || imported.empty()) {
+      std::fprintf(stderr, "bench_analyze: the import failed\n");
+      return 1;
     }
+    o.run = static_cast<core::Id>(imported.front().second);
     std::printf("imported them as run %lld in %.1f s\n", static_cast<long long>(o.run), msSince(t0) / 1000.0);
     if (!o.keep)
       for (const auto& f : files) fs::remove(f);
