@@ -259,7 +259,7 @@ class TestRunConfig : public QObject {
     QTest::newRow("below min") << "--world-size" << "0" << "--world-size: must be at least 1 (got 0)";
     QTest::newRow("bad bool") << "--capture" << "maybe" << "--capture: expected true or false (got 'maybe')";
     QTest::newRow("bad choice") << "--optimizer" << "adam" << "--optimizer: must be adamw or sgd (got 'adam')";
-    QTest::newRow("bad model") << "--model" << "qwen3-7b" << "--model: must be tiny, small, medium";
+    QTest::newRow("bad model") << "--model" << "qwen3-7b" << "--model: must be tiny, odd, small, medium";
     QTest::newRow("bad strategy") << "--strategy" << "zero4" << "--strategy: must be one of ddp|zero1";
     QTest::newRow("negative size") << "--reduce-bucket-size" << "-5" << "--reduce-bucket-size: must be at least 1";
     QTest::newRow("nan") << "--lr" << "nan" << "--lr: expected a number";
@@ -364,7 +364,7 @@ class TestRunConfig : public QObject {
     QVERIFY(contains(errorOf([&] { validate(c); }), "seq_len (--seq-len): must be at least 2 (got 1)"));
     c = RunConfig{};
     c.model = "gpt2";
-    QVERIFY(contains(errorOf([&] { validate(c); }), "model (--model): must be tiny, small, medium, llama3-8b, qwen3-8b or qwen2.5-7b (got \"gpt2\")"));
+    QVERIFY(contains(errorOf([&] { validate(c); }), "model (--model): must be tiny, odd, small, medium, llama3-8b, llama3-70b, qwen3-8b or qwen2.5-7b (got \"gpt2\")"));
     c = RunConfig{};
     c.worldSize = 0;
     QVERIFY(contains(errorOf([&] { validate(c); }), "world_size (--world-size): must be at least 1 (got 0)"));
