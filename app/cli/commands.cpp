@@ -395,6 +395,11 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         x.set("step", p.step ? JsonValue::number(*p.step) : JsonValue());
         x.set("operation", JsonValue::string(p.operation));
         x.set("annotation", JsonValue::string(p.annotation));
+        if (!p.breakdown.empty()) {
+          JsonValue bd = JsonValue::object();
+          for (const auto& [cat, bytes] : p.breakdown) bd.set(cat, JsonValue::number(bytes));
+          x.set("breakdown_at_peak", std::move(bd));
+        }
         mj.push(std::move(x));
       }
       rj.set("memory_peaks", std::move(mj));
@@ -551,6 +556,12 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
                       human(static_cast<double>(p.peakReservedBytes), "B").c_str(),
                       p.step ? std::to_string(*p.step).c_str() : "-", what.empty() ? "-" : what.c_str());
         std::cout << line;
+        if (!p.breakdown.empty()) {
+          std::string bd = "        at the peak:";
+          for (const auto& [cat, bytes] : p.breakdown) bd += " " + cat + " " + human(static_cast<double>(bytes), "B") + ",";
+          bd.pop_back();
+          std::cout << bd << "\n";
+        }
       }
     }
     for (const auto& r : f.ranks)

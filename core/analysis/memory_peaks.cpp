@@ -82,6 +82,12 @@ std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, Id runId) {
           }
         }
       }
+      // The runtime stores its allocator's breakdown at the peak (CPU allocator: device type 0).
+      if (summary.run.source == RunSource::Runtime && p.deviceType == 0) {
+        for (const char* cat : {"parameters", "gradients", "optimizer_state", "activations", "comm_buffers", "other"})
+          if (auto v = store.metric(runId, rank.id, std::string("peak_breakdown.") + cat))
+            p.breakdown.emplace_back(cat, static_cast<std::int64_t>(*v));
+      }
       out.push_back(p);
     }
   }

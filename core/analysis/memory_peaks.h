@@ -21,6 +21,10 @@ struct MemoryPeak {
   std::optional<std::int64_t> step;  // the rank's step window containing the allocated peak
   std::string operation;             // innermost CPU operation running at the allocated peak
   std::string annotation;            // innermost user annotation (e.g. "## forward ##") at that moment
+  // Runtime runs: live bytes per category at the allocated peak, as the runtime's counting allocator
+  // measured them (parameters, gradients, optimizer_state, activations, comm_buffers, other; they sum
+  // to peakAllocatedBytes). Empty for imported traces.
+  std::vector<std::pair<std::string, std::int64_t>> breakdown;
 };
 
 // One entry per (rank, device) with memory records, ordered by rank then device.

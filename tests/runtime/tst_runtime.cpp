@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/analysis/memory_peaks.h"
 #include "core/storage/trace_store.h"
 #include "tests/common/test_support.h"
 
@@ -326,6 +327,17 @@ class TestRuntime : public QObject {
       QVERIFY(!store.memoryEvents(r.id).empty());
       QVERIFY(store.metric(*fsdpRun, r.id, "peak_allocated_bytes").value_or(0) > 0);
       QVERIFY(store.metric(*fsdpRun, r.id, "peak_breakdown.activations").value_or(0) > 0);
+    }
+    // The memory analysis finds the same peak as the allocator and attaches its breakdown.
+    const auto peaks = core::computeMemoryPeaks(store, *fsdpRun);
+    QCOMPARE(static_cast<int>(peaks.size()), 2);
+    for (const auto& p : peaks) {
+      std::int64_t sumBytes = 0;
+      for (const auto& [cat, bytes] : p.breakdown) sumBytes += bytes;
+      QCOMPARE(static_cast<int>(p.breakdown.size()), 6);
+      QCOMPARE(sumBytes, p.peakAllocatedBytes);
+      QVERIFY(p.step.has_value());
+      QVERIFY2(!p.operation.empty(), "no operation at the peak");
     }
   }
 
