@@ -1,0 +1,584 @@
+#include "ui/pages/communication_page.h"
+
+#include <QComboBox>
+#include <QFont>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QTableView>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "core/analysis/run_analysis.h"
+#include "ui/charts/chart_style.h"
+#include "ui/charts/qcp.h"
+#include "ui/common/background.h"
+
+namespace shardscope::ui {
+
+// What the background task hands over.
+struct CommunicationPage::Loaded {
+  core::Id runId = 0;
+  std::vector<std::pair<core::Id, QString>> names;  // every run of the selection
+  QString info;                                      // "fsdp · runtime · 2 ranks · completed"
+  std::vector<core::CollectiveStats> collectives;
+  std::vector<core::StepBreakdown> steps;
+  std::vector<BottleneckRow> bottlenecks;
+};
+
+namespace {
+
+constexpr std::size_t kBottleneckLimit = 50;
+
+const QColor kExposedColor(0xd6, 0x4f, 0x3f);
+const QColor kOverlappedColor(0x9c, 0xb8, 0xd9);
+const QColor kOverlapLineColor(0x1d, 0x4e, 0x89);
+
+QLabel* sectionTitle(const QString& text) {
+  auto* l = new QLabel(text);
+  QFont f = l->font();
+  f.setBold(true);
+  f.setPointSizeF(f.pointSizeF() * 1.05);
+  l->setFont(f);
+  return l;
+}
+
+QTableView* makeTable(QAbstractItemModel* model) {
+  auto* v = new QTableView;
+  v->setModel(model);
+  v->setSortingEnabled(true);
+  v->setSelectionBehavior(QAbstractItemView::SelectRows);
+  v->setSelectionMode(QAbstractItemView::SingleSelection);
+  v->setAlternatingRowColors(true);
+  v->setWordWrap(false);
+  v->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  v->verticalHeader()->setVisible(false);
+  v->verticalHeader()->setDefaultSectionSize(v->fontMetrics().height() + 8);
+  v->horizontalHeader()->setHighlightSections(false);
+  v->horizontalHeader()->setStretchLastSection(false);
+  v->horizontalHeader()->setDefaultAlignment(Qt::AlignRight | Qt::AlignVCenter);
+  v->setShowGrid(false);
+  return v;
+}
+
+// The event a bottleneck is, looked up on its rank's device lanes (Bottleneck does not carry its id).
+core::Id findEventId(core::TraceStore& store, const std::vector<core::Rank>& ranks,
+                     const std::vector<core::Track>& tracks, const core::Bottleneck& b) {
+  core::Id rankId = 0;
+  for (const auto& r : ranks)
+    if (r.rank == b.rank) rankId = r.id;
+  if (!rankId) return 0;
+  for (const auto& t : tracks) {
+    if (t.rankId != rankId || (t.kind != core::TrackKind::GpuStream && t.kind != core::TrackKind::Comm)) continue;
+    for (const auto& e : store.eventsInWindow(t.id, b.startNs, b.startNs + 1))
+      if (e.startNs == b.startNs && e.endNs - e.startNs == b.durNs && e.collOp == b.op) return e.id;
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommunicationPage::CommunicationPage(QWidget* parent) : Page(parent) {
+  collectives_ = new CollectivesModel(this);
+  proxy_ = new CollectivesFilterProxy(this);
+  proxy_->setSourceModel(collectives_);
+  bottlenecks_ = new BottleneckModel(this);
+  bnProxy_ = new QSortFilterProxyModel(this);
+  bnProxy_->setSourceModel(bottlenecks_);
+  bnProxy_->setSortRole(BottleneckModel::SortRole);
+
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  stack_ = new QStackedWidget;
+  outer->addWidget(stack_);
+
+  placeholder_ = new QLabel(tr("Select a run in the run browser to see its communication."));
+  placeholder_->setAlignment(Qt::AlignCenter);
+  placeholder_->setWordWrap(true);
+  placeholder_->setStyleSheet(QStringLiteral("color: palette(mid); font-size: 11pt;"));
+  stack_->addWidget(placeholder_);
+
+  auto* content = new QWidget;
+  auto* v = new QVBoxLayout(content);
+  v->setContentsMargins(8, 8, 8, 8);
+  v->setSpacing(6);
+  stack_->addWidget(content);
+
+  // Run choice.
+  auto* top = new QHBoxLayout;
+  top->addWidget(new QLabel(tr("Run:")));
+  runCombo_ = new QComboBox;
+  runCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  runCombo_->setMinimumContentsLength(18);
+  runCombo_->setToolTip(tr("The run shown; the first of the selection is the baseline"));
+  top->addWidget(runCombo_);
+  runInfo_ = new QLabel;
+  runInfo_->setStyleSheet(QStringLiteral("color: palette(mid);"));
+  top->addSpacing(8);
+  top->addWidget(runInfo_, 1);
+  v->addLayout(top);
+
+  auto* split = new QSplitter(Qt::Vertical);
+  split->setChildrenCollapsible(false);
+  v->addWidget(split, 1);
+
+  // 1. Collectives table.
+  {
+    auto* w = new QWidget;
+    auto* l = new QVBoxLayout(w);
+    l->setContentsMargins(0, 0, 0, 0);
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(sectionTitle(tr("Collectives")));
+    collCount_ = new QLabel;
+    collCount_->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    bar->addWidget(collCount_);
+    bar->addStretch(1);
+    filter_ = new QLineEdit;
+    filter_->setPlaceholderText(tr("Filter operation or group…"));
+    filter_->setClearButtonEnabled(true);
+    filter_->setMinimumWidth(200);
+    bar->addWidget(filter_);
+    bar->addWidget(new QLabel(tr("Operation:")));
+    opCombo_ = new QComboBox;
+    opCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    bar->addWidget(opCombo_);
+    bar->addWidget(new QLabel(tr("Group:")));
+    groupCombo_ = new QComboBox;
+    groupCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    bar->addWidget(groupCombo_);
+    l->addLayout(bar);
+    collView_ = makeTable(proxy_);
+    collView_->sortByColumn(CollectivesModel::Total, Qt::DescendingOrder);
+    l->addWidget(collView_, 1);
+    split->addWidget(w);
+  }
+
+  // 2. Per-step chart.
+  {
+    auto* w = new QWidget;
+    auto* l = new QVBoxLayout(w);
+    l->setContentsMargins(0, 0, 0, 0);
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(sectionTitle(tr("Overlap and exposed communication per step")));
+    chartNote_ = new QLabel;
+    chartNote_->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    bar->addWidget(chartNote_);
+    bar->addStretch(1);
+    bar->addWidget(new QLabel(tr("Ranks:")));
+    rankCombo_ = new QComboBox;
+    rankCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    bar->addWidget(rankCombo_);
+    l->addLayout(bar);
+
+    chart_ = new QCustomPlot;
+    chart_->setMinimumHeight(180);
+    charts::applyPlotStyle(chart_);
+    chart_->xAxis->setLabel(tr("Step"));
+    chart_->yAxis->setLabel(tr("Communication (ms)"));
+    chart_->yAxis2->setLabel(tr("Overlap (%)"));
+    chart_->yAxis2->setVisible(true);
+    chart_->yAxis2->setRange(0, 100);
+    QSharedPointer<QCPAxisTickerFixed> steps(new QCPAxisTickerFixed);
+    steps->setTickStep(1.0);
+    steps->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    chart_->xAxis->setTicker(steps);
+    // The right axis looks like the left one.
+    chart_->yAxis2->setTickLabelFont(chart_->yAxis->tickLabelFont());
+    chart_->yAxis2->setLabelFont(chart_->yAxis->labelFont());
+    chart_->yAxis2->setTickLabelColor(chart_->yAxis->tickLabelColor());
+    chart_->yAxis2->setLabelColor(chart_->yAxis->labelColor());
+    chart_->yAxis2->setBasePen(chart_->yAxis->basePen());
+    chart_->yAxis2->setTickPen(chart_->yAxis->tickPen());
+    chart_->yAxis2->setSubTickPen(chart_->yAxis->subTickPen());
+    chart_->yAxis2->grid()->setVisible(false);
+    chart_->xAxis->grid()->setVisible(false);
+    // Legend in its own row above the plot.
+    chart_->legend->setVisible(true);
+    chart_->legend->setBrush(Qt::NoBrush);
+    chart_->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    chart_->legend->setIconSize(14, 10);
+    chart_->axisRect()->insetLayout()->take(chart_->legend);
+    chart_->plotLayout()->insertRow(0);
+    auto* legendRow = new QCPLayoutGrid;
+    chart_->plotLayout()->addElement(0, 0, legendRow);
+    legendRow->addElement(0, 0, chart_->legend);
+    legendRow->addElement(0, 1, new QCPLayoutElement(chart_));  // takes the rest: the legend stays left
+    legendRow->setColumnStretchFactor(0, 0.001);
+    legendRow->setColumnStretchFactor(1, 1);
+    legendRow->setMargins(QMargins(0, 0, 0, 0));
+    chart_->plotLayout()->setRowStretchFactor(0, 0.001);
+    chart_->legend->setMargins(QMargins(4, 2, 4, 0));
+
+    auto* exposed = new QCPBars(chart_->xAxis, chart_->yAxis);
+    exposed->setName(tr("Exposed communication (ms)"));
+    exposed->setPen(QPen(kExposedColor.darker(115)));
+    exposed->setBrush(kExposedColor);
+    exposed->setWidth(0.7);
+    auto* overlapped = new QCPBars(chart_->xAxis, chart_->yAxis);
+    overlapped->setName(tr("Overlapped communication (ms)"));
+    overlapped->setPen(QPen(kOverlappedColor.darker(115)));
+    overlapped->setBrush(kOverlappedColor);
+    overlapped->setWidth(0.7);
+    overlapped->moveAbove(exposed);
+    auto* overlap = chart_->addGraph(chart_->xAxis, chart_->yAxis2);
+    overlap->setName(tr("Overlap (%)"));
+    overlap->setPen(QPen(kOverlapLineColor, 2));
+    overlap->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, kOverlapLineColor, Qt::white, 5));
+    l->addWidget(chart_, 1);
+    split->addWidget(w);
+  }
+
+  // 3. Bottlenecks with their details.
+  {
+    auto* w = new QWidget;
+    auto* l = new QVBoxLayout(w);
+    l->setContentsMargins(0, 0, 0, 0);
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(sectionTitle(tr("Exposed all-gathers and reduce-scatters")));
+    bnCount_ = new QLabel;
+    bnCount_->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    bar->addWidget(bnCount_);
+    bar->addStretch(1);
+    l->addLayout(bar);
+    auto* h = new QSplitter(Qt::Horizontal);
+    h->setChildrenCollapsible(false);
+    bnView_ = makeTable(bnProxy_);
+    bnView_->setToolTip(tr("Double-click a row to show the collective in the timeline"));
+    bnView_->horizontalHeader()->setStretchLastSection(true);  // "Why exposed" takes the room left
+    h->addWidget(bnView_);
+    auto* side = new QWidget;
+    auto* sl = new QVBoxLayout(side);
+    sl->setContentsMargins(0, 0, 0, 0);
+    details_ = new QTextBrowser;
+    details_->setOpenLinks(false);
+    details_->setMinimumWidth(260);
+    sl->addWidget(details_, 1);
+    jumpButton_ = new QPushButton(tr("Show in timeline"));
+    jumpButton_->setEnabled(false);
+    sl->addWidget(jumpButton_, 0, Qt::AlignRight);
+    h->addWidget(side);
+    h->setStretchFactor(0, 3);
+    h->setStretchFactor(1, 2);
+    l->addWidget(h, 1);
+    split->addWidget(w);
+  }
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 3);
+  split->setStretchFactor(2, 4);
+
+  connect(runCombo_, &QComboBox::activated, this, [this](int i) {
+    const core::Id id = runCombo_->itemData(i).toLongLong();
+    if (id != runId_) showRun(id);
+  });
+  connect(filter_, &QLineEdit::textChanged, proxy_, &CollectivesFilterProxy::setText);
+  connect(opCombo_, &QComboBox::currentIndexChanged, this,
+          [this](int) { proxy_->setOperation(opCombo_->currentData().toString()); });
+  connect(groupCombo_, &QComboBox::currentIndexChanged, this,
+          [this](int) { proxy_->setGroup(groupCombo_->currentData().toString()); });
+  auto count = [this] {
+    const int shown = proxy_->rowCount(), all = collectives_->rowCount();
+    collCount_->setText(shown == all ? tr("%n row(s)", nullptr, all) : tr("%1 of %2 rows").arg(shown).arg(all));
+  };
+  connect(proxy_, &QAbstractItemModel::rowsInserted, this, count);
+  connect(proxy_, &QAbstractItemModel::rowsRemoved, this, count);
+  connect(proxy_, &QAbstractItemModel::modelReset, this, count);
+  connect(proxy_, &QAbstractItemModel::layoutChanged, this, count);
+  connect(rankCombo_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i >= 0) setChartRank(rankCombo_->itemData(i).toInt());
+  });
+  connect(bnView_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] { showDetails(); });
+  connect(bnView_, &QTableView::doubleClicked, this,
+          [this](const QModelIndex& idx) { activateBottleneck(sourceRowOfBottleneck(idx)); });
+  connect(jumpButton_, &QPushButton::clicked, this,
+          [this] { activateBottleneck(sourceRowOfBottleneck(bnView_->currentIndex())); });
+
+  stack_->setCurrentWidget(placeholder_);
+}
+
+CommunicationPage::~CommunicationPage() { cancelTask(); }
+
+void CommunicationPage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
+  const core::Id keep = (dbPath == dbPath_ && runs.contains(runId_)) ? runId_ : 0;
+  dbPath_ = dbPath;
+  runs_ = runs;
+  runCombo_->clear();
+  for (core::Id id : runs_) runCombo_->addItem(tr("run %1").arg(id), QVariant::fromValue<qlonglong>(id));
+  runCombo_->setEnabled(runs_.size() > 1);
+  if (dbPath_.isEmpty() || runs_.isEmpty()) {
+    cancelTask();
+    runId_ = 0;
+    collectives_->clear();
+    bottlenecks_->clear();
+    steps_.clear();
+    rebuildFilters();
+    rebuildChart();
+    showDetails();
+    showPlaceholder(dbPath_.isEmpty() ? tr("Open a database to see the communication of its runs.")
+                                      : tr("Select a run in the run browser to see its communication."));
+    return;
+  }
+  showRun(keep ? keep : runs_.front());
+}
+
+void CommunicationPage::showRun(core::Id runId) {
+  runId_ = runId;
+  const int i = runCombo_->findData(QVariant::fromValue<qlonglong>(runId));
+  if (i >= 0) runCombo_->setCurrentIndex(i);
+  load();
+}
+
+void CommunicationPage::cancelTask() {
+  if (task_) {
+    task_->cancel();
+    task_->disconnect(this);
+  }
+  task_.clear();
+}
+
+void CommunicationPage::setBusy(bool b) {
+  Q_EMIT busyChanged(b);
+  if (!b) Q_EMIT progress(100, QString());
+}
+
+void CommunicationPage::showPlaceholder(const QString& text) {
+  placeholder_->setText(text);
+  stack_->setCurrentWidget(placeholder_);
+}
+
+void CommunicationPage::load() {
+  cancelTask();
+  lastError_.clear();
+  const core::Id runId = runId_;
+  const QList<core::Id> runs = runs_;
+  if (stack_->currentWidget() == placeholder_) showPlaceholder(tr("Analysing run %1…").arg(runId));
+  Q_EMIT statusMessage(tr("Analysing the communication of run %1…").arg(runId));
+  Q_EMIT progress(-1, tr("Analysing communication"));
+  task_ = BackgroundTask::start<Loaded>(
+      this, dbPath_,
+      [runId, runs](core::TraceStore& store, core::CancelToken& cancel, const core::ProgressFn&) {
+        Loaded out;
+        out.runId = runId;
+        for (core::Id id : runs) {
+          auto r = store.run(id);
+          out.names.emplace_back(id, r ? QString::fromStdString(r->name) : QString());
+        }
+        const auto run = store.run(runId);
+        if (!run) throw core::Error("run " + std::to_string(runId) + " is not in the database");
+        QStringList info;
+        if (!run->strategy.empty()) info << QString::fromStdString(run->strategy);
+        info << QString::fromUtf8(core::toString(run->source).data(),
+                                  static_cast<qsizetype>(core::toString(run->source).size()));
+        if (run->worldSize > 0) info << QObject::tr("world size %1").arg(run->worldSize);
+        info << QString::fromUtf8(core::toString(run->status).data(),
+                                  static_cast<qsizetype>(core::toString(run->status).size()));
+        out.info = info.join(QStringLiteral(" · "));
+        core::RunAnalysisOptions opts;
+        opts.bottleneckLimit = kBottleneckLimit;
+        core::RunAnalysis a = core::analyzeRun(store, runId, opts, &cancel);
+        out.collectives = std::move(a.collectives);
+        out.steps = std::move(a.steps);
+        const auto ranks = store.ranks(runId);
+        const auto tracks = store.tracks(runId);
+        for (auto& b : a.bottlenecks) {
+          cancel.throwIfCancelled();
+          BottleneckRow row;
+          row.eventId = findEventId(store, ranks, tracks, b);
+          row.b = std::move(b);
+          out.bottlenecks.push_back(std::move(row));
+        }
+        return out;
+      },
+      [this](Loaded loaded) { apply(std::move(loaded)); },
+      [this, runId](const QString& error) {
+        lastError_ = error;
+        showPlaceholder(tr("Could not analyse run %1:\n%2").arg(runId).arg(error));
+        Q_EMIT errorMessage(tr("Communication page: run %1: %2").arg(runId).arg(error));
+      });
+  connect(task_, &BackgroundTask::progress, this, &Page::progress);
+  auto ended = [this] {
+    task_.clear();
+    setBusy(false);
+  };
+  connect(task_, &BackgroundTask::finished, this, ended);
+  connect(task_, &BackgroundTask::failed, this, ended);
+  connect(task_, &BackgroundTask::cancelled, this, ended);
+  setBusy(true);
+}
+
+void CommunicationPage::apply(Loaded loaded) {
+  if (loaded.runId != runId_) return;
+  for (const auto& [id, name] : loaded.names) {
+    const int i = runCombo_->findData(QVariant::fromValue<qlonglong>(id));
+    if (i >= 0 && !name.isEmpty()) runCombo_->setItemText(i, tr("%1 (run %2)").arg(name).arg(id));
+  }
+  runInfo_->setText(loaded.info);
+  collectives_->setRows(std::move(loaded.collectives));
+  bottlenecks_->setRows(std::move(loaded.bottlenecks));
+  steps_ = std::move(loaded.steps);
+  rebuildFilters();
+
+  // Rank choice: keep the current one if the run has it.
+  std::set<int> ranks;
+  for (const auto& s : steps_) ranks.insert(s.rank);
+  const int wanted = chartRank_;
+  {
+    QSignalBlocker block(rankCombo_);
+    rankCombo_->clear();
+    rankCombo_->addItem(ranks.size() > 1 ? tr("Mean over %1 ranks").arg(ranks.size()) : tr("All ranks"), -1);
+    for (int r : ranks) rankCombo_->addItem(tr("Rank %1").arg(r), r);
+    const int i = rankCombo_->findData(wanted);
+    rankCombo_->setCurrentIndex(i >= 0 ? i : 0);
+    chartRank_ = rankCombo_->currentData().toInt();
+  }
+  rebuildChart();
+
+  bnView_->sortByColumn(BottleneckModel::Exposed, Qt::DescendingOrder);
+  bool anyUnit = false;
+  for (const auto& r : bottlenecks_->rows()) anyUnit = anyUnit || !r.b.unit.empty();
+  bnView_->setColumnHidden(BottleneckModel::Unit, !anyUnit);
+  for (QTableView* t : {collView_, bnView_}) {
+    t->resizeColumnsToContents();
+    for (int c = 0; c + (t == bnView_ ? 1 : 0) < t->model()->columnCount(); ++c)
+      t->setColumnWidth(c, std::min(t->columnWidth(c) + 12, 420));
+  }
+  const int n = bottlenecks_->rowCount();
+  bnCount_->setText(n ? tr("%n instance(s), costliest first", nullptr, n) : QString());
+  if (n) bnView_->selectRow(0);
+  showDetails();
+  stack_->setCurrentIndex(1);
+  Q_EMIT statusMessage(tr("Run %1: %n collective row(s)", nullptr, collectives_->rowCount()).arg(runId_));
+}
+
+void CommunicationPage::rebuildFilters() {
+  const QString op = opCombo_->currentData().toString();
+  const QString group = groupCombo_->currentData().toString();
+  for (auto [combo, items, current] : {std::tuple{opCombo_, collectives_->operations(), op},
+                                       std::tuple{groupCombo_, collectives_->groups(), group}}) {
+    QSignalBlocker block(combo);
+    combo->clear();
+    combo->addItem(tr("All"), QString());
+    for (const QString& s : items) combo->addItem(s, s);
+    const int i = combo->findData(current);
+    combo->setCurrentIndex(i >= 0 ? i : 0);
+  }
+  proxy_->setOperation(opCombo_->currentData().toString());
+  proxy_->setGroup(groupCombo_->currentData().toString());
+}
+
+void CommunicationPage::setChartRank(int rank) {
+  chartRank_ = rank;
+  const int i = rankCombo_->findData(rank);
+  if (i >= 0 && rankCombo_->currentIndex() != i) {
+    QSignalBlocker block(rankCombo_);
+    rankCombo_->setCurrentIndex(i);
+  }
+  rebuildChart();
+}
+
+void CommunicationPage::rebuildChart() {
+  series_.clear();
+  bool anyStep = false;
+  for (const auto& s : steps_) anyStep = anyStep || s.step >= 0;
+  // Per step: sums over the chosen ranks (then means), overlap time-weighted.
+  struct Acc {
+    double exposed = 0, overlapped = 0, comm = 0;
+    int n = 0;
+  };
+  std::map<std::int64_t, Acc> acc;
+  for (const auto& s : steps_) {
+    if (anyStep && s.step < 0) continue;
+    if (chartRank_ >= 0 && s.rank != chartRank_) continue;
+    Acc& a = acc[s.step];
+    a.exposed += static_cast<double>(s.exposedCommNs) / 1e6;
+    a.overlapped += static_cast<double>(s.overlappedCommNs) / 1e6;
+    a.comm += static_cast<double>(s.commNs) / 1e6;
+    a.n += 1;
+  }
+  for (const auto& [step, a] : acc) {
+    StepPoint p;
+    p.step = step;
+    p.exposedMs = a.exposed / a.n;
+    p.overlappedMs = a.overlapped / a.n;
+    if (a.comm > 0) p.overlapPct = a.overlapped / a.comm * 100.0;
+    series_.push_back(p);
+  }
+
+  auto* exposed = qobject_cast<QCPBars*>(chart_->plottable(0));
+  auto* overlapped = qobject_cast<QCPBars*>(chart_->plottable(1));
+  QCPGraph* line = chart_->graph(0);
+  QVector<double> x, ex, ov, pct;
+  for (const auto& p : series_) {
+    x << static_cast<double>(anyStep ? p.step : 0);
+    ex << p.exposedMs;
+    ov << p.overlappedMs;
+    pct << (p.overlapPct ? *p.overlapPct : std::nan(""));
+  }
+  exposed->setData(x, ex, true);
+  overlapped->setData(x, ov, true);
+  line->setData(x, pct, true);
+  if (!anyStep && !series_.empty()) {
+    QSharedPointer<QCPAxisTickerText> t(new QCPAxisTickerText);
+    t->addTick(0, tr("whole trace"));
+    chart_->xAxis->setTicker(t);
+    chart_->xAxis->setLabel(QString());
+  } else if (!chart_->xAxis->ticker().dynamicCast<QCPAxisTickerFixed>()) {
+    QSharedPointer<QCPAxisTickerFixed> t(new QCPAxisTickerFixed);
+    t->setTickStep(1.0);
+    t->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    chart_->xAxis->setTicker(t);
+    chart_->xAxis->setLabel(tr("Step"));
+  }
+  if (series_.empty()) {
+    chart_->xAxis->setRange(0, 1);
+    chart_->yAxis->setRange(0, 1);
+  } else {
+    chart_->xAxis->setRange(x.front() - 0.7, x.back() + 0.7);
+    double top = 0;
+    for (int i = 0; i < ex.size(); ++i) top = std::max(top, ex[i] + ov[i]);
+    chart_->yAxis->setRange(0, top > 0 ? top * 1.12 : 1);
+  }
+  QString note;
+  if (steps_.empty()) note = tr("no steps");
+  else if (!anyStep) note = tr("(the trace has no step windows)");
+  else if (chartRank_ < 0 && rankCombo_->count() > 2) note = tr("(mean over ranks; overlap time-weighted)");
+  chartNote_->setText(note);
+  chart_->replot();
+}
+
+int CommunicationPage::sourceRowOfBottleneck(const QModelIndex& viewIndex) const {
+  if (!viewIndex.isValid()) return -1;
+  return bnProxy_->mapToSource(viewIndex).row();
+}
+
+void CommunicationPage::showDetails() {
+  const int row = sourceRowOfBottleneck(bnView_->currentIndex());
+  if (row < 0 || row >= bottlenecks_->rowCount()) {
+    details_->setHtml(bottlenecks_->rowCount() || runId_ == 0
+                          ? tr("<p style='color:gray'>Select a row to see why it is exposed and what to try.</p>")
+                          : tr("<p style='color:gray'>No exposed all-gather or reduce-scatter in this run.</p>"));
+    jumpButton_->setEnabled(false);
+    return;
+  }
+  details_->setHtml(BottleneckModel::detailsHtml(bottlenecks_->rowAt(row)));
+  jumpButton_->setEnabled(true);
+}
+
+void CommunicationPage::activateBottleneck(int row) {
+  if (row < 0 || row >= bottlenecks_->rowCount()) return;
+  const BottleneckRow& r = bottlenecks_->rowAt(row);
+  Q_EMIT jumpToEvent(runId_, r.eventId, r.b.startNs, r.b.startNs + r.b.durNs);
+}
+
+}  // namespace shardscope::ui
