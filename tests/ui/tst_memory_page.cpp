@@ -1,0 +1,381 @@
+// Memory page, offscreen: the peak markers sit exactly on core::computeMemoryPeaks' peaks (plot
+// coordinates), downsampling keeps every peak at every zoom and width, the breakdown stacks sum to the
+// peaks, the peaks model under QAbstractItemModelTester, and an empty database, a run without memory
+// records and a cancelled load handled without a crash.
+#include <QAbstractItemModelTester>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <algorithm>
+
+#include "core/analysis/memory_peaks.h"
+#include "tests/common/test_support.h"
+#include "tests/ui/ui_fixture.h"
+#include "ui/charts/memory_chart.h"
+#include "ui/charts/stacked_bar_chart.h"
+#include "ui/models/memory_peaks_model.h"
+#include "ui/pages/memory_page.h"
+
+using namespace shardscope;
+using ui::charts::MemoryChart;
+
+namespace {
+
+QString qpath(const std::string& p) { return QString::fromStdString(p); }
+
+bool graphHasPoint(const QCPGraph* g, double key, double value) {
+  for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
+    if (it->key == key && it->value == value) return true;
+  return false;
+}
+
+double graphMax(const QCPGraph* g) {
+  double m = 0;
+  for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) m = std::max(m, it->value);
+  return m;
+}
+
+void waitLoaded(ui::MemoryPage& page) { QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 30000); }
+
+}  // namespace
+
+class TestMemoryPage : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void peakMarkersAreCorePeaks() {
+    QTemporaryDir dir;
+    const std::string path = test::pathIn(dir, "m.db");
+    core::Id run = 0;
+    {
+      core::TraceStore store(path);
+      test::RunSpec s;
+      s.ranks = 3;
+      run = test::writeRun(store, s);
+    }
+    ui::MemoryPage page;
+    QCOMPARE(page.pageId(), QString("memory"));
+    page.resize(1200, 800);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    page.setContext(qpath(path), {run});
+    waitLoaded(page);
+    QVERIFY2(page.errorText().isEmpty(), qPrintable(page.errorText()));
+    QVERIFY(page.messageText().isEmpty());
+
+    core::TraceStore store(path, core::Database::Mode::ReadOnly);
+    const auto peaks = core::computeMemoryPeaks(store, run);
+    QCOMPARE(peaks.size(), std::size_t(3));
+    const auto summary = store.summary(run);
+    MemoryChart* chart = page.chart();
+    QCOMPARE(chart->origin(), *summary.startNs);  // 0 ms = the run start
+    QCOMPARE(chart->seriesCount(), 3);
+    QCOMPARE(chart->markerCount(), 3);
+    QCOMPARE(chart->scale().suffix, QString("MiB"));
+    for (const auto& p : peaks) {
+      // The fixture's peak: rank r's is 96 MiB + r MiB, first reached at 62 % of the run.
+      QCOMPARE(p.peakAllocatedBytes, test::peakOf(test::RunSpec{}, p.rank));
+      int found = -1;
+      for (int i = 0; i < chart->markerCount(); ++i)
+        if (chart->markerPeak(i).series == p.rank) found = i;
+      QVERIFY(found >= 0);
+      const QCPItemTracer* t = chart->markerTracer(found);
+      const double x = static_cast<double>(p.allocatedAtNs - *summary.startNs) / 1e6;
+      const double y = static_cast<double>(p.peakAllocatedBytes) / (1024.0 * 1024.0);
+      QCOMPARE(t->position->key(), x);
+      QCOMPARE(t->position->value(), y);
+      QCOMPARE(t->position->type(), QCPItemPosition::ptPlotCoords);
+      QVERIFY(t->visible());
+      // The label says what caused it.
+      const QString label = chart->markerLabel(found)->text();
+      QVERIFY2(label.contains(QString("rank %1").arg(p.rank)), qPrintable(label));
+      QVERIFY2(label.contains(QString("step %1").arg(*p.step)), qPrintable(label));
+      QVERIFY2(label.contains("## forward ##") && label.contains("aten::mm"), qPrintable(label));
+      // The curve passes through the marker.
+      QVERIFY(graphHasPoint(chart->allocatedGraph(p.rank), x, y));
+    }
+    // Labels are placed without overlapping.
+    QTest::qWait(50);
+    std::vector<QRectF> rects;
+    for (int i = 0; i < chart->markerCount(); ++i) {
+      const QCPItemText* l = chart->markerLabel(i);
+      if (!l->visible()) continue;
+      const QPointF tl = l->topLeft->pixelPosition(), br = l->bottomRight->pixelPosition();
+      rects.emplace_back(tl, br);
+    }
+    QVERIFY(!rects.empty());
+    for (std::size_t i = 0; i < rects.size(); ++i)
+      for (std::size_t j = i + 1; j < rects.size(); ++j) QVERIFY(!rects[i].intersects(rects[j]));
+
+    // The peaks table.
+    QCOMPARE(page.peaksModel()->rowCount(), 3);
+    QCOMPARE(page.peaksModel()->data(page.peaksModel()->index(1, ui::MemoryPeaksModel::PeakAllocated), ui::MemoryPeaksModel::RawValueRole).toLongLong(),
+             peaks[1].peakAllocatedBytes);
+
+    // Only reserved shown: the markers are the reserved peaks.
+    page.allocatedCheck()->setChecked(false);
+    page.reservedCheck()->setChecked(true);
+    QCOMPARE(chart->markerCount(), 3);
+    for (int i = 0; i < chart->markerCount(); ++i) {
+      const auto& p = peaks[static_cast<std::size_t>(chart->markerPeak(i).series)];
+      QCOMPARE(chart->markerTracer(i)->position->key(), chart->toPlotX(p.reservedAtNs));
+      QCOMPARE(chart->markerTracer(i)->position->value(), chart->toPlotY(static_cast<double>(p.peakReservedBytes)));
+    }
+    QVERIFY(!chart->allocatedGraph(0)->visible());
+    QVERIFY(chart->reservedGraph(0)->visible());
+  }
+
+  void downsamplingKeepsPeaksAtEveryZoom() {
+    QTemporaryDir dir;
+    const std::string path = test::pathIn(dir, "big.db");
+    core::Id run = 0;
+    test::RunSpec s;
+    s.ranks = 2;
+    s.memorySamples = 120'000;  // far more than pixels
+    s.peakAt = 0.37;
+    {
+      core::TraceStore store(path);
+      run = test::writeRun(store, s);
+    }
+    ui::MemoryPage page;
+    page.resize(900, 700);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    page.setContext(qpath(path), {run});
+    waitLoaded(page);
+    core::TraceStore store(path, core::Database::Mode::ReadOnly);
+    const auto peaks = core::computeMemoryPeaks(store, run);
+    MemoryChart* chart = page.chart();
+    // Compact storage: 16 bytes per record (plus the reserved change points).
+    QVERIFY(chart->sampleBytes() <= std::size_t(2 * s.memorySamples + 16) * 16 * 2);
+
+    auto check = [&](const char* what) {
+      const QCPRange r = chart->xAxis->range();
+      for (const auto& p : peaks) {
+        const QCPGraph* g = chart->allocatedGraph(p.rank);
+        QVERIFY2(g->dataCount() <= chart->bucketCount() + 3, what);
+        const double x = chart->toPlotX(p.allocatedAtNs), y = chart->toPlotY(static_cast<double>(p.peakAllocatedBytes));
+        if (x < r.lower || x > r.upper) continue;
+        QVERIFY2(graphHasPoint(g, x, y), qPrintable(QString("%1: rank %2 peak lost in [%3, %4]").arg(what).arg(p.rank).arg(r.lower).arg(r.upper)));
+        QCOMPARE(graphMax(g), y);
+      }
+    };
+    chart->rebucket();
+    check("full range");
+    const double px = chart->toPlotX(peaks[0].allocatedAtNs);
+    const double full = chart->xAxis->range().size();
+    // Zoom in around the peak, step by step, down to a few µs; re-bucketing goes through the
+    // range-changed signal (queued), as with the mouse wheel.
+    int zooms = 0;
+    for (double w = full / 2; w > 0.004; w /= 3) {
+      for (double off : {0.5, 0.1, 0.9}) {
+        QSignalSpy rebucketed(chart, &MemoryChart::viewChanged);
+        chart->xAxis->setRange(px - w * off, px + w * (1 - off));
+        QVERIFY(rebucketed.wait(5000));
+        ++zooms;
+        check(qPrintable(QString("zoom width %1 ms").arg(w)));
+      }
+    }
+    QVERIFY(zooms >= 20);
+    // A narrower widget: fewer buckets, the peak still there.
+    page.resize(500, 600);
+    QTest::qWait(50);
+    chart->resetZoom();
+    chart->rebucket();
+    check("narrow widget");
+    // Pan: the window clamps to the run.
+    chart->xAxis->setRange(-500, -100);
+    QVERIFY(chart->xAxis->range().lower >= 0);
+    chart->xAxis->setRange(full * 10, full * 10 + 50);
+    QVERIFY(chart->xAxis->range().upper <= full + 1e-6);
+    chart->resetZoom();
+    QCOMPARE(chart->xAxis->range().lower, 0.0);
+    // Zoom to a peak from the table.
+    chart->zoomTo(peaks[1].allocatedAtNs - 1'000'000, peaks[1].allocatedAtNs + 1'000'000);
+    chart->rebucket();
+    check("zoomTo");
+  }
+
+  void breakdownSumsToThePeak() {
+    QTemporaryDir dir;
+    const std::string path = test::pathIn(dir, "b.db");
+    core::Id run = 0;
+    {
+      core::TraceStore store(path);
+      test::RunSpec s;
+      s.ranks = 4;
+      run = test::writeRun(store, s);
+    }
+    ui::MemoryPage page;
+    page.resize(1200, 800);
+    page.show();
+    page.setContext(qpath(path), {run});
+    waitLoaded(page);
+    core::TraceStore store(path, core::Database::Mode::ReadOnly);
+    const auto peaks = core::computeMemoryPeaks(store, run);
+    QVERIFY(page.breakdownShown());
+    auto* b = page.breakdownChart();
+    QCOMPARE(b->groupCount(), 4);
+    QCOMPARE(b->categoryCount(), 6);
+    for (int g = 0; g < 4; ++g) {
+      std::int64_t sum = 0;
+      for (const auto& [cat, bytes] : peaks[static_cast<std::size_t>(g)].breakdown) sum += bytes;
+      QCOMPARE(sum, peaks[static_cast<std::size_t>(g)].peakAllocatedBytes);
+      QCOMPARE(b->totalBytes(g), peaks[static_cast<std::size_t>(g)].peakAllocatedBytes);
+      const double plotted = b->plottedTotal(g) * b->scale().factor;
+      QVERIFY(std::abs(plotted - static_cast<double>(peaks[static_cast<std::size_t>(g)].peakAllocatedBytes)) < 1.0);
+    }
+    // The stacked layers are the categories in order, parameters at the bottom.
+    QCOMPARE(b->bars(0)->name(), QString("parameters"));
+    QCOMPARE(b->bars(1)->barBelow(), b->bars(0));
+    // Model-state bytes per rank.
+    QTableWidget* ms = page.modelStateTable();
+    QVERIFY(!ms->isHidden());
+    QCOMPARE(ms->rowCount(), 4);
+    QCOMPARE(ms->item(1, 1)->text(), QString("8.0 MiB"));  // rank 1: parameters 16 MiB / 2
+    QCOMPARE(ms->item(0, 5)->text(), QString("64.0 MiB"));
+  }
+
+  void peaksModelUnderTester() {
+    ui::MemoryPeaksModel m;
+    QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    core::MemoryPeak p;
+    p.rank = 1;
+    p.deviceType = 1;
+    p.deviceId = 1;
+    p.peakAllocatedBytes = 3ll << 30;
+    p.allocatedAtNs = 1'500'000 + 1000;
+    p.peakReservedBytes = 4ll << 30;
+    p.reservedAtNs = 2'000'000 + 1000;
+    p.step = 7;
+    p.operation = "aten::mm";
+    p.annotation = "## backward ##";
+    m.setPeaks({p, p}, 1000);
+    QCOMPARE(m.rowCount(), 2);
+    QCOMPARE(m.data(m.index(0, ui::MemoryPeaksModel::Device)).toString(), QString("cuda:1"));
+    QCOMPARE(m.data(m.index(0, ui::MemoryPeaksModel::PeakAllocated)).toString(), QString("3.00 GiB"));
+    QCOMPARE(m.data(m.index(0, ui::MemoryPeaksModel::AllocatedAt)).toString(), QString("1.500"));
+    QCOMPARE(m.data(m.index(0, ui::MemoryPeaksModel::Step)).toLongLong(), 7ll);
+    QCOMPARE(m.data(m.index(0, ui::MemoryPeaksModel::Phase)).toString(), QString("## backward ##"));
+    m.clear();
+    QCOMPARE(m.rowCount(), 0);
+  }
+
+  void runWithoutMemoryRecords() {
+    QTemporaryDir dir;
+    const std::string path = test::pathIn(dir, "n.db");
+    core::Id run = 0, imported = 0;
+    {
+      core::TraceStore store(path);
+      test::RunSpec s;
+      s.memorySamples = 0;
+      s.breakdown = false;
+      run = test::writeRun(store, s);
+      test::RunSpec k;
+      k.name = "imported";
+      k.source = core::RunSource::Kineto;
+      k.breakdown = false;
+      imported = test::writeRun(store, k);
+    }
+    ui::MemoryPage page;
+    page.resize(900, 700);
+    page.show();
+    page.setContext(qpath(path), {run, imported});
+    waitLoaded(page);
+    QVERIFY2(page.messageText().contains("no memory records"), qPrintable(page.messageText()));
+    QCOMPARE(page.chart()->markerCount(), 0);
+    QCOMPARE(page.peaksModel()->rowCount(), 0);
+    QVERIFY(!page.breakdownShown());
+    // The other run of the context, picked in the page: an imported trace, curves but no breakdown.
+    QCOMPARE(page.runCombo()->count(), 2);
+    page.showRun(1);
+    waitLoaded(page);
+    QCOMPARE(page.currentRun(), imported);
+    QVERIFY(page.messageText().isEmpty());
+    QCOMPARE(page.chart()->markerCount(), 2);
+    QVERIFY(!page.breakdownShown());
+    QVERIFY(page.modelStateTable()->isHidden());
+  }
+
+  void emptyDatabaseAndMissingRun() {
+    QTemporaryDir dir;
+    const std::string path = test::pathIn(dir, "empty.db");
+    { core::TraceStore store(path); }
+    ui::MemoryPage page;
+    page.setContext(qpath(path), {});
+    QVERIFY(!page.busy());
+    QVERIFY(!page.messageText().isEmpty());
+    QSignalSpy errors(&page, &ui::Page::errorMessage);
+    page.setContext(qpath(path), {7});
+    waitLoaded(page);
+    QVERIFY2(page.errorText().contains("no run with id 7"), qPrintable(page.errorText()));
+    QCOMPARE(errors.size(), 1);
+    QVERIFY(page.messageText().contains("no run with id 7"));
+    page.setContext(QString(), {});
+    QVERIFY(!page.busy());
+  }
+
+  void cancelledLoad() {
+    QTemporaryDir dir;
+    const std::string path = test::pathIn(dir, "c.db");
+    core::Id run = 0, other = 0;
+    {
+      core::TraceStore store(path);
+      test::RunSpec s;
+      s.memorySamples = 50'000;
+      run = test::writeRun(store, s);
+      s.name = "other";
+      other = test::writeRun(store, s);
+    }
+    ui::MemoryPage page;
+    page.resize(900, 700);
+    page.show();
+    page.setContext(qpath(path), {run});
+    QVERIFY(page.busy());
+    page.cancelLoad();
+    QVERIFY(!page.busy());
+    QTest::qWait(500);
+    QVERIFY(page.data() == nullptr);
+    QCOMPARE(page.chart()->seriesCount(), 0);
+    QVERIFY(page.messageText().contains("cancelled"));
+    // Changing the context mid-load cancels the first load; only the second is shown.
+    page.setContext(qpath(path), {run, other});
+    page.showRun(1);
+    waitLoaded(page);
+    QCOMPARE(page.data()->run.id, other);
+    QCOMPARE(page.chart()->seriesCount(), 2);
+    // Destroyed while loading.
+    auto* p = new ui::MemoryPage;
+    p->setContext(qpath(path), {run});
+    delete p;
+    QTest::qWait(200);
+  }
+
+  void loadStreamsAndCancels() {
+    QTemporaryDir dir;
+    const std::string path = test::pathIn(dir, "l.db");
+    core::Id run = 0;
+    {
+      core::TraceStore store(path);
+      test::RunSpec s;
+      s.memorySamples = 70'000;
+      run = test::writeRun(store, s);
+    }
+    core::TraceStore store(path, core::Database::Mode::ReadOnly);
+    const auto d = ui::loadMemoryRun(store, run, {run});
+    QCOMPARE(d.series.size(), std::size_t(2));
+    QCOMPARE(d.records, std::uint64_t(2 * 70'001));  // the fixture adds the peak record
+    QCOMPARE(d.series[0].allocated.size(), std::size_t(70'001));
+    QVERIFY(d.series[0].reserved.size() < d.series[0].allocated.size() / 10);  // change points only
+    QCOMPARE(d.runNames.size(), std::size_t(1));
+    core::CancelToken cancel;
+    cancel.cancel();
+    QVERIFY_THROWS_EXCEPTION(core::Cancelled, ui::loadMemoryRun(store, run, {run}, &cancel));
+  }
+};
+
+QTEST_MAIN(TestMemoryPage)
+#include "tst_memory_page.moc"

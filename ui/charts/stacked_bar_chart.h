@@ -1,0 +1,48 @@
+#pragma once
+// Stacked bars of byte amounts (QCustomPlot QCPBars stacked with moveAbove): one bar per group (e.g.
+// a rank), one layer per category (parameters, gradients, ...), the total written above each bar
+// and a legend of the categories beside the plot.
+#include <QColor>
+#include <QString>
+#include <QStringList>
+
+#include <cstdint>
+#include <vector>
+
+#include "ui/charts/chart_style.h"
+#include "ui/charts/qcp.h"
+
+namespace shardscope::ui::charts {
+
+class StackedBarChart : public QCustomPlot {
+  Q_OBJECT
+
+ public:
+  struct Category {
+    QString name;
+    QColor color;
+    std::vector<std::int64_t> bytes;  // one per group
+  };
+
+  explicit StackedBarChart(QWidget* parent = nullptr);
+
+  void setStacks(const QString& title, const QStringList& groups, const std::vector<Category>& categories);
+  void clearStacks(const QString& title);
+
+  const ByteScale& scale() const { return scale_; }
+  int groupCount() const { return static_cast<int>(totals_.size()); }
+  int categoryCount() const { return static_cast<int>(bars_.size()); }
+  QCPBars* bars(int category) const { return bars_.at(static_cast<std::size_t>(category)); }
+  // The plotted height of group g's stack (sum of its layers, in scale() units) and its exact bytes.
+  double plottedTotal(int group) const;
+  std::int64_t totalBytes(int group) const { return totals_.at(static_cast<std::size_t>(group)); }
+
+ private:
+  QCPTextElement* title_ = nullptr;
+  std::vector<QCPBars*> bars_;
+  std::vector<QCPItemText*> labels_;
+  std::vector<std::int64_t> totals_;
+  ByteScale scale_;
+};
+
+}  // namespace shardscope::ui::charts

@@ -1,0 +1,383 @@
+#include "ui/pages/compare_page.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
+#include <QComboBox>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenu>
+#include <QPainter>
+#include <QScrollBar>
+#include <QSplitter>
+#include <QStyledItemDelegate>
+#include <QTableView>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+#include "ui/charts/bar_chart.h"
+#include "ui/charts/chart_style.h"
+#include "ui/common/background.h"
+#include "ui/models/comparison_model.h"
+
+namespace shardscope::ui {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Paints a comparison cell as "value  (delta)": the value in the cell's font (bold for the best run),
+// the delta right-aligned in a fixed slot, green when better, red when worse, grey when unchanged.
+class ComparisonDelegate : public QStyledItemDelegate {
+ public:
+  using QStyledItemDelegate::QStyledItemDelegate;
+
+  void paint(QPainter* painter, const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+    if (index.column() == 0) {
+      QStyledItemDelegate::paint(painter, option, index);
+      return;
+    }
+    QStyleOptionViewItem opt = option;
+    initStyleOption(&opt, index);
+    const QString value = index.data(ComparisonModel::ValueTextRole).toString();
+    const QString delta = index.data(ComparisonModel::DeltaTextRole).toString();
+    opt.text.clear();
+    const QWidget* w = opt.widget;
+    QStyle* style = w ? w->style() : QApplication::style();
+    style->drawControl(QStyle::CE_ItemViewItem, &opt, painter, w);
+
+    painter->save();
+    const bool selected = opt.state & QStyle::State_Selected;
+    const QRect r = opt.rect.adjusted(6, 0, -8, 0);
+    const int slot = deltaSlot(opt.font);
+    painter->setFont(opt.font);
+    QColor valueColor = selected ? opt.palette.color(QPalette::HighlightedText) : opt.palette.color(QPalette::Text);
+    if (const QVariant fg = index.data(Qt::ForegroundRole); fg.isValid()) valueColor = index.data(Qt::ForegroundRole).value<QBrush>().color();
+    painter->setPen(valueColor);
+    QRect valueRect = r;
+    if (!isBaselineColumn(index)) valueRect.setRight(r.right() - slot - 6);
+    painter->drawText(valueRect, Qt::AlignRight | Qt::AlignVCenter, value);
+    if (!delta.isEmpty()) {
+      QColor c = charts::mutedTextColor();
+      switch (static_cast<ComparisonModel::DeltaState>(index.data(ComparisonModel::DeltaStateRole).toInt())) {
+        case ComparisonModel::DeltaState::Better: c = charts::betterColor(); break;
+        case ComparisonModel::DeltaState::Worse: c = charts::worseColor(); break;
+        default: break;
+      }
+      if (selected) c = opt.palette.color(QPalette::HighlightedText);
+      QFont f = opt.font;
+      f.setBold(false);
+      painter->setFont(f);
+      painter->setPen(c);
+      painter->drawText(r, Qt::AlignRight | Qt::AlignVCenter, delta);
+    }
+    painter->restore();
+  }
+
+  QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+    QSize s = QStyledItemDelegate::sizeHint(option, index);
+    if (index.column() == 0) return s + QSize(12, 6);
+    QFont f = option.font;
+    f.setBold(true);
+    const QFontMetrics fm(f);
+    const int w = fm.horizontalAdvance(index.data(ComparisonModel::ValueTextRole).toString()) + deltaSlot(f) + 28;
+    return {std::max(s.width(), w), s.height() + 6};
+  }
+
+ private:
+  static int deltaSlot(const QFont& font) { return QFontMetrics(font).horizontalAdvance(QStringLiteral("(+8,888.8%)")); }
+  static bool isBaselineColumn(const QModelIndex& index) {
+    const auto* m = qobject_cast<const ComparisonModel*>(index.model());
+    return m && static_cast<std::size_t>(index.column() - 1) == m->baseline();
+  }
+};
+
+struct ChartSpec {
+  const char* key;
+  const char* title;
+  const char* empty;  // why there can be no value
+};
+constexpr ChartSpec kCharts[] = {
+    {"step_time_ms", QT_TRANSLATE_NOOP("ComparePage", "Step time"), QT_TRANSLATE_NOOP("ComparePage", "No steps in these runs")},
+    {core::metric_keys::kTokensPerSecond, QT_TRANSLATE_NOOP("ComparePage", "Throughput"),
+     QT_TRANSLATE_NOOP("ComparePage", "Throughput is measured by Shardscope's runtime;\nimported traces do not record it")},
+    {"peak_allocated_gib", QT_TRANSLATE_NOOP("ComparePage", "Peak memory allocated (max over ranks)"),
+     QT_TRANSLATE_NOOP("ComparePage", "No memory records in these runs\n(torch.profiler records them with profile_memory=True)")},
+    {"exposed_comm_pct", QT_TRANSLATE_NOOP("ComparePage", "Exposed communication"),
+     QT_TRANSLATE_NOOP("ComparePage", "No steps in these runs")},
+};
+
+}  // namespace
+
+ComparePage::ComparePage(QWidget* parent) : Page(parent), model_(new ComparisonModel(this)) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(8, 8, 8, 8);
+  layout->setSpacing(6);
+
+  auto* bar = new QHBoxLayout;
+  auto* baselineLabel = new QLabel(tr("Baseline:"), this);
+  baseline_ = new QComboBox(this);
+  baseline_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  baseline_->setToolTip(tr("Deltas are computed against this run"));
+  baselineLabel->setBuddy(baseline_);
+  copyButton_ = new QToolButton(this);
+  copyButton_->setText(tr("Copy as CSV"));
+  copyButton_->setToolTip(tr("Copy the comparison table as CSV (Ctrl+C)"));
+  bar->addWidget(baselineLabel);
+  bar->addWidget(baseline_);
+  bar->addStretch(1);
+  bar->addWidget(copyButton_);
+  layout->addLayout(bar);
+
+  note_ = new QLabel(this);
+  note_->setWordWrap(true);
+  note_->setStyleSheet(QStringLiteral("QLabel { background: #fff8e1; border: 1px solid #f0d999; border-radius: 3px; padding: 6px; color: #5d4b00; }"));
+  layout->addWidget(note_);
+  errorLabel_ = new QLabel(this);
+  errorLabel_->setWordWrap(true);
+  errorLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  errorLabel_->setStyleSheet(QStringLiteral("QLabel { background: #fdecea; border: 1px solid #f5c2c0; border-radius: 3px; padding: 6px; color: #8a1c1c; }"));
+  errorLabel_->hide();
+  layout->addWidget(errorLabel_);
+
+  splitter_ = new QSplitter(Qt::Vertical, this);
+  table_ = new QTableView(splitter_);
+  table_->setModel(model_);
+  table_->setItemDelegate(new ComparisonDelegate(table_));
+  table_->verticalHeader()->hide();
+  table_->setAlternatingRowColors(true);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setContextMenuPolicy(Qt::CustomContextMenu);
+  table_->setWordWrap(false);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->horizontalHeader()->setStretchLastSection(false);
+  table_->horizontalHeader()->setMinimumSectionSize(110);
+  table_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  splitter_->addWidget(table_);
+
+  chartPanel_ = new QWidget(splitter_);
+  auto* grid = new QGridLayout(chartPanel_);
+  grid->setContentsMargins(0, 0, 0, 0);
+  grid->setSpacing(6);
+  int i = 0;
+  for (const auto& spec : kCharts) {
+    auto* chart = new charts::BarChart(chartPanel_);
+    chart->clearBars(tr(spec.title), QStringLiteral(" "));
+    grid->addWidget(chart, i / 2, i % 2);
+    charts_.push_back(chart);
+    ++i;
+  }
+  splitter_->addWidget(chartPanel_);
+  splitter_->setStretchFactor(0, 2);
+  splitter_->setStretchFactor(1, 3);
+  layout->addWidget(splitter_, 1);
+
+  auto* copy = new QAction(tr("Copy table as CSV"), this);
+  copy->setShortcut(QKeySequence::Copy);
+  copy->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  addAction(copy);
+  connect(copy, &QAction::triggered, this, &ComparePage::copyCsv);
+  connect(copyButton_, &QToolButton::clicked, this, &ComparePage::copyCsv);
+  connect(table_, &QTableView::customContextMenuRequested, this, &ComparePage::showContextMenu);
+  connect(baseline_, &QComboBox::currentIndexChanged, this, [this](int index) {
+    if (index >= 0 && !model_->isEmpty()) model_->setBaseline(static_cast<std::size_t>(index));
+  });
+  updateNote();
+}
+
+ComparePage::~ComparePage() {
+  if (task_) {
+    task_->cancel();
+    task_->wait(2000);
+  }
+}
+
+void ComparePage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
+  if (dbPath == dbPath_ && runs == runs_ && (loaded_ || busy())) return;
+  dbPath_ = dbPath;
+  runs_ = runs;
+  reload();
+}
+
+void ComparePage::reload() {
+  if (task_) task_->cancel();
+  task_ = nullptr;
+  ++generation_;
+  loaded_ = false;
+  error_.clear();
+  errorLabel_->hide();
+  {
+    const QSignalBlocker block(baseline_);
+    baseline_->clear();
+  }
+  model_->clear();
+  updateCharts();
+  updateNote();
+  if (dbPath_.isEmpty() || runs_.isEmpty()) {
+    setBusy(false);
+    return;
+  }
+  start();
+}
+
+void ComparePage::start() {
+  const std::vector<core::Id> ids(runs_.begin(), runs_.end());
+  const unsigned generation = generation_;
+  task_ = BackgroundTask::start<core::Comparison>(
+      this, dbPath_,
+      [ids](core::TraceStore& store, core::CancelToken& cancel, const core::ProgressFn& progress) {
+        progress(core::Progress{"comparing runs", 0, 0, ""});
+        return core::compareRuns(store, ids, 0, &cancel);
+      },
+      [this, generation](core::Comparison c) {
+        if (generation != generation_) return;
+        task_ = nullptr;
+        showComparison(std::move(c));
+        setBusy(false);
+      },
+      [this, generation](QString message) {
+        if (generation != generation_) return;
+        task_ = nullptr;
+        showError(message);
+        setBusy(false);
+      });
+  connect(task_, &BackgroundTask::progress, this, [this, generation](int pct, const QString& stage) {
+    if (generation == generation_) Q_EMIT progress(pct, stage);
+  });
+  setBusy(true);
+  Q_EMIT statusMessage(tr("Comparing %n run(s)…", nullptr, static_cast<int>(ids.size())));
+}
+
+void ComparePage::cancelLoad() {
+  if (!task_) return;
+  task_->cancel();
+  task_ = nullptr;
+  ++generation_;
+  setBusy(false);
+  Q_EMIT statusMessage(tr("Comparison cancelled"));
+}
+
+void ComparePage::setBusy(bool b) {
+  Q_EMIT busyChanged(b);
+  if (!b) Q_EMIT progress(100, QString());
+}
+
+void ComparePage::showComparison(core::Comparison c) {
+  loaded_ = true;
+  const std::size_t runs = c.runs.size();
+  QStringList names;
+  for (std::size_t i = 0; i < runs; ++i) names << QString::fromStdString(c.names[i]);
+  model_->setComparison(std::move(c));
+  {
+    const QSignalBlocker block(baseline_);
+    baseline_->clear();
+    for (std::size_t i = 0; i < runs; ++i)
+      baseline_->addItem(QStringLiteral("%1  (run %2)").arg(names[static_cast<int>(i)]).arg(runs_[static_cast<int>(i)]));
+    baseline_->setCurrentIndex(0);
+  }
+  table_->resizeColumnsToContents();
+  fitTable();
+  updateCharts();
+  updateNote();
+  Q_EMIT statusMessage(tr("Compared %n run(s)", nullptr, static_cast<int>(runs)));
+}
+
+void ComparePage::fitTable() {
+  // The whole table when it fits, the charts get the rest (at least 320 px).
+  const int total = splitter_->height();
+  if (total <= 0 || model_->rowCount() == 0) return;
+  const int want = table_->horizontalHeader()->height() + table_->verticalHeader()->length() + 2 * table_->frameWidth() + 2 +
+                   (table_->horizontalScrollBar()->isVisible() ? table_->horizontalScrollBar()->height() : 0);
+  const int tableHeight = std::clamp(want, 120, std::max(120, total - 320));
+  splitter_->setSizes({tableHeight, total - tableHeight});
+}
+
+void ComparePage::showEvent(QShowEvent* event) {
+  Page::showEvent(event);
+  fitTable();
+}
+
+void ComparePage::showError(const QString& message) {
+  error_ = message;
+  errorLabel_->setText(tr("Could not compare the runs: %1").arg(message));
+  errorLabel_->show();
+  Q_EMIT errorMessage(tr("Compare: %1").arg(message));
+}
+
+void ComparePage::setBaselineIndex(int index) { baseline_->setCurrentIndex(index); }
+
+QString ComparePage::noteText() const { return note_->isHidden() ? QString() : note_->text(); }
+
+void ComparePage::updateNote() {
+  QString text;
+  if (dbPath_.isEmpty())
+    text = tr("Open a database to compare its runs.");
+  else if (runs_.isEmpty())
+    text = tr("Select two or more runs in the run browser to compare them.");
+  else if (runs_.size() < 2)
+    text = tr("Only one run is selected: select at least one more run in the run browser (Ctrl+click) to see deltas "
+              "and the best run per figure.");
+  note_->setText(text);
+  note_->setHidden(text.isEmpty());
+  baseline_->setEnabled(baseline_->count() > 1);
+  copyButton_->setEnabled(!model_->isEmpty());
+}
+
+void ComparePage::updateCharts() {
+  const auto& c = model_->comparison();
+  QStringList names;
+  for (const auto& n : c.names) names << QString::fromStdString(n);
+  for (std::size_t i = 0; i < charts_.size(); ++i) {
+    const ChartSpec& spec = kCharts[i];
+    charts::BarChart* chart = charts_[i];
+    const core::ComparisonRow* row = nullptr;
+    for (const auto& r : c.rows)
+      if (r.key == spec.key) row = &r;
+    if (!row) {
+      chart->clearBars(tr(spec.title), c.runs.empty() ? QStringLiteral(" ") : tr(spec.empty));
+      continue;
+    }
+    const std::string key = row->key;
+    if (key == "peak_allocated_gib") {
+      double maxV = 0;
+      for (const auto& v : row->values) maxV = std::max(maxV, v.value_or(0.0));
+      const charts::ByteScale scale = charts::byteScaleFor(maxV * kGiB);
+      chart->setBars(tr(spec.title), names, row->values, row->best,
+                     [](double v) { return charts::formatBytes(v * kGiB); }, scale.suffix, kGiB / scale.factor, tr(spec.empty));
+    } else {
+      QString axis;
+      if (key == "step_time_ms") axis = tr("ms per step");
+      else if (key == core::metric_keys::kTokensPerSecond) axis = tr("tokens/s");
+      else if (key == "exposed_comm_pct") axis = tr("% of step time");
+      chart->setBars(tr(spec.title), names, row->values, row->best,
+                     [key](double v) { return ComparisonModel::formatValue(key, v); }, axis, 1.0, tr(spec.empty));
+    }
+  }
+}
+
+QString ComparePage::csv() const { return model_->toCsv(); }
+
+void ComparePage::copyCsv() {
+  if (model_->isEmpty()) return;
+  QApplication::clipboard()->setText(csv());
+  Q_EMIT statusMessage(tr("Comparison table copied as CSV"));
+}
+
+void ComparePage::showContextMenu(const QPoint& pos) {
+  QMenu menu(this);
+  QAction* copy = menu.addAction(tr("Copy table as CSV"), this, &ComparePage::copyCsv);
+  copy->setShortcut(QKeySequence::Copy);
+  copy->setEnabled(!model_->isEmpty());
+  const QModelIndex index = table_->indexAt(pos);
+  if (index.isValid() && index.column() > 0) {
+    const int run = index.column() - 1;
+    menu.addAction(tr("Use “%1” as baseline").arg(QString::fromStdString(model_->comparison().names[static_cast<std::size_t>(run)])),
+                   this, [this, run] { setBaselineIndex(run); });
+  }
+  menu.exec(table_->viewport()->mapToGlobal(pos));
+}
+
+}  // namespace shardscope::ui

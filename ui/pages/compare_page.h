@@ -1,0 +1,92 @@
+#pragma once
+// Compare page: the selected runs side by side. core::compareRuns runs off the GUI thread; the table
+// (ComparisonModel) shows every figure with deltas against the baseline run (chosen in a combo; the
+// browser's first selected run by default) and the best run per row; bar charts show step time,
+// throughput, peak memory and exposed communication per run with the best bar highlighted.
+#include <QList>
+#include <QPointer>
+#include <QString>
+
+#include <vector>
+
+#include "core/analysis/comparison.h"
+#include "ui/pages/page.h"
+
+class QComboBox;
+class QLabel;
+class QSplitter;
+class QTableView;
+class QToolButton;
+
+namespace shardscope::ui {
+
+class BackgroundTask;
+class ComparisonModel;
+namespace charts {
+class BarChart;
+}
+
+class ComparePage : public Page {
+  Q_OBJECT
+
+ public:
+  explicit ComparePage(QWidget* parent = nullptr);
+  ~ComparePage() override;
+
+  QString pageId() const override { return QStringLiteral("compare"); }
+  QString title() const override { return tr("Compare"); }
+  void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
+  bool busy() const override { return !task_.isNull(); }
+
+  // Loads the comparison again (e.g. after runs were added to the database).
+  void reload();
+  // Stops a running comparison; the table keeps what it showed before.
+  void cancelLoad();
+  // Makes the i-th selected run the baseline (as the combo does).
+  void setBaselineIndex(int index);
+  // The table as CSV (what Copy puts on the clipboard).
+  QString csv() const;
+  void copyCsv();
+
+  // For tests and screenshots.
+  ComparisonModel* model() const { return model_; }
+  QTableView* table() const { return table_; }
+  QComboBox* baselineCombo() const { return baseline_; }
+  const std::vector<charts::BarChart*>& charts() const { return charts_; }
+  QString noteText() const;
+  QString errorText() const { return error_; }
+
+ private:
+  void start();
+  void setBusy(bool busy);
+  void showComparison(core::Comparison comparison);
+  void showError(const QString& message);
+  void updateNote();
+  void updateCharts();
+  void showContextMenu(const QPoint& pos);
+  void fitTable();
+
+ protected:
+  void showEvent(QShowEvent* event) override;
+
+ private:
+
+  QString dbPath_;
+  QList<core::Id> runs_;
+  bool loaded_ = false;
+  QString error_;
+  QPointer<BackgroundTask> task_;
+  unsigned generation_ = 0;
+
+  ComparisonModel* model_ = nullptr;
+  QComboBox* baseline_ = nullptr;
+  QToolButton* copyButton_ = nullptr;
+  QLabel* note_ = nullptr;
+  QLabel* errorLabel_ = nullptr;
+  QSplitter* splitter_ = nullptr;
+  QTableView* table_ = nullptr;
+  QWidget* chartPanel_ = nullptr;
+  std::vector<charts::BarChart*> charts_;
+};
+
+}  // namespace shardscope::ui

@@ -1,0 +1,134 @@
+#pragma once
+// Memory page: one run's memory over time, a curve per rank (allocated, and reserved on request),
+// each rank's peak marked with what caused it, the list of peaks and, for runs of our runtime, the
+// breakdown at the peak (stacked bars per rank) and the model-state bytes per rank. Everything is
+// read off the GUI thread; the chart keeps the samples and re-buckets them as the user zooms.
+#include <QList>
+#include <QPointer>
+#include <QString>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/analysis/memory_peaks.h"
+#include "core/storage/trace_store.h"
+#include "core/util/progress.h"
+#include "ui/pages/page.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QStackedWidget;
+class QTableView;
+class QTableWidget;
+class QToolButton;
+
+namespace shardscope::ui {
+
+class BackgroundTask;
+class MemoryPeaksModel;
+namespace charts {
+class MemoryChart;
+class StackedBarChart;
+}  // namespace charts
+
+// What the page shows of one run, read by loadMemoryRun in a worker thread.
+struct MemoryRunData {
+  core::Run run;
+  std::vector<std::pair<core::Id, std::string>> runNames;  // the context's runs, for the run selector
+  core::TimeNs origin = 0;  // run start: 0 ms on the time axis
+  core::TimeNs end = 0;
+  struct Series {
+    int rank = 0;
+    int deviceType = 0;
+    int deviceId = 0;
+    std::vector<core::CounterSample> allocated;  // every record: time, total allocated
+    std::vector<core::CounterSample> reserved;   // where total reserved changes
+  };
+  std::vector<Series> series;  // by rank, then device in order of first appearance
+  std::vector<core::MemoryPeak> peaks;
+  struct ModelState {
+    int rank = 0;
+    std::optional<double> parameters, gradients, optimizer, buffers;  // model_state.*_bytes
+  };
+  std::vector<ModelState> modelState;  // ranks with at least one model_state metric
+  std::uint64_t records = 0;
+};
+
+// Reads one run's memory records (streamed, one rank at a time), its peaks and model-state metrics.
+MemoryRunData loadMemoryRun(core::TraceStore& store, core::Id runId, const std::vector<core::Id>& contextRuns,
+                            const core::CancelToken* cancel = nullptr, const core::ProgressFn& progress = {});
+
+class MemoryPage : public Page {
+  Q_OBJECT
+
+ public:
+  explicit MemoryPage(QWidget* parent = nullptr);
+  ~MemoryPage() override;
+
+  QString pageId() const override { return QStringLiteral("memory"); }
+  QString title() const override { return tr("Memory"); }
+  // Shows the first of the runs (the others can be picked in the page's run selector).
+  void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
+  bool busy() const override { return !task_.isNull(); }
+
+  void reload();
+  void cancelLoad();
+  // Shows the i-th run of the context.
+  void showRun(int index);
+  core::Id currentRun() const { return current_; }
+
+  // For tests and screenshots.
+  const MemoryRunData* data() const { return data_ ? &*data_ : nullptr; }
+  charts::MemoryChart* chart() const { return chart_; }
+  charts::StackedBarChart* breakdownChart() const { return breakdown_; }
+  MemoryPeaksModel* peaksModel() const { return peaksModel_; }
+  QTableView* peaksTable() const { return peaksTable_; }
+  QTableWidget* modelStateTable() const { return modelState_; }
+  QComboBox* runCombo() const { return runCombo_; }
+  QComboBox* deviceCombo() const { return deviceCombo_; }
+  QCheckBox* allocatedCheck() const { return allocated_; }
+  QCheckBox* reservedCheck() const { return reserved_; }
+  bool breakdownShown() const;
+  QString messageText() const;  // the note shown instead of the chart ("" when the chart shows)
+  QString errorText() const { return error_; }
+
+ private:
+  void start();
+  void setBusy(bool busy);
+  void showData(MemoryRunData data);
+  void showMessage(const QString& text);
+  void applyDeviceFilter();
+  void updateBreakdown();
+  void updateInfo();
+  void zoomToPeak(int row);
+
+  QString dbPath_;
+  QList<core::Id> runs_;
+  core::Id current_ = 0;
+  bool loaded_ = false;
+  QString error_;
+  QPointer<BackgroundTask> task_;
+  unsigned generation_ = 0;
+  std::optional<MemoryRunData> data_;
+
+  QComboBox* runCombo_ = nullptr;
+  QComboBox* deviceCombo_ = nullptr;
+  QLabel* deviceLabel_ = nullptr;
+  QCheckBox* allocated_ = nullptr;
+  QCheckBox* reserved_ = nullptr;
+  QToolButton* resetZoom_ = nullptr;
+  QLabel* info_ = nullptr;
+  QStackedWidget* stack_ = nullptr;
+  QLabel* message_ = nullptr;
+  charts::MemoryChart* chart_ = nullptr;
+  MemoryPeaksModel* peaksModel_ = nullptr;
+  QTableView* peaksTable_ = nullptr;
+  QWidget* breakdownPanel_ = nullptr;
+  charts::StackedBarChart* breakdown_ = nullptr;
+  QLabel* breakdownNote_ = nullptr;
+  QTableWidget* modelState_ = nullptr;
+};
+
+}  // namespace shardscope::ui
