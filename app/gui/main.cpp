@@ -1,7 +1,23 @@
+// shardscope: the desktop app. `--screenshot OUT.png` renders a page without interaction and exits
+// (docs and checks; works with QT_QPA_PLATFORM=offscreen).
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QRegularExpression>
+
+#include <cstdio>
 
 #include "ui/main/main_window.h"
+#include "ui/main/screenshot.h"
+#include "ui/pages/page_factory.h"
+
+namespace {
+
+int usage(const QString& message) {
+  std::fprintf(stderr, "shardscope: %s\n", message.toLocal8Bit().constData());
+  return 2;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
@@ -13,12 +29,61 @@ int main(int argc, char** argv) {
   parser.setApplicationDescription(QStringLiteral("Profiler and strategy explorer for sharded training"));
   parser.addHelpOption();
   parser.addVersionOption();
-  QCommandLineOption open(QStringLiteral("open"), QStringLiteral("Open a Shardscope database."), QStringLiteral("FILE.db"));
-  parser.addOption(open);
+  QCommandLineOption open(QStringLiteral("open"), QStringLiteral("Open (or create) a Shardscope database."), QStringLiteral("FILE.db"));
+  QCommandLineOption page(QStringLiteral("page"), QStringLiteral("Page to show: overview, compare, timeline, memory, communication."),
+                          QStringLiteral("PAGE"));
+  QCommandLineOption run(QStringLiteral("run"),
+                         QStringLiteral("Select this run (repeat, or give a comma-separated list; the first is the baseline)."),
+                         QStringLiteral("ID"));
+  QCommandLineOption screenshot(QStringLiteral("screenshot"),
+                                QStringLiteral("Render the page to a PNG file and exit (needs --open; default runs: the latest, "
+                                               "the latest 3 for compare)."),
+                                QStringLiteral("OUT.png"));
+  QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size for --screenshot (default 1600x1000)."),
+                          QStringLiteral("WxH"), QStringLiteral("1600x1000"));
+  QCommandLineOption timeout(QStringLiteral("timeout"), QStringLiteral("Seconds --screenshot waits for the page (default 60)."),
+                             QStringLiteral("S"), QStringLiteral("60"));
+  parser.addOptions({open, page, run, screenshot, size, timeout});
   parser.process(app);
 
+  QList<shardscope::core::Id> runs;
+  for (const QString& v : parser.values(run)) {
+    for (const QString& part : v.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+      bool ok = false;
+      const qlonglong id = part.trimmed().toLongLong(&ok);
+      if (!ok || id <= 0) return usage(QStringLiteral("--run expects run ids (positive integers), got '%1'").arg(part));
+      runs << id;
+    }
+  }
+  const QString pageId = parser.value(page);
+  if (!pageId.isEmpty()) {
+    const auto& ids = shardscope::ui::pageIds();
+    if (std::find(ids.begin(), ids.end(), pageId) == ids.end())
+      return usage(QStringLiteral("unknown page '%1' (one of: overview, compare, timeline, memory, communication)").arg(pageId));
+  }
+
   shardscope::ui::MainWindow window;
-  if (parser.isSet(open)) window.openDatabase(parser.value(open));
+  if (parser.isSet(screenshot)) {
+    if (!parser.isSet(open)) return usage(QStringLiteral("--screenshot needs --open FILE.db"));
+    static const QRegularExpression sizeRe(QStringLiteral("^([0-9]{2,5})x([0-9]{2,5})$"));
+    const auto m = sizeRe.match(parser.value(size));
+    if (!m.hasMatch()) return usage(QStringLiteral("--size expects WIDTHxHEIGHT, e.g. 1600x1000, got '%1'").arg(parser.value(size)));
+    bool ok = false;
+    const int seconds = parser.value(timeout).toInt(&ok);
+    if (!ok || seconds <= 0) return usage(QStringLiteral("--timeout expects a positive number of seconds"));
+    shardscope::ui::ScreenshotOptions o;
+    o.dbPath = parser.value(open);
+    o.page = pageId.isEmpty() ? QStringLiteral("overview") : pageId;
+    o.runs = runs;
+    o.output = parser.value(screenshot);
+    o.size = QSize(m.captured(1).toInt(), m.captured(2).toInt());
+    o.timeoutMs = seconds * 1000;
+    return shardscope::ui::takeScreenshot(window, o);
+  }
+
+  window.restoreSettings();
+  if (!pageId.isEmpty()) window.showPage(pageId);
   window.show();
+  if (parser.isSet(open) && window.openDatabase(parser.value(open)) && !runs.isEmpty()) window.selectRuns(runs);
   return QApplication::exec();
 }

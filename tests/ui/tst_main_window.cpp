@@ -1,53 +1,388 @@
-// The main window, offscreen: opens a real database, lists its runs, reports a bad file in the window.
+// The main window, offscreen: opens a real database and lists its runs; the selection reaches the
+// pages (first = baseline; hidden pages when shown); grouping and the 2 s watch keep the selection;
+// delete asks first; a bad file is reported in the window, not fatal; imports (menu and drag and
+// drop) run the real shardscope-cli and can be cancelled; jumpToEvent lands on the Timeline.
+#include <QAction>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableWidget>
 #include <QTemporaryDir>
-#include <QTreeWidget>
+#include <QTreeView>
+#include <QUrl>
 #include <QtTest>
 
 #include "core/storage/trace_store.h"
 #include "tests/common/test_support.h"
+#include "tests/tools/kineto_generator.h"
+#include "tests/ui/ui_fixture.h"
+#include "ui/main/import_process.h"
 #include "ui/main/main_window.h"
+#include "ui/pages/overview_page.h"
+#include "ui/pages/page.h"
+#include "ui/pages/placeholder_page.h"
 
 using namespace shardscope;
+using core::Id;
+
+namespace {
+
+// Three runtime runs (ddp, fsdp, zero3) and one imported-looking run without strategy.
+std::string makeDb(const QTemporaryDir& dir, const std::string& name = "runs.db") {
+  const std::string path = test::pathIn(dir, name);
+  core::TraceStore store(path);
+  for (const char* s : {"ddp", "fsdp", "zero3"}) {
+    test::RunSpec spec;
+    spec.name = s;
+    spec.strategy = s;
+    spec.memorySamples = 50;
+    const Id id = test::writeRun(store, spec);
+    auto run = *store.run(id);
+    run.configJson = std::string("{\"strategy\":\"") + s + "\",\"world_size\":2,\"buckets\":[1,2]}";
+    store.updateRun(run);
+  }
+  return path;
+}
+
+bool waitLoaded(ui::MainWindow& w) {
+  return QTest::qWaitFor([&] { return !w.busy(); }, 20000);
+}
+
+}  // namespace
 
 class TestMainWindow : public QObject {
   Q_OBJECT
 
  private Q_SLOTS:
+  void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
   void listsRunsOfTheDatabase() {
     QTemporaryDir dir;
-    const std::string path = test::pathIn(dir, "runs.db");
-    {
-      core::TraceStore store(path);
-      core::Run r;
-      r.name = "ddp baseline";
-      r.strategy = "ddp";
-      r.source = core::RunSource::Runtime;
-      r.status = core::RunStatus::Completed;
-      r.worldSize = 4;
-      store.createRun(r);
-      r.name = "fsdp full shard";
-      r.strategy = "fsdp";
-      store.createRun(r);
-    }
+    const std::string path = makeDb(dir);
     ui::MainWindow w;
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(!w.isInteractive());  // offscreen: no message boxes
+    QSignalSpy loaded(&w, &ui::MainWindow::runsLoaded);
     QVERIFY(w.openDatabase(QString::fromStdString(path)));
-    QCOMPARE(w.runList()->topLevelItemCount(), 2);
-    QStringList names;
-    for (int i = 0; i < 2; ++i) names << w.runList()->topLevelItem(i)->text(0);
-    QVERIFY(names.join(",").contains("ddp baseline"));
-    QVERIFY(names.join(",").contains("fsdp full shard"));
-    QCOMPARE(w.runList()->topLevelItem(0)->text(4), QString("4"));
+    QVERIFY(loaded.wait(10000));
+    QCOMPARE(w.runModel()->runCount(), 3);
+    QCOMPARE(w.runModel()->rowCount(), 1);  // one group: runtime runs
+    QCOMPARE(w.runView()->model(), w.runModel());
+    // The latest run is selected and the current page (Overview) shows it.
+    QCOMPARE(w.selectedRuns(), (QList<Id>{3}));
+    QVERIFY(waitLoaded(w));
+    QCOMPARE(w.pageContextRuns("overview").value_or(QList<Id>{}), (QList<Id>{3}));
+    auto* overview = qobject_cast<ui::OverviewPage*>(w.page("overview"));
+    QVERIFY(overview);
+    QCOMPARE(overview->overviews().size(), std::size_t(1));
+    QCOMPARE(overview->overviews()[0].run.name, std::string("zero3"));
+    QCOMPARE(overview->ranksTable()->rowCount(), 2);
+    QCOMPARE(overview->keyMetrics().size(), std::size_t(1));
+    QVERIFY(overview->keyMetrics()[0].tokensPerS.has_value());
+    QCOMPARE(overview->configView()->toPlainText(), QString("{\n  \"strategy\": \"zero3\",\n  \"world_size\": 2,\n  \"buckets\": [1, 2]\n}"));
+    QCOMPARE(ui::prettyJson("{}"), QString("{}"));
+    QCOMPARE(ui::prettyJson("not json"), QString("not json"));
+    // Status bar: the path and the count; window title: the file.
+    QVERIFY(w.findChild<QLabel*>("dbLabel")->text().endsWith("runs.db"));
+    QCOMPARE(w.findChild<QLabel*>("runCountLabel")->text(), QString("3 run(s)"));
+    QVERIFY(w.windowTitle().startsWith("runs.db"));
+    QCOMPARE(w.recentFiles().value(0), QFileInfo(QString::fromStdString(path)).absoluteFilePath());
+    // Pages in order, each with a Ctrl+N shortcut; Export is a disabled stub with its tooltip.
+    QStringList ids;
+    for (auto* p : w.pages()) ids << p->pageId();
+    QCOMPARE(ids, (QStringList{"overview", "compare", "timeline", "memory", "communication"}));
+    QCOMPARE(w.action("actionPage_memory")->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_4));
+    QCOMPARE(w.action("actionRefresh")->shortcut(), QKeySequence(Qt::Key_F5));
+    QVERIFY(!w.action("actionExport")->isEnabled());
+    QCOMPARE(w.action("actionExport")->toolTip(), QString("arrives with the reports issue"));
+    w.action("actionPage_timeline")->trigger();
+    QCOMPARE(w.currentPage()->pageId(), QString("timeline"));
+  }
+
+  void selectionReachesPages() {
+    QTemporaryDir dir;
+    const std::string path = makeDb(dir);
+    ui::MainWindow w;
+    w.show();
+    QSignalSpy loaded(&w, &ui::MainWindow::runsLoaded);
+    QVERIFY(w.openDatabase(QString::fromStdString(path)));
+    QVERIFY(loaded.wait(10000));
+    QVERIFY(waitLoaded(w));
+
+    // Click order matters: the first selected is the baseline.
+    auto* sm = w.runView()->selectionModel();
+    sm->select(w.runModel()->indexOfRun(2), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    sm->select(w.runModel()->indexOfRun(1), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+    QCOMPARE(w.selectedRuns(), (QList<Id>{2, 1}));
+    // Debounced, then delivered to the current page only.
+    QTRY_COMPARE(w.pageContextRuns("overview").value_or(QList<Id>{}), (QList<Id>{2, 1}));
+    QVERIFY(!w.pageContextRuns("timeline").has_value());
+    QVERIFY(waitLoaded(w));
+    auto* overview = qobject_cast<ui::OverviewPage*>(w.page("overview"));
+    QCOMPARE(overview->overviews().size(), std::size_t(2));
+    QCOMPARE(overview->overviews()[0].run.id, Id(2));
+    QCOMPARE(overview->metricsTable()->columnCount(), 2);
+    overview->showRun(1);
+    QCOMPARE(overview->shownRun(), Id(1));
+
+    // Another page gets the context when it is shown.
+    QVERIFY(w.showPage("timeline"));
+    QCOMPARE(w.pageContextRuns("timeline").value_or(QList<Id>{}), (QList<Id>{2, 1}));
+    auto* timeline = qobject_cast<ui::PlaceholderPage*>(w.page("timeline"));
+    QVERIFY(timeline);
+    QCOMPARE(timeline->runs(), (QList<Id>{2, 1}));
+    QCOMPARE(timeline->databasePath(), w.databasePath());
+    QVERIFY(w.showPage("compare"));
+    QCOMPARE(w.pageContextRuns("compare").value_or(QList<Id>{}), (QList<Id>{2, 1}));
+    QVERIFY(waitLoaded(w));
+
+    // Make run 1 the baseline.
+    w.makeBaseline(1);
+    QCOMPARE(w.selectedRuns(), (QList<Id>{1, 2}));
+    QCOMPARE(w.pageContextRuns("compare").value_or(QList<Id>{}), (QList<Id>{1, 2}));
+    QVERIFY(waitLoaded(w));
+
+    // Regrouping is a model reset: the selection (and its order) survives.
+    w.setGrouping(ui::RunListModel::Grouping::Strategy);
+    QCOMPARE(w.groupingCombo()->currentText(), QString("Strategy"));
+    QCOMPARE(w.runModel()->rowCount(), 3);
+    QCOMPARE(w.selectedRuns(), (QList<Id>{1, 2}));
+    QCOMPARE(sm->selectedRows().size(), 2);
+    w.groupingCombo()->setCurrentIndex(w.groupingCombo()->findText("None"));
+    QVERIFY(w.runModel()->grouping() == ui::RunListModel::Grouping::None);
+    QCOMPARE(w.runModel()->rowCount(), 3);
+    QCOMPARE(sm->selectedRows().size(), 2);
+    QCOMPARE(w.selectedRuns(), (QList<Id>{1, 2}));
+
+    // jumpToEvent (Communication rows) lands on the Timeline, which shows the event asked for.
+    Q_EMIT w.page("communication")->jumpToEvent(2, (Id(7) << 16) | 3, 1000, 5000);
+    QCOMPARE(w.currentPage()->pageId(), QString("timeline"));
+    QVERIFY(timeline->requestedEventText().contains(QString::number((Id(7) << 16) | 3)));
+    QVERIFY(timeline->requestedEventText().contains("run 2"));
+    QVERIFY(waitLoaded(w));
+  }
+
+  void watchesTheDatabase() {
+    QTemporaryDir dir;
+    const std::string path = makeDb(dir);
+    ui::MainWindow w;
+    w.setPollInterval(100);
+    w.show();
+    QSignalSpy loaded(&w, &ui::MainWindow::runsLoaded);
+    QVERIFY(w.openDatabase(QString::fromStdString(path)));
+    QVERIFY(loaded.wait(10000));
+    w.selectRuns({1, 3});
+    w.applySelectionNow();
+    QVERIFY(waitLoaded(w));
+    QPersistentModelIndex first(w.runModel()->indexOfRun(1));
+
+    // A job writes a new run, then finishes it.
+    core::TraceStore other(path);
+    core::Run r;
+    r.name = "hsdp live";
+    r.strategy = "hsdp";
+    r.source = core::RunSource::Runtime;
+    r.status = core::RunStatus::Running;
+    r.worldSize = 4;
+    const Id live = other.createRun(r);
+    QTRY_COMPARE_WITH_TIMEOUT(w.runModel()->runCount(), 4, 10000);
+    QCOMPARE(w.selectedRuns(), (QList<Id>{1, 3}));
+    QCOMPARE(w.runView()->selectionModel()->selectedRows().size(), 2);
+    QVERIFY(first.isValid());
+    QCOMPARE(w.runModel()->runId(first), Id(1));
+    QTRY_COMPARE(w.findChild<QLabel*>("runCountLabel")->text(), QString("4 run(s)"));
+
+    // A selected run changes status: the current page is told again.
+    w.selectRuns({live});
+    w.applySelectionNow();
+    QVERIFY(waitLoaded(w));
+    QSignalSpy delivered(&w, &ui::MainWindow::contextDelivered);
+    other.setRunStatus(live, core::RunStatus::Failed, "rank 2: exit code 1");
+    QTRY_VERIFY_WITH_TIMEOUT(delivered.count() >= 1, 10000);
+    QVERIFY(w.runModel()->runRow(live)->run.status == core::RunStatus::Failed);
+    QVERIFY(waitLoaded(w));
+    auto* overview = qobject_cast<ui::OverviewPage*>(w.page("overview"));
+    QCOMPARE(overview->overviews().at(0).run.failureReason, std::string("rank 2: exit code 1"));
+
+    // Deleted elsewhere: the run leaves the list and the selection.
+    other.deleteRun(live);
+    QTRY_COMPARE_WITH_TIMEOUT(w.runModel()->runCount(), 3, 10000);
+    QTRY_COMPARE(w.selectedRuns(), QList<Id>{});
+    QVERIFY(waitLoaded(w));
+  }
+
+  void renameTagsAndDelete() {
+    QTemporaryDir dir;
+    const std::string path = makeDb(dir);
+    ui::MainWindow w;
+    w.show();
+    QSignalSpy loaded(&w, &ui::MainWindow::runsLoaded);
+    QVERIFY(w.openDatabase(QString::fromStdString(path)));
+    QVERIFY(loaded.wait(10000));
+    QVERIFY(waitLoaded(w));
+    core::TraceStore other(path);
+
+    // Inline editing through the view's delegate.
+    w.renameRun(2);
+    QWidget* editor = QApplication::focusWidget();
+    QVERIFY(qobject_cast<QLineEdit*>(editor));
+    qobject_cast<QLineEdit*>(editor)->setText("fsdp bs16");
+    QTest::keyClick(editor, Qt::Key_Return);
+    QTRY_COMPARE(other.run(2)->name, std::string("fsdp bs16"));
+    QVERIFY(w.runModel()->setData(w.runModel()->indexOfRun(2, ui::RunListModel::TagsColumn), "a100, best"));
+    QCOMPARE(other.run(2)->tags, std::string("a100,best"));
+
+    // Delete asks first: "no" keeps the run.
+    w.setAutoConfirm(false);
+    w.deleteRuns({1});
+    QVERIFY(other.run(1).has_value());
+    QCOMPARE(w.runModel()->runCount(), 3);
+    w.setAutoConfirm(true);
+    w.selectRuns({1, 2});
+    w.applySelectionNow();
+    w.deleteRuns({1});
+    QVERIFY(!other.run(1).has_value());
+    QCOMPARE(w.runModel()->runCount(), 2);
+    QCOMPARE(w.selectedRuns(), (QList<Id>{2}));
+    QTRY_COMPARE(w.pageContextRuns("overview").value_or(QList<Id>{}), (QList<Id>{2}));
+    QVERIFY(w.logView()->toPlainText().contains("Deleted 1 run(s)"));
+    QVERIFY(waitLoaded(w));
   }
 
   void badFileIsReportedNotFatal() {
     QTemporaryDir dir;
-    const std::string path = test::writeFile(dir, "garbage.db", std::string(4096, 'x'));
-    ui::MainWindow w;  // not shown: no modal box in the test
-    QVERIFY(!w.openDatabase(QString::fromStdString(path)));
+    const std::string garbage = test::writeFile(dir, "garbage.db", std::string(4096, 'x'));
+    ui::MainWindow w;
+    w.show();
+    QVERIFY(!w.openDatabase(QString::fromStdString(garbage)));
     QVERIFY(w.lastError().contains("not a SQLite database"));
     QVERIFY(w.databasePath().isEmpty());
+    QVERIFY(w.logView()->toPlainText().contains("not a SQLite database"));
+    QVERIFY(w.statusBar()->currentMessage().contains("not a SQLite database"));
+    QVERIFY(!w.openDatabase(QString::fromStdString(test::pathIn(dir, "missing.db")), ui::MainWindow::OpenMode::MustExist));
+    QVERIFY(w.lastError().contains("no such file"));
+    QVERIFY(!w.openDatabase(dir.path()));
+    QVERIFY(w.lastError().contains("directory"));
+
+    // A good database stays open when a bad one is tried next.
+    const std::string good = makeDb(dir);
+    QSignalSpy loaded(&w, &ui::MainWindow::runsLoaded);
+    QVERIFY(w.openDatabase(QString::fromStdString(good)));
+    QVERIFY(loaded.wait(10000));
+    QVERIFY(!w.openDatabase(QString::fromStdString(garbage)));
+    QVERIFY(w.databasePath().endsWith("runs.db"));
+    QCOMPARE(w.runModel()->runCount(), 3);
+    QVERIFY(waitLoaded(w));
+
+    // A newer schema is refused with the store's message.
+    const std::string newer = makeDb(dir, "newer.db");
+    {
+      core::Database db(newer, core::Database::Mode::ReadWrite);
+      db.exec("PRAGMA user_version = 999");
+    }
+    QVERIFY(!w.openDatabase(QString::fromStdString(newer)));
+    QVERIFY(w.lastError().contains("newer"));
+    QVERIFY(w.errors().size() >= 5);
+  }
+
+  void importsThroughTheCli() {
+    qputenv("SHARDSCOPE_CLI", SHARDSCOPE_CLI);
+    QTemporaryDir dir;
+    test::KinetoGenOptions opt;
+    opt.events = 3000;
+    opt.worldSize = 2;
+    std::vector<std::string> files;
+    for (int r = 0; r < 2; ++r) {
+      opt.rank = r;
+      files.push_back(test::pathIn(dir, "rank" + std::to_string(r) + ".json"));
+      test::generateKinetoTrace(files.back(), opt);
+    }
+    const std::string path = makeDb(dir);
+    ui::MainWindow w;
+    w.show();
+    QSignalSpy loaded(&w, &ui::MainWindow::runsLoaded);
+    QVERIFY(w.openDatabase(QString::fromStdString(path)));
+    QVERIFY(loaded.wait(10000));
+    QVERIFY(waitLoaded(w));
+
+    QSignalSpy finished(&w, &ui::MainWindow::importFinished);
+    QVERIFY(w.importTraces({QString::fromStdString(files[0]), QString::fromStdString(files[1])}));
+    QVERIFY(w.importRunning());
+    QVERIFY(w.busy());
+    QVERIFY(w.cancelButton()->isEnabled());
+    QCOMPARE(w.progressBar()->maximum(), 0);  // indeterminate while the CLI works
+    QVERIFY(!w.importTraces({QString::fromStdString(files[0])}));  // one at a time
+    QVERIFY(finished.wait(60000));
+    QCOMPARE(finished.at(0).at(0).toBool(), true);
+    QCOMPARE(finished.at(0).at(1).value<QList<qint64>>(), (QList<qint64>{4}));
+    // The new run appears, selected, in its group.
+    QTRY_COMPARE(w.runModel()->runCount(), 4);
+    QTRY_COMPARE(w.selectedRuns(), (QList<Id>{4}));
+    QCOMPARE(w.runModel()->rowCount(), 2);
+    QVERIFY(w.logView()->toPlainText().contains("imported 2 file(s) into run 4"));
+    QVERIFY(waitLoaded(w));
+
+    // Drag and drop of a folder does the same.
+    QDir().mkpath(dir.filePath("job"));
+    QFile::copy(QString::fromStdString(files[0]), dir.filePath("job/rank0.json"));
+    QFile::copy(QString::fromStdString(files[1]), dir.filePath("job/rank1.json"));
+    auto* mime = new QMimeData;
+    mime->setUrls({QUrl::fromLocalFile(dir.filePath("job"))});
+    QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(&w, &enter);
+    QVERIFY(enter.isAccepted());
+    QDropEvent drop(QPointF(10, 10), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(&w, &drop);
+    QVERIFY(drop.isAccepted());
+    QVERIFY(finished.wait(60000));
+    QCOMPARE(finished.at(1).at(0).toBool(), true);
+    QTRY_COMPARE(w.runModel()->runCount(), 5);
+    delete mime;
+    QVERIFY(waitLoaded(w));
+
+    // A failing import is reported in the window.
+    const std::string bad = test::writeFile(dir, "bad.json", "{\"traceEvents\": [");
+    QVERIFY(w.importTraces({QString::fromStdString(bad)}));
+    QVERIFY(finished.wait(60000));
+    QCOMPARE(finished.at(2).at(0).toBool(), false);
+    QVERIFY(w.lastError().contains("bad.json"));
+    QCOMPARE(w.runModel()->runCount(), 5);
+
+    // Cancel stops the process; nothing of the import is kept.
+    opt.events = 400000;
+    opt.rank = 0;
+    opt.worldSize = 1;
+    const std::string big = test::pathIn(dir, "big.json");
+    test::generateKinetoTrace(big, opt);
+    QVERIFY(w.importTraces({QString::fromStdString(big)}));
+    QTest::qWait(50);
+    w.cancelCurrentTask();
+    QVERIFY(finished.wait(60000));
+    QCOMPARE(finished.at(3).at(0).toBool(), false);
+    QVERIFY(!w.importRunning());
+    QVERIFY(w.logView()->toPlainText().contains("Import cancelled: nothing of it was kept"));
+    core::TraceStore check(path);
+    QCOMPARE(check.runs().size(), std::size_t(5));
+    QVERIFY(waitLoaded(w));
+  }
+
+  void noDatabaseNoImport() {
+    ui::MainWindow w;
+    QVERIFY(!w.importTraces({"/nonexistent.json"}));
+    QVERIFY(w.lastError().contains("database"));
+    QVERIFY(!w.action("actionImport")->isEnabled());
+    QCOMPARE(ui::ImportProcess::parseRunIds("  rank 0 a.json: 5 events\nimported 2 file(s) into runs 4 5 of x.db: 9 events"),
+             (QList<qint64>{4, 5}));
   }
 };
 
