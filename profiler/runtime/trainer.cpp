@@ -109,6 +109,9 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
       const char* omp = std::getenv("OMP_NUM_THREADS");
       torch::set_num_threads(omp && std::atoi(omp) > 0 ? std::atoi(omp) : 1);
     }
+    if (!cuda && (cfg.offloadOptimizer != "none" || cfg.offloadParam != "none") && env.rank == 0)
+      std::fprintf(stderr, "shardscope-worker: warning: offload_optimizer/offload_param move state to host memory; "
+                           "on a CPU run everything already lives there, so they change nothing\n");
     auto& tracker = capture::MemoryTracker::install();
     tracker.setGranularity(16 * 1024);
 
