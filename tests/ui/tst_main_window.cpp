@@ -26,6 +26,7 @@
 #include "tests/tools/kineto_generator.h"
 #include "tests/ui/ui_fixture.h"
 #include "ui/main/import_process.h"
+#include "ui/main/launch_panel.h"
 #include "ui/main/main_window.h"
 #include "ui/pages/overview_page.h"
 #include "ui/pages/page.h"
@@ -373,6 +374,67 @@ class TestMainWindow : public QObject {
     QVERIFY(w.logView()->toPlainText().contains("Import cancelled: nothing of it was kept"));
     core::TraceStore check(path);
     QCOMPARE(check.runs().size(), std::size_t(5));
+    QVERIFY(waitLoaded(w));
+  }
+
+  void launchesAComparison() {
+    // A stand-in for `shardscope-cli compare --progress-json` speaking its protocol (the real one
+    // needs the LibTorch workers; RunController's own tests and the runtime tests cover it).
+    QTemporaryDir dir;
+    const std::string path = makeDb(dir);
+    const std::string fake = test::writeFile(dir, "fake-cli.sh",
+                                             "#!/bin/sh\n"
+                                             "for s in ddp fsdp; do\n"
+                                             "  echo \"== $s: tiny, 2 ranks, 3 steps\" >&2\n"
+                                             "  for i in 1 2 3; do echo \"@ss {\\\"rank\\\":0,\\\"event\\\":\\\"step\\\",\\\"step\\\":$i,"
+                                             "\\\"steps\\\":3,\\\"loss\\\":5.$i,\\\"step_ms\\\":12.5}\"; done\n"
+                                             "  if [ $s = ddp ]; then id=1; else id=2; fi\n"
+                                             "  echo \"@ss {\\\"rank\\\":0,\\\"event\\\":\\\"done\\\",\\\"run_id\\\":$id}\"\n"
+                                             "done\n"
+                                             "if [ -n \"$FAKE_HANG\" ]; then sleep 30 & p=$!; trap 'kill $p; exit 130' TERM; wait $p; fi\n");
+    QFile::setPermissions(QString::fromStdString(fake), QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    const QByteArray oldCli = qgetenv("SHARDSCOPE_CLI");
+    qputenv("SHARDSCOPE_CLI", QByteArray::fromStdString(fake));
+    ui::MainWindow w;
+    w.show();
+    QSignalSpy loaded(&w, &ui::MainWindow::runsLoaded);
+    QVERIFY(w.openDatabase(QString::fromStdString(path)));
+    QVERIFY(loaded.wait(10000));
+    QVERIFY(waitLoaded(w));
+    QSignalSpy ended(&w, &ui::MainWindow::launchEnded);
+    if (!w.launchComparison({"--strategies", "ddp,fsdp", "--model", "tiny", "--steps", "3"})) {
+      qputenv("SHARDSCOPE_CLI", oldCli);
+      QSKIP("the launch code (ui/launch) is not part of this build");
+    }
+    QVERIFY(w.launchRunning());
+    QVERIFY(w.busy());
+    QVERIFY(ended.wait(20000));
+    QCOMPARE(ended.at(0).at(0).toBool(), true);
+    QCOMPARE(ended.at(0).at(1).value<QList<qint64>>(), (QList<qint64>{1, 2}));
+    auto* panel = w.launchPanel();
+    QCOMPARE(panel->strategyCount(), 2);
+    QCOMPARE(panel->stateText(0), QString("done: run 1"));
+    QCOMPARE(panel->stateText(1), QString("done: run 2"));
+    QCOMPARE(panel->pointCount(1), 3);
+    QCOMPARE(panel->overallPercent(), 100);
+    QVERIFY(w.launchDock()->isVisible());
+    // The new runs are selected (first = baseline) and compared.
+    QTRY_COMPARE(w.selectedRuns(), (QList<Id>{1, 2}));
+    QCOMPARE(w.currentPage()->pageId(), QString("compare"));
+    QVERIFY(waitLoaded(w));
+
+    // Cancel stops the CLI (SIGTERM: it stops its ranks, exit 130).
+    qputenv("FAKE_HANG", "1");
+    QVERIFY(w.launchComparison({"--strategies", "ddp,fsdp"}));
+    QTRY_VERIFY_WITH_TIMEOUT(panel->stateText(1) == "done: run 2", 10000);
+    QVERIFY(w.cancelButton()->isEnabled());
+    w.cancelCurrentTask();
+    QVERIFY(ended.wait(20000));
+    QCOMPARE(ended.at(1).at(0).toBool(), false);
+    QVERIFY(!w.launchRunning());
+    QVERIFY(w.logView()->toPlainText().contains("Comparison cancelled"));
+    qunsetenv("FAKE_HANG");
+    qputenv("SHARDSCOPE_CLI", oldCli);
     QVERIFY(waitLoaded(w));
   }
 

@@ -46,9 +46,12 @@
 #include "ui/pages/page_factory.h"
 #include "ui/pages/placeholder_page.h"
 
-#if __has_include("ui/launch/launch_dialog.h")
+#include "ui/main/launch_panel.h"
+
+#if __has_include("ui/launch/launch_dialog.h") && __has_include("ui/launch/run_controller.h")
 #include "ui/launch/launch_dialog.h"
-#define SHARDSCOPE_HAVE_LAUNCH_DIALOG 1
+#include "ui/launch/run_controller.h"
+#define SHARDSCOPE_HAVE_LAUNCH 1
 #endif
 
 namespace shardscope::ui {
@@ -74,6 +77,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   import_ = new ImportProcess(this);
   buildUi();
   buildActions();
+  setUpLaunch();
 
   pollTimer_ = new QTimer(this);
   pollTimer_->setInterval(kDefaultPollMs);
@@ -228,6 +232,15 @@ void MainWindow::buildUi() {
   dock_->setWidget(dockBody);
   addDockWidget(Qt::BottomDockWidgetArea, dock_);
   resizeDocks({dock_}, {150}, Qt::Vertical);
+
+  launchDock_ = new QDockWidget(tr("Launch"), this);
+  launchDock_->setObjectName(QStringLiteral("launchDock"));
+  launchPanel_ = new LaunchPanel(launchDock_);
+  launchDock_->setWidget(launchPanel_);
+  addDockWidget(Qt::BottomDockWidgetArea, launchDock_);
+  tabifyDockWidget(dock_, launchDock_);
+  dock_->raise();
+  launchDock_->hide();  // shown when a comparison is launched
 
   // Status bar.
   dbLabel_ = new QLabel(tr("No database"), this);
@@ -433,6 +446,13 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     }
     import_->cancel();
   }
+  if (launchRunning()) {
+    if (interactive_ && !confirm(tr("A comparison is running. Quit and stop its ranks (its runs are stored as cancelled)?"))) {
+      event->ignore();
+      return;
+    }
+    cancelCurrentTask();
+  }
   saveSettings();
   pollTimer_->stop();
   for (auto* p : pages_) cancelPageLoading(p);
@@ -560,8 +580,8 @@ void MainWindow::updateActions() {
   const bool writable = open && !readOnly_;
   const bool hasSelection = !selectedInView().isEmpty();
   importAction_->setEnabled(writable && !importRunning());
-#ifdef SHARDSCOPE_HAVE_LAUNCH_DIALOG
-  launchAction_->setEnabled(writable);
+#ifdef SHARDSCOPE_HAVE_LAUNCH
+  launchAction_->setEnabled(writable && !launchRunning());
   launchAction_->setToolTip(tr("Launch training runs of the embedded runtime and compare them (Ctrl+R)"));
 #else
   launchAction_->setEnabled(false);
@@ -934,7 +954,7 @@ void MainWindow::onJumpToEvent(core::Id runId, core::Id eventId, qint64 startNs,
 }
 
 bool MainWindow::busy() const {
-  if (runsLoading() || importRunning() || selectionTimer_->isActive()) return true;
+  if (runsLoading() || importRunning() || launchRunning() || selectionTimer_->isActive()) return true;
   const Page* p = currentPage();
   return p && p->busy();
 }
@@ -1010,17 +1030,120 @@ void MainWindow::dropEvent(QDropEvent* event) {
   QTimer::singleShot(0, this, [this, urls] { handleDroppedUrls(urls); });
 }
 
-void MainWindow::launchRuns() {
-#ifdef SHARDSCOPE_HAVE_LAUNCH_DIALOG
+void MainWindow::setUpLaunch() {
+#ifdef SHARDSCOPE_HAVE_LAUNCH
+  runController_ = new RunController(this);
+  connect(runController_, &RunController::started, this, [this](const QStringList& strategies) {
+    launchPanel_->start(strategies, runController_->arguments().join(QLatin1Char(' ')));
+    launchDock_->show();
+    launchDock_->raise();
+    updateTaskUi();
+  });
+  connect(runController_, &RunController::strategyStarted, this, [this](int index, const QString& name) {
+    launchPanel_->strategyStarted(index);
+    log(tr("Launch: %1 started").arg(name));
+    updateTaskUi();
+  });
+  connect(runController_, &RunController::stepProgress, this,
+          [this](int index, const QString&, int step, int steps, double loss, double stepMs) {
+            launchPanel_->stepProgress(index, step, steps, loss, stepMs);
+            updateTaskUi();
+          });
+  connect(runController_, &RunController::strategyFinished, this, [this](int index, const QString& name, qint64 runId) {
+    launchPanel_->strategyFinished(index, runId);
+    log(tr("Launch: %1 done (run %2)").arg(name).arg(runId));
+    reloadRuns();  // the run is complete: the browser shows it at once (the watch would in 2 s)
+  });
+  connect(runController_, &RunController::logLine, this, [this](const QString& line, bool isError) {
+    log(QStringLiteral("launch: ") + line, isError && line.startsWith(QLatin1String("error")));
+  });
+  connect(runController_, &RunController::finished, this, [this](int) {
+    launchPanel_->ended(tr("done"), true);
+    const QList<qint64> ids = runController_->runIds();
+    log(tr("Launch finished: runs %1").arg([&] {
+      QStringList s;
+      for (auto id : ids) s << QString::number(id);
+      return s.join(QStringLiteral(", "));
+    }()));
+    if (runController_->databasePath() == dbPath_ && !ids.isEmpty()) {
+      // Side by side: select the new runs (the first strategy is the baseline) and compare them.
+      pendingSelection_ = QList<core::Id>(ids.begin(), ids.end());
+      if (ids.size() > 1) showPage(QStringLiteral("compare"));
+      reloadRuns();
+    }
+    updateTaskUi();
+    Q_EMIT launchEnded(true, ids);
+  });
+  connect(runController_, &RunController::cancelled, this, [this](int) {
+    launchPanel_->ended(tr("cancelled"), false);
+    statusBar()->showMessage(tr("Comparison cancelled: its ranks were stopped"), 10000);
+    reloadRuns();
+    updateTaskUi();
+    Q_EMIT launchEnded(false, runController_->runIds());
+  });
+  connect(runController_, &RunController::failed, this, [this](int, const QString& error) {
+    launchPanel_->ended(tr("failed"), false);
+    showError(tr("Launch failed: %1").arg(error));
+    reloadRuns();
+    updateTaskUi();
+    Q_EMIT launchEnded(false, runController_->runIds());
+  });
+#endif
+}
+
+bool MainWindow::launchRunning() const {
+#ifdef SHARDSCOPE_HAVE_LAUNCH
+  return runController_ && runController_->isRunning();
+#else
+  return false;
+#endif
+}
+
+bool MainWindow::launchComparison(const QStringList& compareArgs) {
   if (dbPath_.isEmpty()) {
     showError(tr("Open or create a database first: launched runs are stored in it"));
+    return false;
+  }
+  if (readOnly_) {
+    showError(tr("%1 is open read-only: runs cannot be launched into it").arg(dbPath_));
+    return false;
+  }
+#ifdef SHARDSCOPE_HAVE_LAUNCH
+  if (launchRunning()) {
+    showError(tr("A comparison is already running: cancel it or wait for it to finish"));
+    return false;
+  }
+  const bool ok = runController_->start(dbPath_, compareArgs);  // failures arrive through failed()
+  updateActions();
+  updateTaskUi();
+  return ok;
+#else
+  (void)compareArgs;
+  showError(tr("The launch code is not part of this build: use shardscope-cli compare --db %1").arg(dbPath_));
+  return false;
+#endif
+}
+
+void MainWindow::launchRuns() {
+#ifdef SHARDSCOPE_HAVE_LAUNCH
+  if (dbPath_.isEmpty()) {
+    showError(tr("Open or create a database first: launched runs are stored in it"));
+    return;
+  }
+  if (launchRunning()) {
+    launchDock_->show();
+    launchDock_->raise();
+    showError(tr("A comparison is already running: cancel it or wait for it to finish"));
     return;
   }
   auto* dialog = new LaunchDialog(this);
   dialog->setAttribute(Qt::WA_DeleteOnClose);
   dialog->setDatabasePath(dbPath_);
+  connect(dialog, &QDialog::accepted, this, [this, dialog] {
+    log(tr("Launching: %1").arg(dialog->commandLine()));
+    launchComparison(dialog->arguments());
+  });
   dialog->open();
-  // Runs appear in the browser as the workers create them (the 2 s watch).
 #else
   showError(tr("The launch dialog is not part of this build yet: use shardscope-cli compare --db %1").arg(dbPath_));
 #endif
@@ -1032,6 +1155,13 @@ void MainWindow::cancelCurrentTask() {
     import_->cancel();
     return;
   }
+#ifdef SHARDSCOPE_HAVE_LAUNCH
+  if (launchRunning()) {
+    log(tr("Cancelling the comparison: stopping its ranks…"));
+    runController_->cancel();
+    return;
+  }
+#endif
   Page* p = currentPage();
   if (p && p->busy()) {
     if (cancelPageLoading(p)) log(tr("%1: loading cancelled").arg(p->title()));
@@ -1084,6 +1214,18 @@ void MainWindow::updateTaskUi() {
   if (importRunning()) {
     taskLabel_->setText(tr("Importing %n path(s)…", nullptr, static_cast<int>(import_->paths().size())));
     progressBar_->setRange(0, 0);
+    cancelButton_->setEnabled(true);
+    return;
+  }
+  if (launchRunning()) {
+    taskLabel_->setText(tr("Comparing: %1").arg(launchPanel_->currentText()));
+    const int pct = launchPanel_->overallPercent();
+    if (pct < 0) {
+      progressBar_->setRange(0, 0);
+    } else {
+      progressBar_->setRange(0, 100);
+      progressBar_->setValue(pct);
+    }
     cancelButton_->setEnabled(true);
     return;
   }

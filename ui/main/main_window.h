@@ -48,7 +48,9 @@ namespace shardscope::ui {
 
 class BackgroundTask;
 class ImportProcess;
+class LaunchPanel;
 class Page;
+class RunController;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -102,6 +104,14 @@ class MainWindow : public QMainWindow {
   void cancelCurrentTask();  // the dock's Cancel: the import, else the current page's loading
   void handleDroppedUrls(const QList<QUrl>& urls);
 
+  // Launch (shardscope-cli compare --progress-json as a child process, when the launch code is built).
+  // compareArgs as LaunchDialog::arguments(); progress in the Launch dock; the runs appear in the
+  // browser as they are written and are selected (Compare page) when the comparison finishes.
+  bool launchComparison(const QStringList& compareArgs);
+  bool launchRunning() const;
+  LaunchPanel* launchPanel() const { return launchPanel_; }
+  QDockWidget* launchDock() const { return launchDock_; }
+
   // Behaviour switches.
   bool isInteractive() const { return interactive_; }
   void setInteractive(bool on) { interactive_ = on; }  // message boxes and confirmation questions
@@ -123,6 +133,7 @@ class MainWindow : public QMainWindow {
   void databaseOpened(const QString& path);
   void runsLoaded();  // after every (re)load of the run list
   void importFinished(bool ok, const QList<qint64>& runIds);
+  void launchEnded(bool ok, const QList<qint64>& runIds);
   void errorReported(const QString& message);
   void contextDelivered(const QString& pageId, const QList<core::Id>& runs);
 
@@ -138,6 +149,7 @@ class MainWindow : public QMainWindow {
   void chooseDatabase();
   void chooseTraces();
   void launchRuns();
+  void setUpLaunch();
   void about();
   void addRecent(const QString& path);
   void updateRecentMenu();
@@ -196,8 +208,11 @@ class MainWindow : public QMainWindow {
   std::map<Page*, std::pair<QString, QList<core::Id>>> delivered_;  // last context per page
   std::map<Page*, std::pair<int, QString>> pageProgress_;
 
-  // Import.
+  // Import and launch.
   ImportProcess* import_ = nullptr;
+  RunController* runController_ = nullptr;  // null when the launch code is not in the build
+  QDockWidget* launchDock_ = nullptr;
+  LaunchPanel* launchPanel_ = nullptr;
 
   // Dock, status bar.
   QDockWidget* dock_ = nullptr;
