@@ -11,6 +11,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -436,6 +437,34 @@ class TestMainWindow : public QObject {
     qunsetenv("FAKE_HANG");
     qputenv("SHARDSCOPE_CLI", oldCli);
     QVERIFY(waitLoaded(w));
+  }
+
+  void settingsPersist() {
+    QSettings().clear();  // test mode: ~/.qttest, never the user's settings
+    QTemporaryDir dir;
+    const std::string path = makeDb(dir);
+    {
+      ui::MainWindow w;
+      w.restoreSettings();
+      QVERIFY(w.recentFiles().isEmpty());
+      QSignalSpy loaded(&w, &ui::MainWindow::runsLoaded);
+      QVERIFY(w.openDatabase(QString::fromStdString(path)));
+      QVERIFY(loaded.wait(10000));
+      for (int i = 0; i < 10; ++i) w.openDatabase(QString::fromStdString(makeDb(dir, "db" + std::to_string(i) + ".db")));
+      QVERIFY(waitLoaded(w));
+      w.setGrouping(ui::RunListModel::Grouping::Status);
+      w.showPage("memory");
+      QVERIFY(waitLoaded(w));
+      w.close();  // saves
+    }
+    ui::MainWindow w;
+    w.restoreSettings();
+    QVERIFY(w.runModel()->grouping() == ui::RunListModel::Grouping::Status);
+    QCOMPARE(w.groupingCombo()->currentText(), QString("Status"));
+    QCOMPARE(w.currentPage()->pageId(), QString("memory"));
+    QCOMPARE(w.recentFiles().size(), 8);
+    QVERIFY(w.recentFiles().first().endsWith("db9.db"));
+    QSettings().clear();
   }
 
   void noDatabaseNoImport() {

@@ -391,6 +391,7 @@ void MainWindow::restoreSettings() {
   if (s.contains(settingsKey("window/geometry"))) restoreGeometry(s.value(settingsKey("window/geometry")).toByteArray());
   if (s.contains(settingsKey("window/state"))) restoreState(s.value(settingsKey("window/state")).toByteArray());
   if (s.contains(settingsKey("window/splitter"))) splitter_->restoreState(s.value(settingsKey("window/splitter")).toByteArray());
+  if (s.contains(settingsKey("runs/header"))) runView_->header()->restoreState(s.value(settingsKey("runs/header")).toByteArray());
   recent_ = s.value(settingsKey("recentFiles")).toStringList();
   while (recent_.size() > kMaxRecent) recent_.removeLast();
   updateRecentMenu();
@@ -406,6 +407,7 @@ void MainWindow::saveSettings() {
   s.setValue(settingsKey("window/geometry"), saveGeometry());
   s.setValue(settingsKey("window/state"), saveState());
   s.setValue(settingsKey("window/splitter"), splitter_->saveState());
+  s.setValue(settingsKey("runs/header"), runView_->header()->saveState());
   s.setValue(settingsKey("window/lastPage"), currentPage() ? currentPage()->pageId() : QString());
   s.setValue(settingsKey("recentFiles"), recent_);
   s.setValue(settingsKey("runs/grouping"), RunListModel::groupingName(model_->grouping()));
