@@ -1,0 +1,327 @@
+#include "ui/launch/run_controller.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QStandardPaths>
+#include <QTimer>
+
+#include <algorithm>
+#include <csignal>
+
+#ifdef Q_OS_LINUX
+#include <sys/types.h>
+#include <unistd.h>
+#endif
+
+#include "core/config/run_config.h"
+
+namespace shardscope::ui {
+
+namespace {
+
+const QString kCliName = QStringLiteral("shardscope-cli");
+
+bool isExecutable(const QString& path) {
+  const QFileInfo fi(path);
+  return fi.exists() && fi.isFile() && fi.isExecutable();
+}
+
+// The strategies `compare` will run, in order (its default when the arguments name none).
+QStringList strategiesOf(const QStringList& args) {
+  QString list = QStringLiteral("ddp,fsdp,zero3");
+  for (int i = 0; i < args.size(); ++i) {
+    if (args[i] == QLatin1String("--strategies") && i + 1 < args.size()) list = args[i + 1];
+    else if (args[i].startsWith(QLatin1String("--strategies="))) list = args[i].mid(13);
+  }
+  QStringList out;
+  for (const QString& item : list.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+    const auto s = core::strategyFromString(item.trimmed().toStdString());
+    const std::string_view n = s ? core::toString(*s) : std::string_view();
+    out << (s ? QString::fromUtf8(n.data(), static_cast<qsizetype>(n.size())) : item.trimmed());
+  }
+  return out;
+}
+
+#ifdef Q_OS_LINUX
+// (pid, pgid) of the direct children of `parent`, from /proc.
+QList<QPair<pid_t, pid_t>> childrenOf(pid_t parent) {
+  QList<QPair<pid_t, pid_t>> out;
+  const QStringList entries = QDir(QStringLiteral("/proc")).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+  for (const QString& e : entries) {
+    bool ok = false;
+    const pid_t pid = static_cast<pid_t>(e.toInt(&ok));
+    if (!ok) continue;
+    QFile f(QStringLiteral("/proc/%1/stat").arg(pid));
+    if (!f.open(QIODevice::ReadOnly)) continue;
+    const QByteArray stat = f.readAll();
+    const qsizetype close = stat.lastIndexOf(')');
+    if (close < 0) continue;
+    const QList<QByteArray> fields = stat.mid(close + 2).split(' ');  // state ppid pgrp ...
+    if (fields.size() < 3) continue;
+    if (static_cast<pid_t>(fields[1].toInt()) == parent) out.append({pid, static_cast<pid_t>(fields[2].toInt())});
+  }
+  return out;
+}
+#endif
+
+}  // namespace
+
+RunController::RunController(QObject* parent) : QObject(parent) {
+  killTimer_ = new QTimer(this);
+  killTimer_->setSingleShot(true);
+  connect(killTimer_, &QTimer::timeout, this, [this] {
+    if (!process_) return;
+    Q_EMIT logLine(tr("shardscope-cli did not stop within %1 s: killing it and its ranks").arg(graceMs_ / 1000.0),
+                   true);
+    killTree();
+  });
+}
+
+RunController::~RunController() {
+  if (!process_) return;
+  // Stop the comparison for real: the CLI stops its ranks on SIGTERM; kill whatever is left after that.
+  process_->disconnect(this);
+  process_->terminate();
+  if (!process_->waitForFinished(graceMs_)) {
+    killTree();
+    process_->waitForFinished(2000);
+  }
+}
+
+QString RunController::locateCli() {
+  const QString env = qEnvironmentVariable("SHARDSCOPE_CLI");
+  if (!env.isEmpty()) return env;
+  if (QCoreApplication::instance()) {
+    const QString dir = QCoreApplication::applicationDirPath();
+    for (const QString& p : {dir + QLatin1Char('/') + kCliName, dir + QStringLiteral("/../app/") + kCliName,
+                             dir + QStringLiteral("/../bin/") + kCliName})
+      if (isExecutable(p)) return QDir::cleanPath(p);
+  }
+  return QStandardPaths::findExecutable(kCliName);
+}
+
+qint64 RunController::processId() const { return process_ ? process_->processId() : 0; }
+
+QList<qint64> RunController::runIds() const {
+  QList<qint64> out;
+  for (const auto& s : strategies_)
+    if (s.runId) out << s.runId;
+  return out;
+}
+
+bool RunController::start(const QString& dbPath, const QStringList& compareArgs) {
+  if (process_) return false;
+  db_ = dbPath;
+  strategies_.clear();
+  for (const QString& name : strategiesOf(compareArgs)) {
+    StrategyState s;
+    s.name = name;
+    strategies_ << s;
+  }
+  current_ = -1;
+  cancelling_ = false;
+  killed_ = false;
+  exitCode_ = 0;
+  lastError_.clear();
+  lastErrLine_.clear();
+  lastStderr_.clear();
+  outBuf_.clear();
+  errBuf_.clear();
+  args_ = QStringList{QStringLiteral("compare"), QStringLiteral("--db"), dbPath, QStringLiteral("--progress-json")} +
+          compareArgs;
+  const QString cli = cliPath();
+  if (cli.isEmpty() || !isExecutable(cli)) {
+    exitCode_ = -1;
+    lastError_ = cli.isEmpty() ? tr("shardscope-cli was not found (beside the application, $SHARDSCOPE_CLI or PATH)")
+                               : tr("shardscope-cli is not an executable file: %1").arg(cli);
+    Q_EMIT logLine(lastError_, true);
+    Q_EMIT failed(exitCode_, lastError_);
+    Q_EMIT ended();
+    return false;
+  }
+  process_ = new QProcess(this);
+  process_->setProgram(cli);
+  process_->setArguments(args_);
+  process_->setStandardInputFile(QProcess::nullDevice());
+  connect(process_, &QProcess::readyReadStandardOutput, this, &RunController::readOut);
+  connect(process_, &QProcess::readyReadStandardError, this, &RunController::readErr);
+  connect(process_, &QProcess::finished, this, &RunController::processEnded);
+  connect(process_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError e) {
+    if (e != QProcess::FailedToStart || !process_) return;
+    exitCode_ = -1;
+    lastError_ = tr("cannot start %1: %2").arg(process_->program(), process_->errorString());
+    QMetaObject::invokeMethod(this, [this] { finish(); }, Qt::QueuedConnection);
+  });
+  clock_.start();
+  process_->start();
+  pid_ = process_->processId();
+  Q_EMIT logLine(QStringLiteral("$ %1 %2").arg(cli, args_.join(QLatin1Char(' '))), false);
+  QStringList names;
+  for (const auto& s : strategies_) names << s.name;
+  Q_EMIT runningChanged(true);
+  Q_EMIT started(names);
+  return true;
+}
+
+void RunController::cancel() {
+  if (!process_ || cancelling_) return;
+  cancelling_ = true;
+  Q_EMIT logLine(tr("Cancelling: asking shardscope-cli to stop its ranks…"), false);
+  process_->terminate();  // SIGTERM: the CLI cancels like Ctrl-C and stores the run as cancelled
+  killTimer_->start(graceMs_);
+}
+
+void RunController::killTree() {
+  if (!process_) return;
+  killed_ = true;
+#ifdef Q_OS_LINUX
+  const pid_t cli = static_cast<pid_t>(process_->processId());
+  if (cli > 0) {
+    const pid_t self = getpgrp();
+    // The launcher starts each rank in its own process group: kill those groups, then the CLI.
+    for (const auto& [pid, pgid] : childrenOf(cli)) {
+      if (pgid > 0 && pgid != self) ::kill(-pgid, SIGKILL);
+      ::kill(pid, SIGKILL);
+    }
+  }
+#endif
+  process_->kill();
+}
+
+void RunController::readOut() {
+  if (!process_) return;
+  outBuf_ += process_->readAllStandardOutput();
+  qsizetype nl;
+  while ((nl = outBuf_.indexOf('\n')) >= 0) {
+    const QString line = QString::fromUtf8(outBuf_.left(nl)).trimmed();
+    outBuf_.remove(0, nl + 1);
+    if (!line.isEmpty()) handleOutLine(line);
+  }
+}
+
+void RunController::readErr() {
+  if (!process_) return;
+  errBuf_ += process_->readAllStandardError();
+  qsizetype nl;
+  while ((nl = errBuf_.indexOf('\n')) >= 0) {
+    // The terminal progress bar is not drawn into a pipe, but be safe with carriage returns.
+    QByteArray raw = errBuf_.left(nl);
+    errBuf_.remove(0, nl + 1);
+    if (const qsizetype cr = raw.lastIndexOf('\r'); cr >= 0) raw = raw.mid(cr + 1);
+    const QString line = QString::fromUtf8(raw).trimmed();
+    if (!line.isEmpty()) handleErrLine(line);
+  }
+}
+
+void RunController::handleOutLine(const QString& line) {
+  if (!line.startsWith(QLatin1String("@ss "))) {
+    Q_EMIT logLine(line, false);
+    return;
+  }
+  const QJsonDocument doc = QJsonDocument::fromJson(line.mid(4).toUtf8());
+  if (!doc.isObject()) return;
+  const QJsonObject o = doc.object();
+  if (o.value(QLatin1String("rank")).toInt(-1) != 0) return;  // rank 0 speaks for the run
+  const QString event = o.value(QLatin1String("event")).toString();
+  if (strategies_.isEmpty()) return;
+  // Progress of a strategy whose header has not been read yet (stdout and stderr are separate
+  // pipes): the previous one is done, so this is the next.
+  if (current_ < 0) current_ = 0;
+  if (strategies_[current_].status == Status::Done && current_ + 1 < strategies_.size()) {
+    ++current_;
+    strategies_[current_].status = Status::Running;
+    Q_EMIT strategyStarted(current_, strategies_[current_].name);
+  } else if (strategies_[current_].status == Status::Queued) {
+    strategies_[current_].status = Status::Running;
+    Q_EMIT strategyStarted(current_, strategies_[current_].name);
+  }
+  StrategyState& s = strategies_[current_];
+  if (event == QLatin1String("step")) {
+    s.step = o.value(QLatin1String("step")).toInt();
+    s.steps = o.value(QLatin1String("steps")).toInt();
+    const double loss = o.value(QLatin1String("loss")).toDouble(qQNaN());
+    const double ms = o.value(QLatin1String("step_ms")).toDouble(qQNaN());
+    s.stepNumbers << s.step;
+    s.loss << loss;
+    s.stepMs << ms;
+    Q_EMIT stepProgress(current_, s.name, s.step, s.steps, loss, ms);
+  } else if (event == QLatin1String("done")) {
+    s.runId = static_cast<qint64>(o.value(QLatin1String("run_id")).toDouble());
+    s.status = Status::Done;
+    if (s.steps > 0) s.step = s.steps;
+    Q_EMIT strategyFinished(current_, s.name, s.runId);
+  }
+}
+
+void RunController::handleErrLine(const QString& line) {
+  if (line.startsWith(QLatin1String("== "))) {
+    // "== [name prefix] <strategy>: model, N ranks, K steps"
+    const qsizetype colon = line.indexOf(QLatin1Char(':'));
+    const QString head = line.mid(3, colon < 0 ? -1 : colon - 3).trimmed();
+    const QString name = head.section(QLatin1Char(' '), -1);
+    int found = -1;
+    for (int i = std::max(0, current_); i < strategies_.size(); ++i)
+      if (strategies_[i].name == name && strategies_[i].status != Status::Done) {
+        found = i;
+        break;
+      }
+    if (found >= 0 && !(found == current_ && strategies_[found].status == Status::Running)) {
+      current_ = found;
+      strategies_[found].status = Status::Running;
+      Q_EMIT strategyStarted(found, name);
+    }
+    Q_EMIT logLine(line, false);
+    return;
+  }
+  lastStderr_ = line;
+  if (line.startsWith(QLatin1String("error:"))) lastErrLine_ = line;
+  Q_EMIT logLine(line, true);
+}
+
+void RunController::processEnded(int code, QProcess::ExitStatus status) {
+  readOut();
+  readErr();
+  if (!outBuf_.trimmed().isEmpty()) handleOutLine(QString::fromUtf8(outBuf_).trimmed());
+  if (!errBuf_.trimmed().isEmpty()) handleErrLine(QString::fromUtf8(errBuf_).trimmed());
+  outBuf_.clear();
+  errBuf_.clear();
+  exitCode_ = status == QProcess::NormalExit ? code : -1;
+  finish();
+}
+
+void RunController::finish() {
+  if (!process_) return;
+  killTimer_->stop();
+  const bool ok = exitCode_ == 0 && lastError_.isEmpty();
+  const bool wasCancelled = !ok && (cancelling_ || exitCode_ == 130) && lastError_.isEmpty();
+  for (auto& s : strategies_) {
+    if (s.status == Status::Running) s.status = ok ? Status::Done : (wasCancelled ? Status::Cancelled : Status::Failed);
+    else if (s.status == Status::Queued && !ok) s.status = Status::NotRun;
+  }
+  if (!ok && !wasCancelled && lastError_.isEmpty()) {
+    lastError_ = !lastErrLine_.isEmpty() ? lastErrLine_ : lastStderr_;
+    if (lastError_.isEmpty())
+      lastError_ = exitCode_ < 0 ? tr("shardscope-cli was killed") : tr("shardscope-cli exited with code %1").arg(exitCode_);
+  }
+  process_->disconnect(this);
+  process_->deleteLater();
+  process_ = nullptr;
+  cancelling_ = false;
+  Q_EMIT runningChanged(false);
+  if (ok) {
+    Q_EMIT logLine(tr("Comparison finished in %1 s").arg(static_cast<double>(elapsedMs()) / 1000.0, 0, 'f', 1), false);
+    Q_EMIT finished(exitCode_);
+  } else if (wasCancelled) {
+    Q_EMIT logLine(tr("Comparison cancelled (exit code %1)").arg(exitCode_), false);
+    Q_EMIT cancelled(exitCode_);
+  } else {
+    Q_EMIT failed(exitCode_, lastError_);
+  }
+  Q_EMIT ended();
+}
+
+}  // namespace shardscope::ui
