@@ -252,9 +252,14 @@ class TestMainWindow : public QObject {
     w.setAutoConfirm(true);
     w.selectRuns({1, 2});
     w.applySelectionNow();
+    QSignalSpy deleted(&w, &ui::MainWindow::runsDeleted);
     w.deleteRuns({1});
+    QCOMPARE(w.selectedRuns(), (QList<Id>{2}));  // at once: the pages stop showing it
+    QVERIFY(w.busy());
+    QVERIFY(deleted.wait(10000));
+    QCOMPARE(deleted.at(0).at(0).value<QList<qint64>>(), (QList<qint64>{1}));
     QVERIFY(!other.run(1).has_value());
-    QCOMPARE(w.runModel()->runCount(), 2);
+    QTRY_COMPARE(w.runModel()->runCount(), 2);
     QCOMPARE(w.selectedRuns(), (QList<Id>{2}));
     QTRY_COMPARE(w.pageContextRuns("overview").value_or(QList<Id>{}), (QList<Id>{2}));
     QVERIFY(w.logView()->toPlainText().contains("Deleted 1 run(s)"));

@@ -28,6 +28,7 @@
 #include <QSplitter>
 #include <QStatusBar>
 #include <QStyle>
+#include <QThread>
 #include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
@@ -37,6 +38,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <memory>
 
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"
@@ -125,6 +127,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
 MainWindow::~MainWindow() {
   pollTimer_->stop();
+  for (QThread* t : deleteThreads_) {
+    t->disconnect(this);
+    t->wait();  // a deletion is one transaction: let it end rather than kill it
+    delete t;
+  }
   for (auto* p : pages_) cancelPageLoading(p);
   if (runsTask_) runsTask_->cancel();
 }
@@ -721,6 +728,7 @@ void MainWindow::expandGroups() {
   if (model_->grouping() == RunListModel::Grouping::None) return;
   for (int g = 0; g < model_->rowCount(); ++g) {
     const QModelIndex i = model_->index(g, 0);
+    runView_->setFirstColumnSpanned(g, QModelIndex(), true);  // the group's label uses the whole row
     runView_->setExpanded(i, !collapsedGroups_.contains(i.data(RunListModel::GroupKeyRole).toString()));
   }
 }
@@ -885,19 +893,52 @@ void MainWindow::deleteRuns(const QList<core::Id>& ids) {
     log(tr("Deletion cancelled"));
     return;
   }
-  QApplication::setOverrideCursor(Qt::WaitCursor);
-  const bool ok = model_->deleteRuns(ids);
-  QApplication::restoreOverrideCursor();
-  if (ok) {
-    log(tr("Deleted %n run(s): %1", nullptr, static_cast<int>(ids.size())).arg(names.join(QStringLiteral(", "))));
-    statusBar()->showMessage(tr("Deleted %n run(s)", nullptr, static_cast<int>(ids.size())), 8000);
-  }
-  countLabel_->setText(tr("%n run(s)", nullptr, model_->runCount()));
-  try {
-    if (store_) fingerprint_ = runsFingerprint(*store_);
-  } catch (const std::exception&) {
-  }
+  // The pages stop showing the runs about to go.
+  QList<core::Id> keep;
+  for (core::Id id : selectionOrder_)
+    if (!ids.contains(id)) keep << id;
+  restoreSelection(keep);
+  selectionOrder_ = keep;
+  applySelectionNow();
+
+  // Deleting a big run (millions of events, memory records) takes seconds: on a thread with its
+  // own connection, never on the GUI thread. The list follows when it is done.
+  const QString db = dbPath_;
+  const QString what = names.join(QStringLiteral(", "));
+  auto error = std::make_shared<QString>();
+  auto deleted = std::make_shared<QList<qint64>>();
+  QThread* thread = QThread::create([db, ids, error, deleted] {
+    try {
+      core::TraceStore store(db.toStdString());
+      for (core::Id id : ids) {
+        store.deleteRun(id);
+        *deleted << id;
+      }
+    } catch (const std::exception& e) {
+      *error = QString::fromUtf8(e.what());
+    }
+  });
+  deleteThreads_ << thread;
+  connect(thread, &QThread::finished, this, [this, thread, db, what, error, deleted] {
+    deleteThreads_.removeAll(thread);
+    thread->deleteLater();
+    if (error->isEmpty()) {
+      log(tr("Deleted %n run(s): %1", nullptr, static_cast<int>(deleted->size())).arg(what));
+      statusBar()->showMessage(tr("Deleted %n run(s)", nullptr, static_cast<int>(deleted->size())), 8000);
+    } else {
+      showError(tr("Cannot delete %1: %2").arg(what, *error));
+    }
+    if (db == dbPath_) reloadRuns();
+    updateTaskUi();
+    updateActions();
+    Q_EMIT runsDeleted(*deleted);
+  });
+  thread->start();
+  updateActions();
+  updateTaskUi();
 }
+
+bool MainWindow::deleting() const { return !deleteThreads_.isEmpty(); }
 
 // ------------------------------------------------------------------------------------------------
 // Pages
@@ -956,7 +997,7 @@ void MainWindow::onJumpToEvent(core::Id runId, core::Id eventId, qint64 startNs,
 }
 
 bool MainWindow::busy() const {
-  if (runsLoading() || importRunning() || launchRunning() || selectionTimer_->isActive()) return true;
+  if (runsLoading() || importRunning() || launchRunning() || deleting() || selectionTimer_->isActive()) return true;
   const Page* p = currentPage();
   return p && p->busy();
 }
@@ -1243,6 +1284,12 @@ void MainWindow::updateTaskUi() {
       progressBar_->setValue(std::clamp(pct, 0, 100));
     }
     cancelButton_->setEnabled(true);
+    return;
+  }
+  if (deleting()) {
+    taskLabel_->setText(tr("Deleting runs…"));
+    progressBar_->setRange(0, 0);
+    cancelButton_->setEnabled(false);
     return;
   }
   if (runsLoading()) {

@@ -36,6 +36,7 @@ class QProgressBar;
 class QPushButton;
 class QSplitter;
 class QTabWidget;
+class QThread;
 class QTimer;
 class QTreeView;
 class QUrl;
@@ -84,7 +85,9 @@ class MainWindow : public QMainWindow {
   bool runsLoading() const;
   void reloadRuns();
   void refresh();  // F5: the run list and the current page
-  void deleteRuns(const QList<core::Id>& ids);  // asks first (setAutoConfirm when not interactive)
+  // Asks first (setAutoConfirm when not interactive), then deletes on a thread; runsDeleted when done.
+  void deleteRuns(const QList<core::Id>& ids);
+  bool deleting() const;
   void renameRun(core::Id id);                   // inline editor on the name
   void editTags(core::Id id);                    // inline editor on the tags
 
@@ -134,6 +137,7 @@ class MainWindow : public QMainWindow {
   void runsLoaded();  // after every (re)load of the run list
   void importFinished(bool ok, const QList<qint64>& runIds);
   void launchEnded(bool ok, const QList<qint64>& runIds);
+  void runsDeleted(const QList<qint64>& runIds);
   void errorReported(const QString& message);
   void contextDelivered(const QString& pageId, const QList<core::Id>& runs);
 
@@ -207,6 +211,8 @@ class MainWindow : public QMainWindow {
   std::vector<Page*> pages_;
   std::map<Page*, std::pair<QString, QList<core::Id>>> delivered_;  // last context per page
   std::map<Page*, std::pair<int, QString>> pageProgress_;
+
+  QList<QThread*> deleteThreads_;
 
   // Import and launch.
   ImportProcess* import_ = nullptr;
