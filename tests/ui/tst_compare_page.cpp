@@ -159,7 +159,15 @@ class TestComparePage : public QObject {
     QCOMPARE(lines.size(), 1 + page.model()->rowCount());
     QVERIFY(lines[1].startsWith(QString("\"step time (ms, mean over ranks and steps)\",step_time_ms,%1,")
                                     .arg(QString::number(*stepRow.values[0], 'g', 17))));
+    QApplication::clipboard()->clear();
     page.copyCsv();
+    QCOMPARE(QApplication::clipboard()->text(), page.csv());
+    // Ctrl+C in the table does the same.
+    QApplication::clipboard()->clear();
+    page.activateWindow();
+    page.table()->setFocus();
+    QVERIFY(QTest::qWaitForWindowActive(&page));
+    QTest::keySequence(page.table(), QKeySequence::Copy);
     QCOMPARE(QApplication::clipboard()->text(), page.csv());
   }
 

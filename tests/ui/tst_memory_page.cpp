@@ -10,10 +10,12 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <random>
 
 #include "core/analysis/memory_peaks.h"
 #include "tests/common/test_support.h"
 #include "tests/ui/ui_fixture.h"
+#include "ui/charts/max_pyramid.h"
 #include "ui/charts/memory_chart.h"
 #include "ui/charts/stacked_bar_chart.h"
 #include "ui/models/memory_peaks_model.h"
@@ -354,6 +356,134 @@ class TestMemoryPage : public QObject {
     QTest::qWait(200);
   }
 
+  void pyramidKeepsTheWindowMaximum() {
+    // Random walk with plateaus (ties) and spikes; windows of every size, bucket counts from few to many.
+    std::mt19937_64 rng(42);
+    std::vector<core::CounterSample> v;
+    double level = 1000;
+    core::TimeNs t = 5'000;
+    for (int i = 0; i < 300'000; ++i) {
+      t += 1 + static_cast<core::TimeNs>(rng() % 50);
+      if (rng() % 3) level = std::max(0.0, level + static_cast<double>(static_cast<int>(rng() % 201) - 100));
+      const double spike = rng() % 5000 == 0 ? 50'000.0 : 0.0;
+      v.push_back({t, level + spike});
+    }
+    const ui::charts::MaxPyramid p(v);
+    QVERIFY(p.levelCount() >= 3);
+    QCOMPARE(p.size(), v.size());
+    QCOMPARE(p.maxValue(), std::max_element(v.begin(), v.end(), [](auto& a, auto& b) { return a.value < b.value; })->value);
+    int coarse = 0;
+    for (int trial = 0; trial < 400; ++trial) {
+      const std::size_t i0 = rng() % v.size();
+      const std::size_t len = 1 + rng() % (trial % 4 == 0 ? v.size() : 5000);
+      const std::size_t i1 = std::min(v.size() - 1, i0 + len);
+      const core::TimeNs t0 = v[i0].tsNs, t1 = v[i1].tsNs + 1;
+      const int buckets = 1 + static_cast<int>(rng() % 1500);
+      const auto d = p.downsample(t0, t1, buckets);
+      QVERIFY(d.size() <= static_cast<std::size_t>(buckets));
+      // The window's first maximum is in the result, at its own time.
+      auto first = v.begin() + static_cast<std::ptrdiff_t>(i0);
+      for (auto it = first; it != v.begin() + static_cast<std::ptrdiff_t>(i1) + 1; ++it)
+        if (it->value > first->value) first = it;
+      bool found = false;
+      double maxOut = 0;
+      for (const auto& s : d) {
+        found = found || (s.tsNs == first->tsNs && s.value == first->value);
+        maxOut = std::max(maxOut, s.value);
+        QVERIFY(s.tsNs >= t0 && s.tsNs < t1);
+      }
+      QVERIFY2(found, qPrintable(QString("trial %1: window [%2, %3] with %4 buckets").arg(trial).arg(i0).arg(i1).arg(buckets)));
+      QCOMPARE(maxOut, first->value);
+      // Small windows read the raw samples: exactly core::downsampleMax.
+      if (p.levelFor(i1 - i0 + 1, buckets) == 0)
+        QCOMPARE(d.size(), core::downsampleMax(v, t0, t1, buckets).size());
+      else
+        ++coarse;
+    }
+    QVERIFY(coarse > 20);
+  }
+
+  void deviceFilter() {
+    // An imported trace with CPU and CUDA records on each rank: GPU memory shown first, one curve per rank.
+    QTemporaryDir dir;
+    const std::string path = test::pathIn(dir, "d.db");
+    core::Id run = 0;
+    {
+      core::TraceStore store(path);
+      test::RunSpec s;
+      s.source = core::RunSource::Kineto;
+      s.breakdown = false;
+      run = test::writeRun(store, s);
+      core::Transaction tx(store.db());
+      core::BulkWriter w(store);
+      for (const auto& rank : store.ranks(run))
+        for (int i = 0; i < 100; ++i) {
+          core::MemoryEvent m;
+          m.rankId = rank.id;
+          m.tsNs = s.t0 + i * 100'000;
+          m.deviceType = 1;
+          m.deviceId = rank.rank;
+          m.totalAllocated = (1ll << 30) + i * 1000 + (i == 40 ? 5'000'000 : 0);
+          m.totalReserved = 2ll << 30;
+          w.addMemoryEvent(m);
+        }
+      w.finish();
+      tx.commit();
+    }
+    ui::MemoryPage page;
+    page.resize(1000, 700);
+    page.show();
+    page.setContext(qpath(path), {run});
+    waitLoaded(page);
+    QCOMPARE(page.deviceCombo()->count(), 2);
+    QVERIFY(page.deviceCombo()->isVisibleTo(&page));
+    QCOMPARE(page.deviceCombo()->currentData().toInt(), 1);
+    MemoryChart* chart = page.chart();
+    QCOMPARE(chart->seriesCount(), 4);
+    QCOMPARE(chart->scale().suffix, QString("GiB"));
+    QCOMPARE(chart->markerCount(), 2);  // the two CUDA peaks
+    for (int i = 0; i < chart->markerCount(); ++i) {
+      QCOMPARE(chart->markerPeak(i).bytes, static_cast<double>((1ll << 30) + 40'000 + 5'000'000));
+      QCOMPARE(chart->markerTracer(i)->position->value(), chart->toPlotY(chart->markerPeak(i).bytes));
+    }
+    int visible = 0;
+    for (int i = 0; i < 4; ++i) visible += chart->allocatedGraph(i)->visible();
+    QCOMPARE(visible, 2);
+    QCOMPARE(page.peaksModel()->rowCount(), 4);  // the table lists every device
+    page.deviceCombo()->setCurrentIndex(1);      // CPU
+    QCOMPARE(chart->markerCount(), 2);
+    QVERIFY(chart->markerPeak(0).bytes < (1ll << 30));
+  }
+
+  void wheelZoomsTimeOnly() {
+    QTemporaryDir dir;
+    const std::string path = test::pathIn(dir, "w.db");
+    core::Id run = 0;
+    {
+      core::TraceStore store(path);
+      run = test::writeRun(store, test::RunSpec{});
+    }
+    ui::MemoryPage page;
+    page.resize(1000, 700);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    page.setContext(qpath(path), {run});
+    waitLoaded(page);
+    MemoryChart* chart = page.chart();
+    const QCPRange x0 = chart->xAxis->range(), y0 = chart->yAxis->range();
+    const QPointF at = chart->axisRect()->center();
+    QWheelEvent wheel(at, chart->mapToGlobal(at), QPoint(), QPoint(0, 240), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+    QApplication::sendEvent(chart, &wheel);
+    QVERIFY(chart->xAxis->range().size() < x0.size() * 0.8);
+    QCOMPARE(chart->yAxis->range().lower, y0.lower);
+    QCOMPARE(chart->yAxis->range().upper, y0.upper);
+    QSignalSpy rebucketed(chart, &MemoryChart::viewChanged);
+    QVERIFY(rebucketed.wait(5000));
+    chart->resetZoom();
+    QCOMPARE(chart->xAxis->range().lower, x0.lower);
+    QCOMPARE(chart->xAxis->range().upper, x0.upper);
+  }
+
   void loadStreamsAndCancels() {
     QTemporaryDir dir;
     const std::string path = test::pathIn(dir, "l.db");
@@ -369,6 +499,7 @@ class TestMemoryPage : public QObject {
     QCOMPARE(d.series.size(), std::size_t(2));
     QCOMPARE(d.records, std::uint64_t(2 * 70'001));  // the fixture adds the peak record
     QCOMPARE(d.series[0].allocated.size(), std::size_t(70'001));
+    QVERIFY(d.series[0].allocated.levelCount() >= 2);
     QVERIFY(d.series[0].reserved.size() < d.series[0].allocated.size() / 10);  // change points only
     QCOMPARE(d.runNames.size(), std::size_t(1));
     core::CancelToken cancel;

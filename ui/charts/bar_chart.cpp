@@ -1,6 +1,8 @@
 #include "ui/charts/bar_chart.h"
 
 #include <QFontMetrics>
+#include <QMouseEvent>
+#include <QToolTip>
 
 #include <algorithm>
 #include <cmath>
@@ -62,6 +64,7 @@ BarChart::BarChart(QWidget* parent) : QCustomPlot(parent) {
   xAxis->setSubTicks(false);
   yAxis->setPadding(4);
   setMinimumSize(220, 180);
+  connect(this, &QCustomPlot::afterLayout, this, [this] { fitBarLabels(this, labels_, !empty_->visible()); });
 }
 
 QString BarChart::title() const { return title_->text(); }
@@ -79,6 +82,7 @@ void BarChart::setBars(const QString& title, const QStringList& labels, const st
   for (QCPItemText* l : labels_) removeItem(l);
   labels_.clear();
   values_.clear();
+  valueTexts_.clear();
   best_ = best;
   QVector<double> keys, vals, bestKeys, bestVals;
   names_ = labels;
@@ -125,14 +129,13 @@ void BarChart::setBars(const QString& title, const QStringList& labels, const st
       t->setColor(mutedTextColor());
     }
     labels_.push_back(t);
+    valueTexts_ << t->text();
   }
   // No value at all: a note instead of empty bars and a meaningless axis.
   const bool none = std::none_of(values_.begin(), values_.end(), [](const auto& v) { return v.has_value(); });
   empty_->setVisible(none);
   empty_->setText(emptyText.isEmpty() ? tr("No value for these runs") : emptyText);
   yAxis->setVisible(!none);
-  if (none)
-    for (QCPItemText* l : labels_) l->setVisible(false);
   replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -142,6 +145,20 @@ void BarChart::rebuildTicker() {
   const int slot = std::max(60, (width() - 80) / std::max<int>(1, static_cast<int>(names_.size())));
   for (int i = 0; i < names_.size(); ++i) ticker->addTick(static_cast<double>(i + 1), tickLabel(names_[i], fm, slot - 8));
   xAxis->setTicker(ticker);
+}
+
+void BarChart::mouseMoveEvent(QMouseEvent* event) {
+  QCustomPlot::mouseMoveEvent(event);
+  const QPointF pos = event->position();
+  const double key = xAxis->pixelToCoord(pos.x());
+  const long i = std::lround(key) - 1;
+  if (axisRect()->rect().contains(pos.toPoint()) && i >= 0 && i < static_cast<long>(values_.size()) &&
+      std::abs(key - static_cast<double>(i + 1)) <= 0.3) {
+    QToolTip::showText(event->globalPosition().toPoint(),
+                       QStringLiteral("%1\n%2").arg(names_.value(static_cast<int>(i)), valueTexts_.value(static_cast<int>(i))), this);
+  } else {
+    QToolTip::hideText();
+  }
 }
 
 void BarChart::resizeEvent(QResizeEvent* event) {

@@ -36,6 +36,7 @@ class BarChart : public QCustomPlot {
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
 
  private:
   void rebuildTicker();
@@ -45,6 +46,7 @@ class BarChart : public QCustomPlot {
   QCPBars* bars_ = nullptr;
   QCPBars* bestBars_ = nullptr;
   std::vector<std::optional<double>> values_;  // plotted (scaled) values
+  QStringList valueTexts_;
   std::vector<QCPItemText*> labels_;
   QCPItemText* empty_ = nullptr;
   std::optional<std::size_t> best_;

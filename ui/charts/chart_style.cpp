@@ -1,5 +1,6 @@
 #include "ui/charts/chart_style.h"
 
+#include <QFontMetrics>
 #include <QLocale>
 
 #include <array>
@@ -84,6 +85,14 @@ void applyPlotStyle(QCustomPlot* plot) {
   plot->legend->setBrush(QBrush(QColor(255, 255, 255, 220)));
   plot->setBackground(QBrush(Qt::white));
   plot->setAntialiasedElements(QCP::aePlottables | QCP::aeItems);
+}
+
+void fitBarLabels(QCustomPlot* plot, const std::vector<QCPItemText*>& labels, bool allowed) {
+  const double slot = std::abs(plot->xAxis->coordToPixel(1.0) - plot->xAxis->coordToPixel(0.0));
+  for (QCPItemText* l : labels) {
+    const QFontMetrics fm(l->font());
+    l->setVisible(allowed && fm.horizontalAdvance(l->text()) + 6 <= slot);
+  }
 }
 
 }  // namespace shardscope::ui::charts

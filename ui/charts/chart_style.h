@@ -4,7 +4,10 @@
 #include <QColor>
 #include <QString>
 
+#include <vector>
+
 class QCustomPlot;
+class QCPItemText;
 
 namespace shardscope::ui::charts {
 
@@ -33,5 +36,9 @@ QColor mutedTextColor();
 
 // Fonts, grid and margins shared by every plot.
 void applyPlotStyle(QCustomPlot* plot);
+
+// Shows each of the labels written above bars one key unit apart only when its text fits in the
+// bar's slot (so neighbours never overlap); call after the layout (QCustomPlot::afterLayout).
+void fitBarLabels(QCustomPlot* plot, const std::vector<QCPItemText*>& labels, bool allowed = true);
 
 }  // namespace shardscope::ui::charts

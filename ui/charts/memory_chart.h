@@ -1,9 +1,10 @@
 #pragma once
 // Memory over time, one curve per rank (QCustomPlot). The chart keeps every sample of every series in
-// compact vectors (16 bytes a record; reserved only where it changes) and draws at most about one
-// point per pixel: whenever the visible time range or the widget's width changes, the visible window
-// is re-bucketed from the full samples with core::downsampleMax, which keeps each bucket's maximum at
-// its own time, so a peak is drawn at its exact time and value at every zoom level. Each series' peak
+// compact vectors (16 bytes a record, ~7 % more for the coarser levels of MaxPyramid; reserved only
+// where it changes) and draws at most about one point per pixel: whenever the visible time range or
+// the widget's width changes, the visible window is re-bucketed from the full samples with
+// core::downsampleMax (through MaxPyramid), which keeps each bucket's maximum at its own time, so a
+// peak is drawn at its exact time and value at every zoom level. Each series' peak
 // is marked by a tracer and a label (value, time, step, phase/operation) placed so labels do not
 // overlap. Wheel zooms and drag pans the time axis only.
 #include <QColor>
@@ -14,6 +15,7 @@
 
 #include "core/model/types.h"
 #include "ui/charts/chart_style.h"
+#include "ui/charts/max_pyramid.h"
 #include "ui/charts/qcp.h"
 
 namespace shardscope::ui::charts {
@@ -25,8 +27,8 @@ class MemoryChart : public QCustomPlot {
   struct Series {
     QString name;  // legend: "rank 0"
     QColor color;
-    std::vector<core::CounterSample> allocated;  // absolute ns, bytes; sorted by time
-    std::vector<core::CounterSample> reserved;   // the same, only where the value changes
+    MaxPyramid allocated;  // absolute ns, bytes; sorted by time
+    MaxPyramid reserved;   // the same, only where the value changes
   };
   struct Peak {
     int series = -1;        // index into the series
@@ -94,7 +96,7 @@ class MemoryChart : public QCustomPlot {
   };
   void onRangeChanged(const QCPRange& range);
   void scheduleRebucket();
-  void fill(QCPGraph* graph, const std::vector<core::CounterSample>& samples, core::TimeNs t0, core::TimeNs t1, int buckets);
+  void fill(QCPGraph* graph, const MaxPyramid* samples, core::TimeNs t0, core::TimeNs t1, int buckets);
   void rebuildMarkers();
   void layoutLabels();
   void updateLegend();

@@ -27,6 +27,7 @@ StackedBarChart::StackedBarChart(QWidget* parent) : QCustomPlot(parent) {
   xAxis->setSubTicks(false);
   yAxis->setNumberFormat(QStringLiteral("f"));
   setMinimumSize(260, 200);
+  connect(this, &QCustomPlot::afterLayout, this, [this] { fitBarLabels(this, labels_); });
 }
 
 void StackedBarChart::clearStacks(const QString& title) { setStacks(title, {}, {}); }

@@ -67,39 +67,41 @@ MemoryRunData loadMemoryRun(core::TraceStore& store, core::Id runId, const std::
   for (const core::Rank& rank : summary.ranks) {
     if (cancel) cancel->throwIfCancelled();
     if (progress) progress(core::Progress{"reading memory records, rank " + std::to_string(rank.rank), done, total, "ranks"});
-    const std::size_t firstOfRank = d.series.size();
-    MemoryRunData::Series* cur = nullptr;
+    struct Raw {
+      int deviceType = 0, deviceId = 0;
+      std::vector<core::CounterSample> allocated, reserved;
+    };
+    std::vector<Raw> raw;  // this rank's devices
+    Raw* cur = nullptr;
     std::uint64_t n = 0;
     store.forEachMemoryEvent(rank.id, [&](const core::MemoryEvent& m) {
       if ((++n & 0xFFFF) == 0 && cancel) cancel->throwIfCancelled();
       if (!cur || cur->deviceType != m.deviceType || cur->deviceId != m.deviceId) {
         cur = nullptr;
-        for (std::size_t i = firstOfRank; i < d.series.size(); ++i)
-          if (d.series[i].deviceType == m.deviceType && d.series[i].deviceId == m.deviceId) cur = &d.series[i];
+        for (auto& r : raw)
+          if (r.deviceType == m.deviceType && r.deviceId == m.deviceId) cur = &r;
         if (!cur) {
-          MemoryRunData::Series s;
-          s.rank = rank.rank;
-          s.deviceType = m.deviceType;
-          s.deviceId = m.deviceId;
-          d.series.push_back(std::move(s));
-          cur = &d.series.back();
+          raw.push_back(Raw{m.deviceType, m.deviceId, {}, {}});
+          cur = &raw.back();
         }
       }
       cur->allocated.push_back({m.tsNs, static_cast<double>(m.totalAllocated)});
       const double reserved = static_cast<double>(m.totalReserved);
       if (cur->reserved.empty() || cur->reserved.back().value != reserved) cur->reserved.push_back({m.tsNs, reserved});
-      if (!first) first = m.tsNs;
-      last = m.tsNs;
+      if (!first || m.tsNs < *first) first = m.tsNs;
+      if (!last || m.tsNs > *last) last = m.tsNs;
     }, /*totalsOnly=*/true);
     d.records += n;
     ++done;
-  }
-  for (auto& s : d.series) {
-    s.allocated.shrink_to_fit();
-    s.reserved.shrink_to_fit();
-    if (!s.allocated.empty()) {
-      first = std::min(*first, s.allocated.front().tsNs);
-      last = std::max(*last, s.allocated.back().tsNs);
+    for (auto& r : raw) {
+      if (cancel) cancel->throwIfCancelled();
+      MemoryRunData::Series s;
+      s.rank = rank.rank;
+      s.deviceType = r.deviceType;
+      s.deviceId = r.deviceId;
+      s.allocated = charts::MaxPyramid(std::move(r.allocated));
+      s.reserved = charts::MaxPyramid(std::move(r.reserved));
+      d.series.push_back(std::move(s));
     }
   }
   d.origin = summary.startNs.value_or(first.value_or(0));
@@ -355,8 +357,8 @@ void MemoryPage::showData(MemoryRunData d) {
     cs.color = charts::seriesColor(s.rank);
     cs.allocated = std::move(s.allocated);
     cs.reserved = std::move(s.reserved);
-    s.allocated = {};
-    s.reserved = {};
+    s.allocated = charts::MaxPyramid();
+    s.reserved = charts::MaxPyramid();
     series.push_back(std::move(cs));
   }
   auto seriesOf = [&](const core::MemoryPeak& p) {
@@ -416,6 +418,7 @@ void MemoryPage::showData(MemoryRunData d) {
   deviceLabel_->setVisible(types.size() > 1);
   deviceCombo_->setVisible(types.size() > 1);
   applyDeviceFilter();
+  chart_->rebucket();  // drawn when the page stops being busy
   updateBreakdown();
 
   if (data.records == 0) {

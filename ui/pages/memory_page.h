@@ -14,6 +14,7 @@
 #include "core/analysis/memory_peaks.h"
 #include "core/storage/trace_store.h"
 #include "core/util/progress.h"
+#include "ui/charts/max_pyramid.h"
 #include "ui/pages/page.h"
 
 class QCheckBox;
@@ -43,8 +44,8 @@ struct MemoryRunData {
     int rank = 0;
     int deviceType = 0;
     int deviceId = 0;
-    std::vector<core::CounterSample> allocated;  // every record: time, total allocated
-    std::vector<core::CounterSample> reserved;   // where total reserved changes
+    charts::MaxPyramid allocated;  // every record: time, total allocated (with its coarser levels)
+    charts::MaxPyramid reserved;   // where total reserved changes
   };
   std::vector<Series> series;  // by rank, then device in order of first appearance
   std::vector<core::MemoryPeak> peaks;
