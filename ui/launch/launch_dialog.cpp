@@ -606,9 +606,9 @@ void LaunchDialog::showErrors() {
   {
     // What the preset is (docs/RUNTIME.md), and the cut depth.
     static const QMap<QString, QString> presets = {
-        {"tiny", "2 layers · hidden 64 · 125 K parameters (CI size)"},
-        {"odd", "2 layers · hidden 48 · 75 K parameters (odd sizes, for tests)"},
-        {"small", "4 layers · hidden 256 · 3.95 M parameters (the main job)"},
+        {"tiny", "2 layers · hidden 64 · 125 K parameters"},
+        {"odd", "2 layers · hidden 48 · 75 K parameters (odd sizes)"},
+        {"small", "4 layers · hidden 256 · 3.95 M parameters"},
         {"medium", "8 layers · hidden 512 · 31.6 M parameters"},
         {"llama3-8b", "Llama 3 8B: 32 layers · hidden 4096 · 8.0 B parameters"},
         {"llama3-70b", "Llama 3 70B: 80 layers · hidden 8192 · 70.6 B parameters"},
@@ -658,6 +658,8 @@ QStringList LaunchDialog::arguments() const {
   const core::JsonValue def = core::toJson(core::RunConfig{});
   for (const auto& [key, v] : cur.members()) {
     if (key == "strategy") continue;
+    // compare clears the shard group for every strategy but hsdp.
+    if (key == "shard_group_size" && !strategies().contains(QStringLiteral("hsdp"))) continue;
     const bool always = key == "model" || key == "world_size" || key == "steps";
     const core::JsonValue* d = def.find(key);
     if (!always && d && d->dump() == v.dump()) continue;
