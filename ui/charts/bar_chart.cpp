@@ -63,6 +63,7 @@ BarChart::BarChart(QWidget* parent) : QCustomPlot(parent) {
   xAxis->setTickLength(0, 0);
   xAxis->setSubTicks(false);
   yAxis->setPadding(4);
+  yAxis->ticker()->setTickCount(4);
   setMinimumSize(220, 180);
   connect(this, &QCustomPlot::afterLayout, this, [this] { fitBarLabels(this, labels_, !empty_->visible()); });
 }

@@ -26,6 +26,7 @@ StackedBarChart::StackedBarChart(QWidget* parent) : QCustomPlot(parent) {
   xAxis->setTickLength(0, 0);
   xAxis->setSubTicks(false);
   yAxis->setNumberFormat(QStringLiteral("f"));
+  yAxis->ticker()->setTickCount(4);
   setMinimumSize(260, 200);
   connect(this, &QCustomPlot::afterLayout, this, [this] { fitBarLabels(this, labels_); });
 }

@@ -248,7 +248,7 @@ void ComparePage::start() {
     if (generation == generation_) Q_EMIT progress(pct, stage);
   });
   setBusy(true);
-  Q_EMIT statusMessage(tr("Comparing %n run(s)…", nullptr, static_cast<int>(ids.size())));
+  Q_EMIT statusMessage(tr("comparing %1 runs…").arg(ids.size()));
 }
 
 void ComparePage::cancelLoad() {
@@ -257,7 +257,7 @@ void ComparePage::cancelLoad() {
   task_ = nullptr;
   ++generation_;
   setBusy(false);
-  Q_EMIT statusMessage(tr("Comparison cancelled"));
+  Q_EMIT statusMessage(tr("comparison cancelled"));
 }
 
 void ComparePage::setBusy(bool b) {
@@ -282,7 +282,7 @@ void ComparePage::showComparison(core::Comparison c) {
   fitTable();
   updateCharts();
   updateNote();
-  Q_EMIT statusMessage(tr("Compared %n run(s)", nullptr, static_cast<int>(runs)));
+  Q_EMIT statusMessage(runs == 1 ? tr("figures of 1 run") : tr("compared %1 runs").arg(runs));
 }
 
 void ComparePage::fitTable() {
@@ -363,7 +363,7 @@ QString ComparePage::csv() const { return model_->toCsv(); }
 void ComparePage::copyCsv() {
   if (model_->isEmpty()) return;
   QApplication::clipboard()->setText(csv());
-  Q_EMIT statusMessage(tr("Comparison table copied as CSV"));
+  Q_EMIT statusMessage(tr("table copied as CSV"));
 }
 
 void ComparePage::showContextMenu(const QPoint& pos) {

@@ -304,7 +304,7 @@ void MemoryPage::start() {
     if (generation == generation_) Q_EMIT progress(pct, stage);
   });
   setBusy(true);
-  Q_EMIT statusMessage(tr("Loading memory of run %1…").arg(runId));
+  Q_EMIT statusMessage(tr("loading run %1…").arg(runId));
 }
 
 void MemoryPage::cancelLoad() {
@@ -314,7 +314,7 @@ void MemoryPage::cancelLoad() {
   ++generation_;
   if (!data_) showMessage(tr("Loading was cancelled."));
   setBusy(false);
-  Q_EMIT statusMessage(tr("Memory: loading cancelled"));
+  Q_EMIT statusMessage(tr("loading cancelled"));
 }
 
 void MemoryPage::setBusy(bool b) {
@@ -432,7 +432,7 @@ void MemoryPage::showData(MemoryRunData d) {
   updateInfo();
   std::set<int> ranks;
   for (const auto& s : data.series) ranks.insert(s.rank);
-  Q_EMIT statusMessage(tr("Memory of run “%1”: %2 records on %3 rank(s)")
+  Q_EMIT statusMessage(tr("run “%1”: %2 memory records on %3 rank(s)")
                            .arg(QString::fromStdString(data.run.name), charts::formatNumber(static_cast<double>(data.records)))
                            .arg(ranks.size()));
 }
