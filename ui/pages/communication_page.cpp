@@ -269,8 +269,9 @@ CommunicationPage::CommunicationPage(QWidget* parent) : Page(parent) {
     jumpButton_->setEnabled(false);
     sl->addWidget(jumpButton_, 0, Qt::AlignRight);
     h->addWidget(side);
-    h->setStretchFactor(0, 3);
-    h->setStretchFactor(1, 2);
+    h->setStretchFactor(0, 2);
+    h->setStretchFactor(1, 1);
+    h->setSizes({880, 420});
     l->addWidget(h, 1);
     split->addWidget(w);
   }
@@ -451,7 +452,7 @@ void CommunicationPage::apply(Loaded loaded) {
   for (QTableView* t : {collView_, bnView_}) {
     t->resizeColumnsToContents();
     for (int c = 0; c + (t == bnView_ ? 1 : 0) < t->model()->columnCount(); ++c)
-      t->setColumnWidth(c, std::min(t->columnWidth(c) + 12, 420));
+      t->setColumnWidth(c, std::min(t->columnWidth(c) + 8, 420));
   }
   const int n = bottlenecks_->rowCount();
   bnCount_->setText(n ? tr("%n instance(s), costliest first", nullptr, n) : QString());
