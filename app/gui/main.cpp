@@ -47,7 +47,13 @@ int main(int argc, char** argv) {
   parser.process(app);
 
   QList<shardscope::core::Id> runs;
-  for (const QString& v : parser.values(run)) {
+  QStringList runValues = parser.values(run);
+  // `--run 1 2 3`: the ids after the first come as positional arguments.
+  for (const QString& extra : parser.positionalArguments()) {
+    if (runValues.isEmpty()) return usage(QStringLiteral("unexpected argument '%1' (see --help)").arg(extra));
+    runValues << extra;
+  }
+  for (const QString& v : runValues) {
     for (const QString& part : v.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
       bool ok = false;
       const qlonglong id = part.trimmed().toLongLong(&ok);

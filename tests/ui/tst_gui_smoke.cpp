@@ -90,6 +90,7 @@ class TestGuiSmoke : public QObject {
     QTest::newRow("overview (latest run)") << "overview" << QStringList{};
     QTest::newRow("overview of the import") << "overview" << QStringList{"--run", "1"};
     QTest::newRow("compare (latest 3)") << "compare" << QStringList{};
+    QTest::newRow("compare (--run 3 1)") << "compare" << QStringList{"--run", "3", "1"};
     QTest::newRow("memory") << "memory" << QStringList{"--run", "2"};
     QTest::newRow("communication") << "communication" << QStringList{"--run", "1"};
     QTest::newRow("timeline") << "timeline" << QStringList{"--run", "2,3"};
@@ -130,6 +131,10 @@ class TestGuiSmoke : public QObject {
     r = runApp({"--open", db_, "--screenshot", out, "--size", "big"});
     QCOMPARE(r.exitCode, 2);
     QVERIFY(r.stderrText.contains("--size"));
+
+    r = runApp({"--open", db_, "stray", "--screenshot", out});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY(r.stderrText.contains("unexpected argument"));
 
     r = runApp({"--screenshot", out});
     QCOMPARE(r.exitCode, 2);

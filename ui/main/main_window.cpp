@@ -364,6 +364,10 @@ void MainWindow::buildActions() {
   toggleDock->setText(tr("&Log and Progress"));
   toggleDock->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
   view->addAction(toggleDock);
+  auto* toggleLaunch = launchDock_->toggleViewAction();
+  toggleLaunch->setObjectName(QStringLiteral("actionToggleLaunch"));
+  toggleLaunch->setText(tr("L&aunch Progress"));
+  view->addAction(toggleLaunch);
 
   // Help
   auto* help = menuBar()->addMenu(tr("&Help"));
