@@ -478,10 +478,11 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 void MainWindow::chooseNewDatabase() {
   const QString path = QFileDialog::getSaveFileName(this, tr("New Shardscope database"),
                                                     dbPath_.isEmpty() ? QString() : QFileInfo(dbPath_).absolutePath(),
-                                                    tr("Shardscope databases (*.db);;All files (*)"));
+                                                    tr("Shardscope databases (*.db);;All files (*)"), nullptr,
+                                                    QFileDialog::DontConfirmOverwrite);
   if (path.isEmpty()) return;
   if (QFileInfo::exists(path)) {
-    // The dialog asked about overwriting; a database is never truncated, so open it instead.
+    // A database is never truncated: an existing file is opened.
     log(tr("%1 exists: opening it").arg(path));
   }
   openDatabase(path, OpenMode::OpenOrCreate);
