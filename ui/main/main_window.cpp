@@ -48,10 +48,10 @@
 #include "ui/pages/page_factory.h"
 #include "ui/pages/placeholder_page.h"
 
-#include "ui/main/launch_panel.h"
-
-#if __has_include("ui/launch/launch_dialog.h") && __has_include("ui/launch/run_controller.h")
+#if __has_include("ui/launch/launch_dialog.h") && __has_include("ui/launch/run_controller.h") && \
+    __has_include("ui/launch/launch_progress_widget.h")
 #include "ui/launch/launch_dialog.h"
+#include "ui/launch/launch_progress_widget.h"
 #include "ui/launch/run_controller.h"
 #define SHARDSCOPE_HAVE_LAUNCH 1
 #endif
@@ -240,14 +240,18 @@ void MainWindow::buildUi() {
   addDockWidget(Qt::BottomDockWidgetArea, dock_);
   resizeDocks({dock_}, {150}, Qt::Vertical);
 
+#ifdef SHARDSCOPE_HAVE_LAUNCH
+  // The comparison launched from the app: per-strategy progress, live loss and step time, Cancel.
   launchDock_ = new QDockWidget(tr("Launch"), this);
   launchDock_->setObjectName(QStringLiteral("launchDock"));
-  launchPanel_ = new LaunchPanel(launchDock_);
-  launchDock_->setWidget(launchPanel_);
+  auto* progressWidget = new LaunchProgressWidget(launchDock_);
+  launchProgress_ = progressWidget;
+  launchDock_->setWidget(progressWidget);
   addDockWidget(Qt::BottomDockWidgetArea, launchDock_);
   tabifyDockWidget(dock_, launchDock_);
   dock_->raise();
   launchDock_->hide();  // shown when a comparison is launched
+#endif
 
   // Status bar.
   dbLabel_ = new QLabel(tr("No database"), this);
@@ -364,10 +368,12 @@ void MainWindow::buildActions() {
   toggleDock->setText(tr("&Log and Progress"));
   toggleDock->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
   view->addAction(toggleDock);
-  auto* toggleLaunch = launchDock_->toggleViewAction();
-  toggleLaunch->setObjectName(QStringLiteral("actionToggleLaunch"));
-  toggleLaunch->setText(tr("L&aunch Progress"));
-  view->addAction(toggleLaunch);
+  if (launchDock_) {
+    auto* toggleLaunch = launchDock_->toggleViewAction();
+    toggleLaunch->setObjectName(QStringLiteral("actionToggleLaunch"));
+    toggleLaunch->setText(tr("L&aunch Progress"));
+    view->addAction(toggleLaunch);
+  }
 
   // Help
   auto* help = menuBar()->addMenu(tr("&Help"));
@@ -650,7 +656,9 @@ void MainWindow::onRunsLoaded(std::vector<RunRow> rows, int generation) {
   QList<core::Id> want;
   if (pendingSelection_) {
     want = *pendingSelection_;
-    pendingSelection_.reset();
+    // Runs written after this load started come with the next one (reloadAgain_): keep waiting.
+    const bool all = std::all_of(want.begin(), want.end(), [this](core::Id id) { return model_->runRow(id) != nullptr; });
+    if (all || !reloadAgain_) pendingSelection_.reset();
   } else if (firstLoad_ && autoSelect_) {
     const QList<core::Id> all = model_->runIds();
     if (!all.isEmpty()) want = {*std::max_element(all.begin(), all.end())};
@@ -1081,24 +1089,18 @@ void MainWindow::dropEvent(QDropEvent* event) {
 void MainWindow::setUpLaunch() {
 #ifdef SHARDSCOPE_HAVE_LAUNCH
   runController_ = new RunController(this);
-  connect(runController_, &RunController::started, this, [this](const QStringList& strategies) {
-    launchPanel_->start(strategies, runController_->arguments().join(QLatin1Char(' ')));
+  static_cast<LaunchProgressWidget*>(launchProgress_)->setController(runController_);
+  connect(runController_, &RunController::started, this, [this](const QStringList&) {
     launchDock_->show();
     launchDock_->raise();
     updateTaskUi();
   });
-  connect(runController_, &RunController::strategyStarted, this, [this](int index, const QString& name) {
-    launchPanel_->strategyStarted(index);
+  connect(runController_, &RunController::strategyStarted, this, [this](int, const QString& name) {
     log(tr("Launch: %1 started").arg(name));
     updateTaskUi();
   });
-  connect(runController_, &RunController::stepProgress, this,
-          [this](int index, const QString&, int step, int steps, double loss, double stepMs) {
-            launchPanel_->stepProgress(index, step, steps, loss, stepMs);
-            updateTaskUi();
-          });
-  connect(runController_, &RunController::strategyFinished, this, [this](int index, const QString& name, qint64 runId) {
-    launchPanel_->strategyFinished(index, runId);
+  connect(runController_, &RunController::stepProgress, this, [this] { updateTaskUi(); });
+  connect(runController_, &RunController::strategyFinished, this, [this](int, const QString& name, qint64 runId) {
     log(tr("Launch: %1 done (run %2)").arg(name).arg(runId));
     reloadRuns();  // the run is complete: the browser shows it at once (the watch would in 2 s)
   });
@@ -1106,7 +1108,6 @@ void MainWindow::setUpLaunch() {
     log(QStringLiteral("launch: ") + line, isError && line.startsWith(QLatin1String("error")));
   });
   connect(runController_, &RunController::finished, this, [this](int) {
-    launchPanel_->ended(tr("done"), true);
     const QList<qint64> ids = runController_->runIds();
     log(tr("Launch finished: runs %1").arg([&] {
       QStringList s;
@@ -1123,14 +1124,12 @@ void MainWindow::setUpLaunch() {
     Q_EMIT launchEnded(true, ids);
   });
   connect(runController_, &RunController::cancelled, this, [this](int) {
-    launchPanel_->ended(tr("cancelled"), false);
     statusBar()->showMessage(tr("Comparison cancelled: its ranks were stopped"), 10000);
     reloadRuns();
     updateTaskUi();
     Q_EMIT launchEnded(false, runController_->runIds());
   });
   connect(runController_, &RunController::failed, this, [this](int, const QString& error) {
-    launchPanel_->ended(tr("failed"), false);
     showError(tr("Launch failed: %1").arg(error));
     reloadRuns();
     updateTaskUi();
@@ -1265,18 +1264,35 @@ void MainWindow::updateTaskUi() {
     cancelButton_->setEnabled(true);
     return;
   }
+#ifdef SHARDSCOPE_HAVE_LAUNCH
   if (launchRunning()) {
-    taskLabel_->setText(tr("Comparing: %1").arg(launchPanel_->currentText()));
-    const int pct = launchPanel_->overallPercent();
-    if (pct < 0) {
+    // Overall: finished strategies plus the current one's share of its steps.
+    const auto& states = runController_->strategies();
+    const int cur = runController_->currentStrategy();
+    double done = 0;
+    for (const auto& st : states) {
+      if (st.status == RunController::Status::Done)
+        done += 1;
+      else if (st.steps > 0)
+        done += static_cast<double>(st.step) / st.steps;
+    }
+    QString what = tr("starting");
+    if (cur >= 0 && cur < states.size()) {
+      const auto& st = states[cur];
+      what = st.steps > 0 ? tr("%1 step %2 of %3 (%4 of %5)").arg(st.name).arg(st.step).arg(st.steps).arg(cur + 1).arg(states.size())
+                          : tr("%1 starting (%2 of %3)").arg(st.name).arg(cur + 1).arg(states.size());
+    }
+    taskLabel_->setText(tr("Comparing: %1").arg(what));
+    if (done <= 0 || states.isEmpty()) {
       progressBar_->setRange(0, 0);
     } else {
       progressBar_->setRange(0, 100);
-      progressBar_->setValue(pct);
+      progressBar_->setValue(static_cast<int>(100.0 * done / static_cast<double>(states.size())));
     }
     cancelButton_->setEnabled(true);
     return;
   }
+#endif
   if (p && p->busy()) {
     const auto it = pageProgress_.find(p);
     const int pct = it != pageProgress_.end() ? it->second.first : -1;

@@ -49,7 +49,6 @@ namespace shardscope::ui {
 
 class BackgroundTask;
 class ImportProcess;
-class LaunchPanel;
 class Page;
 class RunController;
 
@@ -112,7 +111,8 @@ class MainWindow : public QMainWindow {
   // browser as they are written and are selected (Compare page) when the comparison finishes.
   bool launchComparison(const QStringList& compareArgs);
   bool launchRunning() const;
-  LaunchPanel* launchPanel() const { return launchPanel_; }
+  RunController* runController() const { return runController_; }  // null without the launch code
+  QWidget* launchProgress() const { return launchProgress_; }         // its LaunchProgressWidget
   QDockWidget* launchDock() const { return launchDock_; }
 
   // Behaviour switches.
@@ -218,7 +218,7 @@ class MainWindow : public QMainWindow {
   ImportProcess* import_ = nullptr;
   RunController* runController_ = nullptr;  // null when the launch code is not in the build
   QDockWidget* launchDock_ = nullptr;
-  LaunchPanel* launchPanel_ = nullptr;
+  QWidget* launchProgress_ = nullptr;
 
   // Dock, status bar.
   QDockWidget* dock_ = nullptr;
