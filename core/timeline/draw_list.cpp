@@ -97,6 +97,39 @@ void foldSummary(const Lane& l, std::uint32_t b, std::uint32_t e, std::uint8_t& 
   }
 }
 
+// The first k in (i, hi) with wide(k), else hi, where level1[b] / level2[b] bound wide() over
+// blocks of 64 / 4096 indices from above (a block whose bound is under G holds no wide index and
+// is skipped whole).
+template <class Wide>
+std::uint32_t runEnd(std::uint32_t i, std::uint32_t hi, TimeNs G, const std::vector<TimeNs>& level1,
+                     const std::vector<TimeNs>& level2, const Wide& wide) {
+  constexpr std::uint32_t B = 1u << Lane::kBlockShift;
+  constexpr std::uint32_t B2 = B << Lane::kBlockShift;
+  std::uint32_t k = i + 1;
+  for (; k < hi && (k & (B - 1)) != 0; ++k)
+    if (wide(k)) return k;
+  while (k < hi) {
+    if ((k & (B2 - 1)) == 0 && hi - k >= B2 && level2[k >> (2 * Lane::kBlockShift)] < G) {
+      k += B2;
+      continue;
+    }
+    if (hi - k >= B && level1[k >> Lane::kBlockShift] < G) {
+      k += B;
+      continue;
+    }
+    for (const std::uint32_t e = std::min(hi, k + B); k < e; ++k)
+      if (wide(k)) return k;
+  }
+  return hi;
+}
+
+// The end of the fold starting at the narrow event i: the first k in (i, hi) that is at least G wide
+// or starts at least G after its predecessor (its reach is >= G), else hi.
+std::uint32_t foldRun(const Lane& l, std::uint32_t i, std::uint32_t hi, TimeNs G) {
+  return runEnd(i, hi, G, l.reach1, l.reach2,
+                [&](std::uint32_t k) { return l.end[k] - l.start[k] >= G || l.start[k] - l.end[k - 1] >= G; });
+}
+
 void drawRow(const Frame& f, const Lane& l, std::uint32_t laneIndex, std::uint32_t viewLane, std::uint32_t depth,
              Partial& out) {
   const IndexRange w = f.index.window(laneIndex, depth, f.t0, f.t1);
@@ -119,24 +152,9 @@ void drawRow(const Frame& f, const Lane& l, std::uint32_t laneIndex, std::uint32
       ++i;
       continue;
     }
-    // A narrow event: fold it with the narrow neighbours that follow closely. Every later event that
-    // ends before foldEnd + G is narrow and close (the row's events do not overlap), so it belongs.
-    TimeNs foldEnd = l.end[i];
-    std::uint32_t j = i + 1;
-    for (;;) {
-      const std::uint32_t k = gallop(l.end, j, hi, foldEnd + G);
-      if (k > j) {
-        j = k;
-        foldEnd = l.end[k - 1];
-        continue;
-      }
-      if (j < hi && l.start[j] - foldEnd < G && l.end[j] - l.start[j] < G) {
-        foldEnd = l.end[j];
-        ++j;
-        continue;
-      }
-      break;
-    }
+    // A narrow event: fold it with the narrow neighbours that follow closely.
+    const std::uint32_t j = foldRun(l, i, hi, G);
+    const TimeNs foldEnd = l.end[j - 1];
     r.count = j - i;
     if (r.count == 1) {
       r.key = l.key[i];
@@ -222,23 +240,18 @@ void drawLanes(const Frame& f, std::uint32_t vb, std::uint32_t ve, Partial& out)
 void drawExposed(const Frame& f, const RankInfo& r, int rankIndex, std::vector<ExposedSpan>& out) {
   const auto& E = r.exposed;
   const TimeNs gap = std::max<TimeNs>(1, static_cast<TimeNs>(std::ceil(f.nsPerPx)));
-  auto k = static_cast<std::size_t>(
+  auto k = static_cast<std::uint32_t>(
       std::upper_bound(E.begin(), E.end(), f.t0, [](TimeNs t, const intervals::Span& x) { return t < x.e; }) - E.begin());
-  while (k < E.size() && E[k].s < f.t1) {
-    const TimeNs s = E[k].s;
-    TimeNs e = E[k].e;
-    for (;;) {  // spans starting within a pixel of the current end merge into it
-      const auto m = static_cast<std::size_t>(
-          std::lower_bound(E.begin() + static_cast<std::ptrdiff_t>(k) + 1, E.end(), e + gap,
-                           [](const intervals::Span& x, TimeNs t) { return x.s < t; }) - E.begin());
-      if (m <= k + 1) break;
-      k = m - 1;
-      e = std::max(e, E[k].e);
-    }
-    ExposedSpan x{rankIndex, f.px(s), f.px(e)};
+  const auto hi = static_cast<std::uint32_t>(
+      std::lower_bound(E.begin() + k, E.end(), f.t1, [](const intervals::Span& x, TimeNs t) { return x.s < t; }) - E.begin());
+  while (k < hi) {
+    // Spans less than a pixel apart merge: the run ends at the first gap of a pixel or more.
+    const std::uint32_t m =
+        runEnd(k, hi, gap, r.exposedGap1, r.exposedGap2, [&](std::uint32_t q) { return E[q].s - E[q - 1].e >= gap; });
+    ExposedSpan x{rankIndex, f.px(E[k].s), f.px(E[m - 1].e)};
     if (x.x1 - x.x0 < 1.0f) x.x1 = std::min(f.width, x.x0 + 1.0f);
     out.push_back(x);
-    ++k;
+    k = m;
   }
 }
 

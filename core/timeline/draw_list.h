@@ -6,10 +6,11 @@
 // searches (TimelineIndex::window). An event at least `minPx` wide is one rectangle (clipped to the
 // window; a zero-length or sub-pixel one is widened to 1 px). A run of consecutive events of the row
 // that are each narrower than `minPx`, with gaps narrower than `minPx` between them, is folded into
-// one block "N events" (Tracy's rule). The run is found by galloping binary searches on the row's
-// ends, not by visiting its events: every event ending within `minPx` of the block's current end
-// belongs to it. So a frame costs about (drawn rectangles) x log(events), plus a summary per 64
-// folded events for the block's colour (all one key, or kMixedKey) and bits (Exposed if any is).
+// one block "N events" (Tracy's rule). The run's end is found with the lane's reach summaries
+// (Lane::reach1/reach2: the largest duration or gap per 64 / 4096 events), not by visiting its
+// events, and its colour (all one key, or kMixedKey) and bits (Exposed if any is) from the key and
+// bit summaries per 64 events. So a frame costs about (drawn rectangles) x (log(events) + 64) plus
+// (folded events) / 64 summary reads: a zoomed-out frame does not touch every event.
 #include <cstdint>
 #include <limits>
 #include <vector>

@@ -136,11 +136,22 @@ void finishSummaries(Lane& lane) {
   lane.blockKeyOr.assign(blocks, 0);
   lane.blockKeyAnd.assign(blocks, 0xFF);
   lane.blockBitsOr.assign(blocks, 0);
+  lane.reach1.assign(blocks, 0);
+  std::size_t d = 0;  // depth of i
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t b = i >> Lane::kBlockShift;
     lane.blockKeyOr[b] |= lane.key[i];
     lane.blockKeyAnd[b] &= lane.key[i];
     lane.blockBitsOr[b] |= lane.bits[i];
+    while (lane.depthBegin[d + 1] <= i) ++d;
+    const TimeNs gap = i == lane.depthBegin[d] ? Lane::kNoPrevious : lane.start[i] - lane.end[i - 1];
+    lane.reach1[b] = std::max({lane.reach1[b], lane.end[i] - lane.start[i], gap});
+  }
+  const std::size_t blocks2 = (blocks + (std::size_t{1} << Lane::kBlockShift) - 1) >> Lane::kBlockShift;
+  lane.reach2.assign(blocks2, 0);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    TimeNs& r = lane.reach2[b >> Lane::kBlockShift];
+    r = std::max(r, lane.reach1[b]);
   }
 }
 
@@ -172,10 +183,13 @@ std::uint32_t Lane::depthOf(std::uint32_t index) const {
 }
 
 std::size_t Lane::memoryBytes() const {
+  std::size_t levels = 0;
+  for (const auto& v : sampleLevels) levels += capacityBytes(v);
   return sizeof(Lane) + name.capacity() + capacityBytes(start) + capacityBytes(end) + capacityBytes(eventId) +
          capacityBytes(nameIdx) + capacityBytes(key) + capacityBytes(bits) + capacityBytes(depthBegin) +
-         capacityBytes(blockKeyOr) + capacityBytes(blockKeyAnd) + capacityBytes(blockBitsOr) + capacityBytes(bytes) +
-         capacityBytes(sampleTs) + capacityBytes(sampleValue) + capacityBytes(sampleBlockMax);
+         capacityBytes(blockKeyOr) + capacityBytes(blockKeyAnd) + capacityBytes(blockBitsOr) + capacityBytes(reach1) +
+         capacityBytes(reach2) + capacityBytes(bytes) + capacityBytes(sampleTs) + capacityBytes(sampleValue) +
+         capacityBytes(sampleLevels) + levels;
 }
 
 std::size_t TimelineIndex::memoryBytes() const {
@@ -183,7 +197,8 @@ std::size_t TimelineIndex::memoryBytes() const {
   for (const auto& l : lanes_) b += l.memoryBytes();
   b += capacityBytes(ranks_);
   for (const auto& r : ranks_)
-    b += r.host.capacity() + r.device.capacity() + capacityBytes(r.lanes) + capacityBytes(r.steps) + capacityBytes(r.exposed);
+    b += r.host.capacity() + r.device.capacity() + capacityBytes(r.lanes) + capacityBytes(r.steps) + capacityBytes(r.exposed) +
+         capacityBytes(r.exposedGap1) + capacityBytes(r.exposedGap2);
   b += capacityBytes(groups_);
   for (const auto& g : groups_) b += g.name.capacity() + g.description.capacity() + g.backend.capacity() + g.ranksJson.capacity();
   b += capacityBytes(names_);
@@ -237,13 +252,22 @@ IndexRange TimelineIndex::sampleWindow(std::uint32_t laneIndex, TimeNs t0, TimeN
 
 double TimelineIndex::sampleMax(std::uint32_t laneIndex, std::uint32_t begin, std::uint32_t end) const {
   const Lane& l = lanes_[laneIndex];
+  constexpr std::uint32_t F = Lane::kSampleFanout;
   double m = -std::numeric_limits<double>::infinity();
-  constexpr std::uint32_t kBlock = 1u << Lane::kBlockShift;
-  std::uint32_t i = begin;
-  for (; i < end && (i & (kBlock - 1)) != 0; ++i) m = std::max(m, l.sampleValue[i]);
-  for (; i + kBlock <= end; i += kBlock) m = std::max(m, l.sampleBlockMax[i >> Lane::kBlockShift]);
-  for (; i < end; ++i) m = std::max(m, l.sampleValue[i]);
-  return m;
+  const std::vector<double>* v = &l.sampleValue;
+  std::size_t b = begin, e = std::min<std::size_t>(end, l.sampleValue.size());
+  for (std::size_t level = 0;; ++level) {
+    // Few left, or no coarser level: the values themselves.
+    if (e - b <= 2 * F || level >= l.sampleLevels.size()) {
+      for (std::size_t i = b; i < e; ++i) m = std::max(m, (*v)[i]);
+      return m;
+    }
+    for (; b % F; ++b) m = std::max(m, (*v)[b]);
+    for (; e % F; --e) m = std::max(m, (*v)[e - 1]);
+    b /= F;
+    e /= F;
+    v = &l.sampleLevels[level];
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -378,6 +402,20 @@ class TimelineBuilder {
     const auto C = intervals::unite(std::move(comm));
     info.exposed = subtract(C, P);
     info.exposed.shrink_to_fit();
+    {
+      const std::size_t n = info.exposed.size();
+      info.exposedGap1.assign((n + (std::size_t{1} << Lane::kBlockShift) - 1) >> Lane::kBlockShift, 0);
+      for (std::size_t i = 0; i < n; ++i) {
+        const TimeNs gap = i == 0 ? Lane::kNoPrevious : info.exposed[i].s - info.exposed[i - 1].e;
+        TimeNs& g = info.exposedGap1[i >> Lane::kBlockShift];
+        g = std::max(g, gap);
+      }
+      info.exposedGap2.assign((info.exposedGap1.size() + (std::size_t{1} << Lane::kBlockShift) - 1) >> Lane::kBlockShift, 0);
+      for (std::size_t b = 0; b < info.exposedGap1.size(); ++b) {
+        TimeNs& g = info.exposedGap2[b >> Lane::kBlockShift];
+        g = std::max(g, info.exposedGap1[b]);
+      }
+    }
     auto exposedBit = [&](TimeNs s, TimeNs e, std::uint8_t bits) -> std::uint8_t {
       if ((bits & EventBits::Comm) && e > s && intervals::coveredBy(P, s, e) < e - s) return EventBits::Exposed;
       return 0;
@@ -487,11 +525,12 @@ class TimelineBuilder {
       }
     }
     const std::size_t n = lane.sampleTs.size();
-    lane.sampleBlockMax.assign((n + (std::size_t{1} << Lane::kBlockShift) - 1) >> Lane::kBlockShift,
-                               -std::numeric_limits<double>::infinity());
-    for (std::size_t i = 0; i < n; ++i) {
-      double& m = lane.sampleBlockMax[i >> Lane::kBlockShift];
-      m = std::max(m, lane.sampleValue[i]);
+    constexpr std::size_t F = Lane::kSampleFanout;
+    for (const std::vector<double>* below = &lane.sampleValue; below->size() > 2 * F;) {
+      std::vector<double> up((below->size() + F - 1) / F, -std::numeric_limits<double>::infinity());
+      for (std::size_t i = 0; i < below->size(); ++i) up[i / F] = std::max(up[i / F], (*below)[i]);
+      lane.sampleLevels.push_back(std::move(up));
+      below = &lane.sampleLevels.back();
     }
     if (n) {
       lane.minStart = lane.sampleTs.front();

@@ -19,6 +19,7 @@
 // Resident size (memoryBytes()): 30 bytes per event (start, end, id, name index, key, bits) plus a
 // small summary per 64 events, the derived communication copies, 16 bytes per counter sample.
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,17 +78,25 @@ struct Lane {
   std::vector<std::uint8_t> bits;   // EventBits
   std::vector<std::uint32_t> depthBegin;  // size depthCount() + 1
 
-  // Per kBlock events of the lane index: OR and AND of the keys, OR of the bits (fold summaries).
+  // Level-of-detail summaries over the lane index, per block of 2^kBlockShift events: OR and AND of
+  // the keys, OR of the bits (a folded block's colour), and the largest "reach" — max(duration, gap
+  // to the previous event of the same depth; a depth's first event: kNoPrevious). A fold runs until
+  // the first event whose reach is at least the fold width, so whole blocks (and blocks of
+  // 2^kBlockShift blocks, reach2) below it are skipped without visiting their events.
   static constexpr std::uint32_t kBlockShift = 6;
+  static constexpr TimeNs kNoPrevious = INT64_MAX;
   std::vector<std::uint8_t> blockKeyOr, blockKeyAnd, blockBitsOr;
+  std::vector<TimeNs> reach1, reach2;
 
   // Message sizes of the events with EventBits::HasBytes: (lane index, bytes), sorted by index.
   std::vector<std::pair<std::uint32_t, std::int64_t>> bytes;
 
-  // Counter lanes: samples by time, and the maximum of each run of kBlock samples.
+  // Counter lanes: samples by time, and a max pyramid over the values: sampleLevels[0][i] is the
+  // largest of values [8i, 8i + 8), level k + 1 the same over level k (TimelineIndex::sampleMax).
+  static constexpr std::uint32_t kSampleFanout = 8;
   std::vector<TimeNs> sampleTs;
   std::vector<double> sampleValue;
-  std::vector<double> sampleBlockMax;
+  std::vector<std::vector<double>> sampleLevels;
   double minValue = 0, maxValue = 0;
 
   bool isCounter() const { return kind == LaneKind::Counter; }
@@ -105,6 +114,9 @@ struct RankInfo {
   std::vector<std::uint32_t> lanes;    // into TimelineIndex::lanes(), display order
   std::vector<Step> steps;             // ProfilerStep#N / runtime steps, by step number
   std::vector<intervals::Span> exposed;  // exposed communication: comm union minus compute union (device lanes)
+  // The largest gap before a span of `exposed` (to the previous one), per 64 and per 4096 spans: the
+  // draw list merges sub-pixel gaps by skipping whole blocks (as Lane::reach1/reach2).
+  std::vector<TimeNs> exposedGap1, exposedGap2;
   TimeNs minStart = 0, maxEnd = 0;
 };
 
@@ -158,7 +170,7 @@ class TimelineIndex {
 
   // Samples of a counter lane with time in [t0, t1): a range of sample indices.
   IndexRange sampleWindow(std::uint32_t lane, TimeNs t0, TimeNs t1) const;
-  // The largest sample value of [begin, end) of a counter lane (per-block maxima for the whole blocks).
+  // The largest sample value of [begin, end) of a counter lane (the pyramid for the whole blocks).
   double sampleMax(std::uint32_t lane, std::uint32_t begin, std::uint32_t end) const;
 
  private:

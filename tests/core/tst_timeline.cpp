@@ -448,6 +448,44 @@ class TestTimeline : public QObject {
     }
   }
 
+  void longFoldsUseSummaries() {
+    // Folds of tens of thousands of events are found through the per-64 and per-4096 summaries; a
+    // wide event or a gap deep inside a summary block still ends the fold exactly there.
+    Fixture f;
+    const Id r = f.rank(0);
+    const Id t = f.track(r, TrackKind::GpuStream, "stream 7");
+    TimeNs now = 0;
+    for (int i = 0; i < 50'000; ++i) {
+      if (i == 30'001) now += 20'000;  // a gap of 20 µs
+      const TimeNs d = i == 10'007 ? 1'000'000 : 1;  // one wide event
+      f.ev(t, now, now + d, i == 20'000 ? "other" : "k", i == 20'000 ? Category::Memory : Category::Computation);
+      now += d + 9;
+    }
+    const auto idx = f.index();
+    const std::uint32_t L = laneOf(*idx, t);
+    const Lane& l = idx->lane(L);
+    // 1.52 ms at 1000 px: 1.5 µs a pixel, G = 4.6 µs: the 1 ns events fold, the wide one and the gap cut.
+    const DrawList dl = buildDrawList(*idx, viewOf(*idx, 0, idx->maxEnd(), 1000));
+    QCOMPARE(dl.rects.size(), std::size_t(4));
+    QCOMPARE(dl.rects[0].count, 10'007u);
+    QCOMPARE(dl.rects[0].key, makeKey(Category::Computation, CollectiveOp::None));
+    QCOMPARE(dl.rects[1].count, 1u);
+    QCOMPARE(dl.rects[1].first, 10'007u);
+    QCOMPARE(dl.rects[2].first, 10'008u);
+    QCOMPARE(dl.rects[2].count, 30'001u - 10'008u);
+    QCOMPARE(dl.rects[2].key, kMixedKey);  // holds the one memory event
+    QCOMPARE(dl.rects[3].first, 30'001u);
+    QCOMPARE(dl.rects[3].count, 50'000u - 30'001u);
+    for (int k = 0; k < 20; ++k) {
+      const TimeNs t0 = static_cast<TimeNs>(k) * 40'000;
+      const Viewport v = viewOf(*idx, t0, t0 + 1'500'000 - k * 70'000, 700 + k);
+      const DrawList d = buildDrawList(*idx, v);
+      const auto ref = naiveRow(l, idx->window(L, 0, v.t0, v.t1), std::max<TimeNs>(1, static_cast<TimeNs>(std::ceil(3.0 * d.nsPerPx))));
+      QCOMPARE(d.rects.size(), ref.size());
+      for (std::size_t q = 0; q < ref.size(); ++q) QCOMPARE(d.rects[q].count, ref[q].count);
+    }
+  }
+
   void foldKeysAndExposure() {
     Fixture f;
     const Id r = f.rank(0);
