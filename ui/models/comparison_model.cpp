@@ -142,7 +142,8 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
   const std::size_t run = static_cast<std::size_t>(index.column() - 1);
   const auto& value = row.values[run];
   const bool best = row.best && *row.best == run;
-  const std::optional<double> delta = run != comparison_.baseline && run < row.deltaPct.size() ? row.deltaPct[run] : std::nullopt;
+  std::optional<double> delta;
+  if (run != comparison_.baseline && run < row.deltaPct.size() && row.deltaPct[run].has_value()) delta = row.deltaPct[run].value();
   const QString valueText = value ? formatValue(row.key, *value) : QStringLiteral("—");
   const QString deltaText = delta ? formatDelta(*delta) : QString();
   switch (role) {
@@ -177,7 +178,7 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
                                                       QString::fromStdString(row.key), exact(*value));
       if (delta)
         tip += QStringLiteral("\n%1% vs baseline (%2)")
-                   .arg(exact(*delta), QString::fromStdString(comparison_.names[comparison_.baseline]));
+                   .arg(exact(delta.value_or(0.0)), QString::fromStdString(comparison_.names[comparison_.baseline]));
       else if (run == comparison_.baseline)
         tip += QStringLiteral("\nbaseline");
       if (best) tip += QStringLiteral("\nbest of the compared runs");
