@@ -6,7 +6,6 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -29,15 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using core::JsonValue;
-
-std::string isoNow() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // shardscope-worker: $SHARDSCOPE_WORKER, beside this executable, in the build tree, or on PATH.
 std::string locateWorker() {
@@ -102,7 +92,6 @@ Launched launchRun(const std::string& db, const core::RunConfig& cfg, const std:
     run.strategy = std::string(core::toString(cfg.strategy));
     run.configJson = core::toJson(cfg).dump();
     run.worldSize = cfg.worldSize;
-    run.createdAt = isoNow();
     run.status = core::RunStatus::Running;
     JsonValue meta = JsonValue::object();
     meta.set("launcher", JsonValue::string("shardscope-cli"));

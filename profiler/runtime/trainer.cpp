@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -37,15 +36,6 @@ std::uint64_t mix(std::uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
-}
-
-std::string isoNow() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 std::string hostName() {
@@ -125,8 +115,7 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
         run.strategy = std::string(core::toString(cfg.strategy));
         run.configJson = core::toJson(cfg).dump();
         run.worldSize = cfg.worldSize;
-        run.createdAt = isoNow();
-        run.status = core::RunStatus::Running;
+            run.status = core::RunStatus::Running;
         core::Transaction tx(store.db());
         runId = store.createRun(run);
         tx.commit();
