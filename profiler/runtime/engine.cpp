@@ -99,6 +99,12 @@ Engine::Engine(const EngineContext& ctx)
 
 Engine::~Engine() = default;
 
+std::string Engine::blockName(int block) const {
+  if (block == 0) return "embed_tokens";
+  if (block == layout_.config.layers + 1) return "lm_head";
+  return "layers." + std::to_string(block - 1);
+}
+
 std::int64_t Engine::bytesOf(const torch::Tensor& t) {
   if (!t.defined()) return 0;
   return static_cast<std::int64_t>(t.storage().nbytes());
@@ -408,12 +414,6 @@ class ReplicatedEngine final : public Engine {
     std::vector<Piece> pieces;
     int ipgIndex = -1;
   };
-
-  std::string blockName(int block) const {
-    if (block == 0) return "embed_tokens";
-    if (block == layout_.config.layers + 1) return "lm_head";
-    return "layers." + std::to_string(block - 1);
-  }
 
   void buildBuckets() {
     // Reverse parameter order (a proxy for the order gradients become ready); the first bucket is
@@ -786,12 +786,6 @@ class ShardedEngine final : public Engine {
   };
 
   bool recomputing() const { return recompute_; }
-
-  std::string blockName(int block) const {
-    if (block == 0) return "embed_tokens";
-    if (block == layout_.config.layers + 1) return "lm_head";
-    return "layers." + std::to_string(block - 1);
-  }
 
   void addGroup(const std::string& name, const std::vector<int>& params, bool persistent) {
     const auto S = static_cast<std::int64_t>(shard_->size());

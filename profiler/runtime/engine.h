@@ -87,6 +87,8 @@ class Engine : public ForwardHooks {
   };
   void applyOptimizer(torch::Tensor param, const torch::Tensor& grad, FlatOptState& st, double clipCoef);
   static std::int64_t bytesOf(const torch::Tensor& t);
+  // The block's name in spans: "embed_tokens", "layers.N", "lm_head".
+  std::string blockName(int block) const;
 
   EngineContext ctx_;
   const core::RunConfig& cfg_;
