@@ -1,10 +1,12 @@
 #pragma once
 // The CLI's command table entries (shared by commands.cpp and run_commands.cpp).
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "app/cli/commands.h"
+#include "core/analysis/comparison.h"
 
 namespace shardscope::cli {
 
@@ -21,6 +23,9 @@ struct Command {
   std::vector<OptionSpec> options;
   std::function<int(const Args&, core::CancelToken&)> run;
 };
+
+// The comparison as a text table (baseline, values, deltas, best run per row marked).
+void printComparisonTable(std::ostream& os, const core::Comparison& c);
 
 // `run` and `compare`: training runs of the embedded runtime (run_commands.cpp).
 std::vector<Command> runCommands();

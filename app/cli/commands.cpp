@@ -591,6 +591,38 @@ std::string csvCell(const std::string& v) {
   return out + "\"";
 }
 
+}  // namespace
+
+void printComparisonTable(std::ostream& os, const core::Comparison& c) {
+  os << "baseline: run " << c.runs[c.baseline] << " (" << c.names[c.baseline] << "); * = best; (±%) vs baseline\n";
+  std::string header = "  " + std::string(46, ' ');
+  for (std::size_t i = 0; i < c.runs.size(); ++i) {
+    char h[64];
+    std::snprintf(h, sizeof h, "  %20.20s", ("run " + std::to_string(c.runs[i]) + " " + c.names[i]).c_str());
+    header += h;
+  }
+  os << header << "\n";
+  for (const auto& r : c.rows) {
+    bool any = false;
+    for (const auto& v : r.values) any = any || v.has_value();
+    if (!any) continue;  // nothing to say (e.g. throughput of imported traces)
+    char l[64];
+    std::snprintf(l, sizeof l, "  %-46.46s", r.label.c_str());
+    std::string line = l;
+    for (std::size_t i = 0; i < c.runs.size(); ++i) {
+      std::string cell = r.values[i] ? fixed(*r.values[i], 2) : "-";
+      if (i != c.baseline && r.deltaPct[i]) cell += " (" + std::string(*r.deltaPct[i] >= 0 ? "+" : "") + fixed(*r.deltaPct[i], 1) + "%)";
+      if (r.best && *r.best == i) cell += " *";
+      char c2[64];
+      std::snprintf(c2, sizeof c2, "  %20s", cell.c_str());
+      line += c2;
+    }
+    os << line << "\n";
+  }
+}
+
+namespace {
+
 int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
   core::TraceStore store(dbPath(a), core::Database::Mode::ReadOnly);
   std::vector<core::Id> ids;
@@ -658,31 +690,7 @@ int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
     }
     return kOk;
   }
-  std::cout << "baseline: run " << ids[baseline] << " (" << c.names[baseline] << "); * = best; (±%) vs baseline\n";
-  std::string header = "  " + std::string(46, ' ');
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    char h[64];
-    std::snprintf(h, sizeof h, "  %20.20s", ("run " + std::to_string(ids[i]) + " " + c.names[i]).c_str());
-    header += h;
-  }
-  std::cout << header << "\n";
-  for (const auto& r : c.rows) {
-    bool any = false;
-    for (const auto& v : r.values) any = any || v.has_value();
-    if (!any) continue;  // nothing to say (e.g. throughput of imported traces)
-    char l[64];
-    std::snprintf(l, sizeof l, "  %-46.46s", r.label.c_str());
-    std::string line = l;
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      std::string cell = r.values[i] ? fixed(*r.values[i], 2) : "-";
-      if (i != baseline && r.deltaPct[i]) cell += " (" + std::string(*r.deltaPct[i] >= 0 ? "+" : "") + fixed(*r.deltaPct[i], 1) + "%)";
-      if (r.best && *r.best == i) cell += " *";
-      char c2[64];
-      std::snprintf(c2, sizeof c2, "  %20s", cell.c_str());
-      line += c2;
-    }
-    std::cout << line << "\n";
-  }
+  printComparisonTable(std::cout, c);
   return kOk;
 }
 

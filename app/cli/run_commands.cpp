@@ -264,35 +264,6 @@ int cmdRun(const Args& a, core::CancelToken& cancel) {
   return finish(l);
 }
 
-void printComparison(core::TraceStore& store, const std::vector<core::Id>& ids) {
-  const core::Comparison c = core::compareRuns(store, ids, 0);
-  std::cout << "\nbaseline: run " << ids[0] << " (" << c.names[0] << "); * = best; (±%) vs baseline\n";
-  std::string header = std::string(48, ' ');
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    char h[64];
-    std::snprintf(h, sizeof h, "  %22.22s", c.names[i].c_str());
-    header += h;
-  }
-  std::cout << header << "\n";
-  for (const auto& r : c.rows) {
-    bool any = false;
-    for (const auto& v : r.values) any = any || v.has_value();
-    if (!any) continue;
-    char l[64];
-    std::snprintf(l, sizeof l, "%-48.48s", r.label.c_str());
-    std::string line = l;
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      std::string cell = r.values[i] ? fmt(*r.values[i], 2) : "-";
-      if (i != 0 && r.deltaPct[i]) cell += " (" + std::string(*r.deltaPct[i] >= 0 ? "+" : "") + fmt(*r.deltaPct[i], 1) + "%)";
-      if (r.best && *r.best == i) cell += " *";
-      char c2[64];
-      std::snprintf(c2, sizeof c2, "  %22s", cell.c_str());
-      line += c2;
-    }
-    std::cout << line << "\n";
-  }
-}
-
 int cmdCompare(const Args& a, core::CancelToken& cancel) {
   std::vector<std::string> warnings;
   core::RunConfig base = configFrom(a, warnings);
@@ -334,7 +305,8 @@ int cmdCompare(const Args& a, core::CancelToken& cancel) {
   }
   if (ids.size() >= 2) {
     core::TraceStore store(db, core::Database::Mode::ReadOnly);
-    printComparison(store, ids);
+    std::cout << "\n";
+    printComparisonTable(std::cout, core::compareRuns(store, ids, 0));
     std::cout << "\nmost exposed collective per run:\n";
     for (core::Id id : ids) {
       const auto b = core::findCollectiveBottlenecks(store, id, 1);
