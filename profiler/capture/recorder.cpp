@@ -40,13 +40,23 @@ Recorder::~Recorder() {
 }
 
 int Recorder::lane(const std::string& name, core::TrackKind kind, int sortIndex) {
+  return lane(name, kind, sortIndex, std::nullopt, std::nullopt, std::nullopt);
+}
+
+int Recorder::lane(const std::string& name, core::TrackKind kind, int sortIndex, std::optional<int> device,
+                   std::optional<std::int64_t> stream, std::optional<std::int64_t> tid) {
   std::lock_guard<std::mutex> wl(writeMu_);
   core::Track t;
   t.rankId = rankId_;
   t.kind = kind;
   t.name = name;
   t.pid = opts_.rank;
-  t.tid = static_cast<std::int64_t>(laneTracks_.size());
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    t.tid = tid ? *tid : static_cast<std::int64_t>(laneTracks_.size());
+  }
+  t.device = device;
+  t.stream = stream;
   t.sortIndex = sortIndex;
   core::Transaction tx(store_->db());
   const core::Id id = store_->addTrack(t);
@@ -172,6 +182,9 @@ void Recorder::write(Pending& p) {
     e.step = s.step;
     e.collOp = s.op;
     if (s.op != core::CollectiveOp::None) e.flags |= core::EventFlags::CollectiveMeta;
+    if (s.gpuRow) e.flags |= core::EventFlags::HtaGpuRow;
+    e.correlation = s.correlation;
+    e.externalId = s.externalId;
     if (!s.group.empty()) {
       auto it = groupIds_.find(s.group);
       if (it != groupIds_.end()) e.processGroupId = it->second;

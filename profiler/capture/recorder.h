@@ -42,6 +42,9 @@ struct SpanRecord {
   std::optional<int> groupSize;
   std::string dtype;
   std::string argsJson;  // "" or a JSON object
+  std::optional<std::int64_t> correlation;  // GPU records: the launch's CUPTI correlation id
+  std::optional<std::int64_t> externalId;   // GPU records: our span that launched it
+  bool gpuRow = false;   // a GPU stream record (EventFlags::HtaGpuRow: HTA counts it as GPU work)
 };
 
 class Recorder {
@@ -64,6 +67,9 @@ class Recorder {
   core::Id rankId() const { return rankId_; }
   // A lane (track) of this rank: "compute" (CPU thread) or a communication lane per process group.
   int lane(const std::string& name, core::TrackKind kind, int sortIndex);
+  // A GPU stream lane (CUPTI records), or a CPU lane of another thread (CUDA API records).
+  int lane(const std::string& name, core::TrackKind kind, int sortIndex, std::optional<int> device,
+           std::optional<std::int64_t> stream, std::optional<std::int64_t> tid);
   // Registers a process group (once per run: the first rank to call wins; same name = same group).
   void processGroup(const std::string& name, const std::string& backend, int size, const std::vector<int>& ranks);
 

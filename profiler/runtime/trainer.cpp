@@ -21,6 +21,10 @@
 #include "core/util/json.h"
 #include "profiler/capture/memory_tracker.h"
 #include "profiler/capture/recorder.h"
+#ifdef SHARDSCOPE_WITH_CUPTI
+#include "profiler/cupti/cupti_tracer.h"
+#include "profiler/gpu/gpu_capture.h"
+#endif
 #include "profiler/runtime/comm.h"
 #include "profiler/runtime/engine.h"
 #include "profiler/runtime/model.h"
@@ -191,6 +195,23 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
         faultKind = kind;
       }
     }
+#ifdef SHARDSCOPE_WITH_CUPTI
+    // The GPU timeline (kernels, memcpys, NCCL kernels, allocator segments) through CUPTI, into
+    // this rank's lanes. CUPTI allows one activity subscriber per process: if another one (a
+    // Kineto profiler, an NVTX injection) holds it, the run goes on without the GPU lanes.
+    std::unique_ptr<gpu::GpuCapture> gpuCapture;
+    if (cuda && cfg.capture) {
+      try {
+        gpuCapture = std::make_unique<gpu::GpuCapture>(*rec);
+        torch::cuda::synchronize();
+        cupti::CuptiTracer::instance().start([g = gpuCapture.get()](cupti::GpuActivity&& a) { g->onActivity(std::move(a)); });
+      } catch (const std::exception& e) {
+        gpuCapture.reset();
+        std::fprintf(stderr, "shardscope-worker: rank %d: warning: no GPU timeline: %s\n", env.rank, e.what());
+        rec->metric("cupti.unavailable", 1);
+      }
+    }
+#endif
     for (int s = 1; s <= cfg.steps; ++s) {
       if (s == faultStep) {
         if (faultKind == "crash") throw core::Error("injected fault (SHARDSCOPE_FAULT) at step " + std::to_string(s));
@@ -210,6 +231,9 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
         micro.push_back(std::move(b));
       }
       const std::int64_t t0 = nowNs();
+#ifdef SHARDSCOPE_WITH_CUPTI
+      if (gpuCapture) gpuCapture->beginStep(s, t0);
+#endif
       const StepStats st = engine->trainStep(s, micro);
       const std::int64_t t1 = nowNs();
       rec->step(s, t0, t1);
@@ -225,6 +249,17 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
       if (!std::isfinite(st.loss)) throw core::Error("loss is not finite at step " + std::to_string(s));
     }
 
+#ifdef SHARDSCOPE_WITH_CUPTI
+    if (gpuCapture) {
+      torch::cuda::synchronize();
+      auto& tracer = cupti::CuptiTracer::instance();
+      const cupti::CaptureStats cs = tracer.stop();
+      gpuCapture->finish(cs, tracer.clockUncertainty(), tracer.clockDrift());
+      if (cs.lost() > 0)
+        std::fprintf(stderr, "shardscope-worker: rank %d: warning: CUPTI lost %llu GPU records (buffers full)\n", env.rank,
+                     static_cast<unsigned long long>(cs.lost()));
+    }
+#endif
     {
       const Communicator::Volume vol = comm.volume();
       double wire = 0;
