@@ -94,7 +94,15 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
       throw core::Error("--device cuda: no CUDA device is visible to this worker");
     const torch::Device device = cuda ? torch::Device(torch::kCUDA, env.localRank % std::max<int>(1, static_cast<int>(torch::cuda::device_count())))
                                       : torch::Device(torch::kCPU);
-    std::string backend = cfg.backend == "auto" ? (cuda ? "nccl" : "gloo") : cfg.backend;
+    // One GPU, several ranks: NCCL refuses two ranks on one device, so "auto" falls back to Gloo over
+    // CUDA tensors (every strategy still runs and is captured; the run's metadata says so).
+    const int visibleGpus = cuda ? static_cast<int>(torch::cuda::device_count()) : 0;
+    const bool sharedDevice = cuda && env.localWorldSize > visibleGpus;
+    std::string backend = cfg.backend == "auto" ? (cuda && !sharedDevice ? "nccl" : "gloo") : cfg.backend;
+    if (backend == "nccl" && sharedDevice)
+      throw core::Error("--backend nccl: " + std::to_string(env.localWorldSize) + " ranks on this node share " +
+                        std::to_string(visibleGpus) + " GPU(s), and NCCL refuses two ranks on one device; use --backend gloo "
+                        "(or auto) or one rank per GPU");
     if (cfg.precision == "bf16" && !cuda)
       throw core::Error("--precision bf16 needs a CUDA device; on CPU the runtime trains in fp32");
     if (!cuda) {
@@ -160,7 +168,9 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
       std::ostringstream meta;
       meta << "{\"backend\":\"" << backend << "\",\"device\":\"" << ro.device << "\",\"torch\":\"" << TORCH_VERSION
            << "\",\"engine\":\"" << engine->describe() << "\",\"params\":" << model.layout().totalNumel
-           << ",\"local_rank\":" << env.localRank << ",\"node_rank\":" << env.nodeRank << "}";
+           << ",\"local_rank\":" << env.localRank << ",\"node_rank\":" << env.nodeRank
+           << ",\"shared_device\":" << (sharedDevice ? "true" : "false")
+           << ",\"collectives_on\":\"" << (cuda ? (backend == "gloo" ? "gloo over CUDA tensors" : "nccl") : "gloo (cpu)") << "\"}";
       rec->rankMetadata(meta.str());
     }
 
