@@ -1,0 +1,84 @@
+#include "core/report/csv_writer.h"
+
+#include <cctype>
+#include <cmath>
+
+#include "core/util/json.h"
+
+namespace shardscope::core {
+namespace {
+
+constexpr const char* kEol = "\r\n";
+
+void line(std::string& out, const std::vector<std::string>& cells) {
+  for (std::size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + cells[i];
+  out += kEol;
+}
+
+std::string integer(std::int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+std::string csvText(std::string_view v) {
+  std::string s(v);
+  if (!s.empty() && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' || s[0] == '\r'))
+    s.insert(s.begin(), '\'');
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string csvNumber(double v) { return std::isfinite(v) ? formatDouble(v) : std::string(); }
+
+std::string comparisonCsv(const Report& rep) {
+  const Comparison& c = rep.comparison;
+  std::string out;
+  std::vector<std::string> head = {"key", "metric", "better"};
+  for (const auto& r : rep.runs) head.push_back(csvText(reportRunLabel(r)));
+  for (const auto& r : rep.runs) head.push_back(csvText("delta % " + reportRunLabel(r)));
+  head.push_back("best_run_id");
+  head.push_back("best_run_name");
+  line(out, head);
+  for (const auto& row : c.rows) {
+    bool any = false;
+    for (const auto& v : row.values) any = any || v.has_value();
+    if (!any) continue;
+    std::vector<std::string> cells = {csvText(row.key), csvText(row.label), row.lowerIsBetter ? "lower" : "higher"};
+    for (const auto& v : row.values) cells.push_back(v ? csvNumber(*v) : std::string());
+    for (std::size_t i = 0; i < row.deltaPct.size(); ++i)
+      cells.push_back(i != c.baseline && row.deltaPct[i] ? csvNumber(*row.deltaPct[i]) : std::string());
+    cells.push_back(row.best ? integer(c.runs[*row.best]) : std::string());
+    cells.push_back(row.best ? csvText(c.names[*row.best]) : std::string());
+    line(out, cells);
+  }
+  return out;
+}
+
+std::string collectivesCsv(const Report& rep) {
+  std::string out;
+  line(out, {"run_id", "run_name", "operation", "process_group", "group_size", "count", "bytes", "total_ns", "mean_ns",
+             "exposed_ns", "algbw_gbps", "busbw_gbps"});
+  for (const auto& r : rep.runs)
+    for (const auto& c : r.analysis.collectives)
+      line(out, {integer(r.id), csvText(r.name), csvText(std::string(toString(c.op))), csvText(c.processGroup),
+                 integer(c.groupSize), integer(c.count), c.countWithBytes ? integer(c.bytes) : std::string(), integer(c.totalNs),
+                 integer(c.meanNs), integer(c.exposedNs), c.algBwGBps ? csvNumber(*c.algBwGBps) : std::string(),
+                 c.busBwGBps ? csvNumber(*c.busBwGBps) : std::string()});
+  return out;
+}
+
+std::string collectivesCsvPath(const std::string& path) {
+  const std::string ext = ".csv";
+  if (path.size() > ext.size()) {
+    std::string tail = path.substr(path.size() - ext.size());
+    for (auto& ch : tail) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (tail == ext) return path.substr(0, path.size() - ext.size()) + ".collectives.csv";
+  }
+  return path + ".collectives.csv";
+}
+
+}  // namespace shardscope::core

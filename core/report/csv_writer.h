@@ -1,0 +1,27 @@
+#pragma once
+// CSV of a report (RFC 4180: comma separated, CRLF line ends, fields with , " CR LF quoted, quotes
+// doubled). Two tables, two files: the comparison (OUT) and the collectives of every run
+// (collectivesCsvPath(OUT): "out.csv" -> "out.collectives.csv").
+//
+// Formula injection: a TEXT cell that starts with = + - @ TAB or CR gets a leading single quote, so a
+// spreadsheet shows it as text instead of evaluating it. Numeric cells are written by us from numbers
+// (shortest round-trip form, '.' decimal point) and are never prefixed, so -12.5 stays a number.
+#include <string>
+#include <string_view>
+
+#include "core/report/report.h"
+
+namespace shardscope::core {
+
+// key, metric, better (lower|higher), one value column per run, one delta-% column per run (empty for
+// the baseline's own and where undefined), best_run_id, best_run_name.
+std::string comparisonCsv(const Report& report);
+// run_id, run_name, operation, process_group, group_size, count, bytes, total_ns, mean_ns, exposed_ns,
+// algbw_gbps, busbw_gbps: one row per collective (operation, group) of each run.
+std::string collectivesCsv(const Report& report);
+std::string collectivesCsvPath(const std::string& comparisonPath);
+
+std::string csvText(std::string_view s);  // a protected, quoted-when-needed text cell
+std::string csvNumber(double v);          // a numeric cell ("" for NaN/inf)
+
+}  // namespace shardscope::core
