@@ -26,8 +26,9 @@ MemoryChart::MemoryChart(QWidget* parent) : QCustomPlot(parent) {
   yAxis->setLabel(tr("memory"));
   xAxis->setNumberFormat(QStringLiteral("f"));
   xAxis->setNumberPrecision(0);
-  yAxis->setNumberFormat(QStringLiteral("f"));
-  yAxis->setNumberPrecision(0);
+  // "g": ticks keep the decimals they have (2.5, 7.5, 12.5) and no trailing zeros.
+  yAxis->setNumberFormat(QStringLiteral("g"));
+  yAxis->setNumberPrecision(4);
   // Legend below the plot, in one row that wraps.
   legend->setVisible(true);
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
@@ -89,7 +90,6 @@ void MemoryChart::setSeries(core::TimeNs origin, core::TimeNs endNs, std::vector
   end_ = std::max(endNs, last);
   scale_ = byteScaleFor(maxBytes);
   yAxis->setLabel(tr("memory (%1)").arg(scale_.suffix));
-  yAxis->setNumberPrecision(maxBytes / scale_.factor < 10 ? 1 : 0);
   yAxis->setRange(0, maxBytes > 0 ? maxBytes / scale_.factor * 1.3 : 1.0);
   for (const auto& s : series_) {
     Graphs g;

@@ -25,7 +25,8 @@ StackedBarChart::StackedBarChart(QWidget* parent) : QCustomPlot(parent) {
   xAxis->grid()->setVisible(false);
   xAxis->setTickLength(0, 0);
   xAxis->setSubTicks(false);
-  yAxis->setNumberFormat(QStringLiteral("f"));
+  yAxis->setNumberFormat(QStringLiteral("g"));  // ticks keep their decimals (2.5, 12.5), no trailing zeros
+  yAxis->setNumberPrecision(4);
   yAxis->ticker()->setTickCount(4);
   setMinimumSize(260, 200);
   connect(this, &QCustomPlot::afterLayout, this, [this] { fitBarLabels(this, labels_); });
@@ -45,7 +46,6 @@ void StackedBarChart::setStacks(const QString& title, const QStringList& groups,
     for (std::size_t g = 0; g < n && g < c.bytes.size(); ++g) totals_[g] += c.bytes[g];
   const std::int64_t maxTotal = totals_.empty() ? 0 : *std::max_element(totals_.begin(), totals_.end());
   scale_ = byteScaleFor(static_cast<double>(maxTotal));
-  yAxis->setNumberPrecision(static_cast<double>(maxTotal) / scale_.factor < 10 ? 1 : 0);
   yAxis->setLabel(scale_.suffix);
 
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
