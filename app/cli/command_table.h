@@ -30,4 +30,7 @@ void printComparisonTable(std::ostream& os, const core::Comparison& c);
 // `run` and `compare`: training runs of the embedded runtime (run_commands.cpp).
 std::vector<Command> runCommands();
 
+// `report`: HTML, PDF, Markdown and CSV reports of runs (report_commands.cpp).
+std::vector<Command> reportCommands();
+
 }  // namespace shardscope::cli

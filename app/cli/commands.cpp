@@ -737,6 +737,7 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> all = [] {
     auto v = cmds;
     for (auto& c : runCommands()) v.push_back(std::move(c));
+    for (auto& c : reportCommands()) v.push_back(std::move(c));
     return v;
   }();
   return all;

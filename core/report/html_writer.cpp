@@ -162,7 +162,8 @@ struct Writer {
     for (const auto& r : rec.reasons) o += "<li>" + htmlEscape(r) + "</li>\n";
     o += "</ul>\n";
 
-    perRun("environment", "Environment", [&](const ReportRun& r) { table(environmentTable(r)); });
+    section("environment", "Environment");
+    table(environmentTable(rep));
 
     section("comparison", rep.runs.size() > 1 ? "Comparison" : "Figures");
     table(comparisonTable(rep));

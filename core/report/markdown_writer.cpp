@@ -163,7 +163,8 @@ std::string writeMarkdown(const Report& rep) {
   for (const auto& r : rep.recommendation.reasons) o += "- " + markdownEscape(r) + "\n";
   o += "\n";
 
-  perRun("Environment", [&](const ReportRun& r) { table(o, environmentTable(r)); });
+  o += "## Environment\n\n";
+  table(o, environmentTable(rep));
   o += std::string("## ") + (rep.runs.size() > 1 ? "Comparison" : "Figures") + "\n\n";
   table(o, comparisonTable(rep));
   o += "## Charts\n\n";

@@ -305,14 +305,21 @@ void fillMemory(TraceStore& store, const RunSummary& s, ReportRun& rr, const Rep
   c.kind = Chart::Kind::Line;
   c.id = "memory-run-" + std::to_string(rr.id);
   c.title = "Memory allocated per rank: " + runLabel(rr);
-  c.xLabel = "time since the run's first event (s)";
+  // Each rank on its own clock, from its first event: ranks of an imported job often come from hosts
+  // whose clocks differ by far more than a step.
+  c.xLabel = "time since the rank's first event (s)";
   c.yLabel = unit == kGiB ? "GiB" : "MiB";
-  TimeNs origin = s.startNs.value_or(0);
-  TimeNs end = s.endNs.value_or(origin);
   std::size_t peakSeries = 0;
   std::size_t raw = 0;
+  std::optional<TimeNs> peakOrigin;
   for (const auto& rk : s.ranks) {
     if (cancel) cancel->throwIfCancelled();
+    std::optional<TimeNs> rankStart, rankEnd;
+    for (const auto& t : s.tracks) {
+      if (t.track.rankId != rk.id || !t.minStartNs || !t.maxEndNs) continue;
+      rankStart = std::min(rankStart.value_or(*t.minStartNs), *t.minStartNs);
+      rankEnd = std::max(rankEnd.value_or(*t.maxEndNs), *t.maxEndNs);
+    }
     std::map<std::pair<int, int>, std::vector<CounterSample>> byDevice;
     store.forEachMemoryEvent(rk.id, [&](const MemoryEvent& m) {
       if ((m.deviceType != 0) != anyDevice) return;
@@ -321,28 +328,27 @@ void fillMemory(TraceStore& store, const RunSummary& s, ReportRun& rr, const Rep
     for (auto& [dev, samples] : byDevice) {
       if (samples.empty()) continue;
       raw += samples.size();
-      origin = std::min(origin, samples.front().tsNs);
-      end = std::max(end, samples.back().tsNs);
+      const TimeNs origin = std::min(rankStart.value_or(samples.front().tsNs), samples.front().tsNs);
+      const TimeNs end = std::max(rankEnd.value_or(samples.back().tsNs), samples.back().tsNs);
       ChartSeries series;
       series.name = "rank " + std::to_string(rk.rank);
       if (byDevice.size() > 1) series.name += dev.first == 0 ? " cpu" : " cuda:" + std::to_string(dev.second);
-      // Buckets over the run's whole span, so every rank shares the x axis; end + 1 keeps the last sample.
-      const auto points = downsampleMax(samples, s.startNs ? std::min(*s.startNs, samples.front().tsNs) : samples.front().tsNs,
-                                        std::max(end, samples.back().tsNs) + 1, std::max(1, opt.memoryPoints));
-      for (const auto& p : points) {
-        series.x.push_back(static_cast<double>(p.tsNs));
+      // [origin, end + 1) holds every sample, so the largest one (the peak) is always kept.
+      for (const auto& p : downsampleMax(samples, origin, end + 1, std::max(1, opt.memoryPoints))) {
+        series.x.push_back(static_cast<double>(p.tsNs - origin) / 1e9);
         series.y.push_back(p.value / unit);
       }
-      if (rk.rank == top->rank && dev.first == top->deviceType && dev.second == top->deviceId) peakSeries = c.series.size();
+      if (rk.rank == top->rank && dev.first == top->deviceType && dev.second == top->deviceId) {
+        peakSeries = c.series.size();
+        peakOrigin = origin;
+      }
       c.series.push_back(std::move(series));
     }
   }
   if (c.series.empty()) return;
-  for (auto& series : c.series)
-    for (auto& x : series.x) x = (x - static_cast<double>(origin)) / 1e9;
   ChartMarker m;
   m.series = peakSeries;
-  m.x = static_cast<double>(top->allocatedAtNs - origin) / 1e9;
+  m.x = static_cast<double>(top->allocatedAtNs - peakOrigin.value_or(top->allocatedAtNs)) / 1e9;
   m.y = static_cast<double>(top->peakAllocatedBytes) / unit;
   m.label = "peak " + reportBytes(static_cast<double>(top->peakAllocatedBytes)) + " (rank " + std::to_string(top->rank) + ")";
   c.marker = m;
@@ -476,7 +482,7 @@ void recommend(Report& rep) {
           reportBytes(peak - lean) + " (" + pct(100.0 * (peak - lean) / std::max(lean, 1.0)) + ") more than " +
           runRef(runs[*leanest]) + " at " + reportBytes(lean) + "; choose that one when memory is the constraint.";
     } else if (ranked.size() > 1 && leanest) {
-      t = "It also has the lowest memory peak of the ranked runs: " + reportBytes(peak) + " allocated (rank " +
+      t = "No other ranked run peaks lower in memory: " + reportBytes(peak) + " allocated (rank " +
           std::to_string(r.peakRank.value_or(0)) + ").";
     } else {
       t = "Its memory peak is " + reportBytes(peak) + " allocated (rank " + std::to_string(r.peakRank.value_or(0)) + ").";
@@ -774,15 +780,36 @@ ReportTable comparisonTable(const Report& rep) {
   return t;
 }
 
-ReportTable environmentTable(const ReportRun& run) {
+ReportTable environmentTable(const Report& rep) {
   ReportTable t;
-  t.header = {"item", "value"};
-  t.rows.push_back({text("source"), text(run.source)});
-  t.rows.push_back({text("status"), text(run.status + (run.failureReason.empty() ? "" : ": " + run.failureReason))});
-  if (!run.strategy.empty()) t.rows.push_back({text("strategy"), text(run.strategy)});
-  if (!run.createdAt.empty()) t.rows.push_back({text("created"), text(run.createdAt)});
-  if (!run.tags.empty()) t.rows.push_back({text("tags"), text(run.tags)});
-  for (const auto& kv : run.environment) t.rows.push_back({text(kv.key), text(kv.value)});
+  t.header.push_back("item");
+  for (const auto& r : rep.runs) t.header.push_back(runLabel(r));
+  // Rows in first-seen order over the runs; a run without the item shows a dash.
+  std::vector<std::string> keys;
+  std::vector<std::map<std::string, std::string>> values(rep.runs.size());
+  for (std::size_t i = 0; i < rep.runs.size(); ++i) {
+    const ReportRun& run = rep.runs[i];
+    std::vector<ReportKeyValue> items = {{"source", run.source},
+                                         {"status", run.status + (run.failureReason.empty() ? "" : ": " + run.failureReason)},
+                                         {"strategy", run.strategy},
+                                         {"created", run.createdAt},
+                                         {"tags", run.tags}};
+    items.insert(items.end(), run.environment.begin(), run.environment.end());
+    for (const auto& kv : items) {
+      if (kv.value.empty()) continue;
+      if (std::find(keys.begin(), keys.end(), kv.key) == keys.end()) keys.push_back(kv.key);
+      auto& slot = values[i][kv.key];
+      slot += (slot.empty() ? "" : "; ") + kv.value;  // e.g. two GPU models
+    }
+  }
+  for (const auto& k : keys) {
+    std::vector<ReportCell> row{text(k)};
+    for (std::size_t i = 0; i < rep.runs.size(); ++i) {
+      auto it = values[i].find(k);
+      row.push_back(text(it == values[i].end() ? "\u2013" : it->second));
+    }
+    t.rows.push_back(std::move(row));
+  }
   return t;
 }
 

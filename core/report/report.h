@@ -136,7 +136,7 @@ struct ReportTable {
 };
 
 ReportTable comparisonTable(const Report& report);   // rows with at least one value; best marked
-ReportTable environmentTable(const ReportRun& run);
+ReportTable environmentTable(const Report& report);  // one column per run
 ReportTable knobTable(const ReportRun& run);         // runtime runs: every knob
 ReportTable knownConfigTable(const ReportRun& run);  // imported runs: what the trace tells
 ReportTable bottleneckTable(const ReportRun& run);

@@ -47,6 +47,7 @@
 #include "ui/pages/page.h"
 #include "ui/pages/page_factory.h"
 #include "ui/pages/placeholder_page.h"
+#include "ui/report/export_dialog.h"
 
 #if __has_include("ui/launch/launch_dialog.h") && __has_include("ui/launch/run_controller.h") && \
     __has_include("ui/launch/launch_progress_widget.h")
@@ -319,6 +320,20 @@ void MainWindow::buildActions() {
   exportAction->setToolTip(tr("arrives with the reports issue"));
   exportAction->setStatusTip(tr("Export arrives with the reports issue (use shardscope-cli export meanwhile)"));
   file->addAction(exportAction);
+  // Reports (ui/report/export_dialog): the selected runs, the first as the baseline.
+  auto* reportAction = make(QStringLiteral("actionExportReport"), tr("Export &Report…"));
+  reportAction->setToolTip(tr("A report of the selected runs (one run, or a comparison) as HTML, PDF, Markdown or CSV"));
+  connect(reportAction, &QAction::triggered, this, [this] {
+    if (dbPath_.isEmpty() || selectionOrder_.isEmpty()) {
+      showError(tr("Export Report: open a database and select one or more runs first"), false);
+      return;
+    }
+    auto* dialog = new ExportReportDialog(dbPath_, selectionOrder_, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &ExportReportDialog::exported, this, [this](const QString& path) { log(tr("Report written to %1").arg(path)); });
+    dialog->open();
+  });
+  file->addAction(reportAction);
   file->addSeparator();
   auto* quit = make(QStringLiteral("actionQuit"), tr("&Quit"), QKeySequence::Quit);
   connect(quit, &QAction::triggered, this, &QWidget::close);
@@ -600,6 +615,7 @@ void MainWindow::updateActions() {
   const bool writable = open && !readOnly_;
   const bool hasSelection = !selectedInView().isEmpty();
   importAction_->setEnabled(writable && !importRunning());
+  if (QAction* report = action(QStringLiteral("actionExportReport"))) report->setEnabled(open && !selectionOrder_.isEmpty());
 #ifdef SHARDSCOPE_HAVE_LAUNCH
   launchAction_->setEnabled(writable && !launchRunning());
   launchAction_->setToolTip(tr("Launch training runs of the embedded runtime and compare them (Ctrl+R)"));
