@@ -357,6 +357,12 @@ void fillMemory(TraceStore& store, const RunSummary& s, ReportRun& rr, const Rep
   charts.push_back(std::move(c));
 }
 
+// Sentences start with a capital ("run 2 ..." -> "Run 2 ...").
+void capitalize(std::vector<std::string>& sentences) {
+  for (auto& t : sentences)
+    if (!t.empty() && t[0] >= 'a' && t[0] <= 'z') t[0] = static_cast<char>(t[0] - 'a' + 'A');
+}
+
 std::string pct(double v, int decimals = 1) { return reportNumber(v, decimals) + " %"; }
 
 void recommend(Report& rep) {
@@ -418,6 +424,7 @@ void recommend(Report& rep) {
       s.push_back("No run can be recommended: " + std::to_string(failed.size()) + " of " + std::to_string(runs.size()) +
                   " runs failed or were cancelled and " + std::to_string(unranked.size()) +
                   " have no step or throughput figures.");
+    capitalize(s);
     return;
   }
   std::size_t best = ranked[0];
@@ -545,6 +552,7 @@ void recommend(Report& rep) {
     s.push_back(t + (failed.size() == 1 ? " was" : " were") + " not ranked.");
   }
   for (auto i : unranked) s.push_back(runRef(runs[i]) + " has no " + out.rankedBy + " figures and was not ranked.");
+  capitalize(s);
 }
 
 void buildCharts(Report& rep) {
