@@ -292,6 +292,54 @@ class TestReport : public QObject {
     QCOMPARE(rep3.recommendation.recommended.value_or(99), faster);
   }
 
+  // Within 3 % the runs tie on speed and the one with the lower memory peak is recommended; the
+  // sentence says which rule decided.
+  void tieGoesToTheLeanerRun() {
+    QTemporaryDir d;
+    const std::string copy = pathIn(d, "tie.db");
+    QVERIFY(QFile::copy(QString::fromStdString(db_), QString::fromStdString(copy)));
+    TraceStore store(copy);
+    // Give run b twice the memory of run a at its peak: one more [memory] record on rank 0.
+    const Report before = buildReport(store, {a_, b_});
+    const std::int64_t peakA = *before.runs[0].peakAllocatedBytes;
+    {
+      const auto ranks = store.ranks(b_);
+      Transaction tx(store.db());
+      BulkWriter w(store);
+      MemoryEvent m;
+      m.rankId = ranks.at(0).id;
+      m.tsNs = *store.summary(b_).startNs + 1000;
+      m.deviceType = 1;
+      m.bytes = peakA;
+      m.totalAllocated = 2 * peakA;
+      m.totalReserved = 2 * peakA;
+      w.addMemoryEvent(m);
+      w.finish();
+      tx.commit();
+    }
+    store.setMetric(a_, std::nullopt, metric_keys::kTokensPerSecond, 1000);
+    store.setMetric(b_, std::nullopt, metric_keys::kTokensPerSecond, 1020);  // 2 % faster: a tie
+    const Report rep = buildReport(store, {a_, b_});
+    QCOMPARE(*rep.runs[1].peakAllocatedBytes, 2 * peakA);
+    QCOMPARE(rep.recommendation.recommended.value_or(99), std::size_t(0));
+    const QString first = QString::fromStdString(rep.recommendation.sentences[0]);
+    QVERIFY2(first.contains("within 2.0 %") && first.contains("tie") && first.contains("\u201Cjob-a\u201D is recommended because it needs less memory"),
+             qPrintable(first));
+    // 5 % apart is not a tie: speed decides although b needs more memory, and the memory cost is named.
+    store.setMetric(b_, std::nullopt, metric_keys::kTokensPerSecond, 1050);
+    const Report rep2 = buildReport(store, {a_, b_});
+    QCOMPARE(rep2.recommendation.recommended.value_or(99), std::size_t(1));
+    bool memoryCost = false;
+    for (const auto& s : rep2.recommendation.sentences)
+      memoryCost = memoryCost || (s.find("more than run " + std::to_string(a_)) != std::string::npos &&
+                                  s.find("when memory is the constraint") != std::string::npos);
+    QVERIFY(memoryCost);
+    // The device's capacity from deviceProperties gives the headroom.
+    bool headroom = false;
+    for (const auto& s : rep2.recommendation.sentences) headroom = headroom || s.find("of headroom") != std::string::npos;
+    QCOMPARE(headroom, rep2.runs[1].deviceMemoryBytes.has_value());
+  }
+
   void sectionsInEveryFormat() {
     TraceStore store(db_, Database::Mode::ReadOnly);
     const Report rep = buildReport(store, {a_, b_, runtime_});

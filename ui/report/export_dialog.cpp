@@ -115,7 +115,10 @@ ExportReportDialog::ExportReportDialog(const QString& dbPath, const QList<core::
 }
 
 ExportReportDialog::~ExportReportDialog() {
-  if (task_) task_->cancel();
+  if (task_) {
+    task_->cancel();  // core checks the token between steps
+    task_->wait(2000);
+  }
 }
 
 void ExportReportDialog::setFormat(Format f) { format_->setCurrentIndex(format_->findData(static_cast<int>(f))); }
