@@ -1,8 +1,10 @@
 #include "core/report/html_writer.h"
 
+#include <algorithm>
 #include <functional>
 #include <initializer_list>
 #include <utility>
+#include <vector>
 
 namespace shardscope::core {
 namespace {
@@ -36,6 +38,7 @@ figure{margin:1em 0}
 figure svg{display:block;width:100%;height:auto;max-width:900px}
 figcaption{color:var(--muted);font-size:.85em}
 .empty{color:var(--muted);font-style:italic}
+tr.detail td{background:#fafafa;font-size:.92em}
 @media (max-width:640px){body{font-size:14px}main{padding:10px}th,td{padding:3px 5px}h1{font-size:1.3em}}
 @media print{
   @page{margin:14mm}
@@ -60,21 +63,40 @@ struct Writer {
       if (!t.emptyText.empty()) o += "<p class=\"empty\">" + htmlEscape(t.emptyText) + "</p>\n";
       return;
     }
+    const std::size_t mainColumns = t.header.size() - std::min(t.detailColumns, t.header.size());
     if (opt.qtRichText) {
       if (!t.caption.empty()) o += "<p><i>" + htmlEscape(t.caption) + "</i></p>\n";
       o += "<table border=\"1\" cellspacing=\"0\" cellpadding=\"3\" width=\"100%\">\n<tr>";
-      for (const auto& h : t.header) o += "<th bgcolor=\"#eef1f5\" align=\"left\">" + htmlEscape(h) + "</th>";
+      // Qt shares a table's width about evenly; widths from the longest text of each column (capped)
+      // give long names (kernels, causes) the room.
+      std::vector<double> weight(mainColumns, 0);
+      for (std::size_t i = 0; i < mainColumns; ++i) {
+        std::size_t word = 0, longestWord = 0;  // a header never breaks inside a word
+        for (char ch : t.header[i]) {
+          word = ch == ' ' ? 0 : word + 1;
+          longestWord = std::max(longestWord, word);
+        }
+        weight[i] = static_cast<double>(std::max<std::size_t>(longestWord + 3, 7));
+        for (const auto& row : t.rows)
+          if (i < row.size()) weight[i] = std::max(weight[i], static_cast<double>(std::min<std::size_t>(row[i].text.size() + 3, 40)));
+      }
+      double sum = 0;
+      for (double w : weight) sum += w;
+      for (std::size_t i = 0; i < mainColumns; ++i)
+        o += "<th bgcolor=\"#eef1f5\" align=\"left\" width=\"" + std::to_string(static_cast<int>(100.0 * weight[i] / sum)) +
+             "%\">" + htmlEscape(t.header[i]) + "</th>";
       o += "</tr>\n";
     } else {
       o += "<div class=\"scroll\"><table>\n";
       if (!t.caption.empty()) o += "<caption>" + htmlEscape(t.caption) + "</caption>\n";
       o += "<thead><tr>";
-      for (const auto& h : t.header) o += "<th scope=\"col\">" + htmlEscape(h) + "</th>";
+      for (std::size_t i = 0; i < mainColumns; ++i) o += "<th scope=\"col\">" + htmlEscape(t.header[i]) + "</th>";
       o += "</tr></thead>\n<tbody>\n";
     }
     for (const auto& row : t.rows) {
       o += "<tr>";
-      for (const auto& c : row) {
+      for (std::size_t col = 0; col < row.size() && col < mainColumns; ++col) {
+        const ReportCell& c = row[col];
         const bool num = c.style == ReportCell::Style::Number;
         if (opt.qtRichText)
           o += num ? "<td align=\"right\">" : "<td>";
@@ -96,6 +118,15 @@ struct Writer {
         o += "</td>";
       }
       o += "</tr>\n";
+      // Long text under its row, across the table.
+      std::string detail;
+      for (std::size_t col = mainColumns; col < row.size() && col < t.header.size(); ++col)
+        if (!row[col].text.empty())
+          detail += std::string(detail.empty() ? "" : "<br>") + "<strong>" + htmlEscape(t.header[col]) + ":</strong> " +
+                    htmlEscape(row[col].text, true);
+      if (!detail.empty())
+        o += std::string(opt.qtRichText ? "<tr><td bgcolor=\"#f7f7f7\" colspan=\"" : "<tr class=\"detail\"><td colspan=\"") +
+             std::to_string(mainColumns) + "\">" + detail + "</td></tr>\n";
     }
     o += opt.qtRichText ? "</table>\n" : "</tbody></table></div>\n";
   }

@@ -847,6 +847,7 @@ ReportTable bottleneckTable(const ReportRun& run) {
   t.header = {"rank", "collective", "step", "exposed", "duration", "size", "group", "issued by", "kernel", "why", "suggestion"};
   t.caption = "Costliest exposed all-gathers and reduce-scatters (time with no computation on the rank).";
   t.emptyText = "No exposed all-gather or reduce-scatter.";
+  t.detailColumns = 2;
   for (const auto& b : run.analysis.bottlenecks) {
     std::string why, what;
     for (std::size_t k = 0; k < b.reasons.size(); ++k) why += (k ? "\n" : "") + b.reasons[k];

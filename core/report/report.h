@@ -133,6 +133,9 @@ struct ReportTable {
   std::vector<std::string> header;
   std::vector<std::vector<ReportCell>> rows;
   std::string emptyText;  // shown instead of an empty table
+  // The last `detailColumns` columns are long text (why, suggestion): HTML and PDF show them in a row
+  // of their own under each row, spanning the table; Markdown keeps them as columns.
+  std::size_t detailColumns = 0;
 };
 
 ReportTable comparisonTable(const Report& report);   // rows with at least one value; best marked

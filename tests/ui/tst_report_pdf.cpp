@@ -16,9 +16,11 @@
 #include <QTextDocument>
 #include <QtTest>
 
+#include "core/import/kineto_importer.h"
 #include "core/report/report.h"
 #include "core/storage/trace_store.h"
 #include "tests/common/test_support.h"
+#include "tests/tools/kineto_generator.h"
 #include "tests/ui/ui_fixture.h"
 #include "ui/main/main_window.h"
 #include "ui/report/export_dialog.h"
@@ -151,6 +153,49 @@ class TestReportPdf : public QObject {
       QCOMPARE(text.code, 0);
       QVERIFY(text.out.contains("<script>alert(1)</script>"));
     }
+  }
+
+  // Nothing is lost between pages: with tables that span pages (bottlenecks with their detail rows)
+  // and charts pushed to the next page, every section, every run's tables and the closing line are in
+  // the PDF's text, each chart title exactly once.
+  void everySectionIsPrinted() {
+    if (QStandardPaths::findExecutable("pdftotext").isEmpty()) QSKIP("pdftotext (poppler-utils) not installed");
+    QTemporaryDir dir;
+    const std::string db = test::pathIn(dir, "gen.db");
+    core::TraceStore store(db);
+    for (int job = 0; job < 2; ++job) {
+      std::vector<std::string> files;
+      for (int r = 0; r < 4; ++r) {
+        test::KinetoGenOptions o;
+        o.events = 10000;
+        o.worldSize = 4;
+        o.rank = r;
+        o.steps = 3;
+        o.seed = static_cast<std::uint64_t>(job * 10 + r + 1);
+        files.push_back(test::pathIn(dir, "j" + std::to_string(job) + "r" + std::to_string(r) + ".json"));
+        test::generateKinetoTrace(files.back(), o);
+      }
+      core::KinetoImportOptions io;
+      io.runName = job == 0 ? "first" : "second";
+      core::importKineto(store, files, io);
+    }
+    const core::Report rep = core::buildReport(store, {1, 2});
+    QCOMPARE(rep.runs[0].analysis.bottlenecks.size(), std::size_t(10));
+    const QString pdf = QString::fromStdString(test::pathIn(dir, "all.pdf"));
+    const ui::PdfResult r = ui::writeReportPdf(rep, pdf, ui::ReportPageSize::A4);
+    QVERIFY(r.pages >= 5);
+    QProcess p;
+    p.start("pdftotext", {pdf, "-"});
+    QVERIFY(p.waitForFinished(30000));
+    // The PDF's fonts use ligatures: pdftotext gives "ﬁ" for "fi".
+    const QString text = QString::fromUtf8(p.readAllStandardOutput()).replace(QChar(0xFB01), "fi").replace(QChar(0xFB02), "fl");
+    for (const char* s : {"Recommendation", "Reasons", "Environment", "Comparison", "Charts", "All-gather and reduce-scatter bottlenecks",
+                          "Stragglers", "Memory peaks", "Collectives", "Configuration", "Definitions of every figure"})
+      QVERIFY2(text.contains(s), s);
+    QCOMPARE(text.count("Costliest exposed all-gathers and reduce-scatters"), 2);
+    QCOMPARE(text.count("collectives matched across ranks"), 2);
+    QCOMPARE(text.count("An imported trace carries no training configuration"), 2);
+    for (const auto& c : rep.charts) QCOMPARE(text.count(QString::fromStdString(c.title)), 1);
   }
 
   // Charts are inline objects of the document (vector in the PDF), one per chart, and a page break

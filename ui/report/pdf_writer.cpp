@@ -112,6 +112,10 @@ void keepChartsOnOnePage(QTextDocument& doc, double pageH) {
       QTextBlockFormat f = b.blockFormat();
       f.setPageBreakPolicy(QTextFormat::PageBreak_AlwaysBefore);
       c.setBlockFormat(f);
+      // A format change relayouts incrementally, and QTextDocumentLayout then stops painting after
+      // the first page-spanning table (stale check points): lay the whole document out again.
+      doc.markContentsDirty(0, doc.characterCount());
+      (void)doc.pageCount();
       moved = true;
       break;  // the layout below this block changed
     }
