@@ -76,9 +76,9 @@ struct Writer {
           word = ch == ' ' ? 0 : word + 1;
           longestWord = std::max(longestWord, word);
         }
-        weight[i] = static_cast<double>(std::max<std::size_t>(longestWord + 3, 7));
+        weight[i] = std::max(1.3 * static_cast<double>(longestWord) + 4.0, 8.0);  // headers are bold
         for (const auto& row : t.rows)
-          if (i < row.size()) weight[i] = std::max(weight[i], static_cast<double>(std::min<std::size_t>(row[i].text.size() + 3, 40)));
+          if (i < row.size()) weight[i] = std::max(weight[i], static_cast<double>(std::min<std::size_t>(row[i].text.size() + 3, 34)));
       }
       double sum = 0;
       for (double w : weight) sum += w;
