@@ -1,5 +1,8 @@
 #include "core/analysis/comparison.h"
 
+#include <algorithm>
+#include <climits>
+
 #include <map>
 
 #include "core/analysis/memory_peaks.h"
@@ -52,9 +55,20 @@ Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size
     const auto steps = computeStepBreakdown(store, id, cancel);
     double stepNs = 0, compute = 0, comm = 0, exposed = 0, idle = 0, overlapped = 0, n = 0;
     bool anyStep = false;
-    for (const auto& b : steps) anyStep = anyStep || b.step >= 0;
+    std::int64_t firstStep = INT64_MAX, lastStep = -1;
+    for (const auto& b : steps) {
+      anyStep = anyStep || b.step >= 0;
+      if (b.step >= 0) firstStep = std::min(firstStep, b.step), lastStep = std::max(lastStep, b.step);
+    }
+    // Runs we trained (or simulated) start with a warm-up step (lazy optimizer state, ZeRO-3's first
+    // gathers): like their tokens_per_s and step_time_ms metrics, the figures are the steady state
+    // (steps after the first). Imported traces keep every step: the profiler's schedule already
+    // skipped the warm-up.
+    const auto source = store.run(id)->source;
+    const bool skipWarmup = (source == RunSource::Runtime || source == RunSource::Simulated) && lastStep > firstStep;
     for (const auto& b : steps) {
       if (anyStep && b.step < 0) continue;  // events outside steps do not make a step
+      if (skipWarmup && b.step == firstStep) continue;
       stepNs += static_cast<double>(b.stepNs);
       compute += static_cast<double>(b.computeNs);
       comm += static_cast<double>(b.commNs);

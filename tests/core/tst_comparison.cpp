@@ -42,6 +42,29 @@ class TestComparison : public QObject {
   Q_OBJECT
 
  private Q_SLOTS:
+  // Runs we trained start with a warm-up step: their figures are the steady state (steps after the
+  // first), as their tokens_per_s is; imported traces keep every step.
+  void runtimeRunsSkipTheWarmupStep() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "t.db"));
+    KinetoImportOptions o;
+    o.runName = "imported";
+    const Id imported = importKineto(store, {writeFile(dir, "a.json", trace(true))}, o).runIds.at(0);
+    o.runName = "trained";
+    const Id trained = importKineto(store, {writeFile(dir, "b.json", trace(true))}, o).runIds.at(0);
+    // The source is fixed when a run is created (updateRun leaves it): set it as the worker would have.
+    store.db().exec("UPDATE runs SET source='" + std::string(toString(RunSource::Runtime)) + "' WHERE id=" + std::to_string(trained));
+    QVERIFY(store.run(trained)->source == RunSource::Runtime);
+    const Comparison c = compareRuns(store, {imported, trained}, 0);
+    const auto& compute = rowOf(c, "compute_pct");
+    QCOMPARE(*compute.values[0], 35.0);  // (40 + 30) µs of 200: both steps
+    QCOMPARE(*compute.values[1], 30.0);  // step 2 only: 30 µs of 100
+    const auto& comm = rowOf(c, "comm_pct");
+    QCOMPARE(*comm.values[0], 30.0);
+    QCOMPARE(*comm.values[1], 20.0);
+    QCOMPARE(*rowOf(c, "exposed_comm_pct").values[1], 20.0);
+  }
+
   void twoRuns() {
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "t.db"));
