@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -236,15 +237,24 @@ void fillConfig(const RunSummary& s, ReportRun& rr) {
   }
 }
 
-// Mean step breakdown over ranks and steps >= 0, exactly as compareRuns averages (step time = Σ/n).
+// Mean step breakdown over ranks and steps >= 0, exactly as compareRuns averages (step time = Σ/n;
+// for runtime and simulated runs without the first, warm-up step).
 void fillSteps(ReportRun& rr) {
   const auto& steps = rr.analysis.steps;
   bool anyStep = false;
-  for (const auto& b : steps) anyStep = anyStep || b.step >= 0;
+  std::int64_t firstStep = INT64_MAX, lastStep = -1;
+  for (const auto& b : steps) {
+    anyStep = anyStep || b.step >= 0;
+    if (b.step >= 0) firstStep = std::min(firstStep, b.step), lastStep = std::max(lastStep, b.step);
+  }
+  // compareRuns' steady state: runs we trained or simulated leave their warm-up (first) step out.
+  const bool skipWarmup = (rr.source == toString(RunSource::Runtime) || rr.source == toString(RunSource::Simulated)) &&
+                          lastStep > firstStep;
   double stepNs = 0, compute = 0, exposed = 0, other = 0, idle = 0, comm = 0, n = 0;
   std::set<std::int64_t> numbers;
   for (const auto& b : steps) {
     if (anyStep && b.step < 0) continue;
+    if (skipWarmup && b.step == firstStep) continue;
     stepNs += static_cast<double>(b.stepNs);
     compute += static_cast<double>(b.computeNs);
     exposed += static_cast<double>(b.exposedCommNs);

@@ -64,8 +64,9 @@ struct ReportRun {
   std::vector<ReportKeyValue> knownConfig;
   // Figures (analyzeRun).
   RunAnalysis analysis;
-  // Mean over ranks and steps >= 0 (the comparison's step time): the step-time breakdown in ms; the
-  // four parts sum to stepMs (compute + exposed communication + other busy + idle).
+  // Mean over ranks and steps >= 0 as compareRuns takes them (runtime and simulated runs without the
+  // warm-up step): the step-time breakdown in ms; the four parts sum to stepMs (compute + exposed
+  // communication + other busy + idle).
   std::optional<double> stepMs, computeMs, exposedCommMs, otherBusyMs, idleMs, commMs;
   std::optional<double> tokensPerSecond;
   std::int64_t stepsAnalysed = 0;  // distinct step numbers >= 0

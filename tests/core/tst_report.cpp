@@ -20,6 +20,7 @@
 #include "core/util/error.h"
 #include "tests/common/test_support.h"
 #include "tests/tools/kineto_generator.h"
+#include "tests/ui/ui_fixture.h"
 
 using namespace shardscope::core;
 using shardscope::test::pathIn;
@@ -250,6 +251,23 @@ class TestReport : public QObject {
       QCOMPARE(mem.marker->y, double(*rep.runs[i].peakAllocatedBytes) / unit);
       QCOMPARE(highest, mem.marker->y);
     }
+  }
+
+  // Runs we trained are compared on their steady state (compareRuns leaves the warm-up step out): the
+  // report's step breakdown follows, so the stacked bar is the comparison's step time.
+  void runtimeRunsLeaveTheWarmupOut() {
+    QTemporaryDir d;
+    TraceStore store(pathIn(d, "rt.db"));
+    shardscope::test::RunSpec spec;
+    spec.name = "trained";
+    spec.steps = 5;
+    const Id id = shardscope::test::writeRun(store, spec);
+    const Report rep = buildReport(store, {id});
+    const Comparison c = compareRuns(store, {id});
+    QCOMPARE(*rep.runs[0].stepMs, *rowOf(c, "step_time_ms").values[0]);
+    QCOMPARE(rep.runs[0].stepsAnalysed, std::int64_t(spec.steps - 1));
+    QVERIFY(std::abs(*rep.runs[0].computeMs + *rep.runs[0].exposedCommMs + *rep.runs[0].otherBusyMs + *rep.runs[0].idleMs -
+                     *rep.runs[0].stepMs) < 1e-9 * *rep.runs[0].stepMs);
   }
 
   // The recommendation follows the figures: the faster completed run wins, a failed run is never
