@@ -767,6 +767,18 @@ ReportCell code(std::string t) { return ReportCell{std::move(t), ReportCell::Sty
 std::string deviceName(int type, int id) { return type == 0 ? std::string("cpu") : "cuda:" + std::to_string(id); }
 }  // namespace
 
+// Memory rows carry "GiB" in core's label (the CLI prints GiB numbers); the report prints each value
+// with its own unit (MiB, GiB), so the label drops it.
+std::string tableLabel(const ComparisonRow& r) {
+  std::string l = r.label;
+  if (r.key.find("_gib") == std::string::npos) return l;
+  for (const std::string& from : {std::string("(GiB, "), std::string(" (GiB)"), std::string("GiB, ")}) {
+    const auto at = l.find(from);
+    if (at != std::string::npos) l.replace(at, from.size(), from == "(GiB, " ? "(" : "");
+  }
+  return l;
+}
+
 ReportTable comparisonTable(const Report& rep) {
   ReportTable t;
   const Comparison& c = rep.comparison;
@@ -781,7 +793,7 @@ ReportTable comparisonTable(const Report& rep) {
     for (const auto& v : r.values) any = any || v.has_value();
     if (!any) continue;
     std::vector<ReportCell> row;
-    row.push_back(text(r.label + (rep.runs.size() > 1 ? (r.lowerIsBetter ? " \u2193" : " \u2191") : "")));
+    row.push_back(text(tableLabel(r) + (rep.runs.size() > 1 ? (r.lowerIsBetter ? " \u2193" : " \u2191") : "")));
     for (std::size_t i = 0; i < c.runs.size(); ++i) {
       ReportCell cell = numberCell(r.values[i] ? reportRowValue(r, *r.values[i]) : "\u2013");
       cell.strong = r.best && *r.best == i;

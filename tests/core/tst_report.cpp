@@ -373,6 +373,9 @@ class TestReport : public QObject {
     for (const auto& row : rep.comparison.rows)
       for (const auto& v : row.values)
         if (v) QVERIFY2(html.contains(QString::fromStdString(reportRowValue(row, *v))), row.key.c_str());
+    // Memory values carry their own unit (MiB, GiB): the row labels do not claim GiB.
+    QVERIFY(!html.contains("(GiB"));
+    QVERIFY(html.contains("peak memory allocated (max over ranks)"));
     // The runtime run's knobs and the DeepSpeed JSON that reproduces it.
     const ReportRun& rt = rep.runs[2];
     QVERIFY(rt.hasRunConfig);

@@ -315,11 +315,6 @@ void MainWindow::buildActions() {
   launchAction_->setIcon(style->standardIcon(QStyle::SP_MediaPlay));
   connect(launchAction_, &QAction::triggered, this, &MainWindow::launchRuns);
   file->addAction(launchAction_);
-  auto* exportAction = make(QStringLiteral("actionExport"), tr("&Export…"));
-  exportAction->setEnabled(false);
-  exportAction->setToolTip(tr("arrives with the reports issue"));
-  exportAction->setStatusTip(tr("Export arrives with the reports issue (use shardscope-cli export meanwhile)"));
-  file->addAction(exportAction);
   // Reports (ui/report/export_dialog): the selected runs, the first as the baseline.
   auto* reportAction = make(QStringLiteral("actionExportReport"), tr("Export &Report…"));
   reportAction->setToolTip(tr("A report of the selected runs (one run, or a comparison) as HTML, PDF, Markdown or CSV"));
