@@ -5,6 +5,7 @@
 #include "ui/pages/overview_page.h"
 #include "ui/pages/page.h"
 #include "ui/pages/placeholder_page.h"
+#include "ui/pages/timeline_page.h"
 
 #if __has_include("ui/pages/compare_page.h")
 #include "ui/pages/compare_page.h"
@@ -49,11 +50,7 @@ std::vector<Page*> createPages(QWidget* parent) {
 #else
   pages.push_back(placeholder(QStringLiteral("compare"), QObject::tr("Compare"), parent));
 #endif
-  pages.push_back(new PlaceholderPage(
-      QStringLiteral("timeline"), QObject::tr("Timeline"),
-      QObject::tr("The timeline (every rank's streams, collectives and memory, zoomable to the nanosecond) arrives with its issue.\n"
-                  "Until then, export a run for ui.perfetto.dev: shardscope-cli export --format perfetto."),
-      parent));
+  pages.push_back(new TimelinePage(parent));
 #ifdef SHARDSCOPE_HAVE_MEMORY_PAGE
   pages.push_back(new MemoryPage(parent));
 #else
@@ -71,6 +68,10 @@ bool cancelPageLoading(Page* page) {
   if (!page) return false;
   if (auto* o = qobject_cast<OverviewPage*>(page)) {
     o->cancel();
+    return true;
+  }
+  if (auto* t = qobject_cast<TimelinePage*>(page)) {
+    t->cancelLoad();
     return true;
   }
 #ifdef SHARDSCOPE_HAVE_COMPARE_PAGE
@@ -92,6 +93,10 @@ bool reloadPage(Page* page) {
   if (!page) return false;
   if (auto* o = qobject_cast<OverviewPage*>(page)) {
     o->reload();
+    return true;
+  }
+  if (auto* t = qobject_cast<TimelinePage*>(page)) {
+    t->reload();
     return true;
   }
 #ifdef SHARDSCOPE_HAVE_COMPARE_PAGE

@@ -1,0 +1,393 @@
+#include "ui/pages/timeline_page.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QTableWidget>
+#include <QTextBrowser>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+#include "core/storage/trace_store.h"
+#include "ui/charts/chart_style.h"
+#include "ui/common/background.h"
+#include "ui/timeline/timeline_widget.h"
+
+namespace shardscope::ui {
+
+namespace tl = core::timeline;
+using core::TimeNs;
+
+std::vector<CollectivePeer> sameCollectiveOnOtherRanks(const tl::TimelineIndex& index, std::uint32_t lane, std::uint32_t event) {
+  std::vector<CollectivePeer> out;
+  const tl::Lane& l = index.lane(lane);
+  if (!(l.bits[event] & tl::EventBits::Collective)) return out;
+  const auto op = tl::keyOp(l.key[event]);
+  // Instances of this op on a lane, in start order.
+  auto instances = [&](const tl::Lane& ln) {
+    std::vector<std::uint32_t> v;
+    for (std::uint32_t i = 0; i < ln.eventCount(); ++i)
+      if ((ln.bits[i] & tl::EventBits::Collective) && tl::keyOp(ln.key[i]) == op) v.push_back(i);
+    std::sort(v.begin(), v.end(), [&](std::uint32_t a, std::uint32_t b) { return ln.start[a] < ln.start[b]; });
+    return v;
+  };
+  const auto mine = instances(l);
+  const auto at = std::find(mine.begin(), mine.end(), event);
+  if (at == mine.end()) return out;
+  const std::size_t k = static_cast<std::size_t>(at - mine.begin());
+  // The same lane on another rank: same kind and process group (our comm lanes: same name).
+  for (std::uint32_t li = 0; li < index.lanes().size(); ++li) {
+    const tl::Lane& o = index.lane(li);
+    if (o.rankIndex == l.rankIndex || o.kind != l.kind) continue;
+    const bool sameGroup = l.kind == tl::LaneKind::CommGroup ? o.processGroupId == l.processGroupId
+                           : l.kind == tl::LaneKind::Comm   ? o.name == l.name
+                                                            : o.stream == l.stream && o.name == l.name;
+    if (!sameGroup) continue;
+    const auto theirs = instances(o);
+    if (k >= theirs.size()) continue;
+    const std::uint32_t i = theirs[k];
+    out.push_back({index.ranks()[static_cast<std::size_t>(o.rankIndex)].rank, li, i, o.start[i], o.end[i]});
+  }
+  std::sort(out.begin(), out.end(), [](const CollectivePeer& a, const CollectivePeer& b) { return a.rank < b.rank; });
+  return out;
+}
+
+namespace {
+
+QString ms(TimeNs ns) { return charts::formatMs(static_cast<double>(ns) / 1e6); }
+
+QToolButton* toolButton(const QString& text, const QString& tip, QWidget* parent) {
+  auto* b = new QToolButton(parent);
+  b->setText(text);
+  b->setToolTip(tip);
+  b->setAutoRaise(true);
+  return b;
+}
+
+}  // namespace
+
+TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(new QLabel(tr("Run:"), this));
+  runCombo_ = new QComboBox(this);
+  runCombo_->setMinimumContentsLength(18);
+  bar->addWidget(runCombo_);
+  fit_ = toolButton(tr("Fit"), tr("Show the whole run (F, Home)"), this);
+  back_ = toolButton(tr("◀ Back"), tr("Previous zoom (Alt+Left, Backspace)"), this);
+  forward_ = toolButton(tr("Forward ▶"), tr("Next zoom (Alt+Right)"), this);
+  zoomSel_ = toolButton(tr("Zoom to selection"), tr("Zoom to the selected range or event (Z, double-click)"), this);
+  for (auto* b : {fit_, back_, forward_, zoomSel_}) bar->addWidget(b);
+  bar->addSpacing(12);
+  search_ = new QLineEdit(this);
+  search_->setPlaceholderText(tr("Search event names…"));
+  search_->setClearButtonEnabled(true);
+  search_->setMinimumWidth(180);
+  search_->setMaximumWidth(280);
+  bar->addWidget(search_);
+  prev_ = toolButton(tr("▲"), tr("Previous match (Shift+Enter)"), this);
+  next_ = toolButton(tr("▼"), tr("Next match (Enter)"), this);
+  bar->addWidget(prev_);
+  bar->addWidget(next_);
+  python_ = new QCheckBox(tr("Python lanes"), this);
+  python_->setToolTip(tr("Load the python_function tracks too (rebuilds the timeline)"));
+  bar->addWidget(python_);
+  bar->addStretch(1);
+  info_ = new QLabel(this);
+  info_->setStyleSheet(QStringLiteral("color: #777"));
+  bar->addWidget(info_);
+  layout->addLayout(bar);
+
+  auto* split = new QSplitter(Qt::Vertical, this);
+  stack_ = new QStackedWidget(split);
+  message_ = new QLabel(stack_);
+  message_->setAlignment(Qt::AlignCenter);
+  message_->setWordWrap(true);
+  widget_ = new TimelineWidget(stack_);
+  stack_->addWidget(message_);
+  stack_->addWidget(widget_);
+  detailStack_ = new QStackedWidget(split);
+  details_ = new QTextBrowser(detailStack_);
+  details_->setOpenLinks(false);
+  rangeTable_ = new QTableWidget(detailStack_);
+  rangeTable_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  rangeTable_->verticalHeader()->hide();
+  rangeTable_->horizontalHeader()->setStretchLastSection(true);
+  detailStack_->addWidget(details_);
+  detailStack_->addWidget(rangeTable_);
+  split->addWidget(stack_);
+  split->addWidget(detailStack_);
+  split->setStretchFactor(0, 4);
+  split->setStretchFactor(1, 1);
+  split->setSizes({700, 160});
+  layout->addWidget(split, 1);
+  details_->setHtml(tr("<span style='color:#777'>Click an event for its details; Shift+drag selects a range for its "
+                       "statistics. Ctrl+wheel or W/S zoom, A/D or drag pan, F fits the run.</span>"));
+
+  connect(runCombo_, &QComboBox::currentIndexChanged, this, &TimelinePage::showRun);
+  connect(fit_, &QToolButton::clicked, widget_, &TimelineWidget::fitAll);
+  connect(back_, &QToolButton::clicked, widget_, &TimelineWidget::zoomBack);
+  connect(forward_, &QToolButton::clicked, widget_, &TimelineWidget::zoomForward);
+  connect(zoomSel_, &QToolButton::clicked, widget_, &TimelineWidget::zoomToSelection);
+  auto find = [this](bool forward) {
+    if (search_->text().isEmpty() || !widget_->index()) return;
+    if (!widget_->findNext(search_->text(), forward))
+      Q_EMIT statusMessage(tr("no event named like “%1”").arg(search_->text()));
+    else
+      Q_EMIT statusMessage(tr("%1 matches").arg(widget_->matchCount()));
+  };
+  connect(search_, &QLineEdit::returnPressed, this, [find] { find(true); });
+  connect(next_, &QToolButton::clicked, this, [find] { find(true); });
+  connect(prev_, &QToolButton::clicked, this, [find] { find(false); });
+  connect(python_, &QCheckBox::toggled, this, [this](bool on) {
+    withPython_ = on;
+    reload();
+  });
+  connect(widget_, &TimelineWidget::eventSelected, this, &TimelinePage::onEventSelected);
+  connect(widget_, &TimelineWidget::rangeSelected, this, &TimelinePage::onRangeSelected);
+  connect(widget_, &TimelineWidget::viewChanged, this, [this] { updateButtons(); });
+  connect(widget_, &TimelineWidget::drawListReady, this, [this] {
+    if (!task_ && index_) setBusy(false);
+    if (const auto* l = widget_->drawList())
+      info_->setText(tr("%1 events in view · %2 rectangles · draw list %3 ms")
+                         .arg(charts::formatNumber(static_cast<double>(l->eventsInView)))
+                         .arg(l->rects.size())
+                         .arg(widget_->lastBuildMs(), 0, 'f', 1));
+  });
+  showMessage(tr("Open a database and select a run to see its timeline."));
+  updateButtons();
+}
+
+bool TimelinePage::busy() const { return !task_.isNull() || (index_ && widget_->index() && !widget_->drawList()); }
+
+TimelinePage::~TimelinePage() {
+  if (task_) task_->cancel();
+  if (argsTask_) argsTask_->cancel();
+}
+
+void TimelinePage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
+  const bool same = dbPath == dbPath_ && !runs.isEmpty() && runs.contains(current_) && index_;
+  dbPath_ = dbPath;
+  runs_ = runs;
+  {
+    const QSignalBlocker block(runCombo_);
+    runCombo_->clear();
+    for (core::Id id : runs_) runCombo_->addItem(tr("run %1").arg(id), QVariant::fromValue<qlonglong>(id));
+  }
+  if (same) {
+    const QSignalBlocker block(runCombo_);
+    runCombo_->setCurrentIndex(static_cast<int>(runs_.indexOf(current_)));
+    runCombo_->setEnabled(runs_.size() > 1);
+    return;
+  }
+  current_ = runs.isEmpty() ? 0 : runs.first();
+  reload();
+}
+
+void TimelinePage::showRun(int i) {
+  if (i < 0 || i >= runs_.size() || runs_[i] == current_) return;
+  current_ = runs_[i];
+  reload();
+}
+
+void TimelinePage::reload() {
+  if (task_) task_->cancel();
+  task_ = nullptr;
+  ++generation_;
+  error_.clear();
+  runCombo_->setEnabled(runs_.size() > 1);
+  if (dbPath_.isEmpty() || current_ == 0) {
+    index_.reset();
+    widget_->setIndex(nullptr);
+    showMessage(dbPath_.isEmpty() ? tr("Open a database and select a run to see its timeline.")
+                                  : tr("Select a run in the run browser to see its timeline."));
+    setBusy(false);
+    return;
+  }
+  start();
+}
+
+void TimelinePage::start() {
+  const core::Id runId = current_;
+  const unsigned generation = generation_;
+  tl::BuildOptions opts;
+  opts.withPython = withPython_;
+  showMessage(tr("Building the timeline of run %1…").arg(runId));
+  task_ = BackgroundTask::start<std::shared_ptr<const tl::TimelineIndex>>(
+      this, dbPath_,
+      [runId, opts](core::TraceStore& store, core::CancelToken& cancel, const core::ProgressFn& progress) {
+        return tl::TimelineIndex::build(store, runId, opts, &cancel, progress);
+      },
+      [this, generation](std::shared_ptr<const tl::TimelineIndex> idx) {
+        if (generation != generation_) return;
+        task_ = nullptr;
+        index_ = std::move(idx);
+        widget_->setIndex(index_);
+        stack_->setCurrentWidget(widget_);
+        Q_EMIT statusMessage(tr("run %1: %2 events on %3 ranks, %4 lanes")
+                                 .arg(current_)
+                                 .arg(charts::formatNumber(static_cast<double>(index_->eventCount())))
+                                 .arg(index_->ranks().size())
+                                 .arg(index_->lanes().size()));
+        // Not busy once the first draw list is painted (drawListReady).
+        if (widget_->drawList()) setBusy(false);
+        applyPendingJump();
+        updateButtons();
+      },
+      [this, generation](QString message) {
+        if (generation != generation_) return;
+        task_ = nullptr;
+        error_ = message;
+        index_.reset();
+        widget_->setIndex(nullptr);
+        showMessage(tr("Could not build the timeline: %1").arg(message));
+        Q_EMIT errorMessage(tr("Timeline: %1").arg(message));
+        setBusy(false);
+      });
+  connect(task_, &BackgroundTask::progress, this, [this, generation](int pct, const QString& stage) {
+    if (generation == generation_) Q_EMIT progress(pct, stage.isEmpty() ? tr("building the timeline") : stage);
+  });
+  setBusy(true);
+}
+
+void TimelinePage::cancelLoad() {
+  if (!task_) return;
+  task_->cancel();
+  task_ = nullptr;
+  ++generation_;
+  if (!index_) showMessage(tr("Loading was cancelled."));
+  setBusy(false);
+  Q_EMIT statusMessage(tr("timeline loading cancelled"));
+}
+
+void TimelinePage::setBusy(bool b) {
+  if (b == busyReported_) return;
+  busyReported_ = b;
+  Q_EMIT busyChanged(b);
+  if (!b) Q_EMIT progress(100, QString());
+}
+
+void TimelinePage::showMessage(const QString& text) {
+  message_->setText(text);
+  stack_->setCurrentWidget(message_);
+  info_->clear();
+}
+
+void TimelinePage::updateButtons() {
+  const bool have = widget_->index() != nullptr;
+  fit_->setEnabled(have);
+  back_->setEnabled(have && widget_->canZoomBack());
+  forward_->setEnabled(have && widget_->canZoomForward());
+  zoomSel_->setEnabled(have);
+  search_->setEnabled(have);
+  prev_->setEnabled(have);
+  next_->setEnabled(have);
+}
+
+void TimelinePage::showEvent(qint64 runId, qint64 eventId, qint64 startNs, qint64 endNs) {
+  pendingJump_ = Jump{runId, eventId, startNs, endNs};
+  if (runId != current_ || !index_) {
+    if (!runs_.contains(runId)) runs_.prepend(runId);
+    {
+      const QSignalBlocker block(runCombo_);
+      runCombo_->clear();
+      for (core::Id id : runs_) runCombo_->addItem(tr("run %1").arg(id), QVariant::fromValue<qlonglong>(id));
+      runCombo_->setCurrentIndex(static_cast<int>(runs_.indexOf(runId)));
+    }
+    if (current_ != runId || (!index_ && !task_)) {
+      current_ = runId;
+      reload();
+    }
+    return;  // applied when the index arrives
+  }
+  applyPendingJump();
+}
+
+void TimelinePage::applyPendingJump() {
+  if (!pendingJump_ || !index_ || pendingJump_->run != current_) return;
+  const Jump j = *pendingJump_;
+  pendingJump_.reset();
+  if (auto hit = widget_->findEvent(j.event)) {
+    widget_->selectEvent(hit->first, hit->second, true);
+    widget_->zoomToSelection();
+  } else if (j.end > j.start) {
+    const TimeNs pad = std::max<TimeNs>((j.end - j.start) / 2, 1000);
+    widget_->setViewRange(j.start - pad, j.end + pad);
+    Q_EMIT statusMessage(tr("event %1 is not in the timeline; showing its time").arg(j.event));
+  }
+}
+
+void TimelinePage::onEventSelected(quint32 lane, quint32 index) {
+  if (!index_) return;
+  detailStack_->setCurrentWidget(details_);
+  const tl::Lane& l = index_->lane(lane);
+  QString html = widget_->describeEvent(lane, index);
+  const auto peers = sameCollectiveOnOtherRanks(*index_, lane, index);
+  if (!peers.empty()) {
+    html += tr("<p><b>The same collective on every rank</b> (the same instance of its operation on its group's lane):</p>"
+               "<table cellspacing=4><tr><th align=left>rank</th><th align=right>start</th><th align=right>duration</th>"
+               "<th align=right>ends after the first</th></tr>");
+    TimeNs firstEnd = INT64_MAX;
+    std::vector<CollectivePeer> all = peers;
+    all.push_back({index_->ranks()[static_cast<std::size_t>(l.rankIndex)].rank, lane, index, l.start[index], l.end[index]});
+    std::sort(all.begin(), all.end(), [](const CollectivePeer& a, const CollectivePeer& b) { return a.rank < b.rank; });
+    for (const auto& p : all) firstEnd = std::min(firstEnd, p.endNs);
+    for (const auto& p : all)
+      html += QStringLiteral("<tr><td>%1%2</td><td align=right>+%3</td><td align=right>%4</td><td align=right>%5</td></tr>")
+                  .arg(p.rank)
+                  .arg(p.lane == lane && p.index == index ? QStringLiteral(" ◀") : QString())
+                  .arg(ms(p.startNs - index_->minStart()), ms(p.endNs - p.startNs), ms(p.endNs - firstEnd));
+    html += QStringLiteral("</table>");
+  }
+  details_->setHtml(html + tr("<p style='color:#777'>loading args…</p>"));
+  // Args come from the store, off the GUI thread.
+  if (argsTask_) argsTask_->cancel();
+  const core::Id eventId = l.eventId[index];
+  const unsigned generation = generation_;
+  argsTask_ = BackgroundTask::start<std::string>(
+      this, dbPath_,
+      [eventId](core::TraceStore& store, core::CancelToken&, const core::ProgressFn&) { return store.eventArgs(eventId); },
+      [this, html, generation, lane, index](std::string args) {
+        if (generation != generation_ || widget_->selectedEvent() != std::make_pair(lane, index)) return;
+        details_->setHtml(html + (args.empty() ? tr("<p style='color:#777'>no args</p>")
+                                               : QStringLiteral("<p><b>args</b></p><pre>%1</pre>")
+                                                     .arg(QString::fromStdString(args).toHtmlEscaped())));
+      },
+      [this, html](QString message) { details_->setHtml(html + tr("<p style='color:#d62728'>args: %1</p>").arg(message.toHtmlEscaped())); });
+}
+
+void TimelinePage::onRangeSelected(qint64 t0, qint64 t1) {
+  if (!index_) return;
+  detailStack_->setCurrentWidget(rangeTable_);
+  const QStringList headers = {tr("rank"), tr("range"), tr("compute"), tr("communication"), tr("overlapped"), tr("exposed comm"),
+                               tr("overlap"), tr("idle"), tr("collectives"), tr("bytes")};
+  rangeTable_->clear();
+  rangeTable_->setColumnCount(static_cast<int>(headers.size()));
+  rangeTable_->setHorizontalHeaderLabels(headers);
+  rangeTable_->setRowCount(static_cast<int>(index_->ranks().size()));
+  for (std::size_t r = 0; r < index_->ranks().size(); ++r) {
+    const tl::RangeStats s = tl::rangeStatistics(*index_, static_cast<int>(r), t0, t1);
+    const QStringList cells = {QString::number(index_->ranks()[r].rank), ms(s.rangeNs), ms(s.computeNs), ms(s.commNs),
+                               ms(s.overlappedCommNs), ms(s.exposedCommNs),
+                               s.overlap ? charts::formatPercent(*s.overlap * 100.0) : QStringLiteral("—"), ms(s.idleNs),
+                               QString::number(s.collectives),
+                               s.collectivesWithBytes ? charts::formatBytes(static_cast<double>(s.bytes)) : QStringLiteral("—")};
+    for (int c = 0; c < cells.size(); ++c) {
+      auto* item = new QTableWidgetItem(cells[c]);
+      item->setTextAlignment(c == 0 ? Qt::AlignLeft | Qt::AlignVCenter : Qt::AlignRight | Qt::AlignVCenter);
+      rangeTable_->setItem(static_cast<int>(r), c, item);
+    }
+  }
+  rangeTable_->resizeColumnsToContents();
+  Q_EMIT statusMessage(tr("range %1 – %2 selected").arg(ms(t0 - index_->minStart()), ms(t1 - index_->minStart())));
+}
+
+}  // namespace shardscope::ui

@@ -1,0 +1,115 @@
+#pragma once
+// Timeline page: one run's timeline (TimelineWidget: every rank's lanes, memory curves underneath on
+// the same time axis), a toolbar (run, fit, back/forward, zoom to selection, search with next and
+// previous, python lanes), and a details panel: the selected event (name, duration, bytes and
+// bandwidth, step, its args read from the store, and the same collective on the other ranks) or
+// the selected range's statistics per rank (core::timeline::rangeStatistics). The index is built
+// off the GUI thread with progress and cancel; a 5M-event run loads while the window stays live.
+#include <QList>
+#include <QPointer>
+#include <QString>
+
+#include <memory>
+#include <optional>
+
+#include "core/timeline/range_stats.h"
+#include "core/timeline/timeline_index.h"
+#include "ui/pages/page.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QStackedWidget;
+class QTableWidget;
+class QTextBrowser;
+class QToolButton;
+
+namespace shardscope::ui {
+
+class BackgroundTask;
+class TimelineWidget;
+
+// The same collective on the other ranks: the k-th instance of the selected event's operation on
+// its process group's lane is matched with the k-th instance on each other rank's lane of that group
+// (the rule the stragglers analysis uses). One entry per rank that has it.
+struct CollectivePeer {
+  int rank = 0;
+  std::uint32_t lane = 0, index = 0;
+  core::TimeNs startNs = 0, endNs = 0;
+};
+std::vector<CollectivePeer> sameCollectiveOnOtherRanks(const core::timeline::TimelineIndex& index, std::uint32_t lane,
+                                                       std::uint32_t event);
+
+class TimelinePage : public Page {
+  Q_OBJECT
+
+ public:
+  explicit TimelinePage(QWidget* parent = nullptr);
+  ~TimelinePage() override;
+
+  QString pageId() const override { return QStringLiteral("timeline"); }
+  QString title() const override { return tr("Timeline"); }
+  void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
+  // Loading, or the first draw list of a loaded run is still being built.
+  bool busy() const override;
+
+  Q_INVOKABLE void reload();
+  Q_INVOKABLE void cancelLoad();
+  void showRun(int index);
+  core::Id currentRun() const { return current_; }
+  // From the other pages (MainWindow::onJumpToEvent): loads the run if needed, then selects the event
+  // and zooms to it (or to [startNs, endNs) when the event is not in the index).
+  Q_INVOKABLE void showEvent(qint64 runId, qint64 eventId, qint64 startNs, qint64 endNs);
+
+  TimelineWidget* timeline() const { return widget_; }
+  QTextBrowser* details() const { return details_; }
+  QTableWidget* rangeTable() const { return rangeTable_; }
+  QLineEdit* searchBox() const { return search_; }
+  QString errorText() const { return error_; }
+  std::shared_ptr<const core::timeline::TimelineIndex> index() const { return index_; }
+
+ private:
+  void start();
+  void setBusy(bool b);
+  void showMessage(const QString& text);
+  void onEventSelected(quint32 lane, quint32 index);
+  void onRangeSelected(qint64 t0, qint64 t1);
+  void applyPendingJump();
+  void updateButtons();
+
+  QString dbPath_;
+  QList<core::Id> runs_;
+  core::Id current_ = 0;
+  bool withPython_ = false;
+  bool busyReported_ = false;
+  QString error_;
+  QPointer<BackgroundTask> task_;
+  QPointer<BackgroundTask> argsTask_;
+  unsigned generation_ = 0;
+  std::shared_ptr<const core::timeline::TimelineIndex> index_;
+  struct Jump {
+    core::Id run = 0, event = 0;
+    qint64 start = 0, end = 0;
+  };
+  std::optional<Jump> pendingJump_;
+
+  QComboBox* runCombo_ = nullptr;
+  QToolButton* fit_ = nullptr;
+  QToolButton* back_ = nullptr;
+  QToolButton* forward_ = nullptr;
+  QToolButton* zoomSel_ = nullptr;
+  QLineEdit* search_ = nullptr;
+  QToolButton* prev_ = nullptr;
+  QToolButton* next_ = nullptr;
+  QCheckBox* python_ = nullptr;
+  QLabel* info_ = nullptr;
+  QStackedWidget* stack_ = nullptr;
+  QLabel* message_ = nullptr;
+  TimelineWidget* widget_ = nullptr;
+  QStackedWidget* detailStack_ = nullptr;
+  QTextBrowser* details_ = nullptr;
+  QTableWidget* rangeTable_ = nullptr;
+};
+
+}  // namespace shardscope::ui

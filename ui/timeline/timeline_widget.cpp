@@ -1,0 +1,865 @@
+#include "ui/timeline/timeline_widget.h"
+
+#include <QApplication>
+#include <QContextMenuEvent>
+#include <QDateTime>
+#include <QElapsedTimer>
+#include <QFontMetrics>
+#include <QKeyEvent>
+#include <QMenu>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QPointer>
+#include <QThreadPool>
+#include <QToolTip>
+#include <QWheelEvent>
+
+#include <algorithm>
+#include <cmath>
+
+#include "ui/charts/chart_style.h"
+
+namespace shardscope::ui {
+
+namespace tl = core::timeline;
+using core::Category;
+using core::CollectiveOp;
+using core::TimeNs;
+
+QColor timelineColor(std::uint8_t key) {
+  if (key == tl::kMixedKey) return QColor(0x9d, 0x9d, 0x9d);
+  switch (tl::keyCategory(key)) {
+    case Category::Computation: return QColor(0x4e, 0x79, 0xa7);
+    case Category::Memory: return QColor(0x8c, 0xa2, 0x52);
+    case Category::Other: return QColor(0xba, 0xb0, 0xac);
+    case Category::Communication:
+      switch (tl::keyOp(key)) {
+        case CollectiveOp::AllReduce: return QColor(0xf2, 0x8e, 0x2b);
+        case CollectiveOp::AllGather: return QColor(0x59, 0xa1, 0x4f);
+        case CollectiveOp::ReduceScatter: return QColor(0xb0, 0x7a, 0xa1);
+        case CollectiveOp::Broadcast: return QColor(0x76, 0xb7, 0xb2);
+        case CollectiveOp::AllToAll: return QColor(0x9c, 0x75, 0x5f);
+        case CollectiveOp::Send:
+        case CollectiveOp::Recv:
+        case CollectiveOp::SendRecv: return QColor(0xff, 0x9d, 0xa7);
+        case CollectiveOp::Barrier: return QColor(0x79, 0x70, 0x6e);
+        default: return QColor(0xed, 0xc9, 0x48);
+      }
+  }
+  return QColor(0xba, 0xb0, 0xac);
+}
+
+namespace {
+
+const QColor kBackground(0xff, 0xff, 0xff);
+const QColor kLabelBackground(0xf4, 0xf4, 0xf4);
+const QColor kHeaderBackground(0xe4, 0xe8, 0xee);
+const QColor kExposed(0xd6, 0x27, 0x28);
+const QColor kSelection(0x1f, 0x1f, 0x1f);
+const QColor kRange(0x4e, 0x79, 0xa7, 40);
+const QColor kGrid(0xe8, 0xe8, 0xe8);
+const QColor kStepLine(0xc8, 0xc8, 0xd8);
+
+QString formatDuration(double ns) {
+  const double a = std::abs(ns);
+  if (a < 1e3) return QString::number(ns, 'f', 0) + QStringLiteral(" ns");
+  if (a < 1e6) return QString::number(ns / 1e3, 'f', a < 1e4 ? 2 : 1) + QStringLiteral(" µs");
+  if (a < 1e9) return QString::number(ns / 1e6, 'f', a < 1e7 ? 3 : (a < 1e8 ? 2 : 1)) + QStringLiteral(" ms");
+  return QString::number(ns / 1e9, 'f', 3) + QStringLiteral(" s");
+}
+
+// Tick label of an axis whose ticks are `step` ns apart: no more decimals than the step needs.
+QString formatTick(double ns, double step) {
+  auto fmt = [&](double unit, const char* suffix) {
+    int decimals = 0;
+    for (double s = step / unit; s < 1 - 1e-9 && decimals < 6; s *= 10) ++decimals;
+    return QString::number(ns / unit, 'f', decimals) + QString::fromUtf8(suffix);
+  };
+  const double a = std::max(std::abs(ns), step);
+  if (a < 1e3) return fmt(1, " ns");
+  if (a < 1e6) return fmt(1e3, " µs");
+  if (a < 1e9) return fmt(1e6, " ms");
+  return fmt(1e9, " s");
+}
+
+double niceStep(double raw) {
+  const double p = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-9))));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * p >= raw) return m * p;
+  return 10 * p;
+}
+
+QString laneTitle(const tl::Lane& l) {
+  return QString::fromStdString(l.name);
+}
+
+}  // namespace
+
+TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent), alive_(std::make_shared<std::atomic<bool>>(true)) {
+  setFocusPolicy(Qt::StrongFocus);
+  setMouseTracking(true);
+  setAttribute(Qt::WA_OpaquePaintEvent);
+  setMinimumSize(400, 160);
+}
+
+TimelineWidget::~TimelineWidget() { alive_->store(false); }
+
+void TimelineWidget::setIndex(std::shared_ptr<const tl::TimelineIndex> index) {
+  index_ = std::move(index);
+  list_.reset();
+  selected_.reset();
+  range_.reset();
+  matches_.clear();
+  matchText_.clear();
+  collapsed_.clear();
+  hidden_.clear();
+  laneOrder_.clear();
+  history_.clear();
+  historyPos_ = 0;
+  scroll_ = 0;
+  if (index_)
+    for (const auto& r : index_->ranks())
+      for (std::uint32_t l : r.lanes) laneOrder_.push_back(l);
+  relayout();
+  fitAll();
+}
+
+void TimelineWidget::relayout() {
+  rows_.clear();
+  if (!index_) return;
+  int y = 0;
+  for (std::size_t ri = 0; ri < index_->ranks().size(); ++ri) {
+    Row h;
+    h.kind = Row::Kind::RankHeader;
+    h.rankIndex = static_cast<int>(ri);
+    h.y = y;
+    h.height = kRankHeaderHeight;
+    rows_.push_back(h);
+    y += h.height;
+    if (collapsed_.count(static_cast<int>(ri))) continue;
+    for (std::uint32_t l : laneOrder_) {
+      const tl::Lane& lane = index_->lane(l);
+      if (lane.rankIndex != static_cast<int>(ri) || hidden_.count(l)) continue;
+      Row r;
+      r.rankIndex = static_cast<int>(ri);
+      r.lane = l;
+      r.y = y;
+      if (lane.isCounter()) {
+        r.depthRows = 1;
+        r.height = kCounterHeight;
+      } else {
+        r.depthRows = std::clamp<std::uint32_t>(lane.depthCount(), 1, kMaxDepth);
+        r.height = static_cast<int>(r.depthRows) * kRowHeight + 2;
+      }
+      rows_.push_back(r);
+      y += r.height;
+    }
+  }
+  scroll_ = std::clamp(scroll_, 0, std::max(0, contentHeight() - (height() - kAxisHeight)));
+}
+
+int TimelineWidget::contentHeight() const { return rows_.empty() ? 0 : rows_.back().y + rows_.back().height; }
+
+double TimelineWidget::xOf(TimeNs t) const {
+  const double w = std::max(1, width() - kLabelWidth);
+  return kLabelWidth + static_cast<double>(t - t0_) * w / static_cast<double>(std::max<TimeNs>(1, t1_ - t0_));
+}
+
+TimeNs TimelineWidget::timeAt(double x) const {
+  const double w = std::max(1, width() - kLabelWidth);
+  return t0_ + static_cast<TimeNs>(std::llround((x - kLabelWidth) * static_cast<double>(t1_ - t0_) / w));
+}
+
+std::optional<int> TimelineWidget::laneY(std::uint32_t lane, std::uint32_t depth) const {
+  for (const Row& r : rows_)
+    if (r.kind == Row::Kind::Lane && r.lane == lane) {
+      if (depth >= r.depthRows) return std::nullopt;
+      const int y = kAxisHeight + r.y - scroll_ + static_cast<int>(depth) * kRowHeight + 1;
+      if (y + kRowHeight < kAxisHeight || y > height()) return std::nullopt;
+      return y;
+    }
+  return std::nullopt;
+}
+
+const TimelineWidget::Row* TimelineWidget::rowAt(int y) const {
+  const int cy = y - kAxisHeight + scroll_;
+  if (y < kAxisHeight) return nullptr;
+  auto it = std::upper_bound(rows_.begin(), rows_.end(), cy, [](int v, const Row& r) { return v < r.y; });
+  if (it == rows_.begin()) return nullptr;
+  --it;
+  return cy < it->y + it->height ? &*it : nullptr;
+}
+
+tl::Viewport TimelineWidget::viewport() const {
+  tl::Viewport v;
+  v.t0 = t0_;
+  v.t1 = std::max(t1_, t0_ + 1);
+  v.widthPx = std::max(1, width() - kLabelWidth);
+  v.threads = 2;
+  const QFontMetrics fm(font());
+  v.charWidthPx = static_cast<float>(std::max(4, fm.averageCharWidth()));
+  const int visibleTop = 0, visibleBottom = height();
+  for (const Row& r : rows_) {
+    if (r.kind != Row::Kind::Lane) continue;
+    const int top = kAxisHeight + r.y - scroll_;
+    if (top + r.height < visibleTop + kAxisHeight || top > visibleBottom) continue;
+    tl::ViewLane vl;
+    vl.lane = r.lane;
+    vl.y = static_cast<float>(top + 1);
+    const bool counter = index_->lane(r.lane).isCounter();
+    vl.rowHeight = counter ? static_cast<float>(r.height - 4) : static_cast<float>(kRowHeight);
+    vl.maxDepth = r.depthRows;
+    v.lanes.push_back(vl);
+  }
+  return v;
+}
+
+bool TimelineWidget::drawListCurrent() const {
+  if (!list_) return false;
+  return listView_.t0 == t0_ && listView_.t1 == std::max(t1_, t0_ + 1) && listView_.widthPx == std::max(1, width() - kLabelWidth) &&
+         listScroll_ == scroll_ && listView_.lanes.size() == viewport().lanes.size();
+}
+
+void TimelineWidget::requestDrawList() {
+  if (!index_) return;
+  ++generation_;
+  if (building_) {
+    pending_ = true;  // only the latest view matters: built when the current build ends
+    return;
+  }
+  building_ = true;
+  pending_ = false;
+  const tl::Viewport view = viewport();
+  const std::uint64_t generation = generation_;
+  const int scroll = scroll_;
+  auto index = index_;
+  QPointer<TimelineWidget> self(this);
+  auto alive = alive_;
+  QThreadPool::globalInstance()->start([self, alive, index, view, generation, scroll]() {
+    if (!alive->load()) return;
+    QElapsedTimer t;
+    t.start();
+    auto list = std::make_shared<tl::DrawList>(tl::buildDrawList(*index, view));
+    const double ms = static_cast<double>(t.nsecsElapsed()) / 1e6;
+    QMetaObject::invokeMethod(
+        qApp,
+        [self, list, view, generation, scroll, ms]() {
+          if (!self) return;
+          self->listScroll_ = scroll;
+          self->deliver(list, view, generation, ms);
+        },
+        Qt::QueuedConnection);
+  });
+}
+
+void TimelineWidget::deliver(std::shared_ptr<tl::DrawList> list, tl::Viewport view, std::uint64_t /*generation*/, double ms) {
+  building_ = false;
+  list_ = std::move(list);
+  listView_ = std::move(view);
+  lastBuildMs_ = ms;
+  update();
+  Q_EMIT drawListReady();
+  if (pending_) requestDrawList();
+}
+
+void TimelineWidget::renderNow() {
+  if (!index_) return;
+  QElapsedTimer t;
+  t.start();
+  listView_ = viewport();
+  listScroll_ = scroll_;
+  list_ = std::make_shared<tl::DrawList>(tl::buildDrawList(*index_, listView_));
+  lastBuildMs_ = static_cast<double>(t.nsecsElapsed()) / 1e6;
+  ++generation_;
+  repaint();
+}
+
+void TimelineWidget::emitView() {
+  Q_EMIT viewChanged(t0_, t1_);
+  requestDrawList();
+  update();
+}
+
+void TimelineWidget::setViewRange(TimeNs t0, TimeNs t1, bool pushHistory) {
+  if (t1 <= t0) t1 = t0 + 1;
+  t0_ = t0;
+  t1_ = t1;
+  if (pushHistory) {
+    if (historyPos_ + 1 < history_.size()) history_.resize(historyPos_ + 1);
+    if (history_.empty() || history_.back() != std::make_pair(t0, t1)) history_.emplace_back(t0, t1);
+    historyPos_ = history_.size() - 1;
+    lastHistoryPushMs_ = QDateTime::currentMSecsSinceEpoch();
+  }
+  emitView();
+}
+
+void TimelineWidget::fitAll() {
+  if (!index_) return;
+  const TimeNs span = std::max<TimeNs>(1, index_->maxEnd() - index_->minStart());
+  const TimeNs pad = span / 100;
+  setViewRange(index_->minStart() - pad, index_->maxEnd() + pad);
+}
+
+bool TimelineWidget::zoomBack() {
+  if (historyPos_ == 0 || history_.empty()) return false;
+  --historyPos_;
+  setViewRange(history_[historyPos_].first, history_[historyPos_].second, false);
+  return true;
+}
+
+bool TimelineWidget::zoomForward() {
+  if (historyPos_ + 1 >= history_.size()) return false;
+  ++historyPos_;
+  setViewRange(history_[historyPos_].first, history_[historyPos_].second, false);
+  return true;
+}
+
+void TimelineWidget::zoomAt(double factor, double x) {
+  const TimeNs anchor = timeAt(x);
+  const double span = static_cast<double>(t1_ - t0_);
+  const double newSpan = std::clamp(span * factor, 1000.0, 1e15);  // 1 µs .. 11 days
+  const double frac = (x - kLabelWidth) / std::max(1, width() - kLabelWidth);
+  const TimeNs n0 = anchor - static_cast<TimeNs>(std::llround(newSpan * frac));
+  const TimeNs n1 = n0 + static_cast<TimeNs>(std::llround(newSpan));
+  // Continuous zooming is one history entry; a pause starts the next.
+  const bool push = QDateTime::currentMSecsSinceEpoch() - lastHistoryPushMs_ > 600;
+  if (!push && !history_.empty()) {
+    history_[historyPos_] = {n0, n1};
+    lastHistoryPushMs_ = QDateTime::currentMSecsSinceEpoch();
+  }
+  setViewRange(n0, n1, push);
+}
+
+void TimelineWidget::panBy(double fraction) {
+  const TimeNs d = static_cast<TimeNs>(std::llround(fraction * static_cast<double>(t1_ - t0_)));
+  setViewRange(t0_ + d, t1_ + d, false);
+  if (!history_.empty()) history_[historyPos_] = {t0_, t1_};
+}
+
+void TimelineWidget::selectEvent(std::uint32_t lane, std::uint32_t index, bool centre) {
+  if (!index_ || lane >= index_->lanes().size() || index >= index_->lane(lane).eventCount()) return;
+  selected_ = {lane, index};
+  const tl::Lane& l = index_->lane(lane);
+  if (centre) {
+    const TimeNs s = l.start[index], e = l.end[index];
+    if (s < t0_ || e > t1_ || (e - s) < (t1_ - t0_) / 1000) {
+      const TimeNs span = std::max<TimeNs>((e - s) * 5, 10'000);
+      setViewRange(s + (e - s) / 2 - span / 2, s + (e - s) / 2 + span / 2);
+    }
+    // Scroll the lane into view.
+    for (const Row& r : rows_)
+      if (r.kind == Row::Kind::Lane && r.lane == lane) {
+        const int visible = height() - kAxisHeight;
+        if (r.y < scroll_ || r.y + r.height > scroll_ + visible)
+          scroll_ = std::clamp(r.y - visible / 3, 0, std::max(0, contentHeight() - visible));
+        requestDrawList();
+      }
+  }
+  update();
+  Q_EMIT eventSelected(lane, index);
+}
+
+void TimelineWidget::clearSelection() {
+  const bool had = selected_ || range_;
+  selected_.reset();
+  range_.reset();
+  update();
+  if (had) Q_EMIT selectionCleared();
+}
+
+void TimelineWidget::selectRange(TimeNs t0, TimeNs t1) {
+  if (t1 < t0) std::swap(t0, t1);
+  range_ = {t0, t1};
+  update();
+  Q_EMIT rangeSelected(t0, t1);
+}
+
+bool TimelineWidget::zoomToSelection() {
+  if (range_ && range_->second > range_->first) {
+    setViewRange(range_->first, range_->second);
+    return true;
+  }
+  if (selected_ && index_) {
+    const tl::Lane& l = index_->lane(selected_->first);
+    const TimeNs s = l.start[selected_->second], e = l.end[selected_->second];
+    const TimeNs pad = std::max<TimeNs>((e - s) / 10, 500);
+    setViewRange(s - pad, e + pad);
+    return true;
+  }
+  return false;
+}
+
+std::optional<std::pair<std::uint32_t, std::uint32_t>> TimelineWidget::findEvent(core::Id eventId) const {
+  if (!index_) return std::nullopt;
+  std::optional<std::pair<std::uint32_t, std::uint32_t>> copy;
+  for (std::uint32_t li = 0; li < index_->lanes().size(); ++li) {
+    const tl::Lane& l = index_->lane(li);
+    for (std::uint32_t i = 0; i < l.eventCount(); ++i)
+      if (l.eventId[i] == eventId) {
+        if (l.trackId != 0) return std::make_pair(li, i);  // the event's own track first
+        if (!copy) copy = std::make_pair(li, i);
+      }
+  }
+  return copy;
+}
+
+void TimelineWidget::updateMatches(const QString& text) {
+  if (text == matchText_) return;
+  matchText_ = text;
+  matches_.clear();
+  if (!index_ || text.isEmpty()) return;
+  const std::string needle = text.toLower().toStdString();
+  std::vector<char> nameMatches(index_->names().size(), 0);
+  for (std::size_t n = 0; n < index_->names().size(); ++n) {
+    std::string s = index_->names()[n];
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    nameMatches[n] = s.find(needle) != std::string::npos;
+  }
+  for (std::uint32_t li = 0; li < index_->lanes().size(); ++li) {
+    const tl::Lane& l = index_->lane(li);
+    if (l.isCounter() || l.trackId == 0) continue;  // derived copies would match twice
+    for (std::uint32_t i = 0; i < l.eventCount(); ++i)
+      if (l.nameIdx[i] < nameMatches.size() && nameMatches[l.nameIdx[i]]) matches_.push_back({l.start[i], {li, i}});
+  }
+  std::sort(matches_.begin(), matches_.end());
+}
+
+bool TimelineWidget::findNext(const QString& text, bool forward) {
+  updateMatches(text);
+  if (matches_.empty()) return false;
+  std::pair<TimeNs, std::pair<std::uint32_t, std::uint32_t>> cur{t0_ + (t1_ - t0_) / 2, {0, 0}};
+  if (selected_) cur = {index_->lane(selected_->first).start[selected_->second], *selected_};
+  std::size_t pick;
+  if (forward) {
+    auto it = std::upper_bound(matches_.begin(), matches_.end(), cur);
+    pick = it == matches_.end() ? 0 : static_cast<std::size_t>(it - matches_.begin());
+  } else {
+    auto it = std::lower_bound(matches_.begin(), matches_.end(), cur);
+    pick = it == matches_.begin() ? matches_.size() - 1 : static_cast<std::size_t>(it - matches_.begin()) - 1;
+  }
+  selectEvent(matches_[pick].second.first, matches_[pick].second.second, true);
+  return true;
+}
+
+void TimelineWidget::setRankCollapsed(int rankIndex, bool collapsed) {
+  if (collapsed) collapsed_.insert(rankIndex);
+  else collapsed_.erase(rankIndex);
+  relayout();
+  requestDrawList();
+  update();
+}
+
+void TimelineWidget::setLaneHidden(std::uint32_t lane, bool hidden) {
+  if (hidden) hidden_.insert(lane);
+  else hidden_.erase(lane);
+  relayout();
+  requestDrawList();
+  update();
+}
+
+void TimelineWidget::showAllLanes() {
+  hidden_.clear();
+  collapsed_.clear();
+  relayout();
+  requestDrawList();
+  update();
+}
+
+void TimelineWidget::moveLane(std::uint32_t lane, int delta) {
+  auto it = std::find(laneOrder_.begin(), laneOrder_.end(), lane);
+  if (it == laneOrder_.end() || !index_) return;
+  const int rank = index_->lane(lane).rankIndex;
+  auto pos = static_cast<std::ptrdiff_t>(it - laneOrder_.begin());
+  while (delta != 0) {
+    const std::ptrdiff_t next = pos + (delta > 0 ? 1 : -1);
+    if (next < 0 || next >= static_cast<std::ptrdiff_t>(laneOrder_.size()) ||
+        index_->lane(laneOrder_[static_cast<std::size_t>(next)]).rankIndex != rank)
+      break;
+    std::swap(laneOrder_[static_cast<std::size_t>(pos)], laneOrder_[static_cast<std::size_t>(next)]);
+    pos = next;
+    delta += delta > 0 ? -1 : 1;
+  }
+  relayout();
+  requestDrawList();
+  update();
+}
+
+QString TimelineWidget::describeEvent(std::uint32_t lane, std::uint32_t index) const {
+  if (!index_) return {};
+  const tl::Lane& l = index_->lane(lane);
+  const TimeNs s = l.start[index], e = l.end[index];
+  QString text = QStringLiteral("<b>%1</b><br>%2").arg(QString::fromStdString(std::string(index_->name(l.nameIdx[index]))).toHtmlEscaped(),
+                                                       formatDuration(static_cast<double>(e - s)));
+  const std::uint8_t key = l.key[index];
+  const auto op = tl::keyOp(key);
+  if (op != CollectiveOp::None) text += QStringLiteral(" · %1").arg(QString::fromUtf8(core::toString(op).data()));
+  if (auto b = index_->bytes(lane, index)) {
+    text += QStringLiteral("<br>%1").arg(charts::formatBytes(static_cast<double>(*b)));
+    if (e > s) text += QStringLiteral(" · %1 GB/s").arg(static_cast<double>(*b) / static_cast<double>(e - s), 0, 'f', 2);
+  }
+  const auto& rank = index_->ranks().at(static_cast<std::size_t>(l.rankIndex));
+  for (const auto& st : rank.steps)
+    if (s >= st.startNs && s < st.endNs) {
+      text += QStringLiteral("<br>step %1").arg(st.step);
+      break;
+    }
+  if (l.bits[index] & tl::EventBits::Exposed) text += QStringLiteral("<br><span style='color:#d62728'>exposed communication</span>");
+  text += QStringLiteral("<br><span style='color:#777'>rank %1 · %2 · +%3</span>")
+              .arg(rank.rank)
+              .arg(laneTitle(l).toHtmlEscaped(), formatDuration(static_cast<double>(s - index_->minStart())));
+  return text;
+}
+
+tl::Hit TimelineWidget::hitAt(const QPoint& p) const {
+  if (!list_ || !drawListCurrent() || p.x() < kLabelWidth || p.y() < kAxisHeight) return {};
+  return tl::hitTest(*list_, listView_, static_cast<float>(p.x() - kLabelWidth), static_cast<float>(p.y()));
+}
+
+// ---- painting -----------------------------------------------------------------------------------
+
+void TimelineWidget::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.fillRect(rect(), kBackground);
+  if (!index_) {
+    p.setPen(charts::mutedTextColor());
+    p.drawText(rect(), Qt::AlignCenter, tr("No run loaded"));
+    return;
+  }
+  // Rank header bands across the content.
+  for (const Row& r : rows_) {
+    const int y = kAxisHeight + r.y - scroll_;
+    if (y + r.height < kAxisHeight || y > height()) continue;
+    if (r.kind == Row::Kind::RankHeader) p.fillRect(QRect(kLabelWidth, y, width() - kLabelWidth, r.height), kHeaderBackground);
+    else p.fillRect(QRect(kLabelWidth, y + r.height - 1, width() - kLabelWidth, 1), kGrid);
+  }
+  paintList(p);
+  if (range_) {
+    const double x0 = std::max<double>(kLabelWidth, xOf(range_->first)), x1 = std::min<double>(width(), xOf(range_->second));
+    if (x1 > x0) p.fillRect(QRectF(x0, kAxisHeight, std::max(1.0, x1 - x0), height() - kAxisHeight), kRange);
+  }
+  paintLabels(p);
+  paintAxis(p);
+}
+
+void TimelineWidget::paintList(QPainter& p) {
+  if (!list_) return;
+  const tl::DrawList& L = *list_;
+  // The list may be older than the view: map its pixels to the current window (x) and scroll (y).
+  const double npp = static_cast<double>(std::max<TimeNs>(1, t1_ - t0_)) / std::max(1, width() - kLabelWidth);
+  const double scale = L.nsPerPx / npp;
+  const double shift = static_cast<double>(L.t0 - t0_) / npp + kLabelWidth;
+  const double dy = listScroll_ - scroll_;
+  auto X = [&](float x) { return shift + static_cast<double>(x) * scale; };
+  p.save();
+  p.setClipRect(QRect(kLabelWidth, kAxisHeight, width() - kLabelWidth, height() - kAxisHeight));
+
+  // Step boundaries: light lines across the lanes.
+  for (const auto& s : L.steps) {
+    if (s.clippedLeft) continue;
+    p.fillRect(QRectF(X(s.x0), kAxisHeight, 1, height() - kAxisHeight), kStepLine);
+  }
+  // Counters: filled step curves, scaled to the lane's own maximum (stable while zooming).
+  for (const auto& c : L.counters) {
+    if (c.points.empty()) continue;
+    const auto& vl = listView_.lanes[c.viewLane];
+    const tl::Lane& lane = index_->lane(vl.lane);
+    const double maxV = lane.maxValue > 0 ? lane.maxValue : 1.0;
+    const double base = vl.y + dy + vl.rowHeight;
+    QPolygonF poly;
+    poly << QPointF(X(c.points.front().x), base);
+    for (std::size_t i = 0; i < c.points.size(); ++i) {
+      const double y = base - c.points[i].value / maxV * vl.rowHeight;
+      const double xEnd = i + 1 < c.points.size() ? X(c.points[i + 1].x) : X(c.xEnd);
+      poly << QPointF(X(c.points[i].x), y) << QPointF(xEnd, y);
+    }
+    poly << QPointF(X(c.xEnd), base);
+    QColor fill = charts::seriesColor(lane.rankIndex);
+    fill.setAlpha(90);
+    p.setPen(Qt::NoPen);
+    p.setBrush(fill);
+    p.drawPolygon(poly);
+  }
+  // Events and folded blocks.
+  const QFontMetrics fm(font());
+  const int textY = (kRowHeight + fm.ascent() - fm.descent()) / 2;
+  for (const tl::DrawRect& r : L.rects) {
+    const auto& vl = listView_.lanes[r.viewLane];
+    const double y = vl.y + dy + static_cast<double>(r.depth) * kRowHeight;
+    const double x0 = X(r.x0), x1 = std::max(X(r.x1), x0 + 1.0);
+    QColor c = timelineColor(r.key);
+    if (r.bits & tl::EventBits::Annotation) c = c.lighter(135);
+    const QRectF box(x0, y, x1 - x0, kRowHeight - 1);
+    p.fillRect(box, c);
+    if (r.bits & tl::EventBits::Exposed) p.fillRect(QRectF(x0, y, x1 - x0, 2), kExposed);
+    if ((r.flags & (tl::DrawFlags::TextFull | tl::DrawFlags::TextElided)) && x1 - x0 > 12) {
+      const tl::Lane& lane = index_->lane(vl.lane);
+      const QString label = (r.flags & tl::DrawFlags::Folded)
+                                ? tr("%1 events").arg(r.count)
+                                : QString::fromStdString(std::string(index_->name(lane.nameIdx[r.first])));
+      const int room = static_cast<int>(x1 - x0) - 6;
+      const QString shown = fm.elidedText(label, Qt::ElideRight, room);
+      if (!shown.isEmpty() && shown != QStringLiteral("…")) {
+        p.setPen(c.lightnessF() < 0.55 ? Qt::white : Qt::black);
+        p.drawText(QPointF(std::max<double>(x0, kLabelWidth) + 3, y + textY), shown);
+      }
+    }
+  }
+  // Exposed communication per rank: a red strip along the bottom of its header row.
+  for (const auto& e : L.exposed) {
+    for (const Row& row : rows_)
+      if (row.kind == Row::Kind::RankHeader && row.rankIndex == e.rankIndex) {
+        const double y = kAxisHeight + row.y - scroll_ + row.height - 4;
+        p.fillRect(QRectF(X(e.x0), y, std::max(1.0, X(e.x1) - X(e.x0)), 4), kExposed);
+      }
+  }
+  // The selected event.
+  if (selected_) {
+    const tl::Lane& l = index_->lane(selected_->first);
+    const std::uint32_t depth = l.depthOf(selected_->second);
+    if (auto y = laneY(selected_->first, depth)) {
+      const double x0 = xOf(l.start[selected_->second]), x1 = std::max(xOf(l.end[selected_->second]), x0 + 1);
+      p.setPen(QPen(kSelection, 2));
+      p.setBrush(Qt::NoBrush);
+      p.drawRect(QRectF(x0, *y, x1 - x0, kRowHeight - 1));
+    }
+  }
+  p.restore();
+}
+
+void TimelineWidget::paintLabels(QPainter& p) {
+  p.fillRect(QRect(0, kAxisHeight, kLabelWidth, height() - kAxisHeight), kLabelBackground);
+  p.save();
+  p.setClipRect(QRect(0, kAxisHeight, kLabelWidth, height() - kAxisHeight));
+  const QFontMetrics fm(font());
+  for (const Row& r : rows_) {
+    const int y = kAxisHeight + r.y - scroll_;
+    if (y + r.height < kAxisHeight || y > height()) continue;
+    if (r.kind == Row::Kind::RankHeader) {
+      const auto& rk = index_->ranks()[static_cast<std::size_t>(r.rankIndex)];
+      p.fillRect(QRect(0, y, kLabelWidth, r.height), kHeaderBackground);
+      p.setPen(Qt::black);
+      QFont bold = font();
+      bold.setBold(true);
+      p.setFont(bold);
+      const QString arrow = collapsed_.count(r.rankIndex) ? QStringLiteral("▸ ") : QStringLiteral("▾ ");
+      QString t = arrow + tr("rank %1").arg(rk.rank);
+      if (!rk.device.empty()) t += QStringLiteral("  ") + QString::fromStdString(rk.device);
+      p.drawText(QRect(4, y, kLabelWidth - 8, r.height), Qt::AlignVCenter | Qt::AlignLeft, fm.elidedText(t, Qt::ElideRight, kLabelWidth - 8));
+      p.setFont(font());
+    } else {
+      const tl::Lane& l = index_->lane(r.lane);
+      p.setPen(QColor(0x33, 0x33, 0x33));
+      QString t = laneTitle(l);
+      if (!l.isCounter() && l.depthCount() > r.depthRows) t += QStringLiteral(" (%1 of %2 levels)").arg(r.depthRows).arg(l.depthCount());
+      p.drawText(QRect(14, y, kLabelWidth - 18, std::min(r.height, kRowHeight + 2)), Qt::AlignVCenter | Qt::AlignLeft,
+                 fm.elidedText(t, Qt::ElideRight, kLabelWidth - 18));
+      p.fillRect(QRect(0, y + r.height - 1, kLabelWidth, 1), kGrid);
+    }
+  }
+  p.restore();
+  p.fillRect(QRect(kLabelWidth - 1, kAxisHeight, 1, height() - kAxisHeight), QColor(0xcc, 0xcc, 0xcc));
+}
+
+void TimelineWidget::paintAxis(QPainter& p) {
+  p.fillRect(QRect(0, 0, width(), kAxisHeight), kLabelBackground);
+  p.setPen(QColor(0xbb, 0xbb, 0xbb));
+  p.drawLine(0, kAxisHeight - 1, width(), kAxisHeight - 1);
+  if (!index_) return;
+  const QFontMetrics fm(font());
+  const double w = std::max(1, width() - kLabelWidth);
+  const double span = static_cast<double>(t1_ - t0_);
+  const double step = niceStep(span / w * 90.0);  // a tick every >= 90 px
+  const TimeNs origin = index_->minStart();
+  const double first = std::ceil(static_cast<double>(t0_ - origin) / step) * step;
+  p.save();
+  p.setClipRect(QRect(kLabelWidth, 0, width() - kLabelWidth, kAxisHeight));
+  for (double v = first; v <= static_cast<double>(t1_ - origin); v += step) {
+    const double x = xOf(origin + static_cast<TimeNs>(std::llround(v)));
+    p.setPen(QColor(0x99, 0x99, 0x99));
+    p.drawLine(QPointF(x, kAxisHeight - 8), QPointF(x, kAxisHeight - 1));
+    p.setPen(QColor(0x33, 0x33, 0x33));
+    p.drawText(QPointF(x + 3, kAxisHeight - 5), formatTick(v, step));
+  }
+  // Step numbers (of the first rank that has steps) under the ticks.
+  if (list_) {
+    const double npp = span / w;
+    const double scale = list_->nsPerPx / npp;
+    const double shift = static_cast<double>(list_->t0 - t0_) / npp + kLabelWidth;
+    int shownRank = -1;
+    for (const auto& s : list_->steps) {
+      if (shownRank < 0) shownRank = s.rankIndex;
+      if (s.rankIndex != shownRank) continue;
+      const double x0 = shift + s.x0 * scale, x1 = shift + s.x1 * scale;
+      const QString label = tr("step %1").arg(s.step);
+      p.setPen(QColor(0x55, 0x55, 0x99));
+      if (fm.horizontalAdvance(label) + 6 < x1 - x0) p.drawText(QPointF(x0 + 3, fm.ascent()), label);
+      p.fillRect(QRectF(x0, 0, 1, fm.height()), QColor(0x55, 0x55, 0x99));
+    }
+  }
+  p.restore();
+  p.setPen(QColor(0x55, 0x55, 0x55));
+  p.drawText(QRect(4, 0, kLabelWidth - 8, kAxisHeight), Qt::AlignVCenter | Qt::AlignLeft,
+             tr("%1 visible").arg(formatDuration(span)));
+}
+
+// ---- input --------------------------------------------------------------------------------------
+
+void TimelineWidget::resizeEvent(QResizeEvent*) {
+  relayout();
+  requestDrawList();
+}
+
+void TimelineWidget::wheelEvent(QWheelEvent* e) {
+  const double steps = e->angleDelta().y() / 120.0;
+  if (e->modifiers() & Qt::ControlModifier) {
+    zoomAt(std::pow(0.8, steps), e->position().x());
+  } else if (e->modifiers() & Qt::ShiftModifier) {
+    panBy(-0.1 * steps);
+  } else {
+    const int visible = height() - kAxisHeight;
+    scroll_ = std::clamp(scroll_ - static_cast<int>(steps * 3 * kRowHeight), 0, std::max(0, contentHeight() - visible));
+    requestDrawList();
+    update();
+  }
+  e->accept();
+}
+
+void TimelineWidget::mousePressEvent(QMouseEvent* e) {
+  setFocus();
+  pressPos_ = lastPos_ = e->pos();
+  moved_ = false;
+  if (e->button() != Qt::LeftButton) return;
+  if (e->pos().x() < kLabelWidth) {
+    if (const Row* r = rowAt(e->pos().y()); r && r->kind == Row::Kind::RankHeader)
+      setRankCollapsed(r->rankIndex, !rankCollapsed(r->rankIndex));
+    drag_ = Drag::None;
+    return;
+  }
+  if (e->modifiers() & Qt::ShiftModifier) {
+    drag_ = Drag::Range;
+    dragAnchor_ = timeAt(e->pos().x());
+  } else {
+    drag_ = Drag::Pan;
+  }
+}
+
+void TimelineWidget::mouseMoveEvent(QMouseEvent* e) {
+  hoverPos_ = e->pos();
+  if (drag_ != Drag::None && (e->pos() - pressPos_).manhattanLength() > 3) moved_ = true;
+  if (drag_ == Drag::Pan && moved_) {
+    const double npp = static_cast<double>(t1_ - t0_) / std::max(1, width() - kLabelWidth);
+    const TimeNs dt = static_cast<TimeNs>(std::llround((e->pos().x() - lastPos_.x()) * npp));
+    const int visible = height() - kAxisHeight;
+    scroll_ = std::clamp(scroll_ - (e->pos().y() - lastPos_.y()), 0, std::max(0, contentHeight() - visible));
+    setViewRange(t0_ - dt, t1_ - dt, false);
+    if (!history_.empty()) history_[historyPos_] = {t0_, t1_};
+  } else if (drag_ == Drag::Range && moved_) {
+    const TimeNs t = timeAt(e->pos().x());
+    range_ = {std::min(dragAnchor_, t), std::max(dragAnchor_, t)};
+    update();
+  } else if (drag_ == Drag::None) {
+    const tl::Hit h = hitAt(e->pos());
+    if (h.kind == tl::Hit::Kind::Event) {
+      QToolTip::showText(e->globalPosition().toPoint(), describeEvent(h.lane, h.index), this);
+    } else if (h.kind == tl::Hit::Kind::Folded) {
+      const tl::Lane& l = index_->lane(h.lane);
+      const TimeNs s = l.start[h.index], last = l.end[h.index + h.count - 1];
+      QToolTip::showText(e->globalPosition().toPoint(),
+                         tr("<b>%1 events</b><br>%2 · click to zoom in").arg(h.count).arg(formatDuration(static_cast<double>(last - s))), this);
+    } else if (h.kind == tl::Hit::Kind::Counter) {
+      QToolTip::showText(e->globalPosition().toPoint(), charts::formatBytes(h.value), this);
+    } else {
+      QToolTip::hideText();
+    }
+  }
+  lastPos_ = e->pos();
+}
+
+void TimelineWidget::mouseReleaseEvent(QMouseEvent* e) {
+  const Drag d = drag_;
+  drag_ = Drag::None;
+  if (e->button() != Qt::LeftButton) return;
+  if (d == Drag::Range && moved_ && range_) {
+    Q_EMIT rangeSelected(range_->first, range_->second);
+    return;
+  }
+  if (d == Drag::Pan && !moved_) {
+    if (!drawListCurrent()) renderNow();
+    const tl::Hit h = hitAt(e->pos());
+    if (h.kind == tl::Hit::Kind::Event) {
+      range_.reset();
+      selectEvent(h.lane, h.index);
+    } else if (h.kind == tl::Hit::Kind::Folded) {
+      const tl::Lane& l = index_->lane(h.lane);
+      const TimeNs s = l.start[h.index], last = l.end[h.index + h.count - 1];
+      const TimeNs pad = std::max<TimeNs>((last - s) / 20, 100);
+      setViewRange(s - pad, last + pad);
+    } else {
+      clearSelection();
+    }
+  }
+}
+
+void TimelineWidget::mouseDoubleClickEvent(QMouseEvent* e) {
+  if (e->pos().x() < kLabelWidth) return;
+  if (range_ && timeAt(e->pos().x()) >= range_->first && timeAt(e->pos().x()) <= range_->second) {
+    zoomToSelection();
+    return;
+  }
+  const tl::Hit h = hitAt(e->pos());
+  if (h.kind == tl::Hit::Kind::Event) {
+    selectEvent(h.lane, h.index);
+    zoomToSelection();
+  }
+}
+
+void TimelineWidget::keyPressEvent(QKeyEvent* e) {
+  const double x = (hoverPos_.x() >= kLabelWidth && hoverPos_.x() < width()) ? hoverPos_.x() : kLabelWidth + (width() - kLabelWidth) / 2.0;
+  const bool alt = e->modifiers() & Qt::AltModifier;
+  switch (e->key()) {
+    case Qt::Key_W: zoomAt(0.8, x); break;
+    case Qt::Key_S: zoomAt(1.25, x); break;
+    case Qt::Key_A: panBy(-0.2); break;
+    case Qt::Key_D: panBy(0.2); break;
+    case Qt::Key_F:
+    case Qt::Key_Home: fitAll(); break;
+    case Qt::Key_Z: zoomToSelection(); break;
+    case Qt::Key_Backspace: zoomBack(); break;
+    case Qt::Key_Left:
+      if (alt) zoomBack();
+      else panBy(-0.1);
+      break;
+    case Qt::Key_Right:
+      if (alt) zoomForward();
+      else panBy(0.1);
+      break;
+    case Qt::Key_Escape: clearSelection(); break;
+    default: QWidget::keyPressEvent(e); return;
+  }
+  e->accept();
+}
+
+void TimelineWidget::contextMenuEvent(QContextMenuEvent* e) {
+  if (!index_ || e->pos().x() >= kLabelWidth) return;
+  const Row* r = rowAt(e->pos().y());
+  QMenu menu(this);
+  if (r && r->kind == Row::Kind::RankHeader) {
+    const int rank = r->rankIndex;
+    menu.addAction(rankCollapsed(rank) ? tr("Expand rank") : tr("Collapse rank"), this,
+                   [this, rank] { setRankCollapsed(rank, !rankCollapsed(rank)); });
+  } else if (r) {
+    const std::uint32_t lane = r->lane;
+    menu.addAction(tr("Hide lane"), this, [this, lane] { setLaneHidden(lane, true); });
+    menu.addAction(tr("Move up"), this, [this, lane] { moveLane(lane, -1); });
+    menu.addAction(tr("Move down"), this, [this, lane] { moveLane(lane, 1); });
+  }
+  menu.addAction(tr("Show all lanes"), this, [this] { showAllLanes(); });
+  menu.exec(e->globalPos());
+}
+
+void TimelineWidget::leaveEvent(QEvent*) {
+  hoverPos_ = QPoint(-1, -1);
+  QToolTip::hideText();
+}
+
+}  // namespace shardscope::ui
