@@ -288,7 +288,6 @@ void TimelineWidget::setViewRange(TimeNs t0, TimeNs t1, bool pushHistory) {
     if (historyPos_ + 1 < history_.size()) history_.resize(historyPos_ + 1);
     if (history_.empty() || history_.back() != std::make_pair(t0, t1)) history_.emplace_back(t0, t1);
     historyPos_ = history_.size() - 1;
-    lastHistoryPushMs_ = QDateTime::currentMSecsSinceEpoch();
   }
   emitView();
 }
@@ -321,12 +320,11 @@ void TimelineWidget::zoomAt(double factor, double x) {
   const double frac = (x - kLabelWidth) / std::max(1, width() - kLabelWidth);
   const TimeNs n0 = anchor - static_cast<TimeNs>(std::llround(newSpan * frac));
   const TimeNs n1 = n0 + static_cast<TimeNs>(std::llround(newSpan));
-  // Continuous zooming is one history entry; a pause starts the next.
-  const bool push = QDateTime::currentMSecsSinceEpoch() - lastHistoryPushMs_ > 600;
-  if (!push && !history_.empty()) {
-    history_[historyPos_] = {n0, n1};
-    lastHistoryPushMs_ = QDateTime::currentMSecsSinceEpoch();
-  }
+  // Continuous zooming (zoom steps less than 600 ms apart) is one history entry; a pause starts the next.
+  const qint64 now = QDateTime::currentMSecsSinceEpoch();
+  const bool push = now - lastZoomMs_ > 600 || history_.empty();
+  lastZoomMs_ = now;
+  if (!push) history_[historyPos_] = {n0, n1};
   setViewRange(n0, n1, push);
 }
 

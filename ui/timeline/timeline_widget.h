@@ -165,7 +165,7 @@ class TimelineWidget : public QWidget {
 
   std::vector<std::pair<core::TimeNs, core::TimeNs>> history_;
   std::size_t historyPos_ = 0;
-  qint64 lastHistoryPushMs_ = 0;
+  qint64 lastZoomMs_ = 0;  // of the last zoomAt (continuous zooming is one history entry)
 
   std::optional<std::pair<std::uint32_t, std::uint32_t>> selected_;
   std::optional<std::pair<core::TimeNs, core::TimeNs>> range_;

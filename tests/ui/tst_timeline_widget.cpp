@@ -1,0 +1,300 @@
+// The timeline widget and page on a real store: a hand-made 2-rank GPU trace imported with the real
+// importer, the index built by core, the widget rendered into an image whose pixels are checked at
+// the positions the events must occupy; navigation, search, hit testing by mouse, selection details,
+// range statistics against core's step breakdown, and the page's background loading and cancel.
+#include <QLineEdit>
+#include <QSignalSpy>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTextBrowser>
+#include <QtTest>
+
+#include <cmath>
+
+#include "core/analysis/step_breakdown.h"
+#include "core/import/kineto_importer.h"
+#include "core/timeline/range_stats.h"
+#include "core/timeline/timeline_index.h"
+#include "tests/common/test_support.h"
+#include "ui/pages/timeline_page.h"
+#include "ui/timeline/timeline_widget.h"
+
+using namespace shardscope;
+using namespace shardscope::core;
+using namespace shardscope::ui;
+namespace tl = shardscope::core::timeline;
+using shardscope::test::pathIn;
+using shardscope::test::writeFile;
+
+namespace {
+
+// Rank r's trace (µs): step 1 [0, 100): gemm [20, 60) on stream 7, all-reduce [40, 80) on stream 21
+// (20 µs of it exposed); step 2 [100, 200): gemm [120, 150), all-reduce [150 + r*5, 170 + r*5).
+std::string trace(int rank) {
+  const std::string ar2s = std::to_string(150 + rank * 5);
+  return R"J({"distributedInfo": {"rank": )J" + std::to_string(rank) + R"J(, "world_size": 2}, "traceEvents": [
+{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 1, "args": {"correlation": 1}},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 15, "dur": 1, "args": {"correlation": 2}},
+{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": 40, "args": {"stream": 7, "correlation": 1}},
+{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 21, "ts": 40, "dur": 40, "args": {"stream": 21, "correlation": 2}},
+{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 110, "dur": 1, "args": {"correlation": 4}},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 112, "dur": 1, "args": {"correlation": 5}},
+{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 120, "dur": 30, "args": {"stream": 7, "correlation": 4}},
+{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 21, "ts": )J" + ar2s +
+         R"J(, "dur": 20, "args": {"stream": 21, "correlation": 5}}]})J";
+}
+
+struct Found {
+  std::uint32_t lane = 0, index = 0;
+};
+
+// The i-th event named `name` (by start) on rank `rankIndex`'s lanes with a track (not a derived copy).
+Found findNamed(const tl::TimelineIndex& idx, int rankIndex, const std::string& name, int nth) {
+  std::vector<std::pair<TimeNs, Found>> all;
+  for (std::uint32_t li = 0; li < idx.lanes().size(); ++li) {
+    const auto& l = idx.lane(li);
+    if (l.rankIndex != rankIndex || l.trackId == 0 || l.isCounter()) continue;
+    for (std::uint32_t i = 0; i < l.eventCount(); ++i)
+      if (idx.name(l.nameIdx[i]) == name) all.push_back({l.start[i], {li, i}});
+  }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (nth >= static_cast<int>(all.size())) throw std::runtime_error("no " + name);
+  return all[static_cast<std::size_t>(nth)].second;
+}
+
+bool near(QColor a, QColor b) {
+  return std::abs(a.red() - b.red()) <= 2 && std::abs(a.green() - b.green()) <= 2 && std::abs(a.blue() - b.blue()) <= 2;
+}
+
+}  // namespace
+
+class TestTimelineWidget : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    db_ = pathIn(dir_, "tl.db");
+    TraceStore store(db_);
+    KinetoImportOptions o;
+    o.runName = "two ranks";
+    run_ = importKineto(store, {writeFile(dir_, "r0.json", trace(0)), writeFile(dir_, "r1.json", trace(1))}, o).runIds.at(0);
+    index_ = tl::TimelineIndex::build(store, run_);
+    QCOMPARE(index_->ranks().size(), std::size_t(2));
+    t0_ = index_->ranks()[0].minStart;  // ProfilerStep#1 of rank 0 starts at 0 µs
+  }
+
+  void pixelsAtKnownPositions() {
+    TimelineWidget w;
+    w.resize(1200, 700);
+    w.setIndex(index_);
+    w.setViewRange(t0_, t0_ + 200'000);
+    w.renderNow();
+    QVERIFY(w.drawListCurrent());
+    const QImage img = w.grab().toImage();
+    const Found gemm = findNamed(*index_, 0, "gemm", 0);
+    const Found ar = findNamed(*index_, 0, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0);
+    const auto gy = w.laneY(gemm.lane);
+    const auto ay = w.laneY(ar.lane);
+    QVERIFY(gy && ay);
+    const int bottom = w.rowHeight() - 3;
+    // The gemm [20, 60) µs in its compute colour (its right end: the label is elided before it).
+    const int gx = static_cast<int>(w.xOf(t0_ + 58'000));
+    QVERIFY2(near(img.pixelColor(gx, *gy + bottom), timelineColor(tl::makeKey(Category::Computation, CollectiveOp::None))),
+             qPrintable(img.pixelColor(gx, *gy + bottom).name()));
+    // Nothing on the gemm's stream at 90 µs: background.
+    QCOMPARE(img.pixelColor(static_cast<int>(w.xOf(t0_ + 90'000)), *gy + bottom), QColor(Qt::white));
+    // Before 20 µs, nothing either.
+    QCOMPARE(img.pixelColor(static_cast<int>(w.xOf(t0_ + 12'000)), *gy + bottom), QColor(Qt::white));
+    // The all-reduce [40, 80) in the all-reduce colour, flagged exposed (a red strip on its top edge).
+    const int ax = static_cast<int>(w.xOf(t0_ + 78'000));
+    QVERIFY(near(img.pixelColor(ax, *ay + bottom), timelineColor(tl::makeKey(Category::Communication, CollectiveOp::AllReduce))));
+    QVERIFY2(near(img.pixelColor(ax, *ay), QColor(0xd6, 0x27, 0x28)), qPrintable(img.pixelColor(ax, *ay).name()));
+    // Zoomed out so far that the events are sub-pixel: still drawn (widened or folded), not lost.
+    w.setViewRange(t0_ - 100'000'000, t0_ + 100'000'000);
+    w.renderNow();
+    const QImage far = w.grab().toImage();
+    QVERIFY(far.pixelColor(static_cast<int>(w.xOf(t0_ + 40'000)), *w.laneY(gemm.lane) + bottom) != QColor(Qt::white));
+    QVERIFY(w.drawList()->eventsInView >= 4);
+  }
+
+  void collapsedRankHidesItsLanes() {
+    TimelineWidget w;
+    w.resize(1200, 700);
+    w.setIndex(index_);
+    const Found gemm1 = findNamed(*index_, 1, "gemm", 0);
+    QVERIFY(w.laneY(gemm1.lane));
+    w.setRankCollapsed(0, true);
+    QVERIFY(!w.laneY(findNamed(*index_, 0, "gemm", 0).lane));
+    QVERIFY(w.laneY(gemm1.lane));
+    w.setLaneHidden(gemm1.lane, true);
+    QVERIFY(!w.laneY(gemm1.lane));
+    w.showAllLanes();
+    QVERIFY(w.laneY(gemm1.lane) && w.laneY(findNamed(*index_, 0, "gemm", 0).lane));
+  }
+
+  void zoomKeepsTheTimeUnderTheCursorAndHistoryWalks() {
+    TimelineWidget w;
+    w.resize(1200, 700);
+    w.setIndex(index_);
+    const auto fitted = std::make_pair(w.viewStart(), w.viewEnd());
+    w.setViewRange(t0_, t0_ + 200'000);
+    const double x = 700;
+    const TimeNs under = w.timeAt(x);
+    w.zoomAt(0.25, x);
+    const double nsPerPx = static_cast<double>(w.viewEnd() - w.viewStart()) / (w.width() - w.labelWidth());
+    QVERIFY(std::abs(static_cast<double>(w.timeAt(x) - under)) <= nsPerPx + 1);
+    QCOMPARE(w.viewEnd() - w.viewStart(), TimeNs(50'000));
+    QTest::qWait(700);  // a pause ends a continuous zoom: the next zoom is a new history entry
+    w.zoomAt(0.5, x);
+    const auto zoomed = std::make_pair(w.viewStart(), w.viewEnd());
+    QVERIFY(w.zoomBack());
+    QCOMPARE(w.viewEnd() - w.viewStart(), TimeNs(50'000));
+    QVERIFY(w.zoomBack());
+    QCOMPARE(std::make_pair(w.viewStart(), w.viewEnd()), std::make_pair(t0_, t0_ + 200'000));
+    QVERIFY(w.zoomBack());
+    QCOMPARE(std::make_pair(w.viewStart(), w.viewEnd()), fitted);
+    QVERIFY(!w.zoomBack());
+    QVERIFY(w.zoomForward() && w.zoomForward() && w.zoomForward());
+    QCOMPARE(std::make_pair(w.viewStart(), w.viewEnd()), zoomed);
+    // Keys: F fits, W zooms in, A/D pan.
+    QTest::keyClick(&w, Qt::Key_F);
+    QCOMPARE(std::make_pair(w.viewStart(), w.viewEnd()), fitted);
+    const TimeNs span = w.viewEnd() - w.viewStart();
+    QTest::keyClick(&w, Qt::Key_W);
+    QVERIFY(w.viewEnd() - w.viewStart() < span);
+    const TimeNs before = w.viewStart();
+    QTest::keyClick(&w, Qt::Key_D);
+    QVERIFY(w.viewStart() > before);
+  }
+
+  void searchWalksMatchesInTimeOrder() {
+    TimelineWidget w;
+    w.resize(1200, 700);
+    w.setIndex(index_);
+    QVERIFY(!w.findNext("no such kernel"));
+    QVERIFY(w.findNext("GEMM"));  // case-insensitive
+    QCOMPARE(w.matchCount(), 4);  // two per rank
+    auto startOf = [&] { return index_->lane(w.selectedEvent()->first).start[w.selectedEvent()->second]; };
+    w.clearSelection();
+    w.setViewRange(t0_, t0_ + 1000);
+    QVERIFY(w.findNext("gemm"));
+    const TimeNs a = startOf();
+    QCOMPARE(a, t0_ + 20'000);
+    QVERIFY(w.findNext("gemm"));  // the other rank's first gemm (same start), then the second ones
+    QVERIFY(w.findNext("gemm"));
+    QCOMPARE(startOf(), t0_ + 120'000);
+    QVERIFY(w.findNext("gemm", false));
+    QVERIFY(w.findNext("gemm", false));
+    QCOMPARE(startOf(), a);
+  }
+
+  void clickSelectsWhatIsDrawnThere() {
+    TimelineWidget w;
+    w.resize(1200, 700);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.setIndex(index_);
+    w.setViewRange(t0_, t0_ + 200'000);
+    w.renderNow();
+    const Found ar = findNamed(*index_, 0, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0);
+    QSignalSpy spy(&w, &TimelineWidget::eventSelected);
+    QTest::mouseClick(&w, Qt::LeftButton, {}, QPoint(static_cast<int>(w.xOf(t0_ + 60'000)), *w.laneY(ar.lane) + 5));
+    QCOMPARE(spy.count(), 1);
+    QCOMPARE(*w.selectedEvent(), std::make_pair(ar.lane, ar.index));
+    const QString text = w.describeEvent(ar.lane, ar.index);
+    QVERIFY2(text.contains("ncclDevKernel_AllReduce"), qPrintable(text));
+    QVERIFY2(text.contains(QString::fromUtf8("40.0 µs")), qPrintable(text));
+    QVERIFY2(text.contains("step 1"), qPrintable(text));
+    QVERIFY2(text.contains("exposed"), qPrintable(text));
+    // A click on empty time clears the selection.
+    QTest::mouseClick(&w, Qt::LeftButton, {}, QPoint(static_cast<int>(w.xOf(t0_ + 95'000)), *w.laneY(ar.lane) + 5));
+    QVERIFY(!w.selectedEvent());
+  }
+
+  void sameCollectiveOnTheOtherRank() {
+    const Found ar = findNamed(*index_, 0, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1);
+    const auto peers = sameCollectiveOnOtherRanks(*index_, ar.lane, ar.index);
+    QCOMPARE(peers.size(), std::size_t(1));
+    QCOMPARE(peers[0].rank, 1);
+    const TimeNs t1 = index_->ranks()[1].minStart;
+    QCOMPARE(peers[0].startNs - t1, TimeNs(155'000));  // rank 1's second all-reduce, 5 µs later
+    QCOMPARE(peers[0].endNs - peers[0].startNs, TimeNs(20'000));
+  }
+
+  void rangeStatisticsMatchTheStepBreakdown() {
+    TraceStore store(db_, Database::Mode::ReadOnly);
+    const auto steps = computeStepBreakdown(store, run_);
+    const auto s1 = std::find_if(steps.begin(), steps.end(), [](const StepBreakdown& b) { return b.rank == 0 && b.step == 1; });
+    QVERIFY(s1 != steps.end());
+    const tl::RangeStats r = tl::rangeStatistics(*index_, 0, s1->startNs, s1->endNs);
+    QCOMPARE(r.computeNs, s1->computeNs);
+    QCOMPARE(r.commNs, s1->commNs);
+    QCOMPARE(r.overlappedCommNs, s1->overlappedCommNs);
+    QCOMPARE(r.exposedCommNs, s1->exposedCommNs);
+    QCOMPARE(r.exposedCommNs, TimeNs(20'000));
+    QCOMPARE(r.collectives, std::int64_t(1));
+    // The page shows these figures for a range selected in the widget.
+    TimelinePage page;
+    page.resize(1400, 900);
+    page.setContext(QString::fromStdString(db_), {run_});
+    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
+    page.timeline()->selectRange(s1->startNs, s1->endNs);
+    QTableWidget* t = page.rangeTable();
+    QCOMPARE(t->rowCount(), 2);
+    QCOMPARE(t->item(0, 0)->text(), QString("0"));
+    QCOMPARE(t->item(0, 2)->text(), QString("0.040 ms"));  // compute 40 µs
+    QCOMPARE(t->item(0, 5)->text(), QString("0.020 ms"));  // exposed communication 20 µs
+    QCOMPARE(t->item(0, 8)->text(), QString("1"));
+  }
+
+  void pageLoadsShowsEventsAndCancels() {
+    TimelinePage page;
+    page.resize(1400, 900);
+    QSignalSpy busy(&page, &Page::busyChanged);
+    page.setContext(QString::fromStdString(db_), {run_});
+    QVERIFY(page.busy());
+    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
+    QVERIFY(page.index());
+    QCOMPARE(page.index()->eventCount(), index_->eventCount());
+    QVERIFY(busy.count() >= 2);
+    // Jump to an event by its store id (what the Communication page asks for).
+    const Found ar = findNamed(*page.index(), 1, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1);
+    const auto& lane = page.index()->lane(ar.lane);
+    page.showEvent(run_, static_cast<qint64>(lane.eventId[ar.index]), lane.start[ar.index], lane.end[ar.index]);
+    QVERIFY(page.timeline()->selectedEvent());
+    QCOMPARE(page.index()->lane(page.timeline()->selectedEvent()->first).eventId[page.timeline()->selectedEvent()->second],
+             lane.eventId[ar.index]);
+    QVERIFY(page.timeline()->viewStart() <= lane.start[ar.index] && page.timeline()->viewEnd() >= lane.end[ar.index]);
+    QTRY_VERIFY(page.details()->toPlainText().contains("args"));
+    QVERIFY(page.details()->toPlainText().contains("The same collective on every rank"));
+    // Search through the page's box.
+    page.searchBox()->setText("gemm");
+    QTest::keyClick(page.searchBox(), Qt::Key_Return);
+    QVERIFY(page.timeline()->selectedEvent());
+    // Cancel while loading: not busy, usable again after.
+    page.reload();
+    QVERIFY(page.busy());
+    page.cancelLoad();
+    QVERIFY(!page.busy());
+    page.reload();
+    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
+    QVERIFY(page.index());
+    // A database that is not there: an error in the page, no crash.
+    page.setContext(QString::fromStdString(pathIn(dir_, "missing/none.db")), {1});
+    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
+    QVERIFY(!page.errorText().isEmpty());
+  }
+
+ private:
+  QTemporaryDir dir_;
+  std::string db_;
+  Id run_ = 0;
+  std::shared_ptr<const tl::TimelineIndex> index_;
+  TimeNs t0_ = 0;
+};
+
+QTEST_MAIN(TestTimelineWidget)
+#include "tst_timeline_widget.moc"
