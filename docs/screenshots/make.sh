@@ -25,3 +25,5 @@ shot "$runtime" memory memory-runtime.png --run 2
 shot "$runtime" communication communication-runtime.png --run 3
 shot "$traces" overview overview-traces.png --run 2
 shot "$traces" communication communication-traces.png --run 2
+shot "$runtime" timeline timeline-runtime.png --run 2
+shot "$traces" timeline timeline-traces.png --run 2
