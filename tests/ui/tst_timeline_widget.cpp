@@ -224,6 +224,18 @@ class TestTimelineWidget : public QObject {
     QCOMPARE(peers[0].endNs - peers[0].startNs, TimeNs(20'000));
   }
 
+  void correlatedLaunchFromTheStore() {
+    TraceStore store(db_, Database::Mode::ReadOnly);
+    const Found gemm = findNamed(*index_, 0, "gemm", 0);
+    const EventExtras x = loadEventExtras(store, run_, index_->lane(gemm.lane).eventId[gemm.index]);
+    QCOMPARE(x.correlation, std::int64_t(1));
+    QCOMPARE(x.launchName, std::string("cudaLaunchKernel"));
+    QCOMPARE(x.launchLeadNs, TimeNs(10'000));  // launched at 10 µs, ran at 20 µs
+    // A CPU event has no launch of its own.
+    const Found launch = findNamed(*index_, 0, "cudaLaunchKernel", 0);
+    QVERIFY(loadEventExtras(store, run_, index_->lane(launch.lane).eventId[launch.index]).launchName.empty());
+  }
+
   void rangeStatisticsMatchTheStepBreakdown() {
     TraceStore store(db_, Database::Mode::ReadOnly);
     const auto steps = computeStepBreakdown(store, run_);
@@ -268,7 +280,8 @@ class TestTimelineWidget : public QObject {
     QCOMPARE(page.index()->lane(page.timeline()->selectedEvent()->first).eventId[page.timeline()->selectedEvent()->second],
              lane.eventId[ar.index]);
     QVERIFY(page.timeline()->viewStart() <= lane.start[ar.index] && page.timeline()->viewEnd() >= lane.end[ar.index]);
-    QTRY_VERIFY(page.details()->toPlainText().contains("args"));
+    QTRY_VERIFY(!page.details()->toPlainText().contains("loading args"));
+    QVERIFY2(page.details()->toPlainText().contains("launched by cudaLaunchKernel"), qPrintable(page.details()->toPlainText()));
     QVERIFY(page.details()->toPlainText().contains("The same collective on every rank"));
     // Search through the page's box.
     page.searchBox()->setText("gemm");

@@ -130,7 +130,7 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
   split->setSizes({700, 160});
   layout->addWidget(split, 1);
   details_->setHtml(tr("<span style='color:#777'>Click an event for its details; Shift+drag selects a range for its "
-                       "statistics. Ctrl+wheel or W/S zoom, A/D or drag pan, F fits the run.</span>"));
+                       "statistics. wheel or W/S zoom, A/D or drag pan, Alt+wheel scrolls the lanes, F fits the run.</span>"));
 
   connect(runCombo_, &QComboBox::currentIndexChanged, this, &TimelinePage::showRun);
   connect(fit_, &QToolButton::clicked, widget_, &TimelineWidget::fitAll);
@@ -348,20 +348,56 @@ void TimelinePage::onEventSelected(quint32 lane, quint32 index) {
     html += QStringLiteral("</table>");
   }
   details_->setHtml(html + tr("<p style='color:#777'>loading args…</p>"));
-  // Args come from the store, off the GUI thread.
+  // Args and the correlated launch come from the store, off the GUI thread.
   if (argsTask_) argsTask_->cancel();
   const core::Id eventId = l.eventId[index];
+  const core::Id runId = current_;
   const unsigned generation = generation_;
-  argsTask_ = BackgroundTask::start<std::string>(
+  argsTask_ = BackgroundTask::start<EventExtras>(
       this, dbPath_,
-      [eventId](core::TraceStore& store, core::CancelToken&, const core::ProgressFn&) { return store.eventArgs(eventId); },
-      [this, html, generation, lane, index](std::string args) {
+      [eventId, runId](core::TraceStore& store, core::CancelToken&, const core::ProgressFn&) {
+        return loadEventExtras(store, runId, eventId);
+      },
+      [this, html, generation, lane, index](EventExtras x) {
         if (generation != generation_ || widget_->selectedEvent() != std::make_pair(lane, index)) return;
-        details_->setHtml(html + (args.empty() ? tr("<p style='color:#777'>no args</p>")
-                                               : QStringLiteral("<p><b>args</b></p><pre>%1</pre>")
-                                                     .arg(QString::fromStdString(args).toHtmlEscaped())));
+        QString more;
+        if (!x.launchName.empty())
+          more += tr("<p>launched by <b>%1</b> on %2, %3 before it started (correlation %4)</p>")
+                      .arg(QString::fromStdString(x.launchName).toHtmlEscaped(), QString::fromStdString(x.launchTrack).toHtmlEscaped(),
+                           ms(x.launchLeadNs))
+                      .arg(x.correlation);
+        else if (x.correlation)
+          more += tr("<p style='color:#777'>correlation %1 (no launch found on the rank's CPU threads)</p>").arg(x.correlation);
+        more += x.args.empty() ? tr("<p style='color:#777'>no args</p>")
+                               : QStringLiteral("<p><b>args</b></p><pre>%1</pre>").arg(QString::fromStdString(x.args).toHtmlEscaped());
+        details_->setHtml(html + more);
       },
       [this, html](QString message) { details_->setHtml(html + tr("<p style='color:#d62728'>args: %1</p>").arg(message.toHtmlEscaped())); });
+}
+
+EventExtras loadEventExtras(core::TraceStore& store, core::Id runId, core::Id eventId) {
+  EventExtras x;
+  const auto ev = store.event(eventId, true);
+  if (!ev) return x;
+  x.args = ev->argsJson;
+  if (!ev->correlation) return x;
+  x.correlation = *ev->correlation;
+  // The launch: the event with the same correlation on a CPU thread of the same rank, shortly before.
+  const auto tracks = store.tracks(runId);
+  const auto mine = std::find_if(tracks.begin(), tracks.end(), [&](const core::Track& t) { return t.id == ev->trackId; });
+  if (mine == tracks.end() || mine->kind != core::TrackKind::GpuStream) return x;
+  constexpr TimeNs kLookBack = 200'000'000;  // launches queue at most this far ahead of their kernels
+  for (const auto& t : tracks) {
+    if (t.rankId != mine->rankId || t.kind != core::TrackKind::CpuThread) continue;
+    for (const auto& e : store.eventsInWindow(t.id, ev->startNs - kLookBack, ev->startNs + 1))
+      if (e.correlation && *e.correlation == x.correlation && e.id != ev->id) {
+        x.launchName = std::string(e.name);
+        x.launchTrack = t.name;
+        x.launchLeadNs = ev->startNs - e.startNs;
+      }
+    if (!x.launchName.empty()) break;
+  }
+  return x;
 }
 
 void TimelinePage::onRangeSelected(qint64 t0, qint64 t1) {

@@ -11,7 +11,10 @@
 
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
+#include "core/storage/trace_store.h"
 #include "core/timeline/range_stats.h"
 #include "core/timeline/timeline_index.h"
 #include "ui/pages/page.h"
@@ -40,6 +43,16 @@ struct CollectivePeer {
 };
 std::vector<CollectivePeer> sameCollectiveOnOtherRanks(const core::timeline::TimelineIndex& index, std::uint32_t lane,
                                                        std::uint32_t event);
+
+// What the details panel reads from the store for a selected event: its args, and for a GPU record
+// the CPU call that launched it (same correlation id, on one of the rank's CPU threads).
+struct EventExtras {
+  std::string args;
+  std::int64_t correlation = 0;
+  std::string launchName, launchTrack;
+  core::TimeNs launchLeadNs = 0;  // kernel start - launch start
+};
+EventExtras loadEventExtras(core::TraceStore& store, core::Id runId, core::Id eventId);
 
 class TimelinePage : public Page {
   Q_OBJECT

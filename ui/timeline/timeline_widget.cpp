@@ -328,6 +328,13 @@ void TimelineWidget::zoomAt(double factor, double x) {
   setViewRange(n0, n1, push);
 }
 
+void TimelineWidget::scrollBy(int dy) {
+  const int visible = height() - kAxisHeight;
+  scroll_ = std::clamp(scroll_ + dy, 0, std::max(0, contentHeight() - visible));
+  requestDrawList();
+  update();
+}
+
 void TimelineWidget::panBy(double fraction) {
   const TimeNs d = static_cast<TimeNs>(std::llround(fraction * static_cast<double>(t1_ - t0_)));
   setViewRange(t0_ + d, t1_ + d, false);
@@ -708,16 +715,16 @@ void TimelineWidget::resizeEvent(QResizeEvent*) {
 }
 
 void TimelineWidget::wheelEvent(QWheelEvent* e) {
-  const double steps = e->angleDelta().y() / 120.0;
-  if (e->modifiers() & Qt::ControlModifier) {
-    zoomAt(std::pow(0.8, steps), e->position().x());
+  // Wheel zooms at the cursor (Tracy, chrome://tracing), Shift+wheel pans, Alt+wheel (or a wheel over
+  // the lane labels) scrolls the lanes.
+  const QPoint d = e->angleDelta();
+  const double steps = (d.y() != 0 ? d.y() : d.x()) / 120.0;
+  if ((e->modifiers() & Qt::AltModifier) || e->position().x() < kLabelWidth) {
+    scrollBy(-static_cast<int>(steps * 3 * kRowHeight));
   } else if (e->modifiers() & Qt::ShiftModifier) {
     panBy(-0.1 * steps);
   } else {
-    const int visible = height() - kAxisHeight;
-    scroll_ = std::clamp(scroll_ - static_cast<int>(steps * 3 * kRowHeight), 0, std::max(0, contentHeight() - visible));
-    requestDrawList();
-    update();
+    zoomAt(std::pow(0.8, steps), e->position().x());
   }
   e->accept();
 }
@@ -832,6 +839,8 @@ void TimelineWidget::keyPressEvent(QKeyEvent* e) {
       else panBy(0.1);
       break;
     case Qt::Key_Escape: clearSelection(); break;
+    case Qt::Key_PageDown: scrollBy(height() - kAxisHeight - kRowHeight); break;
+    case Qt::Key_PageUp: scrollBy(-(height() - kAxisHeight - kRowHeight)); break;
     default: QWidget::keyPressEvent(e); return;
   }
   e->accept();

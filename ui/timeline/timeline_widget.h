@@ -6,8 +6,8 @@
 // pool task per request, only the latest request kept), and while it is built the last one is
 // painted, shifted and scaled to the new window, so panning and zooming never wait for it.
 //
-// Navigation (Perfetto / chrome://tracing): Ctrl+wheel or W/S zoom at the cursor, A/D pan, wheel
-// scrolls the lanes (Shift+wheel pans), drag pans, Shift+drag selects a range, Z zooms to the
+// Navigation (Tracy / chrome://tracing): wheel or W/S zoom at the cursor, A/D or Shift+wheel pan,
+// Alt+wheel, PageUp/PageDown or a wheel over the labels scroll the lanes, drag pans, Shift+drag selects a range, Z zooms to the
 // selection (or double-click), F / Home fits the run, Alt+Left / Backspace and Alt+Right walk the
 // zoom history. Click selects an event; hover shows its name, duration, bytes, bandwidth and step.
 // A click on a rank header collapses or expands the rank; the lane labels' context menu hides a lane
@@ -54,6 +54,7 @@ class TimelineWidget : public QWidget {
   // Zoom by `factor` (< 1: in) keeping the time at x (widget coordinates) where it is.
   void zoomAt(double factor, double x);
   void panBy(double fractionOfWidth);
+  void scrollBy(int dy);  // the lanes, in pixels
 
   // Selection: one event (lane, lane index), or a range.
   void selectEvent(std::uint32_t lane, std::uint32_t index, bool centre = false);
