@@ -21,6 +21,9 @@
 #include "core/util/json.h"
 #include "profiler/capture/memory_tracker.h"
 #include "profiler/capture/recorder.h"
+#ifdef SHARDSCOPE_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 #ifdef SHARDSCOPE_WITH_CUPTI
 #include "profiler/cupti/cupti_tracer.h"
 #include "profiler/gpu/gpu_capture.h"
@@ -30,6 +33,20 @@
 #include "profiler/runtime/model.h"
 
 namespace shardscope::runtime {
+
+namespace {
+#ifdef SHARDSCOPE_WITH_CUDA
+// The CUDA caching allocator's figures for a device (StatType 0 = AGGREGATE): what PyTorch's
+// torch.cuda.memory_allocated / memory_reserved / max_memory_* report.
+struct CudaMemory {
+  std::int64_t allocated = 0, reserved = 0, peakAllocated = 0, peakReserved = 0;
+};
+CudaMemory cudaMemory(int device) {
+  const auto s = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device));
+  return {s.allocated_bytes[0].current, s.reserved_bytes[0].current, s.allocated_bytes[0].peak, s.reserved_bytes[0].peak};
+}
+#endif
+}  // namespace
 
 using capture::nowNs;
 
@@ -247,6 +264,12 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
       const StepStats st = engine->trainStep(s, micro);
       const std::int64_t t1 = nowNs();
       rec->step(s, t0, t1);
+#ifdef SHARDSCOPE_WITH_CUDA
+      if (cuda) {  // the device's memory as the caching allocator sees it, once per step
+        const CudaMemory m = cudaMemory(device.index());
+        rec->memory(t1, 0, m.allocated, m.reserved, /*deviceType=*/1, device.index());
+      }
+#endif
       const double ms = static_cast<double>(t1 - t0) / 1e6;
       stepMs.push_back(ms);
       rec->metric("loss/step/" + std::to_string(s), st.loss);
@@ -294,6 +317,14 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
     rec->metric("init_time_s", initS);
     const auto peak = tracker.peak();
     rec->metric("peak_allocated_bytes", static_cast<double>(peak.total));
+#ifdef SHARDSCOPE_WITH_CUDA
+    if (cuda) {  // on a GPU the peak that matters is the device's (the tracker counts host memory)
+      const CudaMemory m = cudaMemory(device.index());
+      rec->metric("peak_allocated_bytes", static_cast<double>(m.peakAllocated));
+      rec->metric("peak_reserved_bytes", static_cast<double>(m.peakReserved));
+      rec->metric("peak_host_allocated_bytes", static_cast<double>(peak.total));
+    }
+#endif
     for (int c = 0; c < static_cast<int>(capture::MemCategory::Count); ++c)
       rec->metric(std::string("peak_breakdown.") + capture::toString(static_cast<capture::MemCategory>(c)),
                   static_cast<double>(peak.byCategory[static_cast<std::size_t>(c)]));
