@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <optional>
 #include <thread>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -15,6 +16,11 @@
 #include <torch/version.h>
 #ifdef SHARDSCOPE_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+#ifdef SHARDSCOPE_WITH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #endif
 
 #include "core/util/error.h"
@@ -44,6 +50,12 @@ struct CommHandle::State {
   std::string emulation;
   capture::Recorder* recorder = nullptr;
   int computeLane = -1;
+#ifdef SHARDSCOPE_WITH_CUDA
+  // On a GPU the collective runs on its group's communication stream; the caller's stream waits for
+  // this event (recorded on that stream after the collective) instead of the CPU.
+  std::shared_ptr<at::cuda::CUDAEvent> doneEvent;
+  c10::DeviceIndex device = -1;
+#endif
   void report(TimeNs waitStart, TimeNs waitEnd) {
     if (reported || !recorder) return;
     reported = true;
@@ -77,6 +89,9 @@ void CommHandle::wait() {
   const TimeNs t1 = nowNs();
   state_->report(t0, t1);
   if (state_->error) std::rethrow_exception(state_->error);
+#ifdef SHARDSCOPE_WITH_CUDA
+  if (state_->doneEvent) state_->doneEvent->block(c10::cuda::getCurrentCUDAStream(state_->device));
+#endif
 }
 
 bool CommHandle::done() const {
@@ -88,9 +103,9 @@ bool CommHandle::done() const {
 class GroupImpl final : public Group {
  public:
   GroupImpl(std::string name, int rank, std::vector<int> ranks, c10::intrusive_ptr<PgBase> pg, bool gloo,
-            capture::Recorder* rec, int lane, int* computeLane)
+            capture::Recorder* rec, int lane, int* computeLane, torch::Device device)
       : name_(std::move(name)), rank_(rank), ranks_(std::move(ranks)), pg_(std::move(pg)), gloo_(gloo),
-        recorder_(rec), lane_(lane), computeLane_(computeLane) {
+        recorder_(rec), lane_(lane), computeLane_(computeLane), device_(device) {
     thread_ = std::thread([this] { loop(); });
   }
   ~GroupImpl() override {
@@ -178,6 +193,9 @@ class GroupImpl final : public Group {
   struct Op {
     std::function<void()> run;
     std::shared_ptr<CommHandle::State> state;
+#ifdef SHARDSCOPE_WITH_CUDA
+    std::shared_ptr<at::cuda::CUDAEvent> ready;  // recorded on the caller's stream at issue
+#endif
   };
 
   CommHandle enqueue(CollectiveOp op, const std::string& opName, std::int64_t bytes, const torch::Tensor& sample,
@@ -198,9 +216,20 @@ class GroupImpl final : public Group {
     s.bytes = bytes;
     s.groupSize = size();
     if (sample.defined()) s.dtype = std::string(c10::toString(sample.scalar_type()));
+    Op queued;
+    queued.run = std::move(run);
+    queued.state = st;
+#ifdef SHARDSCOPE_WITH_CUDA
+    if (device_.is_cuda()) {
+      // The inputs are ready when what the caller's stream has queued so far has run.
+      queued.ready = std::make_shared<at::cuda::CUDAEvent>();
+      queued.ready->record(c10::cuda::getCurrentCUDAStream(device_.index()));
+      st->device = device_.index();
+    }
+#endif
     {
       std::lock_guard<std::mutex> l(mu_);
-      queue_.push_back(Op{std::move(run), st});
+      queue_.push_back(std::move(queued));
       const double n = size(), S = static_cast<double>(bytes);
       double wire = 0;
       switch (op) {
@@ -221,6 +250,18 @@ class GroupImpl final : public Group {
   }
 
   void loop() {
+#ifdef SHARDSCOPE_WITH_CUDA
+    // This thread's current stream: a stream of its own, so collectives overlap the compute stream
+    // (NCCL's work->wait() makes the *current* stream wait; on the default stream that would be the
+    // compute stream).
+    std::optional<c10::cuda::CUDAStream> stream;
+    std::optional<c10::cuda::CUDAGuard> guard;
+    if (device_.is_cuda()) {
+      guard.emplace(device_.index());
+      stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/true, device_.index());
+      c10::cuda::setCurrentCUDAStream(*stream);
+    }
+#endif
     for (;;) {
       Op op;
       {
@@ -233,7 +274,16 @@ class GroupImpl final : public Group {
       std::exception_ptr err;
       const TimeNs start = nowNs();
       try {
+#ifdef SHARDSCOPE_WITH_CUDA
+        if (stream && op.ready) op.ready->block(*stream);
+#endif
         op.run();
+#ifdef SHARDSCOPE_WITH_CUDA
+        if (stream) {
+          op.state->doneEvent = std::make_shared<at::cuda::CUDAEvent>();
+          op.state->doneEvent->record(*stream);
+        }
+#endif
       } catch (...) {
         err = std::current_exception();
       }
@@ -257,6 +307,7 @@ class GroupImpl final : public Group {
   capture::Recorder* recorder_;
   int lane_;
   int* computeLane_;
+  torch::Device device_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Op> queue_;
@@ -395,7 +446,7 @@ std::unique_ptr<GroupImpl> Communicator::makeGroup(const std::string& name, cons
     lane = recorder_->lane("comm " + name + " (" + backend_ + ")", core::TrackKind::Comm, 10 + laneCounter_++);
     recorder_->processGroup(name, backend_, size, ranks);
   }
-  return std::make_unique<GroupImpl>(name, groupRank, ranks, pg, backend_ == "gloo", recorder_, lane, &computeLane);
+  return std::make_unique<GroupImpl>(name, groupRank, ranks, pg, backend_ == "gloo", recorder_, lane, &computeLane, device_);
 }
 
 Communicator::Volume Communicator::volume() const {
