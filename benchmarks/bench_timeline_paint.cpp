@@ -7,7 +7,8 @@
 //   bench_timeline --sizes 1M,10M --dir DIR --keep      # writes DIR/timeline_1M.db, DIR/timeline_10M.db
 //   bench_timeline_paint DIR/timeline_1M.db DIR/timeline_10M.db [--frames 20]
 //
-// Output: one line per run `1M events: 9.8 ms/frame (draw list 2.1 + paint 7.7), all lanes: ...`.
+// Output: one line per run `1M events: 9.8 ms/frame (draw list 2.1 + paint 7.7), all lanes: ...`, then
+// the index's build time and bytes per event, and the time of a first search by name.
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QImage>
@@ -125,6 +126,15 @@ int main(int argc, char** argv) {
                 all.list, all.paint, all.rects);
     std::printf("  index: %.2f s to build, %.1f bytes/event resident\n", buildS,
                 static_cast<double>(index->memoryBytes()) / std::max(1.0, events));
+    // Search by name on the GUI thread (the first findNext of a text scans every lane): a rare
+    // name, a common one and a substring of almost every name.
+    for (const char* needle : {"reducescatter", "cudalaunch", "a"}) {
+      QElapsedTimer s;
+      s.start();
+      const bool found = w.findNext(QString::fromLatin1(needle));
+      std::printf("  search '%s': %d matches, first selected %s, %.1f ms\n", needle, w.matchCount(), found ? "yes" : "no",
+                  static_cast<double>(s.nsecsElapsed()) / 1e6);
+    }
     std::fflush(stdout);
   }
   return 0;

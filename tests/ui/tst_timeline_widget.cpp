@@ -1,12 +1,10 @@
 // The timeline widget and page on a real store: a hand-made 2-rank GPU trace imported with the real
 // importer, the index built by core, the widget rendered into an image whose pixels are checked at
 // the positions the events must occupy; navigation, search, hit testing by mouse, selection details,
-// range statistics against core's step breakdown, and the page's background loading and cancel.
-#include <QLineEdit>
+// range statistics against core's step breakdown, the palette (the page: tst_timeline_page.cpp).
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
-#include <QTextBrowser>
 #include <QtTest>
 
 #include <cmath>
@@ -191,6 +189,58 @@ class TestTimelineWidget : public QObject {
     QCOMPARE(startOf(), a);
   }
 
+  void searchOnAThreadForBigRuns() {
+    TimelineWidget w;
+    w.resize(1200, 700);
+    w.setIndex(index_);
+    w.setSyncSearchLimit(0);  // every run is "big": the matches are gathered on a pool thread
+    w.setViewRange(t0_, t0_ + 1000);
+    QSignalSpy done(&w, &TimelineWidget::searchFinished);
+    QVERIFY(w.findNext("nccldevkernel_allreduce"));
+    QVERIFY(w.searching());
+    QVERIFY(!w.selectedEvent());
+    // A newer search replaces it: only the latest one selects.
+    QVERIFY(w.findNext("GEMM"));
+    QTRY_VERIFY(!w.searching());
+    QCOMPARE(done.count(), 1);
+    QCOMPARE(done.at(0).at(0).toBool(), true);
+    QCOMPARE(done.at(0).at(1).toInt(), 4);
+    QVERIFY(w.selectedEvent());
+    QVERIFY(index_->name(index_->lane(w.selectedEvent()->first).nameIdx[w.selectedEvent()->second]) == "gemm");
+    QCOMPARE(index_->lane(w.selectedEvent()->first).start[w.selectedEvent()->second], t0_ + 20'000);
+    // The same text again steps through the gathered matches at once.
+    QVERIFY(w.findNext("gemm"));
+    QVERIFY(!w.searching());
+    QCOMPARE(done.count(), 2);
+    // Nothing matches: reported as not found once the thread is done.
+    QVERIFY(w.findNext("no such kernel"));
+    QTRY_COMPARE(done.count(), 3);
+    QCOMPARE(done.at(2).at(0).toBool(), false);
+  }
+
+  void lanesHiddenByKindAndRanksCollapsed() {
+    TimelineWidget w;
+    w.resize(1200, 700);
+    w.setIndex(index_);
+    std::vector<std::uint32_t> streams, others;
+    for (std::uint32_t li = 0; li < index_->lanes().size(); ++li)
+      (index_->lane(li).kind == tl::LaneKind::GpuStream ? streams : others).push_back(li);
+    QVERIFY(!streams.empty() && !others.empty());
+    QVERIFY(!w.laneKindHidden(tl::LaneKind::GpuStream));
+    w.setLaneKindHidden(tl::LaneKind::GpuStream, true);
+    QVERIFY(w.laneKindHidden(tl::LaneKind::GpuStream));
+    for (auto li : streams) QVERIFY(!w.laneY(li));
+    for (auto li : others) QVERIFY(w.laneY(li));
+    w.setLaneHidden(streams.front(), false);  // one back: the kind is no longer all hidden
+    QVERIFY(!w.laneKindHidden(tl::LaneKind::GpuStream));
+    QVERIFY(w.laneY(streams.front()));
+    w.setAllRanksCollapsed(true);
+    QVERIFY(w.rankCollapsed(0) && w.rankCollapsed(1));
+    for (std::uint32_t li = 0; li < index_->lanes().size(); ++li) QVERIFY(!w.laneY(li));
+    w.setAllRanksCollapsed(false);
+    QVERIFY(w.laneY(streams.front()));
+  }
+
   void clickSelectsWhatIsDrawnThere() {
     TimelineWidget w;
     w.resize(1200, 700);
@@ -262,43 +312,20 @@ class TestTimelineWidget : public QObject {
     QCOMPARE(t->item(0, 8)->text(), QString("1"));
   }
 
-  void pageLoadsShowsEventsAndCancels() {
-    TimelinePage page;
-    page.resize(1400, 900);
-    QSignalSpy busy(&page, &Page::busyChanged);
-    page.setContext(QString::fromStdString(db_), {run_});
-    QVERIFY(page.busy());
-    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
-    QVERIFY(page.index());
-    QCOMPARE(page.index()->eventCount(), index_->eventCount());
-    QVERIFY(busy.count() >= 2);
-    // Jump to an event by its store id (what the Communication page asks for).
-    const Found ar = findNamed(*page.index(), 1, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1);
-    const auto& lane = page.index()->lane(ar.lane);
-    page.showEvent(run_, static_cast<qint64>(lane.eventId[ar.index]), lane.start[ar.index], lane.end[ar.index]);
-    QVERIFY(page.timeline()->selectedEvent());
-    QCOMPARE(page.index()->lane(page.timeline()->selectedEvent()->first).eventId[page.timeline()->selectedEvent()->second],
-             lane.eventId[ar.index]);
-    QVERIFY(page.timeline()->viewStart() <= lane.start[ar.index] && page.timeline()->viewEnd() >= lane.end[ar.index]);
-    QTRY_VERIFY(!page.details()->toPlainText().contains("loading args"));
-    QVERIFY2(page.details()->toPlainText().contains("launched by cudaLaunchKernel"), qPrintable(page.details()->toPlainText()));
-    QVERIFY(page.details()->toPlainText().contains("The same collective on every rank"));
-    // Search through the page's box.
-    page.searchBox()->setText("gemm");
-    QTest::keyClick(page.searchBox(), Qt::Key_Return);
-    QVERIFY(page.timeline()->selectedEvent());
-    // Cancel while loading: not busy, usable again after.
-    page.reload();
-    QVERIFY(page.busy());
-    page.cancelLoad();
-    QVERIFY(!page.busy());
-    page.reload();
-    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
-    QVERIFY(page.index());
-    // A database that is not there: an error in the page, no crash.
-    page.setContext(QString::fromStdString(pathIn(dir_, "missing/none.db")), {1});
-    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
-    QVERIFY(!page.errorText().isEmpty());
+  void paletteIsConsistentAndDistinct() {
+    // Every communication op its own colour, distinct from computation, memory and folded mixed blocks.
+    const CollectiveOp ops[] = {CollectiveOp::AllReduce, CollectiveOp::AllGather, CollectiveOp::ReduceScatter,
+                                CollectiveOp::Broadcast, CollectiveOp::AllToAll, CollectiveOp::SendRecv,
+                                CollectiveOp::Barrier};
+    std::vector<QRgb> seen = {timelineColor(tl::makeKey(Category::Computation, CollectiveOp::None)).rgb(),
+                              timelineColor(tl::makeKey(Category::Memory, CollectiveOp::None)).rgb(),
+                              timelineColor(tl::kMixedKey).rgb(), timeline_palette::background().rgb()};
+    for (CollectiveOp op : ops) seen.push_back(timelineColor(tl::makeKey(Category::Communication, op)).rgb());
+    for (std::size_t i = 0; i < seen.size(); ++i)
+      for (std::size_t j = i + 1; j < seen.size(); ++j) QVERIFY2(seen[i] != seen[j], qPrintable(QString("%1 %2").arg(i).arg(j)));
+    // The same key always gets the same colour; send and recv share theirs.
+    QCOMPARE(timelineColor(tl::makeKey(Category::Communication, CollectiveOp::Send)),
+             timelineColor(tl::makeKey(Category::Communication, CollectiveOp::Recv)));
   }
 
  private:

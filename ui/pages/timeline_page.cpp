@@ -6,6 +6,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTableWidget>
@@ -97,6 +98,12 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
   next_ = toolButton(tr("▼"), tr("Next match (Enter)"), this);
   bar->addWidget(prev_);
   bar->addWidget(next_);
+  lanes_ = toolButton(tr("Lanes"), tr("Show or hide lanes by kind, collapse or expand every rank "
+                                      "(right-click a lane label to hide or move one lane)"), this);
+  lanes_->setPopupMode(QToolButton::InstantPopup);
+  lanesMenu_ = new QMenu(lanes_);
+  lanes_->setMenu(lanesMenu_);
+  bar->addWidget(lanes_);
   python_ = new QCheckBox(tr("Python lanes"), this);
   python_->setToolTip(tr("Load the python_function tracks too (rebuilds the timeline)"));
   bar->addWidget(python_);
@@ -139,14 +146,42 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
   connect(zoomSel_, &QToolButton::clicked, widget_, &TimelineWidget::zoomToSelection);
   auto find = [this](bool forward) {
     if (search_->text().isEmpty() || !widget_->index()) return;
-    if (!widget_->findNext(search_->text(), forward))
+    widget_->findNext(search_->text(), forward);  // searchFinished reports (at once, or from a thread on big runs)
+    if (widget_->searching()) Q_EMIT statusMessage(tr("searching for “%1”…").arg(search_->text()));
+  };
+  connect(widget_, &TimelineWidget::searchFinished, this, [this](bool found, int matches) {
+    if (!found)
       Q_EMIT statusMessage(tr("no event named like “%1”").arg(search_->text()));
     else
-      Q_EMIT statusMessage(tr("%1 matches").arg(widget_->matchCount()));
-  };
+      Q_EMIT statusMessage(tr("%1 matches").arg(matches));
+  });
   connect(search_, &QLineEdit::returnPressed, this, [find] { find(true); });
   connect(next_, &QToolButton::clicked, this, [find] { find(true); });
   connect(prev_, &QToolButton::clicked, this, [find] { find(false); });
+  // The Lanes menu, rebuilt each time it opens: one checkable entry per lane kind the run has.
+  connect(lanesMenu_, &QMenu::aboutToShow, this, [this] {
+    lanesMenu_->clear();
+    const auto* idx = widget_->index();
+    if (!idx) return;
+    using tl::LaneKind;
+    const std::pair<LaneKind, QString> kinds[] = {
+        {LaneKind::GpuStream, tr("GPU streams")},        {LaneKind::CpuThread, tr("CPU threads")},
+        {LaneKind::Comm, tr("Communication threads")},   {LaneKind::CommGroup, tr("Process-group lanes")},
+        {LaneKind::Counter, tr("Memory counters")},      {LaneKind::Python, tr("Python lanes")}};
+    for (const auto& [kind, label] : kinds) {
+      const bool present = std::any_of(idx->lanes().begin(), idx->lanes().end(),
+                                       [kind = kind](const tl::Lane& l) { return l.kind == kind; });
+      if (!present) continue;
+      QAction* a = lanesMenu_->addAction(label);
+      a->setCheckable(true);
+      a->setChecked(!widget_->laneKindHidden(kind));
+      connect(a, &QAction::toggled, widget_, [w = widget_, kind = kind](bool on) { w->setLaneKindHidden(kind, !on); });
+    }
+    lanesMenu_->addSeparator();
+    lanesMenu_->addAction(tr("Collapse all ranks"), widget_, [w = widget_] { w->setAllRanksCollapsed(true); });
+    lanesMenu_->addAction(tr("Expand all ranks"), widget_, [w = widget_] { w->setAllRanksCollapsed(false); });
+    lanesMenu_->addAction(tr("Show all lanes"), widget_, &TimelineWidget::showAllLanes);
+  });
   connect(python_, &QCheckBox::toggled, this, [this](bool on) {
     withPython_ = on;
     reload();

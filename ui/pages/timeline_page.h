@@ -23,6 +23,7 @@ class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
+class QMenu;
 class QStackedWidget;
 class QTableWidget;
 class QTextBrowser;
@@ -79,6 +80,7 @@ class TimelinePage : public Page {
   QTextBrowser* details() const { return details_; }
   QTableWidget* rangeTable() const { return rangeTable_; }
   QLineEdit* searchBox() const { return search_; }
+  QMenu* lanesMenu() const { return lanesMenu_; }  // filled when it opens (aboutToShow)
   QString errorText() const { return error_; }
   std::shared_ptr<const core::timeline::TimelineIndex> index() const { return index_; }
 
@@ -115,6 +117,8 @@ class TimelinePage : public Page {
   QLineEdit* search_ = nullptr;
   QToolButton* prev_ = nullptr;
   QToolButton* next_ = nullptr;
+  QToolButton* lanes_ = nullptr;
+  QMenu* lanesMenu_ = nullptr;
   QCheckBox* python_ = nullptr;
   QLabel* info_ = nullptr;
   QStackedWidget* stack_ = nullptr;

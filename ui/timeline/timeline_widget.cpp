@@ -26,39 +26,16 @@ using core::Category;
 using core::CollectiveOp;
 using core::TimeNs;
 
-QColor timelineColor(std::uint8_t key) {
-  if (key == tl::kMixedKey) return QColor(0x9d, 0x9d, 0x9d);
-  switch (tl::keyCategory(key)) {
-    case Category::Computation: return QColor(0x4e, 0x79, 0xa7);
-    case Category::Memory: return QColor(0x8c, 0xa2, 0x52);
-    case Category::Other: return QColor(0xba, 0xb0, 0xac);
-    case Category::Communication:
-      switch (tl::keyOp(key)) {
-        case CollectiveOp::AllReduce: return QColor(0xf2, 0x8e, 0x2b);
-        case CollectiveOp::AllGather: return QColor(0x59, 0xa1, 0x4f);
-        case CollectiveOp::ReduceScatter: return QColor(0xb0, 0x7a, 0xa1);
-        case CollectiveOp::Broadcast: return QColor(0x76, 0xb7, 0xb2);
-        case CollectiveOp::AllToAll: return QColor(0x9c, 0x75, 0x5f);
-        case CollectiveOp::Send:
-        case CollectiveOp::Recv:
-        case CollectiveOp::SendRecv: return QColor(0xff, 0x9d, 0xa7);
-        case CollectiveOp::Barrier: return QColor(0x79, 0x70, 0x6e);
-        default: return QColor(0xed, 0xc9, 0x48);
-      }
-  }
-  return QColor(0xba, 0xb0, 0xac);
-}
-
 namespace {
 
-const QColor kBackground(0xff, 0xff, 0xff);
-const QColor kLabelBackground(0xf4, 0xf4, 0xf4);
-const QColor kHeaderBackground(0xe4, 0xe8, 0xee);
-const QColor kExposed(0xd6, 0x27, 0x28);
-const QColor kSelection(0x1f, 0x1f, 0x1f);
-const QColor kRange(0x4e, 0x79, 0xa7, 40);
-const QColor kGrid(0xe8, 0xe8, 0xe8);
-const QColor kStepLine(0xc8, 0xc8, 0xd8);
+const QColor kBackground = timeline_palette::background();
+const QColor kLabelBackground = timeline_palette::labelBackground();
+const QColor kHeaderBackground = timeline_palette::headerBackground();
+const QColor kExposed = timeline_palette::exposed();
+const QColor kSelection = timeline_palette::selection();
+const QColor kRange = timeline_palette::range();
+const QColor kGrid = timeline_palette::grid();
+const QColor kStepLine = timeline_palette::stepLine();
 
 QString formatDuration(double ns) {
   const double a = std::abs(ns);
@@ -111,6 +88,8 @@ void TimelineWidget::setIndex(std::shared_ptr<const tl::TimelineIndex> index) {
   range_.reset();
   matches_.clear();
   matchText_.clear();
+  searchPending_.reset();
+  ++searchGeneration_;
   collapsed_.clear();
   hidden_.clear();
   laneOrder_.clear();
@@ -243,8 +222,13 @@ void TimelineWidget::requestDrawList() {
     const double ms = static_cast<double>(t.nsecsElapsed()) / 1e6;
     QMetaObject::invokeMethod(
         qApp,
-        [self, list, view, generation, scroll, ms]() {
+        [self, index, list, view, generation, scroll, ms]() {
           if (!self) return;
+          if (self->index_ != index) {  // built for the previous run: drop it, build for this one
+            self->building_ = false;
+            if (self->index_) self->requestDrawList();
+            return;
+          }
           self->listScroll_ = scroll;
           self->deliver(list, view, generation, ms);
         },
@@ -408,30 +392,83 @@ std::optional<std::pair<std::uint32_t, std::uint32_t>> TimelineWidget::findEvent
   return copy;
 }
 
+namespace {
+
+// Every event whose name contains `text` (case-insensitive), by start time: the names are matched
+// once, then each lane's name indexes are looked up.
+std::vector<std::pair<TimeNs, std::pair<std::uint32_t, std::uint32_t>>> searchIndex(const tl::TimelineIndex& index,
+                                                                                   const QString& text) {
+  std::vector<std::pair<TimeNs, std::pair<std::uint32_t, std::uint32_t>>> matches;
+  if (text.isEmpty()) return matches;
+  const std::string needle = text.toLower().toStdString();
+  std::vector<char> nameMatches(index.names().size(), 0);
+  bool any = false;
+  for (std::size_t n = 0; n < index.names().size(); ++n) {
+    std::string s = index.names()[n];
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    nameMatches[n] = s.find(needle) != std::string::npos;
+    any = any || nameMatches[n];
+  }
+  if (!any) return matches;
+  for (std::uint32_t li = 0; li < index.lanes().size(); ++li) {
+    const tl::Lane& l = index.lane(li);
+    if (l.isCounter() || l.trackId == 0) continue;  // derived copies would match twice
+    for (std::uint32_t i = 0; i < l.eventCount(); ++i)
+      if (l.nameIdx[i] < nameMatches.size() && nameMatches[l.nameIdx[i]]) matches.push_back({l.start[i], {li, i}});
+  }
+  std::sort(matches.begin(), matches.end());
+  return matches;
+}
+
+}  // namespace
+
 void TimelineWidget::updateMatches(const QString& text) {
   if (text == matchText_) return;
   matchText_ = text;
   matches_.clear();
-  if (!index_ || text.isEmpty()) return;
-  const std::string needle = text.toLower().toStdString();
-  std::vector<char> nameMatches(index_->names().size(), 0);
-  for (std::size_t n = 0; n < index_->names().size(); ++n) {
-    std::string s = index_->names()[n];
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    nameMatches[n] = s.find(needle) != std::string::npos;
-  }
-  for (std::uint32_t li = 0; li < index_->lanes().size(); ++li) {
-    const tl::Lane& l = index_->lane(li);
-    if (l.isCounter() || l.trackId == 0) continue;  // derived copies would match twice
-    for (std::uint32_t i = 0; i < l.eventCount(); ++i)
-      if (l.nameIdx[i] < nameMatches.size() && nameMatches[l.nameIdx[i]]) matches_.push_back({l.start[i], {li, i}});
-  }
-  std::sort(matches_.begin(), matches_.end());
+  if (index_) matches_ = searchIndex(*index_, text);
 }
 
-bool TimelineWidget::findNext(const QString& text, bool forward) {
+bool TimelineWidget::findNext(const QString& query, bool forward) {
+  const QString text = query.toLower();  // case-insensitive: "GEMM" then "gemm" is one search
+  if (!index_ || text.isEmpty()) return false;
+  if (text != matchText_ && index_->eventCount() > syncSearchLimit_) {
+    // A large run: the matches are gathered on a pool thread; the step is taken when they arrive
+    // (only the latest search counts).
+    searchPending_ = SearchRequest{text, forward};
+    const std::uint64_t gen = ++searchGeneration_;
+    QPointer<TimelineWidget> self(this);
+    auto index = index_;
+    auto alive = alive_;
+    QThreadPool::globalInstance()->start([self, alive, index, text, gen]() {
+      if (!alive->load()) return;
+      auto found = std::make_shared<std::vector<std::pair<TimeNs, std::pair<std::uint32_t, std::uint32_t>>>>(
+          searchIndex(*index, text));
+      QMetaObject::invokeMethod(
+          qApp,
+          [self, index, text, gen, found]() {
+            if (!self || gen != self->searchGeneration_ || self->index_ != index || !self->searchPending_) return;
+            const bool forwardStep = self->searchPending_->forward;
+            self->searchPending_.reset();
+            self->matchText_ = text;
+            self->matches_ = std::move(*found);
+            const bool ok = self->stepToMatch(forwardStep);
+            Q_EMIT self->searchFinished(ok, self->matchCount());
+          },
+          Qt::QueuedConnection);
+    });
+    return true;
+  }
+  searchPending_.reset();
+  ++searchGeneration_;
   updateMatches(text);
-  if (matches_.empty()) return false;
+  const bool ok = stepToMatch(forward);
+  Q_EMIT searchFinished(ok, matchCount());
+  return ok;
+}
+
+bool TimelineWidget::stepToMatch(bool forward) {
+  if (matches_.empty() || !index_) return false;
   std::pair<TimeNs, std::pair<std::uint32_t, std::uint32_t>> cur{t0_ + (t1_ - t0_) / 2, {0, 0}};
   if (selected_) cur = {index_->lane(selected_->first).start[selected_->second], *selected_};
   std::size_t pick;
@@ -465,6 +502,38 @@ void TimelineWidget::setLaneHidden(std::uint32_t lane, bool hidden) {
 void TimelineWidget::showAllLanes() {
   hidden_.clear();
   collapsed_.clear();
+  relayout();
+  requestDrawList();
+  update();
+}
+
+void TimelineWidget::setLaneKindHidden(tl::LaneKind kind, bool hidden) {
+  if (!index_) return;
+  for (std::uint32_t li = 0; li < index_->lanes().size(); ++li) {
+    if (index_->lane(li).kind != kind) continue;
+    if (hidden) hidden_.insert(li);
+    else hidden_.erase(li);
+  }
+  relayout();
+  requestDrawList();
+  update();
+}
+
+bool TimelineWidget::laneKindHidden(tl::LaneKind kind) const {
+  if (!index_) return false;
+  bool any = false;
+  for (std::uint32_t li = 0; li < index_->lanes().size(); ++li) {
+    if (index_->lane(li).kind != kind) continue;
+    if (!hidden_.count(li)) return false;
+    any = true;
+  }
+  return any;
+}
+
+void TimelineWidget::setAllRanksCollapsed(bool collapsed) {
+  collapsed_.clear();
+  if (collapsed && index_)
+    for (int r = 0; r < static_cast<int>(index_->ranks().size()); ++r) collapsed_.insert(r);
   relayout();
   requestDrawList();
   update();

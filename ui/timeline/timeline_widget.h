@@ -26,11 +26,9 @@
 
 #include "core/timeline/draw_list.h"
 #include "core/timeline/timeline_index.h"
+#include "ui/timeline/timeline_palette.h"
 
 namespace shardscope::ui {
-
-// Colours of the timeline, by category and collective operation (timeline_widget.cpp).
-QColor timelineColor(std::uint8_t key);
 
 class TimelineWidget : public QWidget {
   Q_OBJECT
@@ -67,9 +65,15 @@ class TimelineWidget : public QWidget {
   std::optional<std::pair<std::uint32_t, std::uint32_t>> findEvent(core::Id eventId) const;
 
   // Search by name (case-insensitive substring): next/previous match after the selection (by start
-  // time), selected and centred. False when nothing matches.
+  // time), selected and centred; searchFinished(found, matches) follows. On a run of more than
+  // syncSearchLimit() events a new text is searched on a pool thread: findNext returns true at once,
+  // searching() is true until searchFinished (only the latest search counts). Otherwise false when
+  // nothing matches.
   bool findNext(const QString& text, bool forward = true);
   int matchCount() const { return static_cast<int>(matches_.size()); }
+  bool searching() const { return searchPending_.has_value(); }
+  std::size_t syncSearchLimit() const { return syncSearchLimit_; }
+  void setSyncSearchLimit(std::size_t events) { syncSearchLimit_ = events; }
 
   // Lanes: collapse a rank (its lanes hidden under its header), hide a lane, move a lane.
   void setRankCollapsed(int rankIndex, bool collapsed);
@@ -78,6 +82,10 @@ class TimelineWidget : public QWidget {
   bool laneHidden(std::uint32_t lane) const { return hidden_.count(lane) > 0; }
   void moveLane(std::uint32_t lane, int delta);  // within its rank
   void showAllLanes();
+  // Every lane of a kind at once (the page's Lanes menu): hidden or shown; whether all are hidden.
+  void setLaneKindHidden(core::timeline::LaneKind kind, bool hidden);
+  bool laneKindHidden(core::timeline::LaneKind kind) const;
+  void setAllRanksCollapsed(bool collapsed);
 
   // Geometry (widget coordinates): the time axis and the lanes as laid out now.
   int labelWidth() const { return kLabelWidth; }
@@ -103,6 +111,7 @@ class TimelineWidget : public QWidget {
   void selectionCleared();
   void rangeSelected(qint64 t0, qint64 t1);
   void drawListReady();
+  void searchFinished(bool found, int matches);
 
  protected:
   void paintEvent(QPaintEvent* e) override;
@@ -145,6 +154,7 @@ class TimelineWidget : public QWidget {
   void paintLabels(QPainter& p);
   void paintList(QPainter& p);
   void updateMatches(const QString& text);
+  bool stepToMatch(bool forward);
   void emitView();
 
   std::shared_ptr<const core::timeline::TimelineIndex> index_;
@@ -172,6 +182,13 @@ class TimelineWidget : public QWidget {
   std::optional<std::pair<core::TimeNs, core::TimeNs>> range_;
   QString matchText_;
   std::vector<std::pair<core::TimeNs, std::pair<std::uint32_t, std::uint32_t>>> matches_;  // by start
+  struct SearchRequest {
+    QString text;
+    bool forward = true;
+  };
+  std::optional<SearchRequest> searchPending_;  // a search running on a pool thread
+  std::uint64_t searchGeneration_ = 0;
+  std::size_t syncSearchLimit_ = 1'000'000;
 
   enum class Drag { None, Pan, Range } drag_ = Drag::None;
   QPoint pressPos_, lastPos_;

@@ -1,0 +1,153 @@
+// The Timeline page on a real store (the same hand-made 2-rank GPU trace as tst_timeline_widget,
+// imported with the real importer): the index loads in a BackgroundTask and the page becomes not
+// busy, a jump by store event id (what the Communication page does) selects and shows the event with
+// its args, correlated launch and the collective on every rank, the search box selects, a cancel
+// during a load leaves the page usable, and a missing database is an error in the page, not a crash.
+#include <QLineEdit>
+#include <QMenu>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTextBrowser>
+#include <QtTest>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "core/import/kineto_importer.h"
+#include "core/timeline/timeline_index.h"
+#include "tests/common/test_support.h"
+#include "ui/pages/timeline_page.h"
+#include "ui/timeline/timeline_widget.h"
+
+using namespace shardscope;
+using namespace shardscope::core;
+using namespace shardscope::ui;
+namespace tl = shardscope::core::timeline;
+using shardscope::test::pathIn;
+using shardscope::test::writeFile;
+
+namespace {
+
+// Rank r's trace (µs): step 1 [0, 100): gemm [20, 60) on stream 7, all-reduce [40, 80) on stream 21
+// (20 µs of it exposed); step 2 [100, 200): gemm [120, 150), all-reduce [150 + r*5, 170 + r*5).
+std::string trace(int rank) {
+  const std::string ar2s = std::to_string(150 + rank * 5);
+  return R"J({"distributedInfo": {"rank": )J" + std::to_string(rank) + R"J(, "world_size": 2}, "traceEvents": [
+{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 1, "args": {"correlation": 1}},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 15, "dur": 1, "args": {"correlation": 2}},
+{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": 40, "args": {"stream": 7, "correlation": 1}},
+{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 21, "ts": 40, "dur": 40, "args": {"stream": 21, "correlation": 2}},
+{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 110, "dur": 1, "args": {"correlation": 4}},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 112, "dur": 1, "args": {"correlation": 5}},
+{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 120, "dur": 30, "args": {"stream": 7, "correlation": 4}},
+{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 21, "ts": )J" + ar2s +
+         R"J(, "dur": 20, "args": {"stream": 21, "correlation": 5}}]})J";
+}
+
+struct Found {
+  std::uint32_t lane = 0, index = 0;
+};
+
+// The i-th event named `name` (by start) on rank `rankIndex`'s lanes with a track (not a derived copy).
+Found findNamed(const tl::TimelineIndex& idx, int rankIndex, const std::string& name, int nth) {
+  std::vector<std::pair<TimeNs, Found>> all;
+  for (std::uint32_t li = 0; li < idx.lanes().size(); ++li) {
+    const auto& l = idx.lane(li);
+    if (l.rankIndex != rankIndex || l.trackId == 0 || l.isCounter()) continue;
+    for (std::uint32_t i = 0; i < l.eventCount(); ++i)
+      if (idx.name(l.nameIdx[i]) == name) all.push_back({l.start[i], {li, i}});
+  }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (nth >= static_cast<int>(all.size())) throw std::runtime_error("no " + name);
+  return all[static_cast<std::size_t>(nth)].second;
+}
+
+}  // namespace
+
+class TestTimelinePage : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    db_ = pathIn(dir_, "tl.db");
+    TraceStore store(db_);
+    KinetoImportOptions o;
+    o.runName = "two ranks";
+    run_ = importKineto(store, {writeFile(dir_, "r0.json", trace(0)), writeFile(dir_, "r1.json", trace(1))}, o).runIds.at(0);
+    index_ = tl::TimelineIndex::build(store, run_);
+  }
+
+  void pageLoadsShowsEventsAndCancels() {
+    TimelinePage page;
+    page.resize(1400, 900);
+    QSignalSpy busy(&page, &Page::busyChanged);
+    page.setContext(QString::fromStdString(db_), {run_});
+    QVERIFY(page.busy());
+    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
+    QVERIFY(page.index());
+    QCOMPARE(page.index()->eventCount(), index_->eventCount());
+    QVERIFY(busy.count() >= 2);
+    // Jump to an event by its store id (what the Communication page asks for).
+    const Found ar = findNamed(*page.index(), 1, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1);
+    const auto& lane = page.index()->lane(ar.lane);
+    page.showEvent(run_, static_cast<qint64>(lane.eventId[ar.index]), lane.start[ar.index], lane.end[ar.index]);
+    QVERIFY(page.timeline()->selectedEvent());
+    QCOMPARE(page.index()->lane(page.timeline()->selectedEvent()->first).eventId[page.timeline()->selectedEvent()->second],
+             lane.eventId[ar.index]);
+    QVERIFY(page.timeline()->viewStart() <= lane.start[ar.index] && page.timeline()->viewEnd() >= lane.end[ar.index]);
+    QTRY_VERIFY(!page.details()->toPlainText().contains("loading args"));
+    QVERIFY2(page.details()->toPlainText().contains("launched by cudaLaunchKernel"), qPrintable(page.details()->toPlainText()));
+    QVERIFY(page.details()->toPlainText().contains("The same collective on every rank"));
+    // The Lanes menu: hide every GPU stream, show them again, collapse every rank.
+    Q_EMIT page.lanesMenu()->aboutToShow();
+    QAction* streams = nullptr;
+    QAction* collapseAll = nullptr;
+    for (QAction* a : page.lanesMenu()->actions()) {
+      if (a->text() == "GPU streams") streams = a;
+      if (a->text() == "Collapse all ranks") collapseAll = a;
+    }
+    QVERIFY(streams && collapseAll);
+    QVERIFY(streams->isChecked());
+    std::vector<std::uint32_t> streamLanes;
+    for (std::uint32_t li = 0; li < page.index()->lanes().size(); ++li)
+      if (page.index()->lane(li).kind == tl::LaneKind::GpuStream) streamLanes.push_back(li);
+    QVERIFY(!streamLanes.empty());
+    for (auto li : streamLanes) QVERIFY(!page.timeline()->laneHidden(li));
+    streams->setChecked(false);
+    QVERIFY(page.timeline()->laneKindHidden(tl::LaneKind::GpuStream));
+    for (auto li : streamLanes) QVERIFY(page.timeline()->laneHidden(li));
+    streams->setChecked(true);
+    for (auto li : streamLanes) QVERIFY(!page.timeline()->laneHidden(li));
+    collapseAll->trigger();
+    for (int r = 0; r < static_cast<int>(page.index()->ranks().size()); ++r) QVERIFY(page.timeline()->rankCollapsed(r));
+    page.timeline()->setAllRanksCollapsed(false);
+    // Search through the page's box.
+    page.searchBox()->setText("gemm");
+    QTest::keyClick(page.searchBox(), Qt::Key_Return);
+    QVERIFY(page.timeline()->selectedEvent());
+    // Cancel while loading: not busy, usable again after.
+    page.reload();
+    QVERIFY(page.busy());
+    page.cancelLoad();
+    QVERIFY(!page.busy());
+    page.reload();
+    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
+    QVERIFY(page.index());
+    // A database that is not there: an error in the page, no crash.
+    page.setContext(QString::fromStdString(pathIn(dir_, "missing/none.db")), {1});
+    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
+    QVERIFY(!page.errorText().isEmpty());
+  }
+
+ private:
+  QTemporaryDir dir_;
+  std::string db_;
+  Id run_ = 0;
+  std::shared_ptr<const tl::TimelineIndex> index_;
+};
+
+QTEST_MAIN(TestTimelinePage)
+#include "tst_timeline_page.moc"
