@@ -188,7 +188,7 @@ class TimelineWidget : public QWidget {
   };
   std::optional<SearchRequest> searchPending_;  // a search running on a pool thread
   std::uint64_t searchGeneration_ = 0;
-  std::size_t syncSearchLimit_ = 1'000'000;
+  std::size_t syncSearchLimit_ = 250'000;  // a first search of 1M events costs up to ~60 ms
 
   enum class Drag { None, Pan, Range } drag_ = Drag::None;
   QPoint pressPos_, lastPos_;
