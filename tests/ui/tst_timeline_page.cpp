@@ -142,6 +142,31 @@ class TestTimelinePage : public QObject {
     QVERIFY(!page.errorText().isEmpty());
   }
 
+  void jumpLoadsTheRunFirst() {
+    // No run selected yet (what MainWindow::onJumpToEvent may meet): the jump loads the run, then
+    // selects the event once the index has arrived.
+    TimelinePage page;
+    page.resize(1400, 900);
+    page.setContext(QString::fromStdString(db_), {});
+    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
+    QVERIFY(!page.index());
+    const Found ar = findNamed(*index_, 0, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0);
+    const auto& lane = index_->lane(ar.lane);
+    const bool invoked = QMetaObject::invokeMethod(&page, "showEvent", Q_ARG(qint64, static_cast<qint64>(run_)),
+                                                   Q_ARG(qint64, static_cast<qint64>(lane.eventId[ar.index])),
+                                                   Q_ARG(qint64, lane.start[ar.index]), Q_ARG(qint64, lane.end[ar.index]));
+    QVERIFY(invoked);  // by name, as MainWindow calls it
+    QVERIFY(page.busy());
+    QVERIFY(!page.timeline()->selectedEvent());
+    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
+    QCOMPARE(page.currentRun(), run_);
+    QVERIFY(page.timeline()->selectedEvent());
+    const auto sel = *page.timeline()->selectedEvent();
+    QCOMPARE(page.index()->lane(sel.first).eventId[sel.second], lane.eventId[ar.index]);
+    QVERIFY(page.timeline()->viewStart() <= lane.start[ar.index] && page.timeline()->viewEnd() >= lane.end[ar.index]);
+    QVERIFY(page.errorText().isEmpty());
+  }
+
  private:
   QTemporaryDir dir_;
   std::string db_;
