@@ -33,4 +33,7 @@ std::vector<Command> runCommands();
 // `report`: HTML, PDF, Markdown and CSV reports of runs (report_commands.cpp).
 std::vector<Command> reportCommands();
 
+// `estimate`: pre-run memory, communication and strategy ranking (estimator_commands.cpp).
+std::vector<Command> estimatorCommands();
+
 }  // namespace shardscope::cli

@@ -738,6 +738,7 @@ const std::vector<Command>& commands() {
     auto v = cmds;
     for (auto& c : runCommands()) v.push_back(std::move(c));
     for (auto& c : reportCommands()) v.push_back(std::move(c));
+    for (auto& c : estimatorCommands()) v.push_back(std::move(c));
     return v;
   }();
   return all;

@@ -1,0 +1,264 @@
+#include "core/estimator/comm_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/util/error.h"
+
+namespace shardscope::core::estimator {
+namespace {
+
+std::int64_t roundUp(std::int64_t n, std::int64_t m) { return m <= 1 ? n : (n + m - 1) / m * m; }
+std::int64_t ceilDiv(std::int64_t n, std::int64_t d) { return d <= 0 ? 0 : (n + d - 1) / d; }
+
+}  // namespace
+
+std::string collKindName(CollKind k) {
+  switch (k) {
+    case CollKind::AllReduce: return "all_reduce";
+    case CollKind::AllGather: return "all_gather";
+    case CollKind::ReduceScatter: return "reduce_scatter";
+  }
+  return "?";
+}
+
+double ringFactor(CollKind k, int n) {
+  if (n <= 1) return 0.0;
+  const double d = static_cast<double>(n);
+  return k == CollKind::AllReduce ? 2.0 * (d - 1.0) / d : (d - 1.0) / d;
+}
+
+std::string phaseName(CommPhase p) {
+  switch (p) {
+    case CommPhase::Forward: return "forward";
+    case CommPhase::Backward: return "backward";
+    case CommPhase::AfterStep: return "outside compute";
+  }
+  return "?";
+}
+
+double Collective::wireFactor() const {
+  return ringFactor(kind == CollKind::ReduceScatter && emulatedReduceScatter ? CollKind::AllReduce : kind, groupSize);
+}
+
+const std::vector<std::string>& linkPresetNames() {
+  static const std::vector<std::string> names = {"nvlink-h100", "nvlink-h200", "pcie4",   "pcie5",         "ib-ndr",
+                                                 "ib-hdr",      "eth-100g",    "eth-25g", "gloo-cpu-local"};
+  return names;
+}
+
+std::optional<LinkModel> linkPreset(std::string_view name) {
+  // Bus bandwidths (nccl-tests' busBw) and per-collective latencies. Sources and reasoning in
+  // docs/ESTIMATOR.md; the NVLink figures are the NCCL maintainer's 8×H100/H200 numbers
+  // (strategies.md §3.3), the network ones line rate less protocol overhead.
+  if (name == "nvlink-h100") return LinkModel{"nvlink-h100", 370, 480, 15, "8xH100 NVSwitch: AG/RS 370 GB/s, AR (NVLS) 480 GB/s"};
+  if (name == "nvlink-h200") return LinkModel{"nvlink-h200", 370, 475, 15, "8xH200 NVSwitch: AG/RS 370 GB/s, AR 475 GB/s"};
+  if (name == "pcie4") return LinkModel{"pcie4", 20, 0, 20, "PCIe 4.0 x16 (32 GB/s line), ring through the host bridge"};
+  if (name == "pcie5") return LinkModel{"pcie5", 40, 0, 20, "PCIe 5.0 x16 (64 GB/s line), ring through the host bridge"};
+  if (name == "ib-ndr") return LinkModel{"ib-ndr", 45, 0, 30, "InfiniBand NDR 400 Gb/s, one NIC per GPU, ~90% of line rate"};
+  if (name == "ib-hdr") return LinkModel{"ib-hdr", 22.5, 0, 30, "InfiniBand HDR 200 Gb/s, one NIC per GPU, ~90% of line rate"};
+  if (name == "eth-100g") return LinkModel{"eth-100g", 10, 0, 50, "100 GbE (RoCE/TCP), ~80% of line rate"};
+  if (name == "eth-25g") return LinkModel{"eth-25g", 2.5, 0, 60, "25 GbE, ~80% of line rate"};
+  if (name == "gloo-cpu-local")
+    return LinkModel{"gloo-cpu-local", 0.8, 0, 150,
+                     "Gloo over loopback TCP between CPU ranks on one machine (order of magnitude of this project's "
+                     "2-core runs; fit your own with --fit-run)"};
+  return std::nullopt;
+}
+
+CommEstimate commVolume(const EstimateInput& in, Strategy s, const CommOptions& opt) {
+  validateShape(in.model);
+  if (in.gpus < 1) throw std::invalid_argument("gpus must be at least 1");
+  const bool fp32 = in.precision == Precision::Fp32;
+  const std::int64_t w = fp32 ? 4 : 2, g = fp32 ? 4 : 2;
+  const std::int64_t W = in.gpus, gpn = std::max(1, in.gpusPerNode);
+  const std::int64_t P = parameterCount(in.model);
+  const bool multiNode = W > gpn;
+  CommEstimate c;
+  c.strategy = s;
+  auto add = [&](std::string what, CollKind k, CommPhase ph, std::int64_t n, bool inter, std::int64_t count,
+                 std::int64_t bytes) {
+    if (bytes <= 0 || count <= 0 || n <= 1) return;
+    Collective col;
+    col.what = std::move(what);
+    col.kind = k;
+    col.phase = ph;
+    col.groupSize = static_cast<int>(n);
+    col.interNode = inter;
+    col.count = count;
+    col.messageBytes = bytes;
+    col.emulatedReduceScatter = k == CollKind::ReduceScatter && opt.emulatedReduceScatter;
+    c.collectives.push_back(std::move(col));
+  };
+  switch (s) {
+    case Strategy::Ddp: {
+      const std::int64_t S = g * P;
+      const auto first = static_cast<std::int64_t>(1.0 * 1024 * 1024), cap = static_cast<std::int64_t>(in.bucketCapMb * 1024 * 1024);
+      const std::int64_t buckets = S <= first ? 1 : 1 + ceilDiv(S - first, std::max<std::int64_t>(1, cap));
+      add("gradient all-reduce (buckets)", CollKind::AllReduce, CommPhase::Backward, W, multiNode, buckets, S);
+      break;
+    }
+    case Strategy::Zero1:
+    case Strategy::Zero2: {
+      // DeepSpeed's default (use_multi_rank_bucket_allreduce): the gradient buckets are all-reduced
+      // and each rank keeps its slice; the updated partitions are all-gathered after the step.
+      const std::int64_t Pp = roundUp(P, W);
+      add(s == Strategy::Zero1 ? "gradient all-reduce (after backward)" : "gradient all-reduce (IPG buckets)",
+          CollKind::AllReduce, s == Strategy::Zero1 ? CommPhase::AfterStep : CommPhase::Backward, W, multiNode,
+          ceilDiv(Pp, std::max<std::int64_t>(1, in.reduceBucketSize)), g * Pp);
+      add("updated parameter all-gather", CollKind::AllGather, CommPhase::AfterStep, W, multiNode,
+          ceilDiv(Pp, std::max<std::int64_t>(1, in.allgatherBucketSize)), w * Pp);
+      c.notes.push_back("DeepSpeed ZeRO-1/2 all-reduce gradient buckets (3(n-1)/n·S), not the paper's reduce-scatter");
+      break;
+    }
+    case Strategy::Zero3:
+    case Strategy::ZeroPPHpz: {
+      std::int64_t nonPersistent = 0, persistent = 0, modules = 0;
+      for (const auto& mod : moduleShapes(in.model)) {
+        std::int64_t big = 0, small = 0;
+        for (auto n : mod.params) (n < in.paramPersistenceThreshold ? small : big) += n;
+        if (big > 0) {
+          nonPersistent += roundUp(big, W);
+          ++modules;
+        }
+        if (small > 0) persistent += roundUp(small, W);
+      }
+      const std::int64_t all = nonPersistent + persistent;
+      const bool released = 2 * P > in.maxReuseDistance;
+      add("forward parameter all-gather (per module)", CollKind::AllGather, CommPhase::Forward, W, multiNode, modules,
+          w * nonPersistent);
+      if (released) {
+        if (s == Strategy::ZeroPPHpz) {
+          const std::int64_t G = effectiveShardGroup(in);
+          add("backward parameter all-gather (hpZ, inside the node)", CollKind::AllGather, CommPhase::Backward, G, G > gpn,
+              modules, w * roundUp(nonPersistent, G));
+        } else {
+          add("backward parameter all-gather (per module)", CollKind::AllGather, CommPhase::Backward, W, multiNode,
+              modules, w * nonPersistent);
+        }
+      } else {
+        c.notes.push_back("2Ψ within stage3_max_reuse_distance: modules stay gathered, no backward all-gather");
+      }
+      const std::int64_t ipg = std::max<std::int64_t>(1, std::min(in.reduceBucketSize, all));
+      add("gradient reduce-scatter (IPG buckets)", CollKind::ReduceScatter, CommPhase::Backward, W, multiNode,
+          ceilDiv(all, ipg), g * all);
+      add("persistent parameter all-gather (after the step)", CollKind::AllGather, CommPhase::AfterStep, W, multiNode,
+          1, w * persistent);
+      break;
+    }
+    case Strategy::FsdpFull:
+    case Strategy::FsdpGradOp:
+    case Strategy::Hsdp: {
+      const std::int64_t N = s == Strategy::Hsdp ? effectiveShardGroup(in) : W;
+      if (N < 1 || W % N != 0)
+        throw std::invalid_argument("shard group size " + std::to_string(N) + " must divide gpus " + std::to_string(W));
+      const bool shardInter = N > gpn;
+      const auto units = fsdpUnitSizes(in.model);
+      std::int64_t all = 0;
+      for (auto u : units) all += roundUp(u, N);
+      const std::int64_t head = roundUp(units.back(), N);
+      const auto nu = static_cast<std::int64_t>(units.size());
+      add("forward unit all-gather", CollKind::AllGather, CommPhase::Forward, N, shardInter, nu, w * all);
+      if (s != Strategy::FsdpGradOp)
+        add("backward unit all-gather (root kept)", CollKind::AllGather, CommPhase::Backward, N, shardInter, nu - 1,
+            w * (all - head));
+      add("gradient reduce-scatter (per unit)", CollKind::ReduceScatter, CommPhase::Backward, N, shardInter, nu, g * all);
+      if (s == Strategy::Hsdp)
+        add("gradient shard all-reduce across replicas", CollKind::AllReduce, CommPhase::Backward, W / N, multiNode, nu,
+            g * all / N);
+      break;
+    }
+  }
+  for (const auto& col : c.collectives) {
+    c.messageBytes += col.messageBytes;
+    c.wireBytes += col.wireBytes();
+  }
+  if (opt.emulatedReduceScatter)
+    c.notes.push_back("reduce-scatter emulated by an all-reduce (Gloo in LibTorch 1.13): 2(n-1)/n on the wire");
+  return c;
+}
+
+void commTime(CommEstimate& c, const LinkModel& intra, const LinkModel& inter) {
+  c.timeS = 0;
+  for (auto& col : c.collectives) {
+    const LinkModel& l = col.interNode ? (inter.busBwGBps < intra.busBwGBps ? inter : intra) : intra;
+    const bool ar = col.kind == CollKind::AllReduce || col.emulatedReduceScatter;
+    const double bw = (ar ? l.arBw() : l.busBwGBps) * 1e9;
+    col.timeS = static_cast<double>(col.count) * l.alphaUs * 1e-6 + (bw > 0 ? col.wireBytes() / bw : 0.0);
+    c.timeS += col.timeS;
+  }
+}
+
+LinkFit fitLink(const std::vector<CollectiveSample>& samples, const std::string& name) {
+  std::vector<std::pair<double, double>> xy;
+  for (const auto& s : samples) {
+    const CollKind k = s.kind == CollKind::ReduceScatter && s.emulatedReduceScatter ? CollKind::AllReduce : s.kind;
+    const double x = static_cast<double>(s.messageBytes) * ringFactor(k, s.groupSize);
+    if (x > 0 && s.durationS > 0) xy.emplace_back(x, s.durationS);
+  }
+  if (xy.size() < 2) throw Error("alpha-beta fit: fewer than two collectives with a size and a duration");
+  double mx = 0, my = 0;
+  for (auto [x, y] : xy) {
+    mx += x;
+    my += y;
+  }
+  const double n = static_cast<double>(xy.size());
+  mx /= n;
+  my /= n;
+  double sxx = 0, sxy = 0, syy = 0;
+  for (auto [x, y] : xy) {
+    sxx += (x - mx) * (x - mx);
+    sxy += (x - mx) * (y - my);
+    syy += (y - my) * (y - my);
+  }
+  if (sxx <= 0) throw Error("alpha-beta fit: every collective has the same size; the bandwidth cannot be separated from the latency");
+  const double slope = sxy / sxx;  // seconds per wire byte
+  if (!(slope > 0)) throw Error("alpha-beta fit: duration does not grow with size (slope " + std::to_string(slope) + " s/B)");
+  double alpha = my - slope * mx;
+  if (alpha < 0) alpha = 0;
+  LinkFit f;
+  f.link.name = name;
+  f.link.busBwGBps = 1.0 / slope / 1e9;
+  f.link.alphaUs = alpha * 1e6;
+  f.link.note = "fitted from " + std::to_string(xy.size()) + " collectives";
+  f.samples = static_cast<std::int64_t>(xy.size());
+  double sse = 0, rel = 0;
+  for (auto [x, y] : xy) {
+    const double pred = alpha + slope * x;
+    sse += (y - pred) * (y - pred);
+    rel += std::fabs(pred - y) / y;
+  }
+  f.r2 = syy > 0 ? 1.0 - sse / syy : 1.0;
+  f.meanAbsRelError = rel / n;
+  return f;
+}
+
+std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId) {
+  std::vector<CollectiveSample> out;
+  for (const auto& t : store.tracks(runId)) {
+    if (t.kind != TrackKind::Comm && t.kind != TrackKind::GpuStream) continue;
+    store.forEachEvent(
+        t.id,
+        [&](const Event& e) {
+          if (!e.bytes || *e.bytes <= 0 || e.endNs <= e.startNs) return;
+          if (t.kind == TrackKind::GpuStream && e.category != Category::Communication) return;
+          CollectiveSample s;
+          switch (e.collOp) {
+            case CollectiveOp::AllReduce: s.kind = CollKind::AllReduce; break;
+            case CollectiveOp::AllGather: s.kind = CollKind::AllGather; break;
+            case CollectiveOp::ReduceScatter: s.kind = CollKind::ReduceScatter; break;
+            default: return;
+          }
+          s.groupSize = e.groupSize.value_or(0);
+          if (s.groupSize <= 1) return;
+          s.messageBytes = *e.bytes;
+          s.emulatedReduceScatter = e.argsJson.find("\"emulated_by\":\"all_reduce\"") != std::string::npos;
+          s.durationS = static_cast<double>(e.endNs - e.startNs) / 1e9;
+          out.push_back(s);
+        },
+        /*withArgs=*/true);
+  }
+  return out;
+}
+
+}  // namespace shardscope::core::estimator

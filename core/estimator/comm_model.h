@@ -1,0 +1,94 @@
+#pragma once
+// Communication per training step: which collectives each strategy issues, their message bytes
+// (nccl-tests' S) and wire bytes per device, and their time from an alpha-beta model
+// t = count·alpha + S·factor(op, n) / busBw (strategies.md §3.1–3.3, docs/RUNTIME.md's table).
+// Link presets are stated assumptions (docs/ESTIMATOR.md); alpha and beta can also be fitted from a
+// measured run's collectives (least squares of duration against wire bytes).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/estimator/memory_estimator.h"
+#include "core/storage/trace_store.h"
+
+namespace shardscope::core::estimator {
+
+enum class CollKind { AllReduce, AllGather, ReduceScatter };
+std::string collKindName(CollKind k);  // "all_reduce", "all_gather", "reduce_scatter"
+// nccl-tests bus factor: 2(n-1)/n for all-reduce, (n-1)/n for all-gather and reduce-scatter.
+double ringFactor(CollKind k, int n);
+
+// When in the step a collective runs (what it can overlap with).
+enum class CommPhase { Forward, Backward, AfterStep };
+std::string phaseName(CommPhase p);
+
+struct LinkModel {
+  std::string name;
+  double busBwGBps = 0;       // all-gather / reduce-scatter bus bandwidth (GB/s = 1e9 B/s)
+  double allReduceBusBwGBps = 0;  // all-reduce bus bandwidth (NVLS may beat the ring); 0 = busBwGBps
+  double alphaUs = 0;         // per-collective latency
+  std::string note;           // where the figure comes from
+  double arBw() const { return allReduceBusBwGBps > 0 ? allReduceBusBwGBps : busBwGBps; }
+};
+// nvlink-h100, nvlink-h200, pcie4, pcie5, ib-ndr, ib-hdr, eth-100g, eth-25g, gloo-cpu-local.
+std::optional<LinkModel> linkPreset(std::string_view name);
+const std::vector<std::string>& linkPresetNames();
+
+struct Collective {
+  std::string what;     // "gradient all-reduce", "forward parameter all-gather", ...
+  CollKind kind = CollKind::AllReduce;
+  CommPhase phase = CommPhase::Backward;
+  int groupSize = 1;    // ranks in the group
+  bool interNode = false;  // the group spans nodes (the slower link)
+  std::int64_t count = 0;  // collectives per step (buckets / units)
+  std::int64_t messageBytes = 0;  // S per step, summed over `count` instances
+  bool emulatedReduceScatter = false;  // Gloo (LibTorch 1.13): an all-reduce of the whole buffer
+  double wireFactor() const;
+  double wireBytes() const { return static_cast<double>(messageBytes) * wireFactor(); }
+  double timeS = 0;  // filled by commTime
+};
+
+struct CommOptions {
+  // LibTorch 1.13's Gloo has no reduce-scatter: the runtime all-reduces the whole buffer.
+  bool emulatedReduceScatter = false;
+};
+
+struct CommEstimate {
+  Strategy strategy = Strategy::Ddp;
+  std::vector<Collective> collectives;
+  std::int64_t messageBytes = 0;  // per device per step
+  double wireBytes = 0;           // per device per step
+  double timeS = 0;               // sum of the collectives' times (no overlap)
+  std::vector<std::string> notes;
+};
+
+// The collectives one step of strategy s issues on one device (no times).
+CommEstimate commVolume(const EstimateInput& in, Strategy s, const CommOptions& opt = {});
+// Fills each collective's and the total time: groups inside a node use `intra`, groups that span
+// nodes use `inter` (a ring across nodes runs at the slowest link).
+void commTime(CommEstimate& c, const LinkModel& intra, const LinkModel& inter);
+
+// One collective instance of a measured run, for the fit.
+struct CollectiveSample {
+  CollKind kind = CollKind::AllReduce;
+  int groupSize = 0;
+  std::int64_t messageBytes = 0;
+  bool emulatedReduceScatter = false;
+  double durationS = 0;
+};
+struct LinkFit {
+  LinkModel link;           // name "fitted:<run>", alpha and busBw from the fit
+  std::int64_t samples = 0;
+  double r2 = 0;            // coefficient of determination of duration vs wire bytes
+  double meanAbsRelError = 0;
+};
+// Least squares of duration against wire bytes (S·factor): duration = alpha + wire/busBw.
+// Throws core::Error with fewer than two samples of different sizes or a non-positive slope.
+LinkFit fitLink(const std::vector<CollectiveSample>& samples, const std::string& name);
+// The all-reduce, all-gather and reduce-scatter instances of a run with a known size (communication
+// lanes of our runtime, or NCCL kernels of an imported trace), from the trace store.
+std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId);
+
+}  // namespace shardscope::core::estimator

@@ -1,0 +1,521 @@
+#include "core/estimator/memory_estimator.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+namespace shardscope::core::estimator {
+namespace {
+
+std::int64_t roundUp(std::int64_t n, std::int64_t m) { return m <= 1 ? n : (n + m - 1) / m * m; }
+
+ModelShape make(std::string name, std::int64_t vocab, std::int64_t hidden, int layers, int heads, int kv,
+                std::int64_t headDim, std::int64_t ffn, bool qkNorm, bool qkvBias) {
+  ModelShape m;
+  m.name = std::move(name);
+  m.vocab = vocab;
+  m.hidden = hidden;
+  m.layers = layers;
+  m.heads = heads;
+  m.kvHeads = kv;
+  m.headDim = headDim;
+  m.ffn = ffn;
+  m.qkNorm = qkNorm;
+  m.qkvBias = qkvBias;
+  return m;
+}
+
+std::int64_t headDimOf(const ModelShape& m) { return m.headDim > 0 ? m.headDim : m.hidden / std::max(1, m.heads); }
+
+std::string lower(std::string_view s) {
+  std::string out;
+  for (char c : s) out.push_back(c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Model shapes
+
+const std::vector<std::string>& modelShapePresetNames() {
+  static const std::vector<std::string> names = {"llama3-8b", "llama3-70b", "qwen3-8b", "qwen2.5-7b",
+                                                 "tiny",      "odd",        "small",    "medium"};
+  return names;
+}
+
+std::optional<ModelShape> modelShapePreset(std::string_view name, int layers) {
+  ModelShape m;
+  // The published configs (strategies.md §2.7) and the runtime's presets (profiler/runtime/model.cpp).
+  if (name == "llama3-8b")
+    m = make("llama3-8b", 128256, 4096, 32, 32, 8, 128, 14336, false, false);
+  else if (name == "llama3-70b")
+    m = make("llama3-70b", 128256, 8192, 80, 64, 8, 128, 28672, false, false);
+  else if (name == "qwen3-8b")
+    m = make("qwen3-8b", 151936, 4096, 36, 32, 8, 128, 12288, true, false);
+  else if (name == "qwen2.5-7b")
+    m = make("qwen2.5-7b", 152064, 3584, 28, 28, 4, 128, 18944, false, true);
+  else if (name == "tiny")
+    m = make("tiny", 256, 64, 2, 4, 2, 16, 176, false, false);
+  else if (name == "odd")
+    m = make("odd", 259, 48, 2, 3, 1, 16, 131, false, false);
+  else if (name == "small")
+    m = make("small", 2048, 256, 4, 8, 4, 32, 688, false, false);
+  else if (name == "medium")
+    m = make("medium", 8192, 512, 8, 8, 4, 64, 1376, false, false);
+  else
+    return std::nullopt;
+  if (layers > 0) m.layers = layers;
+  return m;
+}
+
+void validateShape(const ModelShape& m) {
+  auto bad = [&](const std::string& what) { throw std::invalid_argument("model " + m.name + ": " + what); };
+  if (m.vocab <= 0) bad("vocab must be positive");
+  if (m.hidden <= 0) bad("hidden must be positive");
+  if (m.layers <= 0) bad("layers must be positive");
+  if (m.heads <= 0) bad("heads must be positive");
+  if (m.kvHeads <= 0) bad("kv heads must be positive");
+  if (m.heads % m.kvHeads != 0) bad("heads (" + std::to_string(m.heads) + ") must be a multiple of kv heads (" +
+                                    std::to_string(m.kvHeads) + ")");
+  if (m.ffn <= 0) bad("ffn must be positive");
+  if (m.headDim < 0) bad("head dim must not be negative");
+  if (headDimOf(m) <= 0) bad("head dim is zero (hidden smaller than heads)");
+}
+
+std::int64_t ModuleShape::numel() const {
+  std::int64_t n = 0;
+  for (auto p : params) n += p;
+  return n;
+}
+
+std::vector<ModuleShape> moduleShapes(const ModelShape& m) {
+  const std::int64_t h = m.hidden, d = headDimOf(m), q = m.heads * d, kv = m.kvHeads * d, f = m.ffn;
+  std::vector<ModuleShape> out;
+  out.push_back({"embed_tokens", 0, {m.vocab * h}});
+  for (int l = 0; l < m.layers; ++l) {
+    const std::string pre = "layers." + std::to_string(l) + ".";
+    const int b = l + 1;
+    out.push_back({pre + "input_layernorm", b, {h}});
+    auto proj = [&](const std::string& n, std::int64_t o) {
+      ModuleShape s{pre + "self_attn." + n, b, {o * h}};
+      if (m.qkvBias) s.params.push_back(o);
+      out.push_back(std::move(s));
+    };
+    proj("q_proj", q);
+    proj("k_proj", kv);
+    proj("v_proj", kv);
+    if (m.qkNorm) {
+      out.push_back({pre + "self_attn.q_norm", b, {d}});
+      out.push_back({pre + "self_attn.k_norm", b, {d}});
+    }
+    out.push_back({pre + "self_attn.o_proj", b, {h * q}});
+    out.push_back({pre + "post_attention_layernorm", b, {h}});
+    out.push_back({pre + "mlp.gate_proj", b, {f * h}});
+    out.push_back({pre + "mlp.up_proj", b, {f * h}});
+    out.push_back({pre + "mlp.down_proj", b, {h * f}});
+  }
+  out.push_back({"norm", m.layers + 1, {h}});
+  if (!m.tiedEmbeddings) out.push_back({"lm_head", m.layers + 1, {m.vocab * h}});
+  return out;
+}
+
+std::int64_t parameterCount(const ModelShape& m) {
+  std::int64_t n = 0;
+  for (const auto& s : moduleShapes(m)) n += s.numel();
+  return n;
+}
+
+std::int64_t blockParameterCount(const ModelShape& m) {
+  std::int64_t n = 0;
+  for (const auto& s : moduleShapes(m))
+    if (s.block == 1) n += s.numel();
+  return n;
+}
+
+std::int64_t largestModuleParameters(const ModelShape& m) {
+  std::int64_t ll = 0;
+  for (const auto& s : moduleShapes(m)) ll = std::max(ll, s.numel());
+  return ll;
+}
+
+std::vector<std::int64_t> fsdpUnitSizes(const ModelShape& m) {
+  std::vector<std::int64_t> units(static_cast<std::size_t>(m.layers + 2), 0);
+  for (const auto& s : moduleShapes(m)) units[static_cast<std::size_t>(s.block)] += s.numel();
+  return units;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Strategies
+
+std::string strategyName(Strategy s) {
+  switch (s) {
+    case Strategy::Ddp: return "ddp";
+    case Strategy::Zero1: return "zero1";
+    case Strategy::Zero2: return "zero2";
+    case Strategy::Zero3: return "zero3";
+    case Strategy::FsdpFull: return "fsdp";
+    case Strategy::FsdpGradOp: return "fsdp_grad_op";
+    case Strategy::Hsdp: return "hsdp";
+    case Strategy::ZeroPPHpz: return "zeropp_hpz";
+  }
+  return "?";
+}
+
+std::optional<Strategy> parseStrategy(std::string_view name) {
+  const std::string n = lower(name);
+  for (Strategy s : allEstimatorStrategies())
+    if (n == strategyName(s)) return s;
+  if (n == "fsdp_full" || n == "full_shard") return Strategy::FsdpFull;
+  if (n == "shard_grad_op") return Strategy::FsdpGradOp;
+  if (n == "hybrid_shard") return Strategy::Hsdp;
+  if (n == "hpz" || n == "zero++" || n == "zeropp") return Strategy::ZeroPPHpz;
+  return std::nullopt;
+}
+
+const std::vector<Strategy>& allEstimatorStrategies() {
+  static const std::vector<Strategy> all = {Strategy::Ddp,      Strategy::Zero1,      Strategy::Zero2,
+                                            Strategy::Zero3,    Strategy::FsdpFull,   Strategy::FsdpGradOp,
+                                            Strategy::Hsdp,     Strategy::ZeroPPHpz};
+  return all;
+}
+
+bool shardsParameters(Strategy s) {
+  return s == Strategy::Zero3 || s == Strategy::FsdpFull || s == Strategy::FsdpGradOp || s == Strategy::Hsdp ||
+         s == Strategy::ZeroPPHpz;
+}
+
+AttentionKind effectiveAttention(const EstimateInput& in) {
+  if (in.attention) return *in.attention;
+  const auto& n = in.model.name;
+  return (n == "tiny" || n == "odd" || n == "small" || n == "medium") ? AttentionKind::Eager : AttentionKind::Flash;
+}
+
+int nodeCount(const EstimateInput& in) {
+  const int gpn = std::max(1, in.gpusPerNode);
+  return (in.gpus + gpn - 1) / gpn;
+}
+
+int effectiveShardGroup(const EstimateInput& in) {
+  if (in.shardGroupSize > 0) return in.shardGroupSize;
+  return std::max(1, std::min(in.gpus, in.gpusPerNode));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Activations
+
+std::int64_t activationBytes(const EstimateInput& in) {
+  const ModelShape& m = in.model;
+  const std::int64_t a = in.precision == Precision::Fp32 ? 4 : 2;  // compute dtype bytes
+  const std::int64_t T = in.microBatch * in.seqLen, s = in.seqLen, h = m.hidden, f = m.ffn, d = headDimOf(m);
+  const std::int64_t q = m.heads * d, kv = m.kvHeads * d, V = m.vocab;
+  const std::int64_t L = m.layers;
+  std::int64_t perLayer = 0, base = 0, keptPerLayer = 0;
+  if (effectiveAttention(in) == AttentionKind::Eager) {
+    // Our runtime (saved-tensor count of profiler/runtime/model.cpp, checked against the counting
+    // allocator): per token 12 hidden-sized tensors (norm outputs, rotated q, repeated k/v, attention
+    // output, residual, MLP input), 4 ffn-sized ones (gate, up, silu, product), two fp32 rsqrt
+    // statistics, one heads·s softmax probability row, and the s×s causal mask (bool) per layer.
+    perLayer = T * (a * (12 * h + 4 * f) + 8) + T * a * m.heads * s + s * s;
+    if (m.qkNorm) perLayer += T * a * 2 * (q + kv);  // q/k norm inputs and outputs
+    if (m.qkvBias) perLayer += T * a * (q + 2 * kv);
+    // Head and loss: logits, their fp32 log-softmax and its gradient (3 V-sized fp32 rows per token),
+    // four hidden-sized rows (embedding output, final norm), the int64 tokens and targets, and the
+    // rotary cos/sin tables.
+    base = T * (V * (a + 8) + 4 * h * a + 4 + 16) + 2 * s * d * a;
+    keptPerLayer = T * h * a;  // checkpointing keeps each block's input
+  } else {
+    // Fused attention, bf16: strategies.md §2.6 (12h + 4·kv_dim + 8f bytes at 2 B per element).
+    perLayer = T * a * (6 * h + 2 * kv + 4 * f);
+    if (m.qkNorm) perLayer += T * a * (q + kv);
+    base = T * (V * 8 + 2 * h * a + 16);  // fp32 logits and their gradient, embedding output, tokens
+    keptPerLayer = T * h * a;
+  }
+  if (in.activationCheckpointing) return L * keptPerLayer + perLayer + base;
+  return L * perLayer + base;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model states
+
+MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
+  validateShape(in.model);
+  if (in.gpus < 1) throw std::invalid_argument("gpus must be at least 1");
+  if (in.gpusPerNode < 1) throw std::invalid_argument("gpus per node must be at least 1");
+  if (in.microBatch < 1 || in.seqLen < 1) throw std::invalid_argument("micro-batch and sequence length must be positive");
+  if (in.offloadParam && !shardsParameters(s))
+    throw std::invalid_argument("parameter offload needs a strategy that shards parameters (zero3, fsdp, "
+                                "fsdp_grad_op, hsdp, zeropp_hpz), not " + strategyName(s));
+  const bool fp32 = in.precision == Precision::Fp32;
+  const std::int64_t w = fp32 ? 4 : 2;       // 16-bit (or fp32) parameter copy
+  const std::int64_t g = fp32 ? 4 : 2;       // gradients in the compute dtype
+  const std::int64_t master = fp32 ? 0 : 4;  // fp32 master weights beside 16-bit parameters
+  const std::int64_t adam = 8;               // fp32 exp_avg + exp_avg_sq
+  const std::int64_t W = in.gpus;
+  const std::int64_t P = parameterCount(in.model);
+
+  MemoryEstimate e;
+  e.strategy = s;
+  MemoryBreakdown st, pk;
+  std::int64_t peakOnlyGathered = 0, peakOnlyBuffers = 0, gradCopies = 0;
+  const std::int64_t acts = activationBytes(in);
+
+  auto moveOptimizer = [&](std::int64_t bytes) {
+    if (in.offloadOptimizer) {
+      e.cpuBytes += bytes;
+      return std::int64_t{0};
+    }
+    return bytes;
+  };
+
+  switch (s) {
+    case Strategy::Ddp:
+    case Strategy::Zero1:
+    case Strategy::Zero2: {
+      const int stage = s == Strategy::Ddp ? 0 : s == Strategy::Zero1 ? 1 : 2;
+      if (stage == 0 && in.offloadOptimizer)
+        throw std::invalid_argument("optimizer offload needs a ZeRO or FSDP strategy, not ddp");
+      const std::int64_t padded = stage == 0 ? P : roundUp(P, W);
+      st.parameters = w * padded;
+      if (stage == 0) {
+        st.gradients = g * P;
+        if (!in.gradientAsBucketView) gradCopies = g * P;  // param.grad beside the bucket storage
+        st.optimizer = (master + adam) * P;
+      } else {
+        st.gradients = stage == 1 ? g * padded : g * padded / W;
+        st.optimizer = moveOptimizer((master + adam) * padded / W);
+        if (stage == 2) {
+          const bool overlap = in.overlapComm.value_or(false);
+          st.buffers = std::max<std::int64_t>(1, std::min(in.reduceBucketSize, padded)) * g * (overlap ? 2 : 1);
+        }
+      }
+      if (stage == 0 && !in.gradientAsBucketView)
+        e.notes.push_back("DDP keeps param.grad beside its gradient buckets (+" + formatBytes(static_cast<double>(gradCopies)) +
+                          " at the end of backward; --gradient-as-bucket-view removes it)");
+      st.gradients += gradCopies;
+      break;
+    }
+    case Strategy::Zero3:
+    case Strategy::ZeroPPHpz: {
+      // Fetch unit = module; parameters below the persistence threshold stay whole on every rank.
+      std::int64_t shards = 0, persistentFull = 0, nonPersistent = 0, groupsPadded = 0;
+      for (const auto& mod : moduleShapes(in.model)) {
+        std::int64_t big = 0, small = 0;
+        for (auto n : mod.params) (n < in.paramPersistenceThreshold ? small : big) += n;
+        for (int k = 0; k < 2; ++k) {
+          const std::int64_t part = k == 0 ? big : small;
+          if (part == 0) continue;
+          const std::int64_t padded = roundUp(part, W);
+          shards += padded / W;
+          groupsPadded += padded;
+          if (k == 1) persistentFull += padded;  // kept whole on every rank
+        }
+        nonPersistent += roundUp(big, W) * (big > 0 ? 1 : 0);
+      }
+      st.parameters = w * (shards + persistentFull);
+      st.gradients = g * shards;
+      st.optimizer = moveOptimizer((master + adam) * shards);
+      const bool overlap = in.overlapComm.value_or(true);
+      const std::int64_t ipg = roundUp(std::max<std::int64_t>(1, std::min(in.reduceBucketSize, groupsPadded)), W);
+      st.buffers = ipg * g * (overlap ? 2 : 1);
+      if (s == Strategy::ZeroPPHpz) {
+        const std::int64_t G = effectiveShardGroup(in);
+        if (G < 1 || W % G != 0)
+          throw std::invalid_argument("hpZ partition size " + std::to_string(G) + " must divide gpus " + std::to_string(W));
+        st.parameters += w * roundUp(P, G) / G;  // secondary 16-bit partition inside the node
+        e.notes.push_back("hpZ secondary partition: " + formatBytes(static_cast<double>(w * roundUp(P, G) / G)) +
+                          " (2Ψ/" + std::to_string(G) + ")");
+      }
+      if (in.offloadParam) {
+        e.cpuBytes += w * shards + g * shards;
+        st.parameters -= w * shards;
+        st.gradients = 0;
+      }
+      // Gathered at the peak: with a reuse distance longer than a whole step's fetches, every module
+      // stays gathered from its forward to its backward; otherwise the live set is bounded by the
+      // largest module plus the prefetch bucket (and max_live_parameters).
+      if (2 * P <= in.maxReuseDistance) {
+        peakOnlyGathered = w * nonPersistent;
+        if (nonPersistent > 0)
+          e.notes.push_back("stage3_max_reuse_distance (" + std::to_string(in.maxReuseDistance) +
+                            ") exceeds 2Ψ: gathered modules stay resident from forward to backward");
+      } else {
+        peakOnlyGathered = w * std::min(in.maxLiveParameters,
+                                        largestModuleParameters(in.model) + in.prefetchBucketSize);
+      }
+      break;
+    }
+    case Strategy::FsdpFull:
+    case Strategy::FsdpGradOp:
+    case Strategy::Hsdp: {
+      const std::int64_t N = s == Strategy::Hsdp ? effectiveShardGroup(in) : W;
+      if (N < 1 || W % N != 0)
+        throw std::invalid_argument("shard group size " + std::to_string(N) + " must divide gpus " + std::to_string(W));
+      // Flat parameter per unit, padded to the shard count; the shards are fp32 (they are the
+      // optimizer's master copy), only the gathered copy is in the compute dtype.
+      const auto units = fsdpUnitSizes(in.model);
+      std::int64_t shards = 0, maxBlock = 0, maxUnit = 0, all = 0;
+      for (std::size_t u = 0; u < units.size(); ++u) {
+        const std::int64_t padded = roundUp(units[u], N);
+        shards += padded / N;
+        all += padded;
+        maxUnit = std::max(maxUnit, padded);
+        if (u > 0 && u + 1 < units.size()) maxBlock = std::max(maxBlock, padded);
+      }
+      const std::int64_t head = roundUp(units.back(), N);
+      st.parameters = 4 * shards;
+      st.gradients = 4 * shards;
+      st.optimizer = moveOptimizer(adam * shards);
+      if (in.offloadParam) {
+        e.cpuBytes += st.parameters + st.gradients;
+        st.parameters = 0;
+        st.gradients = 0;
+      }
+      // At the start of backward: the root (head) unit kept from forward, the next unit prefetched
+      // (BACKWARD_PRE: the last block); SHARD_GRAD_OP keeps every unit gathered until the end of
+      // backward. One unit's unsharded gradient (the largest) is the reduce-scatter input.
+      peakOnlyGathered = w * (s == Strategy::FsdpGradOp ? all : head + maxBlock);
+      peakOnlyBuffers = g * maxUnit;
+      if (s == Strategy::Hsdp)
+        e.notes.push_back("HSDP: sharded over groups of " + std::to_string(N) + ", replicated across " +
+                          std::to_string(W / N));
+      break;
+    }
+  }
+
+  e.state = st;
+  // Peak, phase A (start of backward): persistent state without DDP's param.grad copies, plus the
+  // gathered units, transient buffers and the activations.
+  pk = st;
+  pk.gradients -= gradCopies;
+  pk.gathered = peakOnlyGathered;
+  pk.buffers += peakOnlyBuffers;
+  pk.activations = acts;
+  std::int64_t peakA = pk.modelStates() + pk.gathered + pk.activations;
+  // Phase B (end of backward): every gradient copy, activations gone.
+  const std::int64_t peakB = st.modelStates() + pk.gathered;
+  if (peakB > peakA) {
+    pk = st;
+    pk.gathered = peakOnlyGathered;
+    peakA = peakB;
+  }
+  e.atPeak = pk;
+  e.peakBytes = peakA;
+  if (in.offloadOptimizer) e.notes.push_back("optimizer state on the CPU: " + formatBytes(static_cast<double>(e.cpuBytes)));
+  return e;
+}
+
+// ---------------------------------------------------------------------------------------------
+// DeepSpeed's estimators (verbatim arithmetic, int() truncation like Python's)
+
+DeepSpeedEstimate deepspeedZero2(std::int64_t totalParams, int gpusPerNode, int nodes, bool cpuOffload,
+                                 double additionalBufferFactor) {
+  const std::int64_t totalGpus = static_cast<std::int64_t>(nodes) * gpusPerNode;
+  if (totalGpus < 1) throw std::invalid_argument("DeepSpeed estimator: at least one GPU");
+  DeepSpeedEstimate r;
+  const double P = static_cast<double>(totalParams);
+  if (cpuOffload) {
+    r.gpuBytes = 2 * totalParams;
+    r.cpuBytes = static_cast<std::int64_t>(P * static_cast<double>(std::max<std::int64_t>(4 * totalGpus, 16)) *
+                                           additionalBufferFactor);
+  } else {
+    // GPU's total_params multipliers: 2 = params_16bit,
+    // 18 = 2_grads_16bit + 4_grads_32bit + 4_params_32bit + 8_optimizer_states_32bit
+    r.gpuBytes = 2 * totalParams + static_cast<std::int64_t>(18.0 * P / static_cast<double>(totalGpus));
+    r.cpuBytes = static_cast<std::int64_t>(P * 4 * gpusPerNode * additionalBufferFactor);
+  }
+  return r;
+}
+
+DeepSpeedEstimate deepspeedZero3(std::int64_t totalParams, std::int64_t largestLayerParams, int gpusPerNode, int nodes,
+                                 bool cpuOffload, bool cpuOffloadParams, bool zeroInit, double additionalBufferFactor) {
+  const std::int64_t totalGpus = static_cast<std::int64_t>(nodes) * gpusPerNode;
+  if (totalGpus < 1) throw std::invalid_argument("DeepSpeed estimator: at least one GPU");
+  const double P = static_cast<double>(totalParams), gpusFactor = 1.0 / nodes, abf = additionalBufferFactor;
+  DeepSpeedEstimate r;
+  r.largestLayerBytes = 4 * largestLayerParams;
+  if (cpuOffload) {
+    if (cpuOffloadParams) {
+      r.gpuBytes = r.largestLayerBytes;
+      r.cpuBytes = static_cast<std::int64_t>(zeroInit ? P * 18 * gpusFactor * abf
+                                                      : P * std::max(4.0 * gpusPerNode, 18 * gpusFactor) * abf);
+    } else {
+      r.gpuBytes = r.largestLayerBytes + static_cast<std::int64_t>(2.0 * P / static_cast<double>(totalGpus));
+      r.cpuBytes = static_cast<std::int64_t>(zeroInit ? P * 16 * gpusFactor * abf
+                                                      : P * std::max(4.0 * gpusPerNode, 16 * gpusFactor) * abf);
+    }
+  } else {
+    r.gpuBytes = r.largestLayerBytes + static_cast<std::int64_t>(18.0 * P / static_cast<double>(totalGpus));
+    r.cpuBytes = static_cast<std::int64_t>(zeroInit ? static_cast<double>(largestLayerParams) * 4 * gpusPerNode * abf
+                                                    : P * 4 * gpusPerNode * abf);
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+FitResult checkFit(std::int64_t neededBytes, std::int64_t deviceBytes, double headroom) {
+  if (deviceBytes <= 0) throw std::invalid_argument("device memory must be positive");
+  if (!(headroom >= 0 && headroom < 1)) throw std::invalid_argument("headroom must be in [0, 1)");
+  FitResult f;
+  f.deviceBytes = deviceBytes;
+  f.usableBytes = static_cast<std::int64_t>(std::floor(static_cast<double>(deviceBytes) * (1.0 - headroom)));
+  f.freeBytes = f.usableBytes - neededBytes;
+  f.fits = neededBytes <= f.usableBytes;
+  f.usedFraction = static_cast<double>(neededBytes) / static_cast<double>(deviceBytes);
+  return f;
+}
+
+std::optional<std::int64_t> parseByteSize(std::string_view text) {
+  std::string t;
+  for (char c : text)
+    if (!std::isspace(static_cast<unsigned char>(c))) t.push_back(c);
+  if (t.empty()) return std::nullopt;
+  std::size_t i = 0;
+  while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '.')) ++i;
+  if (i == 0) return std::nullopt;
+  double v = 0;
+  try {
+    std::size_t used = 0;
+    v = std::stod(t.substr(0, i), &used);
+    if (used != i) return std::nullopt;
+  } catch (...) {
+    return std::nullopt;
+  }
+  std::string unit;
+  for (std::size_t k = i; k < t.size(); ++k) unit.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(t[k]))));
+  double mult = 0;
+  if (unit.empty() || unit == "b") mult = 1;
+  else if (unit == "k" || unit == "kb") mult = 1e3;
+  else if (unit == "m" || unit == "mb") mult = 1e6;
+  else if (unit == "g" || unit == "gb") mult = 1e9;
+  else if (unit == "t" || unit == "tb") mult = 1e12;
+  else if (unit == "kib") mult = 1024.0;
+  else if (unit == "mib") mult = 1024.0 * 1024;
+  else if (unit == "gib") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "tib") mult = 1024.0 * 1024 * 1024 * 1024;
+  else return std::nullopt;
+  const double bytes = v * mult;
+  if (!(bytes > 0) || bytes > 9.0e18) return std::nullopt;
+  return static_cast<std::int64_t>(std::llround(bytes));
+}
+
+std::string formatBytes(double bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  double v = bytes;
+  while (std::fabs(v) >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[48];
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%.0f B", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
+  return buf;
+}
+
+}  // namespace shardscope::core::estimator

@@ -1,0 +1,160 @@
+#pragma once
+// Pre-run memory estimator: per-device bytes of parameters, gradients, optimizer state, activations
+// and communication buffers / gathered units for every sharding strategy, before anything runs.
+//
+// Formulas: ../shared/docs/strategies.md §2 (ZeRO paper, DeepSpeed's estimators, FSDP, activations)
+// and docs/RUNTIME.md (what our runtime really allocates); docs/ESTIMATOR.md lists them with the
+// assumptions and the measured accuracy. Pure arithmetic: no Qt, no LibTorch.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shardscope::core::estimator {
+
+// A Llama-style decoder (the runtime's model, profiler/runtime/model.cpp): embedding, L blocks of
+// RMSNorm, q/k/v/o projections (GQA, optional q/k/v biases, optional per-head q/k RMSNorm), RMSNorm,
+// SwiGLU MLP, then a final RMSNorm and the LM head (tied to the embedding or not).
+struct ModelShape {
+  std::string name = "custom";
+  std::int64_t vocab = 0;
+  std::int64_t hidden = 0;
+  int layers = 0;
+  int heads = 0;
+  int kvHeads = 0;
+  std::int64_t headDim = 0;  // 0 = hidden / heads
+  std::int64_t ffn = 0;
+  bool qkNorm = false;   // Qwen3
+  bool qkvBias = false;  // Qwen2.5
+  bool tiedEmbeddings = false;
+};
+
+// llama3-8b, llama3-70b, qwen3-8b, qwen2.5-7b (published configs) and the runtime's tiny, odd,
+// small, medium. layers > 0 replaces the depth (as the runtime's --layers).
+std::optional<ModelShape> modelShapePreset(std::string_view name, int layers = 0);
+const std::vector<std::string>& modelShapePresetNames();
+// Throws std::invalid_argument naming the first bad field (non-positive sizes, heads not a
+// multiple of kv heads, ...).
+void validateShape(const ModelShape& m);
+
+// A module that owns parameters directly (DeepSpeed's fetch unit), in forward order, with the
+// element count of each of its parameters. `block`: 0 embedding, 1..L layers, L+1 norm + head.
+struct ModuleShape {
+  std::string name;
+  int block = 0;
+  std::vector<std::int64_t> params;
+  std::int64_t numel() const;
+};
+std::vector<ModuleShape> moduleShapes(const ModelShape& m);
+
+std::int64_t parameterCount(const ModelShape& m);       // Ψ, a tied weight counted once
+std::int64_t blockParameterCount(const ModelShape& m);  // one transformer block
+std::int64_t largestModuleParameters(const ModelShape& m);  // LL: direct parameters of one module
+// FSDP units (auto-wrap at the block): embedding, each block, final norm + head. Element counts.
+std::vector<std::int64_t> fsdpUnitSizes(const ModelShape& m);
+
+enum class Strategy { Ddp, Zero1, Zero2, Zero3, FsdpFull, FsdpGradOp, Hsdp, ZeroPPHpz };
+// "ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op", "hsdp", "zeropp_hpz".
+std::string strategyName(Strategy s);
+// Also "fsdp_full", "full_shard", "shard_grad_op", "hybrid_shard", "hpz", "zero++"; '-' = '_'.
+std::optional<Strategy> parseStrategy(std::string_view name);
+const std::vector<Strategy>& allEstimatorStrategies();
+bool shardsParameters(Strategy s);  // zero3, fsdp*, hsdp, hpz
+
+enum class Precision { Fp32, Bf16 };  // bf16 = bf16/fp16 compute with fp32 master weights and Adam
+// Eager: our runtime's attention (the a·s² score tensor is materialised, logits in fp32).
+// Flash: fused attention (no score tensor), the saved-tensor count of strategies.md §2.6.
+enum class AttentionKind { Eager, Flash };
+
+struct EstimateInput {
+  ModelShape model;
+  int gpus = 1;                 // data-parallel world size W
+  int gpusPerNode = 8;          // ranks per node (hierarchical groups, DeepSpeed's gpn)
+  int shardGroupSize = 0;       // HSDP shard group / hpZ secondary group; 0 = gpusPerNode (capped at gpus)
+  Precision precision = Precision::Bf16;
+  std::optional<AttentionKind> attention;  // unset: Eager for tiny/odd/small/medium, Flash otherwise
+  std::int64_t microBatch = 1;
+  std::int64_t seqLen = 2048;
+  bool activationCheckpointing = false;
+  bool offloadOptimizer = false;  // ZeRO / FSDP: optimizer state (and the fp32 master) on the CPU
+  bool offloadParam = false;      // parameter-sharding strategies: parameter shards (and grads) on the CPU
+  // Strategy knobs (docs/RUNTIME.md defaults; DeepSpeed sizes are element counts)
+  bool gradientAsBucketView = false;
+  double bucketCapMb = 25.0;
+  std::int64_t reduceBucketSize = 500000000;
+  std::int64_t allgatherBucketSize = 500000000;
+  std::optional<bool> overlapComm;  // unset: true for ZeRO-3 (and hpZ), false otherwise
+  std::int64_t prefetchBucketSize = 50000000;
+  std::int64_t paramPersistenceThreshold = 100000;
+  std::int64_t maxLiveParameters = 1000000000;
+  std::int64_t maxReuseDistance = 1000000000;
+};
+
+AttentionKind effectiveAttention(const EstimateInput& in);
+int effectiveShardGroup(const EstimateInput& in);  // G for HSDP and hpZ
+int nodeCount(const EstimateInput& in);            // ceil(gpus / gpusPerNode)
+
+// Bytes on one device. `buffers` = communication buffers (DDP param.grad copies are gradients,
+// not buffers); `gathered` = unsharded parameters materialised at the peak (ZeRO-3/FSDP units).
+struct MemoryBreakdown {
+  std::int64_t parameters = 0;
+  std::int64_t gradients = 0;
+  std::int64_t optimizer = 0;
+  std::int64_t buffers = 0;
+  std::int64_t gathered = 0;
+  std::int64_t activations = 0;
+  std::int64_t modelStates() const { return parameters + gradients + optimizer + buffers; }
+};
+
+struct MemoryEstimate {
+  Strategy strategy = Strategy::Ddp;
+  // What the engine owns for the whole run (the runtime's model_state.* metrics).
+  MemoryBreakdown state;
+  // The estimated peak: model states present at the activation peak (start of backward) plus the
+  // gathered units, transient gradient buffers and activations; or the end of backward when that
+  // is higher (DDP's param.grad copies). Sum of its fields = peakBytes.
+  MemoryBreakdown atPeak;
+  std::int64_t peakBytes = 0;
+  std::int64_t cpuBytes = 0;  // host memory for offloaded state
+  std::vector<std::string> notes;
+};
+
+// Throws std::invalid_argument for an impossible input (gpus < 1, a group that does not divide
+// gpus, offload of parameters with a strategy that replicates them, ...).
+MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s);
+
+// Activation bytes at the start of backward on one device (see docs/ESTIMATOR.md).
+std::int64_t activationBytes(const EstimateInput& in);
+
+// ---------------------------------------------------------------------------------------------
+// DeepSpeed's estimators, reproduced exactly (strategies.md §2.2; deepspeed/runtime/zero/
+// stage_1_and_2.py and stage3.py). Results are DeepSpeed's int() truncations.
+struct DeepSpeedEstimate {
+  std::int64_t gpuBytes = 0;
+  std::int64_t cpuBytes = 0;
+  std::int64_t largestLayerBytes = 0;  // ZeRO-3 only: 4·LL
+};
+DeepSpeedEstimate deepspeedZero2(std::int64_t totalParams, int gpusPerNode, int nodes, bool cpuOffload,
+                                 double additionalBufferFactor = 1.5);
+DeepSpeedEstimate deepspeedZero3(std::int64_t totalParams, std::int64_t largestLayerParams, int gpusPerNode, int nodes,
+                                 bool cpuOffload, bool cpuOffloadParams, bool zeroInit = true,
+                                 double additionalBufferFactor = 1.5);
+
+// ---------------------------------------------------------------------------------------------
+struct FitResult {
+  bool fits = false;
+  std::int64_t deviceBytes = 0;
+  std::int64_t usableBytes = 0;  // deviceBytes·(1 − headroom)
+  std::int64_t freeBytes = 0;    // usable − needed (negative when it does not fit)
+  double usedFraction = 0;       // needed / deviceBytes
+};
+// headroom: the fraction of the device kept free (CUDA context, fragmentation); 0 ≤ headroom < 1.
+FitResult checkFit(std::int64_t neededBytes, std::int64_t deviceBytes, double headroom);
+
+// "80GiB", "80 GB", "1.5TiB", "123456" (bytes); binary and decimal units. nullopt when malformed.
+std::optional<std::int64_t> parseByteSize(std::string_view text);
+// "15.02 GiB", "512.0 KiB", "100 B".
+std::string formatBytes(double bytes);
+
+}  // namespace shardscope::core::estimator

@@ -1,0 +1,132 @@
+#include "core/estimator/recommend.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+namespace shardscope::core::estimator {
+namespace {
+
+std::string pct(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", v * 100.0);
+  return buf;
+}
+std::string ms(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
+  return buf;
+}
+
+}  // namespace
+
+double trainFlopsPerToken(const ModelShape& m, std::int64_t seq) {
+  const std::int64_t d = m.headDim > 0 ? m.headDim : m.hidden / std::max(1, m.heads);
+  const double nonEmbed = static_cast<double>(parameterCount(m) - m.vocab * m.hidden);
+  return 6.0 * nonEmbed + 6.0 * m.layers * m.heads * (2.0 * static_cast<double>(d)) * static_cast<double>(seq);
+}
+
+StrategyAssessment assess(const RecommendInput& in, Strategy s) {
+  StrategyAssessment a;
+  a.strategy = s;
+  a.memory = estimateMemory(in.model, s);
+  a.fit = checkFit(a.memory.peakBytes, in.deviceBytes, in.headroom);
+  a.comm = commVolume(in.model, s, in.comm);
+  commTime(a.comm, in.intraNode, in.interNode);
+
+  // Compute: forward one third, backward two thirds; checkpointing adds one forward.
+  const double tokens = static_cast<double>(in.model.microBatch * in.model.seqLen);
+  const double flops = trainFlopsPerToken(in.model.model, in.model.seqLen) * tokens;
+  const double rate = in.deviceTflops * 1e12 * in.efficiency;
+  if (!(rate > 0)) throw std::invalid_argument("device TFLOPS and efficiency must be positive");
+  const double fwd = flops / 3.0 / rate, bwd = 2.0 * flops / 3.0 / rate;
+  const double recompute = in.model.activationCheckpointing ? fwd : 0.0;
+  a.computeS = fwd + bwd + recompute;
+
+  // Exposure: collectives of a phase overlap that phase's compute (the comm stream runs beside it);
+  // the first all-gather of the forward and the last reduction of the backward cannot, and what runs
+  // outside compute (ZeRO-1's reduction, the post-step all-gather) is exposed whole.
+  double fwdComm = 0, bwdComm = 0, outside = 0, firstFwd = 0, lastBwd = 0;
+  for (const auto& c : a.comm.collectives) {
+    const double one = c.count > 0 ? c.timeS / static_cast<double>(c.count) : 0.0;
+    switch (c.phase) {
+      case CommPhase::Forward:
+        fwdComm += c.timeS;
+        firstFwd = std::max(firstFwd, one);
+        break;
+      case CommPhase::Backward:
+        bwdComm += c.timeS;
+        lastBwd = std::max(lastBwd, one);
+        break;
+      case CommPhase::AfterStep: outside += c.timeS; break;
+    }
+  }
+  const double fwdExposed = fwdComm > 0 ? std::max(firstFwd, fwdComm - fwd) : 0.0;
+  const double bwdExposed = bwdComm > 0 ? std::max(lastBwd, bwdComm - (bwd + recompute)) : 0.0;
+  a.exposedCommS = fwdExposed + bwdExposed + outside;
+
+  // Offload: gradients down and parameters up over the host link, the optimizer step on the CPU.
+  const std::int64_t P = parameterCount(in.model.model);
+  const double perRank = static_cast<double>(P) / in.model.gpus;
+  const double w = in.model.precision == Precision::Fp32 ? 4.0 : 2.0;
+  if (in.model.offloadOptimizer || in.model.offloadParam) {
+    const double shard = shardsParameters(s) ? perRank : static_cast<double>(P);
+    a.offloadS = 2.0 * w * shard / (in.hostLinkGBps * 1e9) + 16.0 * perRank / (in.cpuOptimizerGBps * 1e9);
+  }
+  a.stepS = a.computeS + a.exposedCommS + a.offloadS;
+  a.tokensPerSPerDevice = a.stepS > 0 ? tokens / a.stepS : 0.0;
+  return a;
+}
+
+std::vector<StrategyAssessment> recommend(const RecommendInput& in) {
+  std::vector<Strategy> cands = in.candidates;
+  const bool multiNode = in.model.gpus > in.model.gpusPerNode;
+  if (cands.empty())
+    for (Strategy s : allEstimatorStrategies())
+      if ((s != Strategy::Hsdp && s != Strategy::ZeroPPHpz) || multiNode) cands.push_back(s);
+  std::vector<StrategyAssessment> out;
+  for (Strategy s : cands) {
+    if (in.model.offloadParam && !shardsParameters(s)) continue;
+    if (in.model.offloadOptimizer && s == Strategy::Ddp) continue;
+    try {
+      out.push_back(assess(in, s));
+    } catch (const std::invalid_argument&) {
+      if (!in.candidates.empty()) throw;  // asked for explicitly: say why
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const StrategyAssessment& x, const StrategyAssessment& y) {
+    if (x.fit.fits != y.fit.fits) return x.fit.fits;
+    if (x.stepS != y.stepS) return x.stepS < y.stepS;
+    return x.memory.peakBytes < y.memory.peakBytes;
+  });
+  double best = 0;
+  for (const auto& a : out)
+    if (a.fit.fits) {
+      best = a.stepS;
+      break;
+    }
+  if (best <= 0 && !out.empty()) best = out.front().stepS;
+  int r = 0;
+  for (auto& a : out) {
+    a.rank = ++r;
+    a.relativeStepTime = best > 0 ? a.stepS / best : 0.0;
+    if (a.fit.fits)
+      a.reasons.push_back("fits: peak " + formatBytes(static_cast<double>(a.memory.peakBytes)) + " = " +
+                          pct(a.fit.usedFraction) + " of the device, " +
+                          formatBytes(static_cast<double>(a.fit.freeBytes)) + " left after the headroom");
+    else
+      a.reasons.push_back("does not fit: peak " + formatBytes(static_cast<double>(a.memory.peakBytes)) + " > " +
+                          formatBytes(static_cast<double>(a.fit.usableBytes)) + " usable (" +
+                          formatBytes(static_cast<double>(-a.fit.freeBytes)) + " short)");
+    a.reasons.push_back("communication " + formatBytes(a.comm.wireBytes) + " on the wire per step, " +
+                        ms(a.comm.timeS) + " (" + ms(a.exposedCommS) + " exposed)");
+    if (a.offloadS > 0) a.reasons.push_back("offload: " + ms(a.offloadS) + " of host transfers and CPU optimizer");
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "expected step %.1f ms (%.2fx the fastest fitting), %.0f tokens/s per device",
+                  a.stepS * 1e3, a.relativeStepTime, a.tokensPerSPerDevice);
+    a.reasons.push_back(buf);
+  }
+  return out;
+}
+
+}  // namespace shardscope::core::estimator
