@@ -34,6 +34,7 @@ constexpr std::size_t kReadChunk = 64u << 10;   // per read() call
 constexpr int kReadsPerWake = 16;               // per fd and poll wake-up, so one chatty rank cannot starve the others
 constexpr auto kPollSlice = std::chrono::milliseconds(20);  // exit/cancel/hang checks at least this often
 constexpr auto kDrainAfterLastExit = std::chrono::milliseconds(500);  // for writers that escaped a rank's group
+constexpr auto kConsequenceGrace = std::chrono::seconds(2);  // how long a "peer went away" exit waits for its cause
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -91,6 +92,16 @@ class Supervisor {
   void deliver(Rank& r, bool isErr, std::string line);
   void reapExited();
   void fail(int rank, std::string reason);
+  // A rank that exited because a peer went away (connection reset, broken pipe) is a consequence:
+  // its failure is held for kConsequenceGrace in case the rank that caused it fails too, and only
+  // reported if none does.
+  void failOrHold(int rank, std::string reason);
+  struct Held {
+    int rank = 0;
+    std::string reason;
+    std::chrono::steady_clock::time_point until;
+  };
+  std::optional<Held> held_;
   void startStop();
   void signalRunning(int sig);
 
@@ -258,9 +269,30 @@ void Supervisor::startStop() {
 
 void Supervisor::fail(int rank, std::string reason) {
   if (stopping_) return;  // only the first failure is reported; the rest are its consequences
+  held_.reset();
   result_.failedRank = rank;
   result_.reason = std::move(reason);
   startStop();
+}
+
+namespace {
+// Last words of a rank that failed because another one did first (Gloo/NCCL/TCPStore seeing the
+// peer's sockets close).
+bool looksLikeConsequence(const std::string& reason) {
+  for (const char* p : {"Connection reset by peer", "Connection closed by peer", "Broken pipe", "Connection refused",
+                        "ECONNRESET", "EPIPE", "remote process exited", "peer closed"})
+    if (reason.find(p) != std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
+void Supervisor::failOrHold(int rank, std::string reason) {
+  if (stopping_) return;
+  if (!looksLikeConsequence(reason)) {
+    fail(rank, std::move(reason));
+    return;
+  }
+  if (!held_) held_ = Held{rank, std::move(reason), Clock::now() + kConsequenceGrace};
 }
 
 // Reaps every rank that has exited. Its process group is killed first, while the zombie still holds
@@ -294,11 +326,11 @@ void Supervisor::reapExited() {
     const std::string who = "rank " + std::to_string(r.global);
     if (WIFEXITED(status)) {
       r.exitCode = WEXITSTATUS(status);
-      if (r.exitCode != 0) fail(r.global, who + " exited with code " + std::to_string(r.exitCode) + tail);
+      if (r.exitCode != 0) failOrHold(r.global, who + " exited with code " + std::to_string(r.exitCode) + tail);
     } else if (WIFSIGNALED(status)) {
       const int sig = WTERMSIG(status);
       r.exitCode = -sig;
-      fail(r.global, who + " killed by signal " + std::to_string(sig) + " (" + signalName(sig) + ")" + tail);
+      failOrHold(r.global, who + " killed by signal " + std::to_string(sig) + " (" + signalName(sig) + ")" + tail);
     } else {
       r.exitCode = -1;
       fail(r.global, who + " ended with wait status " + std::to_string(status));
@@ -325,6 +357,10 @@ LaunchResult Supervisor::run() {
   for (;;) {
     reapExited();
     const auto now = Clock::now();
+    if (held_ && (now >= held_->until || std::none_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.running; }))) {
+      Held h = std::move(*held_);
+      fail(h.rank, std::move(h.reason));  // nobody else failed meanwhile: it is the failure after all
+    }
     bool anyRunning = false;
     bool anyOpen = false;
     for (const Rank& r : ranks_) {

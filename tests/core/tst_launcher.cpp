@@ -154,6 +154,26 @@ class TestLauncher : public QObject {
     for (pid_t p : children) QVERIFY2(eventuallyGone(p), std::to_string(p).c_str());
   }
 
+  // A rank that fails because its peer went away is not the cause: the rank that crashed is named,
+  // even when it exits a moment later (it was still cleaning up when its sockets closed).
+  void peerConsequenceIsNotTheCause() {
+    const auto r = launchRanks(shSpec(
+        "if [ \"$RANK\" = 0 ]; then echo '[gloo/transport/tcp/pair.cc:589] Read error: Connection reset by peer' >&2; exit 1; fi; "
+        "sleep 0.4; echo 'injected fault at step 10' >&2; exit 1",
+        2, nullptr));
+    QVERIFY(!r.ok);
+    QCOMPARE(r.failedRank, 1);
+    QCOMPARE(r.reason, std::string("rank 1 exited with code 1: injected fault at step 10"));
+    // When nobody else fails, the consequence-looking failure is reported after all.
+    const auto t0 = Clock::now();
+    const auto alone = launchRanks(shSpec(
+        "if [ \"$RANK\" = 0 ]; then echo 'Connection reset by peer' >&2; exit 1; fi; sleep 1000", 2, nullptr));
+    QVERIFY(!alone.ok);
+    QCOMPARE(alone.failedRank, 0);
+    QVERIFY(alone.reason.find("Connection reset by peer") != std::string::npos);
+    QVERIFY2(since(t0) < 5.0, std::to_string(since(t0)).c_str());  // held 2 s, then the others stopped
+  }
+
   void rankKilledBySignal() {
     Captured cap;
     const auto r = launchRanks(shSpec("if [ \"$RANK\" = 1 ]; then kill -9 $$; fi; sleep 1000", 2, &cap));
