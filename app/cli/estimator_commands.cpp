@@ -208,6 +208,7 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
     ri.interNode = *l;
   }
   ri.comm.emulatedReduceScatter = a.has("gloo-reduce-scatter") || (!a.has("fit-run") && linkName == "gloo-cpu-local");
+  in.glooStaging = ri.comm.emulatedReduceScatter;
   ri.candidates = strategiesFrom(a);
 
   const auto ranked = est::recommend(ri);
@@ -440,7 +441,7 @@ std::vector<Command> estimatorCommands() {
                        "gloo-cpu-local"},
         {"inter-link", true, "link between nodes (default ib-ndr)"},
         {"fit-run", true, "fit alpha and bandwidth from this run's collectives (with --db) instead of --link"},
-        {"gloo-reduce-scatter", false, "reduce-scatter emulated by all-reduce (Gloo; implied by gloo-cpu-local)"},
+        {"gloo-reduce-scatter", false, "Gloo collectives: reduce-scatter emulated by all-reduce, all-gather staged through a full-size copy (implied by gloo-cpu-local)"},
         {"tflops", true, "device dense peak for the compute dtype (default 989, H100 SXM bf16)"},
         {"efficiency", true, "achieved fraction of the peak (default 0.4)"}},
        cmdEstimate},

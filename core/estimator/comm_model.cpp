@@ -129,7 +129,7 @@ CommEstimate commVolume(const EstimateInput& in, Strategy s, const CommOptions& 
           w * nonPersistent);
       if (released) {
         if (s == Strategy::ZeroPPHpz) {
-          const std::int64_t G = effectiveShardGroup(in);
+          const std::int64_t G = effectiveShardGroup(in, s);
           add("backward parameter all-gather (hpZ, inside the node)", CollKind::AllGather, CommPhase::Backward, G, G > gpn,
               modules, w * roundUp(nonPersistent, G));
         } else {
@@ -149,7 +149,7 @@ CommEstimate commVolume(const EstimateInput& in, Strategy s, const CommOptions& 
     case Strategy::FsdpFull:
     case Strategy::FsdpGradOp:
     case Strategy::Hsdp: {
-      const std::int64_t N = s == Strategy::Hsdp ? effectiveShardGroup(in) : W;
+      const std::int64_t N = s == Strategy::Hsdp ? effectiveShardGroup(in, s) : W;
       if (N < 1 || W % N != 0)
         throw std::invalid_argument("shard group size " + std::to_string(N) + " must divide gpus " + std::to_string(W));
       const bool shardInter = N > gpn;

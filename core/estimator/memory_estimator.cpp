@@ -198,8 +198,9 @@ int nodeCount(const EstimateInput& in) {
   return (in.gpus + gpn - 1) / gpn;
 }
 
-int effectiveShardGroup(const EstimateInput& in) {
+int effectiveShardGroup(const EstimateInput& in, Strategy s) {
   if (in.shardGroupSize > 0) return in.shardGroupSize;
+  if (s == Strategy::Hsdp && in.gpus <= in.gpusPerNode && in.gpus >= 4 && in.gpus % 2 == 0) return in.gpus / 2;
   return std::max(1, std::min(in.gpus, in.gpusPerNode));
 }
 
@@ -259,7 +260,7 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
   MemoryEstimate e;
   e.strategy = s;
   MemoryBreakdown st, pk;
-  std::int64_t peakOnlyGathered = 0, peakOnlyBuffers = 0, gradCopies = 0;
+  std::int64_t peakOnlyGathered = 0, peakOnlyBuffers = 0, gradCopies = 0, afterStepBuffers = 0;
   const std::int64_t acts = activationBytes(in);
 
   auto moveOptimizer = [&](std::int64_t bytes) {
@@ -295,6 +296,12 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
         e.notes.push_back("DDP keeps param.grad beside its gradient buckets (+" + formatBytes(static_cast<double>(gradCopies)) +
                           " at the end of backward; --gradient-as-bucket-view removes it)");
       st.gradients += gradCopies;
+      if (stage > 0) {
+        // The all-gather of the updated partitions, allgather_bucket_size elements per rank at a time:
+        // the gathered output, a copy of the own piece as input (and Gloo's staging copy).
+        const std::int64_t chunk = std::max<std::int64_t>(1, std::min(in.allgatherBucketSize, padded / W));
+        afterStepBuffers = w * chunk * W + w * chunk + (in.glooStaging ? w * chunk * W : 0);
+      }
       break;
     }
     case Strategy::Zero3:
@@ -321,7 +328,7 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
       const std::int64_t ipg = roundUp(std::max<std::int64_t>(1, std::min(in.reduceBucketSize, groupsPadded)), W);
       st.buffers = ipg * g * (overlap ? 2 : 1);
       if (s == Strategy::ZeroPPHpz) {
-        const std::int64_t G = effectiveShardGroup(in);
+        const std::int64_t G = effectiveShardGroup(in, s);
         if (G < 1 || W % G != 0)
           throw std::invalid_argument("hpZ partition size " + std::to_string(G) + " must divide gpus " + std::to_string(W));
         st.parameters += w * roundUp(P, G) / G;  // secondary 16-bit partition inside the node
@@ -350,7 +357,7 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
     case Strategy::FsdpFull:
     case Strategy::FsdpGradOp:
     case Strategy::Hsdp: {
-      const std::int64_t N = s == Strategy::Hsdp ? effectiveShardGroup(in) : W;
+      const std::int64_t N = s == Strategy::Hsdp ? effectiveShardGroup(in, s) : W;
       if (N < 1 || W % N != 0)
         throw std::invalid_argument("shard group size " + std::to_string(N) + " must divide gpus " + std::to_string(W));
       // Flat parameter per unit, padded to the shard count; the shards are fp32 (they are the
@@ -400,6 +407,13 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
     pk = st;
     pk.gathered = peakOnlyGathered;
     peakA = peakB;
+  }
+  // Phase C (ZeRO-1/2, the all-gather after the step): no activations, the all-gather buffers.
+  const std::int64_t peakC = afterStepBuffers > 0 ? st.modelStates() + afterStepBuffers : 0;
+  if (peakC > peakA) {
+    pk = st;
+    pk.buffers += afterStepBuffers;
+    peakA = peakC;
   }
   e.atPeak = pk;
   e.peakBytes = peakA;

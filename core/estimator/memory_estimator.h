@@ -89,10 +89,14 @@ struct EstimateInput {
   std::int64_t paramPersistenceThreshold = 100000;
   std::int64_t maxLiveParameters = 1000000000;
   std::int64_t maxReuseDistance = 1000000000;
+  // Our runtime on CPU: Gloo's list-form all-gather stages a full-size copy of the gathered buffer.
+  bool glooStaging = false;
 };
 
 AttentionKind effectiveAttention(const EstimateInput& in);
-int effectiveShardGroup(const EstimateInput& in);  // G for HSDP and hpZ
+// G for HSDP and hpZ: shardGroupSize when set; otherwise the GPUs of a node (capped at gpus), except
+// HSDP on a single node of 4 or more (even) devices, which uses gpus/2 (two replicas, as the runtime).
+int effectiveShardGroup(const EstimateInput& in, Strategy s);
 int nodeCount(const EstimateInput& in);            // ceil(gpus / gpusPerNode)
 
 // Bytes on one device. `buffers` = communication buffers (DDP param.grad copies are gradients,
@@ -111,9 +115,10 @@ struct MemoryEstimate {
   Strategy strategy = Strategy::Ddp;
   // What the engine owns for the whole run (the runtime's model_state.* metrics).
   MemoryBreakdown state;
-  // The estimated peak: model states present at the activation peak (start of backward) plus the
-  // gathered units, transient gradient buffers and activations; or the end of backward when that
-  // is higher (DDP's param.grad copies). Sum of its fields = peakBytes.
+  // The estimated peak, the highest of three moments: the start of backward (model states without
+  // DDP's param.grad copies, gathered units, transient gradient buffers, activations), the end of
+  // backward (every gradient copy, no activations) and, for ZeRO-1/2, the all-gather after the step
+  // (its output and input buffers). Sum of its fields = peakBytes.
   MemoryBreakdown atPeak;
   std::int64_t peakBytes = 0;
   std::int64_t cpuBytes = 0;  // host memory for offloaded state
