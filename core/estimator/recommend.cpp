@@ -105,6 +105,7 @@ std::vector<StrategyAssessment> recommend(const RecommendInput& in) {
       best = a.stepS;
       break;
     }
+  const bool anyFits = best > 0;
   if (best <= 0 && !out.empty()) best = out.front().stepS;
   int r = 0;
   for (auto& a : out) {
@@ -122,8 +123,9 @@ std::vector<StrategyAssessment> recommend(const RecommendInput& in) {
                         ms(a.comm.timeS) + " (" + ms(a.exposedCommS) + " exposed)");
     if (a.offloadS > 0) a.reasons.push_back("offload: " + ms(a.offloadS) + " of host transfers and CPU optimizer");
     char buf[96];
-    std::snprintf(buf, sizeof buf, "expected step %.1f ms (%.2fx the fastest fitting), %.0f tokens/s per device",
-                  a.stepS * 1e3, a.relativeStepTime, a.tokensPerSPerDevice);
+    std::snprintf(buf, sizeof buf, "expected step %.1f ms (%.2fx the fastest %s), %.0f tokens/s per device",
+                  a.stepS * 1e3, a.relativeStepTime, anyFits ? "fitting strategy" : "strategy (none fits)",
+                  a.tokensPerSPerDevice);
     a.reasons.push_back(buf);
   }
   return out;

@@ -35,7 +35,7 @@ struct StrategyAssessment {
   double offloadS = 0;      // host transfers and the CPU optimizer step
   double stepS = 0;         // computeS + exposedCommS + offloadS
   double tokensPerSPerDevice = 0;
-  double relativeStepTime = 0;  // stepS / the fastest fitting candidate's stepS
+  double relativeStepTime = 0;  // stepS / the fastest fitting candidate's (the fastest one's when none fits)
   int rank = 0;                 // 1 = recommended
   std::vector<std::string> reasons;
 };
