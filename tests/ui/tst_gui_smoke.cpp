@@ -120,7 +120,7 @@ class TestGuiSmoke : public QObject {
     QCOMPARE(r.exitCode, 3);
     QVERIFY2(r.stderrText.contains("not a SQLite database"), qPrintable(r.stderrText));
 
-    r = runApp({"--open", db_, "--page", "estimator", "--screenshot", out});
+    r = runApp({"--open", db_, "--page", "simulator", "--screenshot", out});
     QCOMPARE(r.exitCode, 2);
     QVERIFY(r.stderrText.contains("unknown page"));
 

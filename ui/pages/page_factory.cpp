@@ -2,6 +2,7 @@
 
 #include <QMetaObject>
 
+#include "ui/pages/estimator_page.h"
 #include "ui/pages/overview_page.h"
 #include "ui/pages/page.h"
 #include "ui/pages/placeholder_page.h"
@@ -38,7 +39,8 @@ bool invokeIfPresent(Page* page, const char* signature, const char* name) {
 
 const std::vector<QString>& pageIds() {
   static const std::vector<QString> ids = {QStringLiteral("overview"), QStringLiteral("compare"), QStringLiteral("timeline"),
-                                           QStringLiteral("memory"), QStringLiteral("communication")};
+                                           QStringLiteral("memory"), QStringLiteral("communication"),
+                                           QStringLiteral("estimator")};
   return ids;
 }
 
@@ -61,6 +63,7 @@ std::vector<Page*> createPages(QWidget* parent) {
 #else
   pages.push_back(placeholder(QStringLiteral("communication"), QObject::tr("Communication"), parent));
 #endif
+  pages.push_back(new EstimatorPage(parent));
   return pages;
 }
 

@@ -1,0 +1,94 @@
+// The Estimator page: the form drives core::estimator's recommend(); the charts and the ranking
+// show exactly its figures and follow every change; bad input shows an error at the form.
+#include <QCheckBox>
+#include <QComboBox>
+#include <QLineEdit>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QtTest>
+
+#include "core/estimator/recommend.h"
+#include "ui/charts/bar_chart.h"
+#include "ui/charts/stacked_bar_chart.h"
+#include "ui/pages/estimator_page.h"
+
+using namespace shardscope;
+namespace est = shardscope::core::estimator;
+
+class TestEstimatorPage : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void showsCoresRanking() {
+    ui::EstimatorPage page;
+    page.resize(1400, 900);
+    QVERIFY(!page.busy());
+    QCOMPARE(page.modelCombo()->currentText(), QString("llama3-8b"));
+    QVERIFY(page.errorText().isEmpty());
+    const auto expected = est::recommend(page.input());
+    const auto& shown = page.assessments();
+    QCOMPARE(shown.size(), expected.size());
+    QTableWidget* t = page.rankingTable();
+    QCOMPARE(t->rowCount(), static_cast<int>(expected.size()));
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      QCOMPARE(t->item(static_cast<int>(i), 1)->text(), QString::fromStdString(est::strategyName(expected[i].strategy)));
+      QCOMPARE(t->item(static_cast<int>(i), 3)->text(), expected[i].fit.fits ? QString("yes") : QString("no"));
+      // The stacked bar of strategy i adds up to its estimated peak.
+      QCOMPARE(page.memoryChart()->totalBytes(static_cast<int>(i)), expected[i].memory.peakBytes);
+    }
+    QCOMPARE(page.stepChart()->barCount(), expected.size());
+    // Llama-3-8B with DDP does not fit 80 GiB (fp32 master + Adam replicated on every GPU).
+    bool ddpRow = false;
+    for (int r = 0; r < t->rowCount(); ++r)
+      if (t->item(r, 1)->text() == "ddp") {
+        ddpRow = true;
+        QCOMPARE(t->item(r, 3)->text(), QString("no"));
+      }
+    QVERIFY(ddpRow);
+  }
+
+  void followsTheInputs() {
+    ui::EstimatorPage page;
+    const std::int64_t before = page.assessments().front().memory.peakBytes;
+    // More GPUs shard more: the best peak does not grow.
+    page.gpusSpin()->setValue(64);
+    QCOMPARE(page.input().model.gpus, 64);
+    QVERIFY(page.assessments().front().memory.peakBytes <= before);
+    // Checkpointing shrinks activations: every strategy's activations at the peak are at most what they were.
+    const auto without = page.assessments();
+    page.checkpointingCheck()->setChecked(true);
+    QVERIFY(page.input().model.activationCheckpointing);
+    for (const auto& a : page.assessments())
+      for (const auto& b : without)
+        if (a.strategy == b.strategy) QVERIFY(a.memory.atPeak.activations <= b.memory.atPeak.activations);
+    // A smaller device: fewer strategies fit.
+    page.memoryEdit()->setText("24GiB");
+    Q_EMIT page.memoryEdit()->editingFinished();
+    QCOMPARE(page.input().deviceBytes, std::int64_t(24) << 30);
+    // A runtime preset.
+    page.modelCombo()->setCurrentText("small");
+    QCOMPARE(page.input().model.model.name, std::string("small"));
+    QCOMPARE(est::parameterCount(page.input().model.model), std::int64_t(3950848));
+  }
+
+  void badInputIsAnErrorNotACrash() {
+    ui::EstimatorPage page;
+    page.memoryEdit()->setText("eighty gigs");
+    Q_EMIT page.memoryEdit()->editingFinished();
+    QVERIFY(page.errorText().contains("GPU memory"));
+    QVERIFY(page.assessments().empty());
+    QCOMPARE(page.rankingTable()->rowCount(), 0);
+    page.memoryEdit()->setText("80GiB");
+    Q_EMIT page.memoryEdit()->editingFinished();
+    QVERIFY(page.errorText().isEmpty());
+    QVERIFY(!page.assessments().empty());
+    // A custom shape whose heads do not divide by the KV heads.
+    page.modelCombo()->setCurrentText("custom");
+    page.headsSpin()->setValue(7);
+    QVERIFY2(!page.errorText().isEmpty(), "a bad shape must be refused");
+    QVERIFY(page.assessments().empty());
+  }
+};
+
+QTEST_MAIN(TestEstimatorPage)
+#include "tst_estimator_page.moc"

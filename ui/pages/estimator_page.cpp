@@ -1,0 +1,296 @@
+#include "ui/pages/estimator_page.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include <stdexcept>
+
+#include "core/estimator/comm_model.h"
+#include "ui/charts/bar_chart.h"
+#include "ui/charts/chart_style.h"
+#include "ui/charts/stacked_bar_chart.h"
+
+namespace shardscope::ui {
+
+namespace est = core::estimator;
+
+namespace {
+
+QSpinBox* spin(int lo, int hi, int value, QWidget* parent) {
+  auto* s = new QSpinBox(parent);
+  s->setRange(lo, hi);
+  s->setValue(value);
+  s->setKeyboardTracking(false);
+  return s;
+}
+
+QString gib(double bytes) { return charts::formatBytes(bytes); }
+
+}  // namespace
+
+EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
+  auto* outer = new QHBoxLayout(this);
+  outer->setContentsMargins(4, 4, 4, 4);
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  outer->addWidget(split);
+
+  auto* formHost = new QWidget(split);
+  auto* form = new QFormLayout(formHost);
+  model_ = new QComboBox(formHost);
+  for (const auto& n : est::modelShapePresetNames()) model_->addItem(QString::fromStdString(n));
+  model_->addItem(QStringLiteral("custom"));
+  model_->setCurrentText(QStringLiteral("llama3-8b"));
+  form->addRow(tr("Model"), model_);
+  layers_ = spin(1, 512, 32, formHost);
+  hidden_ = spin(8, 65536, 4096, formHost);
+  heads_ = spin(1, 1024, 32, formHost);
+  kvHeads_ = spin(1, 1024, 8, formHost);
+  ffn_ = spin(8, 262144, 14336, formHost);
+  vocab_ = spin(2, 1000000, 128256, formHost);
+  form->addRow(tr("Layers"), layers_);
+  form->addRow(tr("Hidden size"), hidden_);
+  form->addRow(tr("Attention heads"), heads_);
+  form->addRow(tr("KV heads"), kvHeads_);
+  form->addRow(tr("FFN size"), ffn_);
+  form->addRow(tr("Vocabulary"), vocab_);
+  gpus_ = spin(1, 65536, 8, formHost);
+  gpusPerNode_ = spin(1, 64, 8, formHost);
+  form->addRow(tr("GPUs"), gpus_);
+  form->addRow(tr("GPUs per node"), gpusPerNode_);
+  memory_ = new QLineEdit(QStringLiteral("80GiB"), formHost);
+  memory_->setToolTip(tr("Device memory: 80GiB, 141 GB, 24GiB…"));
+  form->addRow(tr("GPU memory"), memory_);
+  headroom_ = new QDoubleSpinBox(formHost);
+  headroom_->setRange(0, 90);
+  headroom_->setValue(10);
+  headroom_->setSuffix(QStringLiteral(" %"));
+  headroom_->setToolTip(tr("Memory kept free for the CUDA context, fragmentation and the allocator"));
+  form->addRow(tr("Headroom"), headroom_);
+  precision_ = new QComboBox(formHost);
+  precision_->addItems({QStringLiteral("bf16"), QStringLiteral("fp32")});
+  form->addRow(tr("Precision"), precision_);
+  microBatch_ = spin(1, 4096, 1, formHost);
+  seqLen_ = spin(1, 1 << 20, 2048, formHost);
+  form->addRow(tr("Micro-batch"), microBatch_);
+  form->addRow(tr("Sequence length"), seqLen_);
+  checkpointing_ = new QCheckBox(tr("Activation checkpointing"), formHost);
+  offloadOptimizer_ = new QCheckBox(tr("Offload optimizer to CPU"), formHost);
+  offloadParam_ = new QCheckBox(tr("Offload parameters to CPU"), formHost);
+  form->addRow(checkpointing_);
+  form->addRow(offloadOptimizer_);
+  form->addRow(offloadParam_);
+  link_ = new QComboBox(formHost);
+  interLink_ = new QComboBox(formHost);
+  for (const auto& n : est::linkPresetNames()) {
+    link_->addItem(QString::fromStdString(n));
+    interLink_->addItem(QString::fromStdString(n));
+  }
+  link_->setCurrentText(QStringLiteral("nvlink-h100"));
+  interLink_->setCurrentText(QStringLiteral("ib-ndr"));
+  form->addRow(tr("Link in a node"), link_);
+  form->addRow(tr("Link between nodes"), interLink_);
+  error_ = new QLabel(formHost);
+  error_->setWordWrap(true);
+  error_->setStyleSheet(QStringLiteral("color: #c0392b"));
+  form->addRow(error_);
+  auto* scroll = new QScrollArea(split);
+  scroll->setWidget(formHost);
+  scroll->setWidgetResizable(true);
+  scroll->setMinimumWidth(300);
+  split->addWidget(scroll);
+
+  auto* right = new QWidget(split);
+  auto* rv = new QVBoxLayout(right);
+  summary_ = new QLabel(right);
+  summary_->setWordWrap(true);
+  rv->addWidget(summary_);
+  auto* charts = new QHBoxLayout;
+  memoryChart_ = new charts::StackedBarChart(right);
+  stepChart_ = new charts::BarChart(right);
+  memoryChart_->setMinimumHeight(260);
+  stepChart_->setMinimumHeight(260);
+  charts->addWidget(memoryChart_, 3);
+  charts->addWidget(stepChart_, 2);
+  rv->addLayout(charts, 3);
+  table_ = new QTableWidget(right);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table_->verticalHeader()->hide();
+  table_->horizontalHeader()->setStretchLastSection(true);
+  rv->addWidget(table_, 2);
+  split->addWidget(right);
+  split->setStretchFactor(0, 0);
+  split->setStretchFactor(1, 1);
+
+  const auto changed = [this] {
+    if (!filling_) recompute();
+  };
+  connect(model_, &QComboBox::currentIndexChanged, this, [this] { onModelChanged(); });
+  for (QSpinBox* s : {layers_, hidden_, heads_, kvHeads_, ffn_, vocab_, gpus_, gpusPerNode_, microBatch_, seqLen_})
+    connect(s, &QSpinBox::valueChanged, this, changed);
+  connect(headroom_, &QDoubleSpinBox::valueChanged, this, changed);
+  connect(memory_, &QLineEdit::editingFinished, this, changed);
+  for (QComboBox* c : {precision_, link_, interLink_}) connect(c, &QComboBox::currentIndexChanged, this, changed);
+  for (QCheckBox* c : {checkpointing_, offloadOptimizer_, offloadParam_}) connect(c, &QCheckBox::toggled, this, changed);
+  onModelChanged();
+}
+
+void EstimatorPage::setContext(const QString&, const QList<core::Id>&) {}
+
+void EstimatorPage::onModelChanged() {
+  const std::string name = model_->currentText().toStdString();
+  const bool custom = name == "custom";
+  for (QSpinBox* s : {layers_, hidden_, heads_, kvHeads_, ffn_, vocab_}) s->setEnabled(custom);
+  if (!custom) {
+    if (auto m = est::modelShapePreset(name)) {
+      filling_ = true;
+      layers_->setValue(m->layers);
+      hidden_->setValue(static_cast<int>(m->hidden));
+      heads_->setValue(m->heads);
+      kvHeads_->setValue(m->kvHeads);
+      ffn_->setValue(static_cast<int>(m->ffn));
+      vocab_->setValue(static_cast<int>(m->vocab));
+      // Our runtime's presets train short sequences on CPU ranks; the published models long ones.
+      const bool runtime = m->hidden < 1024;
+      seqLen_->setValue(runtime ? 128 : 2048);
+      filling_ = false;
+    }
+  }
+  recompute();
+}
+
+est::RecommendInput EstimatorPage::input() const {
+  est::RecommendInput in;
+  const std::string name = model_->currentText().toStdString();
+  if (name == "custom") {
+    est::ModelShape m;
+    m.name = "custom";
+    m.layers = layers_->value();
+    m.hidden = hidden_->value();
+    m.heads = heads_->value();
+    m.kvHeads = kvHeads_->value();
+    m.ffn = ffn_->value();
+    m.vocab = vocab_->value();
+    est::validateShape(m);
+    in.model.model = m;
+  } else {
+    auto m = est::modelShapePreset(name);
+    if (!m) throw std::invalid_argument("model: unknown preset " + name);
+    in.model.model = *m;
+  }
+  in.model.gpus = gpus_->value();
+  in.model.gpusPerNode = std::min(gpusPerNode_->value(), gpus_->value());
+  in.model.precision = precision_->currentText() == QStringLiteral("fp32") ? est::Precision::Fp32 : est::Precision::Bf16;
+  in.model.microBatch = microBatch_->value();
+  in.model.seqLen = seqLen_->value();
+  in.model.activationCheckpointing = checkpointing_->isChecked();
+  in.model.offloadOptimizer = offloadOptimizer_->isChecked();
+  in.model.offloadParam = offloadParam_->isChecked();
+  const auto bytes = est::parseByteSize(memory_->text().trimmed().toStdString());
+  if (!bytes || *bytes <= 0) throw std::invalid_argument("GPU memory: '" + memory_->text().toStdString() + "' is not a size (80GiB, 141 GB, …)");
+  in.deviceBytes = *bytes;
+  in.headroom = headroom_->value() / 100.0;
+  if (auto l = est::linkPreset(link_->currentText().toStdString())) in.intraNode = *l;
+  if (auto l = est::linkPreset(interLink_->currentText().toStdString())) in.interNode = *l;
+  return in;
+}
+
+void EstimatorPage::recompute() {
+  try {
+    const est::RecommendInput in = input();
+    result_ = est::recommend(in);
+    if (result_.empty()) throw std::invalid_argument("no strategy applies to this input");
+    error_->clear();
+    showResult();
+  } catch (const std::exception& e) {
+    result_.clear();
+    showError(QString::fromUtf8(e.what()));
+  }
+}
+
+QString EstimatorPage::errorText() const { return error_->text(); }
+
+void EstimatorPage::showError(const QString& text) {
+  error_->setText(text);
+  summary_->setText(tr("Cannot estimate: %1").arg(text));
+  memoryChart_->clearStacks(tr("Peak memory per device"));
+  stepChart_->clearBars(tr("Expected step time"), tr("no estimate"));
+  table_->setRowCount(0);
+  Q_EMIT statusMessage(tr("Estimator: %1").arg(text));
+}
+
+void EstimatorPage::showResult() {
+  const est::RecommendInput in = input();
+  // Charts in ranking order.
+  QStringList names;
+  std::vector<charts::StackedBarChart::Category> cats = {
+      {tr("parameters"), QColor(0x4e, 0x79, 0xa7), {}}, {tr("gradients"), QColor(0xf2, 0x8e, 0x2b), {}},
+      {tr("optimizer state"), QColor(0x59, 0xa1, 0x4f), {}}, {tr("comm buffers"), QColor(0x76, 0xb7, 0xb2), {}},
+      {tr("gathered units"), QColor(0xb0, 0x7a, 0xa1), {}}, {tr("activations"), QColor(0xe1, 0x57, 0x59), {}}};
+  std::vector<std::optional<double>> steps;
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < result_.size(); ++i) {
+    const auto& a = result_[i];
+    names << QString::fromStdString(est::strategyName(a.strategy));
+    const auto& p = a.memory.atPeak;
+    cats[0].bytes.push_back(p.parameters);
+    cats[1].bytes.push_back(p.gradients);
+    cats[2].bytes.push_back(p.optimizer);
+    cats[3].bytes.push_back(p.buffers);
+    cats[4].bytes.push_back(p.gathered);
+    cats[5].bytes.push_back(p.activations);
+    steps.push_back(a.stepS * 1000.0);
+    if (a.rank == 1 && a.fit.fits) best = i;
+  }
+  memoryChart_->setStacks(tr("Peak memory per device"), names, cats);
+  stepChart_->setBars(tr("Expected step time"), names, steps, best, [](double ms) { return charts::formatMs(ms); },
+                      tr("ms per step"));
+  const QStringList headers = {tr("rank"), tr("strategy"), tr("peak / device"), tr("fits"), tr("free after headroom"),
+                               tr("comm / step"), tr("comm time"), tr("exposed"), tr("step"), tr("tokens/s / device"), tr("why")};
+  table_->clear();
+  table_->setColumnCount(static_cast<int>(headers.size()));
+  table_->setHorizontalHeaderLabels(headers);
+  table_->setRowCount(static_cast<int>(result_.size()));
+  for (std::size_t i = 0; i < result_.size(); ++i) {
+    const auto& a = result_[i];
+    QString why;
+    for (const auto& r : a.reasons) why += (why.isEmpty() ? QString() : QStringLiteral("; ")) + QString::fromStdString(r);
+    const QStringList cells = {QString::number(a.rank), QString::fromStdString(est::strategyName(a.strategy)),
+                               gib(static_cast<double>(a.memory.peakBytes)), a.fit.fits ? tr("yes") : tr("no"),
+                               gib(static_cast<double>(a.fit.freeBytes)), gib(a.comm.wireBytes), charts::formatMs(a.comm.timeS * 1e3),
+                               charts::formatMs(a.exposedCommS * 1e3), charts::formatMs(a.stepS * 1e3),
+                               charts::formatNumber(a.tokensPerSPerDevice), why};
+    for (int c = 0; c < cells.size(); ++c) {
+      auto* item = new QTableWidgetItem(cells[c]);
+      if (c == 10) item->setToolTip(why);
+      if (c == 3) item->setForeground(a.fit.fits ? charts::betterColor() : charts::worseColor());
+      table_->setItem(static_cast<int>(i), c, item);
+    }
+  }
+  table_->resizeColumnsToContents();
+  const auto& top = result_.front();
+  summary_->setText(top.fit.fits
+                        ? tr("<b>%1</b> is recommended for %2 on %3 GPU(s): peak %4 per device of %5 usable (%6 with "
+                             "%7 headroom), %8 per step expected.")
+                              .arg(QString::fromStdString(est::strategyName(top.strategy)),
+                                   QString::fromStdString(in.model.model.name), QString::number(in.model.gpus),
+                                   gib(static_cast<double>(top.memory.peakBytes)),
+                                   gib(static_cast<double>(in.deviceBytes) * (1 - in.headroom)),
+                                   gib(static_cast<double>(in.deviceBytes)), charts::formatPercent(in.headroom * 100, 0),
+                                   charts::formatMs(top.stepS * 1e3))
+                        : tr("<b>No strategy fits</b> %1 on %2 GPU(s) of %3: try more GPUs, activation checkpointing or offload.")
+                              .arg(QString::fromStdString(in.model.model.name), QString::number(in.model.gpus),
+                                   gib(static_cast<double>(in.deviceBytes))));
+}
+
+}  // namespace shardscope::ui
