@@ -27,3 +27,4 @@ shot "$traces" overview overview-traces.png --run 2
 shot "$traces" communication communication-traces.png --run 2
 shot "$runtime" timeline timeline-runtime.png --run 2
 shot "$traces" timeline timeline-traces.png --run 2
+shot "$runtime" estimator estimator.png

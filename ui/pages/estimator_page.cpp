@@ -241,7 +241,10 @@ void EstimatorPage::showResult() {
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < result_.size(); ++i) {
     const auto& a = result_[i];
-    names << QString::fromStdString(est::strategyName(a.strategy));
+    // Short axis labels (the table has the full names).
+    QString label = QString::fromStdString(est::strategyName(a.strategy));
+    label.replace(QStringLiteral("fsdp_grad_op"), QStringLiteral("grad-op")).replace(QStringLiteral("zeropp_hpz"), QStringLiteral("hpZ"));
+    names << label;
     const auto& p = a.memory.atPeak;
     cats[0].bytes.push_back(p.parameters);
     cats[1].bytes.push_back(p.gradients);
