@@ -151,6 +151,30 @@ bool ActivityDecoder::inWindow(std::uint64_t start, std::uint64_t end) const {
   return asTime(end) >= windowStart_ && asTime(start) <= windowEnd_;
 }
 
+// The fields every device-side record (kernel, memcpy, memset) has, after the checks they share:
+// start == end == 0 is a record lost to a full device buffer, a record outside the window is dropped.
+template <typename Record>
+std::optional<GpuActivity> ActivityDecoder::deviceRecord(const Record& r, ActivityKind kind) {
+  if (r.start == 0 && r.end == 0) {
+    ++stats_.zeroTimestamp;
+    return std::nullopt;
+  }
+  if (!inWindow(r.start, r.end)) {
+    ++stats_.outsideWindow;
+    return std::nullopt;
+  }
+  GpuActivity a;
+  a.kind = kind;
+  a.startNs = asTime(r.start);
+  a.endNs = asTime(r.end);
+  a.device = static_cast<int>(r.deviceId);
+  a.context = r.contextId;
+  a.stream = r.streamId;
+  a.correlation = r.correlationId;
+  tagCorrelation(a);
+  return a;
+}
+
 void ActivityDecoder::tagCorrelation(GpuActivity& a) const {
   if (auto it = external_.find(a.correlation); it != external_.end()) a.externalId = it->second;
 }
@@ -181,117 +205,57 @@ void ActivityDecoder::decodeRecord(const CUpti_Activity* record) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = reinterpret_cast<const KernelRecord*>(record);
-      if (k->start == 0 && k->end == 0) {
-        ++stats_.zeroTimestamp;
-        return;
-      }
-      if (!inWindow(k->start, k->end)) {
-        ++stats_.outsideWindow;
-        return;
-      }
-      GpuActivity a;
-      a.kind = ActivityKind::Kernel;
-      a.startNs = asTime(k->start);
-      a.endNs = asTime(k->end);
-      a.device = static_cast<int>(k->deviceId);
-      a.context = k->contextId;
-      a.stream = k->streamId;
-      a.correlation = k->correlationId;
-      a.name = k->name ? k->name : "(unnamed kernel)";
-      if (core::isNcclKernelName(a.name)) {
-        a.category = core::Category::Communication;
-        a.op = core::collectiveFromKernelName(a.name);
+      auto a = deviceRecord(*k, ActivityKind::Kernel);
+      if (!a) return;
+      a->name = k->name ? k->name : "(unnamed kernel)";
+      if (core::isNcclKernelName(a->name)) {
+        a->category = core::Category::Communication;
+        a->op = core::collectiveFromKernelName(a->name);
         ++stats_.ncclKernels;
       } else {
-        a.category = core::htaKernelCategory(a.name);
+        a->category = core::htaKernelCategory(a->name);
       }
-      a.grid[0] = k->gridX, a.grid[1] = k->gridY, a.grid[2] = k->gridZ;
-      a.block[0] = k->blockX, a.block[1] = k->blockY, a.block[2] = k->blockZ;
-      a.registersPerThread = k->registersPerThread;
-      a.sharedMemoryBytes = k->staticSharedMemory + k->dynamicSharedMemory;
-      if (auto it = launchStart_.find(a.correlation); it != launchStart_.end() && a.startNs < it->second)
+      a->grid[0] = k->gridX, a->grid[1] = k->gridY, a->grid[2] = k->gridZ;
+      a->block[0] = k->blockX, a->block[1] = k->blockY, a->block[2] = k->blockZ;
+      a->registersPerThread = k->registersPerThread;
+      a->sharedMemoryBytes = k->staticSharedMemory + k->dynamicSharedMemory;
+      if (auto it = launchStart_.find(a->correlation); it != launchStart_.end() && a->startNs < it->second)
         ++stats_.beforeLaunch;
-      tagCorrelation(a);
       ++stats_.kernels;
-      deliver(std::move(a));
+      deliver(std::move(*a));
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = reinterpret_cast<const MemcpyRecord*>(record);
-      if (m->start == 0 && m->end == 0) {
-        ++stats_.zeroTimestamp;
-        return;
-      }
-      if (!inWindow(m->start, m->end)) {
-        ++stats_.outsideWindow;
-        return;
-      }
-      GpuActivity a;
-      a.kind = ActivityKind::Memcpy;
-      a.startNs = asTime(m->start);
-      a.endNs = asTime(m->end);
-      a.device = static_cast<int>(m->deviceId);
-      a.context = m->contextId;
-      a.stream = m->streamId;
-      a.correlation = m->correlationId;
-      a.bytes = static_cast<std::int64_t>(m->bytes);
-      a.name = memcpyName(m->copyKind, m->srcKind, m->dstKind);
-      a.category = core::Category::Memory;
-      tagCorrelation(a);
+      auto a = deviceRecord(*m, ActivityKind::Memcpy);
+      if (!a) return;
+      a->bytes = static_cast<std::int64_t>(m->bytes);
+      a->name = memcpyName(m->copyKind, m->srcKind, m->dstKind);
+      a->category = core::Category::Memory;
       ++stats_.memcpys;
-      deliver(std::move(a));
+      deliver(std::move(*a));
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {
       const auto* m = reinterpret_cast<const PeerRecord*>(record);
-      if (m->start == 0 && m->end == 0) {
-        ++stats_.zeroTimestamp;
-        return;
-      }
-      if (!inWindow(m->start, m->end)) {
-        ++stats_.outsideWindow;
-        return;
-      }
-      GpuActivity a;
-      a.kind = ActivityKind::MemcpyPeer;
-      a.startNs = asTime(m->start);
-      a.endNs = asTime(m->end);
-      a.device = static_cast<int>(m->deviceId);
-      a.context = m->contextId;
-      a.stream = m->streamId;
-      a.correlation = m->correlationId;
-      a.bytes = static_cast<std::int64_t>(m->bytes);
-      a.name = "Memcpy PtoP (device " + std::to_string(m->srcDeviceId) + " -> device " + std::to_string(m->dstDeviceId) + ")";
-      a.category = core::Category::Memory;
-      tagCorrelation(a);
+      auto a = deviceRecord(*m, ActivityKind::MemcpyPeer);
+      if (!a) return;
+      a->bytes = static_cast<std::int64_t>(m->bytes);
+      a->name = "Memcpy PtoP (device " + std::to_string(m->srcDeviceId) + " -> device " + std::to_string(m->dstDeviceId) + ")";
+      a->category = core::Category::Memory;
       ++stats_.memcpys;
-      deliver(std::move(a));
+      deliver(std::move(*a));
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* m = reinterpret_cast<const MemsetRecord*>(record);
-      if (m->start == 0 && m->end == 0) {
-        ++stats_.zeroTimestamp;
-        return;
-      }
-      if (!inWindow(m->start, m->end)) {
-        ++stats_.outsideWindow;
-        return;
-      }
-      GpuActivity a;
-      a.kind = ActivityKind::Memset;
-      a.startNs = asTime(m->start);
-      a.endNs = asTime(m->end);
-      a.device = static_cast<int>(m->deviceId);
-      a.context = m->contextId;
-      a.stream = m->streamId;
-      a.correlation = m->correlationId;
-      a.bytes = static_cast<std::int64_t>(m->bytes);
-      a.name = memsetName(static_cast<std::uint8_t>(m->memoryKind));
-      a.category = core::Category::Memory;
-      tagCorrelation(a);
+      auto a = deviceRecord(*m, ActivityKind::Memset);
+      if (!a) return;
+      a->bytes = static_cast<std::int64_t>(m->bytes);
+      a->name = memsetName(static_cast<std::uint8_t>(m->memoryKind));
+      a->category = core::Category::Memory;
       ++stats_.memsets;
-      deliver(std::move(a));
+      deliver(std::move(*a));
       return;
     }
     case CUPTI_ACTIVITY_KIND_RUNTIME:

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include <cupti.h>
@@ -79,6 +80,8 @@ class ActivityDecoder {
   bool inWindow(std::uint64_t start, std::uint64_t end) const;
   void deliver(GpuActivity&& a);
   void tagCorrelation(GpuActivity& a) const;
+  template <typename Record>
+  std::optional<GpuActivity> deviceRecord(const Record& r, ActivityKind kind);
 
   Sink sink_;
   core::TimeNs windowStart_ = 0;
