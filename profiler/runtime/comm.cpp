@@ -288,6 +288,13 @@ class GroupImpl final : public Group {
         err = std::current_exception();
       }
       const TimeNs end = nowNs();
+      // Drop the collective's tensors (captured by `run`) before the caller is woken: otherwise a
+      // descheduled communication thread keeps them alive into whatever the caller does next (seen
+      // as ZeRO-2's post-step all-gather buffers lingering into the next step's activation peak).
+      op.run = nullptr;
+#ifdef SHARDSCOPE_WITH_CUDA
+      op.ready.reset();
+#endif
       {
         std::lock_guard<std::mutex> l(op.state->mu);
         op.state->span.startNs = start;
