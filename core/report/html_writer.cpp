@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/report/svg_chart.h"
+
 namespace shardscope::core {
 namespace {
 
@@ -241,12 +243,8 @@ std::string htmlEscape(std::string_view s, bool breaks) {
   std::string out;
   out.reserve(s.size() + 16);
   for (char ch : s) {
+    if (appendMarkupEntity(out, ch)) continue;
     switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
       case '\n': out += breaks ? "<br>" : " "; break;
       case '\r': break;
       case '\t': out += ' '; break;

@@ -106,23 +106,27 @@ const char* chartColor(std::size_t index) {
   return kPalette[index % (sizeof kPalette / sizeof kPalette[0])];
 }
 
+bool appendMarkupEntity(std::string& out, char ch) {
+  switch (ch) {
+    case '&': out += "&amp;"; return true;
+    case '<': out += "&lt;"; return true;
+    case '>': out += "&gt;"; return true;
+    case '"': out += "&quot;"; return true;
+    case '\'': out += "&#39;"; return true;
+    default: return false;
+  }
+}
+
 std::string xmlEscape(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 8);
   for (char ch : s) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default:
-        // Control characters other than tab/newline are not allowed in XML 1.0.
-        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
-          out += ' ';
-        else
-          out += ch;
-    }
+    if (appendMarkupEntity(out, ch)) continue;
+    // Control characters other than tab/newline are not allowed in XML 1.0.
+    if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
+      out += ' ';
+    else
+      out += ch;
   }
   return out;
 }

@@ -55,6 +55,8 @@ const char* chartColor(std::size_t index);
 
 // XML/HTML text escaping (& < > " ').
 std::string xmlEscape(std::string_view s);
+// Appends the entity for one of & < > " ' (true), or nothing (false): shared by the HTML and XML escapes.
+bool appendMarkupEntity(std::string& out, char ch);
 
 // The chart as a standalone <svg> element (no external references, no script), `width` x `height`
 // user units, scaling to its container's width (viewBox + width 100%). Text is escaped. Inline (for
