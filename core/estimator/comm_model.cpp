@@ -149,9 +149,7 @@ CommEstimate commVolume(const EstimateInput& in, Strategy s, const CommOptions& 
     case Strategy::FsdpFull:
     case Strategy::FsdpGradOp:
     case Strategy::Hsdp: {
-      const std::int64_t N = s == Strategy::Hsdp ? effectiveShardGroup(in, s) : W;
-      if (N < 1 || W % N != 0)
-        throw std::invalid_argument("shard group size " + std::to_string(N) + " must divide gpus " + std::to_string(W));
+      const std::int64_t N = fsdpShardCount(in, s);
       const bool shardInter = N > gpn;
       const auto units = fsdpUnitSizes(in.model);
       std::int64_t all = 0;

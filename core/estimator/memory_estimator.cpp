@@ -204,6 +204,14 @@ int effectiveShardGroup(const EstimateInput& in, Strategy s) {
   return std::max(1, std::min(in.gpus, in.gpusPerNode));
 }
 
+int fsdpShardCount(const EstimateInput& in, Strategy s) {
+  const int W = in.gpus;
+  const int N = s == Strategy::Hsdp ? effectiveShardGroup(in, s) : W;
+  if (N < 1 || W % N != 0)
+    throw std::invalid_argument("shard group size " + std::to_string(N) + " must divide gpus " + std::to_string(W));
+  return N;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Activations
 
@@ -357,9 +365,7 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
     case Strategy::FsdpFull:
     case Strategy::FsdpGradOp:
     case Strategy::Hsdp: {
-      const std::int64_t N = s == Strategy::Hsdp ? effectiveShardGroup(in, s) : W;
-      if (N < 1 || W % N != 0)
-        throw std::invalid_argument("shard group size " + std::to_string(N) + " must divide gpus " + std::to_string(W));
+      const std::int64_t N = fsdpShardCount(in, s);
       // Flat parameter per unit, padded to the shard count; the shards are fp32 (they are the
       // optimizer's master copy), only the gathered copy is in the compute dtype.
       const auto units = fsdpUnitSizes(in.model);

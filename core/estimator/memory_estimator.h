@@ -98,6 +98,9 @@ AttentionKind effectiveAttention(const EstimateInput& in);
 // HSDP on a single node of 4 or more (even) devices, which uses gpus/2 (two replicas, as the runtime).
 int effectiveShardGroup(const EstimateInput& in, Strategy s);
 int nodeCount(const EstimateInput& in);            // ceil(gpus / gpusPerNode)
+// The ranks an FSDP flat parameter is sharded over: every GPU, or HSDP's shard group (which must
+// divide the GPUs; std::invalid_argument otherwise).
+int fsdpShardCount(const EstimateInput& in, Strategy s);
 
 // Bytes on one device. `buffers` = communication buffers (DDP param.grad copies are gradients,
 // not buffers); `gathered` = unsharded parameters materialised at the peak (ZeRO-3/FSDP units).
