@@ -9,6 +9,7 @@
 
 #include "core/storage/trace_store.h"
 #include "core/util/json.h"
+#include "tests/app/cli_runner.h"
 #include "tests/common/test_support.h"
 #include "tests/tools/kineto_generator.h"
 
@@ -17,25 +18,8 @@ using core::JsonValue;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  QString out, err;
-};
-
-Result runCli(const QStringList& args, int timeoutMs = 120000) {
-  QProcess p;
-  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-  env.insert("SHARDSCOPE_NO_PROGRESS", "1");
-  p.setProcessEnvironment(env);
-  p.start(SHARDSCOPE_CLI, args);
-  if (!p.waitForFinished(timeoutMs)) {
-    p.kill();
-    p.waitForFinished();
-    return {};
-  }
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
-          QString::fromUtf8(p.readAllStandardError())};
-}
+using Result = shardscope::test::CliResult;
+using shardscope::test::runCli;
 
 JsonValue json(const Result& r) { return core::parseJson(r.out.toStdString(), "cli output"); }
 

@@ -8,30 +8,14 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "tests/app/cli_runner.h"
 #include "tests/common/test_support.h"
 #include "tests/tools/kineto_generator.h"
 
 namespace {
 
-struct Result {
-  int code = -1;
-  QString out, err;
-};
-
-Result runCli(const QStringList& args) {
-  QProcess p;
-  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-  env.insert("SHARDSCOPE_NO_PROGRESS", "1");
-  p.setProcessEnvironment(env);
-  p.start(SHARDSCOPE_CLI, args);
-  if (!p.waitForFinished(120000)) {
-    p.kill();
-    p.waitForFinished();
-    return {};
-  }
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
-          QString::fromUtf8(p.readAllStandardError())};
-}
+using Result = shardscope::test::CliResult;
+using shardscope::test::runCli;
 
 QJsonObject json(const Result& r) {
   QJsonParseError e{};

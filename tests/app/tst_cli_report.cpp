@@ -11,6 +11,7 @@
 #include "core/analysis/comparison.h"
 #include "core/storage/trace_store.h"
 #include "core/util/json.h"
+#include "tests/app/cli_runner.h"
 #include "tests/common/test_support.h"
 #include "tests/tools/kineto_generator.h"
 
@@ -19,26 +20,10 @@ using core::JsonValue;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  QString out, err;
-};
+using Result = shardscope::test::CliResult;
 
-Result runCli(const QStringList& args) {
-  QProcess p;
-  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-  env.insert("SHARDSCOPE_NO_PROGRESS", "1");
-  env.remove("QT_QPA_PLATFORM");  // the CLI picks the offscreen platform itself for PDF
-  p.setProcessEnvironment(env);
-  p.start(SHARDSCOPE_CLI, args);
-  if (!p.waitForFinished(120000)) {
-    p.kill();
-    p.waitForFinished();
-    return {};
-  }
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
-          QString::fromUtf8(p.readAllStandardError())};
-}
+// The CLI picks the offscreen platform itself for PDF: it must not inherit the tests' one.
+Result runCli(const QStringList& args) { return shardscope::test::runCli(args, 120000, {"QT_QPA_PLATFORM"}); }
 
 QByteArray readAll(const QString& path) {
   QFile f(path);
