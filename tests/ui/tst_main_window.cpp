@@ -32,7 +32,6 @@
 #include "ui/main/main_window.h"
 #include "ui/pages/overview_page.h"
 #include "ui/pages/page.h"
-#include "ui/pages/placeholder_page.h"
 
 #if __has_include("ui/launch/run_controller.h") && __has_include("ui/launch/launch_progress_widget.h")
 #include "ui/launch/launch_progress_widget.h"

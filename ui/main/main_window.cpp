@@ -46,7 +46,7 @@
 #include "ui/main/import_process.h"
 #include "ui/pages/page.h"
 #include "ui/pages/page_factory.h"
-#include "ui/pages/placeholder_page.h"
+#include "ui/pages/timeline_page.h"
 #include "ui/report/export_dialog.h"
 
 #if __has_include("ui/launch/launch_dialog.h") && __has_include("ui/launch/run_controller.h") && \
@@ -1011,12 +1011,7 @@ void MainWindow::onJumpToEvent(core::Id runId, core::Id eventId, qint64 startNs,
   Page* timeline = page(QStringLiteral("timeline"));
   if (!timeline) return;
   showPage(QStringLiteral("timeline"));
-  if (auto* placeholder = qobject_cast<PlaceholderPage*>(timeline)) {
-    placeholder->showRequestedEvent(runId, eventId, startNs, endNs);
-  } else {
-    QMetaObject::invokeMethod(timeline, "showEvent", Qt::DirectConnection, Q_ARG(qint64, runId), Q_ARG(qint64, eventId),
-                              Q_ARG(qint64, startNs), Q_ARG(qint64, endNs));
-  }
+  if (auto* t = qobject_cast<TimelinePage*>(timeline)) t->showEvent(runId, eventId, startNs, endNs);
   log(tr("Jump to event %1 of run %2 (%3 ns)").arg(eventId).arg(runId).arg(startNs));
 }
 

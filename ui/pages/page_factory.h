@@ -1,6 +1,5 @@
 #pragma once
-// The main window's pages, in order: Overview, Compare, Timeline, Memory, Communication. A page whose
-// code is not in the tree yet is a PlaceholderPage with the same id (the build works either way).
+// The main window's pages, in order: Overview, Compare, Timeline, Memory, Communication, Estimator.
 #include <QString>
 
 #include <vector>
@@ -11,7 +10,7 @@ namespace shardscope::ui {
 
 class Page;
 
-// Ids in display order ("overview", "compare", "timeline", "memory", "communication").
+// Ids in display order ("overview", "compare", "timeline", "memory", "communication", "estimator").
 const std::vector<QString>& pageIds();
 std::vector<Page*> createPages(QWidget* parent);
 // Asks a page to stop loading (pages with a cancel()/cancelLoad()); false when it has no way to.
