@@ -36,4 +36,7 @@ std::vector<Command> reportCommands();
 // `estimate`: pre-run memory, communication and strategy ranking (estimator_commands.cpp).
 std::vector<Command> estimatorCommands();
 
+// `simulate`: event-driven step simulation stored as simulated runs (simulator_commands.cpp).
+std::vector<Command> simulatorCommands();
+
 }  // namespace shardscope::cli

@@ -739,6 +739,7 @@ const std::vector<Command>& commands() {
     for (auto& c : runCommands()) v.push_back(std::move(c));
     for (auto& c : reportCommands()) v.push_back(std::move(c));
     for (auto& c : estimatorCommands()) v.push_back(std::move(c));
+    for (auto& c : simulatorCommands()) v.push_back(std::move(c));
     return v;
   }();
   return all;

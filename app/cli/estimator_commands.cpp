@@ -6,7 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "app/cli/command_table.h"
+#include "app/cli/estimator_args.h"
 #include "core/estimator/comm_model.h"
 #include "core/estimator/memory_estimator.h"
 #include "core/estimator/recommend.h"
@@ -14,10 +14,10 @@
 #include "core/util/json.h"
 
 namespace shardscope::cli {
-namespace {
-
 using core::JsonValue;
 namespace est = core::estimator;
+
+namespace estargs {
 
 std::int64_t intOption(const Args& a, const std::string& name, std::int64_t def, std::int64_t min) {
   if (!a.has(name)) return def;
@@ -134,9 +134,11 @@ JsonValue breakdownJson(const est::MemoryBreakdown& b) {
   return o;
 }
 
-int cmdEstimate(const Args& a, core::CancelToken&) {
-  if (!a.positional.empty()) throw std::invalid_argument("estimate takes no positional arguments ('" + a.positional[0] + "')");
-  est::RecommendInput ri;
+}  // namespace estargs
+
+using namespace estargs;
+
+void parseEstimatorInput(const Args& a, est::RecommendInput& ri, std::string& fitNote) {
   est::EstimateInput& in = ri.model;
   in.model = shapeFrom(a);
   const bool runtimeModel = isRuntimePreset(in.model.name);
@@ -183,7 +185,6 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
     throw std::invalid_argument("--tflops must be positive and --efficiency in (0, 1]");
 
   const std::string linkName = a.get("link", "nvlink-h100");
-  std::string fitNote;
   if (a.has("fit-run")) {
     core::TraceStore store(a.get("db", "shardscope.db"), core::Database::Mode::ReadOnly);
     const auto id = intOption(a, "fit-run", 0, 1);
@@ -210,6 +211,16 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
   ri.comm.emulatedReduceScatter = a.has("gloo-reduce-scatter") || (!a.has("fit-run") && linkName == "gloo-cpu-local");
   in.glooStaging = ri.comm.emulatedReduceScatter;
   ri.candidates = strategiesFrom(a);
+}
+
+namespace {
+
+int cmdEstimate(const Args& a, core::CancelToken&) {
+  if (!a.positional.empty()) throw std::invalid_argument("estimate takes no positional arguments ('" + a.positional[0] + "')");
+  est::RecommendInput ri;
+  est::EstimateInput& in = ri.model;
+  std::string fitNote;
+  parseEstimatorInput(a, ri, fitNote);
 
   const auto ranked = est::recommend(ri);
   if (ranked.empty()) throw std::invalid_argument("no strategy applies to these options (parameter offload needs a sharding strategy)");
@@ -398,16 +409,8 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
 
 }  // namespace
 
-std::vector<Command> estimatorCommands() {
-  return {
-      {"estimate",
-       "shardscope-cli estimate --model llama3-8b|llama3-70b|qwen3-8b|qwen2.5-7b|tiny|odd|small|medium|custom "
-       "[--layers --hidden --heads --kv-heads --ffn --vocab] --gpus N [--gpus-per-node G] [--gpu-memory 80GiB] "
-       "[--strategy S ...] [--micro-batch B --seq-len L --precision fp32|bf16 --activation-checkpointing "
-       "--offload-optimizer --offload-param] [--deepspeed-formulas] [--link L | --db F --fit-run ID] [--json]",
-       "Estimate per-device memory, communication and step time for each strategy before running, and rank them "
-       "(fits, headroom, exposed communication, expected throughput)",
-       {{"model", true, "model preset, or custom with the shape flags below"},
+std::vector<OptionSpec> estimatorInputOptions() {
+  return {{"model", true, "model preset, or custom with the shape flags below"},
         {"layers", true, "transformer blocks (custom; with a preset: cut the depth)"},
         {"hidden", true, "hidden size (custom)"},
         {"heads", true, "attention heads (custom)"},
@@ -436,14 +439,29 @@ std::vector<Command> estimatorCommands() {
         {"reduce-bucket-size", true, "ZeRO reduce bucket in elements (default 5e8 = 500000000)"},
         {"param-persistence-threshold", true, "ZeRO-3: parameters below this many elements stay whole (default 100000)"},
         {"max-reuse-distance", true, "ZeRO-3 stage3_max_reuse_distance in elements (default 1000000000)"},
-        {"deepspeed-formulas", false, "also print DeepSpeed's estimate_zero2/zero3_model_states_mem_needs"},
         {"link", true, "nvlink-h100 (default) | nvlink-h200 | pcie4 | pcie5 | ib-ndr | ib-hdr | eth-100g | eth-25g | "
                        "gloo-cpu-local"},
         {"inter-link", true, "link between nodes (default ib-ndr)"},
         {"fit-run", true, "fit alpha and bandwidth from this run's collectives (with --db) instead of --link"},
         {"gloo-reduce-scatter", false, "Gloo collectives: reduce-scatter emulated by all-reduce, all-gather staged through a full-size copy (implied by gloo-cpu-local)"},
         {"tflops", true, "device dense peak for the compute dtype (default 989, H100 SXM bf16)"},
-        {"efficiency", true, "achieved fraction of the peak (default 0.4)"}},
+        {"efficiency", true, "achieved fraction of the peak (default 0.4)"}};
+}
+
+std::vector<Command> estimatorCommands() {
+  return {
+      {"estimate",
+       "shardscope-cli estimate --model llama3-8b|llama3-70b|qwen3-8b|qwen2.5-7b|tiny|odd|small|medium|custom "
+       "[--layers --hidden --heads --kv-heads --ffn --vocab] --gpus N [--gpus-per-node G] [--gpu-memory 80GiB] "
+       "[--strategy S ...] [--micro-batch B --seq-len L --precision fp32|bf16 --activation-checkpointing "
+       "--offload-optimizer --offload-param] [--deepspeed-formulas] [--link L | --db F --fit-run ID] [--json]",
+       "Estimate per-device memory, communication and step time for each strategy before running, and rank them "
+       "(fits, headroom, exposed communication, expected throughput)",
+       [] {
+         auto o = estimatorInputOptions();
+         o.push_back({"deepspeed-formulas", false, "also print DeepSpeed's estimate_zero2/zero3_model_states_mem_needs"});
+         return o;
+       }(),
        cmdEstimate},
   };
 }

@@ -1,0 +1,262 @@
+// `shardscope-cli simulate`: an event-driven simulation of training steps per strategy at N devices
+// (core/estimator/simulator.h), compute from a measured run of our runtime or from FLOPs, written
+// into the database as runs with source `simulated` (docs/ESTIMATOR.md, "Simulator").
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+#include "app/cli/estimator_args.h"
+#include "app/cli/terminal_progress.h"
+#include "core/estimator/simulator.h"
+#include "core/estimator/simulator_store.h"
+#include "core/storage/trace_store.h"
+#include "core/util/json.h"
+
+namespace shardscope::cli {
+namespace {
+
+using core::JsonValue;
+namespace est = core::estimator;
+using namespace estargs;
+
+std::string boolText(bool b) { return b ? "true" : "false"; }
+
+// With --profile-run and no --model, the measured run's model, scale, tokens and knobs are the
+// defaults of the simulation (any option given still wins).
+Args withRunDefaults(const Args& a, const est::MeasuredProfile& mp) {
+  Args out = a;
+  auto add = [&](const std::string& k, const std::string& v) {
+    if (!out.has(k)) out.options.push_back({k, v});
+  };
+  const auto& in = mp.input;
+  add("model", in.model.name);
+  add("layers", std::to_string(in.model.layers));
+  add("gpus", std::to_string(in.gpus));
+  add("gpus-per-node", std::to_string(in.gpusPerNode));
+  add("micro-batch", std::to_string(in.microBatch));
+  add("seq-len", std::to_string(in.seqLen));
+  add("precision", in.precision == est::Precision::Fp32 ? "fp32" : "bf16");
+  add("reduce-bucket-size", std::to_string(in.reduceBucketSize));
+  add("allgather-bucket-size", std::to_string(in.allgatherBucketSize));
+  add("prefetch-bucket-size", std::to_string(in.prefetchBucketSize));
+  add("param-persistence-threshold", std::to_string(in.paramPersistenceThreshold));
+  add("max-live-parameters", std::to_string(in.maxLiveParameters));
+  add("max-reuse-distance", std::to_string(in.maxReuseDistance));
+  if (in.overlapComm) add("overlap-comm", boolText(*in.overlapComm));
+  if (in.activationCheckpointing) add("activation-checkpointing", "");
+  if (in.gradientAsBucketView) add("gradient-as-bucket-view", "");
+  if (in.shardGroupSize > 0) add("shard-group-size", std::to_string(in.shardGroupSize));
+  if (in.glooStaging) add("gloo-reduce-scatter", "");
+  return out;
+}
+
+bool boolValue(const Args& a, const std::string& name, bool def) {
+  if (!a.has(name)) return def;
+  const std::string v = a.get(name);
+  if (v.empty() || v == "true" || v == "1" || v == "on" || v == "yes") return true;
+  if (v == "false" || v == "0" || v == "off" || v == "no") return false;
+  throw std::invalid_argument("--" + name + " expects true or false, got '" + v + "'");
+}
+
+int cmdSimulate(const Args& args, core::CancelToken& cancel) {
+  if (!args.positional.empty()) throw std::invalid_argument("simulate takes no positional arguments ('" + args.positional[0] + "')");
+  const std::string dbPath = args.get("db", "shardscope.db");
+  std::optional<est::MeasuredProfile> measured;
+  Args a = args;
+  if (args.has("profile-run")) {
+    core::TraceStore store(dbPath, core::Database::Mode::ReadOnly);
+    measured = est::measuredProfile(store, intOption(args, "profile-run", 0, 1));
+    if (!args.has("model")) a = withRunDefaults(args, *measured);
+    // The run's own collectives give the link unless one is named.
+    if (!a.has("link") && !a.has("fit-run")) a.options.push_back({"fit-run", a.get("profile-run")});
+  }
+  est::RecommendInput ri;
+  std::string fitNote;
+  parseEstimatorInput(a, ri, fitNote);
+  est::EstimateInput& in = ri.model;
+  in.allgatherBucketSize = intOption(a, "allgather-bucket-size", in.allgatherBucketSize, 1);
+  in.prefetchBucketSize = intOption(a, "prefetch-bucket-size", in.prefetchBucketSize, 0);
+  in.maxLiveParameters = intOption(a, "max-live-parameters", in.maxLiveParameters, 0);
+  in.bucketCapMb = static_cast<double>(intOption(a, "bucket-cap-mb", static_cast<std::int64_t>(in.bucketCapMb), 1));
+  if (a.has("overlap-comm")) in.overlapComm = boolValue(a, "overlap-comm", true);
+
+  est::SimulateInput base;
+  base.model = in;
+  base.intraNode = ri.intraNode;
+  base.interNode = ri.interNode;
+  base.comm = ri.comm;
+  const std::string bp = a.get("backward-prefetch", "pre");
+  if (bp == "pre")
+    base.backwardPrefetch = est::BackwardPrefetch::Pre;
+  else if (bp == "post")
+    base.backwardPrefetch = est::BackwardPrefetch::Post;
+  else if (bp == "none")
+    base.backwardPrefetch = est::BackwardPrefetch::None;
+  else
+    throw std::invalid_argument("--backward-prefetch expects pre, post or none, got '" + bp + "'");
+  base.forwardPrefetch = boolValue(a, "forward-prefetch", false);
+  base.limitAllGathers = boolValue(a, "limit-all-gathers", true);
+  base.steps = static_cast<int>(intOption(a, "steps", 2, 1));
+  base.jitter = doubleOption(a, "jitter", 0.0);
+  if (!(base.jitter >= 0 && base.jitter < 1)) throw std::invalid_argument("--jitter must be in [0, 1), e.g. 0.02");
+  base.seed = static_cast<std::uint64_t>(intOption(a, "seed", 1, 0));
+  base.keepRanks = static_cast<int>(intOption(a, "keep-ranks", 16, 0));
+  for (const auto& [k, v] : a.options) {
+    if (k != "slow-rank") continue;
+    const auto colon = v.find(':');
+    if (colon == std::string::npos) throw std::invalid_argument("--slow-rank expects RANK:FACTOR, e.g. 3:1.2, got '" + v + "'");
+    try {
+      std::size_t u1 = 0, u2 = 0;
+      const int r = std::stoi(v.substr(0, colon), &u1);
+      const double f = std::stod(v.substr(colon + 1), &u2);
+      if (u1 != colon || u2 != v.size() - colon - 1) throw std::invalid_argument("");
+      base.slowRanks.push_back({r, f});
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--slow-rank expects RANK:FACTOR, e.g. 3:1.2, got '" + v + "'");
+    }
+  }
+  const double memBw = doubleOption(a, "mem-bw", 3350);
+  if (measured) {
+    base.compute = est::scaleComputeProfile(measured->compute, measured->input, in);
+  } else {
+    base.compute = est::flopsComputeProfile(in, ri.deviceTflops, ri.efficiency, memBw);
+  }
+  std::vector<est::Strategy> strategies = ri.candidates;
+  if (strategies.empty()) {
+    if (measured) strategies.push_back(measured->strategy);
+    else throw std::invalid_argument("give --strategy S (ddp, zero1, zero2, zero3, fsdp, fsdp_grad_op, hsdp, zeropp_hpz; comma-separated for several)");
+  }
+  const bool store = a.has("db") && !a.has("dry-run");
+
+  TerminalProgress bar;
+  std::vector<est::SimulationResult> results;
+  std::vector<core::Id> runIds;
+  std::unique_ptr<core::TraceStore> ts;
+  if (store) ts = std::make_unique<core::TraceStore>(dbPath);
+  for (auto s : strategies) {
+    est::SimulateInput si = base;
+    si.strategy = s;
+    results.push_back(est::simulate(si, &cancel, bar.callback()));
+    if (ts) {
+      const std::string name = a.has("name") ? a.get("name") + (strategies.size() > 1 ? " " + est::strategyName(s) : "")
+                                             : "sim " + est::strategyName(s) + " " + in.model.name + " x" + std::to_string(in.gpus);
+      runIds.push_back(est::writeSimulatedRun(*ts, results.back(), name, &cancel, bar.callback()));
+    }
+  }
+  bar.finish();
+
+  if (a.has("json")) {
+    JsonValue out = JsonValue::object();
+    out.set("model", JsonValue::string(in.model.name));
+    out.set("gpus", JsonValue::number(static_cast<std::int64_t>(in.gpus)));
+    out.set("gpus_per_node", JsonValue::number(static_cast<std::int64_t>(std::min(in.gpus, in.gpusPerNode))));
+    out.set("micro_batch", JsonValue::number(in.microBatch));
+    out.set("seq_len", JsonValue::number(in.seqLen));
+    out.set("compute", JsonValue::string(base.compute.source));
+    out.set("link", JsonValue::string(ri.intraNode.name));
+    if (!fitNote.empty()) out.set("link_fit", JsonValue::string(fitNote));
+    if (measured) {
+      JsonValue m = JsonValue::object();
+      m.set("run", JsonValue::number(static_cast<std::int64_t>(measured->runId)));
+      m.set("strategy", JsonValue::string(est::strategyName(measured->strategy)));
+      m.set("step_s", JsonValue::number(measured->stepS));
+      out.set("profile_run", std::move(m));
+    }
+    JsonValue arr = JsonValue::array();
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const auto& r = results[i];
+      JsonValue o = JsonValue::object();
+      o.set("strategy", JsonValue::string(est::strategyName(r.input.strategy)));
+      o.set("step_s", JsonValue::number(r.steady.stepS));
+      o.set("compute_s", JsonValue::number(r.steady.computeS));
+      o.set("comm_s", JsonValue::number(r.steady.commS));
+      o.set("exposed_comm_s", JsonValue::number(r.steady.exposedCommS));
+      o.set("overlap", JsonValue::number(r.steady.overlap()));
+      o.set("slowest_rank", JsonValue::number(static_cast<std::int64_t>(r.slowestRank)));
+      o.set("slowest_rank_step_s", JsonValue::number(r.slowestRankStepS));
+      o.set("peak_bytes", JsonValue::number(r.peakBytes));
+      o.set("tokens_per_s_per_device", JsonValue::number(r.tokensPerSPerDevice));
+      o.set("collectives_per_step", JsonValue::number(r.collectivesPerStep));
+      o.set("message_bytes_per_step", JsonValue::number(r.messageBytesPerStep));
+      o.set("wire_bytes_per_step", JsonValue::number(r.wireBytesPerStep));
+      o.set("events_simulated", JsonValue::number(r.eventsSimulated));
+      o.set("wall_s", JsonValue::number(r.wallS));
+      if (i < runIds.size()) o.set("run_id", JsonValue::number(static_cast<std::int64_t>(runIds[i])));
+      arr.push(std::move(o));
+    }
+    out.set("simulations", std::move(arr));
+    std::cout << out.dump() << "\n";
+    return kOk;
+  }
+  std::ostringstream os;
+  os << "Simulated " << base.steps << " step" << (base.steps > 1 ? "s" : "") << " of " << in.model.name << " on " << in.gpus
+     << " devices (" << std::min(in.gpus, in.gpusPerNode) << " per node), micro-batch " << in.microBatch << " x " << in.seqLen
+     << " tokens" << (in.activationCheckpointing ? ", activation checkpointing" : "") << "\n";
+  os << "  compute: " << base.compute.source << "\n";
+  os << "  link: " << ri.intraNode.name << " (" << fixed(ri.intraNode.busBwGBps, 3) << " GB/s bus, " << fixed(ri.intraNode.alphaUs, 1)
+     << " us)" << (fitNote.empty() ? "" : "; " + fitNote) << "\n";
+  if (measured)
+    os << "  measured run " << measured->runId << " (" << est::strategyName(measured->strategy) << "): step "
+       << fixed(measured->stepS * 1e3, 2) << " ms\n";
+  if (base.jitter > 0 || !base.slowRanks.empty())
+    os << "  per-rank variation: jitter " << fixed(base.jitter * 100, 1) << "%, " << base.slowRanks.size() << " slow rank(s)\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "\n  %-13s %10s %10s %10s %10s %8s %12s %12s %8s %9s %8s %6s\n", "strategy", "step ms",
+                "compute", "comm", "exposed", "overlap", "peak", "tokens/s/dev", "colls", "wire/step", "sim s", "run");
+  os << line;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    std::snprintf(line, sizeof line, "  %-13s %10s %10s %10s %10s %7s%% %12s %12s %8lld %9s %8s %6s\n",
+                  est::strategyName(r.input.strategy).c_str(), fixed(r.steady.stepS * 1e3, 2).c_str(),
+                  fixed(r.steady.computeS * 1e3, 2).c_str(), fixed(r.steady.commS * 1e3, 2).c_str(),
+                  fixed(r.steady.exposedCommS * 1e3, 2).c_str(), fixed(r.steady.overlap() * 100, 1).c_str(),
+                  est::formatBytes(static_cast<double>(r.peakBytes)).c_str(), fixed(r.tokensPerSPerDevice, 0).c_str(),
+                  static_cast<long long>(r.collectivesPerStep), est::formatBytes(r.wireBytesPerStep).c_str(),
+                  fixed(r.wallS, 2).c_str(), i < runIds.size() ? std::to_string(runIds[i]).c_str() : "-");
+    os << line;
+    if (r.slowestRankStepS > r.steady.stepS * 1.0001)
+      os << "      slowest rank " << r.slowestRank << ": " << fixed(r.slowestRankStepS * 1e3, 2) << " ms\n";
+  }
+  if (!runIds.empty()) os << "\nStored in " << dbPath << " as simulated runs (open them in the app, `analyze`, `report`).\n";
+  std::cout << os.str();
+  return kOk;
+}
+
+}  // namespace
+
+std::vector<Command> simulatorCommands() {
+  auto opts = estimatorInputOptions();
+  for (OptionSpec o : std::vector<OptionSpec>{
+           {"profile-run", true, "compute per block from this measured run of our runtime (with --db); its model, scale and knobs are the defaults, its collectives the link unless --link"},
+           {"mem-bw", true, "FLOPs mode: device memory bandwidth in GB/s for the optimizer and embedding (default 3350, H100 SXM)"},
+           {"allgather-bucket-size", true, "ZeRO-1/2 post-step all-gather bucket in elements (default 5e8)"},
+           {"prefetch-bucket-size", true, "ZeRO-3 stage3_prefetch_bucket_size in elements (default 5e7)"},
+           {"max-live-parameters", true, "ZeRO-3 stage3_max_live_parameters (default 1e9)"},
+           {"overlap-comm", true, "ZeRO overlap_comm true|false (default: true for ZeRO-3, false otherwise)"},
+           {"bucket-cap-mb", true, "DDP bucket size in MiB (default 25)"},
+           {"backward-prefetch", true, "FSDP: pre (default) | post | none"},
+           {"forward-prefetch", true, "FSDP forward prefetch true|false (default false)"},
+           {"limit-all-gathers", true, "FSDP rate limiter true|false (default true)"},
+           {"steps", true, "steps to simulate (default 2: the first is the warm-up, as in a measured run)"},
+           {"jitter", true, "per-rank compute variation: relative standard deviation, e.g. 0.02"},
+           {"seed", true, "seed of the jitter (default 1)"},
+           {"slow-rank", true, "RANK:FACTOR, a straggler whose compute takes FACTOR times longer; repeatable"},
+           {"keep-ranks", true, "ranks stored in the database (default 16; 0 = all); slow ranks are always kept"},
+           {"name", true, "name of the stored run(s)"},
+           {"dry-run", false, "with --db: read the profile, store nothing"}})
+    opts.push_back(std::move(o));
+  return {
+      {"simulate",
+       "shardscope-cli simulate --model M --gpus N --strategy S[,S...] [estimate's model and link options] "
+       "[--db F [--profile-run ID]] [--steps K] [--jitter X --seed N] [--slow-rank R:F] [--keep-ranks K] [--json]",
+       "Simulate training steps event by event (compute per block, collectives on their own streams with the "
+       "strategy's dependencies and prefetch rules, memory over time) and store them as simulated runs",
+       opts, cmdSimulate},
+  };
+}
+
+}  // namespace shardscope::cli

@@ -1,0 +1,140 @@
+#pragma once
+// Event-driven simulation of training steps of one strategy on N devices (docs/ESTIMATOR.md,
+// "Simulator"). Every rank runs the same program, built by replaying the strategy's real rules the
+// way our runtime's engines apply them (profiler/runtime/engine.cpp; DeepSpeed's and FSDP's
+// semantics, strategies.md §1.4–1.5): compute per block on the rank's compute thread, collectives
+// issued in program order onto one stream per process group (a group's collectives serialise, as
+// NCCL's do on their stream and our Gloo communication threads do), each finishing when the last
+// member of its group has started it plus its alpha-beta time; waits block the compute thread;
+// ZeRO-3 prefetch (trace order, prefetch bucket, two fetches in flight, max live, reuse distance),
+// FSDP backward prefetch pre/post/none, forward prefetch and the rate limiter; memory by category
+// over time. Pure C++: no Qt, no LibTorch; writing the result into a store is simulator_store.h.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/estimator/comm_model.h"
+#include "core/estimator/memory_estimator.h"
+#include "core/util/progress.h"
+
+namespace shardscope::core::estimator {
+
+// Compute time of one micro-batch on one device, per block: 0 the embedding, 1..L the transformer
+// blocks, L+1 the final norm, LM head and loss.
+struct ComputeProfile {
+  std::string source;              // "flops: ..." or "run 3 (small, ddp, 2 ranks)"
+  std::vector<double> forwardS;    // L+2 entries
+  std::vector<double> backwardS;   // L+2 entries, without recomputation
+  double optimizerSPerElement = 0; // optimizer step time per parameter element a rank updates
+};
+
+// Forward 1/3, backward 2/3 of the training FLOPs of each block (6 FLOPs per parameter and token
+// plus attention, the runtime's trainFlopsPerToken split by block) at tflops·efficiency; the
+// embedding as a memory-bound row gather; the optimizer reading and writing its state (AdamW:
+// parameter, gradient, two moments read, three written) at memBwGBps·efficiency.
+ComputeProfile flopsComputeProfile(const EstimateInput& in, double tflops, double efficiency, double memBwGBps);
+
+// Training FLOPs of one micro-batch per block (forward + backward, no recomputation).
+std::vector<double> blockTrainFlops(const EstimateInput& in);
+
+// A profile measured at `measured` (its shape and tokens) carried over to `target`: the same block
+// times when the shapes and tokens agree, otherwise each phase's measured FLOP rate applied to the
+// target's FLOPs (layers and head separately; the embedding by tokens × hidden).
+ComputeProfile scaleComputeProfile(const ComputeProfile& p, const EstimateInput& measured, const EstimateInput& target);
+
+enum class BackwardPrefetch { Pre, Post, None };
+
+struct SimulateInput {
+  EstimateInput model;
+  Strategy strategy = Strategy::Ddp;
+  ComputeProfile compute;      // empty forwardS: flopsComputeProfile(model, 989, 0.4, 3350)
+  LinkModel intraNode;         // groups inside a node
+  LinkModel interNode;         // groups that span nodes
+  CommOptions comm;
+  // FSDP knobs (the runtime's --backward-prefetch, --forward-prefetch, --limit-all-gathers).
+  BackwardPrefetch backwardPrefetch = BackwardPrefetch::Pre;
+  bool forwardPrefetch = false;
+  bool limitAllGathers = true;
+  int steps = 2;               // simulated steps; the first is reported as warm-up like a measured run
+  // Per-rank variation: compute durations × (1 + jitter·z), z ~ N(0,1) from (seed, rank, op), and
+  // a fixed factor for listed ranks (stragglers).
+  double jitter = 0;
+  std::uint64_t seed = 1;
+  std::vector<std::pair<int, double>> slowRanks;
+  int keepRanks = 16;          // ranks whose events are kept in the result (0 = all)
+};
+
+// A simulated span on a lane of one rank (names and categories as our runtime records them).
+struct SimSpan {
+  enum class Lane : std::uint8_t { Compute, Comm };
+  Lane lane = Lane::Compute;
+  int commLane = 0;            // index into SimulationResult::groups for Comm spans
+  double startS = 0, endS = 0;
+  int name = 0;                // index into SimulationResult::names
+  enum class Kind : std::uint8_t { Compute, Annotation, Wait, Collective } kind = Kind::Compute;
+  int step = 0;
+  CollKind op = CollKind::AllReduce;
+  std::int64_t bytes = 0;      // collective message bytes (nccl-tests' S)
+  int groupSize = 0;
+  bool emulated = false;       // reduce-scatter run as an all-reduce (Gloo)
+  double issueS = 0;           // collectives: when the compute thread issued it
+};
+
+struct SimMemorySample {
+  double tS = 0;
+  std::int64_t delta = 0;
+  std::int64_t total = 0;
+};
+
+// Memory categories of a simulated rank (the runtime's peak_breakdown.* keys).
+enum class MemCat : std::uint8_t { Parameters, Gradients, Optimizer, Activations, CommBuffers, Other };
+constexpr int kMemCats = 6;
+const char* memCatKey(MemCat c);  // "parameters", "gradients", "optimizer_state", "activations", "comm_buffers", "other"
+
+struct SimRankTrace {
+  int rank = 0;
+  std::vector<SimSpan> spans;
+  std::vector<SimMemorySample> memory;
+  std::vector<std::pair<double, double>> steps;  // [start, end) per step
+};
+
+struct SimStepFigures {
+  double stepS = 0;        // step time
+  double computeS = 0;     // compute busy time
+  double commS = 0;        // union of collective spans
+  double exposedCommS = 0; // communication not overlapped by compute
+  double overlap() const { return commS > 0 ? 1.0 - exposedCommS / commS : 1.0; }
+};
+
+struct SimProcessGroup {
+  std::string name;   // "world", "shard0", "replica1", "node0"
+  int size = 0;
+  std::vector<int> ranks;
+};
+
+struct SimulationResult {
+  SimulateInput input;
+  std::vector<std::string> names;         // span names
+  std::vector<SimProcessGroup> groups;    // every process group of the run
+  std::vector<std::string> laneGroupKind; // per comm lane index: the group kind's display name
+  std::vector<SimRankTrace> ranks;        // the kept ranks
+  // Steady state: the mean over ranks of the last step (or of steps after the first).
+  SimStepFigures steady;
+  double slowestRankStepS = 0;            // the slowest rank's steady step
+  int slowestRank = 0;
+  std::int64_t peakBytes = 0;             // highest simulated allocation on any rank
+  std::int64_t peakByCategory[kMemCats] = {};  // at rank 0's peak
+  double tokensPerSPerDevice = 0;
+  std::int64_t messageBytesPerStep = 0;   // per device
+  double wireBytesPerStep = 0;            // per device
+  std::int64_t collectivesPerStep = 0;
+  std::int64_t eventsSimulated = 0;       // ops × ranks processed
+  double wallS = 0;                       // time the simulation took
+  std::vector<std::string> notes;
+};
+
+// Throws std::invalid_argument for an input it cannot simulate (what estimateMemory refuses,
+// steps < 1, non-finite knobs), core::Error when cancelled.
+SimulationResult simulate(const SimulateInput& in, const CancelToken* cancel = nullptr, const ProgressFn& progress = {});
+
+}  // namespace shardscope::core::estimator

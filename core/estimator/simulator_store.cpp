@@ -1,0 +1,428 @@
+#include "core/estimator/simulator_store.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/config/run_config.h"
+#include "core/util/error.h"
+#include "core/util/json.h"
+
+namespace shardscope::core::estimator {
+namespace {
+
+std::optional<Strategy> estimatorStrategy(core::Strategy s) { return parseStrategy(core::toString(s)); }
+
+std::optional<core::Strategy> runtimeStrategy(Strategy s) {
+  if (s == Strategy::ZeroPPHpz) return core::Strategy::Zero3;
+  return core::strategyFromString(strategyName(s));
+}
+
+// Block of a compute span's subject: "embed_tokens" 0, "layers.N..." N+1, "norm"/"lm_head" L+1.
+int blockOf(std::string_view what, int layers) {
+  if (what.rfind("embed_tokens", 0) == 0) return 0;
+  if (what.rfind("layers.", 0) == 0) {
+    int n = 0;
+    std::size_t i = 7;
+    if (i >= what.size() || what[i] < '0' || what[i] > '9') return -1;
+    while (i < what.size() && what[i] >= '0' && what[i] <= '9') n = n * 10 + (what[i++] - '0');
+    return n < layers ? n + 1 : -1;
+  }
+  if (what.rfind("lm_head", 0) == 0 || what == "norm") return layers + 1;
+  return -1;
+}
+
+core::CollectiveOp collOp(CollKind k) {
+  switch (k) {
+    case CollKind::AllReduce: return core::CollectiveOp::AllReduce;
+    case CollKind::AllGather: return core::CollectiveOp::AllGather;
+    case CollKind::ReduceScatter: return core::CollectiveOp::ReduceScatter;
+  }
+  return core::CollectiveOp::None;
+}
+
+}  // namespace
+
+MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
+  const auto run = store.run(runId);
+  const std::string where = store.path() + ": run " + std::to_string(runId);
+  if (!run) throw Error(store.path() + ": no run with id " + std::to_string(runId));
+  if (run->source != RunSource::Runtime)
+    throw Error(where + " is " + std::string(toString(run->source)) +
+                ", not a run of our runtime: a compute profile needs its configuration and per-block spans");
+  RunConfig cfg;
+  try {
+    cfg = parseRunConfigJson(parseJson(run->configJson, "run config"), "run config", nullptr);
+  } catch (const std::exception& e) {
+    throw Error(where + ": unreadable configuration: " + e.what());
+  }
+  MeasuredProfile mp;
+  mp.runId = runId;
+  mp.runName = run->name;
+  auto shape = modelShapePreset(cfg.model, cfg.layers);
+  if (!shape) throw Error(where + ": unknown model '" + cfg.model + "'");
+  auto strat = estimatorStrategy(cfg.strategy);
+  if (!strat) throw Error(where + ": unknown strategy");
+  mp.strategy = *strat;
+  EstimateInput& in = mp.input;
+  in.model = *shape;
+  in.gpus = cfg.worldSize;
+  in.gpusPerNode = cfg.nprocPerNode > 0 ? cfg.nprocPerNode : cfg.worldSize / std::max(1, cfg.nnodes);
+  in.shardGroupSize = cfg.strategy == core::Strategy::Hsdp ? core::effectiveShardGroupSize(cfg) : 0;
+  in.precision = cfg.precision == "bf16" ? Precision::Bf16 : Precision::Fp32;
+  in.attention = AttentionKind::Eager;
+  in.microBatch = cfg.microBatch;
+  in.seqLen = cfg.seqLen;
+  in.activationCheckpointing = cfg.activationCheckpointing;
+  in.gradientAsBucketView = cfg.gradientAsBucketView;
+  in.bucketCapMb = cfg.bucketCapMb;
+  in.reduceBucketSize = cfg.reduceBucketSize;
+  in.allgatherBucketSize = cfg.allgatherBucketSize;
+  in.overlapComm = cfg.overlapComm;
+  in.prefetchBucketSize = cfg.prefetchBucketSize;
+  in.paramPersistenceThreshold = cfg.paramPersistenceThreshold;
+  in.maxLiveParameters = cfg.maxLiveParameters;
+  in.maxReuseDistance = cfg.maxReuseDistance;
+  in.glooStaging = cfg.device != "cuda";
+
+  const int L = in.model.layers;
+  std::vector<double> fwd(static_cast<std::size_t>(L + 2), 0.0), bwd(fwd.size(), 0.0);
+  double opt = 0;
+  std::int64_t samples = 0;
+  // Steady steps per rank: every step but the rank's first.
+  std::map<Id, std::int64_t> firstStep;
+  std::map<Id, std::vector<std::pair<std::int64_t, double>>> stepTimes;
+  for (const auto& s : store.steps(runId)) {
+    auto it = firstStep.find(s.rankId);
+    if (it == firstStep.end() || s.step < it->second) firstStep[s.rankId] = s.step;
+    stepTimes[s.rankId].push_back({s.step, static_cast<double>(s.endNs - s.startNs) * 1e-9});
+  }
+  double stepSum = 0;
+  std::int64_t stepCount = 0;
+  for (const auto& [rank, v] : stepTimes)
+    for (const auto& [n, d] : v)
+      if (n != firstStep[rank]) {
+        stepSum += d;
+        ++stepCount;
+      }
+  if (stepCount == 0) throw Error(where + " has no step after the first (warm-up) one: run at least two steps");
+  mp.stepS = stepSum / static_cast<double>(stepCount);
+  mp.steadySteps = static_cast<int>(stepCount);
+
+  for (const auto& t : store.tracks(runId)) {
+    if (t.kind != TrackKind::CpuThread || t.name.rfind("compute", 0) != 0) continue;
+    const auto fs = firstStep.find(t.rankId);
+    if (fs == firstStep.end()) continue;
+    store.forEachEvent(
+        t.id,
+        [&](const Event& e) {
+          if (e.category != Category::Computation || !e.step || *e.step == fs->second) return;
+          const double d = static_cast<double>(e.endNs - e.startNs) * 1e-9;
+          if (e.name == "optimizer step") {
+            opt += d;
+            return;
+          }
+          const bool f = e.name.rfind("forward ", 0) == 0, b = e.name.rfind("backward ", 0) == 0;
+          if (!f && !b) return;
+          const int blk = blockOf(e.name.substr(f ? 8 : 9), L);
+          if (blk < 0) return;
+          (f ? fwd : bwd)[static_cast<std::size_t>(blk)] += d;
+        },
+        false);
+  }
+  samples = stepCount;
+  for (auto& v : fwd) v /= static_cast<double>(samples);
+  for (auto& v : bwd) v /= static_cast<double>(samples);
+  opt /= static_cast<double>(samples);
+  // A checkpointed run's backward spans include the recomputed forward: the profile holds backward
+  // alone.
+  if (in.activationCheckpointing)
+    for (int l = 1; l <= L; ++l)
+      bwd[static_cast<std::size_t>(l)] = std::max(0.0, bwd[static_cast<std::size_t>(l)] - fwd[static_cast<std::size_t>(l)]);
+  double total = 0;
+  for (std::size_t i = 0; i < fwd.size(); ++i) total += fwd[i] + bwd[i];
+  if (!(total > 0)) throw Error(where + " has no forward/backward compute spans on its compute lanes");
+  // Elements the rank's optimizer updates: the whole model for DDP, its shard otherwise.
+  const MemoryEstimate me = estimateMemory(in, mp.strategy);
+  const std::int64_t P = parameterCount(in.model);
+  const std::int64_t elems = mp.strategy == Strategy::Ddp ? P : std::max<std::int64_t>(1, me.state.optimizer / 8);
+  mp.compute.forwardS = std::move(fwd);
+  mp.compute.backwardS = std::move(bwd);
+  mp.compute.optimizerSPerElement = opt / static_cast<double>(elems);
+  mp.compute.source = "run " + std::to_string(runId) + " (" + in.model.name + ", " + strategyName(mp.strategy) + ", " +
+                      std::to_string(in.gpus) + " ranks, " + std::to_string(stepCount) + " steady rank-steps)";
+  return mp;
+}
+
+Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::string& name, const CancelToken* cancel,
+                     const ProgressFn& progress) {
+  const SimulateInput& in = sim.input;
+  const EstimateInput& em = in.model;
+  const bool gloo = in.comm.emulatedReduceScatter;
+  const std::string backend = gloo ? "gloo" : "nccl";
+
+  // Configuration: the runtime's keys where they apply, and what only the simulation knows.
+  RunConfig cfg;
+  if (auto rsn = runtimeStrategy(in.strategy)) cfg.strategy = *rsn;
+  cfg.model = em.model.name;
+  cfg.worldSize = em.gpus;
+  cfg.nnodes = std::max(1, nodeCount(em));
+  cfg.nprocPerNode = em.gpus > em.gpusPerNode ? em.gpusPerNode : 0;
+  if (cfg.nprocPerNode > 0 && cfg.nprocPerNode * cfg.nnodes != cfg.worldSize) cfg.nprocPerNode = 0;
+  cfg.steps = in.steps;
+  cfg.microBatch = static_cast<int>(em.microBatch);
+  cfg.seqLen = static_cast<int>(em.seqLen);
+  cfg.precision = em.precision == Precision::Fp32 ? "fp32" : "bf16";
+  cfg.device = gloo ? "cpu" : "cuda";
+  cfg.backend = backend;
+  cfg.bucketCapMb = em.bucketCapMb;
+  cfg.gradientAsBucketView = em.gradientAsBucketView;
+  cfg.reduceBucketSize = em.reduceBucketSize;
+  cfg.allgatherBucketSize = em.allgatherBucketSize;
+  cfg.overlapComm = em.overlapComm;
+  cfg.prefetchBucketSize = em.prefetchBucketSize;
+  cfg.paramPersistenceThreshold = em.paramPersistenceThreshold;
+  cfg.maxLiveParameters = em.maxLiveParameters;
+  cfg.maxReuseDistance = em.maxReuseDistance;
+  cfg.backwardPrefetch = in.backwardPrefetch == BackwardPrefetch::Pre ? "pre" : in.backwardPrefetch == BackwardPrefetch::Post ? "post" : "none";
+  cfg.forwardPrefetch = in.forwardPrefetch;
+  cfg.limitAllGathers = in.limitAllGathers;
+  if (in.strategy == Strategy::Hsdp) cfg.shardGroupSize = fsdpShardCount(em, in.strategy);
+  cfg.activationCheckpointing = em.activationCheckpointing;
+  JsonValue cj = toJson(cfg);
+  JsonValue simj = JsonValue::object();
+  simj.set("strategy", JsonValue::string(strategyName(in.strategy)));
+  simj.set("model_shape", JsonValue::string(em.model.name + ": L=" + std::to_string(em.model.layers) + " h=" +
+                                            std::to_string(em.model.hidden) + " ffn=" + std::to_string(em.model.ffn) +
+                                            " V=" + std::to_string(em.model.vocab)));
+  simj.set("compute", JsonValue::string(in.compute.source));
+  simj.set("link", JsonValue::string(in.intraNode.name));
+  simj.set("link_bus_bw_gbps", JsonValue::number(in.intraNode.busBwGBps));
+  simj.set("link_alpha_us", JsonValue::number(in.intraNode.alphaUs));
+  simj.set("inter_node_link", JsonValue::string(in.interNode.name));
+  simj.set("jitter", JsonValue::number(in.jitter));
+  simj.set("seed", JsonValue::number(static_cast<std::int64_t>(in.seed)));
+  cj.set("simulation", std::move(simj));
+
+  JsonValue meta = JsonValue::object();
+  meta.set("simulated_world_size", JsonValue::number(static_cast<std::int64_t>(em.gpus)));
+  meta.set("stored_ranks", JsonValue::number(static_cast<std::int64_t>(sim.ranks.size())));
+  meta.set("step_s", JsonValue::number(sim.steady.stepS));
+  meta.set("compute_s", JsonValue::number(sim.steady.computeS));
+  meta.set("comm_s", JsonValue::number(sim.steady.commS));
+  meta.set("exposed_comm_s", JsonValue::number(sim.steady.exposedCommS));
+  meta.set("overlap", JsonValue::number(sim.steady.overlap()));
+  meta.set("peak_bytes", JsonValue::number(sim.peakBytes));
+  JsonValue notes = JsonValue::array();
+  for (const auto& n : sim.notes) notes.push(JsonValue::string(n));
+  meta.set("notes", std::move(notes));
+
+  Run run;
+  run.name = name;
+  run.source = RunSource::Simulated;
+  run.strategy = strategyName(in.strategy);
+  run.configJson = cj.dump();
+  run.worldSize = em.gpus;
+  run.status = RunStatus::Completed;
+  run.metadataJson = meta.dump();
+  run.tags = "simulated";
+
+  const TimeNs base =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  auto ns = [&](double s) { return base + static_cast<TimeNs>(std::llround(s * 1e9)); };
+
+  Transaction tx(store.db());
+  const Id runId = store.createRun(run);
+  std::vector<Id> groupIds;
+  for (const auto& g : sim.groups) {
+    ProcessGroup pg;
+    pg.runId = runId;
+    pg.name = g.name;
+    pg.backend = backend;
+    pg.size = g.size;
+    std::string rj = "[";
+    for (std::size_t i = 0; i < g.ranks.size(); ++i) rj += (i ? "," : "") + std::to_string(g.ranks[i]);
+    pg.ranksJson = rj + "]";
+    pg.description = g.name + " (simulated)";
+    groupIds.push_back(store.addProcessGroup(pg));
+  }
+  auto groupOf = [&](const std::string& kind, int rank) -> std::pair<std::string, Id> {
+    for (std::size_t i = 0; i < sim.groups.size(); ++i) {
+      const auto& g = sim.groups[i];
+      if (g.name.rfind(kind, 0) != 0) continue;
+      if (std::find(g.ranks.begin(), g.ranks.end(), rank) != g.ranks.end()) return {g.name, groupIds[i]};
+    }
+    return {kind, 0};
+  };
+  const Id catCpu = store.intern("cpu_op"), catAnn = store.intern("user_annotation"), catWait = store.intern("wait"),
+           catColl = store.intern("collective");
+  const Id dtype = store.intern(em.precision == Precision::Fp32 ? "float" : "c10::BFloat16");
+  std::vector<Id> nameIds(sim.names.size());
+  std::vector<Id> waitNameIds(sim.names.size(), 0);
+  for (std::size_t i = 0; i < sim.names.size(); ++i) nameIds[i] = store.intern(sim.names[i]);
+
+  std::int64_t doneRanks = 0;
+  for (const auto& tr : sim.ranks) {
+    if (cancel) cancel->throwIfCancelled();
+    Rank rk;
+    rk.runId = runId;
+    rk.rank = tr.rank;
+    rk.host = "simulated-node" + std::to_string(tr.rank / std::max(1, std::min(em.gpusPerNode, em.gpus)));
+    rk.device = gloo ? "cpu" : "cuda:" + std::to_string(tr.rank % std::max(1, std::min(em.gpusPerNode, em.gpus)));
+    rk.sourceFile = "simulated";
+    const Id rankId = store.addRank(rk);
+    Track ct;
+    ct.rankId = rankId;
+    ct.kind = TrackKind::CpuThread;
+    ct.name = "compute (main thread)";
+    ct.pid = tr.rank;
+    ct.tid = 0;
+    ct.sortIndex = 0;
+    const Id computeTrack = store.addTrack(ct);
+    std::vector<Id> commTracks, commGroups;
+    for (std::size_t k = 0; k < sim.laneGroupKind.size(); ++k) {
+      const auto [gname, gid] = groupOf(sim.laneGroupKind[k], tr.rank);
+      Track t;
+      t.rankId = rankId;
+      t.kind = TrackKind::Comm;
+      t.name = "comm " + gname + " (" + backend + ")";
+      t.pid = tr.rank;
+      t.tid = static_cast<std::int64_t>(k + 1);
+      t.sortIndex = 10 + static_cast<int>(k);
+      commTracks.push_back(store.addTrack(t));
+      commGroups.push_back(gid);
+    }
+    const int devType = gloo ? 0 : 1;
+    const int devId = gloo ? 0 : static_cast<int>(tr.rank % std::max(1, std::min(em.gpusPerNode, em.gpus)));
+    const std::string dev = (devType == 1 ? "cuda:" : "cpu:") + std::to_string(devId);
+    const std::string suffix = std::to_string(devType) + ":" + std::to_string(devId);
+    Track ma;
+    ma.rankId = rankId;
+    ma.kind = TrackKind::Counter;
+    ma.name = "memory allocated (" + dev + ")";
+    ma.device = devId;
+    ma.sortIndex = 1000;
+    ma.derivedFrom = "memory_events:allocated:" + suffix;
+    Track mr = ma;
+    mr.name = "memory reserved (" + dev + ")";
+    mr.sortIndex = 1001;
+    mr.derivedFrom = "memory_events:reserved:" + suffix;
+    const Id memA = store.addTrack(ma), memR = store.addTrack(mr);
+
+    BulkWriter w(store);
+    std::string args;
+    for (const auto& sp : tr.spans) {
+      EventRecord e;
+      e.startNs = ns(sp.startS);
+      e.endNs = std::max(e.startNs, ns(sp.endS));
+      e.step = sp.step + 1;  // runtime steps count from 1
+      switch (sp.kind) {
+        case SimSpan::Kind::Compute:
+          e.trackId = computeTrack;
+          e.nameId = nameIds[static_cast<std::size_t>(sp.name)];
+          e.catId = catCpu;
+          e.category = Category::Computation;
+          w.addEvent(e);
+          break;
+        case SimSpan::Kind::Annotation:
+          e.trackId = computeTrack;
+          e.nameId = nameIds[static_cast<std::size_t>(sp.name)];
+          e.catId = catAnn;
+          e.category = Category::Other;
+          if (sim.names[static_cast<std::size_t>(sp.name)].rfind("ProfilerStep#", 0) == 0)
+            e.nameId = store.intern("ProfilerStep#" + std::to_string(sp.step + 1));
+          w.addEvent(e);
+          break;
+        case SimSpan::Kind::Wait: {
+          auto& wid = waitNameIds[static_cast<std::size_t>(sp.name)];
+          if (wid == 0) wid = store.intern("wait " + sim.names[static_cast<std::size_t>(sp.name)]);
+          e.trackId = computeTrack;
+          e.nameId = wid;
+          e.catId = catWait;
+          e.category = Category::Other;
+          w.addEvent(e);
+          break;
+        }
+        case SimSpan::Kind::Collective: {
+          e.trackId = commTracks.at(static_cast<std::size_t>(sp.commLane));
+          e.nameId = nameIds[static_cast<std::size_t>(sp.name)];
+          e.catId = catColl;
+          e.category = Category::Communication;
+          e.collOp = collOp(sp.op);
+          e.flags |= EventFlags::CollectiveMeta;
+          if (commGroups[static_cast<std::size_t>(sp.commLane)] != 0) e.processGroupId = commGroups[static_cast<std::size_t>(sp.commLane)];
+          e.bytes = sp.bytes;
+          e.groupSize = sp.groupSize;
+          e.dtypeId = dtype;
+          const TimeNs issue = ns(sp.issueS);
+          args = "{\"issue_ns\":" + std::to_string(issue) + ",\"queue_ns\":" + std::to_string(e.startNs - issue) +
+                 ",\"simulated\":true" + (sp.emulated ? ",\"emulated_by\":\"all_reduce\"" : "") + "}";
+          w.addEvent(e, args);
+          break;
+        }
+      }
+    }
+    for (const auto& m : tr.memory) {
+      MemoryEvent me;
+      me.rankId = rankId;
+      me.tsNs = ns(m.tS);
+      me.deviceType = devType;
+      me.deviceId = devId;
+      me.bytes = m.delta;
+      me.totalAllocated = m.total;
+      me.totalReserved = m.total;
+      w.addMemoryEvent(me);
+      w.noteSample(memA, me.tsNs);
+      w.noteSample(memR, me.tsNs);
+    }
+    w.finish();
+    for (std::size_t s = 0; s < tr.steps.size(); ++s)
+      store.addStep(Step{rankId, static_cast<std::int64_t>(s + 1), ns(tr.steps[s].first), ns(tr.steps[s].second)});
+    // Per-rank metrics, as a runtime rank stores them.
+    std::int64_t peak = 0;
+    for (const auto& m : tr.memory) peak = std::max(peak, m.total);
+    store.setMetric(runId, rankId, "peak_allocated_bytes", static_cast<double>(peak));
+    if (tr.rank == 0)
+      for (int c = 0; c < kMemCats; ++c)
+        store.setMetric(runId, rankId, std::string("peak_breakdown.") + memCatKey(static_cast<MemCat>(c)),
+                        static_cast<double>(sim.peakByCategory[c]));
+    std::map<std::string, double> bytesPerOp, countPerOp;
+    double steadyStepS = 0;
+    int steady = 0;
+    for (std::size_t s = tr.steps.size() > 1 ? 1 : 0; s < tr.steps.size(); ++s, ++steady)
+      steadyStepS += tr.steps[s].second - tr.steps[s].first;
+    if (steady > 0) store.setMetric(runId, rankId, "step_time_ms", steadyStepS / steady * 1e3);
+    for (const auto& sp : tr.spans) {
+      if (sp.kind != SimSpan::Kind::Collective || sp.step != static_cast<int>(tr.steps.size()) - 1) continue;
+      const std::string op = collKindName(sp.op);
+      bytesPerOp[op] += static_cast<double>(sp.bytes);
+      countPerOp[op] += 1;
+    }
+    for (const auto& [op, v] : bytesPerOp) store.setMetric(runId, rankId, "comm.bytes_per_step." + op, v);
+    for (const auto& [op, v] : countPerOp) store.setMetric(runId, rankId, "comm.count_per_step." + op, v);
+    ++doneRanks;
+    if (progress) progress({"store simulated ranks", static_cast<std::uint64_t>(doneRanks), sim.ranks.size(), "ranks"});
+  }
+  const MemoryEstimate me = estimateMemory(em, in.strategy);
+  store.setMetric(runId, std::nullopt, "step_time_ms", sim.steady.stepS * 1e3);
+  store.setMetric(runId, std::nullopt, "tokens_per_s", sim.tokensPerSPerDevice * em.gpus);
+  store.setMetric(runId, std::nullopt, "params", static_cast<double>(parameterCount(em.model)));
+  store.setMetric(runId, std::nullopt, "sim.compute_ms", sim.steady.computeS * 1e3);
+  store.setMetric(runId, std::nullopt, "sim.comm_ms", sim.steady.commS * 1e3);
+  store.setMetric(runId, std::nullopt, "sim.exposed_comm_ms", sim.steady.exposedCommS * 1e3);
+  store.setMetric(runId, std::nullopt, "sim.overlap", sim.steady.overlap());
+  store.setMetric(runId, std::nullopt, "sim.slowest_rank_step_ms", sim.slowestRankStepS * 1e3);
+  store.setMetric(runId, std::nullopt, "sim.peak_bytes", static_cast<double>(sim.peakBytes));
+  store.setMetric(runId, std::nullopt, "sim.wall_s", sim.wallS);
+  store.setMetric(runId, std::nullopt, "comm.wire_bytes_per_step", sim.wireBytesPerStep);
+  store.setMetric(runId, std::nullopt, "model_state.parameters_bytes", static_cast<double>(me.state.parameters));
+  store.setMetric(runId, std::nullopt, "model_state.gradients_bytes", static_cast<double>(me.state.gradients));
+  store.setMetric(runId, std::nullopt, "model_state.optimizer_bytes", static_cast<double>(me.state.optimizer));
+  store.setMetric(runId, std::nullopt, "model_state.buffers_bytes", static_cast<double>(me.state.buffers));
+  tx.commit();
+  return runId;
+}
+
+}  // namespace shardscope::core::estimator

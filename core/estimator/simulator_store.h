@@ -1,0 +1,33 @@
+#pragma once
+// The simulator and the trace store: a compute profile read from a measured run of our runtime,
+// and a simulation written as a run with source `simulated` (same lanes, span names, steps, memory
+// records and metrics as a runtime run), so every page, analysis and report shows it.
+#include <string>
+
+#include "core/estimator/simulator.h"
+#include "core/storage/trace_store.h"
+#include "core/util/progress.h"
+
+namespace shardscope::core::estimator {
+
+struct MeasuredProfile {
+  Id runId = 0;
+  EstimateInput input;        // the run's model, world size, tokens, precision and knobs
+  Strategy strategy = Strategy::Ddp;
+  ComputeProfile compute;     // mean per block over ranks and steady steps (the first step left out)
+  double stepS = 0;           // measured steady step time (mean over ranks and steps after the first)
+  int steadySteps = 0;
+  std::string runName;
+};
+
+// Reads a runtime run's configuration and its compute spans ("forward <block>", "backward
+// <block or module>", "optimizer step" on each rank's compute lane). Throws core::Error naming the
+// store and run when the run is missing, not ours (no configuration), or has no steady step.
+MeasuredProfile measuredProfile(TraceStore& store, Id runId);
+
+// Writes the kept ranks of a simulation as one run (source simulated, status completed) in one
+// transaction: nothing is left behind when it fails or is cancelled. Returns the run id.
+Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::string& name,
+                     const CancelToken* cancel = nullptr, const ProgressFn& progress = {});
+
+}  // namespace shardscope::core::estimator

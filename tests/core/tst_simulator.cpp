@@ -1,0 +1,326 @@
+// The step simulator (core/estimator/simulator): step times worked out by hand for schedules with
+// known compute and link figures, the collectives each strategy issues against the communication
+// model, overlap and prefetch rules moving the step time in the right direction, the memory peak
+// against the estimator, stragglers, scale, and the simulated run as the analyses read it back.
+#include <QtTest>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "core/analysis/step_breakdown.h"
+#include "core/estimator/comm_model.h"
+#include "core/estimator/memory_estimator.h"
+#include "core/estimator/simulator.h"
+#include "core/estimator/simulator_store.h"
+#include "core/storage/trace_store.h"
+
+using namespace shardscope::core;
+using namespace shardscope::core::estimator;
+
+namespace {
+
+EstimateInput runtimeInput(const char* model, int gpus) {
+  EstimateInput in;
+  in.model = *modelShapePreset(model);
+  in.gpus = gpus;
+  in.gpusPerNode = gpus;
+  in.precision = Precision::Fp32;
+  in.microBatch = 4;
+  in.seqLen = 128;
+  return in;
+}
+
+// 1 GB/s, 100 µs: a collective of S bytes over 2 ranks all-reduces in 100e-6 + S·1/1e9 s.
+LinkModel slowLink() { return LinkModel{"test", 1.0, 0, 100, "test"}; }
+
+ComputeProfile flat(int layers, double fwd, double bwd, double optPerElem) {
+  ComputeProfile p;
+  p.source = "test";
+  p.forwardS.assign(static_cast<std::size_t>(layers + 2), fwd);
+  p.backwardS.assign(static_cast<std::size_t>(layers + 2), bwd);
+  p.optimizerSPerElement = optPerElem;
+  return p;
+}
+
+SimulateInput simInput(const EstimateInput& em, Strategy s, const ComputeProfile& p) {
+  SimulateInput si;
+  si.model = em;
+  si.strategy = s;
+  si.compute = p;
+  si.intraNode = slowLink();
+  si.interNode = slowLink();
+  return si;
+}
+
+}  // namespace
+
+class TestSimulator : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  // DDP with one bucket: the all-reduce starts after the last gradient, nothing hides it.
+  void ddpOneBucketIsFullyExposed() {
+    auto em = runtimeInput("tiny", 2);
+    em.bucketCapMb = 1000;  // everything in the first 1 MiB bucket anyway: tiny is 0.5 MB of gradients
+    const auto p = flat(em.model.layers, 1e-3, 2e-3, 1e-9);
+    auto si = simInput(em, Strategy::Ddp, p);
+    si.steps = 1;
+    const auto r = simulate(si);
+    const double P = static_cast<double>(parameterCount(em.model));
+    const double ar = 100e-6 + 4.0 * P * 1.0 / 1e9;  // 2(n-1)/n = 1 on 2 ranks
+    const int blocks = em.model.layers + 2;
+    const double expected = blocks * 1e-3 + blocks * 2e-3 + ar + P * 1e-9;
+    QCOMPARE(r.collectivesPerStep, 1);
+    QVERIFY2(std::abs(r.steady.stepS - expected) < 1e-9, qPrintable(QString::number(r.steady.stepS, 'g', 12) + " vs " +
+                                                                      QString::number(expected, 'g', 12)));
+    QVERIFY(std::abs(r.steady.exposedCommS - ar) < 1e-9);
+    QVERIFY(std::abs(r.steady.commS - ar) < 1e-9);
+    QCOMPARE(r.steady.overlap(), 0.0);
+  }
+
+  // DDP with small buckets: gradients of the head go out while the blocks below still compute.
+  void ddpBucketsOverlapBackward() {
+    auto em = runtimeInput("small", 2);
+    em.bucketCapMb = 1;
+    const auto p = flat(em.model.layers, 2e-3, 4e-3, 1e-10);
+    auto one = simInput(em, Strategy::Ddp, p);
+    one.model.bucketCapMb = 1000;
+    const auto r1 = simulate(one);
+    const auto rn = simulate(simInput(em, Strategy::Ddp, p));
+    QVERIFY(rn.collectivesPerStep > 5);
+    QVERIFY2(rn.steady.exposedCommS < 0.6 * r1.steady.exposedCommS, "buckets must hide part of the all-reduce");
+    QVERIFY(rn.steady.stepS < r1.steady.stepS);
+    QVERIFY(rn.steady.overlap() > 0.3);
+    // Never faster than its compute.
+    QVERIFY(rn.steady.stepS >= rn.steady.computeS - 1e-12);
+  }
+
+  // What each strategy sends per step is exactly what the communication model counts.
+  void volumesMatchTheCommunicationModel_data() {
+    QTest::addColumn<QString>("strategy");
+    QTest::addColumn<int>("gpus");
+    for (const char* s : {"ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op"}) {
+      QTest::newRow((std::string(s) + "/2").c_str()) << QString(s) << 2;
+      QTest::newRow((std::string(s) + "/4").c_str()) << QString(s) << 4;
+    }
+    QTest::newRow("hsdp/4") << QString("hsdp") << 4;
+  }
+  void volumesMatchTheCommunicationModel() {
+    QFETCH(QString, strategy);
+    QFETCH(int, gpus);
+    const auto s = *parseStrategy(strategy.toStdString());
+    auto em = runtimeInput("tiny", gpus);
+    em.paramPersistenceThreshold = 0;
+    const auto r = simulate(simInput(em, s, flat(em.model.layers, 1e-4, 2e-4, 1e-9)));
+    const auto cv = commVolume(em, s);
+    QCOMPARE(r.messageBytesPerStep, cv.messageBytes);
+    QVERIFY(std::abs(r.wireBytesPerStep - cv.wireBytes) < 1e-6 * cv.wireBytes);
+    std::int64_t count = 0;
+    for (const auto& c : cv.collectives) count += c.count;
+    if (s != Strategy::Zero3) QCOMPARE(r.collectivesPerStep, count);  // ZeRO-3's buckets fill by module, the model rounds
+  }
+
+  // ZeRO-3's first step has no trace (no prefetch); from the second on, prefetch hides the gathers.
+  void zero3PrefetchFromTheSecondStep() {
+    auto em = runtimeInput("small", 2);
+    em.maxReuseDistance = 0;  // release after use: all-gathers in forward and backward
+    em.paramPersistenceThreshold = 0;
+    auto si = simInput(em, Strategy::Zero3, flat(em.model.layers, 4e-3, 8e-3, 1e-10));
+    si.steps = 3;
+    si.keepRanks = 1;
+    const auto r = simulate(si);
+    QCOMPARE(r.ranks.size(), std::size_t{1});
+    const auto& steps = r.ranks[0].steps;
+    QCOMPARE(steps.size(), std::size_t{3});
+    const double first = steps[0].second - steps[0].first, second = steps[1].second - steps[1].first;
+    QVERIFY2(second < first, qPrintable(QString("traced step %1 s, untraced %2 s").arg(second).arg(first)));
+    // With the prefetch bucket at zero, no module is fetched ahead: every gather is exposed.
+    auto none = si;
+    none.model.prefetchBucketSize = 0;
+    const auto rn = simulate(none);
+    QVERIFY(rn.steady.exposedCommS > r.steady.exposedCommS);
+  }
+
+  // FSDP: BACKWARD_PRE issues the next unit's gather before this unit's gradients; none waits.
+  void fsdpBackwardPrefetchOrder() {
+    auto em = runtimeInput("small", 4);
+    const auto p = flat(em.model.layers, 4e-3, 8e-3, 1e-10);
+    auto pre = simInput(em, Strategy::FsdpFull, p);
+    auto post = pre, none = pre;
+    post.backwardPrefetch = BackwardPrefetch::Post;
+    none.backwardPrefetch = BackwardPrefetch::None;
+    const auto a = simulate(pre), b = simulate(post), c = simulate(none);
+    QVERIFY2(a.steady.stepS <= b.steady.stepS + 1e-12, "pre must not be slower than post");
+    QVERIFY2(b.steady.stepS < c.steady.stepS, "post must beat no prefetch");
+    QVERIFY(c.steady.exposedCommS > a.steady.exposedCommS);
+    // Forward prefetch hides the forward gathers too.
+    auto fwd = pre;
+    fwd.forwardPrefetch = true;
+    QVERIFY(simulate(fwd).steady.stepS < a.steady.stepS);
+  }
+
+  // The simulated peak is the estimator's peak moment replayed over time.
+  void peakMatchesTheEstimator_data() {
+    QTest::addColumn<QString>("strategy");
+    QTest::addColumn<QString>("model");
+    for (const char* m : {"tiny", "small"})
+      for (const char* s : {"ddp", "zero1", "zero2", "zero3", "fsdp"})
+        QTest::newRow((std::string(m) + "/" + s).c_str()) << QString(s) << QString(m);
+  }
+  void peakMatchesTheEstimator() {
+    QFETCH(QString, strategy);
+    QFETCH(QString, model);
+    const auto s = *parseStrategy(strategy.toStdString());
+    auto em = runtimeInput(model.toStdString().c_str(), 2);
+    em.glooStaging = true;
+    const auto r = simulate(simInput(em, s, flat(em.model.layers, 1e-4, 2e-4, 1e-9)));
+    const auto e = estimateMemory(em, s);
+    const double err = (static_cast<double>(r.peakBytes) - static_cast<double>(e.peakBytes)) / static_cast<double>(e.peakBytes);
+    QVERIFY2(std::abs(err) < 0.05, qPrintable(QString("simulated %1, estimated %2").arg(r.peakBytes).arg(e.peakBytes)));
+    QVERIFY(!r.ranks.empty() && !r.ranks[0].memory.empty());
+  }
+
+  // A straggler slows every rank it synchronises with, and the slowest rank is named.
+  void stragglerDelaysEveryone() {
+    auto em = runtimeInput("small", 4);
+    const auto p = flat(em.model.layers, 2e-3, 4e-3, 1e-10);
+    auto si = simInput(em, Strategy::FsdpFull, p);
+    const auto base = simulate(si);
+    si.slowRanks = {{3, 1.5}};
+    si.keepRanks = 1;
+    const auto slow = simulate(si);
+    QCOMPARE(slow.slowestRank, 3);
+    QCOMPARE(slow.ranks.size(), std::size_t{2});  // rank 0 and the slow rank 3
+    const auto& r0 = slow.ranks[0];
+    QCOMPARE(r0.rank, 0);
+    const double r0step = r0.steps.back().second - r0.steps.back().first;
+    QVERIFY2(r0step > 1.3 * (base.ranks[0].steps.back().second - base.ranks[0].steps.back().first),
+             "rank 0 waits for rank 3 at every gather");
+    // Jitter is deterministic per seed.
+    auto j = simInput(em, Strategy::FsdpFull, p);
+    j.jitter = 0.05;
+    QCOMPARE(simulate(j).steady.stepS, simulate(j).steady.stepS);
+    auto j2 = j;
+    j2.seed = 7;
+    QVERIFY(simulate(j2).steady.stepS != simulate(j).steady.stepS);
+  }
+
+  // FLOPs mode: compute follows the device peak and the efficiency.
+  void flopsProfileScales() {
+    EstimateInput em;
+    em.model = *modelShapePreset("llama3-8b");
+    em.gpus = 8;
+    em.gpusPerNode = 8;
+    em.microBatch = 1;
+    em.seqLen = 2048;
+    const auto a = flopsComputeProfile(em, 989, 0.4, 3350), b = flopsComputeProfile(em, 989, 0.2, 3350);
+    QVERIFY(std::abs(b.forwardS[5] - 2 * a.forwardS[5]) < 1e-12);
+    double total = 0;
+    for (std::size_t i = 0; i < a.forwardS.size(); ++i) total += a.forwardS[i] + a.backwardS[i];
+    // 6·Ψ_non-embedding + attention per token, at 395.6 TFLOPS: within 1% of the recommendation's figure.
+    const double nonEmbed = static_cast<double>(parameterCount(em.model) - em.model.vocab * em.model.hidden);
+    const double flops = (6 * nonEmbed + 6.0 * 32 * 32 * 2 * 128 * 2048) * 2048;
+    QVERIFY2(std::abs(total - flops / 395.6e12) / total < 0.01, qPrintable(QString::number(total)));
+    // Scaling a measured profile to the same shape changes nothing; to twice the tokens doubles the layers.
+    auto em2 = em;
+    em2.microBatch = 2;
+    const auto s = scaleComputeProfile(a, em, em2);
+    QVERIFY(std::abs(s.forwardS[3] / a.forwardS[3] - 2.0) < 0.01);
+    QCOMPARE(scaleComputeProfile(a, em, em).forwardS, a.forwardS);
+  }
+
+  // Thousands of devices: 256 here (the 1024-device figure is bench_simulator's).
+  void scalesToManyDevices() {
+    EstimateInput em;
+    em.model = *modelShapePreset("llama3-70b");
+    em.gpus = 256;
+    em.gpusPerNode = 8;
+    em.microBatch = 1;
+    em.seqLen = 4096;
+    em.activationCheckpointing = true;
+    SimulateInput si;
+    si.model = em;
+    si.strategy = Strategy::Zero3;
+    si.intraNode = *linkPreset("nvlink-h100");
+    si.interNode = *linkPreset("ib-ndr");
+    si.keepRanks = 2;
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = simulate(si);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    QVERIFY2(s < 20, qPrintable(QString::number(s)));
+    QCOMPARE(r.ranks.size(), std::size_t{2});
+    QVERIFY(r.steady.stepS > r.steady.computeS);
+    QVERIFY(r.tokensPerSPerDevice > 100 && r.tokensPerSPerDevice < 5000);
+    // HSDP across 32 nodes: a shard group per node, replicas across.
+    si.strategy = Strategy::Hsdp;
+    const auto h = simulate(si);
+    QVERIFY(h.steady.stepS > 0);
+    int shardGroups = 0, replicaGroups = 0;
+    for (const auto& g : h.groups) {
+      shardGroups += g.name.rfind("shard", 0) == 0;
+      replicaGroups += g.name.rfind("replica", 0) == 0;
+    }
+    QCOMPARE(shardGroups, 32);
+    QCOMPARE(replicaGroups, 8);
+  }
+
+  void refusesWhatItCannotSimulate() {
+    auto em = runtimeInput("tiny", 2);
+    em.offloadOptimizer = true;
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, simulate(simInput(em, Strategy::Zero3, flat(2, 1e-4, 1e-4, 0))));
+    auto e2 = runtimeInput("tiny", 2);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, simulate(simInput(e2, Strategy::Zero3, flat(5, 1e-4, 1e-4, 0))));
+    auto si = simInput(e2, Strategy::Ddp, flat(2, 1e-4, 1e-4, 0));
+    si.steps = 0;
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, simulate(si));
+  }
+
+  // The stored run reads back like a measured one: lanes, steps, collectives, memory, and the step
+  // breakdown's exposed communication equals the simulator's own.
+  void storedRunReadsBack() {
+    const QString dir = QDir::tempPath() + "/tst_simulator_" + QString::number(QCoreApplication::applicationPid());
+    QDir().mkpath(dir);
+    const std::string db = (dir + "/sim.db").toStdString();
+    std::filesystem::remove(db);
+    auto em = runtimeInput("small", 2);
+    auto si = simInput(em, Strategy::Zero3, flat(em.model.layers, 3e-3, 6e-3, 1e-10));
+    si.steps = 3;
+    const auto r = simulate(si);
+    Id id = 0;
+    {
+      TraceStore store(db);
+      id = writeSimulatedRun(store, r, "sim zero3");
+    }
+    TraceStore store(db, Database::Mode::ReadOnly);
+    const auto run = store.run(id);
+    QVERIFY(run);
+    QVERIFY(run->source == RunSource::Simulated);
+    QCOMPARE(run->worldSize, 2);
+    QCOMPARE(run->strategy, std::string("zero3"));
+    QCOMPARE(store.ranks(id).size(), std::size_t{2});
+    QCOMPARE(store.steps(id).size(), std::size_t{6});
+    const auto bd = computeStepBreakdown(store, id);
+    double exposed = 0, comm = 0;
+    int n = 0;
+    for (const auto& b : bd)
+      if (b.step >= 2) {
+        exposed += static_cast<double>(b.exposedCommNs) * 1e-9;
+        comm += static_cast<double>(b.commNs) * 1e-9;
+        ++n;
+      }
+    QCOMPARE(n, 4);
+    QVERIFY2(std::abs(exposed / n - r.steady.exposedCommS) < 1e-6 + 1e-3 * r.steady.exposedCommS,
+             qPrintable(QString("analysis %1 s, simulator %2 s").arg(exposed / n).arg(r.steady.exposedCommS)));
+    QVERIFY(std::abs(comm / n - r.steady.commS) < 1e-6 + 1e-3 * r.steady.commS);
+    QVERIFY(!store.memoryEvents(store.ranks(id)[0].id).empty());
+    QCOMPARE(*store.metric(id, std::nullopt, "step_time_ms"), r.steady.stepS * 1e3);
+    // A simulated run is not a runtime run: no compute profile from it.
+    QVERIFY_THROWS_EXCEPTION(Error, measuredProfile(store, id));
+    QDir(dir).removeRecursively();
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSimulator)
+#include "tst_simulator.moc"
