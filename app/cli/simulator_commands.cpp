@@ -164,6 +164,9 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
       m.set("run", JsonValue::number(static_cast<std::int64_t>(measured->runId)));
       m.set("strategy", JsonValue::string(est::strategyName(measured->strategy)));
       m.set("step_s", JsonValue::number(measured->stepS));
+      m.set("comm_s", JsonValue::number(measured->commS));
+      m.set("exposed_comm_s", JsonValue::number(measured->exposedCommS));
+      m.set("overlap", JsonValue::number(measured->overlap()));
       out.set("profile_run", std::move(m));
     }
     JsonValue arr = JsonValue::array();
@@ -201,7 +204,8 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
      << " us)" << (fitNote.empty() ? "" : "; " + fitNote) << "\n";
   if (measured)
     os << "  measured run " << measured->runId << " (" << est::strategyName(measured->strategy) << "): step "
-       << fixed(measured->stepS * 1e3, 2) << " ms\n";
+       << fixed(measured->stepS * 1e3, 2) << " ms, communication " << fixed(measured->commS * 1e3, 2) << " ms, exposed "
+       << fixed(measured->exposedCommS * 1e3, 2) << " ms, overlap " << fixed(measured->overlap() * 100, 1) << "%\n";
   if (base.jitter > 0 || !base.slowRanks.empty())
     os << "  per-rank variation: jitter " << fixed(base.jitter * 100, 1) << "%, " << base.slowRanks.size() << " slow rank(s)\n";
   char line[512];

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
 
 #include "core/util/error.h"
 
@@ -182,59 +184,120 @@ void commTime(CommEstimate& c, const LinkModel& intra, const LinkModel& inter) {
     const LinkModel& l = col.interNode ? (inter.busBwGBps < intra.busBwGBps ? inter : intra) : intra;
     const bool ar = col.kind == CollKind::AllReduce || col.emulatedReduceScatter;
     const double bw = (ar ? l.arBw() : l.busBwGBps) * 1e9;
-    col.timeS = static_cast<double>(col.count) * l.alphaUs * 1e-6 + (bw > 0 ? col.wireBytes() / bw : 0.0);
+    col.timeS = static_cast<double>(col.count) * (ar ? l.arAlphaUs() : l.alphaUs) * 1e-6 + (bw > 0 ? col.wireBytes() / bw : 0.0);
     c.timeS += col.timeS;
   }
 }
 
+namespace {
+
+struct KindFit {
+  bool ok = false, twoSizes = false;
+  double alpha = 0, slope = 0;  // s, s per wire byte
+};
+
+// Weighted least squares (weights 1/y²: the relative error is minimised, so microsecond
+// collectives weigh as much as long ones); with one size only, the slope through `alpha0`.
+KindFit fitKind(const std::vector<std::pair<double, double>>& xy, std::optional<double> alpha0) {
+  KindFit f;
+  if (xy.empty()) return f;
+  double sw = 0, mx = 0, my = 0;
+  for (auto [x, y] : xy) {
+    const double w = 1.0 / (y * y);
+    sw += w;
+    mx += w * x;
+    my += w * y;
+  }
+  mx /= sw;
+  my /= sw;
+  double sxx = 0, sxy = 0;
+  for (auto [x, y] : xy) {
+    const double w = 1.0 / (y * y);
+    sxx += w * (x - mx) * (x - mx);
+    sxy += w * (x - mx) * (y - my);
+  }
+  if (sxx > 0 && sxy > 0) {
+    f.slope = sxy / sxx;
+    f.alpha = std::max(0.0, my - f.slope * mx);
+    f.ok = f.twoSizes = true;
+    return f;
+  }
+  if (sxx > 0) return f;  // sizes differ but duration does not grow with them
+  const double a = alpha0.value_or(0.0);
+  double s = 0;
+  for (auto [x, y] : xy) s += std::max(0.0, y - a) / x;
+  s /= static_cast<double>(xy.size());
+  if (!(s > 0)) return f;
+  f.alpha = a;
+  f.slope = s;
+  f.ok = true;
+  return f;
+}
+
+}  // namespace
+
 LinkFit fitLink(const std::vector<CollectiveSample>& samples, const std::string& name) {
-  std::vector<std::pair<double, double>> xy;
+  std::vector<std::pair<double, double>> ar, ag, all;
   for (const auto& s : samples) {
-    const CollKind k = s.kind == CollKind::ReduceScatter && s.emulatedReduceScatter ? CollKind::AllReduce : s.kind;
-    const double x = static_cast<double>(s.messageBytes) * ringFactor(k, s.groupSize);
-    if (x > 0 && s.durationS > 0) xy.emplace_back(x, s.durationS);
+    const bool arLike = s.kind == CollKind::AllReduce || (s.kind == CollKind::ReduceScatter && s.emulatedReduceScatter);
+    const double x = static_cast<double>(s.messageBytes) * ringFactor(arLike ? CollKind::AllReduce : s.kind, s.groupSize);
+    if (!(x > 0) || !(s.durationS > 0)) continue;
+    (arLike ? ar : ag).emplace_back(x, s.durationS);
+    all.emplace_back(x, s.durationS);
   }
-  if (xy.size() < 2) throw Error("alpha-beta fit: fewer than two collectives with a size and a duration");
-  double mx = 0, my = 0;
-  for (auto [x, y] : xy) {
-    mx += x;
-    my += y;
-  }
-  const double n = static_cast<double>(xy.size());
-  mx /= n;
-  my /= n;
-  double sxx = 0, sxy = 0, syy = 0;
-  for (auto [x, y] : xy) {
-    sxx += (x - mx) * (x - mx);
-    sxy += (x - mx) * (y - my);
-    syy += (y - my) * (y - my);
-  }
-  if (sxx <= 0) throw Error("alpha-beta fit: every collective has the same size; the bandwidth cannot be separated from the latency");
-  const double slope = sxy / sxx;  // seconds per wire byte
-  if (!(slope > 0)) throw Error("alpha-beta fit: duration does not grow with size (slope " + std::to_string(slope) + " s/B)");
-  double alpha = my - slope * mx;
-  if (alpha < 0) alpha = 0;
+  if (all.size() < 2) throw Error("alpha-beta fit: fewer than two collectives with a size and a duration");
+  bool oneSize = true;
+  for (auto [x, y] : all) oneSize = oneSize && x == all.front().first;
+  if (oneSize) throw Error("alpha-beta fit: every collective has the same size; the bandwidth cannot be separated from the latency");
+  // The kind with two sizes first: its latency anchors the other.
+  KindFit fag = fitKind(ag, std::nullopt), far = fitKind(ar, std::nullopt);
+  if (!far.twoSizes) far = fitKind(ar, fag.twoSizes ? std::optional<double>(fag.alpha) : std::nullopt);
+  if (!fag.twoSizes) fag = fitKind(ag, far.twoSizes ? std::optional<double>(far.alpha) : std::nullopt);
+  if (!fag.ok && !far.ok) throw Error("alpha-beta fit: duration does not grow with size");
+  const KindFit& main = fag.ok ? fag : far;
   LinkFit f;
   f.link.name = name;
-  f.link.busBwGBps = 1.0 / slope / 1e9;
-  f.link.alphaUs = alpha * 1e6;
-  f.link.note = "fitted from " + std::to_string(xy.size()) + " collectives";
-  f.samples = static_cast<std::int64_t>(xy.size());
-  double sse = 0, rel = 0;
-  for (auto [x, y] : xy) {
-    const double pred = alpha + slope * x;
-    sse += (y - pred) * (y - pred);
-    rel += std::fabs(pred - y) / y;
+  f.link.busBwGBps = 1.0 / main.slope / 1e9;
+  f.link.alphaUs = main.alpha * 1e6;
+  if (far.ok && fag.ok) {
+    f.link.allReduceBusBwGBps = 1.0 / far.slope / 1e9;
+    f.link.allReduceAlphaUs = far.alpha * 1e6;
+  }
+  f.link.note = "fitted from " + std::to_string(all.size()) + " collectives (" + std::to_string(ag.size()) + " all-gather/reduce-scatter, " +
+                std::to_string(ar.size()) + " all-reduce)";
+  f.samples = static_cast<std::int64_t>(all.size());
+  double sse = 0, rel = 0, ym = 0;
+  for (auto [x, y] : all) ym += y;
+  ym /= static_cast<double>(all.size());
+  double syy = 0;
+  for (const auto& [set, kf] : {std::pair{&ag, &fag}, std::pair{&ar, &far}}) {
+    for (auto [x, y] : *set) {
+      const KindFit& k = kf->ok ? *kf : main;
+      const double pred = k.alpha + k.slope * x;
+      sse += (y - pred) * (y - pred);
+      rel += std::fabs(pred - y) / y;
+      syy += (y - ym) * (y - ym);
+    }
   }
   f.r2 = syy > 0 ? 1.0 - sse / syy : 1.0;
-  f.meanAbsRelError = rel / n;
+  f.meanAbsRelError = rel / static_cast<double>(all.size());
   return f;
 }
 
 std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId) {
-  std::vector<CollectiveSample> out;
+  // Per lane name (one per process group and rank, or a GPU stream), each rank's collectives in
+  // order. When every rank of a lane has the same sequence, the k-th instances are one collective:
+  // its time is from the last rank's start to the ranks' mean end (the transfer once everyone has
+  // arrived: the waiting of early ranks for late ones is skew, not link time). Otherwise (a single
+  // rank, uneven sequences) each instance's own duration is used.
+  struct Inst {
+    CollectiveSample s;
+    TimeNs start = 0, end = 0;
+  };
+  std::map<std::string, std::map<Id, std::vector<Inst>>> lanes;
   for (const auto& t : store.tracks(runId)) {
     if (t.kind != TrackKind::Comm && t.kind != TrackKind::GpuStream) continue;
+    auto& seq = lanes[t.name][t.rankId];
     store.forEachEvent(
         t.id,
         [&](const Event& e) {
@@ -252,9 +315,38 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId) {
           s.messageBytes = *e.bytes;
           s.emulatedReduceScatter = e.argsJson.find("\"emulated_by\":\"all_reduce\"") != std::string::npos;
           s.durationS = static_cast<double>(e.endNs - e.startNs) / 1e9;
-          out.push_back(s);
+          seq.push_back({s, e.startNs, e.endNs});
         },
         /*withArgs=*/true);
+  }
+  std::vector<CollectiveSample> out;
+  for (const auto& [name, ranks] : lanes) {
+    bool matched = ranks.size() >= 2;
+    const std::size_t n = ranks.begin()->second.size();
+    for (const auto& [r, seq] : ranks) {
+      if (seq.size() != n) matched = false;
+      for (std::size_t k = 0; matched && k < n; ++k)
+        if (seq[k].s.kind != ranks.begin()->second[k].s.kind || seq[k].s.messageBytes != ranks.begin()->second[k].s.messageBytes)
+          matched = false;
+    }
+    if (!matched) {
+      for (const auto& [r, seq] : ranks)
+        for (const auto& i : seq) out.push_back(i.s);
+      continue;
+    }
+    for (std::size_t k = 0; k < n; ++k) {
+      TimeNs lastStart = 0;
+      double endSum = 0;
+      for (const auto& [r, seq] : ranks) {
+        lastStart = std::max(lastStart, seq[k].start);
+        endSum += static_cast<double>(seq[k].end);
+      }
+      const double d = (endSum / static_cast<double>(ranks.size()) - static_cast<double>(lastStart)) / 1e9;
+      if (!(d > 0)) continue;
+      CollectiveSample s = ranks.begin()->second[k].s;
+      s.durationS = d;
+      out.push_back(s);
+    }
   }
   return out;
 }

@@ -30,7 +30,9 @@ struct LinkModel {
   double allReduceBusBwGBps = 0;  // all-reduce bus bandwidth (NVLS may beat the ring); 0 = busBwGBps
   double alphaUs = 0;         // per-collective latency
   std::string note;           // where the figure comes from
+  double allReduceAlphaUs = -1;  // all-reduce latency when fitted apart; < 0 = alphaUs
   double arBw() const { return allReduceBusBwGBps > 0 ? allReduceBusBwGBps : busBwGBps; }
+  double arAlphaUs() const { return allReduceAlphaUs >= 0 ? allReduceAlphaUs : alphaUs; }
 };
 // nvlink-h100, nvlink-h200, pcie4, pcie5, ib-ndr, ib-hdr, eth-100g, eth-25g, gloo-cpu-local.
 std::optional<LinkModel> linkPreset(std::string_view name);
@@ -84,8 +86,12 @@ struct LinkFit {
   double r2 = 0;            // coefficient of determination of duration vs wire bytes
   double meanAbsRelError = 0;
 };
-// Least squares of duration against wire bytes (S·factor): duration = alpha + wire/busBw.
-// Throws core::Error with fewer than two samples of different sizes or a non-positive slope.
+// duration = alpha + wire/busBw, fitted apart for all-reduce-like collectives (all-reduce and the
+// emulated reduce-scatter: they reduce, and run at allReduceBusBw) and the others (all-gather,
+// reduce-scatter): least squares weighted by 1/duration² (relative error) where a kind has two or
+// more sizes; a kind with one size keeps the other kind's latency (or none) and gets the mean
+// bandwidth. Throws core::Error with fewer than two samples, when every sample has the same wire
+// size, or when neither kind gives a positive slope.
 LinkFit fitLink(const std::vector<CollectiveSample>& samples, const std::string& name);
 // The all-reduce, all-gather and reduce-scatter instances of a run with a known size (communication
 // lanes of our runtime, or NCCL kernels of an imported trace), from the trace store.

@@ -102,7 +102,7 @@ class Program {
     const bool ar = c.kind == CollKind::AllReduce || c.emulated;
     const double bw = (ar ? l.arBw() : l.busBwGBps) * 1e9;
     const double wire = static_cast<double>(c.bytes) * ringFactor(ar ? CollKind::AllReduce : c.kind, n);
-    return l.alphaUs * 1e-6 + (bw > 0 ? wire / bw : 0.0);
+    return (ar ? l.arAlphaUs() : l.alphaUs) * 1e-6 + (bw > 0 ? wire / bw : 0.0);
   }
 
  private:
@@ -714,6 +714,7 @@ ComputeProfile scaleComputeProfile(const ComputeProfile& p, const EstimateInput&
   ComputeProfile out;
   out.source = p.source + ", scaled by FLOPs";
   out.optimizerSPerElement = p.optimizerSPerElement;
+  out.stepOverheadS = p.stepOverheadS;
   const auto fm = blockTrainFlops(measured), ft = blockTrainFlops(target);
   const int Lm = a.layers, Lt = b.layers;
   double fLayers = 0, tfLayers = 0, tbLayers = 0;
@@ -793,6 +794,7 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
       case Strategy::FsdpGradOp:
       case Strategy::Hsdp: bld.fsdpStep(in.strategy); break;
     }
+    prog.compute("host overhead (measured, unattributed)", in.compute.stepOverheadS);
     prog.end();
     prog.ops.push_back({Op::StepEnd, s, 0});
   }

@@ -26,6 +26,10 @@ struct ComputeProfile {
   std::vector<double> forwardS;    // L+2 entries
   std::vector<double> backwardS;   // L+2 entries, without recomputation
   double optimizerSPerElement = 0; // optimizer step time per parameter element a rank updates
+  // Host work per step outside any block's compute and outside waits (a measured run's step time
+  // less its compute and wait spans: hooks, gradient copies into buckets, the loss read-back); run
+  // on the compute thread at the end of each step. 0 in FLOPs mode.
+  double stepOverheadS = 0;
 };
 
 // Forward 1/3, backward 2/3 of the training FLOPs of each block (6 FLOPs per parameter and token

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "core/analysis/step_breakdown.h"
 #include "core/config/run_config.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
@@ -89,7 +90,7 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
 
   const int L = in.model.layers;
   std::vector<double> fwd(static_cast<std::size_t>(L + 2), 0.0), bwd(fwd.size(), 0.0);
-  double opt = 0;
+  double opt = 0, busy = 0;
   std::int64_t samples = 0;
   // Steady steps per rank: every step but the rank's first.
   std::map<Id, std::int64_t> firstStep;
@@ -118,8 +119,11 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
     store.forEachEvent(
         t.id,
         [&](const Event& e) {
-          if (e.category != Category::Computation || !e.step || *e.step == fs->second) return;
+          if (!e.step || *e.step == fs->second) return;
           const double d = static_cast<double>(e.endNs - e.startNs) * 1e-9;
+          if (e.cat == "wait") busy += d;
+          if (e.category != Category::Computation) return;
+          busy += d;
           if (e.name == "optimizer step") {
             opt += d;
             return;
@@ -151,6 +155,24 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
   mp.compute.forwardS = std::move(fwd);
   mp.compute.backwardS = std::move(bwd);
   mp.compute.optimizerSPerElement = opt / static_cast<double>(elems);
+  mp.compute.stepOverheadS = std::max(0.0, mp.stepS - busy / static_cast<double>(samples));
+  {
+    // Step numbers restart per rank: leave each rank's first step out, as above.
+    std::map<int, std::int64_t> firstOf;
+    for (const auto& r : store.ranks(runId)) firstOf[r.rank] = firstStep.count(r.id) ? firstStep[r.id] : 0;
+    double c = 0, x = 0;
+    int n = 0;
+    for (const auto& b : computeStepBreakdown(store, runId)) {
+      if (b.step < 0 || b.step == firstOf[b.rank]) continue;
+      c += static_cast<double>(b.commNs) * 1e-9;
+      x += static_cast<double>(b.exposedCommNs) * 1e-9;
+      ++n;
+    }
+    if (n > 0) {
+      mp.commS = c / n;
+      mp.exposedCommS = x / n;
+    }
+  }
   mp.compute.source = "run " + std::to_string(runId) + " (" + in.model.name + ", " + strategyName(mp.strategy) + ", " +
                       std::to_string(in.gpus) + " ranks, " + std::to_string(stepCount) + " steady rank-steps)";
   return mp;

@@ -17,6 +17,10 @@ struct MeasuredProfile {
   ComputeProfile compute;     // mean per block over ranks and steady steps (the first step left out)
   double stepS = 0;           // measured steady step time (mean over ranks and steps after the first)
   int steadySteps = 0;
+  // The step breakdown's figures (docs/METRICS.md) over the same steady steps, for comparison
+  // with a simulation: communication (union of collectives) and its exposed part.
+  double commS = 0, exposedCommS = 0;
+  double overlap() const { return commS > 0 ? 1.0 - exposedCommS / commS : 1.0; }
   std::string runName;
 };
 

@@ -143,6 +143,13 @@ void Engine::annotation(const std::string& name, std::int64_t startNs, std::int6
   ctx_.recorder->span(std::move(s));
 }
 
+void Engine::waitOutsideCompute(CommHandle h) {
+  const std::string label = segLabel_;
+  closeBackwardSegment();
+  h.wait();
+  if (!label.empty()) noteBackward(label);
+}
+
 void Engine::closeBackwardSegment() {
   if (segLabel_.empty()) return;
   computeSpan(segLabel_, segStart_, nowNs());
@@ -545,7 +552,7 @@ class ReplicatedEngine final : public Engine {
     double coef = 1.0;
     if (cfg_.gradClip > 0) {
       auto sq = g.pow(2).sum().reshape({1}).to(torch::kFloat64).to(flatParams_.dtype());
-      world_.allReduce(sq, info("grad norm")).wait();
+      waitOutsideCompute(world_.allReduce(sq, info("grad norm")));
       norm = std::sqrt(sq.item<double>());
       if (norm > cfg_.gradClip) coef = cfg_.gradClip / (norm + 1e-6);
     }
@@ -560,7 +567,7 @@ class ReplicatedEngine final : public Engine {
         out = torch::empty({len * world_.size()}, flatParams_.options());
         in = flatParams_.narrow(0, r * part_ + c0, len).clone();
       }
-      world_.allGather(out, in, info("param gather " + std::to_string(k))).wait();
+      waitOutsideCompute(world_.allGather(out, in, info("param gather " + std::to_string(k))));
       for (std::int64_t q = 0; q < world_.size(); ++q)
         if (q != r) flatParams_.narrow(0, q * part_ + c0, len).copy_(out.narrow(0, q * len, len));
     }
@@ -1067,7 +1074,7 @@ class ShardedEngine final : public Engine {
     if (cfg_.gradClip > 0) {
       auto sq = torch::zeros({1}, groups_[0].shard.options());
       for (auto& g : groups_) sq += g.gradShard.pow(2).sum();
-      shard_->allReduce(sq, info("grad norm")).wait();
+      waitOutsideCompute(shard_->allReduce(sq, info("grad norm")));
       norm = std::sqrt(sq.item<double>());
       if (norm > cfg_.gradClip) coef = cfg_.gradClip / (norm + 1e-6);
     }
@@ -1081,7 +1088,7 @@ class ShardedEngine final : public Engine {
         MemScope ms(MemCategory::CommBuffers);
         out = torch::empty({g.padded}, g.shard.options());
       }
-      shard_->allGather(out, g.shard, info("param " + g.name)).wait();
+      waitOutsideCompute(shard_->allGather(out, g.shard, info("param " + g.name)));
       g.full.detach().copy_(out);
     }
     return norm;

@@ -79,6 +79,9 @@ class Engine : public ForwardHooks {
   void annotation(const std::string& name, std::int64_t startNs, std::int64_t endNs);
   CollectiveInfo info(const std::string& label) const;
   void closeBackwardSegment();
+  // Waits for a collective with the open compute segment closed around the wait, so the wait is
+  // not counted as compute (the post-step all-gathers, the gradient-norm all-reduce).
+  void waitOutsideCompute(CommHandle h);
 
   // AdamW / SGD over flat fp32 tensors; state created lazily (first step) in OptimizerState memory.
   struct FlatOptState {
