@@ -286,7 +286,7 @@ LinkFit fitLink(const std::vector<CollectiveSample>& samples, const std::string&
 
 std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId) {
   // Per lane name (one per process group and rank, or a GPU stream), each rank's collectives in
-  // order. When every rank of a lane has the same sequence, the k-th instances are one collective:
+  // order. When the ranks share a clock and every rank of a lane has the same sequence, the k-th instances are one collective:
   // its time is from the last rank's start to the ranks' mean end (the transfer once everyone has
   // arrived: the waiting of early ranks for late ones is skew, not link time). Otherwise (a single
   // rank, uneven sequences) each instance's own duration is used.
@@ -320,8 +320,12 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId) {
         /*withArgs=*/true);
   }
   std::vector<CollectiveSample> out;
+  // Only our runtime's ranks share one clock (one machine's CLOCK_REALTIME, or the simulation's);
+  // imported traces keep per-instance durations.
+  const auto run = store.run(runId);
+  const bool sharedClock = run && (run->source == RunSource::Runtime || run->source == RunSource::Simulated);
   for (const auto& [name, ranks] : lanes) {
-    bool matched = ranks.size() >= 2;
+    bool matched = sharedClock && ranks.size() >= 2;
     const std::size_t n = ranks.begin()->second.size();
     for (const auto& [r, seq] : ranks) {
       if (seq.size() != n) matched = false;
