@@ -182,7 +182,7 @@ struct Builder {
   void optimizer(std::int64_t elements) { p.compute("optimizer step", cp.optimizerSPerElement * static_cast<double>(elements)); }
 
   // DDP, ZeRO-1, ZeRO-2 --------------------------------------------------------------------------
-  void replicated(Strategy s, int stepIndex) {
+  void replicated(Strategy s) {
     const std::int64_t W = in.model.gpus, P = sh.P, g = sh.g, w = sh.w;
     const std::int64_t Pp = roundUp(P, W), part = Pp / W;
     // Parameters in layout order with their block (the runtime's flat order).
@@ -308,7 +308,6 @@ struct Builder {
       p.mem(MemCat::CommBuffers, -buf);
     }
     p.end();
-    (void)stepIndex;
   }
 
   // ZeRO-3 and ZeRO++ hpZ --------------------------------------------------------------------------
@@ -350,30 +349,46 @@ struct Builder {
     ipgCap = roundUp(std::max<std::int64_t>(1, std::min(in.model.reduceBucketSize, cap)), S);
   }
 
-  void gather(int gi, bool backward) {
+  // A fetch unit (a ZeRO-3 module's parameters, an FSDP unit) is gathered on the group of `kind`;
+  // with `limit` (FSDP's rate limiter) at most two gathers are in flight: issuing a third first
+  // waits for the oldest.
+  void gatherUnit(int gi, int kind, bool limit) {
     auto& g = groups[static_cast<std::size_t>(gi)];
     if (g.state != Group::State::Released) return;
+    if (limit)
+      for (std::size_t k = 0; k < groups.size() && inFlight() >= 2; ++k)
+        if (groups[k].state == Group::State::InFlight) waitUnit(static_cast<int>(k));
     p.mem(MemCat::Parameters, sh.w * g.padded);
-    const bool hpz = backward && gatherGroupKind == kNode;
-    g.ag = p.issue("all_gather param " + g.name, CollKind::AllGather, hpz ? kNode : kWorld, sh.w * g.padded);
+    g.ag = p.issue("all_gather param " + g.name, CollKind::AllGather, kind, sh.w * g.padded);
     g.state = Group::State::InFlight;
     available += g.padded;
   }
-  void ensure(int gi, bool backward) {
+  void waitUnit(int gi) {
     auto& g = groups[static_cast<std::size_t>(gi)];
-    if (g.state == Group::State::Available) return;
-    if (g.state == Group::State::Released) gather(gi, backward);
+    if (g.state != Group::State::InFlight) return;
     p.wait(g.ag);
     g.state = Group::State::Available;
   }
-  void release(int gi) {
+  void ensureUnit(int gi, int kind, bool limit) {
+    gatherUnit(gi, kind, limit);
+    waitUnit(gi);
+  }
+  void releaseUnit(int gi) {
     auto& g = groups[static_cast<std::size_t>(gi)];
     if (g.persistent || g.state == Group::State::Released) return;
-    if (g.state == Group::State::InFlight) ensure(gi, false);
+    waitUnit(gi);
     p.mem(MemCat::Parameters, -sh.w * g.padded);
     g.state = Group::State::Released;
     available -= g.padded;
   }
+  int inFlight() const {
+    int n = 0;
+    for (const auto& g : groups) n += g.state == Group::State::InFlight;
+    return n;
+  }
+  // ZeRO-3: backward gathers (and forward prefetches of modules used in backward) go to hpZ's node
+  // group; everything else to the world.
+  int zero3Kind(bool backward) const { return backward ? gatherGroupKind : kWorld; }
   void traceFetch(int m, bool backward) {
     if (!traceComplete) {
       trace.push_back(m);
@@ -390,7 +405,7 @@ struct Builder {
       if (g.state == Group::State::InFlight) ahead += g.padded;
       if (g.state != Group::State::Released) continue;
       // A prefetch issued in forward for a module used in backward goes where backward gathers go.
-      gather(gi, backward || j >= trace.size() / 2);
+      gatherUnit(gi, zero3Kind(backward || j >= trace.size() / 2), false);
       ahead += g.padded;
       ++launched;
     }
@@ -458,12 +473,12 @@ struct Builder {
         const int gi = moduleGroup[static_cast<std::size_t>(m)];
         if (gi >= 0) {
           traceFetch(m, false);
-          ensure(gi, false);
+          ensureUnit(gi, kWorld, false);
         }
         const double share = moduleShare(sh, sh.modules[static_cast<std::size_t>(m)]);
         shareLeft -= share;
         p.compute("forward " + bn(b), fwd(b) * share);
-        if (gi >= 0 && shouldReleaseAfterForward(m)) release(gi);
+        if (gi >= 0 && shouldReleaseAfterForward(m)) releaseUnit(gi);
       }
       if (mods.empty()) p.compute("forward " + bn(b), fwd(b));
       actIn(b);
@@ -477,7 +492,7 @@ struct Builder {
         recomputeIn(b);
         for (int m : mods) {
           const int gi = moduleGroup[static_cast<std::size_t>(m)];
-          if (gi >= 0) ensure(gi, true);
+          if (gi >= 0) ensureUnit(gi, zero3Kind(true), false);
           p.compute("recompute " + bn(b), fwd(b) * moduleShare(sh, sh.modules[static_cast<std::size_t>(m)]));
         }
       }
@@ -487,13 +502,13 @@ struct Builder {
         const int gi = moduleGroup[static_cast<std::size_t>(m)];
         if (gi >= 0) {
           traceFetch(m, true);
-          ensure(gi, true);
+          ensureUnit(gi, zero3Kind(true), false);
         }
         p.compute("backward " + mod.name, cp.backwardS[static_cast<std::size_t>(b)] * moduleShare(sh, mod));
         for (int x : {gi, persistentGroup[static_cast<std::size_t>(m)]}) {
           if (x < 0) continue;
           ipgAdd(x, S, overlap);
-          if (!groups[static_cast<std::size_t>(x)].persistent) release(x);
+          releaseUnit(x);
         }
       }
       if (mods.empty()) p.compute("backward " + bn(b), cp.backwardS[static_cast<std::size_t>(b)]);
@@ -502,7 +517,7 @@ struct Builder {
     }
     flushIpg(S, overlap);
     progressFlights(0);
-    for (std::size_t k = 0; k < groups.size(); ++k) release(static_cast<int>(k));
+    for (std::size_t k = 0; k < groups.size(); ++k) releaseUnit(static_cast<int>(k));
     traceComplete = true;
     p.end();
     p.begin("optimizer");
@@ -523,73 +538,44 @@ struct Builder {
     for (int b = 0; b <= sh.L + 1; ++b)
       groups.push_back({bn(b), sh.blockNumel[static_cast<std::size_t>(b)], roundUp(sh.blockNumel[static_cast<std::size_t>(b)], N), false});
   }
-  int inFlight() const {
-    int n = 0;
-    for (const auto& g : groups) n += g.state == Group::State::InFlight;
-    return n;
-  }
-  void fsdpGather(int gi, int shardKind) {
-    auto& g = groups[static_cast<std::size_t>(gi)];
-    if (g.state != Group::State::Released) return;
-    if (in.limitAllGathers)
-      for (std::size_t k = 0; k < groups.size() && inFlight() >= 2; ++k)
-        if (groups[k].state == Group::State::InFlight) fsdpEnsure(static_cast<int>(k), shardKind);
-    p.mem(MemCat::Parameters, sh.w * g.padded);
-    g.ag = p.issue("all_gather param " + g.name, CollKind::AllGather, shardKind, sh.w * g.padded);
-    g.state = Group::State::InFlight;
-  }
-  void fsdpEnsure(int gi, int shardKind) {
-    auto& g = groups[static_cast<std::size_t>(gi)];
-    if (g.state == Group::State::Available) return;
-    if (g.state == Group::State::Released) fsdpGather(gi, shardKind);
-    p.wait(g.ag);
-    g.state = Group::State::Available;
-  }
-  void fsdpRelease(int gi, int shardKind) {
-    auto& g = groups[static_cast<std::size_t>(gi)];
-    if (g.state == Group::State::Released) return;
-    if (g.state == Group::State::InFlight) fsdpEnsure(gi, shardKind);
-    p.mem(MemCat::Parameters, -sh.w * g.padded);
-    g.state = Group::State::Released;
-  }
-
   void fsdpStep(Strategy s) {
     const bool full = s != Strategy::FsdpGradOp;
     const bool hsdp = s == Strategy::Hsdp && p.groupSize[kReplica] > 1;
     const int shardKind = s == Strategy::Hsdp ? kShard : kWorld;
     const std::int64_t N = p.groupSize[static_cast<std::size_t>(shardKind)];
     const int last = sh.L + 1;
+    const bool lim = in.limitAllGathers;
     p.begin("forward");
     for (int b = 0; b <= last; ++b) {
-      fsdpEnsure(b, shardKind);
-      if (in.forwardPrefetch && b + 1 <= last) fsdpGather(b + 1, shardKind);
+      ensureUnit(b, shardKind, lim);
+      if (in.forwardPrefetch && b + 1 <= last) gatherUnit(b + 1, shardKind, lim);
       p.compute("forward " + bn(b), fwd(b));
-      if (full && b != last) fsdpRelease(b, shardKind);
+      if (full && b != last) releaseUnit(b);
       actIn(b);
     }
     p.end();
     p.begin("backward");
     for (int b = last; b >= 0; --b) {
-      fsdpEnsure(b, shardKind);
-      if (in.backwardPrefetch == BackwardPrefetch::Pre && b > 0) fsdpGather(b - 1, shardKind);
+      ensureUnit(b, shardKind, lim);
+      if (in.backwardPrefetch == BackwardPrefetch::Pre && b > 0) gatherUnit(b - 1, shardKind, lim);
       recomputeIn(b);
       p.compute("backward " + bn(b), bwd(b));
       recomputeOut(b);
       actOut(b);
-      if (in.backwardPrefetch == BackwardPrefetch::Post && b > 0) fsdpGather(b - 1, shardKind);
+      if (in.backwardPrefetch == BackwardPrefetch::Post && b > 0) gatherUnit(b - 1, shardKind, lim);
       const auto& g = groups[static_cast<std::size_t>(b)];
       p.mem(MemCat::CommBuffers, sh.g * g.padded / N);
       const int rs = p.issue("reduce_scatter grad " + g.name, CollKind::ReduceScatter, shardKind, sh.g * g.padded);
       flights.push_back(rs);
       if (hsdp)
         flights.push_back(p.issue("all_reduce grad replicas " + g.name, CollKind::AllReduce, kReplica, sh.g * g.padded / N, rs));
-      if (full) fsdpRelease(b, shardKind);
+      if (full) releaseUnit(b);
     }
     progressFlights(0);
     std::int64_t rsBuf = 0;
     for (const auto& g : groups) rsBuf += sh.g * g.padded / N;
     p.mem(MemCat::CommBuffers, -rsBuf);
-    for (std::size_t k = 0; k < groups.size(); ++k) fsdpRelease(static_cast<int>(k), shardKind);
+    for (std::size_t k = 0; k < groups.size(); ++k) releaseUnit(static_cast<int>(k));
     p.end();
     p.begin("optimizer");
     std::int64_t elems = 0;
@@ -787,7 +773,7 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
     switch (in.strategy) {
       case Strategy::Ddp:
       case Strategy::Zero1:
-      case Strategy::Zero2: bld.replicated(in.strategy, s); break;
+      case Strategy::Zero2: bld.replicated(in.strategy); break;
       case Strategy::Zero3:
       case Strategy::ZeroPPHpz: bld.zero3Step(in.strategy); break;
       case Strategy::FsdpFull:
@@ -806,9 +792,6 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
       memEst.state.gradients - (in.strategy == Strategy::Ddp && !em.gradientAsBucketView ? sh.g * sh.P : 0);
   base[static_cast<int>(MemCat::Optimizer)] = memEst.state.optimizer;
   base[static_cast<int>(MemCat::CommBuffers)] = memEst.state.buffers;
-  if (in.strategy == Strategy::Zero3 || in.strategy == Strategy::ZeroPPHpz) {
-    // Modules gathered at the start (none: released) are added by the program.
-  }
 
   // Group instances: for each kind, instance of rank r and its members.
   auto instanceOf = [&](int kind, int r) {

@@ -318,20 +318,7 @@ Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::
     }
     const int devType = gloo ? 0 : 1;
     const int devId = gloo ? 0 : static_cast<int>(tr.rank % std::max(1, std::min(em.gpusPerNode, em.gpus)));
-    const std::string dev = (devType == 1 ? "cuda:" : "cpu:") + std::to_string(devId);
-    const std::string suffix = std::to_string(devType) + ":" + std::to_string(devId);
-    Track ma;
-    ma.rankId = rankId;
-    ma.kind = TrackKind::Counter;
-    ma.name = "memory allocated (" + dev + ")";
-    ma.device = devId;
-    ma.sortIndex = 1000;
-    ma.derivedFrom = "memory_events:allocated:" + suffix;
-    Track mr = ma;
-    mr.name = "memory reserved (" + dev + ")";
-    mr.sortIndex = 1001;
-    mr.derivedFrom = "memory_events:reserved:" + suffix;
-    const Id memA = store.addTrack(ma), memR = store.addTrack(mr);
+    const auto [memA, memR] = store.addMemoryTracks(rankId, devType, devId);
 
     BulkWriter w(store);
     std::string args;

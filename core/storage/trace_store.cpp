@@ -196,6 +196,24 @@ Id TraceStore::addTrack(const Track& t) {
   return db_->lastInsertRowId();
 }
 
+std::pair<Id, Id> TraceStore::addMemoryTracks(Id rankId, int deviceType, int deviceId) {
+  const std::string dev = (deviceType == 1 ? "cuda:" : "cpu:") + std::to_string(deviceId);
+  const std::string suffix = std::to_string(deviceType) + ":" + std::to_string(deviceId);
+  Track a;
+  a.rankId = rankId;
+  a.kind = TrackKind::Counter;
+  a.name = "memory allocated (" + dev + ")";
+  a.device = deviceId;
+  a.sortIndex = 1000;
+  a.derivedFrom = "memory_events:allocated:" + suffix;
+  Track r = a;
+  r.name = "memory reserved (" + dev + ")";
+  r.sortIndex = 1001;
+  r.derivedFrom = "memory_events:reserved:" + suffix;
+  const Id ai = addTrack(a);
+  return {ai, addTrack(r)};
+}
+
 std::vector<Track> TraceStore::tracks(Id runId) {
   std::vector<Track> out;
   for (auto& s : summary(runId).tracks) out.push_back(std::move(s.track));

@@ -60,6 +60,10 @@ class TraceStore {
   void updateRank(const Rank& rank);
   std::vector<Rank> ranks(Id runId);
   Id addTrack(const Track& track);
+  // The two counter tracks of one device's memory, "memory allocated (cpu:0)" / "memory reserved
+  // (cuda:N)", read from memory_events (derived_from); deviceType 0 CPU, 1 CUDA. Returns
+  // {allocated, reserved}. Writers that record allocations (the runtime, the simulator) use it.
+  std::pair<Id, Id> addMemoryTracks(Id rankId, int deviceType, int deviceId);
   std::vector<Track> tracks(Id runId);
   Id addProcessGroup(const ProcessGroup& pg);
   std::vector<ProcessGroup> processGroups(Id runId);

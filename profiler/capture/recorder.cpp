@@ -198,20 +198,7 @@ void Recorder::write(Pending& p) {
     const auto key = std::make_pair(m.deviceType, m.deviceId);
     auto it = memTracks_.find(key);
     if (it == memTracks_.end()) {
-      const std::string dev = (m.deviceType == 1 ? "cuda:" : "cpu:") + std::to_string(m.deviceId);
-      const std::string suffix = std::to_string(m.deviceType) + ":" + std::to_string(m.deviceId);
-      core::Track a;
-      a.rankId = rankId_;
-      a.kind = core::TrackKind::Counter;
-      a.name = "memory allocated (" + dev + ")";
-      a.device = m.deviceId;
-      a.sortIndex = 1000;
-      a.derivedFrom = "memory_events:allocated:" + suffix;
-      core::Track r = a;
-      r.name = "memory reserved (" + dev + ")";
-      r.sortIndex = 1001;
-      r.derivedFrom = "memory_events:reserved:" + suffix;
-      it = memTracks_.emplace(key, std::make_pair(store_->addTrack(a), store_->addTrack(r))).first;
+      it = memTracks_.emplace(key, store_->addMemoryTracks(rankId_, m.deviceType, m.deviceId)).first;
     }
     w.addMemoryEvent(m);
     w.noteSample(it->second.first, m.tsNs);
