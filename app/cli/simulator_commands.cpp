@@ -51,6 +51,18 @@ Args withRunDefaults(const Args& a, const est::MeasuredProfile& mp) {
   if (in.gradientAsBucketView) add("gradient-as-bucket-view", "");
   if (in.shardGroupSize > 0) add("shard-group-size", std::to_string(in.shardGroupSize));
   if (in.glooStaging) add("gloo-reduce-scatter", "");
+  if (in.bucketCapMb == static_cast<double>(static_cast<std::int64_t>(in.bucketCapMb)))
+    add("bucket-cap-mb", std::to_string(static_cast<std::int64_t>(in.bucketCapMb)));
+  add("backward-prefetch", mp.backwardPrefetch == est::BackwardPrefetch::Pre    ? "pre"
+                           : mp.backwardPrefetch == est::BackwardPrefetch::Post ? "post"
+                                                                                : "none");
+  add("forward-prefetch", boolText(mp.forwardPrefetch));
+  add("limit-all-gathers", boolText(mp.limitAllGathers));
+  // As many steps as the run, and its rank-to-rank variation (see MeasuredProfile::computeJitter).
+  if (mp.steps >= 2) add("steps", std::to_string(mp.steps));
+  char jit[32];
+  std::snprintf(jit, sizeof jit, "%.4f", std::min(0.9, mp.computeJitter));
+  add("jitter", jit);
   return out;
 }
 
@@ -157,6 +169,9 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
     out.set("micro_batch", JsonValue::number(in.microBatch));
     out.set("seq_len", JsonValue::number(in.seqLen));
     out.set("compute", JsonValue::string(base.compute.source));
+    out.set("steps", JsonValue::number(static_cast<std::int64_t>(base.steps)));
+    out.set("jitter", JsonValue::number(base.jitter));
+    out.set("seed", JsonValue::number(static_cast<std::int64_t>(base.seed)));
     out.set("link", JsonValue::string(ri.intraNode.name));
     if (!fitNote.empty()) out.set("link_fit", JsonValue::string(fitNote));
     if (measured) {
@@ -167,6 +182,7 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
       m.set("comm_s", JsonValue::number(measured->commS));
       m.set("exposed_comm_s", JsonValue::number(measured->exposedCommS));
       m.set("overlap", JsonValue::number(measured->overlap()));
+      m.set("compute_jitter", JsonValue::number(measured->computeJitter));
       out.set("profile_run", std::move(m));
     }
     JsonValue arr = JsonValue::array();
@@ -205,7 +221,8 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
   if (measured)
     os << "  measured run " << measured->runId << " (" << est::strategyName(measured->strategy) << "): step "
        << fixed(measured->stepS * 1e3, 2) << " ms, communication " << fixed(measured->commS * 1e3, 2) << " ms, exposed "
-       << fixed(measured->exposedCommS * 1e3, 2) << " ms, overlap " << fixed(measured->overlap() * 100, 1) << "%\n";
+       << fixed(measured->exposedCommS * 1e3, 2) << " ms, overlap " << fixed(measured->overlap() * 100, 1)
+       << "%, compute varies " << fixed(measured->computeJitter * 100, 1) << "% across ranks\n";
   if (base.jitter > 0 || !base.slowRanks.empty())
     os << "  per-rank variation: jitter " << fixed(base.jitter * 100, 1) << "%, " << base.slowRanks.size() << " slow rank(s)\n";
   char line[512];
@@ -245,8 +262,8 @@ std::vector<Command> simulatorCommands() {
            {"backward-prefetch", true, "FSDP: pre (default) | post | none"},
            {"forward-prefetch", true, "FSDP forward prefetch true|false (default false)"},
            {"limit-all-gathers", true, "FSDP rate limiter true|false (default true)"},
-           {"steps", true, "steps to simulate (default 2: the first is the warm-up, as in a measured run)"},
-           {"jitter", true, "per-rank compute variation: relative standard deviation, e.g. 0.02"},
+           {"steps", true, "steps to simulate (default 2, or the --profile-run's: the first is the warm-up, as in a measured run)"},
+           {"jitter", true, "per-rank compute variation: relative standard deviation, e.g. 0.02 (with --profile-run: the run's own)"},
            {"seed", true, "seed of the jitter (default 1)"},
            {"slow-rank", true, "RANK:FACTOR, a straggler whose compute takes FACTOR times longer; repeatable"},
            {"keep-ranks", true, "ranks stored in the database (default 16; 0 = all); slow ranks are always kept"},

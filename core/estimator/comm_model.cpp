@@ -196,33 +196,57 @@ struct KindFit {
   double alpha = 0, slope = 0;  // s, s per wire byte
 };
 
-// Weighted least squares (weights 1/y²: the relative error is minimised, so microsecond
-// collectives weigh as much as long ones); with one size only, the slope through `alpha0`.
+// Weighted least squares on relative error, so microsecond collectives weigh as much as long
+// ones. The weights are 1/prediction², refitted a few times (iteratively reweighted), starting from
+// 1/y²: weighting by the observations themselves would favour the instances that happened to run
+// fast, and under noise that stretches durations (a descheduled rank, a busy core) the fit would
+// come out below the mean duration at every size. With one size only, the slope through `alpha0`.
 KindFit fitKind(const std::vector<std::pair<double, double>>& xy, std::optional<double> alpha0) {
   KindFit f;
   if (xy.empty()) return f;
-  double sw = 0, mx = 0, my = 0;
-  for (auto [x, y] : xy) {
-    const double w = 1.0 / (y * y);
-    sw += w;
-    mx += w * x;
-    my += w * y;
-  }
-  mx /= sw;
-  my /= sw;
-  double sxx = 0, sxy = 0;
-  for (auto [x, y] : xy) {
-    const double w = 1.0 / (y * y);
-    sxx += w * (x - mx) * (x - mx);
-    sxy += w * (x - mx) * (y - my);
-  }
-  if (sxx > 0 && sxy > 0) {
-    f.slope = sxy / sxx;
-    f.alpha = std::max(0.0, my - f.slope * mx);
+  auto solve = [&](const auto& weight, double& alpha, double& slope) {
+    double sw = 0, mx = 0, my = 0;
+    for (auto [x, y] : xy) {
+      const double w = weight(x, y);
+      sw += w;
+      mx += w * x;
+      my += w * y;
+    }
+    mx /= sw;
+    my /= sw;
+    double sxx = 0, sxy = 0;
+    for (auto [x, y] : xy) {
+      const double w = weight(x, y);
+      sxx += w * (x - mx) * (x - mx);
+      sxy += w * (x - mx) * (y - my);
+    }
+    if (!(sxx > 0 && sxy > 0)) return sxx > 0 ? 1 : 0;  // 1: sizes differ, duration does not grow
+    slope = sxy / sxx;
+    alpha = std::max(0.0, my - slope * mx);
+    return 2;
+  };
+  bool sizes = false;
+  for (auto [x, y] : xy) sizes = sizes || x != xy.front().first;
+  double alpha = 0, slope = 0;
+  // One size: no line through the points (rounding would make one up).
+  const int first = !sizes ? 0 : solve([](double, double y) { return 1.0 / (y * y); }, alpha, slope);
+  if (first == 2) {
+    for (int it = 0; it < 8; ++it) {
+      const double a0 = alpha, s0 = slope;
+      const double floorY = 1e-9;
+      if (solve([&](double x, double) { const double p = std::max(floorY, a0 + s0 * x); return 1.0 / (p * p); }, alpha, slope) != 2) {
+        alpha = a0;
+        slope = s0;
+        break;
+      }
+      if (std::fabs(alpha - a0) <= 1e-4 * std::max(a0, 1e-9) && std::fabs(slope - s0) <= 1e-4 * s0) break;
+    }
+    f.slope = slope;
+    f.alpha = alpha;
     f.ok = f.twoSizes = true;
     return f;
   }
-  if (sxx > 0) return f;  // sizes differ but duration does not grow with them
+  if (first == 1) return f;  // sizes differ but duration does not grow with them
   const double a = alpha0.value_or(0.0);
   double s = 0;
   for (auto [x, y] : xy) s += std::max(0.0, y - a) / x;

@@ -87,6 +87,12 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
   in.maxLiveParameters = cfg.maxLiveParameters;
   in.maxReuseDistance = cfg.maxReuseDistance;
   in.glooStaging = cfg.device != "cuda";
+  mp.backwardPrefetch = cfg.backwardPrefetch == "post"   ? BackwardPrefetch::Post
+                        : cfg.backwardPrefetch == "none" ? BackwardPrefetch::None
+                                                         : BackwardPrefetch::Pre;
+  mp.forwardPrefetch = cfg.forwardPrefetch;
+  mp.limitAllGathers = cfg.limitAllGathers;
+  mp.steps = cfg.steps;
 
   const int L = in.model.layers;
   std::vector<double> fwd(static_cast<std::size_t>(L + 2), 0.0), bwd(fwd.size(), 0.0);
@@ -112,6 +118,8 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
   mp.stepS = stepSum / static_cast<double>(stepCount);
   mp.steadySteps = static_cast<int>(stepCount);
 
+  // Compute time per (step, span name) per rank, for the rank-to-rank variation.
+  std::map<std::pair<std::int64_t, std::string>, std::map<Id, double>> perSpan;
   for (const auto& t : store.tracks(runId)) {
     if (t.kind != TrackKind::CpuThread || t.name.rfind("compute", 0) != 0) continue;
     const auto fs = firstStep.find(t.rankId);
@@ -124,6 +132,7 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
           if (e.cat == "wait") busy += d;
           if (e.category != Category::Computation) return;
           busy += d;
+          perSpan[std::make_pair(static_cast<std::int64_t>(*e.step - fs->second), std::string(e.name))][t.rankId] += d;
           if (e.name == "optimizer step") {
             opt += d;
             return;
@@ -156,6 +165,35 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
   mp.compute.backwardS = std::move(bwd);
   mp.compute.optimizerSPerElement = opt / static_cast<double>(elems);
   mp.compute.stepOverheadS = std::max(0.0, mp.stepS - busy / static_cast<double>(samples));
+  {
+    const std::size_t nRanks = stepTimes.size();
+    // Each rank's relative deviation from the span's mean over ranks, scaled to unit variance for
+    // normal deviations (sqrt(n/(n-1))): 1.4826 x their median absolute value (weighted by the
+    // span's duration) estimates the standard deviation without the stalls' tail.
+    std::vector<std::pair<double, double>> cvs;  // (|relative deviation|, mean duration)
+    double weight = 0;
+    for (const auto& [key, byRank] : perSpan) {
+      if (nRanks < 2 || byRank.size() != nRanks) continue;  // on every rank, or not comparable
+      double m = 0;
+      for (const auto& [r, d] : byRank) m += d;
+      m /= static_cast<double>(nRanks);
+      if (!(m > 0)) continue;
+      const double scale = std::sqrt(static_cast<double>(nRanks) / static_cast<double>(nRanks - 1));
+      for (const auto& [r, d] : byRank) {
+        cvs.push_back({std::fabs(d - m) / m * scale, m});
+        weight += m;
+      }
+    }
+    std::sort(cvs.begin(), cvs.end());
+    double acc = 0;
+    for (const auto& [cv, m] : cvs) {
+      acc += m;
+      if (acc >= weight / 2) {
+        mp.computeJitter = 1.4826 * cv;
+        break;
+      }
+    }
+  }
   {
     // Step numbers restart per rank: leave each rank's first step out, as above.
     std::map<int, std::int64_t> firstOf;

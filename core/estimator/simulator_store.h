@@ -14,12 +14,24 @@ struct MeasuredProfile {
   Id runId = 0;
   EstimateInput input;        // the run's model, world size, tokens, precision and knobs
   Strategy strategy = Strategy::Ddp;
+  // The run's FSDP knobs and step count (what EstimateInput does not hold).
+  BackwardPrefetch backwardPrefetch = BackwardPrefetch::Pre;
+  bool forwardPrefetch = false;
+  bool limitAllGathers = true;
+  int steps = 0;
   ComputeProfile compute;     // mean per block over ranks and steady steps (the first step left out)
   double stepS = 0;           // measured steady step time (mean over ranks and steps after the first)
   int steadySteps = 0;
   // The step breakdown's figures (docs/METRICS.md) over the same steady steps, for comparison
   // with a simulation: communication (union of collectives) and its exposed part.
   double commS = 0, exposedCommS = 0;
+  // Rank-to-rank variation of compute: the relative standard deviation of a compute span (same
+  // name, same step) across ranks, estimated robustly (1.4826 x the median absolute deviation,
+  // weighted by duration): the variation is heavy-tailed (a rank descheduled for a time slice on a
+  // shared core), and a few stalled spans would otherwise set the level for all. 0 with one rank.
+  // It makes ranks arrive apart at every collective; `simulate --profile-run` uses it as the
+  // default --jitter.
+  double computeJitter = 0;
   double overlap() const { return commS > 0 ? 1.0 - exposedCommS / commS : 1.0; }
   std::string runName;
 };
