@@ -58,11 +58,8 @@ Args withRunDefaults(const Args& a, const est::MeasuredProfile& mp) {
                                                                                 : "none");
   add("forward-prefetch", boolText(mp.forwardPrefetch));
   add("limit-all-gathers", boolText(mp.limitAllGathers));
-  // As many steps as the run, and its rank-to-rank variation (see MeasuredProfile::computeJitter).
+  // As many steps as the run.
   if (mp.steps >= 2) add("steps", std::to_string(mp.steps));
-  char jit[32];
-  std::snprintf(jit, sizeof jit, "%.4f", std::min(0.9, mp.computeJitter));
-  add("jitter", jit);
   return out;
 }
 
@@ -115,6 +112,11 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
   base.steps = static_cast<int>(intOption(a, "steps", 2, 1));
   base.jitter = doubleOption(a, "jitter", 0.0);
   if (!(base.jitter >= 0 && base.jitter < 1)) throw std::invalid_argument("--jitter must be in [0, 1), e.g. 0.02");
+  if (measured && !a.has("jitter")) {
+    // The run's own rank-to-rank variation, per phase (MeasuredProfile::computeJitter).
+    base.jitter = std::min(0.9, measured->computeJitter);
+    for (int p = 0; p < est::kComputePhases; ++p) base.phaseJitter[p] = std::min(0.9, measured->phaseJitter[p]);
+  }
   base.seed = static_cast<std::uint64_t>(intOption(a, "seed", 1, 0));
   base.keepRanks = static_cast<int>(intOption(a, "keep-ranks", 16, 0));
   for (const auto& [k, v] : a.options) {
@@ -171,6 +173,9 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
     out.set("compute", JsonValue::string(base.compute.source));
     out.set("steps", JsonValue::number(static_cast<std::int64_t>(base.steps)));
     out.set("jitter", JsonValue::number(base.jitter));
+    for (int p = 0; p < est::kComputePhases; ++p)
+      if (base.phaseJitter[p] >= 0)
+        out.set(std::string("jitter_") + est::computePhaseName(static_cast<est::ComputePhase>(p)), JsonValue::number(base.phaseJitter[p]));
     out.set("seed", JsonValue::number(static_cast<std::int64_t>(base.seed)));
     out.set("link", JsonValue::string(ri.intraNode.name));
     if (!fitNote.empty()) out.set("link_fit", JsonValue::string(fitNote));
@@ -183,6 +188,10 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
       m.set("exposed_comm_s", JsonValue::number(measured->exposedCommS));
       m.set("overlap", JsonValue::number(measured->overlap()));
       m.set("compute_jitter", JsonValue::number(measured->computeJitter));
+      for (int p = 0; p < est::kComputePhases; ++p)
+        if (measured->phaseJitter[p] >= 0)
+          m.set(std::string("compute_jitter_") + est::computePhaseName(static_cast<est::ComputePhase>(p)),
+                JsonValue::number(measured->phaseJitter[p]));
       out.set("profile_run", std::move(m));
     }
     JsonValue arr = JsonValue::array();
@@ -223,8 +232,18 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
        << fixed(measured->stepS * 1e3, 2) << " ms, communication " << fixed(measured->commS * 1e3, 2) << " ms, exposed "
        << fixed(measured->exposedCommS * 1e3, 2) << " ms, overlap " << fixed(measured->overlap() * 100, 1)
        << "%, compute varies " << fixed(measured->computeJitter * 100, 1) << "% across ranks\n";
-  if (base.jitter > 0 || !base.slowRanks.empty())
-    os << "  per-rank variation: jitter " << fixed(base.jitter * 100, 1) << "%, " << base.slowRanks.size() << " slow rank(s)\n";
+  if (base.jitter > 0 || !base.slowRanks.empty()) {
+    os << "  per-rank variation: jitter";
+    bool phases = false;
+    for (int p = 0; p < est::kComputePhases; ++p)
+      if (base.phaseJitter[p] >= 0) {
+        os << (phases ? ", " : " ") << est::computePhaseName(static_cast<est::ComputePhase>(p)) << " "
+           << fixed(base.phaseJitter[p] * 100, 1) << "%";
+        phases = true;
+      }
+    if (!phases) os << " " << fixed(base.jitter * 100, 1) << "%";
+    os << "; " << base.slowRanks.size() << " slow rank(s)\n";
+  }
   char line[512];
   std::snprintf(line, sizeof line, "\n  %-13s %10s %10s %10s %10s %8s %12s %12s %8s %9s %8s %6s\n", "strategy", "step ms",
                 "compute", "comm", "exposed", "overlap", "peak", "tokens/s/dev", "colls", "wire/step", "sim s", "run");

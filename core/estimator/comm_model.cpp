@@ -222,7 +222,19 @@ KindFit fitKind(const std::vector<std::pair<double, double>>& xy, std::optional<
     }
     if (!(sxx > 0 && sxy > 0)) return sxx > 0 ? 1 : 0;  // 1: sizes differ, duration does not grow
     slope = sxy / sxx;
-    alpha = std::max(0.0, my - slope * mx);
+    alpha = my - slope * mx;
+    if (alpha < 0) {
+      // A negative latency is noise over a narrow range of sizes: the best line through the
+      // origin instead (clipping alpha and keeping the slope would overshoot every collective).
+      double swxx = 0, swxy = 0;
+      for (auto [x, y] : xy) {
+        const double w = weight(x, y);
+        swxx += w * x * x;
+        swxy += w * x * y;
+      }
+      alpha = 0;
+      slope = swxy / swxx;
+    }
     return 2;
   };
   bool sizes = false;
@@ -319,13 +331,30 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId) {
     TimeNs start = 0, end = 0;
   };
   std::map<std::string, std::map<Id, std::vector<Inst>>> lanes;
+  // Only our runtime's ranks share one clock (one machine's CLOCK_REALTIME, or the simulation's);
+  // imported traces keep per-instance durations.
+  const auto run = store.run(runId);
+  const bool ours = run && (run->source == RunSource::Runtime || run->source == RunSource::Simulated);
+  // Our runs' first step is the warm-up (first use of every buffer and connection: its
+  // collectives run several times slower); it is left out as the step figures leave it out.
+  std::map<Id, std::pair<std::int64_t, int>> firstStep;  // rank -> (first step, steps)
+  if (ours)
+    for (const auto& s : store.steps(runId)) {
+      auto [it, fresh] = firstStep.try_emplace(s.rankId, s.step, 0);
+      it->second.first = std::min(it->second.first, s.step);
+      ++it->second.second;
+    }
   for (const auto& t : store.tracks(runId)) {
     if (t.kind != TrackKind::Comm && t.kind != TrackKind::GpuStream) continue;
     auto& seq = lanes[t.name][t.rankId];
+    const auto fs = firstStep.find(t.rankId);
+    const std::optional<std::int64_t> warmup =
+        fs != firstStep.end() && fs->second.second >= 2 ? std::optional<std::int64_t>(fs->second.first) : std::nullopt;
     store.forEachEvent(
         t.id,
         [&](const Event& e) {
           if (!e.bytes || *e.bytes <= 0 || e.endNs <= e.startNs) return;
+          if (warmup && (!e.step || *e.step <= *warmup)) return;
           if (t.kind == TrackKind::GpuStream && e.category != Category::Communication) return;
           CollectiveSample s;
           switch (e.collOp) {
@@ -344,10 +373,7 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId) {
         /*withArgs=*/true);
   }
   std::vector<CollectiveSample> out;
-  // Only our runtime's ranks share one clock (one machine's CLOCK_REALTIME, or the simulation's);
-  // imported traces keep per-instance durations.
-  const auto run = store.run(runId);
-  const bool sharedClock = run && (run->source == RunSource::Runtime || run->source == RunSource::Simulated);
+  const bool sharedClock = ours;
   for (const auto& [name, ranks] : lanes) {
     bool matched = sharedClock && ranks.size() >= 2;
     const std::size_t n = ranks.begin()->second.size();

@@ -30,6 +30,7 @@ enum GroupKind : int { kWorld = 0, kShard = 1, kReplica = 2, kNode = 3, kGroupKi
 struct CompDef {
   int name = 0;
   double durS = 0;
+  ComputePhase phase = ComputePhase::Other;
 };
 struct CollDef {
   int name = 0;
@@ -68,7 +69,10 @@ class Program {
   }
   void compute(const std::string& n, double durS) {
     if (!(durS > 0)) return;
-    comps.push_back({name(n), durS});
+    const ComputePhase ph = n.rfind("forward ", 0) == 0 || n.rfind("recompute ", 0) == 0 ? ComputePhase::Forward
+                            : n.rfind("backward ", 0) == 0                                 ? ComputePhase::Backward
+                                                                                           : ComputePhase::Other;
+    comps.push_back({name(n), durS, ph});
     ops.push_back({Op::Compute, static_cast<int>(comps.size() - 1), 0});
   }
   int issue(const std::string& n, CollKind k, int group, std::int64_t bytes, int dep = -1) {
@@ -644,6 +648,15 @@ const char* memCatKey(MemCat c) {
   return "other";
 }
 
+const char* computePhaseName(ComputePhase p) {
+  switch (p) {
+    case ComputePhase::Forward: return "forward";
+    case ComputePhase::Backward: return "backward";
+    case ComputePhase::Other: return "other";
+  }
+  return "other";
+}
+
 std::vector<double> blockTrainFlops(const EstimateInput& in) {
   const ModelShape& m = in.model;
   const double T = static_cast<double>(in.microBatch * in.seqLen);
@@ -734,6 +747,8 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
   const EstimateInput& em = in.model;
   if (in.steps < 1) throw std::invalid_argument("simulate at least one step");
   if (!(in.jitter >= 0 && in.jitter < 1)) throw std::invalid_argument("jitter must be in [0, 1)");
+  for (double j : in.phaseJitter)
+    if (!(j < 1)) throw std::invalid_argument("jitter per phase must be below 1");
   if (em.offloadOptimizer || em.offloadParam)
     throw std::invalid_argument("the simulator does not model CPU offload (host transfers, CPU Adam); `estimate` does");
   const MemoryEstimate memEst = estimateMemory(em, in.strategy);  // validates the input
@@ -977,9 +992,10 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
       switch (op.kind) {
         case Op::Compute: {
           double f = st.slow;
-          if (in.jitter > 0) {
+          const double jit = in.jitterOf(prog.comps[static_cast<std::size_t>(op.a)].phase);
+          if (jit > 0) {
             const std::uint64_t h = splitmix(in.seed ^ splitmix(static_cast<std::uint64_t>(r) * 0x100000001b3ULL ^ static_cast<std::uint64_t>(op.a)));
-            f *= std::max(0.1, 1.0 + in.jitter * normalFrom(h));
+            f *= std::max(0.1, 1.0 + jit * normalFrom(h));
           }
           const double d = prog.comps[static_cast<std::size_t>(op.a)].durS * f;
           const std::size_t ci = static_cast<std::size_t>(op.a) * static_cast<std::size_t>(W) + static_cast<std::size_t>(r);

@@ -48,6 +48,12 @@ ComputeProfile scaleComputeProfile(const ComputeProfile& p, const EstimateInput&
 
 enum class BackwardPrefetch { Pre, Post, None };
 
+// Phases of compute whose rank-to-rank variation is told apart: forward (and its recomputation),
+// backward, and the rest (optimizer step, host work).
+enum class ComputePhase : std::uint8_t { Forward, Backward, Other };
+constexpr int kComputePhases = 3;
+const char* computePhaseName(ComputePhase p);  // "forward", "backward", "other"
+
 struct SimulateInput {
   EstimateInput model;
   Strategy strategy = Strategy::Ddp;
@@ -63,6 +69,13 @@ struct SimulateInput {
   // Per-rank variation: compute durations × (1 + jitter·z), z ~ N(0,1) from (seed, rank, op), and
   // a fixed factor for listed ranks (stragglers).
   double jitter = 0;
+  // The same per phase, when known apart (a measured run's, MeasuredProfile::phaseJitter); a
+  // negative entry falls back to `jitter`.
+  double phaseJitter[kComputePhases] = {-1, -1, -1};
+  double jitterOf(ComputePhase p) const {
+    const double j = phaseJitter[static_cast<int>(p)];
+    return j >= 0 ? j : jitter;
+  }
   std::uint64_t seed = 1;
   std::vector<std::pair<int, double>> slowRanks;
   int keepRanks = 16;          // ranks whose events are kept in the result (0 = all)

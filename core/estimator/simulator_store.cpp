@@ -170,29 +170,36 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
     // Each rank's relative deviation from the span's mean over ranks, scaled to unit variance for
     // normal deviations (sqrt(n/(n-1))): 1.4826 x their median absolute value (weighted by the
     // span's duration) estimates the standard deviation without the stalls' tail.
-    std::vector<std::pair<double, double>> cvs;  // (|relative deviation|, mean duration)
-    double weight = 0;
+    std::vector<std::pair<double, double>> all, byPhase[kComputePhases];  // (|relative deviation|, mean duration)
     for (const auto& [key, byRank] : perSpan) {
       if (nRanks < 2 || byRank.size() != nRanks) continue;  // on every rank, or not comparable
       double m = 0;
       for (const auto& [r, d] : byRank) m += d;
       m /= static_cast<double>(nRanks);
       if (!(m > 0)) continue;
+      const std::string& n = key.second;
+      const ComputePhase ph = n.rfind("forward ", 0) == 0 || n.rfind("recompute ", 0) == 0 ? ComputePhase::Forward
+                              : n.rfind("backward ", 0) == 0                                 ? ComputePhase::Backward
+                                                                                             : ComputePhase::Other;
       const double scale = std::sqrt(static_cast<double>(nRanks) / static_cast<double>(nRanks - 1));
       for (const auto& [r, d] : byRank) {
-        cvs.push_back({std::fabs(d - m) / m * scale, m});
-        weight += m;
+        all.push_back({std::fabs(d - m) / m * scale, m});
+        byPhase[static_cast<int>(ph)].push_back(all.back());
       }
     }
-    std::sort(cvs.begin(), cvs.end());
-    double acc = 0;
-    for (const auto& [cv, m] : cvs) {
-      acc += m;
-      if (acc >= weight / 2) {
-        mp.computeJitter = 1.4826 * cv;
-        break;
+    auto robustSd = [](std::vector<std::pair<double, double>>& v) {
+      if (v.empty()) return -1.0;
+      std::sort(v.begin(), v.end());
+      double weight = 0, acc = 0;
+      for (const auto& x : v) weight += x.second;
+      for (const auto& [dev, m] : v) {
+        acc += m;
+        if (acc >= weight / 2) return 1.4826 * dev;
       }
-    }
+      return 1.4826 * v.back().first;
+    };
+    mp.computeJitter = std::max(0.0, robustSd(all));
+    for (int p = 0; p < kComputePhases; ++p) mp.phaseJitter[p] = robustSd(byPhase[p]);
   }
   {
     // Step numbers restart per rank: leave each rank's first step out, as above.
@@ -263,6 +270,9 @@ Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::
   simj.set("link_alpha_us", JsonValue::number(in.intraNode.alphaUs));
   simj.set("inter_node_link", JsonValue::string(in.interNode.name));
   simj.set("jitter", JsonValue::number(in.jitter));
+  for (int p = 0; p < kComputePhases; ++p)
+    if (in.phaseJitter[p] >= 0)
+      simj.set(std::string("jitter_") + computePhaseName(static_cast<ComputePhase>(p)), JsonValue::number(in.phaseJitter[p]));
   simj.set("seed", JsonValue::number(static_cast<std::int64_t>(in.seed)));
   cj.set("simulation", std::move(simj));
 

@@ -29,9 +29,12 @@ struct MeasuredProfile {
   // name, same step) across ranks, estimated robustly (1.4826 x the median absolute deviation,
   // weighted by duration): the variation is heavy-tailed (a rank descheduled for a time slice on a
   // shared core), and a few stalled spans would otherwise set the level for all. 0 with one rank.
-  // It makes ranks arrive apart at every collective; `simulate --profile-run` uses it as the
-  // default --jitter.
+  // It makes ranks arrive apart at every collective; `simulate --profile-run` uses it (per phase,
+  // below) unless --jitter is given.
   double computeJitter = 0;
+  // The same per phase (ComputePhase: forward and recompute, backward, the rest); -1 where the
+  // run has no comparable span of the phase.
+  double phaseJitter[kComputePhases] = {-1, -1, -1};
   double overlap() const { return commS > 0 ? 1.0 - exposedCommS / commS : 1.0; }
   std::string runName;
 };

@@ -427,6 +427,51 @@ class TestEstimator : public QObject {
     QVERIFY_THROWS_EXCEPTION(Error, fitLink({s[0], s[0]}, "x"));
   }
 
+  void alphaBetaFitUnderNoise() {
+    // One size per kind (ZeRO-1: one gradient all-reduce, one parameter all-gather per step): each
+    // kind's prediction is its mean, not a line made up from two sizes of different kinds.
+    std::vector<CollectiveSample> s;
+    auto add = [&](CollKind k, std::int64_t bytes, double d) {
+      CollectiveSample x;
+      x.kind = k;
+      x.groupSize = 4;
+      x.messageBytes = bytes;
+      x.durationS = d;
+      s.push_back(x);
+    };
+    for (double d : {0.030, 0.040, 0.050}) add(CollKind::AllReduce, 16000000, d);
+    for (double d : {0.020, 0.080, 0.125}) add(CollKind::AllGather, 16000000, d);
+    auto f = fitLink(s, "one size");
+    const double arWire = 16e6 * ringFactor(CollKind::AllReduce, 4), agWire = 16e6 * ringFactor(CollKind::AllGather, 4);
+    QVERIFY2(std::abs(f.link.arAlphaUs() * 1e-6 + arWire / (f.link.arBw() * 1e9) - 0.040) < 1e-9,
+             qPrintable(QString::number(f.link.arBw())));
+    QVERIFY(std::abs(f.link.alphaUs * 1e-6 + agWire / (f.link.busBwGBps * 1e9) - 0.075) < 1e-9);
+    // Stretched instances (every fourth three times as long, as when a rank is descheduled): the
+    // fit follows the mean duration at every size (1.5x the clean line), where weighting by the
+    // observations would have followed the fast ones.
+    s.clear();
+    for (std::int64_t bytes : {100000, 1000000, 4000000, 16000000})
+      for (double stretch : {1.0, 1.0, 1.0, 3.0}) add(CollKind::AllGather, bytes, stretch * (100e-6 + static_cast<double>(bytes) * 0.75 / 1e9));
+    f = fitLink(s, "stretched");
+    for (std::int64_t bytes : {100000, 16000000}) {
+      const double pred = f.link.alphaUs * 1e-6 + static_cast<double>(bytes) * 0.75 / (f.link.busBwGBps * 1e9);
+      const double mean = 1.5 * (100e-6 + static_cast<double>(bytes) * 0.75 / 1e9);
+      QVERIFY2(std::abs(pred - mean) < 0.01 * mean, qPrintable(QString("%1 B: fit %2 s, mean %3 s").arg(bytes).arg(pred).arg(mean)));
+    }
+    // A narrow range of sizes whose line would need a negative latency (the larger ones happened
+    // to run slower): the line through the origin, which keeps the total time, not a clipped
+    // latency with the steep slope (which would put every small one at three times its time).
+    s.clear();
+    double total = 0;
+    for (int i = 0; i < 30; ++i) add(CollKind::AllReduce, 1400000, 0.004), total += 0.004;
+    for (int i = 0; i < 10; ++i) add(CollKind::AllReduce, 2100000, 0.010), total += 0.010;
+    f = fitLink(s, "narrow");
+    QCOMPARE(f.link.arAlphaUs(), 0.0);
+    double predicted = 0;
+    for (const auto& x : s) predicted += static_cast<double>(x.messageBytes) * ringFactor(CollKind::AllReduce, 4) / (f.link.arBw() * 1e9);
+    QVERIFY2(std::abs(predicted - total) < 0.1 * total, qPrintable(QString("fit %1 s in all, measured %2 s").arg(predicted).arg(total)));
+  }
+
   void fits() {
     const std::int64_t dev = 80 * kGiB;
     const std::int64_t usable = 77309411328;  // 80 GiB · 0.9

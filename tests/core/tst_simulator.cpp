@@ -320,6 +320,86 @@ class TestSimulator : public QObject {
     QVERIFY_THROWS_EXCEPTION(Error, measuredProfile(store, id));
     QDir(dir).removeRecursively();
   }
+
+  // The link fitted from a stored run's collectives is the link it was simulated with: instances
+  // matched across ranks (from the last rank's start), the warm-up step left out, all-reduce-like
+  // and all-gather-like kinds fitted apart.
+  void fittedLinkRoundTrip_data() {
+    QTest::addColumn<int>("strategy");
+    QTest::newRow("ddp") << static_cast<int>(Strategy::Ddp);
+    QTest::newRow("zero3") << static_cast<int>(Strategy::Zero3);
+    QTest::newRow("fsdp") << static_cast<int>(Strategy::FsdpFull);
+  }
+  void fittedLinkRoundTrip() {
+    QFETCH(int, strategy);
+    const QString dir = QDir::tempPath() + "/tst_simulator_fit_" + QString::number(QCoreApplication::applicationPid());
+    QDir().mkpath(dir);
+    const std::string db = (dir + "/fit.db").toStdString();
+    std::filesystem::remove(db);
+    auto em = runtimeInput("small", 4);
+    em.bucketCapMb = 2;  // DDP: buckets of several sizes
+    auto si = simInput(em, static_cast<Strategy>(strategy), flat(em.model.layers, 3e-3, 6e-3, 1e-10));
+    si.intraNode = LinkModel{"test", 1.0, 0, 100, "test"};
+    si.intraNode.allReduceBusBwGBps = 0.5;
+    si.intraNode.allReduceAlphaUs = 300;
+    si.interNode = si.intraNode;
+    si.steps = 4;
+    si.jitter = 0.2;  // ranks arrive apart: the waiting is not link time
+    const auto r = simulate(si);
+    TraceStore store(db);
+    const Id id = writeSimulatedRun(store, r, "fit");
+    const auto samples = collectiveSamples(store, id);
+    QCOMPARE(static_cast<std::int64_t>(samples.size()), r.collectivesPerStep * 3);  // steps 2..4
+    const auto f = fitLink(samples, "fit");
+    if (static_cast<Strategy>(strategy) == Strategy::Ddp) {  // all-reduces only
+      QVERIFY2(std::abs(f.link.arBw() - 0.5) < 1e-3, qPrintable(QString("all-reduce bandwidth %1 GB/s").arg(f.link.arBw())));
+      QVERIFY2(std::abs(f.link.arAlphaUs() - 300) < 1, qPrintable(QString("all-reduce latency %1 us").arg(f.link.arAlphaUs())));
+    } else {  // all-gathers and reduce-scatters
+      QVERIFY2(std::abs(f.link.busBwGBps - 1.0) < 1e-3, qPrintable(QString("bus bandwidth %1 GB/s").arg(f.link.busBwGBps)));
+      QVERIFY2(std::abs(f.link.alphaUs - 100) < 1, qPrintable(QString("latency %1 us").arg(f.link.alphaUs)));
+    }
+    QVERIFY(f.meanAbsRelError < 1e-3);
+    QDir(dir).removeRecursively();
+  }
+
+  // The rank-to-rank variation measured from a run is the one that made it: a simulation with a
+  // known jitter, stored and read back as if our runtime had recorded it, gives that jitter back
+  // (and none without jitter), with its per-block compute means.
+  void measuredJitterRoundTrip_data() {
+    QTest::addColumn<double>("jitter");
+    QTest::newRow("none") << 0.0;
+    QTest::newRow("10%") << 0.10;
+    QTest::newRow("25%") << 0.25;
+  }
+  void measuredJitterRoundTrip() {
+    QFETCH(double, jitter);
+    const QString dir = QDir::tempPath() + "/tst_simulator_jit_" + QString::number(QCoreApplication::applicationPid());
+    QDir().mkpath(dir);
+    const std::string db = (dir + "/jit.db").toStdString();
+    std::filesystem::remove(db);
+    auto em = runtimeInput("small", 4);
+    auto prof = flat(em.model.layers, 4e-3, 8e-3, 1e-9);
+    prof.forwardS[1] = 6e-3;  // blocks of different lengths
+    auto si = simInput(em, Strategy::Ddp, prof);
+    si.steps = 12;
+    si.jitter = jitter;
+    si.seed = 7;
+    const auto r = simulate(si);
+    TraceStore store(db);
+    const Id id = writeSimulatedRun(store, r, "jitter");
+    store.db().exec("UPDATE runs SET source='runtime' WHERE id=" + std::to_string(id));
+    const auto mp = measuredProfile(store, id);
+    if (jitter == 0) {
+      QVERIFY2(mp.computeJitter < 1e-4, qPrintable(QString::number(mp.computeJitter)));
+    } else {
+      QVERIFY2(std::abs(mp.computeJitter - jitter) < 0.2 * jitter,
+               qPrintable(QString("measured %1, simulated with %2").arg(mp.computeJitter).arg(jitter)));
+    }
+    QCOMPARE(mp.steps, 12);
+    QVERIFY(std::abs(mp.compute.forwardS[1] - 6e-3) < 6e-3 * (0.02 + jitter / 3));
+    QVERIFY(std::abs(mp.compute.backwardS[2] - 8e-3) < 8e-3 * (0.02 + jitter / 3));
+    QDir(dir).removeRecursively();
+  }
 };
 
 QTEST_GUILESS_MAIN(TestSimulator)
