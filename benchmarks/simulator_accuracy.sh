@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Simulated vs measured step time and overlap for every runtime run in a database (docs/ESTIMATOR.md,
 # "Simulator accuracy"). Each run is simulated from its own compute per block (--profile-run) and its
-# own collectives (the alpha-beta link fitted from them), so what is tested is the schedule: the
-# strategy's dependencies, prefetch rules and overlap.
+# own collectives (the alpha-beta link fitted from them) and its own rank-to-rank compute variation
+# (jitter), so what is tested is the schedule: the strategy's dependencies, prefetch rules and
+# overlap, and the waiting for late ranks at every collective.
 #   benchmarks/simulator_accuracy.sh [CLI] DB [DB...]
 # Make the runs first, e.g.:
 #   build/app/shardscope-cli compare --db acc2.db --model small --world-size 2 --steps 8 \
@@ -11,7 +12,7 @@ set -euo pipefail
 CLI=build/app/shardscope-cli
 if [ $# -gt 0 ] && [ -x "$1" ] && [ ! -d "$1" ] && [[ "$1" != *.db ]]; then CLI=$1; shift; fi
 [ $# -gt 0 ] || { echo "usage: $0 [CLI] DB [DB...]" >&2; exit 2; }
-printf '%-22s %4s %-13s %10s %10s %8s %9s %9s\n' db run strategy measured simulated error "ovl meas" "ovl sim"
+printf '%-22s %4s %-13s %10s %10s %8s %9s %9s %7s\n' db run strategy measured simulated error "ovl meas" "ovl sim" jitter
 for DB in "$@"; do
   ids=$("$CLI" info --db "$DB" --json | python3 -c '
 import json,sys
@@ -24,7 +25,7 @@ import json,sys
 db,run,out=sys.argv[1],sys.argv[2],json.loads(sys.argv[3])
 m=out["profile_run"]; s=out["simulations"][0]
 err=(s["step_s"]-m["step_s"])/m["step_s"]*100
-print("%-22s %4s %-13s %8.1fms %8.1fms %+7.1f%% %8.1f%% %8.1f%%"%(db[-22:],run,s["strategy"],m["step_s"]*1e3,s["step_s"]*1e3,err,m["overlap"]*100,s["overlap"]*100))
+print("%-22s %4s %-13s %8.1fms %8.1fms %+7.1f%% %8.1f%% %8.1f%% %6.1f%%"%(db[-22:],run,s["strategy"],m["step_s"]*1e3,s["step_s"]*1e3,err,m["overlap"]*100,s["overlap"]*100,m.get("compute_jitter",0)*100))
 P
   done
 done
