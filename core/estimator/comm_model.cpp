@@ -258,7 +258,8 @@ KindFit fitKind(const std::vector<std::pair<double, double>>& xy, std::optional<
     f.ok = f.twoSizes = true;
     return f;
   }
-  if (first == 1) return f;  // sizes differ but duration does not grow with them
+  // One size, or sizes whose duration does not grow with them (noise over a narrow range): no
+  // latency can be told from the data; the bandwidth through `alpha0` (the mean of the ratios).
   const double a = alpha0.value_or(0.0);
   double s = 0;
   for (auto [x, y] : xy) s += std::max(0.0, y - a) / x;
@@ -282,9 +283,6 @@ LinkFit fitLink(const std::vector<CollectiveSample>& samples, const std::string&
     all.emplace_back(x, s.durationS);
   }
   if (all.size() < 2) throw Error("alpha-beta fit: fewer than two collectives with a size and a duration");
-  bool oneSize = true;
-  for (auto [x, y] : all) oneSize = oneSize && x == all.front().first;
-  if (oneSize) throw Error("alpha-beta fit: every collective has the same size; the bandwidth cannot be separated from the latency");
   // The kind with two sizes first: its latency anchors the other.
   KindFit fag = fitKind(ag, std::nullopt), far = fitKind(ar, std::nullopt);
   if (!far.twoSizes) far = fitKind(ar, fag.twoSizes ? std::optional<double>(fag.alpha) : std::nullopt);
@@ -301,6 +299,8 @@ LinkFit fitLink(const std::vector<CollectiveSample>& samples, const std::string&
   }
   f.link.note = "fitted from " + std::to_string(all.size()) + " collectives (" + std::to_string(ag.size()) + " all-gather/reduce-scatter, " +
                 std::to_string(ar.size()) + " all-reduce)";
+  if (!fag.twoSizes && !far.twoSizes)
+    f.link.note += "; no latency could be told from them (one size, or durations not growing with size): bandwidth only";
   f.samples = static_cast<std::int64_t>(all.size());
   double sse = 0, rel = 0, ym = 0;
   for (auto [x, y] : all) ym += y;

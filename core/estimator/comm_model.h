@@ -88,10 +88,10 @@ struct LinkFit {
 };
 // duration = alpha + wire/busBw, fitted apart for all-reduce-like collectives (all-reduce and the
 // emulated reduce-scatter: they reduce, and run at allReduceBusBw) and the others (all-gather,
-// reduce-scatter): least squares weighted by 1/duration² (relative error) where a kind has two or
-// more sizes; a kind with one size keeps the other kind's latency (or none) and gets the mean
-// bandwidth. Throws core::Error with fewer than two samples, when every sample has the same wire
-// size, or when neither kind gives a positive slope.
+// reduce-scatter): least squares on relative error (weights 1/prediction², iterated) where a kind
+// has two or more sizes whose duration grows with size; otherwise the kind keeps the other kind's
+// latency (or none) and gets the mean bandwidth, and the link's note says so. Throws core::Error
+// with fewer than two samples with a size and a duration.
 LinkFit fitLink(const std::vector<CollectiveSample>& samples, const std::string& name);
 // The all-reduce, all-gather and reduce-scatter instances of a run with a known size (communication
 // lanes of our runtime, or NCCL kernels of an imported trace), from the trace store.

@@ -215,13 +215,13 @@ int fsdpShardCount(const EstimateInput& in, Strategy s) {
 // ---------------------------------------------------------------------------------------------
 // Activations
 
-std::int64_t activationBytes(const EstimateInput& in) {
+ActivationMoments activationMoments(const EstimateInput& in) {
   const ModelShape& m = in.model;
   const std::int64_t a = in.precision == Precision::Fp32 ? 4 : 2;  // compute dtype bytes
   const std::int64_t T = in.microBatch * in.seqLen, s = in.seqLen, h = m.hidden, f = m.ffn, d = headDimOf(m);
   const std::int64_t q = m.heads * d, kv = m.kvHeads * d, V = m.vocab;
   const std::int64_t L = m.layers;
-  std::int64_t perLayer = 0, base = 0, keptPerLayer = 0;
+  std::int64_t perLayer = 0, base = 0, keptPerLayer = 0, flowing = 0;
   if (effectiveAttention(in) == AttentionKind::Eager) {
     // Our runtime (saved-tensor count of profiler/runtime/model.cpp, checked against the counting
     // allocator): per token 12 hidden-sized tensors (norm outputs, rotated q, repeated k/v, attention
@@ -235,15 +235,30 @@ std::int64_t activationBytes(const EstimateInput& in) {
     // rotary cos/sin tables.
     base = T * (V * (a + 8) + 4 * h * a + 4 + 16) + 2 * s * d * a;
     keptPerLayer = T * h * a;  // checkpointing keeps each block's input
+    // A block's backward: the gradient of its output and of the attention output, and of the
+    // softmax probabilities (heads·s per token).
+    flowing = T * a * (2 * h + m.heads * s);
   } else {
     // Fused attention, bf16: strategies.md §2.6 (12h + 4·kv_dim + 8f bytes at 2 B per element).
     perLayer = T * a * (6 * h + 2 * kv + 4 * f);
     if (m.qkNorm) perLayer += T * a * (q + kv);
     base = T * (V * 8 + 2 * h * a + 16);  // fp32 logits and their gradient, embedding output, tokens
     keptPerLayer = T * h * a;
+    flowing = T * a * 2 * h;  // the fused kernel keeps no probabilities
   }
-  if (in.activationCheckpointing) return L * keptPerLayer + perLayer + base;
-  return L * perLayer + base;
+  ActivationMoments am;
+  if (!in.activationCheckpointing) {
+    am.headBackward = L * perLayer + base;
+    return am;
+  }
+  am.headBackward = L * keptPerLayer + base;
+  am.blockBackward = L * keptPerLayer + perLayer + flowing;
+  return am;
+}
+
+std::int64_t activationBytes(const EstimateInput& in) {
+  const auto am = activationMoments(in);
+  return std::max(am.headBackward, am.blockBackward);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -269,7 +284,10 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
   e.strategy = s;
   MemoryBreakdown st, pk;
   std::int64_t peakOnlyGathered = 0, peakOnlyBuffers = 0, gradCopies = 0, afterStepBuffers = 0;
-  const std::int64_t acts = activationBytes(in);
+  // With checkpointing, the weight gradients autograd produces for one unit before the engine
+  // copies them into its reduce-scatter buffer (FSDP).
+  std::int64_t unitWeightGrads = 0;
+  const ActivationMoments acts = activationMoments(in);
 
   auto moveOptimizer = [&](std::int64_t bytes) {
     if (in.offloadOptimizer) {
@@ -305,10 +323,12 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
                           " at the end of backward; --gradient-as-bucket-view removes it)");
       st.gradients += gradCopies;
       if (stage > 0) {
-        // The all-gather of the updated partitions, allgather_bucket_size elements per rank at a time:
-        // the gathered output, a copy of the own piece as input (and Gloo's staging copy).
+        // The all-gather of the updated partitions, allgather_bucket_size elements per rank at a time,
+        // into the flat parameters (each rank's piece a view): only the backend's flat staging
+        // buffer of one piece from every rank (Gloo's and NCCL's for outputs that are not one
+        // contiguous tensor).
         const std::int64_t chunk = std::max<std::int64_t>(1, std::min(in.allgatherBucketSize, padded / W));
-        afterStepBuffers = w * chunk * W + w * chunk + (in.glooStaging ? w * chunk * W : 0);
+        afterStepBuffers = w * chunk * W;
       }
       break;
     }
@@ -391,6 +411,7 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
       // backward. One unit's unsharded gradient (the largest) is the reduce-scatter input.
       peakOnlyGathered = w * (s == Strategy::FsdpGradOp ? all : head + maxBlock);
       peakOnlyBuffers = g * maxUnit;
+      unitWeightGrads = g * maxBlock;
       if (s == Strategy::Hsdp)
         e.notes.push_back("HSDP: sharded over groups of " + std::to_string(N) + ", replicated across " +
                           std::to_string(W / N));
@@ -405,8 +426,25 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
   pk.gradients -= gradCopies;
   pk.gathered = peakOnlyGathered;
   pk.buffers += peakOnlyBuffers;
-  pk.activations = acts;
+  pk.activations = acts.headBackward;
   std::int64_t peakA = pk.modelStates() + pk.gathered + pk.activations;
+  // Phase R (checkpointing: a block recomputed for its backward, the last one at worst): the head's
+  // activations gone, one block's and what flows through it instead; DDP's param.grad copies of
+  // every block but that one and the embedding made; FSDP's unit weight gradients beside its
+  // reduce-scatter buffer.
+  if (acts.blockBackward > 0) {
+    MemoryBreakdown r = st;
+    const auto units = fsdpUnitSizes(in.model);  // embedding, blocks, head
+    r.gradients -= std::min(gradCopies, g * (units.front() + (units.size() > 2 ? units[1] : 0)));
+    r.gathered = peakOnlyGathered;
+    r.buffers += peakOnlyBuffers;
+    r.activations = acts.blockBackward + unitWeightGrads;
+    const std::int64_t peakR = r.modelStates() + r.gathered + r.activations;
+    if (peakR > peakA) {
+      pk = r;
+      peakA = peakR;
+    }
+  }
   // Phase B (end of backward): every gradient copy, activations gone.
   const std::int64_t peakB = st.modelStates() + pk.gathered;
   if (peakB > peakA) {

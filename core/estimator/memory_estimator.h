@@ -89,8 +89,9 @@ struct EstimateInput {
   std::int64_t paramPersistenceThreshold = 100000;
   std::int64_t maxLiveParameters = 1000000000;
   std::int64_t maxReuseDistance = 1000000000;
-  // Our runtime on CPU: Gloo's list-form all-gather stages a full-size copy of the gathered buffer.
-  bool glooStaging = false;
+  // Our runtime on CPU, Gloo (LibTorch 1.13: reduce-scatter runs as an all-reduce). Read from a
+  // measured run's configuration; the communication model takes it from CommOptions.
+  bool gloo = false;
 };
 
 AttentionKind effectiveAttention(const EstimateInput& in);
@@ -118,8 +119,10 @@ struct MemoryEstimate {
   Strategy strategy = Strategy::Ddp;
   // What the engine owns for the whole run (the runtime's model_state.* metrics).
   MemoryBreakdown state;
-  // The estimated peak, the highest of three moments: the start of backward (model states without
-  // DDP's param.grad copies, gathered units, transient gradient buffers, activations), the end of
+  // The estimated peak, the highest of three moments (four with checkpointing): the start of
+  // backward (model states without DDP's param.grad copies, gathered units, transient gradient
+  // buffers, activations), with checkpointing a block's recomputed backward (the gradient copies
+  // made so far, a unit's weight gradients, ActivationMoments::blockBackward), the end of
   // backward (every gradient copy, no activations) and, for ZeRO-1/2, the all-gather after the step
   // (its output and input buffers). Sum of its fields = peakBytes.
   MemoryBreakdown atPeak;
@@ -132,7 +135,19 @@ struct MemoryEstimate {
 // gpus, offload of parameters with a strategy that replicates them, ...).
 MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s);
 
-// Activation bytes at the start of backward on one device (see docs/ESTIMATOR.md).
+// Activations alive on one device at the two moments that can peak (docs/ESTIMATOR.md):
+//  * headBackward: the start of backward (the head's: logits, their log-softmax and its gradient):
+//    every block's saved tensors, or with checkpointing each block's input;
+//  * blockBackward (checkpointing only, else 0): a block recomputed for its backward: the inputs
+//    kept, that block's saved tensors and the gradients flowing through it (two hidden-sized
+//    rows and, with eager attention, the attention probabilities' gradient); the head's
+//    activations are gone by then.
+struct ActivationMoments {
+  std::int64_t headBackward = 0;
+  std::int64_t blockBackward = 0;
+};
+ActivationMoments activationMoments(const EstimateInput& in);
+// The larger of the two.
 std::int64_t activationBytes(const EstimateInput& in);
 
 // ---------------------------------------------------------------------------------------------

@@ -123,6 +123,7 @@ struct Shape {
   // saves; with: the block input), and one block's full set (recomputed in backward)
   std::vector<std::int64_t> actKept;
   std::int64_t actFullLayer = 0;
+  std::int64_t actFlowing = 0;  // checkpointing: gradients flowing through a block in its backward
 };
 
 Shape shapeOf(const EstimateInput& in) {
@@ -144,7 +145,9 @@ Shape shapeOf(const EstimateInput& in) {
   std::int64_t kept = full;
   if (in.activationCheckpointing) {
     a.activationCheckpointing = b.activationCheckpointing = true;
-    kept = activationBytes(b) - activationBytes(a);
+    const auto ma = activationMoments(a), mb = activationMoments(b);
+    kept = mb.headBackward - ma.headBackward;
+    s.actFlowing = ma.blockBackward - s.L * kept - full;
   }
   for (int l = 1; l <= s.L; ++l) s.actKept[static_cast<std::size_t>(l)] = kept;
   s.actKept[static_cast<std::size_t>(s.L + 1)] = head;
@@ -175,13 +178,13 @@ struct Builder {
   std::string bn(int b) const { return blockName(b, sh.L); }
   void actIn(int b) { p.mem(MemCat::Activations, sh.actKept[static_cast<std::size_t>(b)]); }
   void actOut(int b) { p.mem(MemCat::Activations, -sh.actKept[static_cast<std::size_t>(b)]); }
-  // With checkpointing, a layer's backward first recomputes its forward: its full activations live
-  // during that block's backward.
+  // With checkpointing, a layer's backward first recomputes its forward: its full activations, and
+  // the gradients flowing through it, live during that block's backward.
   void recomputeIn(int b) {
-    if (ckpt() && b >= 1 && b <= sh.L) p.mem(MemCat::Activations, sh.actFullLayer);
+    if (ckpt() && b >= 1 && b <= sh.L) p.mem(MemCat::Activations, sh.actFullLayer + sh.actFlowing);
   }
   void recomputeOut(int b) {
-    if (ckpt() && b >= 1 && b <= sh.L) p.mem(MemCat::Activations, -sh.actFullLayer);
+    if (ckpt() && b >= 1 && b <= sh.L) p.mem(MemCat::Activations, -sh.actFullLayer - sh.actFlowing);
   }
   void optimizer(std::int64_t elements) { p.compute("optimizer step", cp.optimizerSPerElement * static_cast<double>(elements)); }
 
@@ -306,7 +309,7 @@ struct Builder {
     const std::int64_t chunk = std::max<std::int64_t>(1, std::min(in.model.allgatherBucketSize, part));
     for (std::int64_t c0 = 0, k = 0; c0 < part; c0 += chunk, ++k) {
       const std::int64_t len = std::min(chunk, part - c0);
-      const std::int64_t buf = w * len * W + w * len + (in.model.glooStaging ? w * len * W : 0);
+      const std::int64_t buf = w * len * W;  // the backend's staging; the output is the parameters
       p.mem(MemCat::CommBuffers, buf);
       p.wait(p.issue("all_gather param gather " + std::to_string(k), CollKind::AllGather, kWorld, w * len * W));
       p.mem(MemCat::CommBuffers, -buf);

@@ -153,6 +153,19 @@ class GroupImpl final : public Group {
     });
   }
 
+  CommHandle allGatherInto(std::vector<torch::Tensor> outs, torch::Tensor in, const CollectiveInfo& info) override {
+    TORCH_CHECK(static_cast<int>(outs.size()) == size(), "all_gather: one output per rank");
+    for (const auto& o : outs) TORCH_CHECK(o.numel() == in.numel(), "all_gather: every output holds one input");
+    const auto bytes = static_cast<std::int64_t>(in.numel() * in.element_size()) * size();
+    return enqueue(CollectiveOp::AllGather, "all_gather", bytes, in, info, {}, [this, outs, in]() mutable {
+      // Both backends gather through a flat buffer of their own and copy into the outputs after
+      // every input has been read, so `in` aliasing outs[rank()] is safe.
+      std::vector<std::vector<at::Tensor>> o(1, outs);
+      std::vector<at::Tensor> ins{in};
+      pg_->allgather(o, ins)->wait();
+    });
+  }
+
   CommHandle reduceScatter(torch::Tensor out, torch::Tensor in, const CollectiveInfo& info) override {
     TORCH_CHECK(in.numel() == out.numel() * size(), "reduce_scatter: input must hold size() outputs");
     const auto bytes = static_cast<std::int64_t>(in.numel() * in.element_size());

@@ -62,6 +62,10 @@ class Group {
   virtual CommHandle allReduce(torch::Tensor t, const CollectiveInfo& info) = 0;
   // out (size·n elements) = concatenation of every rank's `in` (n elements), in group-rank order.
   virtual CommHandle allGather(torch::Tensor out, torch::Tensor in, const CollectiveInfo& info) = 0;
+  // The same into size() separate tensors of n elements (views into a larger buffer, e.g. each
+  // rank's piece of a flat parameter buffer); `in` may be outs[rank()] itself (in place), so a
+  // gather into the parameters allocates nothing of ours that could outlive the call.
+  virtual CommHandle allGatherInto(std::vector<torch::Tensor> outs, torch::Tensor in, const CollectiveInfo& info) = 0;
   // out (n elements) = sum over ranks of chunk rank() of `in` (size·n elements). `in` is clobbered.
   // Gloo in LibTorch 1.13 has no reduce-scatter: it runs as an all-reduce of `in` (same data, twice
   // the wire volume of a ring reduce-scatter); the span says so in its args.

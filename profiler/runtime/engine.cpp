@@ -557,19 +557,16 @@ class ReplicatedEngine final : public Engine {
       if (norm > cfg_.gradClip) coef = cfg_.gradClip / (norm + 1e-6);
     }
     applyOptimizer(flatParams_.narrow(0, r * part_, part_), g, opt_, coef);
-    // All-gather the updated partitions in allgather_bucket_size pieces.
+    // All-gather the updated partitions in allgather_bucket_size pieces, straight into the flat
+    // parameters as DeepSpeed does (each rank's piece is a view; the own piece is the input). No
+    // buffer of ours: temporaries here were still referenced by Gloo's worker thread after the
+    // wait returned, and freed late, inside the next step's forward.
     const std::int64_t chunk = std::max<std::int64_t>(1, std::min(cfg_.allgatherBucketSize, part_));
     for (std::int64_t c0 = 0, k = 0; c0 < part_; c0 += chunk, ++k) {
       const std::int64_t len = std::min(chunk, part_ - c0);
-      torch::Tensor out, in;
-      {
-        MemScope ms(MemCategory::CommBuffers);
-        out = torch::empty({len * world_.size()}, flatParams_.options());
-        in = flatParams_.narrow(0, r * part_ + c0, len).clone();
-      }
-      waitOutsideCompute(world_.allGather(out, in, info("param gather " + std::to_string(k))));
-      for (std::int64_t q = 0; q < world_.size(); ++q)
-        if (q != r) flatParams_.narrow(0, q * part_ + c0, len).copy_(out.narrow(0, q * len, len));
+      std::vector<torch::Tensor> outs;
+      for (std::int64_t q = 0; q < world_.size(); ++q) outs.push_back(flatParams_.narrow(0, q * part_ + c0, len));
+      waitOutsideCompute(world_.allGatherInto(outs, outs[static_cast<std::size_t>(r)], info("param gather " + std::to_string(k))));
     }
     return norm;
   }

@@ -201,18 +201,20 @@ class TestEstimator : public QObject {
   }
 
   void peakPhases() {
-    // ZeRO-1/2: the all-gather after the step can be the peak when activations are small: the
-    // gathered output (w·Ψ), the own piece copied as input (w·Ψ/N) and, on Gloo, a staging copy.
+    // ZeRO-1/2: the all-gather after the step can be the peak when activations are small: it
+    // gathers into the parameters, so only the backend's staging of the gathered buffer (w·Ψ) is
+    // added; in allgather_bucket_size pieces, one piece's.
     auto in = input("medium", 2, Precision::Fp32);
     in.microBatch = 1;
     in.seqLen = 16;
-    in.glooStaging = true;
+    in.gloo = true;
     const std::int64_t S = 4 * std::int64_t{31597056};
     const auto z1 = estimateMemory(in, Strategy::Zero1);
-    QCOMPARE(z1.peakBytes, z1.state.modelStates() + S + S / 2 + S);
+    QCOMPARE(z1.peakBytes, z1.state.modelStates() + S);
     QCOMPARE(z1.atPeak.activations, std::int64_t{0});
-    in.glooStaging = false;
-    QCOMPARE(estimateMemory(in, Strategy::Zero1).peakBytes, z1.state.modelStates() + S + S / 2);
+    auto pieces = in;
+    pieces.allgatherBucketSize = 31597056 / 2 / 4;  // a quarter of a rank's partition
+    QCOMPARE(estimateMemory(pieces, Strategy::Zero1).peakBytes, z1.state.modelStates() + S / 4);
     // DDP: the end of backward (all param.grad copies) wins over a small activation peak.
     const auto ddp = estimateMemory(in, Strategy::Ddp);
     QCOMPARE(ddp.peakBytes, ddp.state.modelStates());
@@ -246,7 +248,16 @@ class TestEstimator : public QObject {
     QVERIFY(std::fabs(static_cast<double>(activationBytes(in)) - 10291340.0) / 10291340.0 < 1e-4);
     // Checkpointing keeps each block's input and recomputes one block.
     in.activationCheckpointing = true;
-    QCOMPARE(activationBytes(in), 2 * (512 * 64 * 4) + (3018752 + 1048576 + 16384) + 2107392 + 16384);
+    // At the head's backward: the inputs kept and the head's activations; at a block's backward:
+    // the inputs, the block recomputed and what flows back through it (two hidden rows and the
+    // probabilities' gradient, T·4·(2h + heads·s)). The head's are gone by then.
+    const auto am = activationMoments(in);
+    QCOMPARE(am.headBackward, std::int64_t{2 * (512 * 64 * 4) + 2107392 + 16384});
+    QCOMPARE(am.blockBackward, std::int64_t{2 * (512 * 64 * 4) + (3018752 + 1048576 + 16384) + 512 * 4 * (2 * 64 + 4 * 128)});
+    QCOMPARE(activationBytes(in), am.blockBackward);
+    in.activationCheckpointing = false;
+    QCOMPARE(activationMoments(in).blockBackward, std::int64_t{0});
+    in.activationCheckpointing = true;
     // Fused attention, bf16 (strategies.md §2.6): 12h + 4·kv_dim + 8f = 167,936 B per token per layer
     // for Llama-3-8B.
     auto l1 = input("llama3-8b", 8, Precision::Bf16);
@@ -422,9 +433,15 @@ class TestEstimator : public QObject {
     QCOMPARE(f.samples, std::int64_t{9});
     QVERIFY(f.r2 > 0.999999);
     QVERIFY(f.meanAbsRelError < 1e-9);
-    // Not enough information: refused with a reason.
+    // Not enough information: refused with a reason; one size only: the bandwidth, no latency,
+    // and the note says so.
     QVERIFY_THROWS_EXCEPTION(Error, fitLink({s[0]}, "x"));
-    QVERIFY_THROWS_EXCEPTION(Error, fitLink({s[0], s[0]}, "x"));
+    auto same = s[0];
+    same.durationS *= 3;
+    const auto one = fitLink({s[0], same}, "x");
+    QCOMPARE(one.link.arAlphaUs(), 0.0);
+    QVERIFY(std::abs(static_cast<double>(s[0].messageBytes) * ringFactor(s[0].kind, 4) / (one.link.arBw() * 1e9) - 2 * s[0].durationS) < 1e-12);
+    QVERIFY2(one.link.note.find("bandwidth only") != std::string::npos, one.link.note.c_str());
   }
 
   void alphaBetaFitUnderNoise() {
@@ -446,6 +463,15 @@ class TestEstimator : public QObject {
     QVERIFY2(std::abs(f.link.arAlphaUs() * 1e-6 + arWire / (f.link.arBw() * 1e9) - 0.040) < 1e-9,
              qPrintable(QString::number(f.link.arBw())));
     QVERIFY(std::abs(f.link.alphaUs * 1e-6 + agWire / (f.link.busBwGBps * 1e9) - 0.075) < 1e-9);
+    // Durations that do not grow with size (noise over a narrow range): still a link, bandwidth
+    // only, not an error (a short noisy run must still be simulated).
+    s.clear();
+    add(CollKind::AllGather, 1000000, 0.004);
+    add(CollKind::AllGather, 1200000, 0.003);
+    f = fitLink(s, "flat");
+    QCOMPARE(f.link.alphaUs, 0.0);
+    QVERIFY(f.link.busBwGBps > 0);
+    QVERIFY(f.link.note.find("bandwidth only") != std::string::npos);
     // Stretched instances (every fourth three times as long, as when a rank is descheduled): the
     // fit follows the mean duration at every size (1.5x the clean line), where weighting by the
     // observations would have followed the fast ones.
