@@ -69,10 +69,7 @@ class Program {
   }
   void compute(const std::string& n, double durS) {
     if (!(durS > 0)) return;
-    const ComputePhase ph = n.rfind("forward ", 0) == 0 || n.rfind("recompute ", 0) == 0 ? ComputePhase::Forward
-                            : n.rfind("backward ", 0) == 0                                 ? ComputePhase::Backward
-                                                                                           : ComputePhase::Other;
-    comps.push_back({name(n), durS, ph});
+    comps.push_back({name(n), durS, computePhaseOf(n)});
     ops.push_back({Op::Compute, static_cast<int>(comps.size() - 1), 0});
   }
   int issue(const std::string& n, CollKind k, int group, std::int64_t bytes, int dep = -1) {
@@ -660,6 +657,12 @@ const char* computePhaseName(ComputePhase p) {
   return "other";
 }
 
+ComputePhase computePhaseOf(const std::string& n) {
+  if (n.rfind("forward ", 0) == 0 || n.rfind("recompute ", 0) == 0) return ComputePhase::Forward;
+  if (n.rfind("backward ", 0) == 0) return ComputePhase::Backward;
+  return ComputePhase::Other;
+}
+
 std::vector<double> blockTrainFlops(const EstimateInput& in) {
   const ModelShape& m = in.model;
   const double T = static_cast<double>(in.microBatch * in.seqLen);
@@ -785,6 +788,7 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
   if (in.strategy == Strategy::FsdpFull || in.strategy == Strategy::FsdpGradOp || in.strategy == Strategy::Hsdp)
     bld.fsdpSetup(prog.groupSize[in.strategy == Strategy::Hsdp ? kShard : kWorld]);
   for (int s = 0; s < in.steps; ++s) {
+    if (cancel) cancel->throwIfCancelled();
     prog.step = s;
     prog.ops.push_back({Op::StepBegin, s, 0});
     prog.begin("ProfilerStep#" + std::to_string(s));
@@ -869,6 +873,21 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
     }
 
   const std::size_t nColl = prog.colls.size(), nComp = prog.comps.size();
+  if (cancel) cancel->throwIfCancelled();
+  {
+    // Start, end and issue time of every collective on every rank, start and length of every
+    // compute op: refuse what would not fit a desktop's memory rather than thrash or be killed.
+    const double need = (24.0 * static_cast<double>(nColl) + 16.0 * static_cast<double>(nComp)) * static_cast<double>(W);
+    const double limit = 4.0 * 1024 * 1024 * 1024;
+    if (need > limit) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf,
+                    "simulating %d steps on %d devices needs %.1f GiB of event state (%zu collectives and %zu compute ops per "
+                    "rank); simulate fewer steps (2 give the steady state)",
+                    in.steps, W, need / (1024.0 * 1024 * 1024), nColl, nComp);
+      throw std::invalid_argument(buf);
+    }
+  }
   struct Stream {
     std::vector<std::pair<int, double>> q;  // (collective, issue time)
     std::size_t head = 0;

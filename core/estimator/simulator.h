@@ -53,6 +53,9 @@ enum class BackwardPrefetch { Pre, Post, None };
 enum class ComputePhase : std::uint8_t { Forward, Backward, Other };
 constexpr int kComputePhases = 3;
 const char* computePhaseName(ComputePhase p);  // "forward", "backward", "other"
+// The phase of a compute span by its name as our runtime records it ("forward layers.3",
+// "recompute layers.3", "backward lm_head", "optimizer step").
+ComputePhase computePhaseOf(const std::string& spanName);
 
 struct SimulateInput {
   EstimateInput model;

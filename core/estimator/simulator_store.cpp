@@ -177,10 +177,7 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
       for (const auto& [r, d] : byRank) m += d;
       m /= static_cast<double>(nRanks);
       if (!(m > 0)) continue;
-      const std::string& n = key.second;
-      const ComputePhase ph = n.rfind("forward ", 0) == 0 || n.rfind("recompute ", 0) == 0 ? ComputePhase::Forward
-                              : n.rfind("backward ", 0) == 0                                 ? ComputePhase::Backward
-                                                                                             : ComputePhase::Other;
+      const ComputePhase ph = computePhaseOf(key.second);
       const double scale = std::sqrt(static_cast<double>(nRanks) / static_cast<double>(nRanks - 1));
       for (const auto& [r, d] : byRank) {
         all.push_back({std::fabs(d - m) / m * scale, m});

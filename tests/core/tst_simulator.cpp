@@ -275,6 +275,34 @@ class TestSimulator : public QObject {
     auto si = simInput(e2, Strategy::Ddp, flat(2, 1e-4, 1e-4, 0));
     si.steps = 0;
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, simulate(si));
+    // More event state than a desktop holds (70B, ZeRO-3, 4096 devices, 20 steps: ~11 GiB):
+    // refused at once with what to do, before anything big is allocated.
+    EstimateInput big = runtimeInput("small", 4096);
+    big.model = *modelShapePreset("llama3-70b");
+    big.gpusPerNode = 8;
+    big.precision = Precision::Bf16;
+    big.seqLen = 4096;
+    big.microBatch = 1;
+    big.activationCheckpointing = true;
+    SimulateInput bs;
+    bs.model = big;
+    bs.strategy = Strategy::Zero3;
+    bs.intraNode = *linkPreset("nvlink-h100");
+    bs.interNode = *linkPreset("ib-ndr");
+    bs.steps = 20;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      simulate(bs);
+      QFAIL("not refused");
+    } catch (const std::invalid_argument& e) {
+      QVERIFY2(std::string(e.what()).find("fewer steps") != std::string::npos, e.what());
+    }
+    QVERIFY(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+    // A cancelled token stops it before any work.
+    CancelToken cancelled;
+    cancelled.cancel();
+    bs.steps = 2;
+    QVERIFY_THROWS_EXCEPTION(Cancelled, simulate(bs, &cancelled));
   }
 
   // The stored run reads back like a measured one: lanes, steps, collectives, memory, and the step

@@ -2,12 +2,17 @@
 // show exactly its figures and follow every change; bad input shows an error at the form.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QLineEdit>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QtTest>
 
 #include "core/estimator/recommend.h"
+#include "core/estimator/simulator.h"
+#include "core/storage/trace_store.h"
 #include "ui/charts/bar_chart.h"
 #include "ui/charts/stacked_bar_chart.h"
 #include "ui/pages/estimator_page.h"
@@ -87,6 +92,84 @@ class TestEstimatorPage : public QObject {
     page.headsSpin()->setValue(7);
     QVERIFY2(!page.errorText().isEmpty(), "a bad shape must be refused");
     QVERIFY(page.assessments().empty());
+  }
+
+  // "Simulate": every strategy that fits is simulated off the GUI thread, the table shows the
+  // simulator's own figures (the same input through core gives the same step time), and with
+  // "Store as runs" each simulation is a run with source simulated in the open database.
+  void simulatesWhatFitsAndStoresRuns() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath("sim.db");
+    { core::TraceStore create(db.toStdString()); }
+    ui::EstimatorPage page;
+    page.modelCombo()->setCurrentText("small");
+    page.gpusSpin()->setValue(4);
+    page.setContext(db, {});
+    QVERIFY(page.storeSimulationsCheck()->isEnabled());
+    page.storeSimulationsCheck()->setChecked(true);
+    page.simulationStepsSpin()->setValue(2);
+    std::vector<est::Strategy> fitting;
+    for (const auto& a : page.assessments())
+      if (a.fit.fits) fitting.push_back(a.strategy);
+    QVERIFY(!fitting.empty());
+    QSignalSpy done(&page, &ui::EstimatorPage::simulationFinished);
+    QSignalSpy added(&page, &ui::EstimatorPage::runsAdded);
+    page.simulateButton()->click();
+    QVERIFY(page.busy());
+    QVERIFY(!page.simulateButton()->isEnabled());
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    QCOMPARE(added.count(), 1);
+    QVERIFY(!page.busy());
+    QCOMPARE(page.simulated().size(), fitting.size());
+    QCOMPARE(page.simulationTable()->rowCount(), static_cast<int>(fitting.size()));
+    // The first row against core directly.
+    const auto in = page.input();
+    est::SimulateInput si;
+    si.model = in.model;
+    si.strategy = page.simulated().front().strategy;
+    si.compute = est::flopsComputeProfile(in.model, in.deviceTflops, in.efficiency, 3350);
+    si.intraNode = in.intraNode;
+    si.interNode = in.interNode;
+    si.comm = in.comm;
+    si.steps = 2;
+    const auto r = est::simulate(si);
+    QCOMPARE(page.simulated().front().stepS, r.steady.stepS);
+    QCOMPARE(page.simulated().front().peakBytes, r.peakBytes);
+    // Stored: one simulated run per row, ids in the table.
+    core::TraceStore store(db.toStdString(), core::Database::Mode::ReadOnly);
+    const auto runs = store.runs();
+    QCOMPARE(runs.size(), fitting.size());
+    for (const auto& run : runs) QVERIFY(run.source == core::RunSource::Simulated);
+    QCOMPARE(page.simulationTable()->item(0, 11)->text(), QString::number(page.simulated().front().runId));
+    // A change of input marks the result stale.
+    page.gpusSpin()->setValue(8);
+    QVERIFY2(page.simulationStatus().contains("simulate again"), qPrintable(page.simulationStatus()));
+  }
+
+  // A long simulation can be cancelled: nothing is stored, the page is usable again.
+  void simulationCancels() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath("sim.db");
+    { core::TraceStore create(db.toStdString()); }
+    ui::EstimatorPage page;
+    page.modelCombo()->setCurrentText("llama3-70b");
+    page.gpusSpin()->setValue(1024);
+    page.checkpointingCheck()->setChecked(true);
+    page.simulationStepsSpin()->setValue(4);
+    page.setContext(db, {});
+    page.storeSimulationsCheck()->setChecked(true);
+    QSignalSpy done(&page, &ui::EstimatorPage::simulationFinished);
+    page.simulateButton()->click();
+    QVERIFY(page.busy());
+    page.cancelSimulation();
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), false);
+    QVERIFY(!page.busy());
+    QVERIFY(page.simulateButton()->isEnabled());
+    QVERIFY2(page.simulationStatus().contains("cancelled"), qPrintable(page.simulationStatus()));
+    core::TraceStore store(db.toStdString(), core::Database::Mode::ReadOnly);
+    QCOMPARE(store.runs().size(), std::size_t{0});
   }
 };
 

@@ -1,7 +1,7 @@
 #pragma once
-// Running core work off the GUI thread, with progress and cancel. Every call opens its own read-only
+// Running core work off the GUI thread, with progress and cancel. start() opens its own read-only
 // TraceStore in the worker thread (one SQLite connection per thread; WAL lets it read while a run is
-// being written), so pages never share a connection with the GUI thread.
+// being written), so pages never share a connection with the GUI thread; run() takes no store.
 //
 //   auto* task = BackgroundTask::start<Comparison>(this, dbPath,
 //       [ids](core::TraceStore& s, core::CancelToken& c, const core::ProgressFn& p) { return core::compareRuns(s, ids, 0, &c); },
@@ -37,6 +37,22 @@ class BackgroundTask : public QObject {
   template <typename T>
   static BackgroundTask* start(QObject* owner, const QString& dbPath, Work<T> work, std::function<void(T)> done,
                                std::function<void(QString)> failed = {}) {
+    return run<T>(
+        owner,
+        [dbPath, work](core::CancelToken& c, const core::ProgressFn& p) {
+          core::TraceStore store(dbPath.toStdString(), core::Database::Mode::ReadOnly);
+          return work(store, c, p);
+        },
+        std::move(done), std::move(failed));
+  }
+
+  // The same without a store (work that computes, or opens what it needs itself, e.g. a store to
+  // write into).
+  template <typename T>
+  using PlainWork = std::function<T(core::CancelToken&, const core::ProgressFn&)>;
+  template <typename T>
+  static BackgroundTask* run(QObject* owner, PlainWork<T> work, std::function<void(T)> done,
+                             std::function<void(QString)> failed = {}) {
     auto* task = new BackgroundTask(owner);
     auto result = std::make_shared<std::optional<T>>();
     auto error = std::make_shared<QString>();
@@ -44,7 +60,6 @@ class BackgroundTask : public QObject {
     QPointer<BackgroundTask> self(task);
     task->thread_ = QThread::create([=]() {
       try {
-        core::TraceStore store(dbPath.toStdString(), core::Database::Mode::ReadOnly);
         core::ProgressFn progress = [self](const core::Progress& p) {
           if (!self) return;
           const int pct = p.total ? static_cast<int>(100.0 * static_cast<double>(p.done) / static_cast<double>(p.total)) : -1;
@@ -52,7 +67,7 @@ class BackgroundTask : public QObject {
             if (self) Q_EMIT self->progress(pct, stage);
           }, Qt::QueuedConnection);
         };
-        *result = work(store, *token, progress);
+        *result = work(*token, progress);
       } catch (const core::Cancelled&) {
         *error = QString();
       } catch (const std::exception& e) {

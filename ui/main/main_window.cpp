@@ -44,6 +44,7 @@
 #include "core/util/error.h"
 #include "ui/common/background.h"
 #include "ui/main/import_process.h"
+#include "ui/pages/estimator_page.h"
 #include "ui/pages/page.h"
 #include "ui/pages/page_factory.h"
 #include "ui/pages/timeline_page.h"
@@ -203,6 +204,8 @@ void MainWindow::buildUi() {
       updateTaskUi();
     });
     connect(p, &Page::jumpToEvent, this, &MainWindow::onJumpToEvent);
+    // Simulations stored from the Estimator page are runs: list them.
+    if (auto* ep = qobject_cast<EstimatorPage*>(p)) connect(ep, &EstimatorPage::runsAdded, this, &MainWindow::reloadRuns);
   }
   splitter_->addWidget(browser);
   splitter_->addWidget(tabs_);

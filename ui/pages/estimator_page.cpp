@@ -7,19 +7,28 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QGroupBox>
 #include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
+#include <memory>
 #include <stdexcept>
 
 #include "core/estimator/comm_model.h"
+#include "core/estimator/simulator.h"
+#include "core/estimator/simulator_store.h"
+#include "core/storage/trace_store.h"
 #include "ui/charts/bar_chart.h"
 #include "ui/charts/chart_style.h"
 #include "ui/charts/stacked_bar_chart.h"
+#include "ui/common/background.h"
 
 namespace shardscope::ui {
 
@@ -128,12 +137,56 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setStretchLastSection(true);
   rv->addWidget(table_, 2);
+
+  auto* simBox = new QGroupBox(tr("Simulation: event by event, every strategy that fits"), right);
+  auto* sv = new QVBoxLayout(simBox);
+  auto* controls = new QHBoxLayout;
+  simulate_ = new QPushButton(tr("Simulate"), simBox);
+  simulate_->setToolTip(tr("Simulate training steps of every strategy that fits: compute per block from FLOPs, "
+                           "collectives on their own streams with the strategy's dependencies and prefetch, memory over time"));
+  simCancel_ = new QPushButton(tr("Cancel"), simBox);
+  simCancel_->setEnabled(false);
+  simSteps_ = spin(1, 50, 3, simBox);
+  simSteps_->setToolTip(tr("Simulated steps; the first is the warm-up, as in a measured run"));
+  simJitter_ = new QDoubleSpinBox(simBox);
+  simJitter_->setRange(0, 50);
+  simJitter_->setDecimals(1);
+  simJitter_->setSuffix(QStringLiteral(" %"));
+  simJitter_->setToolTip(tr("Rank-to-rank variation of compute (relative standard deviation per op): stragglers"));
+  simStore_ = new QCheckBox(tr("Store as runs"), simBox);
+  simStore_->setToolTip(tr("Write each simulation into the open database as a run with source 'simulated'"));
+  simStore_->setEnabled(false);
+  controls->addWidget(simulate_);
+  controls->addWidget(simCancel_);
+  controls->addWidget(new QLabel(tr("Steps"), simBox));
+  controls->addWidget(simSteps_);
+  controls->addWidget(new QLabel(tr("Jitter"), simBox));
+  controls->addWidget(simJitter_);
+  controls->addWidget(simStore_);
+  simProgress_ = new QProgressBar(simBox);
+  simProgress_->setRange(0, 100);
+  simProgress_->setVisible(false);
+  controls->addWidget(simProgress_, 1);
+  sv->addLayout(controls);
+  simStatus_ = new QLabel(tr("Not simulated yet."), simBox);
+  simStatus_->setWordWrap(true);
+  sv->addWidget(simStatus_);
+  simTable_ = new QTableWidget(simBox);
+  simTable_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  simTable_->verticalHeader()->hide();
+  simTable_->horizontalHeader()->setStretchLastSection(true);
+  sv->addWidget(simTable_);
+  rv->addWidget(simBox, 1);
+  connect(simulate_, &QPushButton::clicked, this, &EstimatorPage::simulate);
+  connect(simCancel_, &QPushButton::clicked, this, &EstimatorPage::cancelSimulation);
   split->addWidget(right);
   split->setStretchFactor(0, 0);
   split->setStretchFactor(1, 1);
 
   const auto changed = [this] {
-    if (!filling_) recompute();
+    if (filling_) return;
+    recompute();
+    markSimulationStale();
   };
   connect(model_, &QComboBox::currentIndexChanged, this, [this] { onModelChanged(); });
   for (QSpinBox* s : {layers_, hidden_, heads_, kvHeads_, ffn_, vocab_, gpus_, gpusPerNode_, microBatch_, seqLen_})
@@ -145,7 +198,166 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
   onModelChanged();
 }
 
-void EstimatorPage::setContext(const QString&, const QList<core::Id>&) {}
+void EstimatorPage::setContext(const QString& dbPath, const QList<core::Id>&) {
+  dbPath_ = dbPath;
+  simStore_->setEnabled(!dbPath.isEmpty());
+  if (dbPath.isEmpty()) simStore_->setChecked(false);
+}
+
+QString EstimatorPage::simulationStatus() const { return simStatus_->text(); }
+
+void EstimatorPage::markSimulationStale() {
+  if (simRows_.empty() || simulating()) return;
+  simStatus_->setText(tr("The inputs changed since this simulation: simulate again."));
+}
+
+void EstimatorPage::simulate() {
+  if (simulating()) return;
+  est::RecommendInput ri;
+  try {
+    ri = input();
+  } catch (const std::exception& e) {
+    simStatus_->setText(tr("Cannot simulate: %1").arg(QString::fromUtf8(e.what())));
+    Q_EMIT simulationFinished(false);
+    return;
+  }
+  std::vector<std::pair<est::Strategy, double>> todo;  // (strategy, estimated step)
+  QStringList skipped;
+  for (const auto& a : result_) {
+    if (a.fit.fits)
+      todo.push_back({a.strategy, a.stepS});
+    else
+      skipped << QString::fromStdString(est::strategyName(a.strategy));
+  }
+  if (todo.empty()) {
+    simStatus_->setText(tr("Nothing to simulate: no strategy fits."));
+    Q_EMIT simulationFinished(false);
+    return;
+  }
+  const int steps = simSteps_->value();
+  const double jitter = simJitter_->value() / 100.0;
+  const QString db = simStore_->isChecked() ? dbPath_ : QString();
+  simRows_.clear();
+  simTable_->setRowCount(0);
+  simulate_->setEnabled(false);
+  simCancel_->setEnabled(true);
+  simProgress_->setValue(0);
+  simProgress_->setVisible(true);
+  simStatus_->setText(tr("Simulating %1 strateg%2…").arg(todo.size()).arg(todo.size() == 1 ? "y" : "ies"));
+  Q_EMIT busyChanged(true);
+  auto work = [ri, todo, steps, jitter, db](core::CancelToken& cancel, const core::ProgressFn& progress) {
+    std::vector<SimulatedRow> rows;
+    std::unique_ptr<core::TraceStore> store;
+    if (!db.isEmpty()) store = std::make_unique<core::TraceStore>(db.toStdString());
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+      est::SimulateInput si;
+      si.model = ri.model;
+      si.strategy = todo[i].first;
+      si.compute = est::flopsComputeProfile(ri.model, ri.deviceTflops, ri.efficiency, 3350);
+      si.intraNode = ri.intraNode;
+      si.interNode = ri.interNode;
+      si.comm = ri.comm;
+      si.steps = steps;
+      si.jitter = jitter;
+      // Progress over every strategy: each reports its own 0..total.
+      const core::ProgressFn each = [&, i](const core::Progress& p) {
+        if (!progress || p.total == 0) return;
+        core::Progress q = p;
+        q.total = 1000 * static_cast<std::uint64_t>(todo.size());
+        q.done = 1000 * static_cast<std::uint64_t>(i) + 1000 * std::min(p.done, p.total) / p.total;
+        q.stage = "simulating " + est::strategyName(todo[i].first);
+        progress(q);
+      };
+      const auto r = est::simulate(si, &cancel, each);
+      SimulatedRow row;
+      row.strategy = todo[i].first;
+      row.estimatedStepS = todo[i].second;
+      row.stepS = r.steady.stepS;
+      row.computeS = r.steady.computeS;
+      row.commS = r.steady.commS;
+      row.exposedCommS = r.steady.exposedCommS;
+      row.overlap = r.steady.overlap();
+      row.slowestRankStepS = r.slowestRankStepS;
+      row.tokensPerSPerDevice = r.tokensPerSPerDevice;
+      row.peakBytes = r.peakBytes;
+      row.collectivesPerStep = r.collectivesPerStep;
+      if (store)
+        row.runId = est::writeSimulatedRun(*store, r,
+                                           "sim " + est::strategyName(si.strategy) + " " + ri.model.model.name + " x" +
+                                               std::to_string(ri.model.gpus),
+                                           &cancel);
+      rows.push_back(row);
+    }
+    return rows;
+  };
+  auto* task = BackgroundTask::run<std::vector<SimulatedRow>>(
+      this, work,
+      [this, skipped, stored = !db.isEmpty()](std::vector<SimulatedRow> rows) {
+        simRows_ = std::move(rows);
+        showSimulation();
+        QString text = tr("Simulated %1 step(s) of %2 strateg%3.")
+                           .arg(simSteps_->value())
+                           .arg(simRows_.size())
+                           .arg(simRows_.size() == 1 ? "y" : "ies");
+        if (!skipped.isEmpty()) text += QLatin1Char(' ') + tr("Not simulated (does not fit): %1.").arg(skipped.join(QStringLiteral(", ")));
+        if (stored) text += QLatin1Char(' ') + tr("Stored as runs in the database.");
+        simStatus_->setText(text);
+        if (stored) Q_EMIT runsAdded();
+        Q_EMIT statusMessage(text);
+      },
+      [this](const QString& error) {
+        simStatus_->setText(tr("Simulation failed: %1").arg(error));
+        Q_EMIT errorMessage(tr("Estimator: simulation failed: %1").arg(error));
+      });
+  simTask_ = task;
+  connect(task, &BackgroundTask::progress, this, [this](int pct, const QString& stage) {
+    if (pct >= 0) simProgress_->setValue(pct);
+    Q_EMIT progress(pct, stage);
+  });
+  connect(task, &BackgroundTask::cancelled, this, [this] { simStatus_->setText(tr("Simulation cancelled; nothing stored.")); });
+  auto over = [this](bool ok) {
+    simTask_ = nullptr;  // the task deletes itself later; the page is free now
+    simulate_->setEnabled(true);
+    simCancel_->setEnabled(false);
+    simProgress_->setVisible(false);
+    Q_EMIT busyChanged(false);
+    Q_EMIT simulationFinished(ok);
+  };
+  connect(task, &BackgroundTask::finished, this, [over] { over(true); });
+  connect(task, &BackgroundTask::failed, this, [over] { over(false); });
+  connect(task, &BackgroundTask::cancelled, this, [over] { over(false); });
+}
+
+void EstimatorPage::cancelSimulation() {
+  if (simTask_) simTask_->cancel();
+}
+
+void EstimatorPage::showSimulation() {
+  const QStringList headers = {tr("strategy"),    tr("simulated step"), tr("estimated step"), tr("compute"),
+                               tr("communication"), tr("exposed"),       tr("overlap"),        tr("slowest rank"),
+                               tr("peak / device"), tr("tokens/s / device"), tr("collectives / step"), tr("run")};
+  simTable_->clear();
+  simTable_->setColumnCount(static_cast<int>(headers.size()));
+  simTable_->setHorizontalHeaderLabels(headers);
+  simTable_->setRowCount(static_cast<int>(simRows_.size()));
+  for (std::size_t i = 0; i < simRows_.size(); ++i) {
+    const auto& r = simRows_[i];
+    const QStringList cells = {QString::fromStdString(est::strategyName(r.strategy)),
+                               charts::formatMs(r.stepS * 1e3),
+                               charts::formatMs(r.estimatedStepS * 1e3),
+                               charts::formatMs(r.computeS * 1e3),
+                               charts::formatMs(r.commS * 1e3),
+                               charts::formatMs(r.exposedCommS * 1e3),
+                               charts::formatPercent(r.overlap * 100, 1),
+                               charts::formatMs(r.slowestRankStepS * 1e3),
+                               gib(static_cast<double>(r.peakBytes)),
+                               charts::formatNumber(r.tokensPerSPerDevice),
+                               QString::number(r.collectivesPerStep),
+                               r.runId ? QString::number(r.runId) : QStringLiteral("-")};
+    for (int c = 0; c < cells.size(); ++c) simTable_->setItem(static_cast<int>(i), c, new QTableWidgetItem(cells[c]));
+  }
+  simTable_->resizeColumnsToContents();
+}
 
 void EstimatorPage::onModelChanged() {
   const std::string name = model_->currentText().toStdString();

@@ -4,7 +4,11 @@
 // (model preset or custom shape, devices, device memory and headroom, precision, batch, sequence,
 // checkpointing, offload, links); the charts and the ranking update as they change (the estimate is
 // arithmetic: well under a millisecond for 1024 devices, so it runs on the GUI thread). Errors show
-// at the form, never as a crash.
+// at the form, never as a crash. "Simulate" runs the event-driven step simulation
+// (core/estimator/simulator) of every strategy that fits, off the GUI thread with progress and
+// cancel, shows simulated against estimated step time, and can store the simulations as runs with
+// source `simulated` in the open database (the other pages then show them like measured runs).
+#include <QPointer>
 #include <QString>
 
 #include <vector>
@@ -17,6 +21,8 @@ class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
+class QProgressBar;
+class QPushButton;
 class QSpinBox;
 class QTableWidget;
 
@@ -26,6 +32,7 @@ namespace charts {
 class BarChart;
 class StackedBarChart;
 }  // namespace charts
+class BackgroundTask;
 
 class EstimatorPage : public Page {
   Q_OBJECT
@@ -35,9 +42,9 @@ class EstimatorPage : public Page {
 
   QString pageId() const override { return QStringLiteral("estimator"); }
   QString title() const override { return tr("Estimator"); }
-  // The estimator does not read the database: the context is ignored.
+  // The estimate does not read the database; simulations are stored into it when asked.
   void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
-  bool busy() const override { return false; }
+  bool busy() const override { return simulating(); }
 
   // The input the form describes (throws std::invalid_argument with the field's name when invalid).
   core::estimator::RecommendInput input() const;
@@ -55,10 +62,37 @@ class EstimatorPage : public Page {
   charts::StackedBarChart* memoryChart() const { return memoryChart_; }
   charts::BarChart* stepChart() const { return stepChart_; }
 
+  // One simulated strategy (what the simulation table shows).
+  struct SimulatedRow {
+    core::estimator::Strategy strategy = core::estimator::Strategy::Ddp;
+    double estimatedStepS = 0, stepS = 0, computeS = 0, commS = 0, exposedCommS = 0, overlap = 0;
+    double slowestRankStepS = 0, tokensPerSPerDevice = 0;
+    std::int64_t peakBytes = 0, collectivesPerStep = 0;
+    core::Id runId = 0;  // stored as this run (0: not stored)
+  };
+  // Simulates every strategy of the current estimate that fits (progress, cancel; the inputs stay
+  // editable, a change marks the result stale). Stores them when "Store as runs" is checked and a
+  // database is open. No-op while one is running.
+  void simulate();
+  void cancelSimulation();
+  bool simulating() const { return !simTask_.isNull(); }
+  const std::vector<SimulatedRow>& simulated() const { return simRows_; }
+  QPushButton* simulateButton() const { return simulate_; }
+  QCheckBox* storeSimulationsCheck() const { return simStore_; }
+  QSpinBox* simulationStepsSpin() const { return simSteps_; }
+  QTableWidget* simulationTable() const { return simTable_; }
+  QString simulationStatus() const;
+
+ Q_SIGNALS:
+  void simulationFinished(bool ok);  // ok false: failed or cancelled
+  void runsAdded();                  // simulations were stored: the run list should reload
+
  private:
   void onModelChanged();
   void showResult();
   void showError(const QString& text);
+  void showSimulation();
+  void markSimulationStale();
 
   QComboBox* model_ = nullptr;
   QSpinBox* layers_ = nullptr;
@@ -85,6 +119,18 @@ class EstimatorPage : public Page {
   charts::BarChart* stepChart_ = nullptr;
   QTableWidget* table_ = nullptr;
   std::vector<core::estimator::StrategyAssessment> result_;
+  // Simulation.
+  QSpinBox* simSteps_ = nullptr;
+  QDoubleSpinBox* simJitter_ = nullptr;
+  QCheckBox* simStore_ = nullptr;
+  QPushButton* simulate_ = nullptr;
+  QPushButton* simCancel_ = nullptr;
+  QProgressBar* simProgress_ = nullptr;
+  QLabel* simStatus_ = nullptr;
+  QTableWidget* simTable_ = nullptr;
+  QPointer<BackgroundTask> simTask_;
+  std::vector<SimulatedRow> simRows_;
+  QString dbPath_;
   bool filling_ = false;  // suppresses recomputes while the form is filled programmatically
 };
 
