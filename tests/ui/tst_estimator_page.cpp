@@ -12,6 +12,7 @@
 
 #include "core/estimator/recommend.h"
 #include "core/estimator/simulator.h"
+#include "core/estimator/simulator_store.h"
 #include "core/storage/trace_store.h"
 #include "ui/charts/bar_chart.h"
 #include "ui/charts/stacked_bar_chart.h"
@@ -145,6 +146,66 @@ class TestEstimatorPage : public QObject {
     // A change of input marks the result stale.
     page.gpusSpin()->setValue(8);
     QVERIFY2(page.simulationStatus().contains("simulate again"), qPrintable(page.simulationStatus()));
+  }
+
+  // "Profile from the selected run": compute per block, link and jitter measured in that run (as
+  // `simulate --profile-run`), carried to the page's model. The run here is a simulated one with a
+  // known jitter, relabelled as a runtime run.
+  void simulatesFromASelectedRun() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath("sim.db");
+    core::Id id = 0;
+    {
+      core::TraceStore store(db.toStdString());
+      est::SimulateInput si;
+      si.model.model = *est::modelShapePreset("small");
+      si.model.gpus = 2;
+      si.model.gpusPerNode = 2;
+      si.model.precision = est::Precision::Fp32;
+      si.model.microBatch = 4;
+      si.model.seqLen = 128;
+      si.strategy = est::Strategy::FsdpFull;
+      si.compute = est::flopsComputeProfile(si.model, 0.05, 1, 10);
+      si.intraNode = *est::linkPreset("gloo-cpu-local");
+      si.interNode = si.intraNode;
+      si.steps = 4;
+      si.jitter = 0.1;
+      id = est::writeSimulatedRun(store, est::simulate(si), "measured");
+      store.db().exec("UPDATE runs SET source='runtime' WHERE id=" + std::to_string(id));
+    }
+    ui::EstimatorPage page;
+    page.modelCombo()->setCurrentText("small");
+    page.gpusSpin()->setValue(8);
+    QVERIFY(!page.profileFromRunCheck()->isEnabled());
+    page.setContext(db, {id});
+    QVERIFY(page.profileFromRunCheck()->isEnabled());
+    page.profileFromRunCheck()->setChecked(true);
+    QSignalSpy done(&page, &ui::EstimatorPage::simulationFinished);
+    page.simulateButton()->click();
+    QVERIFY(done.wait(60000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    QVERIFY2(page.simulationStatus().contains(QString("from run %1").arg(id)), qPrintable(page.simulationStatus()));
+    // The same through core.
+    core::TraceStore store(db.toStdString(), core::Database::Mode::ReadOnly);
+    const auto mp = est::measuredProfile(store, id);
+    QVERIFY(mp.computeJitter > 0.05);
+    const auto in = page.input();
+    est::SimulateInput si;
+    si.model = in.model;
+    si.strategy = page.simulated().front().strategy;
+    si.compute = est::scaleComputeProfile(mp.compute, mp.input, in.model);
+    si.intraNode = si.interNode = est::fitLink(est::collectiveSamples(store, id), "fit").link;
+    si.comm = in.comm;
+    si.comm.emulatedReduceScatter = mp.input.gloo;
+    si.steps = page.simulationStepsSpin()->value();
+    si.jitter = std::min(0.9, mp.computeJitter);
+    for (int p = 0; p < est::kComputePhases; ++p) si.phaseJitter[p] = std::min(0.9, mp.phaseJitter[p]);
+    QCOMPARE(page.simulated().front().stepS, est::simulate(si).steady.stepS);
+    // Without the run: FLOPs at the page's device figures, a different step.
+    page.profileFromRunCheck()->setChecked(false);
+    page.simulateButton()->click();
+    QVERIFY(done.wait(60000));
+    QVERIFY(page.simulationStatus().contains("from FLOPs"));
   }
 
   // A long simulation can be cancelled: nothing is stored, the page is usable again.

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include "core/estimator/comm_model.h"
@@ -156,6 +157,10 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
   simStore_ = new QCheckBox(tr("Store as runs"), simBox);
   simStore_->setToolTip(tr("Write each simulation into the open database as a run with source 'simulated'"));
   simStore_->setEnabled(false);
+  simFromRun_ = new QCheckBox(tr("Profile from the selected run"), simBox);
+  simFromRun_->setToolTip(tr("Compute per block, link and rank-to-rank jitter measured in the first selected run of our "
+                             "runtime, carried to this model by FLOPs (select a run in the browser)"));
+  simFromRun_->setEnabled(false);
   controls->addWidget(simulate_);
   controls->addWidget(simCancel_);
   controls->addWidget(new QLabel(tr("Steps"), simBox));
@@ -163,6 +168,7 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
   controls->addWidget(new QLabel(tr("Jitter"), simBox));
   controls->addWidget(simJitter_);
   controls->addWidget(simStore_);
+  controls->addWidget(simFromRun_);
   simProgress_ = new QProgressBar(simBox);
   simProgress_->setRange(0, 100);
   simProgress_->setVisible(false);
@@ -198,10 +204,14 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
   onModelChanged();
 }
 
-void EstimatorPage::setContext(const QString& dbPath, const QList<core::Id>&) {
+void EstimatorPage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
   dbPath_ = dbPath;
+  runs_ = dbPath.isEmpty() ? QList<core::Id>() : runs;
   simStore_->setEnabled(!dbPath.isEmpty());
   if (dbPath.isEmpty()) simStore_->setChecked(false);
+  simFromRun_->setEnabled(!runs_.isEmpty());
+  simFromRun_->setText(runs_.isEmpty() ? tr("Profile from the selected run") : tr("Profile from run %1").arg(runs_.first()));
+  if (runs_.isEmpty()) simFromRun_->setChecked(false);
 }
 
 QString EstimatorPage::simulationStatus() const { return simStatus_->text(); }
@@ -237,6 +247,8 @@ void EstimatorPage::simulate() {
   const int steps = simSteps_->value();
   const double jitter = simJitter_->value() / 100.0;
   const QString db = simStore_->isChecked() ? dbPath_ : QString();
+  const core::Id profileRun = simFromRun_->isChecked() && !runs_.isEmpty() ? runs_.first() : 0;
+  const QString profileDb = dbPath_;
   simRows_.clear();
   simTable_->setRowCount(0);
   simulate_->setEnabled(false);
@@ -245,8 +257,17 @@ void EstimatorPage::simulate() {
   simProgress_->setVisible(true);
   simStatus_->setText(tr("Simulating %1 strateg%2…").arg(todo.size()).arg(todo.size() == 1 ? "y" : "ies"));
   Q_EMIT busyChanged(true);
-  auto work = [ri, todo, steps, jitter, db](core::CancelToken& cancel, const core::ProgressFn& progress) {
+  auto work = [ri, todo, steps, jitter, db, profileRun, profileDb](core::CancelToken& cancel, const core::ProgressFn& progress) {
     std::vector<SimulatedRow> rows;
+    // The measured run's profile, link and jitter (simulate --profile-run), read before anything is
+    // written.
+    std::optional<est::MeasuredProfile> measured;
+    std::optional<est::LinkFit> fit;
+    if (profileRun != 0) {
+      core::TraceStore read(profileDb.toStdString(), core::Database::Mode::ReadOnly);
+      measured = est::measuredProfile(read, profileRun);
+      fit = est::fitLink(est::collectiveSamples(read, profileRun), "fitted:run" + std::to_string(profileRun));
+    }
     std::unique_ptr<core::TraceStore> store;
     if (!db.isEmpty()) store = std::make_unique<core::TraceStore>(db.toStdString());
     for (std::size_t i = 0; i < todo.size(); ++i) {
@@ -259,6 +280,15 @@ void EstimatorPage::simulate() {
       si.comm = ri.comm;
       si.steps = steps;
       si.jitter = jitter;
+      if (measured) {
+        si.compute = est::scaleComputeProfile(measured->compute, measured->input, ri.model);
+        si.intraNode = si.interNode = fit->link;
+        si.comm.emulatedReduceScatter = measured->input.gloo;
+        if (jitter == 0) {
+          si.jitter = std::min(0.9, measured->computeJitter);
+          for (int p = 0; p < est::kComputePhases; ++p) si.phaseJitter[p] = std::min(0.9, measured->phaseJitter[p]);
+        }
+      }
       // Progress over every strategy: each reports its own 0..total.
       const core::ProgressFn each = [&, i](const core::Progress& p) {
         if (!progress || p.total == 0) return;
@@ -292,13 +322,14 @@ void EstimatorPage::simulate() {
   };
   auto* task = BackgroundTask::run<std::vector<SimulatedRow>>(
       this, work,
-      [this, skipped, stored = !db.isEmpty()](std::vector<SimulatedRow> rows) {
+      [this, skipped, stored = !db.isEmpty(), profileRun](std::vector<SimulatedRow> rows) {
         simRows_ = std::move(rows);
         showSimulation();
-        QString text = tr("Simulated %1 step(s) of %2 strateg%3.")
+        QString text = tr("Simulated %1 step(s) of %2 strateg%3, compute %4.")
                            .arg(simSteps_->value())
                            .arg(simRows_.size())
-                           .arg(simRows_.size() == 1 ? "y" : "ies");
+                           .arg(simRows_.size() == 1 ? "y" : "ies")
+                           .arg(profileRun ? tr("per block, link and jitter from run %1").arg(profileRun) : tr("from FLOPs"));
         if (!skipped.isEmpty()) text += QLatin1Char(' ') + tr("Not simulated (does not fit): %1.").arg(skipped.join(QStringLiteral(", ")));
         if (stored) text += QLatin1Char(' ') + tr("Stored as runs in the database.");
         simStatus_->setText(text);

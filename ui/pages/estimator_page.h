@@ -71,14 +71,18 @@ class EstimatorPage : public Page {
     core::Id runId = 0;  // stored as this run (0: not stored)
   };
   // Simulates every strategy of the current estimate that fits (progress, cancel; the inputs stay
-  // editable, a change marks the result stale). Stores them when "Store as runs" is checked and a
-  // database is open. No-op while one is running.
+  // editable, a change marks the result stale), with compute from FLOPs at the estimate's device
+  // figures or from the selected run. Stores them when "Store as runs" is checked and a database
+  // is open. No-op while one is running.
   void simulate();
   void cancelSimulation();
   bool simulating() const { return !simTask_.isNull(); }
   const std::vector<SimulatedRow>& simulated() const { return simRows_; }
   QPushButton* simulateButton() const { return simulate_; }
   QCheckBox* storeSimulationsCheck() const { return simStore_; }
+  // Compute per block, link and jitter from the first selected run of our runtime (what
+  // `simulate --profile-run` does), carried to the page's model by FLOPs.
+  QCheckBox* profileFromRunCheck() const { return simFromRun_; }
   QSpinBox* simulationStepsSpin() const { return simSteps_; }
   QTableWidget* simulationTable() const { return simTable_; }
   QString simulationStatus() const;
@@ -123,6 +127,7 @@ class EstimatorPage : public Page {
   QSpinBox* simSteps_ = nullptr;
   QDoubleSpinBox* simJitter_ = nullptr;
   QCheckBox* simStore_ = nullptr;
+  QCheckBox* simFromRun_ = nullptr;
   QPushButton* simulate_ = nullptr;
   QPushButton* simCancel_ = nullptr;
   QProgressBar* simProgress_ = nullptr;
@@ -131,6 +136,7 @@ class EstimatorPage : public Page {
   QPointer<BackgroundTask> simTask_;
   std::vector<SimulatedRow> simRows_;
   QString dbPath_;
+  QList<core::Id> runs_;
   bool filling_ = false;  // suppresses recomputes while the form is filled programmatically
 };
 
