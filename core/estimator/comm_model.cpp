@@ -204,6 +204,7 @@ struct KindFit {
 KindFit fitKind(const std::vector<std::pair<double, double>>& xy, std::optional<double> alpha0) {
   KindFit f;
   if (xy.empty()) return f;
+  // Weighted least squares; false when duration does not grow with size.
   auto solve = [&](const auto& weight, double& alpha, double& slope) {
     double sw = 0, mx = 0, my = 0;
     for (auto [x, y] : xy) {
@@ -220,7 +221,7 @@ KindFit fitKind(const std::vector<std::pair<double, double>>& xy, std::optional<
       sxx += w * (x - mx) * (x - mx);
       sxy += w * (x - mx) * (y - my);
     }
-    if (!(sxx > 0 && sxy > 0)) return sxx > 0 ? 1 : 0;  // 1: sizes differ, duration does not grow
+    if (!(sxx > 0 && sxy > 0)) return false;
     slope = sxy / sxx;
     alpha = my - slope * mx;
     if (alpha < 0) {
@@ -235,18 +236,17 @@ KindFit fitKind(const std::vector<std::pair<double, double>>& xy, std::optional<
       alpha = 0;
       slope = swxy / swxx;
     }
-    return 2;
+    return true;
   };
   bool sizes = false;
   for (auto [x, y] : xy) sizes = sizes || x != xy.front().first;
   double alpha = 0, slope = 0;
   // One size: no line through the points (rounding would make one up).
-  const int first = !sizes ? 0 : solve([](double, double y) { return 1.0 / (y * y); }, alpha, slope);
-  if (first == 2) {
+  if (sizes && solve([](double, double y) { return 1.0 / (y * y); }, alpha, slope)) {
     for (int it = 0; it < 8; ++it) {
       const double a0 = alpha, s0 = slope;
       const double floorY = 1e-9;
-      if (solve([&](double x, double) { const double p = std::max(floorY, a0 + s0 * x); return 1.0 / (p * p); }, alpha, slope) != 2) {
+      if (!solve([&](double x, double) { const double p = std::max(floorY, a0 + s0 * x); return 1.0 / (p * p); }, alpha, slope)) {
         alpha = a0;
         slope = s0;
         break;
