@@ -189,7 +189,7 @@ void parseEstimatorInput(const Args& a, est::RecommendInput& ri, std::string& fi
     core::TraceStore store(a.get("db", "shardscope.db"), core::Database::Mode::ReadOnly);
     const auto id = intOption(a, "fit-run", 0, 1);
     if (!store.run(id)) throw core::Error(store.path() + ": no run with id " + std::to_string(id));
-    const auto fit = est::fitLink(est::collectiveSamples(store, id), "fitted:run" + std::to_string(id));
+    const auto fit = est::fitRunLink(store, id);
     ri.intraNode = fit.link;
     fitNote = "fitted from run " + std::to_string(id) + ": " + std::to_string(fit.samples) + " collectives, R^2 " +
               fixed(fit.r2, 3) + ", mean |error| " + fixed(fit.meanAbsRelError * 100, 1) + "%";

@@ -112,11 +112,6 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
   base.steps = static_cast<int>(intOption(a, "steps", 2, 1));
   base.jitter = doubleOption(a, "jitter", 0.0);
   if (!(base.jitter >= 0 && base.jitter < 1)) throw std::invalid_argument("--jitter must be in [0, 1), e.g. 0.02");
-  if (measured && !a.has("jitter")) {
-    // The run's own rank-to-rank variation, per phase (MeasuredProfile::computeJitter).
-    base.jitter = std::min(0.9, measured->computeJitter);
-    for (int p = 0; p < est::kComputePhases; ++p) base.phaseJitter[p] = std::min(0.9, measured->phaseJitter[p]);
-  }
   base.seed = static_cast<std::uint64_t>(intOption(a, "seed", 1, 0));
   base.keepRanks = static_cast<int>(intOption(a, "keep-ranks", 16, 0));
   for (const auto& [k, v] : a.options) {
@@ -134,11 +129,10 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
     }
   }
   const double memBw = doubleOption(a, "mem-bw", 3350);
-  if (measured) {
-    base.compute = est::scaleComputeProfile(measured->compute, measured->input, in);
-  } else {
+  if (measured)
+    est::applyMeasuredProfile(base, *measured, a.has("jitter"));  // the run's own jitter unless --jitter
+  else
     base.compute = est::flopsComputeProfile(in, ri.deviceTflops, ri.efficiency, memBw);
-  }
   std::vector<est::Strategy> strategies = ri.candidates;
   if (strategies.empty()) {
     if (measured) strategies.push_back(measured->strategy);

@@ -320,6 +320,10 @@ LinkFit fitLink(const std::vector<CollectiveSample>& samples, const std::string&
   return f;
 }
 
+LinkFit fitRunLink(TraceStore& store, Id runId) {
+  return fitLink(collectiveSamples(store, runId), "fitted:run" + std::to_string(runId));
+}
+
 std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId) {
   // Per lane name (one per process group and rank, or a GPU stream), each rank's collectives in
   // order. When the ranks share a clock and every rank of a lane has the same sequence, the k-th instances are one collective:

@@ -220,6 +220,13 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
   return mp;
 }
 
+void applyMeasuredProfile(SimulateInput& si, const MeasuredProfile& mp, bool keepJitter) {
+  si.compute = scaleComputeProfile(mp.compute, mp.input, si.model);
+  if (keepJitter) return;
+  si.jitter = std::min(0.9, mp.computeJitter);
+  for (int p = 0; p < kComputePhases; ++p) si.phaseJitter[p] = std::min(0.9, mp.phaseJitter[p]);
+}
+
 Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::string& name, const CancelToken* cancel,
                      const ProgressFn& progress) {
   const SimulateInput& in = sim.input;

@@ -44,6 +44,11 @@ struct MeasuredProfile {
 // store and run when the run is missing, not ours (no configuration), or has no steady step.
 MeasuredProfile measuredProfile(TraceStore& store, Id runId);
 
+// Calibrates a simulation of si.model by a measured run (simulate --profile-run): the run's compute
+// per block, carried to si.model by FLOPs, and unless keepJitter its rank-to-rank jitter per phase
+// (each capped at 0.9). The link is the caller's (fitRunLink for the run's own).
+void applyMeasuredProfile(SimulateInput& si, const MeasuredProfile& mp, bool keepJitter);
+
 // Writes the kept ranks of a simulation as one run (source simulated, status completed) in one
 // transaction: nothing is left behind when it fails or is cancelled. Returns the run id.
 Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::string& name,

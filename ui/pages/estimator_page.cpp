@@ -266,7 +266,7 @@ void EstimatorPage::simulate() {
     if (profileRun != 0) {
       core::TraceStore read(profileDb.toStdString(), core::Database::Mode::ReadOnly);
       measured = est::measuredProfile(read, profileRun);
-      fit = est::fitLink(est::collectiveSamples(read, profileRun), "fitted:run" + std::to_string(profileRun));
+      fit = est::fitRunLink(read, profileRun);
     }
     std::unique_ptr<core::TraceStore> store;
     if (!db.isEmpty()) store = std::make_unique<core::TraceStore>(db.toStdString());
@@ -281,13 +281,9 @@ void EstimatorPage::simulate() {
       si.steps = steps;
       si.jitter = jitter;
       if (measured) {
-        si.compute = est::scaleComputeProfile(measured->compute, measured->input, ri.model);
+        est::applyMeasuredProfile(si, *measured, /*keepJitter=*/jitter > 0);
         si.intraNode = si.interNode = fit->link;
         si.comm.emulatedReduceScatter = measured->input.gloo;
-        if (jitter == 0) {
-          si.jitter = std::min(0.9, measured->computeJitter);
-          for (int p = 0; p < est::kComputePhases; ++p) si.phaseJitter[p] = std::min(0.9, measured->phaseJitter[p]);
-        }
       }
       // Progress over every strategy: each reports its own 0..total.
       const core::ProgressFn each = [&, i](const core::Progress& p) {
