@@ -54,6 +54,22 @@ SimulateInput simInput(const EstimateInput& em, Strategy s, const ComputeProfile
   return si;
 }
 
+// A Llama-3-70B-shaped run on `gpus` H100s, 8 per node, 4096 tokens, checkpointing, FLOPs compute.
+SimulateInput llama70b(int gpus, Strategy s) {
+  SimulateInput si;
+  si.model.model = *modelShapePreset("llama3-70b");
+  si.model.gpus = gpus;
+  si.model.gpusPerNode = 8;
+  si.model.precision = Precision::Bf16;
+  si.model.microBatch = 1;
+  si.model.seqLen = 4096;
+  si.model.activationCheckpointing = true;
+  si.strategy = s;
+  si.intraNode = *linkPreset("nvlink-h100");
+  si.interNode = *linkPreset("ib-ndr");
+  return si;
+}
+
 }  // namespace
 
 class TestSimulator : public QObject {
@@ -233,18 +249,7 @@ class TestSimulator : public QObject {
 
   // Thousands of devices: 256 here (the 1024-device figure is bench_simulator's).
   void scalesToManyDevices() {
-    EstimateInput em;
-    em.model = *modelShapePreset("llama3-70b");
-    em.gpus = 256;
-    em.gpusPerNode = 8;
-    em.microBatch = 1;
-    em.seqLen = 4096;
-    em.activationCheckpointing = true;
-    SimulateInput si;
-    si.model = em;
-    si.strategy = Strategy::Zero3;
-    si.intraNode = *linkPreset("nvlink-h100");
-    si.interNode = *linkPreset("ib-ndr");
+    SimulateInput si = llama70b(256, Strategy::Zero3);
     si.keepRanks = 2;
     const auto t0 = std::chrono::steady_clock::now();
     const auto r = simulate(si);
@@ -277,18 +282,7 @@ class TestSimulator : public QObject {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, simulate(si));
     // More event state than a desktop holds (70B, ZeRO-3, 4096 devices, 20 steps: ~11 GiB):
     // refused at once with what to do, before anything big is allocated.
-    EstimateInput big = runtimeInput("small", 4096);
-    big.model = *modelShapePreset("llama3-70b");
-    big.gpusPerNode = 8;
-    big.precision = Precision::Bf16;
-    big.seqLen = 4096;
-    big.microBatch = 1;
-    big.activationCheckpointing = true;
-    SimulateInput bs;
-    bs.model = big;
-    bs.strategy = Strategy::Zero3;
-    bs.intraNode = *linkPreset("nvlink-h100");
-    bs.interNode = *linkPreset("ib-ndr");
+    SimulateInput bs = llama70b(4096, Strategy::Zero3);
     bs.steps = 20;
     const auto t0 = std::chrono::steady_clock::now();
     try {

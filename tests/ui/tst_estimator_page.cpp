@@ -21,6 +21,15 @@
 using namespace shardscope;
 namespace est = shardscope::core::estimator;
 
+namespace {
+// A new, empty database in `dir`.
+QString emptyDatabase(const QTemporaryDir& dir) {
+  const QString db = dir.filePath("sim.db");
+  core::TraceStore create(db.toStdString());
+  return db;
+}
+}  // namespace
+
 class TestEstimatorPage : public QObject {
   Q_OBJECT
 
@@ -100,8 +109,7 @@ class TestEstimatorPage : public QObject {
   // "Store as runs" each simulation is a run with source simulated in the open database.
   void simulatesWhatFitsAndStoresRuns() {
     QTemporaryDir dir;
-    const QString db = dir.filePath("sim.db");
-    { core::TraceStore create(db.toStdString()); }
+    const QString db = emptyDatabase(dir);
     ui::EstimatorPage page;
     page.modelCombo()->setCurrentText("small");
     page.gpusSpin()->setValue(4);
@@ -211,8 +219,7 @@ class TestEstimatorPage : public QObject {
   // A long simulation can be cancelled: nothing is stored, the page is usable again.
   void simulationCancels() {
     QTemporaryDir dir;
-    const QString db = dir.filePath("sim.db");
-    { core::TraceStore create(db.toStdString()); }
+    const QString db = emptyDatabase(dir);
     ui::EstimatorPage page;
     page.modelCombo()->setCurrentText("llama3-70b");
     page.gpusSpin()->setValue(1024);
