@@ -137,20 +137,16 @@ class GroupImpl final : public Group {
 
   CommHandle allGather(torch::Tensor out, torch::Tensor in, const CollectiveInfo& info) override {
     TORCH_CHECK(out.numel() == in.numel() * size(), "all_gather: output must hold size() inputs");
-    // nccl-tests' S for an all-gather is the gathered array.
-    const auto bytes = static_cast<std::int64_t>(out.numel() * out.element_size());
-    return enqueue(CollectiveOp::AllGather, "all_gather", bytes, in, info, {}, [this, out, in]() mutable {
 #if TORCH_VERSION_MAJOR >= 2
-      if (!gloo_) {
-        pg_->_allgather_base(out, in)->wait();
-        return;
-      }
+    if (!gloo_) {
+      // nccl-tests' S for an all-gather is the gathered array.
+      const auto bytes = static_cast<std::int64_t>(out.numel() * out.element_size());
+      return enqueue(CollectiveOp::AllGather, "all_gather", bytes, in, info, {},
+                     [this, out, in]() mutable { pg_->_allgather_base(out, in)->wait(); });
+    }
 #endif
-      std::vector<std::vector<at::Tensor>> outs(1);
-      for (auto& c : out.chunk(size())) outs[0].push_back(c);
-      std::vector<at::Tensor> ins{in};
-      pg_->allgather(outs, ins)->wait();
-    });
+    // Gloo: the list form, into out's pieces.
+    return allGatherInto(out.chunk(size()), in, info);
   }
 
   CommHandle allGatherInto(std::vector<torch::Tensor> outs, torch::Tensor in, const CollectiveInfo& info) override {
