@@ -209,7 +209,6 @@ void parseEstimatorInput(const Args& a, est::RecommendInput& ri, std::string& fi
     ri.interNode = *l;
   }
   ri.comm.emulatedReduceScatter = a.has("gloo-reduce-scatter") || (!a.has("fit-run") && linkName == "gloo-cpu-local");
-  in.gloo = ri.comm.emulatedReduceScatter;
   ri.candidates = strategiesFrom(a);
 }
 

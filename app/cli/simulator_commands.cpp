@@ -50,7 +50,7 @@ Args withRunDefaults(const Args& a, const est::MeasuredProfile& mp) {
   if (in.activationCheckpointing) add("activation-checkpointing", "");
   if (in.gradientAsBucketView) add("gradient-as-bucket-view", "");
   if (in.shardGroupSize > 0) add("shard-group-size", std::to_string(in.shardGroupSize));
-  if (in.gloo) add("gloo-reduce-scatter", "");
+  if (mp.gloo) add("gloo-reduce-scatter", "");
   if (in.bucketCapMb == static_cast<double>(static_cast<std::int64_t>(in.bucketCapMb)))
     add("bucket-cap-mb", std::to_string(static_cast<std::int64_t>(in.bucketCapMb)));
   add("backward-prefetch", mp.backwardPrefetch == est::BackwardPrefetch::Pre    ? "pre"

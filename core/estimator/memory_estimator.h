@@ -89,9 +89,6 @@ struct EstimateInput {
   std::int64_t paramPersistenceThreshold = 100000;
   std::int64_t maxLiveParameters = 1000000000;
   std::int64_t maxReuseDistance = 1000000000;
-  // Our runtime on CPU, Gloo (LibTorch 1.13: reduce-scatter runs as an all-reduce). Read from a
-  // measured run's configuration; the communication model takes it from CommOptions.
-  bool gloo = false;
 };
 
 AttentionKind effectiveAttention(const EstimateInput& in);

@@ -86,7 +86,7 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
   in.paramPersistenceThreshold = cfg.paramPersistenceThreshold;
   in.maxLiveParameters = cfg.maxLiveParameters;
   in.maxReuseDistance = cfg.maxReuseDistance;
-  in.gloo = cfg.device != "cuda";
+  mp.gloo = cfg.device != "cuda";
   mp.backwardPrefetch = cfg.backwardPrefetch == "post"   ? BackwardPrefetch::Post
                         : cfg.backwardPrefetch == "none" ? BackwardPrefetch::None
                                                          : BackwardPrefetch::Pre;

@@ -19,6 +19,7 @@ struct MeasuredProfile {
   bool forwardPrefetch = false;
   bool limitAllGathers = true;
   int steps = 0;
+  bool gloo = false;          // ran on Gloo (LibTorch 1.13: reduce-scatter as an all-reduce)
   ComputeProfile compute;     // mean per block over ranks and steady steps (the first step left out)
   double stepS = 0;           // measured steady step time (mean over ranks and steps after the first)
   int steadySteps = 0;

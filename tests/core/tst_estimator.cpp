@@ -207,7 +207,6 @@ class TestEstimator : public QObject {
     auto in = input("medium", 2, Precision::Fp32);
     in.microBatch = 1;
     in.seqLen = 16;
-    in.gloo = true;
     const std::int64_t S = 4 * std::int64_t{31597056};
     const auto z1 = estimateMemory(in, Strategy::Zero1);
     QCOMPARE(z1.peakBytes, z1.state.modelStates() + S);

@@ -190,7 +190,6 @@ class TestSimulator : public QObject {
     QFETCH(QString, model);
     const auto s = *parseStrategy(strategy.toStdString());
     auto em = runtimeInput(model.toStdString().c_str(), 2);
-    em.gloo = true;
     const auto r = simulate(simInput(em, s, flat(em.model.layers, 1e-4, 2e-4, 1e-9)));
     const auto e = estimateMemory(em, s);
     const double err = (static_cast<double>(r.peakBytes) - static_cast<double>(e.peakBytes)) / static_cast<double>(e.peakBytes);

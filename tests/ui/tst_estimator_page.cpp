@@ -204,7 +204,7 @@ class TestEstimatorPage : public QObject {
     si.compute = est::scaleComputeProfile(mp.compute, mp.input, in.model);
     si.intraNode = si.interNode = est::fitLink(est::collectiveSamples(store, id), "fit").link;
     si.comm = in.comm;
-    si.comm.emulatedReduceScatter = mp.input.gloo;
+    si.comm.emulatedReduceScatter = mp.gloo;
     si.steps = page.simulationStepsSpin()->value();
     si.jitter = std::min(0.9, mp.computeJitter);
     for (int p = 0; p < est::kComputePhases; ++p) si.phaseJitter[p] = std::min(0.9, mp.phaseJitter[p]);

@@ -283,7 +283,7 @@ void EstimatorPage::simulate() {
       if (measured) {
         est::applyMeasuredProfile(si, *measured, /*keepJitter=*/jitter > 0);
         si.intraNode = si.interNode = fit->link;
-        si.comm.emulatedReduceScatter = measured->input.gloo;
+        si.comm.emulatedReduceScatter = measured->gloo;
       }
       // Progress over every strategy: each reports its own 0..total.
       const core::ProgressFn each = [&, i](const core::Progress& p) {
