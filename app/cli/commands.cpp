@@ -1,7 +1,11 @@
 #include "app/cli/commands.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cinttypes>
+#include <cstdlib>
+#include <memory>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -34,6 +38,7 @@ using core::JsonValue;
 const std::vector<OptionSpec> kCommon = {
     {"db", true, "database file (default: shardscope.db in the current directory)"},
     {"json", false, "machine-readable JSON on stdout"},
+    {"busy-timeout", true, "seconds to wait for another process writing to the database (default 600, or $SHARDSCOPE_BUSY_TIMEOUT)"},
     {"help", false, "show this help"},
 };
 
@@ -117,6 +122,7 @@ int cmdImport(const Args& a, core::CancelToken& cancel) {
     out.set("json_bytes", JsonValue::number(static_cast<std::int64_t>(res.jsonBytes)));
     out.set("seconds", JsonValue::number(res.seconds));
     out.set("events_per_second", JsonValue::number(eps));
+    out.set("lock_wait_seconds", JsonValue::number(static_cast<double>(store.db().longestWait().count()) / 1000.0));
     JsonValue fileList = JsonValue::array();
     for (const auto& f : res.files) {
       JsonValue fj = JsonValue::object();
@@ -837,6 +843,26 @@ int runCli(int argc, char** argv, core::CancelToken& cancel) {
     return kOk;
   }
   try {
+    if (args.has("busy-timeout")) {
+      const std::string v = args.get("busy-timeout", "");
+      char* end = nullptr;
+      const double secs = std::strtod(v.c_str(), &end);
+      if (v.empty() || end != v.c_str() + v.size() || !(secs >= 0))
+        throw std::invalid_argument("--busy-timeout: '" + v + "' is not a number of seconds");
+      core::BusyPolicy::setDefaultTimeout(std::chrono::milliseconds(static_cast<std::int64_t>(secs * 1000)));
+      ::setenv("SHARDSCOPE_BUSY_TIMEOUT", v.c_str(), 1);  // the worker ranks this command starts wait as long
+    }
+    // Another process writing (an import, a run, the app) makes this one wait, not fail: say so on
+    // stderr after 2 s and every 10 s after, and let Ctrl-C end the wait.
+    core::BusyPolicy::setCancelToken(&cancel);
+    core::BusyPolicy::setReporter([name = cmd.name, lastPrinted = std::make_shared<std::atomic<std::int64_t>>(-1)](
+                                      const std::string& path, std::chrono::milliseconds waited, std::chrono::milliseconds bound) {
+      const std::int64_t bucket = waited.count() / 10000;
+      if (lastPrinted->exchange(bucket) == bucket) return;
+      std::fprintf(stderr, "shardscope-cli %s: %s: waiting for another process writing to it (%lld s so far, at most %lld s)\n",
+                   name.c_str(), path.c_str(), static_cast<long long>(waited.count() / 1000),
+                   static_cast<long long>(bound.count() / 1000));
+    });
     return cmd.run(args, cancel);
   } catch (const std::invalid_argument& e) {
     std::cerr << "shardscope-cli " << cmd.name << ": " << e.what() << " (see --help)\n";

@@ -1604,6 +1604,10 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
     std::error_code ec;
     const auto s = fs::file_size(f, ec);
     if (ec) throw Error(f + ": cannot read: " + ec.message());
+    // Reading the database as a trace would open and close a descriptor of it: that drops every
+    // POSIX lock this process holds on the file (SQLite's own included).
+    if (fs::equivalent(f, store.path(), ec))
+      throw Error(f + ": is the database being imported into, not a trace file");
     totalBytes += s;
   }
 
@@ -1621,32 +1625,21 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
       }
     }
   } fkRestore{db};
-  // Bulk mode: with the rollback journal, new pages go straight into the database file once; in WAL
-  // mode they would be written to the WAL and copied again at checkpoint (half of an import's I/O).
-  // Switching needs the only connection to the file: when the app has it open, the import simply
-  // stays in WAL mode.
-  struct JournalMode {
+  // A small page cache for the import: what does not fit is written to the WAL as the import goes,
+  // while the parsers work, instead of all at the commit (and 50 MB less memory). Measured with
+  // bench_import: 16 MiB is as fast as 64 MiB or faster; 1 GiB is 30 % slower (everything at the end).
+  const std::int64_t cacheBefore = db.pragmaInt("cache_size");
+  db.exec("PRAGMA cache_size = -16384");
+  struct CacheRestore {
     Database& db;
-    bool bulk = false;
-    explicit JournalMode(Database& d) : db(d) {
-      if (db.readOnly()) return;
+    std::int64_t size;
+    ~CacheRestore() {
       try {
-        Statement st(db, "PRAGMA journal_mode = DELETE");
-        bulk = st.step() && st.textView(0) == "delete";
-      } catch (const Error&) {
-        bulk = false;
-      }
-    }
-    ~JournalMode() {
-      if (!bulk) return;
-      try {
-        db.exec("PRAGMA journal_mode = WAL");
-        db.exec("SELECT COUNT(*) FROM meta");  // opens the WAL again, as the rest of the app expects
+        db.exec("PRAGMA cache_size = " + std::to_string(size));
       } catch (...) {
-        // The file stays in rollback-journal mode: still correct, only readers wait for writers.
       }
     }
-  } journalMode(db);
+  } cacheRestore{db, cacheBefore};
   Transaction tx(db);
   try {
     BulkWriter writer(store);

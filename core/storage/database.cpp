@@ -2,17 +2,21 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
-#include <fstream>
+#include <mutex>
+#include <thread>
 
 #include "core/util/error.h"
+#include "core/util/progress.h"
 
 namespace shardscope::core {
 
 Statement::Statement(Database& db, std::string_view sql) : db_(&db) {
   const int rc = sqlite3_prepare_v3(db.handle(), sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
                                     &stmt_, nullptr);
-  if (rc != SQLITE_OK) db.fail("cannot prepare statement '" + std::string(sql.substr(0, 80)) + "'");
+  if (rc != SQLITE_OK) db.failWith(rc, "cannot prepare statement '" + std::string(sql.substr(0, 80)) + "'");
 }
 
 Statement::~Statement() { sqlite3_finalize(stmt_); }
@@ -58,9 +62,8 @@ bool Statement::step() {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  const std::string msg = db_->errorMessage();
   sqlite3_reset(stmt_);
-  throw DatabaseError(db_->path() + ": " + msg);
+  db_->failWith(rc, {});
 }
 
 void Statement::exec() {
@@ -89,27 +92,120 @@ std::optional<std::int64_t> Statement::optInt64(int col) const {
   return int64(col);
 }
 
+// ------------------------------------------------------------------------------------------------
+// Waiting for locks
+
 namespace {
 
-// SQLite happily "opens" any file and only fails at the first query; check the header up front so a
-// wrong file gets a clear message instead of "file is not a database" later, mid-operation.
-void checkIsSqliteFile(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return;
-  if (std::filesystem::is_directory(path, ec)) throw DatabaseError(path + ": is a directory, not a Shardscope database");
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec || size == 0) return;  // an empty file becomes a new database
-  std::ifstream in(path, std::ios::binary);
-  char header[16] = {};
-  in.read(header, sizeof header);
-  if (in.gcount() < 16 || std::string_view(header, 16) != std::string_view("SQLite format 3\0", 16))
-    throw DatabaseError(path + ": not a SQLite database (bad header); refusing to open it as a Shardscope database");
+std::atomic<std::int64_t> g_defaultTimeoutMs{-1};  // -1: not set yet (read the environment)
+std::mutex g_reporterMu;
+BusyPolicy::Reporter g_reporter;
+std::atomic<std::int64_t> g_longestWaitMs{0};
+std::atomic<std::int64_t> g_waits{0};
+std::atomic<const CancelToken*> g_cancel{nullptr};
+constexpr auto kReportEvery = std::chrono::seconds(2);
+constexpr std::int64_t kBuiltInTimeoutMs = 600'000;
+
+bool isBusy(int rc) { return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED; }
+
+std::string seconds(std::chrono::milliseconds t) {
+  const double s = static_cast<double>(t.count()) / 1000.0;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, s < 10 ? "%.1f s" : "%.0f s", s);
+  return buf;
 }
 
 }  // namespace
 
-Database::Database(const std::string& path, Mode mode) : path_(path), mode_(mode) {
-  checkIsSqliteFile(path);
+std::chrono::milliseconds BusyPolicy::defaultTimeout() {
+  std::int64_t ms = g_defaultTimeoutMs.load();
+  if (ms < 0) {
+    ms = kBuiltInTimeoutMs;
+    if (const char* env = std::getenv("SHARDSCOPE_BUSY_TIMEOUT"); env && *env) {
+      char* end = nullptr;
+      const double s = std::strtod(env, &end);
+      if (end != env && s >= 0) ms = static_cast<std::int64_t>(s * 1000.0);
+    }
+    g_defaultTimeoutMs.store(ms);
+  }
+  return std::chrono::milliseconds(ms);
+}
+
+void BusyPolicy::setDefaultTimeout(std::chrono::milliseconds t) { g_defaultTimeoutMs.store(std::max<std::int64_t>(0, t.count())); }
+
+void BusyPolicy::setReporter(Reporter r) {
+  std::lock_guard<std::mutex> l(g_reporterMu);
+  g_reporter = std::move(r);
+}
+
+std::chrono::milliseconds BusyPolicy::longestWait() { return std::chrono::milliseconds(g_longestWaitMs.load()); }
+std::int64_t BusyPolicy::waits() { return g_waits.load(); }
+void BusyPolicy::setCancelToken(const CancelToken* token) { g_cancel.store(token); }
+
+// SQLite calls this while another connection holds a lock this one needs; returning 0 gives up
+// (the statement then fails with SQLITE_BUSY). Short sleeps first (most waits are one commit of a
+// run's flusher, a few ms), then 50 ms steps up to the bound.
+int Database::onBusy(void* self, int count) {
+  auto* d = static_cast<Database*>(self);
+  using namespace std::chrono;
+  const auto now = steady_clock::now();
+  if (count == 0) {
+    d->waitStart_ = now;
+    d->lastReport_ = now;
+    d->waitCancelled_ = false;
+    d->waitTimedOut_ = false;
+    g_waits.fetch_add(1, std::memory_order_relaxed);
+  }
+  const CancelToken* global = g_cancel.load();
+  if ((d->cancel_ && d->cancel_->isCancelled()) || (global && global->isCancelled())) {
+    d->waitCancelled_ = true;
+    return 0;
+  }
+  const auto waited = duration_cast<milliseconds>(now - d->waitStart_);
+  d->lastWait_ = waited;
+  if (waited > d->longestWait_) d->longestWait_ = waited;
+  std::int64_t prev = g_longestWaitMs.load(std::memory_order_relaxed);
+  while (waited.count() > prev && !g_longestWaitMs.compare_exchange_weak(prev, waited.count())) {
+  }
+  if (waited >= d->busyTimeout_) {
+    d->waitTimedOut_ = true;
+    return 0;
+  }
+  if (now - d->lastReport_ >= kReportEvery) {
+    d->lastReport_ = now;
+    BusyPolicy::Reporter r;
+    {
+      std::lock_guard<std::mutex> l(g_reporterMu);
+      r = g_reporter;
+    }
+    if (r) r(d->path_, waited, d->busyTimeout_);
+  }
+  static constexpr int kSteps[] = {1, 2, 5, 10, 15, 20, 25, 25, 25, 50};
+  const int ms = count < static_cast<int>(std::size(kSteps)) ? kSteps[count] : 50;
+  std::this_thread::sleep_for(std::min(milliseconds(ms), d->busyTimeout_ - waited + milliseconds(1)));
+  return 1;
+}
+
+void Database::failWith(int rc, const std::string& what) const {
+  const std::string prefix = path_ + ": " + (what.empty() ? std::string() : what + ": ");
+  if (isBusy(rc)) {
+    if (waitCancelled_) throw Cancelled();
+    if (waitTimedOut_)
+      throw DatabaseError(prefix + "the database stayed locked by another writer (an import, a run or the app) for " +
+                          seconds(lastWait_) + "; gave up (SHARDSCOPE_BUSY_TIMEOUT=SECONDS waits longer)");
+  }
+  if ((rc & 0xff) == SQLITE_NOTADB)
+    throw DatabaseError(path_ + ": not a SQLite database (bad header); refusing to open it as a Shardscope database");
+  if ((rc & 0xff) == SQLITE_FULL)
+    throw DatabaseError(prefix + "the disk is full (" + errorMessage() + "); nothing of this operation was stored");
+  throw DatabaseError(prefix + errorMessage());
+}
+
+Database::Database(const std::string& path, Mode mode) : path_(path), mode_(mode), busyTimeout_(BusyPolicy::defaultTimeout()) {
+  // Only stat() here: opening and closing a descriptor of the file would drop the POSIX locks of
+  // every connection this process already has on it. SQLite itself says SQLITE_NOTADB below.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw DatabaseError(path + ": is a directory, not a Shardscope database");
   const int flags = (mode == Mode::ReadOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) |
                     SQLITE_OPEN_NOMUTEX;
   const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
@@ -120,7 +216,16 @@ Database::Database(const std::string& path, Mode mode) : path_(path), mode_(mode
     throw DatabaseError(path + ": cannot open database: " + msg);
   }
   sqlite3_extended_result_codes(db_, 1);
-  sqlite3_busy_timeout(db_, 5000);
+  sqlite3_busy_handler(db_, &Database::onBusy, this);
+  try {
+    // The first read checks the header (SQLITE_NOTADB for any other file) without a lock of ours.
+    Statement probe(*this, "SELECT COUNT(*) FROM sqlite_master");
+    probe.step();
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
   if (mode == Mode::ReadWrite && sqlite3_db_readonly(db_, "main") == 1) {
     sqlite3_close(db_);
     db_ = nullptr;
@@ -132,12 +237,8 @@ Database::~Database() { sqlite3_close_v2(db_); }
 
 void Database::exec(std::string_view sql) {
   const std::string s(sql);
-  char* err = nullptr;
-  if (sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : errorMessage();
-    sqlite3_free(err);
-    throw DatabaseError(path_ + ": " + msg);
-  }
+  const int rc = sqlite3_exec(db_, s.c_str(), nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) failWith(rc, {});
 }
 
 std::int64_t Database::lastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }

@@ -1,7 +1,16 @@
 #pragma once
 // Thin RAII wrappers over sqlite3: a connection and prepared statements. Errors become core::Error with
 // the database path and SQLite's message.
+//
+// Many processes share one database file (the app reading, runs, imports and renames writing): see
+// docs/SCHEMA.md, "Many processes, one file". Two rules hold here. Nothing in the process opens the
+// file outside SQLite (closing any descriptor of it drops every POSIX lock the process holds on it,
+// those of open connections included). Every connection waits for other writers' locks with a
+// bounded, reported wait (busy handler) instead of failing at once.
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +21,26 @@ struct sqlite3_stmt;
 namespace shardscope::core {
 
 class Database;
+class CancelToken;
+
+// How long connections wait for another connection's lock before giving up, and who hears about a
+// long wait. Process-wide; a connection may override the bound (Database::setBusyTimeout).
+struct BusyPolicy {
+  // The bound for new connections: $SHARDSCOPE_BUSY_TIMEOUT (seconds) when set, else 600 s (a big
+  // import holds the write lock for its whole transaction, tens of seconds on a slow disk).
+  static std::chrono::milliseconds defaultTimeout();
+  static void setDefaultTimeout(std::chrono::milliseconds t);
+  // Called (on the waiting thread) about every 2 s while a connection waits: the file and how long
+  // it has waited so far. The CLI prints it; nothing is called when no reporter is set.
+  using Reporter = std::function<void(const std::string& path, std::chrono::milliseconds waited,
+                                      std::chrono::milliseconds bound)>;
+  static void setReporter(Reporter r);
+  // The longest wait any connection of this process saw, and the number of waits (benchmarks).
+  static std::chrono::milliseconds longestWait();
+  static std::int64_t waits();
+  // A token that ends every wait of this process when cancelled (the CLI's Ctrl-C).
+  static void setCancelToken(const CancelToken* token);
+};
 
 class Statement {
  public:
@@ -76,11 +105,30 @@ class Database {
   [[noreturn]] void fail(const std::string& what) const;
   // Pragma that returns one integer.
   std::int64_t pragmaInt(std::string_view pragma);
+  // Throws the error for SQLite result code rc: Cancelled when a wait for a lock was cancelled, a
+  // "stayed locked" DatabaseError after the busy bound, else SQLite's message.
+  [[noreturn]] void failWith(int rc, const std::string& what) const;
+
+  // Waiting for other connections' locks (see BusyPolicy). A cancelled token ends a wait at once
+  // (the statement then throws Cancelled).
+  void setBusyTimeout(std::chrono::milliseconds t) { busyTimeout_ = t; }
+  std::chrono::milliseconds busyTimeout() const { return busyTimeout_; }
+  void setCancelToken(const CancelToken* token) { cancel_ = token; }
+  std::chrono::milliseconds longestWait() const { return longestWait_; }
 
  private:
+  static int onBusy(void* self, int count);
   std::string path_;
   Mode mode_;
   sqlite3* db_ = nullptr;
+  std::chrono::milliseconds busyTimeout_;
+  const CancelToken* cancel_ = nullptr;
+  std::chrono::steady_clock::time_point waitStart_{};
+  std::chrono::steady_clock::time_point lastReport_{};
+  std::chrono::milliseconds longestWait_{0};
+  std::chrono::milliseconds lastWait_{0};
+  bool waitCancelled_ = false;
+  bool waitTimedOut_ = false;
 };
 
 // RAII transaction: BEGIN IMMEDIATE on construction, ROLLBACK on destruction unless commit() ran.

@@ -1,7 +1,10 @@
 #include "core/storage/schema.h"
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "core/util/error.h"
 
@@ -134,40 +137,89 @@ CREATE TABLE memory_events(
 CREATE INDEX memory_events_rank_ts ON memory_events(rank_id, ts_ns);
 )SQL";
 
-constexpr std::array<const char*, kCurrentVersion> kMigrations = {kV1, kV2};
+// Version 3: args blocks LZ4-compressed (raw_size = the JSON's length; NULL: data is the JSON itself,
+// as every block written before). Halves what an import writes, and so what the WAL and its
+// checkpoint copy (docs/SCHEMA.md, "Many processes, one file").
+constexpr const char* kV3 = R"SQL(
+ALTER TABLE event_args ADD COLUMN raw_size INTEGER;
+)SQL";
+
+constexpr std::array<const char*, kCurrentVersion> kMigrations = {kV1, kV2, kV3};
 
 }  // namespace
 
 int version(Database& db) { return static_cast<int>(db.pragmaInt("user_version")); }
 
-void migrate(Database& db, int target) {
-  int v = version(db);
-  if (v > kCurrentVersion)
-    throw DatabaseError(db.path() + ": database schema version " + std::to_string(v) +
-                " is newer than this Shardscope supports (" + std::to_string(kCurrentVersion) +
-                "); open it with a newer Shardscope");
-  if (v >= target) return;
-  if (db.readOnly())
-    throw DatabaseError(db.path() + ": database schema version " + std::to_string(v) + " must be upgraded to " +
-                std::to_string(target) + ", but the file is read-only");
+namespace {
+
+[[noreturn]] void refuseNewer(Database& db, int v) {
+  throw DatabaseError(db.path() + ": database schema version " + std::to_string(v) +
+                      " is newer than this Shardscope supports (" + std::to_string(kCurrentVersion) +
+                      "); open it with a newer Shardscope");
+}
+
+// Brings the file to `target` inside one write transaction. The version is read after BEGIN
+// IMMEDIATE: two processes creating the same new file both wait for the write lock, and the second
+// finds the tables the first made instead of creating them again.
+void migrateLocked(Database& db, int target) {
   Transaction tx(db);
-  for (; v < target; ++v) {
-    db.exec(kMigrations[static_cast<std::size_t>(v)]);
-  }
+  int v = version(db);
+  if (v > kCurrentVersion) refuseNewer(db, v);
+  if (v >= target) return;  // someone else migrated while we waited (the transaction rolls back: nothing written)
+  for (; v < target; ++v) db.exec(kMigrations[static_cast<std::size_t>(v)]);
   db.exec("PRAGMA user_version = " + std::to_string(target));
   if (target >= 1) db.exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_writer', 'shardscope " SHARDSCOPE_VERSION "')");
   tx.commit();
 }
 
+// journal_mode = WAL needs the file to itself for a moment and returns SQLITE_BUSY at once
+// (SQLite's busy handler is not called for it): retried here within the connection's busy bound.
+// The mode is persistent, so once any process switched the file this is a read.
+void ensureWal(Database& db) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int attempt = 0;; ++attempt) {
+    try {
+      Statement st(db, "PRAGMA journal_mode");
+      if (st.step() && st.textView(0) == "wal") return;
+    } catch (const DatabaseError&) {
+    }
+    try {
+      // "wal", or "memory" for an in-memory database (which has no WAL): done. SQLite answers the
+      // old mode when it could not switch: try again.
+      Statement st(db, "PRAGMA journal_mode = WAL");
+      if (st.step() && (st.textView(0) == "wal" || st.textView(0) == "memory")) return;
+    } catch (const Cancelled&) {
+      throw;
+    } catch (const DatabaseError&) {
+      if (std::chrono::steady_clock::now() - start >= db.busyTimeout()) throw;
+    }
+    if (std::chrono::steady_clock::now() - start >= db.busyTimeout())
+      throw DatabaseError(db.path() + ": cannot switch the database to WAL mode: another process kept it busy");
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50, 1 + 5 * attempt)));
+  }
+}
+
+}  // namespace
+
+void migrate(Database& db, int target) {
+  const int v = version(db);
+  if (v > kCurrentVersion) refuseNewer(db, v);
+  if (v >= target) return;
+  if (db.readOnly())
+    throw DatabaseError(db.path() + ": database schema version " + std::to_string(v) + " must be upgraded to " +
+                std::to_string(target) + ", but the file is read-only");
+  migrateLocked(db, target);
+}
+
 void open(Database& db) {
   // Peek at the version before touching anything so a newer file is refused untouched.
   const int v = version(db);
-  if (v > kCurrentVersion) migrate(db, kCurrentVersion);  // throws the clear message
+  if (v > kCurrentVersion) refuseNewer(db, v);
   if (!db.readOnly()) {
     // Chunks and args blocks are BLOBs of tens of KB: big pages keep them off long overflow chains.
     // Only takes effect on a new, empty file (before journal_mode=WAL fixes the page size).
     if (v == 0 && db.pragmaInt("page_count") == 0) db.exec("PRAGMA page_size = 32768");
-    db.exec("PRAGMA journal_mode = WAL");
+    ensureWal(db);
     db.exec("PRAGMA synchronous = NORMAL");
   }
   db.exec("PRAGMA foreign_keys = ON");

@@ -4,7 +4,7 @@
 
 namespace shardscope::core::schema {
 
-constexpr int kCurrentVersion = 2;
+constexpr int kCurrentVersion = 3;
 
 // Applies the per-connection settings (WAL, foreign keys, cache) and brings the file to
 // kCurrentVersion. A file written by a newer Shardscope is refused with a clear message; a read-only

@@ -173,6 +173,8 @@ class BulkWriter {
     TimeNs maxDur = 0;
   };
   void writeChunk(Id trackId, OpenChunk& oc);
+  // The args block as stored: LZ4 in compressed_ (valid until the next call), or `data` itself.
+  std::string_view compressArgs(std::string_view data);
   OpenChunk& beginEvent(const EventRecord& e);
   void endEvent(const EventRecord& e, OpenChunk& oc);
 
@@ -186,6 +188,7 @@ class BulkWriter {
   std::unordered_map<Id, TrackStats> stats_;
   std::function<bool(Id, EventChunk&)> beforeFlush_;
   std::vector<Id> marked_;
+  std::string compressed_;
   void rewriteChunk(Id chunkId, std::string_view blob, const std::function<bool(EventChunk&)>& fn, Statement& upd);
 };
 

@@ -194,6 +194,66 @@ class TestTraceStore : public QObject {
     QCOMPARE(QString::fromStdString(win[1].argsJson), QString("{\"t\":101}"));
   }
 
+  void argsBlocksAreCompressedAndOlderRawBlocksStillRead() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "a.db"));
+    const auto f = makeRun(store, "args");
+    auto argsOf = [](int i) {
+      return "{\"External id\":" + std::to_string(i) + ",\"Input Dims\":[[512],[],[]],\"Input type\":[\"long int\",\"\",\"Scalar\"]}";
+    };
+    {
+      Transaction tx(store.db());
+      BulkWriter w(store);
+      EventRecord e;
+      e.trackId = f.track;
+      e.nameId = store.intern("aten::add");
+      for (int i = 0; i < 500; ++i) {
+        e.startNs = i * 10;
+        e.endNs = i * 10 + 5;
+        w.addEvent(e, argsOf(i));
+      }
+      w.finish();
+      tx.commit();
+    }
+    // Stored as LZ4 well under the JSON's size, read back exactly.
+    Statement st(store.db(), "SELECT chunk_id, length(data), raw_size FROM event_args");
+    QVERIFY(st.step());
+    const Id chunk = st.int64(0);
+    QVERIFY(!st.isNull(2));
+    std::int64_t raw = 0;
+    for (int i = 0; i < 500; ++i) raw += static_cast<std::int64_t>(argsOf(i).size());
+    QCOMPARE(st.int64(2), raw);
+    QVERIFY2(st.int64(1) * 4 < raw, qPrintable(QString("%1 of %2 bytes").arg(st.int64(1)).arg(raw)));
+    QVERIFY(!st.step());
+    st.reset();
+    auto check = [&](TraceStore& s) {
+      int i = 0;
+      s.forEachEvent(f.track, [&](const Event& ev) { QCOMPARE(ev.argsJson, argsOf(i++)); });
+      QCOMPARE(i, 500);
+    };
+    check(store);
+    // A block as schema 2 wrote it (the JSON itself, raw_size NULL) reads the same.
+    std::string json;
+    for (int i = 0; i < 500; ++i) json += argsOf(i);
+    {
+      Statement up(store.db(), "UPDATE event_args SET data = ?, raw_size = NULL WHERE chunk_id = ?");
+      sqlite3_bind_blob(up.handle(), 1, json.data(), static_cast<int>(json.size()), SQLITE_TRANSIENT);
+      up.bind(2, chunk);
+      up.exec();
+    }
+    TraceStore fresh(pathIn(dir, "a.db"));
+    check(fresh);
+    // A damaged block is an error naming the chunk, not a crash or garbage.
+    store.db().exec("UPDATE event_args SET data = x'00ff00ff00ff', raw_size = 4000");
+    TraceStore damaged(pathIn(dir, "a.db"));
+    try {
+      damaged.forEachEvent(f.track, [](const Event&) {});
+      QFAIL("a damaged args block was read");
+    } catch (const DatabaseError& e) {
+      QVERIFY2(QString(e.what()).contains("damaged") && QString(e.what()).contains("chunk " + QString::number(chunk)), e.what());
+    }
+  }
+
   void damagedChunkIsAnErrorNotACrash() {
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "a.db"));

@@ -37,8 +37,10 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <memory>
+#include <utility>
 
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"
@@ -63,7 +65,7 @@ namespace shardscope::ui {
 namespace {
 
 constexpr int kMaxRecent = 8;
-constexpr int kDefaultPollMs = 2000;
+constexpr int kDefaultPollMs = 1000;  // cheap: one pragma while nothing changes
 constexpr int kSelectionDebounceMs = 150;
 
 QString settingsKey(const char* k) { return QString::fromLatin1(k); }
@@ -559,6 +561,11 @@ bool MainWindow::openDatabase(const QString& path, OpenMode mode) {
   model_->setStore(readOnly_ ? nullptr : store_.get());
   firstLoad_ = true;
   fingerprint_.reset();
+  dataVersion_.reset();
+  runsError_.clear();
+  // Renames and tags are written from this thread: never freeze the window for long behind another
+  // process's write (an import holds the lock for its whole transaction); the message says so.
+  store_->db().setBusyTimeout(std::chrono::milliseconds(3000));
   dbLabel_->setText(abs);
   dbLabel_->setToolTip(abs);
   addRecent(abs);
@@ -595,6 +602,8 @@ void MainWindow::closeDatabase() {
   dbPath_.clear();
   readOnly_ = false;
   fingerprint_.reset();
+  dataVersion_.reset();
+  runsError_.clear();
   dbLabel_->setText(tr("No database"));
   countLabel_->clear();
   markPagesStale();
@@ -642,21 +651,35 @@ void MainWindow::reloadRuns() {
     return;
   }
   const int gen = ++runsGeneration_;
-  runsTask_ = BackgroundTask::start<std::vector<RunRow>>(
-      this, dbPath_, [](core::TraceStore& s, core::CancelToken&, const core::ProgressFn&) { return loadRunRows(s); },
-      [this, gen](std::vector<RunRow> rows) { onRunsLoaded(std::move(rows), gen); },
+  using Loaded = std::pair<RunsFingerprint, std::vector<RunRow>>;
+  runsTask_ = BackgroundTask::start<Loaded>(
+      this, dbPath_,
+      [](core::TraceStore& s, core::CancelToken&, const core::ProgressFn&) {
+        // The fingerprint before the rows: a run written in between is in the rows and makes the next
+        // poll see a change (reloading once more), never the other way round (a run never shown).
+        RunsFingerprint f = runsFingerprint(s);
+        return Loaded{f, loadRunRows(s)};
+      },
+      [this, gen](Loaded loaded) { onRunsLoaded(std::move(loaded.second), gen, loaded.first); },
       [this, gen](QString error) {
         if (gen != runsGeneration_) return;
         runsTask_ = nullptr;
-        showError(tr("Cannot read the runs of %1: %2").arg(dbPath_, error));
+        // The watch tries again at every poll: one message for one problem, not one every poll.
+        const QString msg = tr("Cannot read the runs of %1: %2").arg(dbPath_, error);
+        if (msg != runsError_) showError(msg);
+        runsError_ = msg;
         updateTaskUi();
       });
   updateTaskUi();
 }
 
-void MainWindow::onRunsLoaded(std::vector<RunRow> rows, int generation) {
+void MainWindow::onRunsLoaded(std::vector<RunRow> rows, int generation, const RunsFingerprint& fingerprint) {
   if (generation != runsGeneration_) return;
   runsTask_ = nullptr;
+  if (!runsError_.isEmpty()) {
+    log(tr("The runs of %1 can be read again").arg(dbPath_));
+    runsError_.clear();
+  }
   // Statuses of the runs the pages show: a change (a run finished) makes them reload.
   std::map<core::Id, core::RunStatus> before;
   for (core::Id id : contextRuns_)
@@ -701,10 +724,7 @@ void MainWindow::onRunsLoaded(std::vector<RunRow> rows, int generation) {
   }
   applySelectionNow();
   if (statusChanged) deliverContext(currentPage(), true);
-  try {
-    if (store_) fingerprint_ = runsFingerprint(*store_);
-  } catch (const std::exception&) {
-  }
+  fingerprint_ = fingerprint;
   updateActions();
   updateTaskUi();
   Q_EMIT runsLoaded();
@@ -717,9 +737,14 @@ void MainWindow::onRunsLoaded(std::vector<RunRow> rows, int generation) {
 void MainWindow::poll() {
   if (!store_ || runsTask_) return;
   try {
+    // data_version changes when another connection (any process) commits: nothing else to read
+    // while it stays the same.
+    const std::int64_t dv = store_->db().pragmaInt("data_version");
+    if (dataVersion_ && *dataVersion_ == dv && fingerprint_ && runsError_.isEmpty()) return;
     const auto f = runsFingerprint(*store_);
+    dataVersion_ = dv;
     lastPollError_.clear();
-    if (!fingerprint_ || !(f == *fingerprint_) || f.active > 0) reloadRuns();
+    if (!fingerprint_ || !(f == *fingerprint_) || f.active > 0 || !runsError_.isEmpty()) reloadRuns();
   } catch (const std::exception& e) {
     const QString msg = tr("Watching %1: %2").arg(dbPath_, QString::fromUtf8(e.what()));
     if (msg != lastPollError_) showError(msg, false);  // once, not every 2 s

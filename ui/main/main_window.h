@@ -160,7 +160,7 @@ class MainWindow : public QMainWindow {
   void updateTitle();
   void updateActions();
   void poll();
-  void onRunsLoaded(std::vector<RunRow> rows, int generation);
+  void onRunsLoaded(std::vector<RunRow> rows, int generation, const RunsFingerprint& fingerprint);
   void onSelectionChanged();
   void onCurrentPageChanged(int index);
   void deliverContext(Page* page, bool force = false);
@@ -186,6 +186,8 @@ class MainWindow : public QMainWindow {
   QString lastError_;
   QStringList errors_;
   QString lastPollError_;
+  QString runsError_;                      // the run list's read error, shown once until it reads again
+  std::optional<std::int64_t> dataVersion_;  // PRAGMA data_version at the last poll that read the runs
 
   // Run browser.
   RunListModel* model_ = nullptr;

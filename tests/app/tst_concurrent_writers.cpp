@@ -1,0 +1,206 @@
+// Many processes writing into one database at once, as users do it: imports racing to create a new
+// file, imports and training runs writing into an existing one, a writer that waits for another's
+// lock (reporting it), gives up clearly after its bound, or stops on Ctrl-C. Every writer is a real
+// shardscope-cli process; afterwards the file must pass PRAGMA integrity_check and hold every run.
+#include <csignal>
+
+#include <QDir>
+#include <QFileInfo>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <memory>
+#include <vector>
+
+#include "core/storage/trace_store.h"
+#include "tests/app/cli_runner.h"
+#include "tests/common/test_support.h"
+#include "tests/tools/kineto_generator.h"
+
+using namespace shardscope;
+using shardscope::test::pathIn;
+
+namespace {
+
+struct Proc {
+  std::unique_ptr<QProcess> p;
+  QString what;
+};
+
+Proc startCli(const QStringList& args, const QString& what) {
+  auto p = std::make_unique<QProcess>();
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("SHARDSCOPE_NO_PROGRESS", "1");
+  env.insert("OMP_NUM_THREADS", "1");
+  p->setProcessEnvironment(env);
+  p->start(SHARDSCOPE_CLI, args);
+  return {std::move(p), what};
+}
+
+// Waits for every process; returns "" when all exited 0, else what failed with its stderr.
+QString finishAll(std::vector<Proc>& procs, int timeoutMs) {
+  QString failures;
+  for (auto& pr : procs) {
+    if (!pr.p->waitForFinished(timeoutMs)) {
+      pr.p->kill();
+      pr.p->waitForFinished();
+      failures += pr.what + ": did not finish\n";
+      continue;
+    }
+    if (pr.p->exitStatus() != QProcess::NormalExit || pr.p->exitCode() != 0)
+      failures += pr.what + ": exit " + QString::number(pr.p->exitCode()) + ": " +
+                  QString::fromUtf8(pr.p->readAllStandardError()) + "\n";
+  }
+  return failures;
+}
+
+QString pragmaText(core::TraceStore& s, const char* pragma) {
+  core::Statement st(s.db(), std::string("PRAGMA ") + pragma);
+  QString out;
+  while (st.step()) out += QString::fromStdString(st.text(0)) + (st.columnCount() > 1 ? "|" : "") + "\n";
+  return out.trimmed();
+}
+
+bool workerBuilt() {
+  return QFileInfo::exists(QFileInfo(SHARDSCOPE_CLI).dir().filePath("../profiler/shardscope-worker"));
+}
+
+}  // namespace
+
+class TestConcurrentWriters : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir traces_;
+  QStringList job_;  // a 2-rank job: two trace files that import as one run
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(traces_.isValid());
+    for (int r = 0; r < 2; ++r) {
+      test::KinetoGenOptions o;
+      o.events = 30000;
+      o.rank = r;
+      o.worldSize = 2;
+      o.seed = 7;
+      const std::string f = pathIn(traces_, "rank" + std::to_string(r) + ".json.gz");
+      test::generateKinetoTrace(f, o);
+      job_ << QString::fromStdString(f);
+    }
+  }
+
+  void importsRaceToCreateANewDatabase() {
+    for (int round = 0; round < 3; ++round) {
+      QTemporaryDir dir;
+      const QString db = dir.filePath("new.db");
+      std::vector<Proc> procs;
+      constexpr int kWriters = 4;
+      for (int i = 0; i < kWriters; ++i)
+        procs.push_back(startCli(QStringList{"import", "--db", db, "--name", QString("import %1").arg(i)} + job_,
+                                 QString("import %1 (round %2)").arg(i).arg(round)));
+      const QString failures = finishAll(procs, 120000);
+      QVERIFY2(failures.isEmpty(), qPrintable(failures));
+      core::TraceStore s(db.toStdString(), core::Database::Mode::ReadOnly);
+      QCOMPARE(pragmaText(s, "integrity_check"), QString("ok"));
+      QCOMPARE(pragmaText(s, "foreign_key_check"), QString());
+      QCOMPARE(pragmaText(s, "journal_mode"), QString("wal"));
+      const auto runs = s.runs();
+      QCOMPARE(static_cast<int>(runs.size()), kWriters);
+      for (const auto& r : runs) {
+        QCOMPARE(static_cast<int>(s.ranks(r.id).size()), 2);
+        QVERIFY(s.summary(r.id).eventCount > 10000);
+      }
+    }
+  }
+
+  void importsAndRunsWriteIntoAnExistingDatabase() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath("shared.db");
+    QCOMPARE(test::runCli(QStringList{"import", "--db", db, "--name", "before"} + job_).code, 0);
+    std::vector<Proc> procs;
+    int expected = 1;
+    for (int i = 0; i < 3; ++i, ++expected)
+      procs.push_back(startCli(QStringList{"import", "--db", db, "--name", QString("import %1").arg(i)} + job_,
+                               QString("import %1").arg(i)));
+    const bool runs = workerBuilt();
+    if (runs) {
+      for (const char* strategy : {"ddp", "zero3"}) {
+        procs.push_back(startCli({"run", "--db", db, "--strategy", strategy, "--world-size", "2", "--model", "tiny",
+                                  "--steps", "3", "--seq-len", "16", "--micro-batch", "2"},
+                                 QString("run %1").arg(strategy)));
+        ++expected;
+      }
+    }
+    const QString failures = finishAll(procs, 300000);
+    QVERIFY2(failures.isEmpty(), qPrintable(failures));
+    core::TraceStore s(db.toStdString(), core::Database::Mode::ReadOnly);
+    QCOMPARE(pragmaText(s, "integrity_check"), QString("ok"));
+    QCOMPARE(pragmaText(s, "foreign_key_check"), QString());
+    QCOMPARE(pragmaText(s, "journal_mode"), QString("wal"));
+    const auto all = s.runs();
+    QCOMPARE(static_cast<int>(all.size()), expected);
+    for (const auto& r : all) {
+      QVERIFY2(r.status == core::RunStatus::Completed, r.name.c_str());
+      QCOMPARE(static_cast<int>(s.ranks(r.id).size()), 2);
+      if (r.source == core::RunSource::Runtime) QCOMPARE(static_cast<int>(s.steps(r.id).size()), 2 * 3);
+    }
+    if (!runs) QSKIP("shardscope-worker is not built (no LibTorch): imports only");
+  }
+
+  void aWriterWaitsReportsAndGivesUpClearly() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath("held.db");
+    QCOMPARE(test::runCli(QStringList{"import", "--db", db, "--name", "first"} + job_).code, 0);
+    core::TraceStore holder(db.toStdString());
+    {
+      // Another process holds the write lock past the bound: exit 3, the file and the bound named.
+      core::Transaction tx(holder.db());
+      holder.setRunStatus(1, core::RunStatus::Completed);
+      const auto r = test::runCli(QStringList{"import", "--db", db, "--busy-timeout", "1.5", "--name", "late"} + job_, 60000);
+      QCOMPARE(r.code, 3);
+      QVERIFY2(r.err.contains("held.db") && r.err.contains("stayed locked by another writer") && r.err.contains("for 1.5 s"), qPrintable(r.err));
+      tx.commit();
+    }
+    {
+      // Held for 3 s: the writer waits, says so on stderr, then succeeds.
+      auto tx = std::make_unique<core::Transaction>(holder.db());
+      holder.setRunStatus(1, core::RunStatus::Completed);
+      Proc p = startCli(QStringList{"import", "--db", db, "--busy-timeout", "60", "--name", "waited", "--json"} + job_, "import");
+      QTest::qWait(3000);
+      QCOMPARE(p.p->state(), QProcess::Running);  // still waiting
+      tx->commit();
+      tx.reset();
+      QVERIFY(p.p->waitForFinished(60000));
+      const QString err = QString::fromUtf8(p.p->readAllStandardError());
+      QVERIFY2(p.p->exitCode() == 0, qPrintable(err));
+      QVERIFY2(err.contains("held.db: waiting for another process writing to it"), qPrintable(err));
+      QVERIFY2(QString::fromUtf8(p.p->readAllStandardOutput()).contains("\"lock_wait_seconds\""), "no lock wait in --json");
+    }
+    {
+      // Ctrl-C while waiting: cancelled (exit 130), nothing written.
+      core::Transaction tx(holder.db());
+      holder.setRunStatus(1, core::RunStatus::Completed);
+      Proc p = startCli(QStringList{"import", "--db", db, "--name", "cancelled"} + job_, "import");
+      QTest::qWait(1500);
+      QCOMPARE(p.p->state(), QProcess::Running);
+      ::kill(static_cast<pid_t>(p.p->processId()), SIGINT);
+      QVERIFY(p.p->waitForFinished(20000));
+      QCOMPARE(p.p->exitCode(), 130);
+      tx.commit();
+    }
+    QCOMPARE(static_cast<int>(holder.runs().size()), 2);  // "first" and "waited"
+    QCOMPARE(pragmaText(holder, "integrity_check"), QString("ok"));
+  }
+
+  void importingTheDatabaseIntoItselfIsRefused() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath("self.db");
+    QCOMPARE(test::runCli(QStringList{"import", "--db", db, "--name", "first"} + job_).code, 0);
+    const auto r = test::runCli({"import", "--db", db, db});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("is the database being imported into"), qPrintable(r.err));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestConcurrentWriters)
+#include "tst_concurrent_writers.moc"
