@@ -606,15 +606,16 @@ class KinetoParser {
     }
   }
 
-  // Keeps the args object's raw text (whitespace is removed later by the writer thread).
+  // Keeps the args object's text, whitespace removed here on the parser threads (the writer thread
+  // only copies it into its chunk's args block).
   void keepArgs(std::string_view raw, bool keep) {
     if (!keep) return;
     if (opt_.keepArgs && ev_.ph.size() == 1 && (ev_.ph[0] == 'X' || ev_.ph[0] == 'i' || ev_.ph[0] == 'I') &&
         raw.size() > 2) {
       // The common case goes straight into the batch (one copy); appendArgs() keeps or drops it.
       ev_.rawArgsOff = batch_->args.size();
-      ev_.rawArgsLen = raw.size();
-      batch_->args.append(raw);
+      appendCompactJson(batch_->args, raw);
+      ev_.rawArgsLen = batch_->args.size() - ev_.rawArgsOff;
     } else {
       ev_.argsJson.assign(raw);
     }
@@ -1177,8 +1178,8 @@ class KinetoParser {
     if (!opt_.keepArgs || ev_.argsJson.empty() || ev_.argsJson == "{}" || ev_.argsJson == "{ }") return;
     if (ev_.argsJson.size() > std::numeric_limits<std::uint32_t>::max()) failEvent("args too large");
     e.argsOff = static_cast<std::uint32_t>(batch_->args.size());
-    e.argsLen = static_cast<std::uint32_t>(ev_.argsJson.size());
-    batch_->args += ev_.argsJson;
+    appendCompactJson(batch_->args, ev_.argsJson);
+    e.argsLen = static_cast<std::uint32_t>(batch_->args.size() - e.argsOff);
   }
 
   void handleComplete() {
@@ -1889,7 +1890,7 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
         if (defer) rs.unresolvedGpu = true;
         if (e.argsLen) {
           const std::string_view raw = std::string_view(b->args).substr(e.argsOff, e.argsLen);
-          writer.addEvent(rec, [raw](std::string& out) { appendCompactJson(out, raw); });
+          writer.addEvent(rec, raw);  // compacted by the parser
         } else {
           writer.addEvent(rec);
         }
