@@ -7,6 +7,7 @@
 
 #include "app/cli/commands.h"
 #include "core/analysis/comparison.h"
+#include "core/util/json.h"
 
 namespace shardscope::cli {
 
@@ -22,10 +23,13 @@ struct Command {
   std::string summary;
   std::vector<OptionSpec> options;
   std::function<int(const Args&, core::CancelToken&)> run;
+  bool positional = false;  // takes operands (import's FILE|DIR...); otherwise any is a usage error
 };
 
 // The comparison as a text table (baseline, values, deltas, best run per row marked).
 void printComparisonTable(std::ostream& os, const core::Comparison& c);
+// The comparison as compare-runs --json prints it (runs, baseline, rows with values and deltas).
+core::JsonValue comparisonJson(const core::Comparison& c, const std::vector<core::Id>& ids, std::size_t baseline);
 
 // `run` and `compare`: training runs of the embedded runtime (run_commands.cpp).
 std::vector<Command> runCommands();

@@ -6,12 +6,14 @@
 #include <cinttypes>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include "app/cli/command_table.h"
 #include "app/cli/terminal_progress.h"
@@ -627,6 +629,37 @@ void printComparisonTable(std::ostream& os, const core::Comparison& c) {
   }
 }
 
+core::JsonValue comparisonJson(const core::Comparison& c, const std::vector<core::Id>& ids, std::size_t baseline) {
+  JsonValue out = JsonValue::object();
+  JsonValue runs = JsonValue::array();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    JsonValue r = JsonValue::object();
+    r.set("id", JsonValue::number(static_cast<std::int64_t>(ids[i])));
+    r.set("name", JsonValue::string(c.names[i]));
+    runs.push(std::move(r));
+  }
+  out.set("runs", std::move(runs));
+  out.set("baseline", JsonValue::number(static_cast<std::int64_t>(ids[baseline])));
+  JsonValue rows = JsonValue::array();
+  for (const auto& r : c.rows) {
+    JsonValue x = JsonValue::object();
+    x.set("key", JsonValue::string(r.key));
+    x.set("label", JsonValue::string(r.label));
+    x.set("lower_is_better", JsonValue::boolean(r.lowerIsBetter));
+    JsonValue v = JsonValue::array(), d = JsonValue::array();
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      v.push(r.values[i] ? JsonValue::number(*r.values[i]) : JsonValue());
+      d.push(r.deltaPct[i] ? JsonValue::number(*r.deltaPct[i]) : JsonValue());
+    }
+    x.set("values", std::move(v));
+    x.set("delta_pct", std::move(d));
+    x.set("best_run", r.best ? JsonValue::number(static_cast<std::int64_t>(ids[*r.best])) : JsonValue());
+    rows.push(std::move(x));
+  }
+  out.set("rows", std::move(rows));
+  return out;
+}
+
 namespace {
 
 int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
@@ -655,34 +688,7 @@ int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
   }
   const core::Comparison c = core::compareRuns(store, ids, baseline, &cancel);
   if (a.has("json")) {
-    JsonValue out = JsonValue::object();
-    JsonValue runs = JsonValue::array();
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      JsonValue r = JsonValue::object();
-      r.set("id", JsonValue::number(static_cast<std::int64_t>(ids[i])));
-      r.set("name", JsonValue::string(c.names[i]));
-      runs.push(std::move(r));
-    }
-    out.set("runs", std::move(runs));
-    out.set("baseline", JsonValue::number(static_cast<std::int64_t>(ids[baseline])));
-    JsonValue rows = JsonValue::array();
-    for (const auto& r : c.rows) {
-      JsonValue x = JsonValue::object();
-      x.set("key", JsonValue::string(r.key));
-      x.set("label", JsonValue::string(r.label));
-      x.set("lower_is_better", JsonValue::boolean(r.lowerIsBetter));
-      JsonValue v = JsonValue::array(), d = JsonValue::array();
-      for (std::size_t i = 0; i < ids.size(); ++i) {
-        v.push(r.values[i] ? JsonValue::number(*r.values[i]) : JsonValue());
-        d.push(r.deltaPct[i] ? JsonValue::number(*r.deltaPct[i]) : JsonValue());
-      }
-      x.set("values", std::move(v));
-      x.set("delta_pct", std::move(d));
-      x.set("best_run", r.best ? JsonValue::number(static_cast<std::int64_t>(ids[*r.best])) : JsonValue());
-      rows.push(std::move(x));
-    }
-    out.set("rows", std::move(rows));
-    std::cout << out.dump() << "\n";
+    std::cout << comparisonJson(c, ids, baseline).dump() << "\n";
     return kOk;
   }
   if (a.has("csv")) {
@@ -708,7 +714,8 @@ const std::vector<Command>& commands() {
        {{"name", true, "run name (default: the directory or file name)"},
         {"separate-runs", false, "import each file as its own run (files from different jobs)"},
         {"no-args", false, "do not keep each event's free-form args (smaller database)"}},
-       cmdImport},
+       cmdImport,
+       /*positional=*/true},
       {"info",
        "shardscope-cli info [--db F] [--run ID] [--json]",
        "Show runs, ranks, tracks, event counts and time spans",
@@ -774,8 +781,21 @@ void printCommandHelp(std::ostream& os, const Command& c) {
 }  // namespace
 
 bool Args::has(const std::string& name) const {
-  return std::any_of(options.begin(), options.end(), [&](const auto& p) { return p.first == name; });
+  const bool given = std::any_of(options.begin(), options.end(), [&](const auto& p) { return p.first == name; });
+  if (!given || std::find(flags.begin(), flags.end(), name) == flags.end()) return given;
+  return get(name) == "true";
 }
+
+namespace {
+
+// The spellings of a flag's value: --flag=VALUE or --flag VALUE.
+std::optional<bool> flagValue(std::string_view v) {
+  if (v == "true" || v == "1" || v == "on" || v == "yes") return true;
+  if (v == "false" || v == "0" || v == "off" || v == "no") return false;
+  return std::nullopt;
+}
+
+}  // namespace
 
 std::string Args::get(const std::string& name, const std::string& def) const {
   for (auto it = options.rbegin(); it != options.rend(); ++it)
@@ -832,6 +852,22 @@ int runCli(int argc, char** argv, core::CancelToken& cancel) {
           return kUsage;
         }
         value = argvs[++i];
+      } else if (!spec->takesValue) {
+        // A flag: --flag, --flag=false, or --flag false (the next word, when it is a truth value).
+        if (inlineValue) {
+          const auto b = flagValue(value);
+          if (!b) {
+            std::cerr << "shardscope-cli " << cmd.name << ": option '--" << name << "' is a flag: '" << value
+                      << "' is not true/false/1/0/on/off/yes/no\n";
+            return kUsage;
+          }
+          value = *b ? "true" : "false";
+        } else if (i + 1 < argvs.size() && flagValue(argvs[i + 1])) {
+          value = *flagValue(argvs[++i]) ? "true" : "false";
+        } else {
+          value = "true";
+        }
+        if (std::find(args.flags.begin(), args.flags.end(), spec->name) == args.flags.end()) args.flags.push_back(spec->name);
       }
       args.options.emplace_back(spec->name, value);
     } else {
@@ -841,6 +877,11 @@ int runCli(int argc, char** argv, core::CancelToken& cancel) {
   if (args.has("help")) {
     printCommandHelp(std::cout, cmd);
     return kOk;
+  }
+  if (!cmd.positional && !args.positional.empty()) {
+    std::cerr << "shardscope-cli " << cmd.name << ": unexpected argument '" << args.positional.front()
+              << "' (this command takes options only; see --help)\n";
+    return kUsage;
   }
   try {
     if (args.has("busy-timeout")) {

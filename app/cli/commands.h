@@ -18,7 +18,11 @@ enum ExitCode : int {
 
 struct Args {
   std::vector<std::string> positional;
-  std::vector<std::pair<std::string, std::string>> options;  // --name value ("" for flags)
+  // --name value; a flag (an option without a value) is "true" or "false": --flag, --flag=false
+  // and --flag false all parse.
+  std::vector<std::pair<std::string, std::string>> options;
+  std::vector<std::string> flags;  // names of the options that are flags
+  // Whether the option was given; for a flag, whether its last value is true.
   bool has(const std::string& name) const;
   std::string get(const std::string& name, const std::string& def = {}) const;
 };

@@ -190,25 +190,26 @@ std::string fmt(double v, int d) {
   return b;
 }
 
-void printRunSummary(const std::string& db, core::Id runId) {
+// The human summary of a run, on `os` (stderr when stdout carries --json).
+void printRunSummary(std::ostream& os, const std::string& db, core::Id runId) {
   core::TraceStore store(db, core::Database::Mode::ReadOnly);
   auto run = store.run(runId);
   if (!run) return;
-  std::cout << "run " << runId << " (" << run->name << "): " << core::toString(run->status);
-  if (!run->failureReason.empty()) std::cout << " - " << run->failureReason;
-  std::cout << "\n";
+  os << "run " << runId << " (" << run->name << "): " << core::toString(run->status);
+  if (!run->failureReason.empty()) os << " - " << run->failureReason;
+  os << "\n";
   auto m = [&](const char* k) { return store.metric(runId, std::nullopt, k); };
-  if (auto v = m("step_time_ms")) std::cout << "  step time " << fmt(*v, 2) << " ms";
-  if (auto v = m("tokens_per_s")) std::cout << ", " << fmt(*v, 0) << " tokens/s";
-  if (auto v = m("init_time_s")) std::cout << ", init " << fmt(*v, 2) << " s";
-  if (auto v = m("checkpoint_save_s")) std::cout << ", checkpoint save " << fmt(*v, 3) << " s";
-  std::cout << "\n";
+  if (auto v = m("step_time_ms")) os << "  step time " << fmt(*v, 2) << " ms";
+  if (auto v = m("tokens_per_s")) os << ", " << fmt(*v, 0) << " tokens/s";
+  if (auto v = m("init_time_s")) os << ", init " << fmt(*v, 2) << " s";
+  if (auto v = m("checkpoint_save_s")) os << ", checkpoint save " << fmt(*v, 3) << " s";
+  os << "\n";
   for (const auto& r : store.ranks(runId)) {
     auto rm = [&](const std::string& k) { return store.metric(runId, r.id, k); };
-    std::cout << "  rank " << r.rank << ":";
-    if (auto v = rm("peak_allocated_bytes")) std::cout << " peak " << fmt(*v / 1048576.0, 2) << " MiB";
+    os << "  rank " << r.rank << ":";
+    if (auto v = rm("peak_allocated_bytes")) os << " peak " << fmt(*v / 1048576.0, 2) << " MiB";
     if (auto p = rm("model_state.parameters_bytes"))
-      std::cout << " (params " << fmt(*p / 1048576.0, 2) << ", grads " << fmt(rm("model_state.gradients_bytes").value_or(0) / 1048576.0, 2)
+      os << " (params " << fmt(*p / 1048576.0, 2) << ", grads " << fmt(rm("model_state.gradients_bytes").value_or(0) / 1048576.0, 2)
                 << ", optimizer " << fmt(rm("model_state.optimizer_bytes").value_or(0) / 1048576.0, 2) << " MiB)";
     auto first = rm("loss/step/1");
     int last = 0;
@@ -217,8 +218,8 @@ void printRunSummary(const std::string& db, core::Id runId) {
         last = s - 1;
         break;
       }
-    if (first && last > 0) std::cout << " loss " << fmt(*first, 4) << " -> " << fmt(*rm("loss/step/" + std::to_string(last)), 4);
-    std::cout << "\n";
+    if (first && last > 0) os << " loss " << fmt(*first, 4) << " -> " << fmt(*rm("loss/step/" + std::to_string(last)), 4);
+    os << "\n";
   }
 }
 
@@ -241,6 +242,24 @@ std::string rootCause(const core::LaunchResult& r, const std::map<int, std::stri
   return r.reason;
 }
 
+// A launched run for --json: its id, outcome and the run metrics the summary prints (stored by the
+// runtime; docs/METRICS.md defines them).
+core::JsonValue runJson(const std::string& db, const Launched& l) {
+  core::JsonValue r = core::JsonValue::object();
+  r.set("run_id", core::JsonValue::number(static_cast<std::int64_t>(l.runId)));
+  r.set("ok", core::JsonValue::boolean(l.result.ok));
+  core::TraceStore store(db, core::Database::Mode::ReadOnly);
+  if (const auto run = store.run(l.runId)) {
+    r.set("name", core::JsonValue::string(run->name));
+    r.set("strategy", core::JsonValue::string(run->strategy));
+    r.set("status", core::JsonValue::string(std::string(core::toString(run->status))));
+    if (!run->failureReason.empty()) r.set("failure_reason", core::JsonValue::string(run->failureReason));
+    for (const char* key : {"step_time_ms", "tokens_per_s", "init_time_s", "checkpoint_save_s"})
+      if (const auto v = store.metric(l.runId, std::nullopt, key)) r.set(key, core::JsonValue::number(*v));
+  }
+  return r;
+}
+
 int finish(const Launched& l) {
   if (l.result.ok) return kOk;
   if (l.result.cancelled) {
@@ -259,8 +278,9 @@ int cmdRun(const Args& a, core::CancelToken& cancel) {
   const std::string db = a.get("db", "shardscope.db");
   const std::string name = a.get("name", std::string(core::toString(cfg.strategy)) + " " + cfg.model + " x" + std::to_string(cfg.worldSize));
   const Launched l = launchRun(db, cfg, name, a, cancel);
-  printRunSummary(db, l.runId);
-  if (a.has("json")) std::cout << "{\"run_id\":" << l.runId << ",\"ok\":" << (l.result.ok ? "true" : "false") << "}\n";
+  const bool json = a.has("json");
+  printRunSummary(json ? std::cerr : std::cout, db, l.runId);
+  if (json) std::cout << runJson(db, l).dump() << "\n";  // stdout holds this one document only
   return finish(l);
 }
 
@@ -292,16 +312,30 @@ int cmdCompare(const Args& a, core::CancelToken& cancel) {
   }
   for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
   const std::string db = a.get("db", "shardscope.db");
+  const bool json = a.has("json");
+  core::JsonValue runs = core::JsonValue::array();
   std::vector<core::Id> ids;
   int rc = kOk;
   for (const auto& c : cfgs) {
     const std::string name = (a.has("name") ? a.get("name") + " " : std::string()) + std::string(core::toString(c.strategy));
     std::cerr << "== " << name << ": " << c.model << ", " << c.worldSize << " ranks, " << c.steps << " steps\n";
     const Launched l = launchRun(db, c, name, a, cancel);
-    printRunSummary(db, l.runId);
+    printRunSummary(json ? std::cerr : std::cout, db, l.runId);
+    runs.push(runJson(db, l));
     rc = finish(l);
     if (rc != kOk) break;  // a failure or Ctrl-C stops the comparison; what ran is kept
     ids.push_back(l.runId);
+  }
+  if (json) {
+    // One document: every launched run, and the comparison as compare-runs --json gives it.
+    core::JsonValue out = core::JsonValue::object();
+    out.set("runs", std::move(runs));
+    if (ids.size() >= 2) {
+      core::TraceStore store(db, core::Database::Mode::ReadOnly);
+      out.set("comparison", comparisonJson(core::compareRuns(store, ids, 0), ids, 0));
+    }
+    std::cout << out.dump() << "\n";
+    return rc;
   }
   if (ids.size() >= 2) {
     core::TraceStore store(db, core::Database::Mode::ReadOnly);

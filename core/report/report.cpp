@@ -39,12 +39,12 @@ std::string nowIso() {
   return buf;
 }
 
-std::string quoted(const std::string& name) { return "\u201C" + name + "\u201D"; }
+std::string curlyQuoted(const std::string& name) { return "\u201C" + name + "\u201D"; }
 
 std::string runLabel(const ReportRun& r) { return r.name + " (run " + std::to_string(r.id) + ")"; }
 
 std::string runRef(const ReportRun& r) {
-  std::string s = "run " + std::to_string(r.id) + " " + quoted(r.name);
+  std::string s = "run " + std::to_string(r.id) + " " + curlyQuoted(r.name);
   if (!r.strategy.empty()) s += " (" + r.strategy + ")";
   return s;
 }
@@ -428,7 +428,7 @@ void recommend(Report& rep) {
   auto& s = out.sentences;
   if (ranked.empty()) {
     if (runs.size() == 1)
-      s.push_back("Run " + quoted(runs[0].name) + (runs[0].failed ? " " + runs[0].status : " has no step or throughput figures") +
+      s.push_back("Run " + curlyQuoted(runs[0].name) + (runs[0].failed ? " " + runs[0].status : " has no step or throughput figures") +
                   ", so there is nothing to rank.");
     else
       s.push_back("No run can be recommended: " + std::to_string(failed.size()) + " of " + std::to_string(runs.size()) +
@@ -440,11 +440,11 @@ void recommend(Report& rep) {
   std::size_t best = ranked[0];
   const auto& b = runs[best];
   if (runs.size() == 1) {
-    std::string t = "Run " + quoted(b.name) + (b.strategy.empty() ? "" : " (" + b.strategy + ")") + " takes " +
+    std::string t = "Run " + curlyQuoted(b.name) + (b.strategy.empty() ? "" : " (" + b.strategy + ")") + " takes " +
                     reportNumber(*b.stepMs, 2) + " ms per step on average";
     if (b.stepsAnalysed > 0) t += " over " + std::to_string(b.stepsAnalysed) + " steps";
     t += b.tokensPerSecond ? " and processes " + reportNumber(*b.tokensPerSecond, 0) + " tokens/s." : ".";
-    if (!b.stepMs) t = "Run " + quoted(b.name) + " processes " + reportNumber(*b.tokensPerSecond, 0) + " tokens/s.";
+    if (!b.stepMs) t = "Run " + curlyQuoted(b.name) + " processes " + reportNumber(*b.tokensPerSecond, 0) + " tokens/s.";
     s.push_back(t);
   } else if (ranked.size() == 1) {
     s.push_back(runRef(b) + " is the only completed run with " + out.rankedBy + " figures (" + valueText(best) +
@@ -461,15 +461,15 @@ void recommend(Report& rep) {
       if (b.peakAllocatedBytes && n.peakAllocatedBytes && *n.peakAllocatedBytes < *b.peakAllocatedBytes) {
         std::swap(ranked[0], ranked[1]);
         best = next;
-        t += "; " + quoted(n.name) + " is recommended because it needs less memory (" +
+        t += "; " + curlyQuoted(n.name) + " is recommended because it needs less memory (" +
              reportBytes(static_cast<double>(*n.peakAllocatedBytes)) + " vs " + reportBytes(static_cast<double>(*b.peakAllocatedBytes)) +
              " peak allocated).";
       } else if (b.peakAllocatedBytes && n.peakAllocatedBytes) {
-        t += "; " + quoted(b.name) + " is recommended because it needs no more memory (" +
+        t += "; " + curlyQuoted(b.name) + " is recommended because it needs no more memory (" +
              reportBytes(static_cast<double>(*b.peakAllocatedBytes)) + " vs " + reportBytes(static_cast<double>(*n.peakAllocatedBytes)) +
              " peak allocated).";
       } else {
-        t += "; " + quoted(b.name) + " is marginally ahead.";
+        t += "; " + curlyQuoted(b.name) + " is marginally ahead.";
       }
       s.push_back(t);
     } else {
@@ -558,7 +558,7 @@ void recommend(Report& rep) {
   if (!failed.empty()) {
     std::string t = failed.size() == 1 ? "Run " : "Runs ";
     for (std::size_t k = 0; k < failed.size(); ++k)
-      t += (k ? ", " : "") + quoted(runs[failed[k]].name) + " (" + runs[failed[k]].status + ")";
+      t += (k ? ", " : "") + curlyQuoted(runs[failed[k]].name) + " (" + runs[failed[k]].status + ")";
     s.push_back(t + (failed.size() == 1 ? " was" : " were") + " not ranked.");
   }
   for (auto i : unranked) s.push_back(runRef(runs[i]) + " has no " + out.rankedBy + " figures and was not ranked.");

@@ -35,7 +35,7 @@ bool allEqual(const std::vector<T>& v, T x) {
 }
 
 template <typename T>
-void apply(std::vector<T>& v, const std::vector<std::uint32_t>& perm) {
+void permuteInPlace(std::vector<T>& v, const std::vector<std::uint32_t>& perm) {
   std::vector<T> out(v.size());
   for (std::size_t i = 0; i < perm.size(); ++i) out[i] = v[perm[i]];
   v.swap(out);
@@ -123,20 +123,20 @@ std::vector<std::uint32_t> EventChunk::sortByTime() {
   std::stable_sort(perm.begin(), perm.end(), [&](std::uint32_t a, std::uint32_t b) {
     return start[a] != start[b] ? start[a] < start[b] : end[a] > end[b];
   });
-  apply(start, perm);
-  apply(end, perm);
-  apply(name, perm);
-  apply(cat, perm);
-  apply(category, perm);
-  apply(flags, perm);
-  apply(step, perm);
-  apply(correlation, perm);
-  apply(externalId, perm);
-  apply(collOp, perm);
-  apply(pg, perm);
-  apply(bytes, perm);
-  apply(dtype, perm);
-  apply(groupSize, perm);
+  permuteInPlace(start, perm);
+  permuteInPlace(end, perm);
+  permuteInPlace(name, perm);
+  permuteInPlace(cat, perm);
+  permuteInPlace(category, perm);
+  permuteInPlace(flags, perm);
+  permuteInPlace(step, perm);
+  permuteInPlace(correlation, perm);
+  permuteInPlace(externalId, perm);
+  permuteInPlace(collOp, perm);
+  permuteInPlace(pg, perm);
+  permuteInPlace(bytes, perm);
+  permuteInPlace(dtype, perm);
+  permuteInPlace(groupSize, perm);
   return perm;
 }
 

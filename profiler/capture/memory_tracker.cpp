@@ -54,7 +54,7 @@ void MemoryTracker::setRecorder(Recorder* r, int deviceType, int deviceId) {
   deviceId_ = deviceId;
 }
 
-c10::DataPtr MemoryTracker::allocate(size_t n) const {
+c10::DataPtr MemoryTracker::allocate(size_t n) SHARDSCOPE_ALLOCATOR_CONST {
   c10::DataPtr inner = inner_->allocate(n);
   void* data = inner.get();
   const c10::Device dev = inner.device();

@@ -10,6 +10,16 @@
 #include <mutex>
 
 #include <c10/core/Allocator.h>
+#include <torch/version.h>
+
+// LibTorch 2.3 made c10::Allocator::allocate non-const and added the pure virtual copy_data.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+#define SHARDSCOPE_ALLOCATOR_CONST
+#define SHARDSCOPE_ALLOCATOR_COPY_DATA 1
+#else
+#define SHARDSCOPE_ALLOCATOR_CONST const
+#define SHARDSCOPE_ALLOCATOR_COPY_DATA 0
+#endif
 
 namespace shardscope::capture {
 
@@ -43,8 +53,11 @@ class MemoryTracker final : public c10::Allocator {
   static MemoryTracker& install();
   static MemoryTracker* instance();
 
-  c10::DataPtr allocate(size_t n) const override;
+  c10::DataPtr allocate(size_t n) SHARDSCOPE_ALLOCATOR_CONST override;
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+#if SHARDSCOPE_ALLOCATOR_COPY_DATA
+  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
+#endif
 
   void setRecorder(Recorder* r, int deviceType = 0, int deviceId = 0);
   // Records only changes of at least this many bytes of the total since the last record (the peak
