@@ -236,7 +236,7 @@ const std::vector<Knob>& knobs() {
       {.key = "precision", .group = kPrec, .kind = Kind::Choice, .member = &RunConfig::precision,
        .help = "dtype of parameters and activations in compute", .choices = {"fp32", "bf16"}},
       {.key = "reduce_dtype", .group = kPrec, .kind = Kind::Choice, .member = &RunConfig::reduceDtype,
-       .help = "dtype gradients are reduced in (empty = the parameters' dtype; fp32 avoids bf16 drift)",
+       .help = "dtype gradients are reduced in (empty = the parameters' dtype in the estimator and simulator; the runtime reduces in fp32 and refuses bf16 for now)",
        .choices = {"", "fp32", "bf16"}},
       // DDP
       {.key = "bucket_cap_mb", .group = kDdp, .kind = Kind::Number, .member = &RunConfig::bucketCapMb,

@@ -2,6 +2,9 @@
 
 #include <c10/core/CPUAllocator.h>
 
+#include <mutex>
+#include <unordered_map>
+
 #include "profiler/capture/recorder.h"
 
 namespace shardscope::capture {
@@ -32,8 +35,14 @@ struct MemoryTracker::Ctx {
   c10::DataPtr inner;
   std::int64_t bytes;
   MemCategory category;
-  const MemoryTracker* owner;
 };
+
+namespace {
+// Live allocations by data pointer: the DataPtr's context is the data pointer itself, as
+// c10::Allocator::raw_allocate requires (some kernels, e.g. CPU bf16 ones, allocate raw).
+std::mutex gLiveMu;
+std::unordered_map<void*, MemoryTracker::Ctx>* gLive = new std::unordered_map<void*, MemoryTracker::Ctx>();
+}  // namespace
 
 MemoryTracker::MemoryTracker() : inner_(c10::GetDefaultCPUAllocator()) {}
 
@@ -57,19 +66,32 @@ void MemoryTracker::setRecorder(Recorder* r, int deviceType, int deviceId) {
 c10::DataPtr MemoryTracker::allocate(size_t n) SHARDSCOPE_ALLOCATOR_CONST {
   c10::DataPtr inner = inner_->allocate(n);
   void* data = inner.get();
+  if (!data) return inner;  // nothing allocated (0 bytes): nothing to count
   const c10::Device dev = inner.device();
-  auto* ctx = new Ctx{std::move(inner), static_cast<std::int64_t>(n), tlsCategory, this};
-  account(static_cast<std::int64_t>(n), ctx->category);
-  return c10::DataPtr(data, ctx, &MemoryTracker::deleter, dev);
+  const MemCategory c = tlsCategory;
+  {
+    std::lock_guard<std::mutex> l(gLiveMu);
+    gLive->emplace(data, Ctx{std::move(inner), static_cast<std::int64_t>(n), c});
+  }
+  account(static_cast<std::int64_t>(n), c);
+  return c10::DataPtr(data, data, &MemoryTracker::deleter, dev);
 }
 
 void MemoryTracker::deleter(void* p) {
-  auto* ctx = static_cast<Ctx*>(p);
-  const std::int64_t bytes = ctx->bytes;
-  const MemCategory c = ctx->category;
-  const MemoryTracker* owner = ctx->owner;
-  delete ctx;  // frees the memory through the inner allocator's deleter
-  owner->account(-bytes, c);
+  c10::DataPtr inner;
+  std::int64_t bytes = 0;
+  MemCategory c = MemCategory::Other;
+  {
+    std::lock_guard<std::mutex> l(gLiveMu);
+    const auto it = gLive->find(p);
+    if (it == gLive->end()) return;  // not ours (cannot happen: only our DataPtrs carry this deleter)
+    inner = std::move(it->second.inner);
+    bytes = it->second.bytes;
+    c = it->second.category;
+    gLive->erase(it);
+  }
+  inner.clear();  // frees the memory through the inner allocator's deleter, outside the lock
+  if (gInstance) gInstance->account(-bytes, c);
 }
 
 void MemoryTracker::account(std::int64_t bytes, MemCategory c) const {

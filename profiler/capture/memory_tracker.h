@@ -49,12 +49,14 @@ struct MemSnapshot {
 
 class MemoryTracker final : public c10::Allocator {
  public:
+  struct Ctx;  // what a live allocation keeps (memory_tracker.cpp)
   // Installs itself as the CPU allocator of the process (once); returns the instance.
   static MemoryTracker& install();
   static MemoryTracker* instance();
 
   c10::DataPtr allocate(size_t n) SHARDSCOPE_ALLOCATOR_CONST override;
-  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  // Every DataPtr of ours has its data pointer as context: raw_allocate/raw_deallocate work.
+  c10::DeleterFnPtr raw_deleter() const override { return &MemoryTracker::deleter; }
 #if SHARDSCOPE_ALLOCATOR_COPY_DATA
   void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
 #endif
@@ -70,8 +72,7 @@ class MemoryTracker final : public c10::Allocator {
 
  private:
   MemoryTracker();
-  struct Ctx;
-  static void deleter(void* ctx);
+  static void deleter(void* data);
   void account(std::int64_t bytes, MemCategory c) const;
 
   c10::Allocator* inner_ = nullptr;

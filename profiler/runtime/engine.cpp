@@ -95,9 +95,20 @@ void adoptStorage(const torch::Tensor& t, const torch::Tensor& buf) {
 // Engine (common)
 
 Engine::Engine(const EngineContext& ctx)
-    : ctx_(ctx), cfg_(*ctx.cfg), layout_(ctx.model->layout()), world_(ctx.comm->world()) {}
+    : ctx_(ctx),
+      cfg_(*ctx.cfg),
+      computeDtype_(ctx.cfg->precision == "bf16" ? torch::kBFloat16 : torch::kFloat32),
+      layout_(ctx.model->layout()),
+      world_(ctx.comm->world()) {}
 
 Engine::~Engine() = default;
+
+torch::Tensor Engine::compute(torch::Tensor t) {
+  observedParamBytes_ = static_cast<std::int64_t>(c10::elementSize(computeDtype_));
+  if (t.scalar_type() == computeDtype_) return t;
+  MemScope ms(MemCategory::Parameters);
+  return t.to(computeDtype_);
+}
 
 std::string Engine::blockName(int block) const {
   if (block == 0) return "embed_tokens";
@@ -347,8 +358,8 @@ class ReplicatedEngine final : public Engine {
 
   torch::Tensor param(int p) override {
     auto& leaf = leaves_[static_cast<std::size_t>(p)];
-    if (!torch::GradMode::is_enabled()) return leaf.detach();
-    return GradTap::apply(leaf, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)), p);
+    if (!torch::GradMode::is_enabled()) return compute(leaf.detach());
+    return compute(GradTap::apply(leaf, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)), p));
   }
   void beginModule(int) override {}
   torch::Tensor endModule(int, torch::Tensor out) override { return out; }
@@ -363,6 +374,7 @@ class ReplicatedEngine final : public Engine {
     } else {
       y = body(x);
     }
+    if (block == 1) observedActivationBytes_ = y.element_size();
     closeBackwardSegment();
     if (torch::GradMode::is_enabled())
       y = PreBackward::apply(y, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)), block);
@@ -665,7 +677,7 @@ class ShardedEngine final : public Engine {
                      : g.full.detach();
     }
     const auto& info = layout_.params[static_cast<std::size_t>(p)];
-    return g.tapped.narrow(0, offsetIn_[static_cast<std::size_t>(p)], info.numel).view(info.shape);
+    return compute(g.tapped.narrow(0, offsetIn_[static_cast<std::size_t>(p)], info.numel).view(info.shape));
   }
 
   void beginModule(int m) override {
@@ -713,6 +725,7 @@ class ShardedEngine final : public Engine {
     } else {
       y = body(x);
     }
+    if (block == 1) observedActivationBytes_ = y.element_size();
     closeBackwardSegment();
     if (!zero3_) {
       // FULL_SHARD frees after forward (the last unit's backward comes next: kept, as FSDP keeps

@@ -58,6 +58,10 @@ class Engine : public ForwardHooks {
   // files; returns bytes written.
   std::int64_t saveShard(const std::string& dir);
   const std::string& describe() const { return description_; }
+  // Bytes per element of what the compute graph got, as observed in the last forward: the
+  // parameters (2 under --precision bf16, 4 in fp32) and the first transformer block's output.
+  std::int64_t observedParamBytes() const { return observedParamBytes_; }
+  std::int64_t observedActivationBytes() const { return observedActivationBytes_; }
 
   // Called by the autograd functions (public for them; not part of the engine's API).
   virtual void onGrad(int id, const torch::Tensor& grad) = 0;
@@ -90,11 +94,19 @@ class Engine : public ForwardHooks {
   };
   void applyOptimizer(torch::Tensor param, const torch::Tensor& grad, FlatOptState& st, double clipCoef);
   static std::int64_t bytesOf(const torch::Tensor& t);
+  // A parameter as the compute graph sees it: cast to the compute dtype (bf16 under --precision
+  // bf16; autograd casts its gradient back to the fp32 master's dtype), else the tensor itself.
+  // The copy counts as parameters in the memory breakdown (it is one, in another dtype), not as
+  // activations, though autograd keeps it until the backward of its module.
+  torch::Tensor compute(torch::Tensor t);
   // The block's name in spans: "embed_tokens", "layers.N", "lm_head".
   std::string blockName(int block) const;
 
   EngineContext ctx_;
   const core::RunConfig& cfg_;
+  torch::ScalarType computeDtype_ = torch::kFloat32;
+  std::int64_t observedParamBytes_ = 0;
+  std::int64_t observedActivationBytes_ = 0;
   const ModelLayout& layout_;
   Group& world_;
   std::string description_;

@@ -204,9 +204,10 @@ torch::Tensor Transformer::rmsnorm(int module, torch::Tensor x, ForwardHooks& h)
   h.beginModule(module);
   const auto& m = layout_.modules[static_cast<std::size_t>(module)];
   auto w = h.param(m.params[0]);
-  auto xf = x.to(torch::kFloat32);
-  auto y = xf * torch::rsqrt(xf.pow(2).mean(-1, true) + layout_.config.normEps);
-  return h.endModule(module, y.to(x.scalar_type()) * w);
+  // The mean of squares accumulates in fp32 (and the small [.., 1] scale stays fp32 until applied);
+  // the [.., hidden] tensors autograd keeps are in the compute dtype, so bf16 halves them.
+  const auto scale = torch::rsqrt(x.pow(2).mean({-1}, true, torch::kFloat32) + layout_.config.normEps);
+  return h.endModule(module, x * scale.to(x.scalar_type()) * w);
 }
 
 torch::Tensor Transformer::block(int layer, torch::Tensor x, ForwardHooks& h) {
@@ -236,7 +237,9 @@ torch::Tensor Transformer::block(int layer, torch::Tensor x, ForwardHooks& h) {
   auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(c.headDim));
   auto mask = torch::ones({S, S}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
   scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
-  auto probs = torch::softmax(scores.to(torch::kFloat32), -1).to(q.scalar_type());
+  // Softmax in the compute dtype (its kernels accumulate in fp32): what backward keeps is bf16 under
+  // --precision bf16, as PyTorch's eager attention does.
+  auto probs = torch::softmax(scores, -1);
   auto attn = torch::matmul(probs, v).transpose(1, 2).reshape({B, S, c.heads * c.headDim});
   x = x + linear(lm.o, attn, h);
   auto hm = rmsnorm(lm.mlpNorm, x, h);

@@ -120,8 +120,11 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
       throw core::Error("--backend nccl: " + std::to_string(env.localWorldSize) + " ranks on this node share " +
                         std::to_string(visibleGpus) + " GPU(s), and NCCL refuses two ranks on one device; use --backend gloo "
                         "(or auto) or one rank per GPU");
-    if (cfg.precision == "bf16" && !cuda)
-      throw core::Error("--precision bf16 needs a CUDA device; on CPU the runtime trains in fp32");
+    // Mixed precision: parameters and activations in bf16 in the compute graph, fp32 master weights,
+    // gradients and optimizer state (Engine::compute). Gradients are reduced in fp32.
+    if (cfg.reduceDtype == "bf16")
+      throw core::Error("--reduce-dtype bf16: the runtime reduces gradients in fp32 (bf16 reduction is not implemented "
+                        "yet); leave it unset or fp32");
     if (!cuda) {
       // Ranks share the machine's cores: OMP_NUM_THREADS (set by our launcher and by torchrun) says
       // how many threads this rank's intra-op work may use.
@@ -168,7 +171,7 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
     if (cfg.capture) tracker.setRecorder(rec.get(), 0, 0);
 
     const ModelConfig mc = modelPreset(cfg.model, cfg.layers);
-    Transformer model(buildLayout(mc), device, torch::kFloat32);
+    Transformer model(buildLayout(mc), device, cfg.precision == "bf16" ? torch::kBFloat16 : torch::kFloat32);
     EngineContext ectx;
     ectx.cfg = &cfg;
     ectx.model = &model;
@@ -328,6 +331,8 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
     for (int c = 0; c < static_cast<int>(capture::MemCategory::Count); ++c)
       rec->metric(std::string("peak_breakdown.") + capture::toString(static_cast<capture::MemCategory>(c)),
                   static_cast<double>(peak.byCategory[static_cast<std::size_t>(c)]));
+    rec->metric("compute.param_dtype_bytes", static_cast<double>(engine->observedParamBytes()));
+    rec->metric("compute.activation_dtype_bytes", static_cast<double>(engine->observedActivationBytes()));
     const ModelStateBytes msb = engine->modelStateBytes();
     rec->metric("model_state.parameters_bytes", static_cast<double>(msb.parameters));
     rec->metric("model_state.gradients_bytes", static_cast<double>(msb.gradients));
