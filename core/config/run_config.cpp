@@ -238,6 +238,10 @@ const std::vector<Knob>& knobs() {
       {.key = "reduce_dtype", .group = kPrec, .kind = Kind::Choice, .member = &RunConfig::reduceDtype,
        .help = "dtype gradients are reduced in (empty = the parameters' dtype in the estimator and simulator; the runtime reduces in fp32 and refuses bf16 for now)",
        .choices = {"", "fp32", "bf16"}},
+      {.key = "attention", .group = kPrec, .kind = Kind::Choice, .member = &RunConfig::attention,
+       .help = "attention kernel: sdpa (scaled_dot_product_attention, flash / memory-efficient kernels on GPU; "
+               "LibTorch >= 2.0), eager (matmul, softmax, matmul), auto (sdpa where this LibTorch has it)",
+       .choices = {"auto", "sdpa", "eager"}},
       // DDP
       {.key = "bucket_cap_mb", .group = kDdp, .kind = Kind::Number, .member = &RunConfig::bucketCapMb,
        .help = "gradient all-reduce bucket cap in MiB",

@@ -48,6 +48,7 @@ struct RunConfig {
   double lr = 1e-3, weightDecay = 0.0, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, momentum = 0.9, gradClip = 0.0;
   std::string precision = "fp32";  // fp32 | bf16
   std::string reduceDtype;         // "" = same as params | fp32 | bf16
+  std::string attention = "auto";  // auto | sdpa | eager (auto: sdpa where LibTorch has it)
   std::string device = "auto";     // auto | cpu | cuda
   std::string backend = "auto";    // auto | gloo | nccl
   // DDP

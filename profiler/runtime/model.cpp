@@ -1,5 +1,13 @@
 #include "profiler/runtime/model.h"
 
+#include <torch/version.h>
+
+#if TORCH_VERSION_MAJOR >= 2
+#define SHARDSCOPE_HAVE_SDPA 1
+#else
+#define SHARDSCOPE_HAVE_SDPA 0
+#endif
+
 #include <cmath>
 #include <stdexcept>
 
@@ -234,18 +242,34 @@ torch::Tensor Transformer::block(int layer, torch::Tensor x, ForwardHooks& h) {
     k = k.repeat_interleave(rep, 1);
     v = v.repeat_interleave(rep, 1);
   }
-  auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(c.headDim));
-  auto mask = torch::ones({S, S}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
-  scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
-  // Softmax in the compute dtype (its kernels accumulate in fp32): what backward keeps is bf16 under
-  // --precision bf16, as PyTorch's eager attention does.
-  auto probs = torch::softmax(scores, -1);
-  auto attn = torch::matmul(probs, v).transpose(1, 2).reshape({B, S, c.heads * c.headDim});
+  torch::Tensor ctx;
+#if SHARDSCOPE_HAVE_SDPA
+  if (sdpa_) ctx = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+#endif
+  if (!ctx.defined()) {
+    auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(c.headDim));
+    auto mask = torch::ones({S, S}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
+    scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
+    // Softmax in the compute dtype (its kernels accumulate in fp32): what backward keeps is bf16 under
+    // --precision bf16, as PyTorch's eager attention does.
+    auto probs = torch::softmax(scores, -1);
+    ctx = torch::matmul(probs, v);
+  }
+  auto attn = ctx.transpose(1, 2).reshape({B, S, c.heads * c.headDim});
   x = x + linear(lm.o, attn, h);
   auto hm = rmsnorm(lm.mlpNorm, x, h);
   auto g = linear(lm.gate, hm, h);
   auto u = linear(lm.up, hm, h);
   return x + linear(lm.down, torch::silu(g) * u, h);
+}
+
+bool haveSdpa() { return SHARDSCOPE_HAVE_SDPA != 0; }
+
+void Transformer::setSdpa(bool on) {
+  if (on && !haveSdpa())
+    throw std::invalid_argument("--attention sdpa needs LibTorch 2.0 or later (this build has " TORCH_VERSION
+                                "); use --attention eager or auto");
+  sdpa_ = on;
 }
 
 torch::Tensor Transformer::loss(const Batch& batch, ForwardHooks& h) {

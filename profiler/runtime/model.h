@@ -85,10 +85,17 @@ struct Batch {
   torch::Tensor targets;  // [b, s] int64
 };
 
+// Whether this LibTorch has scaled_dot_product_attention (2.0 and later).
+bool haveSdpa();
+
 class Transformer {
  public:
   Transformer(ModelLayout layout, torch::Device device, torch::ScalarType computeDtype);
   const ModelLayout& layout() const { return layout_; }
+  // Attention through scaled_dot_product_attention (causal; flash / memory-efficient kernels on GPU)
+  // instead of the eager matmul-softmax-matmul. Throws when this LibTorch lacks it.
+  void setSdpa(bool on);
+  bool sdpa() const { return sdpa_; }
   // Mean token cross-entropy of the batch (fp32 scalar).
   torch::Tensor loss(const Batch& batch, ForwardHooks& hooks);
 
@@ -109,6 +116,7 @@ class Transformer {
   std::vector<LayerModules> layerModules_;
   torch::Tensor cos_, sin_;
   std::int64_t ropeLen_ = 0;
+  bool sdpa_ = false;
 };
 
 // FLOPs of one training step per token (6·Ψ_non-embedding + attention), for MFU-like figures.

@@ -172,6 +172,11 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
 
     const ModelConfig mc = modelPreset(cfg.model, cfg.layers);
     Transformer model(buildLayout(mc), device, cfg.precision == "bf16" ? torch::kBFloat16 : torch::kFloat32);
+    try {
+      model.setSdpa(cfg.attention == "sdpa" || (cfg.attention == "auto" && haveSdpa()));
+    } catch (const std::invalid_argument& e) {
+      throw core::Error(e.what());
+    }
     EngineContext ectx;
     ectx.cfg = &cfg;
     ectx.model = &model;
@@ -188,6 +193,7 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
       std::ostringstream meta;
       meta << "{\"backend\":\"" << backend << "\",\"device\":\"" << ro.device << "\",\"torch\":\"" << TORCH_VERSION
            << "\",\"engine\":\"" << engine->describe() << "\",\"params\":" << model.layout().totalNumel
+           << ",\"attention\":\"" << (model.sdpa() ? "sdpa" : "eager") << "\",\"precision\":\"" << cfg.precision << "\""
            << ",\"local_rank\":" << env.localRank << ",\"node_rank\":" << env.nodeRank
            << ",\"shared_device\":" << (sharedDevice ? "true" : "false")
            << ",\"collectives_on\":\"" << (cuda ? (backend == "gloo" ? "gloo over CUDA tensors" : "nccl") : "gloo (cpu)") << "\"}";

@@ -384,6 +384,28 @@ class TestRuntime : public QObject {
     }
   }
 
+  // scaled_dot_product_attention against the eager attention, where this LibTorch has both (2.x):
+  // the same losses in fp32. On LibTorch 1.13 sdpa is refused with a message naming the version.
+  void sdpaMatchesEager() {
+    std::map<QString, std::vector<double>> losses;
+    for (const QString attention : {"eager", "sdpa"}) {
+      const std::string base = test::pathIn(dir_, "attn_" + attention.toStdString());
+      const Result r = runCli({"run", "--db", QString::fromStdString(db_), "--strategy", "fsdp", "--world-size", "2",
+                               "--model", "tiny", "--steps", "5", "--seq-len", "32", "--micro-batch", "2", "--seed", "9",
+                               "--attention", attention, "--dump-losses", QString::fromStdString(base)});
+      if (attention == "sdpa" && r.code != 0 && r.err.contains("needs LibTorch 2.0")) {
+        QVERIFY2(r.err.contains("use --attention eager"), qPrintable(r.err));
+        QSKIP("this LibTorch has no scaled_dot_product_attention (1.x): refused with a clear message");
+      }
+      QVERIFY2(r.code == 0, qPrintable(attention + ": " + r.err.right(1500)));
+      losses[attention] = meanLosses(base, 2);
+    }
+    QCOMPARE(losses["sdpa"].size(), std::size_t(5));
+    for (std::size_t i = 0; i < 5; ++i)
+      QVERIFY2(std::abs(losses["sdpa"][i] - losses["eager"][i]) < 1e-4,
+               qPrintable(QString("step %1: eager %2, sdpa %3").arg(i).arg(losses["eager"][i]).arg(losses["sdpa"][i])));
+  }
+
   void bf16HalvesActivations() {
     std::map<QString, double> act;
     for (const QString precision : {"fp32", "bf16"}) {

@@ -195,6 +195,7 @@ class TestLaunchDialog : public QObject {
     c.gradClip = 1.5;
     c.precision = "bf16";
     c.reduceDtype = "fp32";
+    c.attention = "eager";
     c.device = "cuda";
     c.backend = "nccl";
     c.bucketCapMb = 12.5;
