@@ -194,6 +194,7 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
       meta << "{\"backend\":\"" << backend << "\",\"device\":\"" << ro.device << "\",\"torch\":\"" << TORCH_VERSION
            << "\",\"engine\":\"" << engine->describe() << "\",\"params\":" << model.layout().totalNumel
            << ",\"attention\":\"" << (model.sdpa() ? "sdpa" : "eager") << "\",\"precision\":\"" << cfg.precision << "\""
+           << ",\"step_timing\":\"" << (cuda ? "device-synchronised at the step boundary" : "host clock (CPU)") << "\""
            << ",\"local_rank\":" << env.localRank << ",\"node_rank\":" << env.nodeRank
            << ",\"shared_device\":" << (sharedDevice ? "true" : "false")
            << ",\"collectives_on\":\"" << (cuda ? (backend == "gloo" ? "gloo over CUDA tensors" : "nccl") : "gloo (cpu)") << "\"}";
@@ -271,6 +272,13 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
       if (gpuCapture) gpuCapture->beginStep(s, t0);
 #endif
       const StepStats st = engine->trainStep(s, micro);
+#ifdef SHARDSCOPE_WITH_CUDA
+      // A step on a GPU ends when the device has finished it, not when the host has queued its last
+      // kernel (the optimizer's): synchronise at the step boundary, as a synchronised PyTorch timing
+      // loop does. The cost: the host cannot queue the next step while the device drains this one
+      // (one launch latency per step); the run summary, the metrics and the step windows all agree.
+      if (cuda) torch::cuda::synchronize();
+#endif
       const std::int64_t t1 = nowNs();
       rec->step(s, t0, t1);
 #ifdef SHARDSCOPE_WITH_CUDA
