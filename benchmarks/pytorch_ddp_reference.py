@@ -3,7 +3,7 @@
 
 The reference for issue 4's DDP throughput item: a Llama-style decoder written in Python with the
 exact shapes and operations of profiler/runtime/model.cpp (presets tiny/small/medium), the same
-initialisation (a CPU generator per parameter seeded like initParam, fp64 normal cast to fp32), the
+initialisation (fp32 normal draws by blocks of 4M elements, a CPU generator per block seeded like initParam), the
 same synthetic tokens (TokenSource::fill's hash, so step losses can be compared with ours), fp32,
 AdamW(lr 1e-3, betas (0.9, 0.95), eps 1e-8, weight decay 0), wrapped in
 torch.nn.parallel.DistributedDataParallel (default bucket_cap_mb=25) over Gloo on 127.0.0.1.
@@ -171,11 +171,15 @@ def build_model(torch, preset, seed, layers_override=0):
             if name.endswith("layernorm.weight") or name == "norm.weight":
                 p.fill_(1.0)
                 continue
-            gen = torch.Generator()
-            gen.manual_seed((seed * 1000003 + p_idx * 7919 + 17) & M64)
-            cpu = torch.empty(p.numel(), dtype=torch.float64)
-            cpu.normal_(0.0, stdev[name], generator=gen)
-            p.copy_(cpu.view(p.shape).float())
+            # initParam on the CPU: fp32, blocks of 4M elements, a generator per block.
+            s = (seed * 1000003 + p_idx * 7919 + 17) & M64
+            flat = torch.empty(p.numel(), dtype=torch.float32)
+            block = 1 << 22
+            for b in range((p.numel() + block - 1) // block):
+                gen = torch.Generator()
+                gen.manual_seed((s * 0x9E3779B97F4A7C15 + b + 1) & M64)
+                flat.narrow(0, b * block, min(block, p.numel() - b * block)).normal_(0.0, stdev[name], generator=gen)
+            p.copy_(flat.view(p.shape))
     return model, vocab
 
 

@@ -1,21 +1,39 @@
 #!/usr/bin/env bash
 # The whole GPU check in one go, on a machine with an NVIDIA GPU and PyTorch (docs/GPU.md):
-#   1. configure against the LibTorch bundled with the local torch (its CMake prefix path), without
+#   0. checks its prerequisites first and says what to install (a CUDA torch, the CUDA toolkit with
+#      nvcc and CUPTI, cmake and a C++ compiler, and the headers the torch wheel does not bring:
+#      SQLite, Gloo, LZ4);
+#   1. configures against the LibTorch bundled with the local torch (its CMake prefix path), without
 #      Qt: the worker and the CLI only, with CUDA, NCCL and CUPTI;
-#   2. compare every strategy on the GPU: world size 1 on NCCL, and world size 2 sharing the GPU
+#   2. compares every strategy on the GPU: world size 1 on NCCL, and world size 2 sharing the GPU
 #      through Gloo over CUDA tensors (NCCL refuses two ranks on one device);
-#   3. print the comparison and the CUPTI statistics of every rank (kernels per step, NCCL kernels,
-#      dropped records, clock uncertainty) and the capture overhead (capture on vs off).
-# Exits non-zero on any failure. Output goes to ${OUT:-gpu-check}/ (the database and a log).
-#   packaging/gpu-check.sh [--steps N] [--model M]
+#   3. prints the comparison and the CUPTI statistics of every rank (kernels per step, NCCL kernels,
+#      dropped records, clock uncertainty);
+#   4. measures the capture overhead: capture off and on alternating, --pairs pairs (default 3),
+#      medians of the step time;
+#   5. runs PyTorch's own DDP and FSDP2 (benchmarks/pytorch_gpu_peer.py) and ours on the same shapes
+#      (--peer-model, default Llama-3-8B cut to 2 layers, micro-batch 2, sequence 1024, world size 1),
+#      fp32 and bf16, and prints ours/theirs.
+# Exits non-zero on any failure. Output goes to ${OUT:-gpu-check}/ (the databases and logs).
+#   packaging/gpu-check.sh [--steps N] [--model M] [--pairs P] [--peer-model M] [--peer-layers L] [--no-peer]
+# Headers without root: on a Debian/Ubuntu machine `apt-get download libsqlite3-dev libgloo-dev
+# liblz4-dev`, `dpkg -x` each into PREFIX, then SHARDSCOPE_DEPS_PREFIX=PREFIX/usr packaging/gpu-check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=10
 MODEL=small
+PAIRS=3
+PEER_MODEL=llama3-8b
+PEER_LAYERS=2
+PEER=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) STEPS=$2; shift 2 ;;
     --model) MODEL=$2; shift 2 ;;
+    --pairs) PAIRS=$2; shift 2 ;;
+    --peer-model) PEER_MODEL=$2; shift 2 ;;
+    --peer-layers) PEER_LAYERS=$2; shift 2 ;;
+    --no-peer) PEER=0; shift ;;
     *) echo "gpu-check: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -24,6 +42,29 @@ mkdir -p "$OUTDIR"
 BUILD=${SHARDSCOPE_GPU_BUILD_DIR:-build-gpu}
 fail() { echo "gpu-check: FAILED: $*" >&2; exit 1; }
 
+# 0. Prerequisites, all checked before anything is built; every missing one is named with its fix.
+missing=()
+command -v nvidia-smi >/dev/null || missing+=("nvidia-smi (the NVIDIA driver)")
+command -v cmake >/dev/null || missing+=("cmake (apt install cmake, or pip install cmake)")
+command -v c++ >/dev/null || missing+=("a C++ compiler (apt install g++)")
+if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  missing+=("nvcc: the CUDA toolkit matching torch.version.cuda (CUPTI comes with it)")
+fi
+python3 -c 'import torch, sys; sys.exit(0 if torch.version.cuda else 1)' 2>/dev/null ||
+  missing+=("a CUDA build of torch for python3 (pip install torch)")
+inc_dirs=(/usr/include /usr/local/include /usr/local/cuda/include)
+[ -n "${SHARDSCOPE_DEPS_PREFIX:-}" ] && inc_dirs=("$SHARDSCOPE_DEPS_PREFIX/include" "${inc_dirs[@]}")
+have_header() { for d in "${inc_dirs[@]}"; do [ -e "$d/$1" ] && return 0; done; return 1; }
+have_header sqlite3.h || missing+=("sqlite3.h (apt install libsqlite3-dev)")
+have_header gloo/allreduce.h || missing+=("Gloo's headers, which the torch wheel does not ship (apt install libgloo-dev)")
+have_header lz4.h || missing+=("lz4.h (apt install liblz4-dev)")
+have_header cupti.h || [ -e /usr/local/cuda/extras/CUPTI/include/cupti.h ] || missing+=("cupti.h (the CUDA toolkit's CUPTI)")
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "gpu-check: missing prerequisites:" >&2
+  for m in "${missing[@]}"; do echo "  - $m" >&2; done
+  echo "  (headers without root: apt-get download the -dev packages, dpkg -x them into PREFIX and set SHARDSCOPE_DEPS_PREFIX=PREFIX/usr)" >&2
+  exit 1
+fi
 command -v nvidia-smi >/dev/null || fail "nvidia-smi not found: no NVIDIA driver on this machine"
 nvidia-smi -L || fail "nvidia-smi cannot list the GPUs"
 command -v python3 >/dev/null || fail "python3 not found (the LibTorch comes from the local torch)"
@@ -39,7 +80,9 @@ command -v ninja >/dev/null && GEN=(-G Ninja)
 # The CUDA toolkit the torch wheel was built for: nvcc on PATH, or /usr/local/cuda.
 CUDA_ARGS=()
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then CUDA_ARGS=(-DCUDAToolkit_ROOT=/usr/local/cuda); fi
-cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" \
+PREFIXES="$TORCH_PREFIX"
+[ -n "${SHARDSCOPE_DEPS_PREFIX:-}" ] && PREFIXES="$PREFIXES;$SHARDSCOPE_DEPS_PREFIX"
+cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PREFIXES" \
   -DSHARDSCOPE_BUILD_GUI=OFF -DSHARDSCOPE_BUILD_TESTS=OFF -DSHARDSCOPE_BUILD_BENCHMARKS=OFF "${CUDA_ARGS[@]}" \
   | tee "$OUTDIR/configure.log" || fail "configure (see $OUTDIR/configure.log)"
 grep -q "CUPTI from CUDA" "$OUTDIR/configure.log" || fail "the CUPTI tracer was not configured (no CUDA toolkit with CUPTI found)"
@@ -56,10 +99,6 @@ echo "== world size 1, NCCL, every strategy"
 echo "== world size 2 sharing the GPU, Gloo over CUDA tensors, every strategy"
 "$CLI" compare --db "$DB" --device cuda --backend gloo --world-size 2 --strategies "$ALL,hsdp" --steps "$STEPS" --model "$MODEL" \
   || fail "compare on one GPU with Gloo (world size 2)"
-echo "== capture overhead (fsdp, world size 1): capture off, then on"
-"$CLI" run --db "$DB" --device cuda --world-size 1 --strategy fsdp --steps "$STEPS" --model "$MODEL" --capture false \
-  || fail "run without capture"
-"$CLI" run --db "$DB" --device cuda --world-size 1 --strategy fsdp --steps "$STEPS" --model "$MODEL" || fail "run with capture"
 
 python3 - "$DB" "$STEPS" <<'EOF' || fail "the CUPTI statistics are missing or show a broken capture"
 import sqlite3, sys
@@ -93,14 +132,64 @@ gpu_lanes = c.execute("SELECT COUNT(*) FROM tracks WHERE kind='gpu_stream'").fet
 print(f"GPU stream lanes stored: {gpu_lanes}")
 if gpu_lanes == 0:
     ok = False
-# Capture overhead: the last two runs (off, on).
-last = c.execute("SELECT id FROM runs ORDER BY id DESC LIMIT 2").fetchall()
-if len(last) == 2:
-    on, off = last[0][0], last[1][0]
-    st = lambda r: c.execute("SELECT value FROM metrics WHERE run_id=? AND rank_id IS NULL AND key='step_time_ms'", (r,)).fetchone()
-    a, b = st(off), st(on)
-    if a and b:
-        print(f"capture overhead (fsdp, step time): off {a[0]:.2f} ms, on {b[0]:.2f} ms, {100*(b[0]/a[0]-1):+.1f}%")
 sys.exit(0 if ok else 1)
 EOF
-echo "gpu-check: OK (database: $DB)"
+
+# 4. Capture overhead: off and on alternating (the machine's drift hits both), medians.
+echo "== capture overhead (fsdp, world size 1, $MODEL): $PAIRS pairs, capture off / on alternating"
+ODB=$OUTDIR/overhead.db
+rm -f "$ODB" "$ODB-wal" "$ODB-shm"
+step_ms() { python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_ms"])'; }
+off=(); on=()
+for _ in $(seq 1 "$PAIRS"); do
+  x=$("$CLI" run --db "$ODB" --device cuda --world-size 1 --strategy fsdp --steps "$STEPS" --model "$MODEL" --capture false --json | step_ms) || fail "run without capture"
+  off+=("$x")
+  x=$("$CLI" run --db "$ODB" --device cuda --world-size 1 --strategy fsdp --steps "$STEPS" --model "$MODEL" --capture true --json | step_ms) || fail "run with capture"
+  on+=("$x")
+done
+python3 - "${off[*]}" "${on[*]}" <<'PYEOF'
+import statistics, sys
+off = [float(x) for x in sys.argv[1].split()]
+on = [float(x) for x in sys.argv[2].split()]
+a, b = statistics.median(off), statistics.median(on)
+print(f"capture overhead (fsdp, step time, medians of {len(off)} pairs): off {a:.2f} ms, on {b:.2f} ms, {100*(b/a-1):+.1f}%")
+print("  off: " + ", ".join(f"{x:.2f}" for x in off) + "  on: " + ", ".join(f"{x:.2f}" for x in on))
+PYEOF
+
+# 5. PyTorch's own DDP and FSDP2 on the same shapes, and ours, fp32 and bf16: ours/theirs.
+if [ "$PEER" = 1 ]; then
+  echo "== peer: PyTorch DDP and FSDP2 vs ours ($PEER_MODEL, $PEER_LAYERS layers, micro-batch 2, seq 1024, world size 1)"
+  python3 benchmarks/pytorch_gpu_peer.py --model "$PEER_MODEL" --layers "$PEER_LAYERS" --micro-batch 2 --seq-len 1024 \
+    --steps "$STEPS" | tee "$OUTDIR/peer.log" || fail "the PyTorch peer (benchmarks/pytorch_gpu_peer.py)"
+  PDB=$OUTDIR/peer.db
+  rm -f "$PDB" "$PDB-wal" "$PDB-shm"
+  : > "$OUTDIR/ours.log"
+  for strategy in ddp fsdp; do
+    for precision in fp32 bf16; do
+      line=$("$CLI" run --db "$PDB" --device cuda --backend nccl --world-size 1 --strategy "$strategy" --precision "$precision" \
+        --model "$PEER_MODEL" --layers "$PEER_LAYERS" --micro-batch 2 --seq-len 1024 --steps "$STEPS" --capture false --json \
+        | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["step_time_ms"], d.get("init_time_s", 0))') \
+        || fail "our $strategy $precision run on the peer's shapes"
+      echo "ours $strategy $precision: $line" | tee -a "$OUTDIR/ours.log"
+    done
+  done
+  python3 - "$OUTDIR/peer.log" "$OUTDIR/ours.log" <<'PYEOF'
+import re, sys
+theirs = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"pytorch (\w+) (\w+):.*step_time_ms ([\d.]+)", line)
+    if m:
+        theirs[(m.group(1), m.group(2))] = float(m.group(3))
+print(f"{'strategy':8} {'precision':9} {'ours ms':>9} {'pytorch ms':>10} {'ours/theirs':>11} {'our init s':>10}")
+for line in open(sys.argv[2]):
+    m = re.match(r"ours (\w+) (\w+): ([\d.]+) ([\d.]+)", line)
+    if not m:
+        continue
+    key = (m.group(1), m.group(2))
+    ours, init = float(m.group(3)), float(m.group(4))
+    t = theirs.get(key)
+    ratio = f"{ours / t:.2f}" if t else "-"
+    print(f"{key[0]:8} {key[1]:9} {ours:>9.1f} {(t or float('nan')):>10.1f} {ratio:>11} {init:>10.2f}")
+PYEOF
+fi
+echo "gpu-check: OK (databases and logs: $OUTDIR)"
