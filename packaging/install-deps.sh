@@ -7,7 +7,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
-  libsqlite3-dev sqlite3 zlib1g-dev liblz4-dev
+  libsqlite3-dev sqlite3 zlib1g-dev liblz4-dev libisal-dev
   qt6-base-dev qt6-base-dev-tools libqcustomplot-dev libgl-dev
   clang libclang-rt-14-dev            # libFuzzer harness for the importer
   time                                # /usr/bin/time: CPU time in benchmarks/capture_overhead.sh

@@ -1,14 +1,21 @@
 #include "core/import/input_source.h"
 
 #include <zlib.h>
+#if SHARDSCOPE_HAVE_ISAL
+#include <isa-l/igzip_lib.h>
+#endif
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <exception>
 #include <filesystem>
+#include <memory>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include "core/util/error.h"
@@ -124,6 +131,94 @@ class GzipSource final : public InputSource {
   bool finished_ = false;
 };
 
+#if SHARDSCOPE_HAVE_ISAL
+// The same gzip reading through ISA-L's igzip inflate (2-3x zlib's speed on x86; identical output,
+// the CRC and length of every member checked). Chosen when the build has ISA-L, unless
+// SHARDSCOPE_INFLATE=zlib asks for zlib (comparisons, and the test that both agree).
+class IsalGzipSource final : public InputSource {
+ public:
+  IsalGzipSource(const std::string& path, std::uint64_t size)
+      : file_(path), size_(size), in_(1 << 18), st_(std::make_unique<inflate_state>()) {
+    path_ = path;
+    isal_inflate_init(st_.get());
+    st_->crc_flag = ISAL_GZIP;
+  }
+
+  std::size_t read(char* buf, std::size_t n) override {
+    if (finished_) return 0;
+    inflate_state& st = *st_;
+    const auto want = static_cast<std::uint32_t>(std::min<std::size_t>(n, 0xffffffffu));
+    st.next_out = reinterpret_cast<std::uint8_t*>(buf);
+    st.avail_out = want;
+    while (st.avail_out > 0) {
+      if (st.avail_in == 0) {
+        const std::size_t got = std::fread(in_.data(), 1, in_.size(), file_.get());
+        if (got == 0) {
+          if (std::ferror(file_.get())) throw Error(path_ + ": read error: " + std::strerror(errno));
+          if (memberOpen_)
+            throw Error(path_ + ": truncated gzip stream (ends at compressed byte " + std::to_string(offset_) +
+                        " in the middle of a member)");
+          finished_ = true;
+          break;
+        }
+        offset_ += got;
+        st.next_in = reinterpret_cast<std::uint8_t*>(in_.data());
+        st.avail_in = static_cast<std::uint32_t>(got);
+      }
+      memberOpen_ = true;
+      const int rc = isal_inflate(&st);
+      if (rc < 0) throw Error(path_ + ": corrupt gzip data near compressed byte " + std::to_string(offset_ - st.avail_in) +
+                              " (" + isalError(rc) + ")");
+      if (st.block_state == ISAL_BLOCK_FINISH) {
+        memberOpen_ = false;
+        // Concatenated members are legal gzip; trailing zero padding is tolerated.
+        while (st.avail_in > 0 && *st.next_in == 0) {
+          ++st.next_in;
+          --st.avail_in;
+        }
+        if (st.avail_in == 0 && std::feof(file_.get())) {
+          finished_ = true;
+          break;
+        }
+        std::uint8_t* in = st.next_in;
+        const std::uint32_t avail = st.avail_in;
+        std::uint8_t* out = st.next_out;
+        const std::uint32_t room = st.avail_out;
+        isal_inflate_reset(&st);
+        st.crc_flag = ISAL_GZIP;
+        st.next_in = in;
+        st.avail_in = avail;
+        st.next_out = out;
+        st.avail_out = room;
+      }
+    }
+    return want - st.avail_out;
+  }
+  std::uint64_t fileOffset() const override { return offset_ - st_->avail_in; }
+  std::uint64_t fileSize() const override { return size_; }
+
+ private:
+  static std::string isalError(int rc) {
+    switch (rc) {
+      case ISAL_INVALID_BLOCK: return "invalid deflate block";
+      case ISAL_INVALID_SYMBOL: return "invalid deflate symbol";
+      case ISAL_INVALID_LOOKBACK: return "invalid distance too far back";
+      case ISAL_INVALID_WRAPPER: return "incorrect header check";
+      case ISAL_UNSUPPORTED_METHOD: return "unknown compression method";
+      case ISAL_INCORRECT_CHECKSUM: return "incorrect data check";
+      default: return "inflate error " + std::to_string(rc);
+    }
+  }
+  FileHandle file_;
+  std::uint64_t size_;
+  std::vector<char> in_;
+  std::unique_ptr<inflate_state> st_;
+  std::uint64_t offset_ = 0;
+  bool memberOpen_ = false;
+  bool finished_ = false;
+};
+#endif
+
 class PrefetchSource final : public InputSource {
  public:
   PrefetchSource(std::unique_ptr<InputSource> inner, std::size_t bufferBytes, int buffers)
@@ -225,7 +320,13 @@ std::unique_ptr<InputSource> openInput(const std::string& path) {
     const std::size_t got = std::fread(magic, 1, 2, f.get());
     if (got == 0 && size == 0) throw Error(path + ": file is empty");
   }
-  if (magic[0] == 0x1f && magic[1] == 0x8b) return std::make_unique<GzipSource>(path, size);
+  if (magic[0] == 0x1f && magic[1] == 0x8b) {
+#if SHARDSCOPE_HAVE_ISAL
+    const char* inflater = std::getenv("SHARDSCOPE_INFLATE");
+    if (!inflater || std::string_view(inflater) != "zlib") return std::make_unique<IsalGzipSource>(path, size);
+#endif
+    return std::make_unique<GzipSource>(path, size);
+  }
   return std::make_unique<PlainSource>(path, size);
 }
 

@@ -20,7 +20,7 @@ function(check_dir dir pattern why)
   set(violations "${violations}" PARENT_SCOPE)
 endfunction()
 
-check_dir(core "[<\"](Q[A-Za-z]+|Qt[A-Za-z]*/|torch/|ATen/|c10/|cuda|cupti|nccl|ui/|profiler/|qcustomplot)" "core may use only the standard library, SQLite, zlib and LZ4")
+check_dir(core "[<\"](Q[A-Za-z]+|Qt[A-Za-z]*/|torch/|ATen/|c10/|cuda|cupti|nccl|ui/|profiler/|qcustomplot)" "core may use only the standard library, SQLite, zlib, LZ4 and ISA-L")
 check_dir(ui "[<\"](torch/|ATen/|c10/|cuda|cupti|nccl|profiler/)" "ui must not use LibTorch, CUDA or the profiler")
 check_dir(profiler "[<\"](QtWidgets|QWidget|QMainWindow|QApplication|ui/|qcustomplot)" "profiler must not use Qt Widgets or ui")
 check_dir(app/gui "[<\"](torch/|ATen/|c10/|cuda|cupti|nccl|profiler/)" "the GUI must not use LibTorch or the profiler")
