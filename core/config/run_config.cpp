@@ -236,7 +236,7 @@ const std::vector<Knob>& knobs() {
       {.key = "precision", .group = kPrec, .kind = Kind::Choice, .member = &RunConfig::precision,
        .help = "dtype of parameters and activations in compute", .choices = {"fp32", "bf16"}},
       {.key = "reduce_dtype", .group = kPrec, .kind = Kind::Choice, .member = &RunConfig::reduceDtype,
-       .help = "dtype gradients are reduced in (empty = the parameters' dtype in the estimator and simulator; the runtime reduces in fp32 and refuses bf16 for now)",
+       .help = "dtype gradients are reduced in (empty = the parameters' dtype, as FSDP's MixedPrecision; fp32 avoids bf16 drift)",
        .choices = {"", "fp32", "bf16"}},
       {.key = "attention", .group = kPrec, .kind = Kind::Choice, .member = &RunConfig::attention,
        .help = "attention kernel: sdpa (scaled_dot_product_attention, flash / memory-efficient kernels on GPU; "

@@ -126,6 +126,17 @@ class GroupImpl final : public Group {
   }
 
   CommHandle allReduce(torch::Tensor t, const CollectiveInfo& info) override {
+    if (lowPrecision(t, info)) {
+      const auto bytes = static_cast<std::int64_t>(t.numel() * 2);
+      return enqueue(CollectiveOp::AllReduce, "all_reduce", bytes, bf16Sample(t), info, {}, [this, t]() mutable {
+        torch::NoGradGuard ng;
+        std::vector<at::Tensor> v{t.to(torch::kBFloat16)};
+        c10d::AllreduceOptions o;
+        o.reduceOp = c10d::ReduceOp::SUM;
+        pg_->allreduce(v, o)->wait();
+        t.copy_(v[0]);
+      });
+    }
     const auto bytes = static_cast<std::int64_t>(t.numel() * t.element_size());
     return enqueue(CollectiveOp::AllReduce, "all_reduce", bytes, t, info, {}, [this, t]() mutable {
       std::vector<at::Tensor> v{t};
@@ -164,6 +175,26 @@ class GroupImpl final : public Group {
 
   CommHandle reduceScatter(torch::Tensor out, torch::Tensor in, const CollectiveInfo& info) override {
     TORCH_CHECK(in.numel() == out.numel() * size(), "reduce_scatter: input must hold size() outputs");
+    if (lowPrecision(in, info) && out.scalar_type() == torch::kFloat32) {
+      const auto bytes = static_cast<std::int64_t>(in.numel() * 2);
+      return enqueue(CollectiveOp::ReduceScatter, "reduce_scatter", bytes, bf16Sample(in), info, gloo_ ? "all_reduce" : "",
+                     [this, out, in]() mutable {
+                       torch::NoGradGuard ng;
+                       auto low = in.to(torch::kBFloat16);
+                       if (gloo_) {
+                         std::vector<at::Tensor> v{low};
+                         pg_->allreduce(v)->wait();
+                         out.copy_(low.narrow(0, static_cast<std::int64_t>(rank_) * out.numel(), out.numel()));
+                         return;
+                       }
+                       auto lowOut = torch::empty_like(out, out.options().dtype(torch::kBFloat16));
+                       std::vector<at::Tensor> outs{lowOut};
+                       std::vector<std::vector<at::Tensor>> ins(1);
+                       for (auto& c : low.chunk(size())) ins[0].push_back(c);
+                       pg_->reduce_scatter(outs, ins)->wait();
+                       out.copy_(lowOut);
+                     });
+    }
     const auto bytes = static_cast<std::int64_t>(in.numel() * in.element_size());
     return enqueue(CollectiveOp::ReduceScatter, "reduce_scatter", bytes, in, info, gloo_ ? "all_reduce" : "",
                    [this, out, in]() mutable {
@@ -206,6 +237,14 @@ class GroupImpl final : public Group {
     std::shared_ptr<at::cuda::CUDAEvent> ready;  // recorded on the caller's stream at issue
 #endif
   };
+
+  static bool lowPrecision(const torch::Tensor& t, const CollectiveInfo& info) {
+    return info.bf16Reduce && t.scalar_type() == torch::kFloat32;
+  }
+  // What the span's dtype says: the tensor as sent.
+  static torch::Tensor bf16Sample(const torch::Tensor& t) {
+    return torch::empty({0}, t.options().dtype(torch::kBFloat16));
+  }
 
   CommHandle enqueue(CollectiveOp op, const std::string& opName, std::int64_t bytes, const torch::Tensor& sample,
                      const CollectiveInfo& info, std::string emulation, std::function<void()> run) {

@@ -49,6 +49,9 @@ class CommHandle {
 struct CollectiveInfo {
   std::string label;  // what it is for: "fwd gather layers.3", "grad bucket 2"
   std::int64_t step = -1;
+  // A sum (all-reduce, reduce-scatter) of an fp32 tensor sent in bf16 (--reduce-dtype bf16): cast,
+  // reduce, cast back into the tensor on the communication thread. Half the bytes on the wire.
+  bool bf16Reduce = false;
 };
 
 class Group {

@@ -128,6 +128,12 @@ CollectiveInfo Engine::info(const std::string& label) const {
   return i;
 }
 
+CollectiveInfo Engine::gradInfo(const std::string& label) const {
+  CollectiveInfo i = info(label);
+  i.bf16Reduce = ctx_.bf16Reduce;
+  return i;
+}
+
 void Engine::computeSpan(const std::string& name, std::int64_t startNs, std::int64_t endNs, const char* cat) {
   if (!ctx_.recorder || endNs <= startNs) return;
   capture::SpanRecord s;
@@ -412,7 +418,7 @@ class ReplicatedEngine final : public Engine {
       IpgFlight f;
       f.buffer = big;
       f.pieces.push_back({off, 0, pi.numel});
-      f.h = world_.allReduce(big, info("grad bucket (" + pi.name + ")"));
+      f.h = world_.allReduce(big, gradInfo("grad bucket (" + pi.name + ")"));
       flights_.push_back(std::move(f));
       if (!core::effectiveOverlapComm(cfg_)) drainFlights(0);
       return;
@@ -462,7 +468,7 @@ class ReplicatedEngine final : public Engine {
 
   void launchBucket(int b) {
     const auto [lo, hi] = buckets_[static_cast<std::size_t>(b)];
-    bucketHandles_.push_back(world_.allReduce(flatGrad_.narrow(0, lo, hi - lo), info("grad bucket " + std::to_string(b))));
+    bucketHandles_.push_back(world_.allReduce(flatGrad_.narrow(0, lo, hi - lo), gradInfo("grad bucket " + std::to_string(b))));
   }
 
   void flushIpg() {
@@ -471,7 +477,7 @@ class ReplicatedEngine final : public Engine {
     f.buffer = ipg_[static_cast<std::size_t>(ipgCur_)].narrow(0, 0, ipgFill_);
     f.pieces = std::move(ipgPieces_);
     f.ipgIndex = ipgCur_;
-    f.h = world_.allReduce(f.buffer, info("grad bucket " + std::to_string(bucketSeq_++)));
+    f.h = world_.allReduce(f.buffer, gradInfo("grad bucket " + std::to_string(bucketSeq_++)));
     flights_.push_back(std::move(f));
     ipgPieces_.clear();
     ipgFill_ = 0;
@@ -543,7 +549,7 @@ class ReplicatedEngine final : public Engine {
     std::vector<CommHandle> hs;
     for (std::int64_t lo = 0, k = 0; lo < padded_; lo += chunk, ++k)
       hs.push_back(world_.allReduce(flatGrad_.narrow(0, lo, std::min(chunk, padded_ - lo)),
-                                    info("grad bucket " + std::to_string(k))));
+                                    gradInfo("grad bucket " + std::to_string(k))));
     for (auto& h : hs) h.wait();
     flatGrad_.div_(N);
   }
@@ -768,7 +774,7 @@ class ShardedEngine final : public Engine {
         f.out = torch::empty({g.padded / shard_->size()}, flat.options());
       }
       f.group = gi;
-      f.h = shard_->reduceScatter(f.out, flat.contiguous(), info("grad " + g.name));
+      f.h = shard_->reduceScatter(f.out, flat.contiguous(), gradInfo("grad " + g.name));
       flights_.push_back(std::move(f));
       if (fullShard_) release(gi);
       progressFlights(false);
@@ -989,7 +995,7 @@ class ShardedEngine final : public Engine {
         f.out = torch::empty({chunk}, flat.options());
       }
       f.pieces.push_back({gi, 0});
-      f.h = shard_->reduceScatter(f.out, flat.contiguous(), info("grad bucket " + std::to_string(bucketSeq_++)));
+      f.h = shard_->reduceScatter(f.out, flat.contiguous(), gradInfo("grad bucket " + std::to_string(bucketSeq_++)));
       flights_.push_back(std::move(f));
       if (!core::effectiveOverlapComm(cfg_)) progressFlights(true);
       return;
@@ -1017,7 +1023,7 @@ class ShardedEngine final : public Engine {
       f.out = torch::empty({ipgFill_}, buf.options());
     }
     f.pieces = std::move(ipgPieces_);
-    f.h = shard_->reduceScatter(f.out, in, info("grad bucket " + std::to_string(bucketSeq_++)));
+    f.h = shard_->reduceScatter(f.out, in, gradInfo("grad bucket " + std::to_string(bucketSeq_++)));
     ipgPieces_.clear();
     ipgFill_ = 0;
     flights_.push_back(std::move(f));
@@ -1042,7 +1048,7 @@ class ShardedEngine final : public Engine {
       f.h.wait();
       if (replica_ && !f.replicaStage) {
         f.replicaStage = true;
-        f.h = replica_->allReduce(f.out, info("grad replicas " + (f.group >= 0 ? groups_[static_cast<std::size_t>(f.group)].name : std::string("bucket"))));
+        f.h = replica_->allReduce(f.out, gradInfo("grad replicas " + (f.group >= 0 ? groups_[static_cast<std::size_t>(f.group)].name : std::string("bucket"))));
         flights_.push_front(std::move(f));
         if (!block) return;
         continue;

@@ -29,6 +29,9 @@ struct EngineContext {
   int computeLane = -1;
   torch::Device device = torch::kCPU;
   std::uint64_t seed = 0;
+  // Gradients are sent in bf16 (--reduce-dtype bf16, or unset under --precision bf16 where the
+  // backend can sum bf16; the trainer decides, see trainer.cpp).
+  bool bf16Reduce = false;
 };
 
 // Bytes this rank holds for the model state, by kind (exact: summed over the tensors it owns).
@@ -82,6 +85,8 @@ class Engine : public ForwardHooks {
   void computeSpan(const std::string& name, std::int64_t startNs, std::int64_t endNs, const char* cat = "cpu_op");
   void annotation(const std::string& name, std::int64_t startNs, std::int64_t endNs);
   CollectiveInfo info(const std::string& label) const;
+  // The same for a gradient reduction: sent in bf16 when --reduce-dtype (or the precision) says so.
+  CollectiveInfo gradInfo(const std::string& label) const;
   void closeBackwardSegment();
   // Waits for a collective with the open compute segment closed around the wait, so the wait is
   // not counted as compute (the post-step all-gathers, the gradient-norm all-reduce).

@@ -121,10 +121,8 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
                         std::to_string(visibleGpus) + " GPU(s), and NCCL refuses two ranks on one device; use --backend gloo "
                         "(or auto) or one rank per GPU");
     // Mixed precision: parameters and activations in bf16 in the compute graph, fp32 master weights,
-    // gradients and optimizer state (Engine::compute). Gradients are reduced in fp32.
-    if (cfg.reduceDtype == "bf16")
-      throw core::Error("--reduce-dtype bf16: the runtime reduces gradients in fp32 (bf16 reduction is not implemented "
-                        "yet); leave it unset or fp32");
+    // gradients and optimizer state (Engine::compute); gradients reduced in --reduce-dtype
+    // (Engine::gradInfo).
     if (!cuda) {
       // Ranks share the machine's cores: OMP_NUM_THREADS (set by our launcher and by torchrun) says
       // how many threads this rank's intra-op work may use.
@@ -185,6 +183,27 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
     ectx.computeLane = computeLane;
     ectx.device = device;
     ectx.seed = cfg.seed;
+    // Gradient reduction dtype: --reduce-dtype, or unset = the parameters' dtype (FSDP's
+    // MixedPrecision rule). Gloo in older LibTorch cannot sum bf16 ("Invalid scalar type"): asked
+    // once, with a one-element all-reduce every rank makes; an explicit bf16 is then refused, an
+    // unset one falls back to fp32, and the rank metadata says which was used.
+    bool bf16Reduce = cfg.reduceDtype == "bf16" || (cfg.reduceDtype.empty() && cfg.precision == "bf16");
+    if (bf16Reduce) {
+      bool canSumBf16 = true;
+      try {
+        auto probe = torch::ones({1}, torch::TensorOptions().dtype(torch::kBFloat16).device(device));
+        CollectiveInfo pi;
+        pi.label = "bf16 reduce probe";
+        comm.world().allReduce(probe, pi).wait();
+      } catch (const std::exception&) {
+        canSumBf16 = false;
+      }
+      if (!canSumBf16 && cfg.reduceDtype == "bf16")
+        throw core::Error("--reduce-dtype bf16: the " + backend + " backend of this LibTorch (" TORCH_VERSION
+                          ") cannot sum bf16 tensors; use --reduce-dtype fp32");
+      bf16Reduce = canSumBf16;
+    }
+    ectx.bf16Reduce = bf16Reduce;
     auto engine = Engine::create(ectx);
     comm.world().barrier();
     const double initS = static_cast<double>(nowNs() - opts.processStartNs) / 1e9;
@@ -194,6 +213,7 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
       meta << "{\"backend\":\"" << backend << "\",\"device\":\"" << ro.device << "\",\"torch\":\"" << TORCH_VERSION
            << "\",\"engine\":\"" << engine->describe() << "\",\"params\":" << model.layout().totalNumel
            << ",\"attention\":\"" << (model.sdpa() ? "sdpa" : "eager") << "\",\"precision\":\"" << cfg.precision << "\""
+           << ",\"reduce_dtype\":\"" << (bf16Reduce ? "bf16" : "fp32") << "\""
            << ",\"step_timing\":\"" << (cuda ? "device-synchronised at the step boundary" : "host clock (CPU)") << "\""
            << ",\"local_rank\":" << env.localRank << ",\"node_rank\":" << env.nodeRank
            << ",\"shared_device\":" << (sharedDevice ? "true" : "false")
