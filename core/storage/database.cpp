@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "core/util/error.h"
 #include "core/util/progress.h"
@@ -189,8 +190,10 @@ int Database::onBusy(void* self, int count) {
 void Database::failWith(int rc, const std::string& what) const {
   const std::string prefix = path_ + ": " + (what.empty() ? std::string() : what + ": ");
   if (isBusy(rc)) {
-    if (waitCancelled_) throw Cancelled();
-    if (waitTimedOut_)
+    const bool cancelled = std::exchange(waitCancelled_, false);
+    const bool timedOut = std::exchange(waitTimedOut_, false);
+    if (cancelled) throw Cancelled();
+    if (timedOut)
       throw DatabaseError(prefix + "the database stayed locked by another writer (an import, a run or the app) for " +
                           seconds(lastWait_) + "; gave up (SHARDSCOPE_BUSY_TIMEOUT=SECONDS waits longer)");
   }

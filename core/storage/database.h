@@ -127,8 +127,10 @@ class Database {
   std::chrono::steady_clock::time_point lastReport_{};
   std::chrono::milliseconds longestWait_{0};
   std::chrono::milliseconds lastWait_{0};
-  bool waitCancelled_ = false;
-  bool waitTimedOut_ = false;
+  // How the last wait ended; consumed by the failWith that reports it (so a later busy error
+  // the handler never saw is not blamed on an old wait).
+  mutable bool waitCancelled_ = false;
+  mutable bool waitTimedOut_ = false;
 };
 
 // RAII transaction: BEGIN IMMEDIATE on construction, ROLLBACK on destruction unless commit() ran.
