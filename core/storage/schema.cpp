@@ -1,5 +1,7 @@
 #include "core/storage/schema.h"
 
+#include <sqlite3.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -191,7 +193,11 @@ void ensureWal(Database& db) {
     } catch (const Cancelled&) {
       throw;
     } catch (const DatabaseError&) {
-      if (std::chrono::steady_clock::now() - start >= db.busyTimeout()) throw;
+      // Only a busy file is worth waiting for; anything else (no room for the -wal file, an I/O
+      // error) is final.
+      const int code = sqlite3_errcode(db.handle()) & 0xff;
+      if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) || std::chrono::steady_clock::now() - start >= db.busyTimeout())
+        throw;
     }
     if (std::chrono::steady_clock::now() - start >= db.busyTimeout())
       throw DatabaseError(db.path() + ": cannot switch the database to WAL mode: another process kept it busy");

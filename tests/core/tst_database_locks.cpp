@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include <sqlite3.h>
+
 #include "core/storage/schema.h"
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"
@@ -138,6 +140,37 @@ class TestDatabaseLocks : public QObject {
       QCOMPARE(schema::version(s.db()), schema::kCurrentVersion);
       QCOMPARE(s.db().pragmaInt("page_size"), std::int64_t(32768));
     }
+  }
+
+  void switchingToWalWaitsForAReader() {
+    // A file still in rollback-journal mode (an older tool made it) with a reader inside a
+    // transaction: journal_mode = WAL answers SQLITE_BUSY at once, without the busy handler. Opening
+    // the store must wait for the reader, not fail, and leave the file in WAL mode.
+    QTemporaryDir dir;
+    const std::string path = pathIn(dir, "rollback.db");
+    sqlite3* raw = nullptr;
+    QCOMPARE(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(raw, "PRAGMA journal_mode=DELETE; CREATE TABLE t(x); INSERT INTO t VALUES(1); BEGIN; SELECT * FROM t;",
+                          nullptr, nullptr, nullptr),
+             SQLITE_OK);
+    std::thread release([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(600));
+      sqlite3_exec(raw, "COMMIT", nullptr, nullptr, nullptr);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string error;
+    try {
+      TraceStore store(path);
+      Statement jm(store.db(), "PRAGMA journal_mode");
+      QVERIFY(jm.step());
+      QCOMPARE(QString::fromStdString(jm.text(0)), QString("wal"));
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    release.join();
+    sqlite3_close(raw);
+    QVERIFY2(error.empty(), error.c_str());
+    QVERIFY(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(500));
   }
 
   void aWriterWaitsForTheLockThenGivesUpClearly() {
