@@ -1,10 +1,14 @@
 #pragma once
 // Runs the real shardscope-cli (SHARDSCOPE_CLI, defined for every tests/app target) and collects its
 // exit code and output: the CLI tests' one way to call it.
+#include <QDir>
+#include <QFileInfo>
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QString>
 #include <QStringList>
+
+#include <memory>
 
 namespace shardscope::test {
 
@@ -28,6 +32,24 @@ inline CliResult runCli(const QStringList& args, int timeoutMs = 120000, const Q
   }
   return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
           QString::fromUtf8(p.readAllStandardError())};
+}
+
+// Starts the CLI without waiting (concurrent writers, the app following a database): progress bars
+// off, one intra-op thread per process. The caller waits for it.
+inline std::unique_ptr<QProcess> startCli(const QStringList& args) {
+  auto p = std::make_unique<QProcess>();
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("SHARDSCOPE_NO_PROGRESS", "1");
+  env.insert("OMP_NUM_THREADS", "1");
+  p->setProcessEnvironment(env);
+  p->start(SHARDSCOPE_CLI, args);
+  return p;
+}
+
+// Whether shardscope-worker was built beside the CLI (it needs LibTorch): tests that launch real
+// runs skip without it.
+inline bool workerBuilt() {
+  return QFileInfo::exists(QFileInfo(SHARDSCOPE_CLI).dir().filePath("../profiler/shardscope-worker"));
 }
 
 }  // namespace shardscope::test

@@ -50,9 +50,7 @@ class TestCliSimulator : public QObject {
   }
 
   void profilesARealRun() {
-    const QFileInfo cli(SHARDSCOPE_CLI);
-    if (!QFileInfo::exists(cli.dir().filePath("../profiler/shardscope-worker")))
-      QSKIP("shardscope-worker is not built (no LibTorch)");
+    if (!shardscope::test::workerBuilt()) QSKIP("shardscope-worker is not built (no LibTorch)");
     QTemporaryDir dir;
     const QString db = dir.filePath("runs.db");
     auto r = runCli({"run", "--db", db, "--strategy", "fsdp", "--world-size", "2", "--steps", "4", "--model", "tiny"}, 180000);

@@ -16,12 +16,9 @@
 
 using namespace shardscope;
 using test::runCli;
+using test::workerBuilt;
 
 namespace {
-
-bool workerBuilt() {
-  return QFileInfo::exists(QFileInfo(SHARDSCOPE_CLI).dir().filePath("../profiler/shardscope-worker"));
-}
 
 // stdout parses as one JSON value and holds nothing else.
 QString oneJsonDocument(const QString& out) {

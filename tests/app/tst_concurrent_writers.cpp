@@ -28,15 +28,7 @@ struct Proc {
   QString what;
 };
 
-Proc startCli(const QStringList& args, const QString& what) {
-  auto p = std::make_unique<QProcess>();
-  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-  env.insert("SHARDSCOPE_NO_PROGRESS", "1");
-  env.insert("OMP_NUM_THREADS", "1");
-  p->setProcessEnvironment(env);
-  p->start(SHARDSCOPE_CLI, args);
-  return {std::move(p), what};
-}
+Proc startCli(const QStringList& args, const QString& what) { return {test::startCli(args), what}; }
 
 // Waits for every process; returns "" when all exited 0, else what failed with its stderr.
 QString finishAll(std::vector<Proc>& procs, int timeoutMs) {
@@ -60,10 +52,6 @@ QString pragmaText(core::TraceStore& s, const char* pragma) {
   QString out;
   while (st.step()) out += QString::fromStdString(st.text(0)) + (st.columnCount() > 1 ? "|" : "") + "\n";
   return out.trimmed();
-}
-
-bool workerBuilt() {
-  return QFileInfo::exists(QFileInfo(SHARDSCOPE_CLI).dir().filePath("../profiler/shardscope-worker"));
 }
 
 }  // namespace
@@ -122,7 +110,7 @@ class TestConcurrentWriters : public QObject {
     for (int i = 0; i < 3; ++i, ++expected)
       procs.push_back(startCli(QStringList{"import", "--db", db, "--name", QString("import %1").arg(i)} + job_,
                                QString("import %1").arg(i)));
-    const bool runs = workerBuilt();
+    const bool runs = test::workerBuilt();
     if (runs) {
       for (const char* strategy : {"ddp", "zero3"}) {
         procs.push_back(startCli({"run", "--db", db, "--strategy", strategy, "--world-size", "2", "--model", "tiny",

@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "core/storage/trace_store.h"
+#include "tests/app/cli_runner.h"
 #include "tests/common/test_support.h"
 #include "tests/tools/kineto_generator.h"
 #include "ui/main/main_window.h"
@@ -25,22 +26,10 @@
 
 using namespace shardscope;
 using core::Id;
+using test::startCli;
+using test::workerBuilt;
 
 namespace {
-
-std::unique_ptr<QProcess> startCli(const QStringList& args) {
-  auto p = std::make_unique<QProcess>();
-  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-  env.insert("SHARDSCOPE_NO_PROGRESS", "1");
-  env.insert("OMP_NUM_THREADS", "1");
-  p->setProcessEnvironment(env);
-  p->start(SHARDSCOPE_CLI, args);
-  return p;
-}
-
-bool workerBuilt() {
-  return QFileInfo::exists(QFileInfo(SHARDSCOPE_CLI).dir().filePath("../profiler/shardscope-worker"));
-}
 
 // Runs (name or strategy, status) as the window's model shows them.
 int shownCompleted(const ui::RunListModel& m, const std::function<bool(const core::Run&)>& match) {
