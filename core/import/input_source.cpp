@@ -64,10 +64,56 @@ class PlainSource final : public InputSource {
   std::uint64_t offset_ = 0;
 };
 
-class GzipSource final : public InputSource {
+// What both inflaters share: the compressed file read in 256 KiB pieces, the compressed offset that
+// messages name, and the rule that the file may end only between members (concatenated members are
+// legal gzip; zero padding after the last one is tolerated).
+class GzipSourceBase : public InputSource {
  public:
-  GzipSource(const std::string& path, std::uint64_t size) : file_(path), size_(size), in_(1 << 18) {
-    path_ = path;
+  std::uint64_t fileSize() const override { return size_; }
+
+ protected:
+  GzipSourceBase(const std::string& path, std::uint64_t size) : file_(path), size_(size), in_(1 << 18) { path_ = path; }
+  // The next piece of compressed input into in(); 0 at the end of the file, which is an error
+  // while a member is open.
+  std::size_t refill() {
+    const std::size_t got = std::fread(in_.data(), 1, in_.size(), file_.get());
+    if (got == 0) {
+      if (std::ferror(file_.get())) throw Error(path_ + ": read error: " + std::strerror(errno));
+      if (memberOpen_)
+        throw Error(path_ + ": truncated gzip stream (ends at compressed byte " + std::to_string(offset_) +
+                    " in the middle of a member)");
+    }
+    offset_ += got;
+    return got;
+  }
+  unsigned char* in() { return reinterpret_cast<unsigned char*>(in_.data()); }
+  bool atEnd() const { return std::feof(file_.get()) != 0; }
+  // Skips zero padding after a member; true when nothing follows (the stream is finished).
+  bool endOfMember(unsigned char*& next, std::uint32_t& avail) {
+    memberOpen_ = false;
+    while (avail > 0 && *next == 0) {
+      ++next;
+      --avail;
+    }
+    finished_ = avail == 0 && atEnd();
+    return finished_;
+  }
+  [[noreturn]] void corrupt(std::uint32_t availIn, const std::string& why) const {
+    throw Error(path_ + ": corrupt gzip data near compressed byte " + std::to_string(offset_ - availIn) +
+                (why.empty() ? std::string() : " (" + why + ")"));
+  }
+
+  FileHandle file_;
+  std::uint64_t size_;
+  std::vector<char> in_;
+  std::uint64_t offset_ = 0;  // compressed bytes read so far
+  bool memberOpen_ = false;
+  bool finished_ = false;
+};
+
+class GzipSource final : public GzipSourceBase {
+ public:
+  GzipSource(const std::string& path, std::uint64_t size) : GzipSourceBase(path, size) {
     std::memset(&zs_, 0, sizeof zs_);
     if (inflateInit2(&zs_, 15 + 32) != Z_OK) throw Error(path + ": cannot initialise zlib");
   }
@@ -79,67 +125,40 @@ class GzipSource final : public InputSource {
     zs_.avail_out = static_cast<uInt>(n);
     while (zs_.avail_out > 0) {
       if (zs_.avail_in == 0) {
-        const std::size_t got = std::fread(in_.data(), 1, in_.size(), file_.get());
+        const std::size_t got = refill();
         if (got == 0) {
-          if (std::ferror(file_.get())) throw Error(path_ + ": read error: " + std::strerror(errno));
-          if (memberOpen_)
-            throw Error(path_ + ": truncated gzip stream (ends at compressed byte " + std::to_string(offset_) +
-                        " in the middle of a member)");
           finished_ = true;
           break;
         }
-        offset_ += got;
-        zs_.next_in = reinterpret_cast<Bytef*>(in_.data());
+        zs_.next_in = in();
         zs_.avail_in = static_cast<uInt>(got);
       }
       memberOpen_ = true;
       const int rc = inflate(&zs_, Z_NO_FLUSH);
       if (rc == Z_STREAM_END) {
-        memberOpen_ = false;
-        // Concatenated members are legal gzip; trailing zero padding is tolerated.
-        skipZeroPadding();
-        if (zs_.avail_in == 0 && std::feof(file_.get())) {
-          finished_ = true;
-          break;
-        }
+        if (endOfMember(zs_.next_in, zs_.avail_in)) break;
         if (inflateReset(&zs_) != Z_OK) throw Error(path_ + ": zlib reset failed");
         continue;
       }
       if (rc == Z_BUF_ERROR && zs_.avail_in == 0) continue;  // needs more input; loop refills
-      if (rc != Z_OK)
-        throw Error(path_ + ": corrupt gzip data near compressed byte " + std::to_string(offset_ - zs_.avail_in) +
-                    (zs_.msg ? std::string(" (") + zs_.msg + ")" : std::string()));
+      if (rc != Z_OK) corrupt(zs_.avail_in, zs_.msg ? zs_.msg : "");
     }
     return n - zs_.avail_out;
   }
   std::uint64_t fileOffset() const override { return offset_ - zs_.avail_in; }
-  std::uint64_t fileSize() const override { return size_; }
 
  private:
-  void skipZeroPadding() {
-    while (zs_.avail_in > 0 && *zs_.next_in == 0) {
-      ++zs_.next_in;
-      --zs_.avail_in;
-    }
-  }
-  FileHandle file_;
-  std::uint64_t size_;
-  std::vector<char> in_;
   z_stream zs_;
-  std::uint64_t offset_ = 0;
-  bool memberOpen_ = false;
-  bool finished_ = false;
 };
 
 #if SHARDSCOPE_HAVE_ISAL
 // The same gzip reading through ISA-L's igzip inflate (2-3x zlib's speed on x86; identical output,
 // the CRC and length of every member checked). Chosen when the build has ISA-L, unless
 // SHARDSCOPE_INFLATE=zlib asks for zlib (comparisons, and the test that both agree).
-class IsalGzipSource final : public InputSource {
+class IsalGzipSource final : public GzipSourceBase {
  public:
   IsalGzipSource(const std::string& path, std::uint64_t size)
-      : file_(path), size_(size), in_(1 << 18), st_(std::make_unique<inflate_state>()) {
-    path_ = path;
+      : GzipSourceBase(path, size), st_(std::make_unique<inflate_state>()) {
     isal_inflate_init(st_.get());
     st_->crc_flag = ISAL_GZIP;
   }
@@ -152,41 +171,27 @@ class IsalGzipSource final : public InputSource {
     st.avail_out = want;
     while (st.avail_out > 0) {
       if (st.avail_in == 0) {
-        const std::size_t got = std::fread(in_.data(), 1, in_.size(), file_.get());
+        const std::size_t got = refill();
         if (got == 0) {
-          if (std::ferror(file_.get())) throw Error(path_ + ": read error: " + std::strerror(errno));
-          if (memberOpen_)
-            throw Error(path_ + ": truncated gzip stream (ends at compressed byte " + std::to_string(offset_) +
-                        " in the middle of a member)");
           finished_ = true;
           break;
         }
-        offset_ += got;
-        st.next_in = reinterpret_cast<std::uint8_t*>(in_.data());
+        st.next_in = in();
         st.avail_in = static_cast<std::uint32_t>(got);
       }
       memberOpen_ = true;
       const int rc = isal_inflate(&st);
-      if (rc < 0) throw Error(path_ + ": corrupt gzip data near compressed byte " + std::to_string(offset_ - st.avail_in) +
-                              " (" + isalError(rc) + ")");
+      if (rc < 0) corrupt(st.avail_in, isalError(rc));
       if (st.block_state == ISAL_BLOCK_FINISH) {
-        memberOpen_ = false;
-        // Concatenated members are legal gzip; trailing zero padding is tolerated.
-        while (st.avail_in > 0 && *st.next_in == 0) {
-          ++st.next_in;
-          --st.avail_in;
-        }
-        if (st.avail_in == 0 && std::feof(file_.get())) {
-          finished_ = true;
-          break;
-        }
-        std::uint8_t* in = st.next_in;
+        if (endOfMember(st.next_in, st.avail_in)) break;
+        // The next member: a fresh state, keeping where input and output stand.
+        std::uint8_t* next = st.next_in;
         const std::uint32_t avail = st.avail_in;
         std::uint8_t* out = st.next_out;
         const std::uint32_t room = st.avail_out;
         isal_inflate_reset(&st);
         st.crc_flag = ISAL_GZIP;
-        st.next_in = in;
+        st.next_in = next;
         st.avail_in = avail;
         st.next_out = out;
         st.avail_out = room;
@@ -195,7 +200,6 @@ class IsalGzipSource final : public InputSource {
     return want - st.avail_out;
   }
   std::uint64_t fileOffset() const override { return offset_ - st_->avail_in; }
-  std::uint64_t fileSize() const override { return size_; }
 
  private:
   static std::string isalError(int rc) {
@@ -209,13 +213,7 @@ class IsalGzipSource final : public InputSource {
       default: return "inflate error " + std::to_string(rc);
     }
   }
-  FileHandle file_;
-  std::uint64_t size_;
-  std::vector<char> in_;
   std::unique_ptr<inflate_state> st_;
-  std::uint64_t offset_ = 0;
-  bool memberOpen_ = false;
-  bool finished_ = false;
 };
 #endif
 
