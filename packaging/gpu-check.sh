@@ -16,8 +16,11 @@
 #      fp32 and bf16, and prints ours/theirs.
 # Exits non-zero on any failure. Output goes to ${OUT:-gpu-check}/ (the databases and logs).
 #   packaging/gpu-check.sh [--steps N] [--model M] [--pairs P] [--peer-model M] [--peer-layers L] [--no-peer]
+#                          [--stages compare,overhead,peer]   (the stages to run, in the order given; default all)
 # Headers without root: on a Debian/Ubuntu machine `apt-get download libsqlite3-dev libgloo-dev
-# liblz4-dev`, `dpkg -x` each into PREFIX, then SHARDSCOPE_DEPS_PREFIX=PREFIX/usr packaging/gpu-check.sh
+# liblz4-dev zlib1g-dev`, `dpkg -x` each into PREFIX, then SHARDSCOPE_DEPS_PREFIX=PREFIX/usr
+# packaging/gpu-check.sh (a development symlink such as libsqlite3.so that points at a library the
+# machine has under another version is pointed at the machine's own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=10
@@ -26,6 +29,7 @@ PAIRS=3
 PEER_MODEL=llama3-8b
 PEER_LAYERS=2
 PEER=1
+STAGES=compare,overhead,peer
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) STEPS=$2; shift 2 ;;
@@ -34,8 +38,13 @@ while [ $# -gt 0 ]; do
     --peer-model) PEER_MODEL=$2; shift 2 ;;
     --peer-layers) PEER_LAYERS=$2; shift 2 ;;
     --no-peer) PEER=0; shift ;;
+    --stages) STAGES=$2; shift 2 ;;
     *) echo "gpu-check: unknown argument $1" >&2; exit 2 ;;
   esac
+done
+[ "$PEER" = 0 ] && STAGES=$(echo "$STAGES" | tr ',' '\n' | grep -vx peer | paste -sd, -)
+for s in ${STAGES//,/ }; do
+  case "$s" in compare|overhead|peer) ;; *) echo "gpu-check: unknown stage $s (compare, overhead, peer)" >&2; exit 2 ;; esac
 done
 OUTDIR=${OUT:-gpu-check}
 mkdir -p "$OUTDIR"
@@ -58,6 +67,7 @@ have_header() { for d in "${inc_dirs[@]}"; do [ -e "$d/$1" ] && return 0; done; 
 have_header sqlite3.h || missing+=("sqlite3.h (apt install libsqlite3-dev)")
 have_header gloo/allreduce.h || missing+=("Gloo's headers, which the torch wheel does not ship (apt install libgloo-dev)")
 have_header lz4.h || missing+=("lz4.h (apt install liblz4-dev)")
+have_header zlib.h || missing+=("zlib.h (apt install zlib1g-dev)")
 have_header cupti.h || [ -e /usr/local/cuda/extras/CUPTI/include/cupti.h ] || missing+=("cupti.h (the CUDA toolkit's CUPTI)")
 if [ ${#missing[@]} -gt 0 ]; then
   echo "gpu-check: missing prerequisites:" >&2
@@ -81,26 +91,35 @@ command -v ninja >/dev/null && GEN=(-G Ninja)
 CUDA_ARGS=()
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then CUDA_ARGS=(-DCUDAToolkit_ROOT=/usr/local/cuda); fi
 PREFIXES="$TORCH_PREFIX"
-[ -n "${SHARDSCOPE_DEPS_PREFIX:-}" ] && PREFIXES="$PREFIXES;$SHARDSCOPE_DEPS_PREFIX"
+DEPS_FLAGS=()
+if [ -n "${SHARDSCOPE_DEPS_PREFIX:-}" ]; then
+  PREFIXES="$PREFIXES;$SHARDSCOPE_DEPS_PREFIX"
+  # Gloo's headers are found through the include path only (no CMake package): name the prefix.
+  DEPS_FLAGS=(-DCMAKE_CXX_FLAGS="-isystem $SHARDSCOPE_DEPS_PREFIX/include")
+fi
 cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PREFIXES" \
-  -DSHARDSCOPE_BUILD_GUI=OFF -DSHARDSCOPE_BUILD_TESTS=OFF -DSHARDSCOPE_BUILD_BENCHMARKS=OFF "${CUDA_ARGS[@]}" \
+  -DSHARDSCOPE_BUILD_GUI=OFF -DSHARDSCOPE_BUILD_TESTS=OFF -DSHARDSCOPE_BUILD_BENCHMARKS=OFF "${CUDA_ARGS[@]}" "${DEPS_FLAGS[@]}" \
   | tee "$OUTDIR/configure.log" || fail "configure (see $OUTDIR/configure.log)"
 grep -q "CUPTI from CUDA" "$OUTDIR/configure.log" || fail "the CUPTI tracer was not configured (no CUDA toolkit with CUPTI found)"
+build_start=$(date +%s)
 cmake --build "$BUILD" --parallel "$(nproc)" --target shardscope-cli shardscope-worker || fail "build"
+echo "gpu-check: built in $(( $(date +%s) - build_start )) s on $(nproc) cores"
 grep -q "SHARDSCOPE_WITH_NCCL" "$BUILD/build.ninja" 2>/dev/null || echo "gpu-check: warning: the worker was built without NCCL" >&2
 
 CLI=$BUILD/app/shardscope-cli
 DB=$OUTDIR/gpu.db
 rm -f "$DB" "$DB-wal" "$DB-shm"
-ALL=ddp,zero1,zero2,zero3,fsdp,fsdp_grad_op
-echo "== world size 1, NCCL, every strategy"
-"$CLI" compare --db "$DB" --device cuda --backend nccl --world-size 1 --strategies "$ALL" --steps "$STEPS" --model "$MODEL" \
-  || fail "compare on NCCL (world size 1)"
-echo "== world size 2 sharing the GPU, Gloo over CUDA tensors, every strategy"
-"$CLI" compare --db "$DB" --device cuda --backend gloo --world-size 2 --strategies "$ALL,hsdp" --steps "$STEPS" --model "$MODEL" \
-  || fail "compare on one GPU with Gloo (world size 2)"
+# 2-3. Every strategy on the GPU and the CUPTI statistics of every rank.
+stage_compare() {
+  ALL=ddp,zero1,zero2,zero3,fsdp,fsdp_grad_op
+  echo "== world size 1, NCCL, every strategy"
+  "$CLI" compare --db "$DB" --device cuda --backend nccl --world-size 1 --strategies "$ALL" --steps "$STEPS" --model "$MODEL" \
+    || fail "compare on NCCL (world size 1)"
+  echo "== world size 2 sharing the GPU, Gloo over CUDA tensors, every strategy"
+  "$CLI" compare --db "$DB" --device cuda --backend gloo --world-size 2 --strategies "$ALL,hsdp" --steps "$STEPS" --model "$MODEL" \
+    || fail "compare on one GPU with Gloo (world size 2)"
 
-python3 - "$DB" "$STEPS" <<'EOF' || fail "the CUPTI statistics are missing or show a broken capture"
+  python3 - "$DB" "$STEPS" <<'EOF' || fail "the CUPTI statistics are missing or show a broken capture"
 import sqlite3, sys
 db, steps = sys.argv[1], int(sys.argv[2])
 c = sqlite3.connect(db)
@@ -134,20 +153,22 @@ if gpu_lanes == 0:
     ok = False
 sys.exit(0 if ok else 1)
 EOF
+}
 
-# 4. Capture overhead: off and on alternating (the machine's drift hits both), medians.
-echo "== capture overhead (fsdp, world size 1, $MODEL): $PAIRS pairs, capture off / on alternating"
-ODB=$OUTDIR/overhead.db
-rm -f "$ODB" "$ODB-wal" "$ODB-shm"
-step_ms() { python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_ms"])'; }
-off=(); on=()
-for _ in $(seq 1 "$PAIRS"); do
-  x=$("$CLI" run --db "$ODB" --device cuda --world-size 1 --strategy fsdp --steps "$STEPS" --model "$MODEL" --capture false --json | step_ms) || fail "run without capture"
-  off+=("$x")
-  x=$("$CLI" run --db "$ODB" --device cuda --world-size 1 --strategy fsdp --steps "$STEPS" --model "$MODEL" --capture true --json | step_ms) || fail "run with capture"
-  on+=("$x")
-done
-python3 - "${off[*]}" "${on[*]}" <<'PYEOF'
+stage_overhead() {
+  # 4. Capture overhead: off and on alternating (the machine's drift hits both), medians.
+  echo "== capture overhead (fsdp, world size 1, $MODEL): $PAIRS pairs, capture off / on alternating"
+  ODB=$OUTDIR/overhead.db
+  rm -f "$ODB" "$ODB-wal" "$ODB-shm"
+  step_ms() { python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_ms"])'; }
+  off=(); on=()
+  for _ in $(seq 1 "$PAIRS"); do
+    x=$("$CLI" run --db "$ODB" --device cuda --world-size 1 --strategy fsdp --steps "$STEPS" --model "$MODEL" --capture false --json | step_ms) || fail "run without capture"
+    off+=("$x")
+    x=$("$CLI" run --db "$ODB" --device cuda --world-size 1 --strategy fsdp --steps "$STEPS" --model "$MODEL" --capture true --json | step_ms) || fail "run with capture"
+    on+=("$x")
+  done
+  python3 - "${off[*]}" "${on[*]}" <<'PYEOF'
 import statistics, sys
 off = [float(x) for x in sys.argv[1].split()]
 on = [float(x) for x in sys.argv[2].split()]
@@ -155,41 +176,59 @@ a, b = statistics.median(off), statistics.median(on)
 print(f"capture overhead (fsdp, step time, medians of {len(off)} pairs): off {a:.2f} ms, on {b:.2f} ms, {100*(b/a-1):+.1f}%")
 print("  off: " + ", ".join(f"{x:.2f}" for x in off) + "  on: " + ", ".join(f"{x:.2f}" for x in on))
 PYEOF
+}
 
-# 5. PyTorch's own DDP and FSDP2 on the same shapes, and ours, fp32 and bf16: ours/theirs.
-if [ "$PEER" = 1 ]; then
+stage_peer() {
+  # 5. PyTorch's own DDP and FSDP2 on the same shapes, and ours, fp32 and bf16: ours/theirs. Ours runs
+  # with capture off (the step time compared) and then on (the capture overhead on a GPU-bound model).
   echo "== peer: PyTorch DDP and FSDP2 vs ours ($PEER_MODEL, $PEER_LAYERS layers, micro-batch 2, seq 1024, world size 1)"
-  python3 benchmarks/pytorch_gpu_peer.py --model "$PEER_MODEL" --layers "$PEER_LAYERS" --micro-batch 2 --seq-len 1024 \
-    --steps "$STEPS" | tee "$OUTDIR/peer.log" || fail "the PyTorch peer (benchmarks/pytorch_gpu_peer.py)"
+  PYTHONUNBUFFERED=1 python3 benchmarks/pytorch_gpu_peer.py --model "$PEER_MODEL" --layers "$PEER_LAYERS" --micro-batch 2 \
+    --seq-len 1024 --steps "$STEPS" | tee "$OUTDIR/peer.log" || fail "the PyTorch peer (benchmarks/pytorch_gpu_peer.py)"
   PDB=$OUTDIR/peer.db
   rm -f "$PDB" "$PDB-wal" "$PDB-shm"
   : > "$OUTDIR/ours.log"
   for strategy in ddp fsdp; do
     for precision in fp32 bf16; do
-      line=$("$CLI" run --db "$PDB" --device cuda --backend nccl --world-size 1 --strategy "$strategy" --precision "$precision" \
-        --model "$PEER_MODEL" --layers "$PEER_LAYERS" --micro-batch 2 --seq-len 1024 --steps "$STEPS" --capture false --json \
-        | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["step_time_ms"], d.get("init_time_s", 0))') \
-        || fail "our $strategy $precision run on the peer's shapes"
-      echo "ours $strategy $precision: $line" | tee -a "$OUTDIR/ours.log"
+      for capture in false true; do
+        line=$("$CLI" run --db "$PDB" --device cuda --backend nccl --world-size 1 --strategy "$strategy" \
+          --precision "$precision" --model "$PEER_MODEL" --layers "$PEER_LAYERS" --micro-batch 2 --seq-len 1024 \
+          --steps "$STEPS" --capture "$capture" --json \
+          | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["step_time_ms"], d.get("init_time_s", 0), d.get("peak_allocated_bytes", 0))') \
+          || fail "our $strategy $precision run on the peer's shapes (capture $capture)"
+        echo "ours $strategy $precision capture=$capture: $line" | tee -a "$OUTDIR/ours.log"
+      done
     done
   done
   python3 - "$OUTDIR/peer.log" "$OUTDIR/ours.log" <<'PYEOF'
 import re, sys
 theirs = {}
 for line in open(sys.argv[1]):
-    m = re.match(r"pytorch (\w+) (\w+):.*step_time_ms ([\d.]+)", line)
+    m = re.match(r"pytorch (\w+) (\w+):.*step_time_ms ([\d.]+).*peak_allocated_gib ([\d.]+)", line)
     if m:
-        theirs[(m.group(1), m.group(2))] = float(m.group(3))
-print(f"{'strategy':8} {'precision':9} {'ours ms':>9} {'pytorch ms':>10} {'ours/theirs':>11} {'our init s':>10}")
+        theirs[(m.group(1), m.group(2))] = (float(m.group(3)), float(m.group(4)))
+ours = {}
 for line in open(sys.argv[2]):
-    m = re.match(r"ours (\w+) (\w+): ([\d.]+) ([\d.]+)", line)
-    if not m:
+    m = re.match(r"ours (\w+) (\w+) capture=(\w+): ([\d.]+) ([\d.]+) ([\d.e+]+)", line)
+    if m:
+        ours[(m.group(1), m.group(2), m.group(3))] = (float(m.group(4)), float(m.group(5)), float(m.group(6)))
+print(f"{'strategy':8} {'precision':9} {'ours ms':>9} {'pytorch ms':>10} {'ours/theirs':>11} {'our init s':>10} "
+      f"{'our peak GiB':>12} {'pt peak GiB':>11} {'capture on ms':>13} {'overhead':>8}")
+for (strategy, precision, capture), (ms, init, peak) in ours.items():
+    if capture != "false":
         continue
-    key = (m.group(1), m.group(2))
-    ours, init = float(m.group(3)), float(m.group(4))
-    t = theirs.get(key)
-    ratio = f"{ours / t:.2f}" if t else "-"
-    print(f"{key[0]:8} {key[1]:9} {ours:>9.1f} {(t or float('nan')):>10.1f} {ratio:>11} {init:>10.2f}")
+    t = theirs.get((strategy, precision))
+    on = ours.get((strategy, precision, "true"))
+    ratio = f"{ms / t[0]:.2f}" if t else "-"
+    over = f"{100 * (on[0] / ms - 1):+.1f}%" if on else "-"
+    print(f"{strategy:8} {precision:9} {ms:>9.1f} {(t[0] if t else float('nan')):>10.1f} {ratio:>11} {init:>10.2f} "
+          f"{peak / 2**30:>12.2f} {(t[1] if t else float('nan')):>11.2f} {(on[0] if on else float('nan')):>13.1f} {over:>8}")
 PYEOF
-fi
+}
+
+for s in ${STAGES//,/ }; do
+  stage_start=$(date +%s)
+  "stage_$s"
+  echo "gpu-check: stage $s took $(( $(date +%s) - stage_start )) s"
+done
 echo "gpu-check: OK (databases and logs: $OUTDIR)"
+

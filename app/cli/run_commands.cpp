@@ -256,6 +256,11 @@ core::JsonValue runJson(const std::string& db, const Launched& l) {
     if (!run->failureReason.empty()) r.set("failure_reason", core::JsonValue::string(run->failureReason));
     for (const char* key : {"step_time_ms", "tokens_per_s", "init_time_s", "checkpoint_save_s"})
       if (const auto v = store.metric(l.runId, std::nullopt, key)) r.set(key, core::JsonValue::number(*v));
+    // The largest rank's peak (on CUDA: the caching allocator's, what torch.cuda.max_memory_allocated says).
+    std::optional<double> peak;
+    for (const auto& rank : store.ranks(l.runId))
+      if (const auto v = store.metric(l.runId, rank.id, "peak_allocated_bytes")) peak = std::max(peak.value_or(0.0), *v);
+    if (peak) r.set("peak_allocated_bytes", core::JsonValue::number(*peak));
   }
   return r;
 }
