@@ -9,7 +9,7 @@
 #      through Gloo over CUDA tensors (NCCL refuses two ranks on one device);
 #   3. prints the comparison and the CUPTI statistics of every rank (kernels per step, NCCL kernels,
 #      dropped records, clock uncertainty);
-#   4. measures the capture overhead: capture off and on alternating, --pairs pairs (default 3),
+#   4. measures the capture overhead: capture off, then on at each --gpu-trace level, --pairs rounds (default 3),
 #      medians of the step time;
 #   5. runs PyTorch's own DDP and FSDP2 (benchmarks/pytorch_gpu_peer.py) and ours on the same shapes
 #      (--peer-model, default Llama-3-8B cut to 2 layers, micro-batch 2, sequence 1024, world size 1),
@@ -156,25 +156,33 @@ EOF
 }
 
 stage_overhead() {
-  # 4. Capture overhead: off and on alternating (the machine's drift hits both), medians.
-  echo "== capture overhead (fsdp, world size 1, $MODEL): $PAIRS pairs, capture off / on alternating"
+  # 4. Capture overhead on a host-bound model (every launch traced): capture off, then on with each
+  # --gpu-trace level, in rounds (the machine's drift hits all alike); medians of the step time.
+  echo "== capture overhead (fsdp, world size 1, $MODEL): $PAIRS rounds of capture off / on per --gpu-trace level"
   ODB=$OUTDIR/overhead.db
   rm -f "$ODB" "$ODB-wal" "$ODB-shm"
-  step_ms() { python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_ms"])'; }
-  off=(); on=()
+  : > "$OUTDIR/overhead.log"
   for _ in $(seq 1 "$PAIRS"); do
-    x=$("$CLI" run --db "$ODB" --device cuda --world-size 1 --strategy fsdp --steps "$STEPS" --model "$MODEL" --capture false --json | step_ms) || fail "run without capture"
-    off+=("$x")
-    x=$("$CLI" run --db "$ODB" --device cuda --world-size 1 --strategy fsdp --steps "$STEPS" --model "$MODEL" --capture true --json | step_ms) || fail "run with capture"
-    on+=("$x")
+    for level in none launches kernels full off; do
+      if [ "$level" = none ]; then flags=(--capture false); else flags=(--capture true --gpu-trace "$level"); fi
+      x=$("$CLI" run --db "$ODB" --device cuda --world-size 1 --strategy fsdp --steps "$STEPS" --model "$MODEL" "${flags[@]}" --json \
+        | python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_ms"])') || fail "run with ${flags[*]}"
+      echo "$level $x" >> "$OUTDIR/overhead.log"
+    done
   done
-  python3 - "${off[*]}" "${on[*]}" <<'PYEOF'
-import statistics, sys
-off = [float(x) for x in sys.argv[1].split()]
-on = [float(x) for x in sys.argv[2].split()]
-a, b = statistics.median(off), statistics.median(on)
-print(f"capture overhead (fsdp, step time, medians of {len(off)} pairs): off {a:.2f} ms, on {b:.2f} ms, {100*(b/a-1):+.1f}%")
-print("  off: " + ", ".join(f"{x:.2f}" for x in off) + "  on: " + ", ".join(f"{x:.2f}" for x in on))
+  python3 - "$OUTDIR/overhead.log" <<'PYEOF'
+import collections, statistics, sys
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    level, ms = line.split()
+    runs[level].append(float(ms))
+base = statistics.median(runs["none"])
+print(f"capture overhead (fsdp, step time, medians of {len(runs['none'])} rounds): capture off {base:.2f} ms")
+names = {"launches": "on, --gpu-trace launches (default)", "kernels": "on, --gpu-trace kernels",
+         "full": "on, --gpu-trace full", "off": "on, --gpu-trace off (host spans only)"}
+for level in ("launches", "kernels", "full", "off"):
+    m = statistics.median(runs[level])
+    print(f"  {names[level]:38} {m:8.2f} ms  {100 * (m / base - 1):+6.1f}%   (" + ", ".join(f"{x:.2f}" for x in runs[level]) + ")")
 PYEOF
 }
 

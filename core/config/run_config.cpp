@@ -307,6 +307,11 @@ const std::vector<Knob>& knobs() {
        .help = "directory the checkpoint is written to"},
       {.key = "capture", .group = kCkpt, .kind = Kind::Bool, .member = &RunConfig::capture,
        .help = "record host spans, memory counters and (on GPU) kernels into the run"},
+      {.key = "gpu_trace", .group = kCkpt, .kind = Kind::Choice, .member = &RunConfig::gpuTrace,
+       .help = "what CUPTI records on CUDA: launches (kernels, copies, memory and the API calls that launch or "
+               "wait), full (every CUDA runtime and driver call: more host overhead per launch), kernels (device "
+               "records only), off (no CUPTI)",
+       .choices = {"launches", "full", "kernels", "off"}},
       {.key = "hang_timeout_s", .group = kCkpt, .kind = Kind::Number, .member = &RunConfig::hangTimeoutS,
        .help = "seconds a rank may stay silent before the run is stopped as hung",
        .check = [](const RunConfig& c) { return firstOf(finite(c.hangTimeoutS), positive(c.hangTimeoutS)); }},

@@ -77,6 +77,10 @@ struct RunConfig {
   bool consolidateCheckpoint = false;
   std::string checkpointDir;  // sharded save at the end (required with saveCheckpoint)
   bool capture = true;
+  // What CUPTI records on CUDA runs with capture on: launches (kernels, copies, memsets, memory and
+  // the API calls that launch or wait) | full (every CUDA runtime and driver call) | kernels (device
+  // records only, no API calls) | off (no CUPTI: host spans and allocator statistics only).
+  std::string gpuTrace = "launches";
   double hangTimeoutS = 300;
   double flushIntervalS = 0.5;
 

@@ -59,6 +59,33 @@ void CuptiTracer::initialize(const TracerOptions& options) {
   initialized_ = true;
 }
 
+// The API calls TracerOptions::ApiRecords::Launches records, one by one (CUPTI 12.9 and later).
+void CuptiTracer::enableLaunchApis([[maybe_unused]] bool enable) {
+#if CUPTI_API_VERSION >= 27
+  static constexpr CUpti_CallbackId kRuntime[] = {
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010,
+      CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020};
+  static constexpr CUpti_CallbackId kDriver[] = {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+                                                 CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx};
+  for (auto cbid : kRuntime) check(cuptiActivityEnableRuntimeApi(cbid, enable ? 1 : 0), "cuptiActivityEnableRuntimeApi");
+  for (auto cbid : kDriver) check(cuptiActivityEnableDriverApi(cbid, enable ? 1 : 0), "cuptiActivityEnableDriverApi");
+#endif
+}
+
 void CuptiTracer::sampleClock(ClockAlignment& c, int n) const {
   for (int i = 0; i < n; ++i) {
     const core::TimeNs before = realtimeNs();
@@ -82,9 +109,18 @@ void CuptiTracer::start(ActivityDecoder::Sink sink) {
     refused_ = completedBuffers_ = completedBytes_ = 0;
   }
   std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                           CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
-                                           CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
-  if (options_.driver) kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
+                                           CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET};
+  bool perCall = false;
+  if (options_.api == TracerOptions::ApiRecords::All) {
+    kinds.insert(kinds.end(), {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION});
+  } else if (options_.api == TracerOptions::ApiRecords::Launches) {
+#if CUPTI_API_VERSION >= 27
+    perCall = true;
+    kinds.push_back(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+#else
+    kinds.insert(kinds.end(), {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION});
+#endif
+  }
   if (options_.syncs) kinds.push_back(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
   if (options_.memory) kinds.push_back(CUPTI_ACTIVITY_KIND_MEMORY2);
   if (options_.overhead) kinds.push_back(CUPTI_ACTIVITY_KIND_OVERHEAD);
@@ -97,8 +133,15 @@ void CuptiTracer::start(ActivityDecoder::Sink sink) {
 #if CUPTI_API_VERSION >= 130000
     if (options_.syncs) cuptiActivityEnableCudaEventDeviceTimestamps(1);
 #endif
+    if (perCall) enableLaunchApis(true);
   } catch (...) {
     for (auto k : enabled) cuptiActivityDisable(k);
+    if (perCall) {
+      try {
+        enableLaunchApis(false);
+      } catch (const std::exception&) {
+      }
+    }
     decoder_.reset();
     throw;
   }
@@ -130,6 +173,12 @@ CaptureStats CuptiTracer::stop() {
                  CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_MEMORY2,
                  CUPTI_ACTIVITY_KIND_OVERHEAD})
     cuptiActivityDisable(k);
+  if (options_.api == TracerOptions::ApiRecords::Launches) {
+    try {
+      enableLaunchApis(false);
+    } catch (const std::exception&) {  // stopping goes on: the kinds are off, the buffers are flushed
+    }
+  }
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // partially filled buffers too
   {
     std::lock_guard<std::mutex> lock(mu_);

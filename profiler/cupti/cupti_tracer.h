@@ -40,7 +40,15 @@ struct TracerOptions {
   bool memory = true;      // MEMORY2 (allocator segments)
   bool overhead = true;    // OVERHEAD
   bool syncs = true;       // SYNCHRONIZATION
-  bool driver = true;      // DRIVER (launch-type calls only are kept: NCCL launches through cuLaunchKernelEx)
+  // Which CUDA API calls are recorded (each recorded call costs host time on every launch):
+  //   Launches: only the calls that put work on a device or wait for it (kernel launches, copies,
+  //     memsets, synchronisations, event records and waits, cudaMalloc/cudaFree; the driver's
+  //     cuLaunchKernel/cuLaunchKernelEx, through which NCCL launches), chosen per call where CUPTI
+  //     can (CUDA 12.9 and later), else every runtime call and no driver call;
+  //   All: every runtime and driver call (the decoder still keeps only the meaningful ones);
+  //   None: no API record (kernels, copies and memory only; GPU work is placed in steps by time).
+  enum class ApiRecords { Launches, All, None };
+  ApiRecords api = ApiRecords::Launches;
   int clockSamples = 32;   // clock pairs at start (and at stop, for the drift figure)
 };
 
@@ -79,6 +87,7 @@ class CuptiTracer {
   static void bufferCompleted(CUcontext ctx, std::uint32_t streamId, std::uint8_t* buffer, std::size_t size, std::size_t validSize);
   void consume();
   void sampleClock(ClockAlignment& c, int n) const;
+  static void enableLaunchApis(bool enable);
 
   TracerOptions options_;
   bool initialized_ = false;

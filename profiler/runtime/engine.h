@@ -96,6 +96,7 @@ class Engine : public ForwardHooks {
   struct FlatOptState {
     torch::Tensor m, v;
     std::int64_t t = 0;
+    torch::Tensor steps;  // the step count on the device, for the fused CUDA AdamW
   };
   void applyOptimizer(torch::Tensor param, const torch::Tensor& grad, FlatOptState& st, double clipCoef);
   static std::int64_t bytesOf(const torch::Tensor& t);
@@ -112,6 +113,7 @@ class Engine : public ForwardHooks {
   torch::ScalarType computeDtype_ = torch::kFloat32;
   std::int64_t observedParamBytes_ = 0;
   std::int64_t observedActivationBytes_ = 0;
+  bool fusedAdamRefused_ = false;  // the fused CUDA AdamW failed once: element-wise from then on
   const ModelLayout& layout_;
   Group& world_;
   std::string description_;

@@ -217,6 +217,7 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
            << ",\"step_timing\":\"" << (cuda ? "device-synchronised at the step boundary" : "host clock (CPU)") << "\""
            << ",\"local_rank\":" << env.localRank << ",\"node_rank\":" << env.nodeRank
            << ",\"shared_device\":" << (sharedDevice ? "true" : "false")
+           << ",\"gpu_trace\":\"" << (cuda && cfg.capture ? cfg.gpuTrace : std::string("off")) << "\""
            << ",\"collectives_on\":\"" << (cuda ? (backend == "gloo" ? "gloo over CUDA tensors" : "nccl") : "gloo (cpu)") << "\"}";
       rec->rankMetadata(meta.str());
     }
@@ -257,8 +258,13 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
     // this rank's lanes. CUPTI allows one activity subscriber per process: if another one (a
     // Kineto profiler, an NVTX injection) holds it, the run goes on without the GPU lanes.
     std::unique_ptr<gpu::GpuCapture> gpuCapture;
-    if (cuda && cfg.capture) {
+    if (cuda && cfg.capture && cfg.gpuTrace != "off") {
       try {
+        cupti::TracerOptions topts;
+        topts.api = cfg.gpuTrace == "full"      ? cupti::TracerOptions::ApiRecords::All
+                    : cfg.gpuTrace == "kernels" ? cupti::TracerOptions::ApiRecords::None
+                                                : cupti::TracerOptions::ApiRecords::Launches;
+        cupti::CuptiTracer::instance().initialize(topts);
         gpuCapture = std::make_unique<gpu::GpuCapture>(*rec);
         torch::cuda::synchronize();
         cupti::CuptiTracer::instance().start([g = gpuCapture.get()](cupti::GpuActivity&& a) { g->onActivity(std::move(a)); });
