@@ -162,8 +162,11 @@ stage_overhead() {
   ODB=$OUTDIR/overhead.db
   rm -f "$ODB" "$ODB-wal" "$ODB-shm"
   : > "$OUTDIR/overhead.log"
-  for _ in $(seq 1 "$PAIRS"); do
-    for level in none launches kernels full off; do
+  local levels=(none launches kernels full off)
+  for round in $(seq 1 "$PAIRS"); do
+    # Each round starts at another level, so no level always runs first (a cold machine) or last.
+    for i in $(seq 0 4); do
+      level=${levels[$(( (i + round - 1) % 5 ))]}
       if [ "$level" = none ]; then flags=(--capture false); else flags=(--capture true --gpu-trace "$level"); fi
       x=$("$CLI" run --db "$ODB" --device cuda --world-size 1 --strategy fsdp --steps "$STEPS" --model "$MODEL" "${flags[@]}" --json \
         | python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_ms"])') || fail "run with ${flags[*]}"
