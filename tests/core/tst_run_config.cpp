@@ -97,6 +97,7 @@ RunConfig nonDefaultConfig() {
   c.gradClip = 2.5;
   c.precision = "bf16";
   c.reduceDtype = "fp32";
+  c.gpuTrace = "kernels";
   c.device = "cpu";
   c.backend = "gloo";
   c.bucketCapMb = 12.5;
@@ -210,6 +211,10 @@ class TestRunConfig : public QObject {
     applyFlag(c, "--model", "llama3-8b");
     applyFlag(c, "--precision", "bf16");
     applyFlag(c, "--data-file", "corpus.txt");
+    QCOMPARE(c.gpuTrace, std::string("launches"));  // the default: launch and wait calls only
+    applyFlag(c, "--gpu-trace", "full");
+    QCOMPARE(c.gpuTrace, std::string("full"));
+    QVERIFY_THROWS_EXCEPTION(std::exception, applyFlag(c, "--gpu-trace", "everything"));
     QCOMPARE(c.worldSize, 8);
     QCOMPARE(name(c.strategy), name(Strategy::FsdpFull));
     QCOMPARE(c.bucketCapMb, 12.5);
@@ -315,6 +320,8 @@ class TestRunConfig : public QObject {
                                     << R"(cfg.json: world_size: expected an integer (got "2"))";
     QTest::newRow("number for bool") << R"({"capture": 1})" << "cfg.json: capture: expected true or false (got 1)";
     QTest::newRow("bad choice") << R"({"precision": "fp16"})" << R"(cfg.json: precision: must be fp32 or bf16 (got "fp16"))";
+    QTest::newRow("bad gpu_trace") << R"({"gpu_trace": "all"})"
+                                   << R"(cfg.json: gpu_trace: must be launches, full, kernels or off (got "all"))";
     QTest::newRow("bad strategy") << R"({"strategy": 3})" << "cfg.json: strategy: expected a string (got 3)";
     QTest::newRow("negative") << R"({"max_live_parameters": -1})"
                               << "cfg.json: max_live_parameters: must be at least 0 (got -1)";
