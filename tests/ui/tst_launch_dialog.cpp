@@ -220,6 +220,7 @@ class TestLaunchDialog : public QObject {
     c.consolidateCheckpoint = true;
     c.checkpointDir = "/ckpt";
     c.capture = false;
+    c.gpuTrace = "full";
     c.hangTimeoutS = 42.5;
     c.flushIntervalS = 0.25;
     // Every field differs from the defaults (so the round trip covers every flag).
