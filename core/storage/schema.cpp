@@ -211,6 +211,10 @@ void migrate(Database& db, int target) {
   const int v = version(db);
   if (v > kCurrentVersion) refuseNewer(db, v);
   if (v >= target) return;
+  // A reader of a version-2 file needs no upgrade: version 3 only added event_args.raw_size, which
+  // readers take as NULL (uncompressed) where the column is missing. So a read-only file from an
+  // older Shardscope (a shared fixture, a database on a read-only mount) opens for reading.
+  if (db.readOnly() && v >= kOldestReadableVersion) return;
   if (db.readOnly())
     throw DatabaseError(db.path() + ": database schema version " + std::to_string(v) + " must be upgraded to " +
                 std::to_string(target) + ", but the file is read-only");

@@ -5,10 +5,14 @@
 namespace shardscope::core::schema {
 
 constexpr int kCurrentVersion = 3;
+// The oldest version a read-only connection reads as it is (version 3 added only a column that
+// readers do without). Older files need a writable connection, which migrates them.
+constexpr int kOldestReadableVersion = 2;
 
 // Applies the per-connection settings (WAL, foreign keys, cache) and brings the file to
 // kCurrentVersion. A file written by a newer Shardscope is refused with a clear message; a read-only
-// connection to an older file is refused too (it cannot be migrated in place).
+// connection reads a file of kOldestReadableVersion or later as it is, and refuses an older one (it
+// cannot be migrated in place).
 void open(Database& db);
 
 // Migrates up to `target` (<= kCurrentVersion). Exposed so tests can build an older file.

@@ -52,6 +52,7 @@ constexpr const char* kRunColumns =
 TraceStore::TraceStore(const std::string& path, Database::Mode mode)
     : db_(std::make_unique<Database>(path, mode)) {
   schema::open(*db_);
+  argsHaveRawSize_ = schema::version(*db_) >= 3;
 }
 
 TraceStore::~TraceStore() = default;
@@ -460,7 +461,8 @@ void TraceStore::forEachEventRef(Id trackId,
 const TraceStore::ArgsBlock* TraceStore::argsBlockFor(Id chunkId) {
   for (const auto& b : argsCache_)
     if (b.chunk == chunkId) return &b;
-  Statement st(*db_, "SELECT offsets, data, raw_size FROM event_args WHERE chunk_id=?");
+  Statement st(*db_, argsHaveRawSize_ ? "SELECT offsets, data, raw_size FROM event_args WHERE chunk_id=?"
+                                      : "SELECT offsets, data, NULL FROM event_args WHERE chunk_id=?");
   st.bind(1, chunkId);
   ArgsBlock b;
   b.chunk = chunkId;

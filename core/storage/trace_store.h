@@ -118,6 +118,7 @@ class TraceStore {
 
   std::unique_ptr<Database> db_;
   std::vector<ArgsBlock> argsCache_;  // a few recently used blocks
+  bool argsHaveRawSize_ = true;       // schema 3 (read-only connections read version 2 files as they are)
   std::size_t argsCacheNext_ = 0;
   std::unordered_map<std::string, Id> internCache_;
   std::unordered_map<Id, std::string> stringCache_;

@@ -331,6 +331,29 @@ class TestTraceStore : public QObject {
     QCOMPARE(QString::fromStdString(runs[0].metadataJson), QString("{}"));  // column added by v2
   }
 
+  void readOnlyReadsVersion2AsItIs() {
+    // A file of the previous schema on a read-only mount (a shared fixture, a colleague's database):
+    // readable without an upgrade; a version-1 file is not (it needs a migration first).
+    QTemporaryDir dir;
+    const std::string v2 = pathIn(dir, "v2.db"), v1 = pathIn(dir, "v1.db");
+    for (const auto& [path, version] : {std::pair{v2, 2}, std::pair{v1, 1}}) {
+      Database db(path, Database::Mode::ReadWrite);
+      schema::migrate(db, version);
+      db.exec("INSERT INTO runs(name, source, created_at, status) VALUES('old run', 'kineto', '2025-01-01T00:00:00Z', 'completed')");
+    }
+    {
+      TraceStore store(v2, Database::Mode::ReadOnly);
+      QCOMPARE(schema::version(store.db()), 2);  // untouched
+      QCOMPARE(store.runs().size(), std::size_t(1));
+    }
+    try {
+      TraceStore store(v1, Database::Mode::ReadOnly);
+      QFAIL("a version-1 file cannot be read without a migration");
+    } catch (const DatabaseError& e) {
+      QVERIFY2(QString(e.what()).contains("read-only") && QString(e.what()).contains("v1.db"), e.what());
+    }
+  }
+
   void newerSchemaIsRefusedUntouched() {
     QTemporaryDir dir;
     const std::string path = pathIn(dir, "new.db");
