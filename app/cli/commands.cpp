@@ -22,6 +22,8 @@
 #include "core/analysis/comparison.h"
 #include "core/analysis/hta_metrics.h"
 #include "core/analysis/memory_peaks.h"
+#include "core/analysis/run_figures.h"
+#include "core/util/units.h"
 #include "core/analysis/run_analysis.h"
 #include "core/analysis/step_breakdown.h"
 #include "core/analysis/stragglers.h"
@@ -358,6 +360,8 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         kt.push(std::move(x));
       }
       rj.set("hta_kernel_type_breakdown", std::move(kt));
+      const core::RunFigures rf = core::runFigures(store, id, steps, peaks);
+      rj.set("figures", core::toJson(rf));
       JsonValue sj = JsonValue::array();
       for (const auto& b : steps) {
         JsonValue x = JsonValue::object();
@@ -371,6 +375,8 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         x.set("other_busy_ns", JsonValue::number(b.otherBusyNs));
         x.set("idle_ns", JsonValue::number(b.idleNs));
         x.set("overlap", b.overlap ? JsonValue::number(*b.overlap) : JsonValue());
+        x.set("window", JsonValue::string(core::describe(b.window)));
+        x.set("counted", JsonValue::boolean(rf.steps.counts(b.step)));
         sj.push(std::move(x));
       }
       rj.set("steps", std::move(sj));
@@ -400,6 +406,8 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         x.set("allocated_at_ns", JsonValue::number(p.allocatedAtNs));
         x.set("peak_reserved_bytes", JsonValue::number(p.peakReservedBytes));
         x.set("reserved_at_ns", JsonValue::number(p.reservedAtNs));
+        x.set("device", JsonValue::string(core::deviceName(p.deviceType, p.deviceId)));
+        x.set("allocated_from_counter", JsonValue::boolean(p.allocatedFromCounter));
         x.set("step", p.step ? JsonValue::number(*p.step) : JsonValue());
         x.set("operation", JsonValue::string(p.operation));
         x.set("annotation", JsonValue::string(p.annotation));
@@ -420,6 +428,10 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         x.set("start_ns", JsonValue::number(b.startNs));
         x.set("duration_ns", JsonValue::number(b.durNs));
         x.set("exposed_ns", JsonValue::number(b.exposedNs));
+        x.set("instances", JsonValue::number(b.instances));
+        x.set("steps_seen", JsonValue::number(b.stepsSeen));
+        x.set("total_exposed_ns", JsonValue::number(b.totalExposedNs));
+        x.set("mean_exposed_ns", JsonValue::number(b.meanExposedNs));
         x.set("bytes", b.bytes ? JsonValue::number(*b.bytes) : JsonValue());
         x.set("elements", b.elements ? JsonValue::number(*b.elements) : JsonValue());
         x.set("process_group", JsonValue::string(b.processGroup));
@@ -480,32 +492,31 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         std::cout << line;
       }
     }
-    // Shardscope per-step figures, averaged over the rank's steps (events outside steps excluded
-    // unless the trace has no steps at all).
-    std::cout << "  Per step (Shardscope): mean over steps\n";
+    // The run's figures (core/analysis/run_figures.h): the same numbers as the run summary,
+    // compare-runs and the reports; then the same rule per rank.
+    const core::RunFigures rf = core::runFigures(store, id, steps, peaks);
+    std::cout << "  Run figures (" << (rf.stepTimeMs ? core::describeStepTime(rf) : std::string("no steps")) << ")\n";
+    auto pctOf = [](const std::optional<double>& v) { return v ? fixed(*v, 1) + " %" : std::string("n/a"); };
+    std::cout << "    step time " << (rf.stepTimeMs ? fixed(*rf.stepTimeMs, 3) + " ms" : std::string("n/a"))
+              << ", tokens/s " << (rf.tokensPerSecond ? fixed(*rf.tokensPerSecond, 0) : std::string("n/a"))
+              << ", compute " << pctOf(rf.computePct) << ", communication " << pctOf(rf.commPct) << ", exposed "
+              << pctOf(rf.exposedCommPct) << ", idle " << pctOf(rf.idlePct) << ", overlap " << pctOf(rf.overlapPct) << "\n";
+    if (rf.peakAllocatedBytes)
+      std::cout << "    peak " << rf.peakDevice << " memory " << core::formatBytes(static_cast<double>(*rf.peakAllocatedBytes))
+                << " allocated, " << core::formatBytes(static_cast<double>(rf.peakReservedBytes.value_or(0)))
+                << " reserved (largest rank)\n";
+    std::cout << "  Per step (Shardscope): mean over the counted steps of each rank\n";
     std::cout << "  rank  steps   step ms   compute %   comm %   exposed comm %   idle %   overlap %\n";
-    std::map<int, std::vector<const core::StepBreakdown*>> byRank;
-    for (const auto& b : steps) byRank[b.rank].push_back(&b);
+    std::map<int, std::vector<core::StepBreakdown>> byRank;
+    for (const auto& b : steps) byRank[b.rank].push_back(b);
     for (auto& [rank, list] : byRank) {
-      std::vector<const core::StepBreakdown*> use;
-      for (const auto* b : list)
-        if (b->step >= 0) use.push_back(b);
-      if (use.empty()) use = list;
-      double stepNs = 0, compute = 0, comm = 0, exposed = 0, idle = 0, overlapped = 0;
-      for (const auto* b : use) {
-        stepNs += static_cast<double>(b->stepNs);
-        compute += static_cast<double>(b->computeNs);
-        comm += static_cast<double>(b->commNs);
-        exposed += static_cast<double>(b->exposedCommNs);
-        idle += static_cast<double>(b->idleNs);
-        overlapped += static_cast<double>(b->overlappedCommNs);
-      }
-      const double n = static_cast<double>(use.size());
-      auto pct = [&](double x) { return stepNs > 0 ? fixed(100.0 * x / stepNs, 1) : std::string("-"); };
+      const core::StepMeans m = core::meanOverSteps(list, rf.steps);
+      if (m.rows == 0) continue;
+      auto pct = [&](double x) { return m.stepNs > 0 ? fixed(100.0 * x / m.stepNs, 1) : std::string("-"); };
       char line[256];
-      std::snprintf(line, sizeof line, "  %4d  %5zu  %8.3f   %9s  %7s   %14s  %6s   %9s\n", rank, use.size(),
-                    stepNs / n / 1e6, pct(compute).c_str(), pct(comm).c_str(), pct(exposed).c_str(), pct(idle).c_str(),
-                    comm > 0 ? fixed(100.0 * overlapped / comm, 1).c_str() : "n/a");
+      std::snprintf(line, sizeof line, "  %4d  %5lld  %8.3f   %9s  %7s   %14s  %6s   %9s\n", rank, static_cast<long long>(m.rows),
+                    m.stepNs / 1e6, pct(m.computeNs).c_str(), pct(m.commNs).c_str(), pct(m.exposedNs).c_str(),
+                    pct(m.idleNs).c_str(), m.commNs > 0 ? fixed(100.0 * m.overlappedNs / m.commNs, 1).c_str() : "n/a");
       std::cout << line;
     }
     if (!colls.empty()) {
@@ -536,14 +547,18 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
       }
     }
     if (!bottlenecks.empty()) {
-      std::cout << "  Costliest exposed all-gathers / reduce-scatters\n";
+      std::cout << "  Costliest exposed all-gathers / reduce-scatters (the same collective of a rank over its steps;\n"
+                   "  exposed time summed, mean per step, and its worst step)\n";
       for (const auto& b : bottlenecks) {
-        char line[256];
-        std::snprintf(line, sizeof line, "  rank %d  %-14s step %-5s exposed %8.3f ms of %8.3f ms  %s%s\n", b.rank,
-                      std::string(core::toString(b.op)).c_str(), b.step ? std::to_string(*b.step).c_str() : "-",
-                      static_cast<double>(b.exposedNs) / 1e6, static_cast<double>(b.durNs) / 1e6,
-                      b.bytes ? human(static_cast<double>(*b.bytes), "B").c_str() : "size ?",
-                      b.unit.empty() ? "" : ("  in " + b.unit).c_str());
+        char line[320];
+        std::snprintf(line, sizeof line,
+                      "  rank %d  %-14s %s%s  exposed %8.3f ms in %lld step%s (mean %.3f ms; worst %.3f ms of %.3f ms in step %s)\n",
+                      b.rank, std::string(core::toString(b.op)).c_str(),
+                      b.bytes ? core::formatBytes(static_cast<double>(*b.bytes)).c_str() : "size ?",
+                      b.unit.empty() ? "" : ("  in " + b.unit).c_str(), static_cast<double>(b.totalExposedNs) / 1e6,
+                      static_cast<long long>(b.instances), b.instances == 1 ? "" : "s",
+                      static_cast<double>(b.meanExposedNs) / 1e6, static_cast<double>(b.exposedNs) / 1e6,
+                      static_cast<double>(b.durNs) / 1e6, b.step ? std::to_string(*b.step).c_str() : "-");
         std::cout << line;
         for (std::size_t k = 0; k < b.reasons.size(); ++k) {
           std::cout << "      why: " << b.reasons[k] << "\n";
@@ -552,21 +567,21 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
       }
     }
     if (!peaks.empty()) {
-      std::cout << "  Memory peaks (from [memory] records)\n";
+      std::cout << "  Memory peaks (memory records; * the allocator's peak counter, reached between two records)\n";
       std::cout << "  rank  device     peak allocated      peak reserved   step   at the allocated peak\n";
       for (const auto& p : peaks) {
         char line[512];
-        const std::string dev = p.deviceType == 0 ? std::string("cpu") : "cuda:" + std::to_string(p.deviceId);
+        const std::string dev = core::deviceName(p.deviceType, p.deviceId);
         std::string what = p.operation;
         if (!p.annotation.empty()) what += (what.empty() ? "" : " in ") + p.annotation;
         std::snprintf(line, sizeof line, "  %4d  %-8s  %14s   %14s   %4s   %s\n", p.rank, dev.c_str(),
-                      human(static_cast<double>(p.peakAllocatedBytes), "B").c_str(),
-                      human(static_cast<double>(p.peakReservedBytes), "B").c_str(),
+                      (core::formatBytes(static_cast<double>(p.peakAllocatedBytes)) + (p.allocatedFromCounter ? "*" : "")).c_str(),
+                      (core::formatBytes(static_cast<double>(p.peakReservedBytes)) + (p.reservedFromCounter ? "*" : "")).c_str(),
                       p.step ? std::to_string(*p.step).c_str() : "-", what.empty() ? "-" : what.c_str());
         std::cout << line;
         if (!p.breakdown.empty()) {
           std::string bd = "        at the peak:";
-          for (const auto& [cat, bytes] : p.breakdown) bd += " " + cat + " " + human(static_cast<double>(bytes), "B") + ",";
+          for (const auto& [cat, bytes] : p.breakdown) bd += " " + cat + " " + core::formatBytes(static_cast<double>(bytes)) + ",";
           bd.pop_back();
           std::cout << bd << "\n";
         }
@@ -636,6 +651,7 @@ core::JsonValue comparisonJson(const core::Comparison& c, const std::vector<core
     JsonValue r = JsonValue::object();
     r.set("id", JsonValue::number(static_cast<std::int64_t>(ids[i])));
     r.set("name", JsonValue::string(c.names[i]));
+    if (i < c.figures.size()) r.set("figures", core::toJson(c.figures[i]));  // and how each was measured
     runs.push(std::move(r));
   }
   out.set("runs", std::move(runs));

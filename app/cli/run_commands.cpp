@@ -17,6 +17,8 @@
 #include "app/cli/terminal_progress.h"
 #include "core/analysis/bottlenecks.h"
 #include "core/analysis/comparison.h"
+#include "core/analysis/run_figures.h"
+#include "core/util/units.h"
 #include "core/config/run_config.h"
 #include "core/launch/launcher.h"
 #include "core/storage/trace_store.h"
@@ -198,19 +200,31 @@ void printRunSummary(std::ostream& os, const std::string& db, core::Id runId) {
   os << "run " << runId << " (" << run->name << "): " << core::toString(run->status);
   if (!run->failureReason.empty()) os << " - " << run->failureReason;
   os << "\n";
-  auto m = [&](const char* k) { return store.metric(runId, std::nullopt, k); };
-  if (auto v = m("step_time_ms")) os << "  step time " << fmt(*v, 2) << " ms";
-  if (auto v = m("tokens_per_s")) os << ", " << fmt(*v, 0) << " tokens/s";
-  if (auto v = m("init_time_s")) os << ", init " << fmt(*v, 2) << " s";
-  if (auto v = m("checkpoint_save_s")) os << ", checkpoint save " << fmt(*v, 3) << " s";
+  // The figures as every surface shows them (core/analysis/run_figures.h, docs/METRICS.md).
+  const core::RunFigures f = core::computeRunFigures(store, runId);
+  if (f.stepTimeMs) os << "  step time " << fmt(*f.stepTimeMs, 2) << " ms";
+  if (f.tokensPerSecond) os << ", " << fmt(*f.tokensPerSecond, 0) << " tokens/s";
+  if (f.initSeconds) os << ", init " << fmt(*f.initSeconds, 2) << " s";
+  if (f.checkpointSaveSeconds) os << ", checkpoint save " << fmt(*f.checkpointSaveSeconds, 3) << " s";
+  if (f.stepTimeMs)
+    os << "\n  (" << core::describeStepTime(f) << ")";
   os << "\n";
+  if (f.peakAllocatedBytes) {
+    os << "  peak " << (f.peakDevice == "GPU" ? "GPU" : "host") << " memory " << core::formatBytes(static_cast<double>(*f.peakAllocatedBytes))
+       << " allocated";
+    if (f.peakReservedBytes && *f.peakReservedBytes > 0) os << ", " << core::formatBytes(static_cast<double>(*f.peakReservedBytes)) << " reserved";
+    os << " (largest rank)\n";
+  }
   for (const auto& r : store.ranks(runId)) {
     auto rm = [&](const std::string& k) { return store.metric(runId, r.id, k); };
     os << "  rank " << r.rank << ":";
-    if (auto v = rm("peak_allocated_bytes")) os << " peak " << fmt(*v / 1048576.0, 2) << " MiB";
+    std::optional<std::int64_t> rankPeak;
+    for (const auto& p : f.peaks)
+      if (p.rank == r.rank && (f.peakDevice != "GPU" || p.device != "cpu")) rankPeak = std::max(rankPeak.value_or(0), p.allocatedBytes);
+    if (rankPeak) os << " peak " << core::formatBytes(static_cast<double>(*rankPeak));
     if (auto p = rm("model_state.parameters_bytes"))
-      os << " (params " << fmt(*p / 1048576.0, 2) << ", grads " << fmt(rm("model_state.gradients_bytes").value_or(0) / 1048576.0, 2)
-                << ", optimizer " << fmt(rm("model_state.optimizer_bytes").value_or(0) / 1048576.0, 2) << " MiB)";
+      os << " (params " << core::formatBytes(*p) << ", grads " << core::formatBytes(rm("model_state.gradients_bytes").value_or(0))
+         << ", optimizer " << core::formatBytes(rm("model_state.optimizer_bytes").value_or(0)) << ")";
     auto first = rm("loss/step/1");
     int last = 0;
     for (int s = 1; s < 1000000; ++s)
@@ -254,13 +268,22 @@ core::JsonValue runJson(const std::string& db, const Launched& l) {
     r.set("strategy", core::JsonValue::string(run->strategy));
     r.set("status", core::JsonValue::string(std::string(core::toString(run->status))));
     if (!run->failureReason.empty()) r.set("failure_reason", core::JsonValue::string(run->failureReason));
-    for (const char* key : {"step_time_ms", "tokens_per_s", "init_time_s", "checkpoint_save_s"})
-      if (const auto v = store.metric(l.runId, std::nullopt, key)) r.set(key, core::JsonValue::number(*v));
-    // The largest rank's peak (on CUDA: the caching allocator's, what torch.cuda.max_memory_allocated says).
-    std::optional<double> peak;
-    for (const auto& rank : store.ranks(l.runId))
-      if (const auto v = store.metric(l.runId, rank.id, "peak_allocated_bytes")) peak = std::max(peak.value_or(0.0), *v);
-    if (peak) r.set("peak_allocated_bytes", core::JsonValue::number(*peak));
+    // The figures every surface shows (core/analysis/run_figures.h): the same as compare-runs.
+    const core::RunFigures f = core::computeRunFigures(store, l.runId);
+    auto put = [&](const char* key, const std::optional<double>& v) {
+      if (v) r.set(key, core::JsonValue::number(*v));
+    };
+    put("step_time_ms", f.stepTimeMs);
+    put("tokens_per_s", f.tokensPerSecond);
+    put("init_time_s", f.initSeconds);
+    put("checkpoint_save_s", f.checkpointSaveSeconds);
+    if (f.peakAllocatedBytes) r.set("peak_allocated_bytes", core::JsonValue::number(static_cast<double>(*f.peakAllocatedBytes)));
+    if (f.peakReservedBytes) r.set("peak_reserved_bytes", core::JsonValue::number(static_cast<double>(*f.peakReservedBytes)));
+    if (f.stepTimeMs) {
+      r.set("steps_counted", core::JsonValue::number(static_cast<std::int64_t>(f.steps.count)));
+      r.set("step_rule", core::JsonValue::string(core::describeStepRule(f.steps)));
+      r.set("step_window", core::JsonValue::string(core::describeStepTime(f)));
+    }
   }
   return r;
 }

@@ -7,6 +7,8 @@
 #include "core/analysis/rank_scan.h"
 #include "core/analysis/stragglers.h"
 #include <map>
+#include <set>
+#include <tuple>
 
 namespace shardscope::core {
 namespace {
@@ -49,8 +51,13 @@ void BottleneckAccumulator::onEvent(const EventChunk& c, std::size_t i, Id chunk
   const auto op = static_cast<CollectiveOp>(c.collOp[i]);
   const auto category = static_cast<Category>(c.category[i]);
   const bool comm = op != CollectiveOp::None && (category == Category::Communication || kind_ == TrackKind::Comm);
-  if (comm)
-    comms_.push_back({c.start[i], c.end[i], track_, EventChunk::eventId(chunkId, i), op});
+  if (comm) {
+    const RunSource src = ctx_.summary.run.source;
+    const bool local = c.groupSize[i] == 1 ||
+                       ((src == RunSource::Runtime || src == RunSource::Simulated) && ctx_.summary.run.worldSize == 1);
+    comms_.push_back({c.start[i], c.end[i], track_, EventChunk::eventId(chunkId, i), op, c.step[i], c.bytes[i], c.name[i],
+                      c.pg[i], local});
+  }
   else if (category == Category::Computation)
     compute_.push_back({c.start[i], c.end[i]});
 }
@@ -64,12 +71,29 @@ void BottleneckAccumulator::endRank(const Rank&) {
   std::sort(comms_.begin(), comms_.end(), [](const Comm& a, const Comm& b) {
     return a.track != b.track ? a.track < b.track : a.s < b.s;
   });
+  // The ordinal of each collective among those of its step with the same op, group, bytes and name
+  // (in time order across the rank's lanes): the same collective in every step gets the same key.
+  std::vector<std::size_t> byTime(comms_.size());
+  for (std::size_t i = 0; i < byTime.size(); ++i) byTime[i] = i;
+  std::sort(byTime.begin(), byTime.end(), [&](std::size_t a, std::size_t b) { return comms_[a].s < comms_[b].s; });
+  std::vector<std::uint64_t> keys(comms_.size());
+  std::map<std::tuple<std::int64_t, int, std::uint32_t, std::int64_t, std::uint32_t>, std::uint32_t> ordinal;
+  for (std::size_t i : byTime) {
+    const Comm& e = comms_[i];
+    const std::uint32_t k = ordinal[{e.step, static_cast<int>(e.op), e.pg, e.bytes, e.name}]++;
+    std::uint64_t h = 1469598103934665603ull;
+    for (std::uint64_t v : {static_cast<std::uint64_t>(rankIndex_), static_cast<std::uint64_t>(e.op), static_cast<std::uint64_t>(e.pg),
+                            static_cast<std::uint64_t>(e.bytes), static_cast<std::uint64_t>(e.name), static_cast<std::uint64_t>(k)})
+      h = (h ^ v) * 1099511628211ull;
+    keys[i] = h;
+  }
   for (std::size_t i = 0; i < comms_.size(); ++i) {
     const Comm& e = comms_[i];
     if (e.op != CollectiveOp::AllGather && e.op != CollectiveOp::ReduceScatter) continue;
+    if (e.local) continue;  // a collective of one rank: local work, not a bottleneck
     const TimeNs exposed = (e.e - e.s) - coveredBy(P, e.s, e.e);
     if (exposed <= 0) continue;
-    Candidate c{rankIndex_, e.eventId, exposed, false, CollectiveOp::None, 0};
+    Candidate c{rankIndex_, e.eventId, exposed, false, CollectiveOp::None, 0, e.step, keys[i]};
     if (i > 0 && comms_[i - 1].track == e.track) {
       c.hasPrevious = true;
       c.previousOp = comms_[i - 1].op;
@@ -87,9 +111,38 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
   std::map<Id, std::string> pgNames;
   for (const auto& pg : store.processGroups(summary.run.id)) pgNames[pg.id] = pg.name;
 
-  // The costliest ones; only they need their launch looked up on the CPU side.
-  std::sort(candidates_.begin(), candidates_.end(), [](const Candidate& a, const Candidate& b) { return a.exposed > b.exposed; });
-  if (candidates_.size() > limit) candidates_.resize(limit);
+  // Group the instances of the same collective of a rank over its steps; rank the groups by exposed
+  // time summed over their instances. Each group is described by its worst instance; only those need
+  // their launch looked up on the CPU side.
+  struct Group {
+    std::size_t worst;  // index into candidates_
+    std::int64_t instances = 0;
+    TimeNs total = 0;
+    std::set<std::int64_t> steps;
+  };
+  std::map<std::uint64_t, Group> groups;
+  for (std::size_t i = 0; i < candidates_.size(); ++i) {
+    const Candidate& c = candidates_[i];
+    auto [it, fresh] = groups.try_emplace(c.key, Group{i});
+    Group& g = it->second;
+    if (!fresh && c.exposed > candidates_[g.worst].exposed) g.worst = i;
+    ++g.instances;
+    g.total += c.exposed;
+    if (c.step != EventChunk::kNull) g.steps.insert(c.step);
+  }
+  std::vector<const Group*> ranked;
+  for (const auto& [key, g] : groups) ranked.push_back(&g);
+  std::sort(ranked.begin(), ranked.end(), [&](const Group* a, const Group* b) {
+    return a->total != b->total ? a->total > b->total : candidates_[a->worst].eventId < candidates_[b->worst].eventId;
+  });
+  if (ranked.size() > limit) ranked.resize(limit);
+  std::vector<Candidate> worst;
+  std::vector<const Group*> groupOf;
+  for (const Group* g : ranked) {
+    worst.push_back(candidates_[g->worst]);
+    groupOf.push_back(g);
+  }
+  candidates_ = std::move(worst);
   const std::vector<Step> steps = stragglers ? store.steps(summary.run.id) : std::vector<Step>();
   auto stepStart = [&](Id rankId, std::int64_t step) -> std::optional<TimeNs> {
     for (const Step& s : steps)
@@ -98,12 +151,18 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
   };
 
   std::vector<Bottleneck> out;
-  for (const Candidate& c : candidates_) {
+  for (std::size_t ci = 0; ci < candidates_.size(); ++ci) {
+    const Candidate& c = candidates_[ci];
     const Rank& rank = summary.ranks[c.rankIndex];
     const auto ev = store.event(c.eventId, false);
     if (!ev) continue;
     const Event& e = *ev;
     Bottleneck b;
+    const Group& g = *groupOf[ci];
+    b.instances = g.instances;
+    b.stepsSeen = std::max<std::int64_t>(1, static_cast<std::int64_t>(g.steps.size()));
+    b.totalExposedNs = g.total;
+    b.meanExposedNs = g.total / std::max<std::int64_t>(1, g.instances);
     b.rank = rank.rank;
     b.op = e.collOp;
     b.step = e.step;
@@ -145,8 +204,9 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
     }
     // Rule 1: small messages do not reach the link's bandwidth.
     if (b.elements && *b.elements < kEfficientCollectiveElements) {
-      b.reasons.push_back("message of " + std::to_string(*b.elements) + " elements is below the ~33M elements an " +
-                          "all-gather needs to be efficient");
+      b.reasons.push_back("message of " + std::to_string(*b.elements) + " elements is below the ~33M elements " +
+                          (e.collOp == CollectiveOp::AllGather ? "an all-gather" : "a reduce-scatter") +
+                          " needs to be efficient");
       b.suggestions.push_back(e.collOp == CollectiveOp::AllGather
                                   ? "gather bigger pieces: coarser FSDP wrapping or a larger ZeRO-3 prefetch bucket "
                                     "(stage3_prefetch_bucket_size)"

@@ -12,7 +12,14 @@
 
 namespace shardscope::core {
 
+// One collective of a rank's step loop (the same operation, group, size and kernel at the same
+// position in every step) grouped over its exposed instances in every step; the fields below
+// `meanExposedNs` describe its worst instance (the step and moment where it was most exposed).
 struct Bottleneck {
+  std::int64_t instances = 1;        // exposed instances grouped here (one per step it was exposed in)
+  std::int64_t stepsSeen = 1;        // distinct steps among them
+  TimeNs totalExposedNs = 0;         // summed over the instances
+  TimeNs meanExposedNs = 0;          // totalExposedNs / instances
   int rank = 0;
   CollectiveOp op = CollectiveOp::None;
   std::optional<std::int64_t> step;
@@ -39,7 +46,8 @@ constexpr double kSkewShareOfExposed = 0.5;
 // joins): wait <= its duration x (1 + this slack for clock-alignment error).
 constexpr double kSkewAlignmentSlack = 0.1;
 
-// The `limit` costliest (by exposed time) all-gathers and reduce-scatters of a run.
+// The `limit` costliest all-gathers and reduce-scatters of a run, per rank, by exposed time summed
+// over their steps (collectives among one rank are local: never a bottleneck).
 std::vector<Bottleneck> findCollectiveBottlenecks(TraceStore& store, Id runId, std::size_t limit = 20,
                                                   const CancelToken* cancel = nullptr);
 
@@ -65,6 +73,9 @@ class BottleneckAccumulator {
     Id track;
     Id eventId;
     CollectiveOp op;
+    std::int64_t step, bytes;
+    std::uint32_t name, pg;
+    bool local;  // among one rank
   };
   struct Candidate {  // an exposed all-gather / reduce-scatter
     std::size_t rankIndex;
@@ -73,6 +84,10 @@ class BottleneckAccumulator {
     bool hasPrevious;  // a collective ran before it on the same stream
     CollectiveOp previousOp;
     TimeNs previousEnd;
+    std::int64_t step;  // EventChunk::kNull when outside steps
+    // The same collective in every step: op, group, bytes, kernel name and its ordinal among the
+    // step's collectives with those four.
+    std::uint64_t key;
   };
 
  private:

@@ -1,5 +1,7 @@
 #include "core/analysis/comparison.h"
 
+#include "core/analysis/run_figures.h"
+
 #include <algorithm>
 #include <climits>
 
@@ -38,7 +40,7 @@ Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size
     c.names.push_back(r->name);
   }
   // Fixed row order, so tables line up between comparisons.
-  row(c, "step_time_ms", "step time (ms, mean over ranks and steps)", true);
+  row(c, "step_time_ms", "step time (ms, mean of counted steps)", true);
   row(c, metric_keys::kTokensPerSecond, "throughput (tokens/s)", false);
   row(c, "compute_pct", "compute (% of step)", false);
   row(c, "comm_pct", "communication (% of step)", true);
@@ -52,58 +54,30 @@ Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size
 
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const Id id = runs[i];
-    const auto steps = computeStepBreakdown(store, id, cancel);
-    double stepNs = 0, compute = 0, comm = 0, exposed = 0, idle = 0, overlapped = 0, n = 0;
-    bool anyStep = false;
-    std::int64_t firstStep = INT64_MAX, lastStep = -1;
-    for (const auto& b : steps) {
-      anyStep = anyStep || b.step >= 0;
-      if (b.step >= 0) firstStep = std::min(firstStep, b.step), lastStep = std::max(lastStep, b.step);
-    }
-    // Runs we trained (or simulated) start with a warm-up step (lazy optimizer state, ZeRO-3's first
-    // gathers): like their tokens_per_s and step_time_ms metrics, the figures are the steady state
-    // (steps after the first). Imported traces keep every step: the profiler's schedule already
-    // skipped the warm-up.
-    const auto source = store.run(id)->source;
-    const bool skipWarmup = (source == RunSource::Runtime || source == RunSource::Simulated) && lastStep > firstStep;
-    for (const auto& b : steps) {
-      if (anyStep && b.step < 0) continue;  // events outside steps do not make a step
-      if (skipWarmup && b.step == firstStep) continue;
-      stepNs += static_cast<double>(b.stepNs);
-      compute += static_cast<double>(b.computeNs);
-      comm += static_cast<double>(b.commNs);
-      exposed += static_cast<double>(b.exposedCommNs);
-      idle += static_cast<double>(b.idleNs);
-      overlapped += static_cast<double>(b.overlappedCommNs);
-      n += 1;
-    }
-    if (n > 0 && stepNs > 0) {
-      row(c, "step_time_ms", "", true).values[i] = stepNs / n / 1e6;
-      row(c, "compute_pct", "", false).values[i] = 100.0 * compute / stepNs;
-      row(c, "comm_pct", "", true).values[i] = 100.0 * comm / stepNs;
-      row(c, "exposed_comm_pct", "", true).values[i] = 100.0 * exposed / stepNs;
-      row(c, "idle_pct", "", true).values[i] = 100.0 * idle / stepNs;
-      if (comm > 0) row(c, "overlap_pct", "", false).values[i] = 100.0 * overlapped / comm;
-    }
-    const auto peaks = computeMemoryPeaks(store, id);
-    std::map<int, std::pair<double, double>> perRank;  // device memory only (CUDA/HIP), else CPU
-    for (const auto& p : peaks) {
-      auto& [a, r] = perRank[p.rank];
-      a = std::max(a, static_cast<double>(p.peakAllocatedBytes));
-      r = std::max(r, static_cast<double>(p.peakReservedBytes));
-    }
+    // One definition of every figure (run_figures.h): the same numbers as the run summary,
+    // `analyze` and the reports.
+    const RunFigures& f = c.figures.emplace_back(computeRunFigures(store, id, cancel));
+    row(c, "step_time_ms", "", true).values[i] = f.stepTimeMs;
+    row(c, "compute_pct", "", false).values[i] = f.computePct;
+    row(c, "comm_pct", "", true).values[i] = f.commPct;
+    row(c, "exposed_comm_pct", "", true).values[i] = f.exposedCommPct;
+    row(c, "idle_pct", "", true).values[i] = f.idlePct;
+    row(c, "overlap_pct", "", false).values[i] = f.overlapPct;
+    row(c, metric_keys::kTokensPerSecond, "", false).values[i] = f.tokensPerSecond;
     constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-    for (const auto& [rank, ar] : perRank) {
-      auto& all = row(c, "peak_allocated_gib", "", true).values[i];
-      all = std::max(all.value_or(0), ar.first / kGiB);
-      auto& res = row(c, "peak_reserved_gib", "", true).values[i];
-      res = std::max(res.value_or(0), ar.second / kGiB);
+    if (f.peakAllocatedBytes) row(c, "peak_allocated_gib", "", true).values[i] = static_cast<double>(*f.peakAllocatedBytes) / kGiB;
+    if (f.peakReservedBytes && *f.peakReservedBytes > 0)
+      row(c, "peak_reserved_gib", "", true).values[i] = static_cast<double>(*f.peakReservedBytes) / kGiB;
+    std::map<int, double> perRank;  // device memory where the run has any, else the host's
+    const bool anyDevice = f.peakDevice == "GPU";
+    for (const auto& p : f.peaks)
+      if (!anyDevice || p.device != "cpu") perRank[p.rank] = std::max(perRank[p.rank], static_cast<double>(p.allocatedBytes));
+    for (const auto& [rank, bytes] : perRank)
       row(c, "peak_allocated_gib_rank" + std::to_string(rank), "peak memory allocated, rank " + std::to_string(rank) + " (GiB)",
           true)
-          .values[i] = ar.first / kGiB;
-    }
-    for (const char* key : {metric_keys::kTokensPerSecond, metric_keys::kInitSeconds, metric_keys::kCheckpointSaveSeconds})
-      if (auto v = store.metric(id, std::nullopt, key)) row(c, key, "", true).values[i] = *v;
+          .values[i] = bytes / kGiB;
+    row(c, metric_keys::kInitSeconds, "", true).values[i] = f.initSeconds;
+    row(c, metric_keys::kCheckpointSaveSeconds, "", true).values[i] = f.checkpointSaveSeconds;
   }
 
   for (auto& r : c.rows) {

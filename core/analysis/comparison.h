@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/analysis/run_figures.h"
 #include "core/storage/trace_store.h"
 #include "core/util/progress.h"
 
@@ -26,6 +27,7 @@ struct Comparison {
   std::vector<std::string> names;
   std::size_t baseline = 0;
   std::vector<ComparisonRow> rows;
+  std::vector<RunFigures> figures;  // per run: the figures the rows show, and how they were measured
 };
 
 // Metrics a runtime run stores in `metrics` (run-level) and the comparison shows when present.

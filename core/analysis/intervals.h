@@ -40,6 +40,14 @@ inline TimeNs coveredBy(const std::vector<Span>& u, TimeNs s, TimeNs e) {
   return t;
 }
 
+// Clips every span to [s, e) (a span outside becomes empty and occupies no time).
+inline void clip(std::vector<Span>& v, TimeNs s, TimeNs e) {
+  for (auto& x : v) {
+    x.s = std::clamp(x.s, s, e);
+    x.e = std::clamp(x.e, s, e);
+  }
+}
+
 // Time covered by both unions.
 inline TimeNs overlap(const std::vector<Span>& a, const std::vector<Span>& b) {
   TimeNs t = 0;

@@ -1,6 +1,7 @@
 #include "core/analysis/memory_peaks.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 
 namespace shardscope::core {
@@ -60,6 +61,40 @@ std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, Id runId) {
         p.reservedAtNs = m.tsNs;
       }
     }, /*totalsOnly=*/true);
+    // Runs we trained also store the allocator's own peak counters (torch.cuda.max_memory_allocated /
+    // max_memory_reserved on CUDA, the counting allocator's on the host): a peak between two memory
+    // records shows only there. The larger of the two is the peak (docs/METRICS.md, "Peak memory").
+    if (summary.run.source == RunSource::Runtime) {
+      const bool cudaRank = store.metric(runId, rank.id, "peak_host_allocated_bytes").has_value();
+      int cudaId = 0;
+      if (cudaRank && rank.device.rfind("cuda:", 0) == 0) cudaId = std::atoi(rank.device.c_str() + 5);
+      auto raise = [&](int type, int id, const char* allocatedKey, const char* reservedKey) {
+        const auto a = store.metric(runId, rank.id, allocatedKey);
+        const auto r = reservedKey ? store.metric(runId, rank.id, reservedKey) : std::nullopt;
+        if (!a && !r) return;
+        auto [it, fresh] = peaks.try_emplace({type, id});
+        MemoryPeak& p = it->second;
+        if (fresh) {
+          p.rank = rank.rank;
+          p.deviceType = type;
+          p.deviceId = id;
+        }
+        if (a && static_cast<std::int64_t>(*a) > p.peakAllocatedBytes) {
+          p.peakAllocatedBytes = static_cast<std::int64_t>(*a);
+          p.allocatedFromCounter = true;
+        }
+        if (r && static_cast<std::int64_t>(*r) > p.peakReservedBytes) {
+          p.peakReservedBytes = static_cast<std::int64_t>(*r);
+          p.reservedFromCounter = true;
+        }
+      };
+      if (cudaRank) {
+        raise(1, cudaId, "peak_allocated_bytes", "peak_reserved_bytes");
+        raise(0, 0, "peak_host_allocated_bytes", nullptr);
+      } else {
+        raise(0, 0, "peak_allocated_bytes", nullptr);
+      }
+    }
     for (auto& [key, p] : peaks) {
       for (const Step& s : steps)
         if (s.rankId == rank.id && p.allocatedAtNs >= s.startNs && p.allocatedAtNs < s.endNs) p.step = s.step;

@@ -18,6 +18,10 @@ struct MemoryPeak {
   TimeNs allocatedAtNs = 0;
   std::int64_t peakReservedBytes = 0;
   TimeNs reservedAtNs = 0;
+  // The peak is the allocator's own counter, higher than any memory record (it fell between two
+  // samples): allocatedAtNs, step and operation are then those of the highest record, not of the peak.
+  bool allocatedFromCounter = false;
+  bool reservedFromCounter = false;
   std::optional<std::int64_t> step;  // the rank's step window containing the allocated peak
   std::string operation;             // innermost CPU operation running at the allocated peak
   std::string annotation;            // innermost user annotation (e.g. "## forward ##") at that moment

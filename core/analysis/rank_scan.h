@@ -56,10 +56,23 @@ class StringClasses {
 
 // The run being analysed: its summary and the string classes shared by the accumulators.
 struct ScanContext {
-  ScanContext(TraceStore& s, Id runId) : store(s), summary(s.summary(runId)), strings(s) {}
+  ScanContext(TraceStore& s, Id runId) : store(s), summary(s.summary(runId)), strings(s), runId_(runId) {}
   TraceStore& store;
   RunSummary summary;
   StringClasses strings;
+  // The run's stored step windows (every rank), read once when first asked for.
+  const std::vector<Step>& recordedSteps() {
+    if (!stepsRead_) {
+      steps_ = store.steps(runId_);
+      stepsRead_ = true;
+    }
+    return steps_;
+  }
+
+ private:
+  Id runId_;
+  bool stepsRead_ = false;
+  std::vector<Step> steps_;
 };
 
 // Reads every track of `rank` that at least one accumulator wants, once.

@@ -18,8 +18,22 @@ using intervals::unite;
 StepBreakdownAccumulator::StepBreakdownAccumulator(ScanContext& ctx) : ctx_(ctx) {}
 StepBreakdownAccumulator::~StepBreakdownAccumulator() = default;
 
+const char* describe(StepWindow w) {
+  switch (w) {
+    case StepWindow::Recorded: return "step windows recorded by the runtime";
+    case StepWindow::DevicePeriod: return "GPU work of each step (from its first kernel to the next step's first)";
+    case StepWindow::Events: return "step spans of the trace";
+  }
+  return "";
+}
+
 void StepBreakdownAccumulator::beginRank(const Rank& rank) {
   hasGpu_ = rankHasGpuWork(ctx_.summary, rank.id);
+  deviceComm_ = false;
+  // A run we trained or simulated knows its world size; an imported trace may be one rank's file of a
+  // larger job, so only its events' group sizes say a collective was local.
+  const RunSource src = ctx_.summary.run.source;
+  worldOfOne_ = (src == RunSource::Runtime || src == RunSource::Simulated) && ctx_.summary.run.worldSize == 1;
   steps_.clear();
   last_ = nullptr;
 }
@@ -27,8 +41,9 @@ void StepBreakdownAccumulator::beginRank(const Rank& rank) {
 bool StepBreakdownAccumulator::beginTrack(const TrackSummary& t) {
   kind_ = t.track.kind;
   lane_ = isDeviceLane(kind_, hasGpu_);
+  hostCommLane_ = hasGpu_ && kind_ == TrackKind::Comm;
   const bool cpuSide = kind_ == TrackKind::CpuThread || kind_ == TrackKind::Python;
-  return lane_ || cpuSide;
+  return lane_ || cpuSide || hostCommLane_;
 }
 
 void StepBreakdownAccumulator::onEvent(const EventChunk& c, std::size_t i, Id) {
@@ -43,16 +58,27 @@ void StepBreakdownAccumulator::onEvent(const EventChunk& c, std::size_t i, Id) {
   if (!l.any || s < l.start) l.start = s;
   if (!l.any || e > l.end) l.end = e;
   l.any = true;
-  if (!lane_ || (c.flags[i] & EventFlags::Instant)) return;
+  if ((!lane_ && !hostCommLane_) || (c.flags[i] & EventFlags::Instant)) return;
   // The annotation twins and step markers only bracket work; they are not work.
   if (ctx_.strings.bits(c.cat[i]) & (StringClasses::kUserAnnotation | StringClasses::kGpuUserAnnotation)) return;
   const auto category = static_cast<Category>(c.category[i]);
-  const bool comm = category == Category::Communication ||
-                    (static_cast<CollectiveOp>(c.collOp[i]) != CollectiveOp::None && kind_ != TrackKind::CpuThread);
-  if (comm)
+  const bool collective = static_cast<CollectiveOp>(c.collOp[i]) != CollectiveOp::None;
+  bool comm = category == Category::Communication || (collective && kind_ != TrackKind::CpuThread);
+  // A collective among one rank moves nothing between ranks: local work, not communication.
+  if (comm && (worldOfOne_ || c.groupSize[i] == 1)) comm = false;
+  if (hostCommLane_) {
+    if (comm) l.hostComm.push_back({s, e});
+    return;
+  }
+  if (!l.anyDev || s < l.devStart) l.devStart = s;
+  if (!l.anyDev || e > l.devEnd) l.devEnd = e;
+  l.anyDev = true;
+  if (comm) {
     l.comm.push_back({s, e});
-  else if (category == Category::Computation)
+    if (hasGpu_) deviceComm_ = true;
+  } else if (category == Category::Computation) {
     l.compute.push_back({s, e});
+  }
   l.all.push_back({s, e});
 }
 
@@ -61,13 +87,46 @@ void StepBreakdownAccumulator::onEvents(const EventChunk& c, std::size_t begin, 
 }
 
 void StepBreakdownAccumulator::endRank(const Rank& rank) {
-  for (auto& [step, l] : steps_) {
+  // The windows (docs/METRICS.md, "Step time"): what the runtime or the simulator recorded; on a
+  // trace with GPU work, the device's period of each step; else the step's events.
+  const RunSource source = ctx_.summary.run.source;
+  std::map<std::int64_t, std::pair<TimeNs, TimeNs>> recorded;
+  if (source == RunSource::Runtime || source == RunSource::Simulated)
+    for (const Step& st : ctx_.recordedSteps())
+      if (st.rankId == rank.id) recorded[st.step] = {st.startNs, st.endNs};
+  // Collectives on host threads count as communication where the GPU has none of its own.
+  const bool hostComm = hasGpu_ && !deviceComm_;
+  for (auto it = steps_.begin(); it != steps_.end(); ++it) {
+    const std::int64_t step = it->first;
+    Lists& l = it->second;
     StepBreakdown b;
     b.rank = rank.rank;
     b.step = step;
     b.startNs = l.start;
     b.endNs = l.end;
-    b.stepNs = l.end - l.start;
+    b.window = StepWindow::Events;
+    if (auto r = recorded.find(step); step >= 0 && r != recorded.end() && r->second.second > r->second.first) {
+      b.window = StepWindow::Recorded;
+      b.startNs = r->second.first;
+      b.endNs = r->second.second;
+    } else if (step >= 0 && hasGpu_ && l.anyDev && recorded.empty()) {
+      b.window = StepWindow::DevicePeriod;
+      b.startNs = l.devStart;
+      b.endNs = l.devEnd;
+      for (auto nx = std::next(it); nx != steps_.end(); ++nx)
+        if (nx->first >= 0 && nx->second.anyDev) {
+          if (nx->second.devStart > b.startNs) b.endNs = nx->second.devStart;
+          break;
+        }
+    }
+    b.stepNs = b.endNs - b.startNs;
+    if (hostComm) {
+      l.comm.insert(l.comm.end(), l.hostComm.begin(), l.hostComm.end());
+      l.all.insert(l.all.end(), l.hostComm.begin(), l.hostComm.end());
+    }
+    if (b.window != StepWindow::Events) {
+      for (auto* v : {&l.compute, &l.comm, &l.all}) intervals::clip(*v, b.startNs, b.endNs);
+    }
     const auto P = unite(std::move(l.compute));
     const auto C = unite(std::move(l.comm));
     const auto A = unite(std::move(l.all));

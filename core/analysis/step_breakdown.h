@@ -12,13 +12,28 @@
 
 namespace shardscope::core {
 
+// How a step's window (its start, end and so its time) was measured (docs/METRICS.md, "Step time").
+enum class StepWindow {
+  Recorded,      // the window the runtime recorded (host clock; on CUDA it ends after the device
+                 // finished the step) or the simulator computed
+  DevicePeriod,  // traces with GPU work: from the step's first GPU work to the next step's first GPU
+                 // work (the last step: to its last GPU work's end); GPU work belongs to the step of
+                 // the CPU op that launched it
+  Events,        // the first start and last end of the step's events (a CPU trace's step span)
+};
+const char* describe(StepWindow w);
+
 struct StepBreakdown {
   int rank = 0;
   std::int64_t step = -1;  // -1: the events outside any step (or the whole trace when there are no steps)
-  TimeNs startNs = 0, endNs = 0;  // first start and last end of the step's events on this rank
+  StepWindow window = StepWindow::Events;
+  TimeNs startNs = 0, endNs = 0;  // the step's window on this rank (the work in it is clipped to it)
   TimeNs stepNs = 0;              // endNs - startNs
   TimeNs computeNs = 0;           // union of computation on the device lanes
-  TimeNs commNs = 0;              // union of communication (collective kernels / comm spans)
+  TimeNs commNs = 0;              // union of communication (collective kernels / comm spans; on GPU
+                                  // ranks without collective kernels, the host threads' collectives,
+                                  // e.g. Gloo over CUDA tensors). A collective of one rank is local
+                                  // work (other busy), not communication.
   TimeNs overlappedCommNs = 0;    // communication while computation runs
   TimeNs exposedCommNs = 0;       // communication while no computation runs
   TimeNs otherBusyNs = 0;         // memory copies and other device work with neither of the above
@@ -49,13 +64,18 @@ class StepBreakdownAccumulator {
   struct Lists {  // one step's extent and spans
     TimeNs start = 0, end = 0;
     bool any = false;
-    std::vector<intervals::Span> compute, comm, all;
+    TimeNs devStart = 0, devEnd = 0;  // extent of the step's work on device lanes
+    bool anyDev = false;
+    std::vector<intervals::Span> compute, comm, all, hostComm;
   };
 
  private:
   ScanContext& ctx_;
   bool hasGpu_ = false;
   bool lane_ = false;  // the current track is a device lane
+  bool hostCommLane_ = false;  // a GPU rank's host communication lane (Gloo over CUDA tensors)
+  bool deviceComm_ = false;    // the rank has communication on its device lanes (NCCL kernels)
+  bool worldOfOne_ = false;    // the run has one rank: every collective is local
   TrackKind kind_ = TrackKind::CpuThread;
   std::map<std::int64_t, Lists> steps_;
   std::int64_t lastStep_ = 0;

@@ -1,4 +1,5 @@
 #include "core/estimator/memory_estimator.h"
+#include "core/util/units.h"
 
 #include <algorithm>
 #include <cctype>
@@ -560,20 +561,6 @@ std::optional<std::int64_t> parseByteSize(std::string_view text) {
   return static_cast<std::int64_t>(std::llround(bytes));
 }
 
-std::string formatBytes(double bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int u = 0;
-  double v = bytes;
-  while (std::fabs(v) >= 1024.0 && u < 5) {
-    v /= 1024.0;
-    ++u;
-  }
-  char buf[48];
-  if (u == 0)
-    std::snprintf(buf, sizeof buf, "%.0f B", v);
-  else
-    std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
-  return buf;
-}
+std::string formatBytes(double bytes) { return core::formatBytes(bytes); }  // core/util/units.h
 
 }  // namespace shardscope::core::estimator

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/analysis/memory_peaks.h"
+#include "core/analysis/run_figures.h"
 #include "core/config/run_config.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
@@ -237,41 +238,18 @@ void fillConfig(const RunSummary& s, ReportRun& rr) {
   }
 }
 
-// Mean step breakdown over ranks and steps >= 0, exactly as compareRuns averages (step time = Σ/n;
-// for runtime and simulated runs without the first, warm-up step).
-void fillSteps(ReportRun& rr) {
-  const auto& steps = rr.analysis.steps;
-  bool anyStep = false;
-  std::int64_t firstStep = INT64_MAX, lastStep = -1;
-  for (const auto& b : steps) {
-    anyStep = anyStep || b.step >= 0;
-    if (b.step >= 0) firstStep = std::min(firstStep, b.step), lastStep = std::max(lastStep, b.step);
-  }
-  // compareRuns' steady state: runs we trained or simulated leave their warm-up (first) step out.
-  const bool skipWarmup = (rr.source == toString(RunSource::Runtime) || rr.source == toString(RunSource::Simulated)) &&
-                          lastStep > firstStep;
-  double stepNs = 0, compute = 0, exposed = 0, other = 0, idle = 0, comm = 0, n = 0;
-  std::set<std::int64_t> numbers;
-  for (const auto& b : steps) {
-    if (anyStep && b.step < 0) continue;
-    if (skipWarmup && b.step == firstStep) continue;
-    stepNs += static_cast<double>(b.stepNs);
-    compute += static_cast<double>(b.computeNs);
-    exposed += static_cast<double>(b.exposedCommNs);
-    other += static_cast<double>(b.otherBusyNs);
-    idle += static_cast<double>(b.idleNs);
-    comm += static_cast<double>(b.commNs);
-    n += 1;
-    if (b.step >= 0) numbers.insert(b.step);
-  }
-  rr.stepsAnalysed = static_cast<std::int64_t>(numbers.size());
-  if (n > 0 && stepNs > 0) {
-    rr.stepMs = stepNs / n / 1e6;
-    rr.computeMs = compute / n / 1e6;
-    rr.exposedCommMs = exposed / n / 1e6;
-    rr.otherBusyMs = other / n / 1e6;
-    rr.idleMs = idle / n / 1e6;
-    rr.commMs = comm / n / 1e6;
+// Mean step breakdown over ranks and counted steps: run_figures' definition, as compareRuns shows it.
+void fillSteps(ReportRun& rr, RunSource source) {
+  const CountedSteps counted = countedSteps(rr.analysis.steps, source);
+  const StepMeans m = meanOverSteps(rr.analysis.steps, counted);
+  rr.stepsAnalysed = counted.first >= 0 ? counted.count : 0;
+  if (m.rows > 0 && m.stepNs > 0) {
+    rr.stepMs = m.stepNs / 1e6;
+    rr.computeMs = m.computeNs / 1e6;
+    rr.exposedCommMs = m.exposedNs / 1e6;
+    rr.otherBusyMs = m.otherNs / 1e6;
+    rr.idleMs = m.idleNs / 1e6;
+    rr.commMs = m.commNs / 1e6;
   }
 }
 
@@ -578,7 +556,7 @@ void buildCharts(Report& rep) {
     Chart c;
     c.kind = Chart::Kind::StackedBars;
     c.id = "step-breakdown";
-    c.title = "Step time breakdown (mean over ranks and steps)";
+    c.title = "Step time breakdown (mean over ranks and counted steps)";
     c.yLabel = "ms per step";
     c.categories = labels;
     const char* names[] = {"compute", "exposed communication", "other busy", "idle"};
@@ -734,8 +712,9 @@ Report buildReport(TraceStore& store, const std::vector<Id>& ids, const ReportOp
     RunAnalysisOptions ao;
     ao.bottleneckLimit = opt.bottleneckLimit;
     rr.analysis = analyzeRun(store, id, ao, cancel);
-    fillSteps(rr);
-    rr.tokensPerSecond = store.metric(id, std::nullopt, metric_keys::kTokensPerSecond);
+    fillSteps(rr, s.run.source);
+    rr.figures = runFigures(store, id, rr.analysis.steps, rr.analysis.memoryPeaks);
+    rr.tokensPerSecond = rr.figures.tokensPerSecond;
     fillMemory(store, s, rr, opt, cancel, memoryCharts);
     rep.runs.push_back(std::move(rr));
     ++done;
@@ -764,7 +743,6 @@ namespace {
 ReportCell text(std::string t) { return ReportCell{std::move(t), ReportCell::Style::Text, false, {}, 0}; }
 ReportCell numberCell(std::string t) { return ReportCell{std::move(t), ReportCell::Style::Number, false, {}, 0}; }
 ReportCell code(std::string t) { return ReportCell{std::move(t), ReportCell::Style::Code, false, {}, 0}; }
-std::string deviceName(int type, int id) { return type == 0 ? std::string("cpu") : "cuda:" + std::to_string(id); }
 }  // namespace
 
 // Memory rows carry "GiB" in core's label (the CLI prints GiB numbers); the report prints each value

@@ -69,6 +69,7 @@ struct ReportRun {
   // communication + other busy + idle).
   std::optional<double> stepMs, computeMs, exposedCommMs, otherBusyMs, idleMs, commMs;
   std::optional<double> tokensPerSecond;
+  RunFigures figures;  // run_figures: the definitions every surface shares (and how each was measured)
   std::int64_t stepsAnalysed = 0;  // distinct step numbers >= 0
   // Memory: peak allocated / reserved over ranks and devices (device memory when any, else CPU) and
   // the device's capacity when the trace names it (deviceProperties totalGlobalMem).

@@ -365,8 +365,11 @@ class TimelineBuilder {
   };
 
   void buildRank(const RunSummary& summary, RankInfo& info, int rankIndex) {
-    std::vector<Span> compute, comm;
+    std::vector<Span> compute, comm, hostComm, unusedCompute;
+    std::vector<std::uint32_t> hostCommLanes;  // a GPU rank's host communication lanes
     std::vector<CommCopy> copies;
+    worldOfOne_ = (summary.run.source == RunSource::Runtime || summary.run.source == RunSource::Simulated) &&
+                  summary.run.worldSize == 1;
     std::size_t lastGpuPos = 0;  // position in info.lanes after the last GPU stream
     bool sawGpu = false;
     for (const TrackSummary& t : summary.tracks) {
@@ -385,6 +388,12 @@ class TimelineBuilder {
         loadCounter(lane);
       } else if (t.track.kind == TrackKind::Python && !options_.withPython) {
         lane.loaded = false;
+      } else if (info.hasGpu && t.track.kind == TrackKind::Comm) {
+        // Collectives on host threads (Gloo, also over CUDA tensors): communication of the rank when
+        // its GPU runs none of its own (decided once the rank's lanes are read), as in step_breakdown.
+        lane.deviceLane = true;
+        loadEvents(t.track.kind, lane, info.hasGpu, unusedCompute, hostComm, copies);
+        hostCommLanes.push_back(static_cast<std::uint32_t>(out_->lanes_.size()));
       } else {
         loadEvents(t.track.kind, lane, info.hasGpu, compute, comm, copies);
       }
@@ -397,6 +406,18 @@ class TimelineBuilder {
       if (cancel_) cancel_->throwIfCancelled();
     }
 
+    if (!comm.empty()) {
+      for (std::uint32_t li : hostCommLanes) {  // the GPU's own collectives are the communication
+        Lane& l = out_->lanes_[li];
+        l.deviceLane = false;
+        for (auto& b : l.bits) b &= static_cast<std::uint8_t>(~(EventBits::Work | EventBits::Comm | EventBits::Compute));
+      }
+    } else {
+      comm.insert(comm.end(), hostComm.begin(), hostComm.end());
+      for (std::uint32_t li : hostCommLanes)  // only their collectives are the rank's work
+        for (auto& b : out_->lanes_[li].bits)
+          if (!(b & EventBits::Comm)) b &= static_cast<std::uint8_t>(~(EventBits::Work | EventBits::Compute));
+    }
     // Exposed communication of the rank: its communication union minus its computation union.
     const auto P = intervals::unite(std::move(compute));
     const auto C = intervals::unite(std::move(comm));
@@ -480,7 +501,9 @@ class TimelineBuilder {
         // The same rules as step_breakdown (work, compute, comm) and collectives (instances).
         if (device && !(bits & (EventBits::Instant | EventBits::Annotation))) {
           bits |= EventBits::Work;
-          const bool isComm = category == Category::Communication || (op != CollectiveOp::None && kind != TrackKind::CpuThread);
+          // A collective among one rank is local work, not communication (step_breakdown's rule).
+          const bool isComm = (category == Category::Communication || (op != CollectiveOp::None && kind != TrackKind::CpuThread)) &&
+                              !worldOfOne_ && c.groupSize[i] != 1;
           if (isComm) {
             bits |= EventBits::Comm;
             comm.push_back({s, e});
@@ -547,6 +570,7 @@ class TimelineBuilder {
   static constexpr std::uint32_t kDenseNames = 1u << 24;
 
   TraceStore& store_;
+  bool worldOfOne_ = false;  // a run we trained or simulated on one rank: its collectives are local
   Id runId_;
   BuildOptions options_;
   const CancelToken* cancel_;

@@ -96,6 +96,12 @@ void Recorder::step(std::int64_t step, TimeNs startNs, TimeNs endNs) {
   pending_.steps.push_back(core::Step{rankId_, step, startNs, endNs});
 }
 
+void Recorder::counter(const std::string& name, TimeNs ts, double value) {
+  if (!opts_.enabled) return;
+  std::lock_guard<std::mutex> l(mu_);
+  pending_.counters.emplace_back(name, ts, value);
+}
+
 void Recorder::memory(TimeNs ts, std::int64_t bytes, std::int64_t totalAllocated, std::int64_t totalReserved,
                       int deviceType, int deviceId) {
   if (!opts_.enabled) return;
@@ -150,7 +156,9 @@ void Recorder::flush() {
     std::lock_guard<std::mutex> l(mu_);
     std::swap(p, pending_);
   }
-  if (p.spans.empty() && p.steps.empty() && p.memory.empty() && p.rankMetrics.empty() && p.runMetrics.empty()) return;
+  if (p.spans.empty() && p.steps.empty() && p.memory.empty() && p.counters.empty() && p.rankMetrics.empty() &&
+      p.runMetrics.empty())
+    return;
   try {
     write(p);
   } catch (...) {
@@ -161,6 +169,7 @@ void Recorder::flush() {
                    std::make_move_iterator(pending_.spans.end()));
     p.steps.insert(p.steps.end(), pending_.steps.begin(), pending_.steps.end());
     p.memory.insert(p.memory.end(), pending_.memory.begin(), pending_.memory.end());
+    p.counters.insert(p.counters.end(), pending_.counters.begin(), pending_.counters.end());
     p.rankMetrics.insert(p.rankMetrics.end(), pending_.rankMetrics.begin(), pending_.rankMetrics.end());
     p.runMetrics.insert(p.runMetrics.end(), pending_.runMetrics.begin(), pending_.runMetrics.end());
     pending_ = std::move(p);
@@ -203,6 +212,18 @@ void Recorder::write(Pending& p) {
     w.addMemoryEvent(m);
     w.noteSample(it->second.first, m.tsNs);
     w.noteSample(it->second.second, m.tsNs);
+  }
+  for (const auto& [name, ts, value] : p.counters) {
+    auto it = counterTracks_.find(name);
+    if (it == counterTracks_.end()) {
+      core::Track t;
+      t.rankId = rankId_;
+      t.kind = core::TrackKind::Counter;
+      t.name = name;
+      t.sortIndex = 900 + static_cast<int>(counterTracks_.size());
+      it = counterTracks_.emplace(name, store_->addTrack(t)).first;
+    }
+    w.addCounter(it->second, ts, value);
   }
   w.finish();
   for (const auto& s : p.steps) store_->addStep(s);

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "core/model/types.h"
@@ -78,6 +79,8 @@ class Recorder {
   // Allocation record: bytes > 0 allocated, < 0 freed; totals after it.
   void memory(TimeNs ts, std::int64_t bytes, std::int64_t totalAllocated, std::int64_t totalReserved, int deviceType,
               int deviceId);
+  // A sample of a named counter lane of this rank (e.g. CUPTI's cudaMalloc segment total).
+  void counter(const std::string& name, TimeNs ts, double value);
   void metric(const std::string& key, double value, bool perRank = true);
   void rankMetadata(const std::string& json);
 
@@ -90,6 +93,7 @@ class Recorder {
     std::vector<SpanRecord> spans;
     std::vector<core::Step> steps;
     std::vector<core::MemoryEvent> memory;
+    std::vector<std::tuple<std::string, TimeNs, double>> counters;
     std::vector<std::pair<std::string, double>> rankMetrics;
     std::vector<std::pair<std::string, double>> runMetrics;
   };
@@ -106,6 +110,7 @@ class Recorder {
   std::vector<core::Id> laneTracks_;
   std::map<std::string, core::Id> groupIds_;
   std::map<std::pair<int, int>, std::pair<core::Id, core::Id>> memTracks_;  // (devType, dev) -> (alloc, reserved)
+  std::map<std::string, core::Id> counterTracks_;
   bool stop_ = false;
   bool closed_ = false;
   std::atomic<std::int64_t> written_{0};

@@ -94,9 +94,10 @@ void GpuCapture::onActivity(cupti::GpuActivity&& a) {
       const std::int64_t delta = a.kind == ActivityKind::MemoryAlloc ? a.bytes : -a.bytes;
       std::int64_t& total = segments_[a.device];
       total += delta;
-      // MEMORY2 sees cudaMalloc segments: the caching allocator's reserved memory. Both totals are
-      // the segment total; tensor-level "allocated" needs the allocator's own statistics.
-      rec_.memory(a.startNs, delta, total, total, /*deviceType=*/1, a.device);
+      // MEMORY2 sees cudaMalloc segments (the caching allocator's reserved memory, and NCCL's and
+      // cuBLAS's own buffers): a counter lane of its own. The device's memory records are the caching
+      // allocator's statistics (allocated and reserved), so its peaks never mix the two sources.
+      rec_.counter("cudaMalloc total, cuda:" + std::to_string(a.device) + " (CUPTI)", a.startNs, static_cast<double>(total));
       return;
     }
   }

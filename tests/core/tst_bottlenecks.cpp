@@ -42,12 +42,80 @@ bool mentions(const std::vector<std::string>& list, const char* what) {
   return false;
 }
 
+// Three steps of one rank of an 8-rank job, each: a gemm, then two all-gathers of the same size
+// (the first exposed 30/20/10 µs by step, the second 5 µs) and a reduce-scatter exposed 40 µs in
+// step 2 only. `groupSize` 1 makes every collective local.
+std::string threeSteps(int groupSize) {
+  std::string s = R"J({"distributedInfo": {"rank": 0, "world_size": 8}, "traceEvents": [)J";
+  int corr = 1;
+  const long exposedFirst[] = {30, 20, 10};
+  for (int k = 0; k < 3; ++k) {
+    const long t0 = 1000L * k;
+    auto ev = [&](const std::string& cat, const std::string& name, long ts, long dur, int tid, const std::string& args) {
+      s += "{\"ph\": \"X\", \"cat\": \"" + cat + "\", \"name\": \"" + name + "\", \"pid\": " + (cat == "kernel" ? "0" : "1") +
+           ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + std::to_string(ts) + ", \"dur\": " + std::to_string(dur) +
+           ", \"args\": {" + args + "}},\n";
+    };
+    auto coll = [&](const std::string& kernel, const std::string& name, long ts, long dur) {
+      const int c = corr++;
+      ev("cuda_driver", "cuLaunchKernelEx", t0 + 1, 1, 1, "\"correlation\": " + std::to_string(c));
+      ev("kernel", kernel, ts, dur, 21,
+         "\"stream\": 21, \"correlation\": " + std::to_string(c) + ", \"Collective name\": \"" + name +
+             "\", \"In msg nelems\": 1000, \"Out msg nelems\": 8000, \"Group size\": " + std::to_string(groupSize) +
+             ", \"dtype\": \"Float\", \"Process Group Name\": \"0\"");
+    };
+    ev("user_annotation", "ProfilerStep#" + std::to_string(k + 1), t0, 900, 1, "");
+    const int g = corr++;
+    ev("cuda_runtime", "cudaLaunchKernel", t0 + 1, 1, 1, "\"correlation\": " + std::to_string(g));
+    ev("kernel", "gemm", t0 + 2, 100, 7, "\"stream\": 7, \"correlation\": " + std::to_string(g));
+    coll("ncclDevKernel_AllGather_RING_LL", "_allgather_base", t0 + 102, exposedFirst[k]);
+    coll("ncclDevKernel_AllGather_RING_LL", "_allgather_base", t0 + 300, 5);
+    if (k == 1) coll("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", "_reduce_scatter_base", t0 + 400, 40);
+  }
+  s.resize(s.size() - 2);  // the last ",\n"
+  return s + "]}";
+}
+
 }  // namespace
 
 class TestBottlenecks : public QObject {
   Q_OBJECT
 
  private Q_SLOTS:
+  // The same collective in every step is one row: its instances, total and mean exposed time, and
+  // its worst step; rows rank by the total.
+  void groupedAcrossSteps() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "t.db"));
+    const auto res = importKineto(store, {writeFile(dir, "g.json", threeSteps(8))});
+    const auto list = findCollectiveBottlenecks(store, res.runIds.at(0));
+    QCOMPARE(list.size(), std::size_t(3));
+    QVERIFY(list[0].op == CollectiveOp::AllGather);  // 60 µs in total beats the reduce-scatter's 40
+    QCOMPARE(list[0].instances, std::int64_t(3));
+    QCOMPARE(list[0].stepsSeen, std::int64_t(3));
+    QCOMPARE(list[0].totalExposedNs, TimeNs(60'000));
+    QCOMPARE(list[0].meanExposedNs, TimeNs(20'000));
+    QCOMPARE(list[0].exposedNs, TimeNs(30'000));  // the worst instance...
+    QCOMPARE(list[0].step.value_or(-1), std::int64_t(1));  // ...in step 1
+    QVERIFY(list[1].op == CollectiveOp::ReduceScatter);
+    QCOMPARE(list[1].instances, std::int64_t(1));
+    QCOMPARE(list[1].totalExposedNs, TimeNs(40'000));
+    // The small-message rule names the operation it is about.
+    QVERIFY2(mentions(list[1].reasons, "a reduce-scatter needs"), list[1].reasons.front().c_str());
+    QVERIFY(!mentions(list[1].reasons, "an all-gather needs"));
+    QVERIFY(list[2].op == CollectiveOp::AllGather);  // the second all-gather of every step
+    QCOMPARE(list[2].instances, std::int64_t(3));
+    QCOMPARE(list[2].totalExposedNs, TimeNs(15'000));
+  }
+
+  // Collectives among one rank move nothing: no bottleneck, no suggestion.
+  void localCollectivesAreNoBottleneck() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "t.db"));
+    const auto res = importKineto(store, {writeFile(dir, "l.json", threeSteps(1))});
+    QVERIFY(findCollectiveBottlenecks(store, res.runIds.at(0)).empty());
+  }
+
   void allGatherQueuedBehindReduceScatter() {
     QTemporaryDir dir;
     const std::string s = R"J({"distributedInfo": {"rank": 1, "world_size": 8, "pg_config": [{"pg_name": "0", "pg_size": 8, "ranks": [0,1,2,3,4,5,6,7]}]}, "traceEvents": [

@@ -14,7 +14,7 @@ using shardscope::test::writeFile;
 namespace {
 
 std::string trace(bool secondAllReduce) {
-  std::string s = R"J({"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": [
+  std::string s = R"J({"distributedInfo": {"rank": 0, "world_size": 2}, "traceEvents": [
 {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
 {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 1, "args": {"correlation": 1}},
 {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 15, "dur": 1, "args": {"correlation": 2}},
@@ -57,10 +57,12 @@ class TestComparison : public QObject {
     QVERIFY(store.run(trained)->source == RunSource::Runtime);
     const Comparison c = compareRuns(store, {imported, trained}, 0);
     const auto& compute = rowOf(c, "compute_pct");
-    QCOMPARE(*compute.values[0], 35.0);  // (40 + 30) µs of 200: both steps
-    QCOMPARE(*compute.values[1], 30.0);  // step 2 only: 30 µs of 100
+    // The imported GPU trace's steps follow its GPU work: [20, 120) and [120, 170) µs. The trained
+    // run's steps are the windows it recorded (here the profiler's, [0, 100) and [100, 200) µs).
+    QCOMPARE(*compute.values[0], 70.0 / 1.5);  // (40 + 30) µs of 150: both steps
+    QCOMPARE(*compute.values[1], 30.0);        // step 2 only: 30 µs of 100
     const auto& comm = rowOf(c, "comm_pct");
-    QCOMPARE(*comm.values[0], 30.0);
+    QCOMPARE(*comm.values[0], 40.0);
     QCOMPARE(*comm.values[1], 20.0);
     QCOMPARE(*rowOf(c, "exposed_comm_pct").values[1], 20.0);
   }
@@ -79,23 +81,25 @@ class TestComparison : public QObject {
     const Comparison c = compareRuns(store, {a, b}, 0);
     QCOMPARE(c.names, (std::vector<std::string>{"A", "B"}));
     const auto& step = rowOf(c, "step_time_ms");
-    QCOMPARE(*step.values[0], 0.1);
-    QCOMPARE(*step.values[1], 0.1);
+    // Steps follow the GPU work: A [20, 120) and [120, 170) µs; B [20, 120) and [120, 150) µs.
+    QCOMPARE(*step.values[0], 0.075);
+    QCOMPARE(*step.values[1], 0.065);
     const auto& exposed = rowOf(c, "exposed_comm_pct");
-    QCOMPARE(*exposed.values[0], 20.0);  // 20 + 20 µs of 200
-    QCOMPARE(*exposed.values[1], 10.0);
-    QCOMPARE(*exposed.deltaPct[1], -50.0);
+    QCOMPARE(*exposed.values[0], 40.0 / 1.5);  // 20 + 20 µs of 150
+    QCOMPARE(*exposed.values[1], 2000.0 / 130.0);  // 20 µs of 130
+    QVERIFY(std::abs(*exposed.deltaPct[1] - (2000.0 / 130.0 - 40.0 / 1.5) / (40.0 / 1.5) * 100.0) < 1e-9);
     QCOMPARE(*exposed.best, std::size_t(1));
     const auto& comm = rowOf(c, "comm_pct");
-    QCOMPARE(*comm.values[0], 30.0);
-    QCOMPARE(*comm.values[1], 20.0);
+    QCOMPARE(*comm.values[0], 40.0);
+    QCOMPARE(*comm.values[1], 4000.0 / 130.0);
     const auto& overlap = rowOf(c, "overlap_pct");
     QVERIFY(std::abs(*overlap.values[0] - 100.0 / 3.0) < 1e-9);
     QCOMPARE(*overlap.values[1], 50.0);
     QCOMPARE(*overlap.best, std::size_t(1));
     const auto& compute = rowOf(c, "compute_pct");
-    QCOMPARE(*compute.values[0], 35.0);
-    QCOMPARE(*compute.best, std::size_t(0));  // a tie goes to the first run
+    QCOMPARE(*compute.values[0], 70.0 / 1.5);
+    QCOMPARE(*compute.values[1], 7000.0 / 130.0);
+    QCOMPARE(*compute.best, std::size_t(1));
     const auto& tps = rowOf(c, metric_keys::kTokensPerSecond);
     QCOMPARE(*tps.deltaPct[1], 50.0);
     QCOMPARE(*tps.best, std::size_t(1));

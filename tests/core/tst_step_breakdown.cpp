@@ -54,14 +54,19 @@ class TestStepBreakdown : public QObject {
     QCOMPARE(s1.idleNs, TimeNs(35'000));
     QCOMPARE(*s1.overlap, 0.5);
     QCOMPARE(s1.exposedShare, 0.2);
+    // The windows follow the GPU work: step 1 from its first kernel (20 µs) to step 2's (120 µs),
+    // the last step to its last kernel's end (170 µs), not to the end of its CPU step span.
+    QCOMPARE(s1.window, StepWindow::DevicePeriod);
+    QCOMPARE(s1.startNs, TimeNs(20'000));
     const auto& s2 = b[1];
     QCOMPARE(s2.step, std::int64_t(2));
-    QCOMPARE(s2.stepNs, TimeNs(100'000));
+    QCOMPARE(s2.startNs, TimeNs(120'000));
+    QCOMPARE(s2.stepNs, TimeNs(50'000));
     QCOMPARE(s2.computeNs, TimeNs(30'000));
     QCOMPARE(s2.commNs, TimeNs(20'000));
     QCOMPARE(s2.overlappedCommNs, TimeNs(0));  // touching at 150 µs is not overlap
     QCOMPARE(s2.exposedCommNs, TimeNs(20'000));
-    QCOMPARE(s2.idleNs, TimeNs(50'000));
+    QCOMPARE(s2.idleNs, TimeNs(0));
     QCOMPARE(*s2.overlap, 0.0);
   }
 

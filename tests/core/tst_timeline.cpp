@@ -41,7 +41,7 @@ struct Fixture {
     Run r;
     r.name = "fixture";
     r.source = RunSource::Runtime;
-    r.worldSize = 1;
+    r.worldSize = 2;  // the groups below have two ranks (a run of one rank has only local collectives)
     run = store->createRun(r);
   }
   Id rank(int n) {

@@ -57,7 +57,7 @@ void TestCuptiCapture::recordsLandInTheSchema() {
     run.name = "gpu capture";
     run.source = core::RunSource::Runtime;
     run.strategy = "fsdp";
-    run.worldSize = 1;
+    run.worldSize = 2;  // rank 0 of two: its NCCL kernel is communication (one rank's collectives are local)
     run.status = core::RunStatus::Running;
     core::Transaction tx(store.db());
     runId = store.createRun(run);
@@ -161,13 +161,19 @@ void TestCuptiCapture::recordsLandInTheSchema() {
   QCOMPARE(events[0].name, std::string_view("cudaLaunchKernel"));
   QVERIFY(events[0].correlation && *events[0].correlation == 11);
 
-  // Allocator segments as the device's memory records.
+  // cudaMalloc segments as a counter lane of their own, not as the device's memory records (those are
+  // the caching allocator's statistics: the two sources never mix in one peak).
   const auto ranks = store.ranks(runId);
   QCOMPARE(ranks.size(), std::size_t(1));
-  const auto mem = store.memoryEvents(ranks[0].id);
-  QCOMPARE(mem.size(), std::size_t(3));
-  QCOMPARE(mem[1].totalReserved, std::int64_t(22 << 20));
-  QCOMPARE(mem[2].totalReserved, std::int64_t(2 << 20));
+  QVERIFY(store.memoryEvents(ranks[0].id).empty());
+  std::optional<core::Id> segTrack;
+  for (const auto& t : store.summary(runId).tracks)
+    if (t.track.kind == core::TrackKind::Counter && t.track.name == "cudaMalloc total, cuda:0 (CUPTI)") segTrack = t.track.id;
+  QVERIFY(segTrack);
+  const auto seg = store.counterSamples(*segTrack);
+  QCOMPARE(seg.size(), std::size_t(3));
+  QCOMPARE(seg[1].value, double(22 << 20));
+  QCOMPARE(seg[2].value, double(2 << 20));
 
   // Capture statistics on the rank.
   QCOMPARE(store.metric(runId, ranks[0].id, "cupti.lost_records").value_or(-1), 7.0);

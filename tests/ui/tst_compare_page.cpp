@@ -157,7 +157,7 @@ class TestComparePage : public QObject {
     // CSV: a header and a row per shown figure, exact values.
     const QStringList lines = page.csv().trimmed().split('\n');
     QCOMPARE(lines.size(), 1 + page.model()->rowCount());
-    QVERIFY(lines[1].startsWith(QString("\"step time (ms, mean over ranks and steps)\",step_time_ms,%1,")
+    QVERIFY(lines[1].startsWith(QString("\"step time (ms, mean of counted steps)\",step_time_ms,%1,")
                                     .arg(QString::number(*stepRow.values[0], 'g', 17))));
     QApplication::clipboard()->clear();
     page.copyCsv();

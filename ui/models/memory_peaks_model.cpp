@@ -1,5 +1,7 @@
 #include "ui/models/memory_peaks_model.h"
 
+#include "core/analysis/run_figures.h"
+
 #include "ui/charts/chart_style.h"
 
 namespace shardscope::ui {
@@ -16,12 +18,7 @@ void MemoryPeaksModel::setPeaks(std::vector<core::MemoryPeak> peaks, core::TimeN
 void MemoryPeaksModel::clear() { setPeaks({}, 0); }
 
 QString MemoryPeaksModel::deviceName(int deviceType, int deviceId) {
-  switch (deviceType) {
-    case 0: return QStringLiteral("cpu");
-    case 1: return QStringLiteral("cuda:%1").arg(deviceId);
-    case 6: return QStringLiteral("hip:%1").arg(deviceId);
-    default: return QStringLiteral("device %1:%2").arg(deviceType).arg(deviceId);
-  }
+  return QString::fromStdString(core::deviceName(deviceType, deviceId));  // one spelling, core's
 }
 
 int MemoryPeaksModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(peaks_.size()); }

@@ -574,8 +574,10 @@ void OverviewPage::showMetrics() {
     for (int c = 0; c < static_cast<int>(metrics_.size()); ++c)
       metricsTable_->setItem(i, c, item(rows[static_cast<std::size_t>(i)].text(metrics_[static_cast<std::size_t>(c)]),
                                         Qt::AlignRight | Qt::AlignVCenter));
-  metricsNote_->setText(tr("Step time: mean over ranks and steps; shares and overlap: docs/METRICS.md. "
-                           "Throughput and initialisation are measured by the runtime (n/a for imported traces)."));
+  metricsNote_->setText(tr("Step time: mean over ranks and counted steps (runs we trained leave their warm-up step "
+                           "out; GPU traces follow the GPU work of each step); shares and overlap: docs/METRICS.md. "
+                           "Throughput: tokens per step of the run's config over that step time (n/a for imported "
+                           "traces); initialisation is measured by the runtime."));
 }
 
 }  // namespace shardscope::ui

@@ -1,0 +1,85 @@
+#pragma once
+// The headline figures of a run, defined once (docs/METRICS.md, "Run figures"): step time, tokens/s,
+// the compute / communication / exposed / idle shares, overlap, peak memory per device and for the
+// host, initialisation and checkpoint time. Every surface (the run summary of `run` and `compare`,
+// `compare-runs`, `analyze`, `info`, the app's pages and every report format) reads them from here,
+// so one run never shows two step times.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/analysis/memory_peaks.h"
+#include "core/analysis/step_breakdown.h"
+#include "core/storage/trace_store.h"
+#include "core/util/json.h"
+#include "core/util/progress.h"
+
+namespace shardscope::core {
+
+// Which steps count. Events outside any step (before the first optimizer step: initialisation,
+// the setup of a trace) are never a step. Runs we trained or simulated begin with a warm-up step
+// (lazy optimizer state, ZeRO-3's first gathers, cuBLAS autotuning) that is left out when there are
+// later ones; imported traces keep every step (the profiler's schedule already skipped its warm-up).
+struct CountedSteps {
+  std::int64_t first = 0, last = -1;  // the counted step numbers are [first, last] present in the run
+  std::int64_t count = 0;             // distinct step numbers counted
+  bool warmupLeftOut = false;
+  bool counts(std::int64_t step) const { return count > 0 && step >= first && step <= last; }
+};
+CountedSteps countedSteps(const std::vector<StepBreakdown>& steps, RunSource source);
+const char* describeStepRule(const CountedSteps& c);
+
+// Means over ranks and counted steps (each (rank, step) row weighs the same).
+struct StepMeans {
+  std::int64_t rows = 0;
+  double stepNs = 0, computeNs = 0, commNs = 0, overlappedNs = 0, exposedNs = 0, otherNs = 0, idleNs = 0;
+  double minStepNs = 0, maxStepNs = 0;  // over the counted (rank, step) rows
+};
+StepMeans meanOverSteps(const std::vector<StepBreakdown>& steps, const CountedSteps& counted);
+
+// A device's peak as every surface shows it (binary units: MiB, GiB).
+struct DevicePeak {
+  int rank = 0;
+  std::string device;  // "cuda:0", "cpu"
+  std::int64_t allocatedBytes = 0, reservedBytes = 0;
+  bool fromCounter = false;  // the allocator's peak counter, above every memory record
+};
+
+struct RunFigures {
+  Id runId = 0;
+  RunSource source = RunSource::Kineto;
+  CountedSteps steps;
+  StepWindow window = StepWindow::Events;  // how the counted steps were measured (the first rank's)
+  StepMeans means;
+  std::optional<double> stepTimeMs;  // mean over ranks and counted steps of the step windows
+  bool stepTimeFromTimer = false;    // no step windows stored (capture off): the runtime's own timer
+  std::optional<double> tokensPerStep, tokensPerSecond;
+  std::string tokensHow;             // where tokens per step came from ("" when unknown)
+  // Shares of the step time, percent; n/a without steps.
+  std::optional<double> computePct, commPct, exposedCommPct, idlePct;
+  std::optional<double> overlapPct;  // overlapped / communication; n/a without communication
+  std::vector<DevicePeak> peaks;     // one per rank and device with memory records or counters
+  // Largest over ranks: of device (GPU) memory where the run has any, else of the host's.
+  std::optional<std::int64_t> peakAllocatedBytes, peakReservedBytes;
+  std::string peakDevice;  // "GPU" or "host"
+  std::optional<std::int64_t> hostPeakBytes;  // the largest host peak of a GPU run
+  std::optional<double> initSeconds, checkpointSaveSeconds;
+};
+
+// From an analysis already at hand (analyzeRun's steps and memory peaks)...
+RunFigures runFigures(TraceStore& store, Id runId, const std::vector<StepBreakdown>& steps,
+                      const std::vector<MemoryPeak>& peaks);
+// ...or computing them.
+RunFigures computeRunFigures(TraceStore& store, Id runId, const CancelToken* cancel = nullptr);
+
+// How the step time was measured ("step windows recorded by the runtime", ...; "" without one).
+std::string describeStepTime(const RunFigures& f);
+
+// The figures as one JSON object (the CLI's `figures`; nulls where a figure is n/a).
+JsonValue toJson(const RunFigures& f);
+
+// "cuda:0" / "cpu" for a device of a memory peak.
+std::string deviceName(int deviceType, int deviceId);
+
+}  // namespace shardscope::core
