@@ -154,6 +154,20 @@ class TimelineIndex {
   std::string_view name(std::uint32_t nameIndex) const { return nameIndex < names_.size() ? names_[nameIndex] : std::string_view(); }
   TimeNs minStart() const { return minStart_; }
   TimeNs maxEnd() const { return maxEnd_; }
+  // The training steps of every rank (steps >= 0: not the initialisation or a trace's setup before
+  // them): the first step's start to the last step's end; nullopt for a run without steps. What the
+  // timeline frames first (docs/UI.md); the whole run is minStart()..maxEnd().
+  std::optional<std::pair<TimeNs, TimeNs>> stepsExtent() const {
+    std::optional<std::pair<TimeNs, TimeNs>> out;
+    for (const auto& r : ranks_)
+      for (const auto& s : r.steps) {
+        if (s.step < 0 || s.endNs <= s.startNs) continue;
+        if (!out) out = std::pair{s.startNs, s.endNs};
+        out->first = std::min(out->first, s.startNs);
+        out->second = std::max(out->second, s.endNs);
+      }
+    return out;
+  }
   std::uint64_t eventCount() const { return eventCount_; }  // events of the track lanes (copies not counted)
   std::uint64_t sampleCount() const { return sampleCount_; }
   std::size_t memoryBytes() const;  // everything this object holds

@@ -87,6 +87,35 @@ class TestTimelineWidget : public QObject {
     QVERIFY(w.drawList()->eventsInView >= 4);
   }
 
+  // A run opens on its training steps, not on 10 s of initialisation before them (a 1.49B model's
+  // 45 s of init left the steps a sliver at the right edge); Home shows the whole run.
+  void opensOnTheTrainingSteps() {
+    QTemporaryDir dir;
+    const std::string db = pathIn(dir, "init.db");
+    TraceStore store(db);
+    const std::string json = R"J({"traceEvents": [
+{"ph": "X", "cat": "cpu_op", "name": "model init", "pid": 1, "tid": 1, "ts": 0, "dur": 10000000},
+{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 10000000, "dur": 100},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10000010, "dur": 1, "args": {"correlation": 1}},
+{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10000020, "dur": 40, "args": {"stream": 7, "correlation": 1}},
+{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 10000100, "dur": 100}
+]})J";
+    const Id run = importKineto(store, {writeFile(dir, "init.json", json)}).runIds.at(0);
+    const auto index = tl::TimelineIndex::build(store, run);
+    const TimeNs stepStart = index->minStart() + 10'000'000'000LL, stepEnd = stepStart + 200'000;
+    QCOMPARE(index->stepsExtent()->first, stepStart);
+    QCOMPARE(index->stepsExtent()->second, stepEnd);
+    TimelineWidget w;
+    w.resize(1200, 700);
+    w.setIndex(index);
+    QVERIFY(w.viewStart() >= stepStart - 10'000 && w.viewStart() < stepStart);
+    QVERIFY(w.viewEnd() > stepEnd && w.viewEnd() <= stepEnd + 10'000);
+    QTest::keyClick(&w, Qt::Key_Home);
+    QVERIFY(w.viewStart() <= index->minStart() && w.viewEnd() >= index->maxEnd());
+    QTest::keyClick(&w, Qt::Key_F);
+    QVERIFY(w.viewStart() >= stepStart - 10'000 && w.viewEnd() <= stepEnd + 10'000);
+  }
+
   void collapsedRankHidesItsLanes() {
     TimelineWidget w;
     w.resize(1200, 700);

@@ -82,11 +82,12 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
   runCombo_ = new QComboBox(this);
   runCombo_->setMinimumContentsLength(18);
   bar->addWidget(runCombo_);
-  fit_ = toolButton(tr("Fit"), tr("Show the whole run (F, Home)"), this);
+  fit_ = toolButton(tr("Fit steps"), tr("Show the training steps (F)"), this);
+  fitAll_ = toolButton(tr("Whole run"), tr("Show the whole run, initialisation included (Home)"), this);
   back_ = toolButton(tr("◀ Back"), tr("Previous zoom (Alt+Left, Backspace)"), this);
   forward_ = toolButton(tr("Forward ▶"), tr("Next zoom (Alt+Right)"), this);
   zoomSel_ = toolButton(tr("Zoom to selection"), tr("Zoom to the selected range or event (Z, double-click)"), this);
-  for (auto* b : {fit_, back_, forward_, zoomSel_}) bar->addWidget(b);
+  for (auto* b : {fit_, fitAll_, back_, forward_, zoomSel_}) bar->addWidget(b);
   bar->addSpacing(12);
   search_ = new QLineEdit(this);
   search_->setPlaceholderText(tr("Search event names…"));
@@ -140,7 +141,8 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
                        "statistics. wheel or W/S zoom, A/D or drag pan, Alt+wheel scrolls the lanes, F fits the run.</span>"));
 
   connect(runCombo_, &QComboBox::currentIndexChanged, this, &TimelinePage::showRun);
-  connect(fit_, &QToolButton::clicked, widget_, &TimelineWidget::fitAll);
+  connect(fit_, &QToolButton::clicked, widget_, &TimelineWidget::fitSteps);
+  connect(fitAll_, &QToolButton::clicked, widget_, &TimelineWidget::fitAll);
   connect(back_, &QToolButton::clicked, widget_, &TimelineWidget::zoomBack);
   connect(forward_, &QToolButton::clicked, widget_, &TimelineWidget::zoomForward);
   connect(zoomSel_, &QToolButton::clicked, widget_, &TimelineWidget::zoomToSelection);
@@ -319,6 +321,7 @@ void TimelinePage::showMessage(const QString& text) {
 void TimelinePage::updateButtons() {
   const bool have = widget_->index() != nullptr;
   fit_->setEnabled(have);
+  fitAll_->setEnabled(have);
   back_->setEnabled(have && widget_->canZoomBack());
   forward_->setEnabled(have && widget_->canZoomForward());
   zoomSel_->setEnabled(have);

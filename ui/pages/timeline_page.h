@@ -111,6 +111,7 @@ class TimelinePage : public Page {
 
   QComboBox* runCombo_ = nullptr;
   QToolButton* fit_ = nullptr;
+  QToolButton* fitAll_ = nullptr;
   QToolButton* back_ = nullptr;
   QToolButton* forward_ = nullptr;
   QToolButton* zoomSel_ = nullptr;

@@ -100,7 +100,7 @@ void TimelineWidget::setIndex(std::shared_ptr<const tl::TimelineIndex> index) {
     for (const auto& r : index_->ranks())
       for (std::uint32_t l : r.lanes) laneOrder_.push_back(l);
   relayout();
-  fitAll();
+  fitSteps();
 }
 
 void TimelineWidget::relayout() {
@@ -274,6 +274,15 @@ void TimelineWidget::setViewRange(TimeNs t0, TimeNs t1, bool pushHistory) {
     historyPos_ = history_.size() - 1;
   }
   emitView();
+}
+
+void TimelineWidget::fitSteps() {
+  if (!index_) return;
+  const auto steps = index_->stepsExtent();
+  if (!steps) return fitAll();
+  const TimeNs span = std::max<TimeNs>(1, steps->second - steps->first);
+  const TimeNs pad = span / 50;
+  setViewRange(steps->first - pad, steps->second + pad);
 }
 
 void TimelineWidget::fitAll() {
@@ -895,7 +904,7 @@ void TimelineWidget::keyPressEvent(QKeyEvent* e) {
     case Qt::Key_S: zoomAt(1.25, x); break;
     case Qt::Key_A: panBy(-0.2); break;
     case Qt::Key_D: panBy(0.2); break;
-    case Qt::Key_F:
+    case Qt::Key_F: fitSteps(); break;
     case Qt::Key_Home: fitAll(); break;
     case Qt::Key_Z: zoomToSelection(); break;
     case Qt::Key_Backspace: zoomBack(); break;

@@ -44,7 +44,8 @@ class TimelineWidget : public QWidget {
   void setViewRange(core::TimeNs t0, core::TimeNs t1, bool pushHistory = true);
   core::TimeNs viewStart() const { return t0_; }
   core::TimeNs viewEnd() const { return t1_; }
-  void fitAll();
+  void fitAll();    // the whole run, initialisation included (Home)
+  void fitSteps();  // the training steps (F; what a new run opens on); the whole run without steps
   bool zoomBack();
   bool zoomForward();
   bool canZoomBack() const { return historyPos_ > 0; }
