@@ -116,6 +116,42 @@ class TestTimelineWidget : public QObject {
     QVERIFY(w.viewStart() >= stepStart - 10'000 && w.viewEnd() <= stepEnd + 10'000);
   }
 
+  // Per-operation streams (a handful of events each) fold into one "other streams" row per device;
+  // opening it shows them; the busy stream stays a lane of its own.
+  void sparseStreamsFold() {
+    QTemporaryDir dir;
+    const std::string db = pathIn(dir, "streams.db");
+    TraceStore store(db);
+    std::string json = R"J({"traceEvents": [
+{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100000})J";
+    for (int i = 0; i < 300; ++i)  // the compute stream
+      json += ",\n{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": " +
+              std::to_string(10 + 100 * i) + ", \"dur\": 50, \"args\": {\"stream\": 7, \"device\": 0}}";
+    for (int st = 20; st < 25; ++st)  // five copy streams, two events each
+      for (int i = 0; i < 2; ++i)
+        json += ",\n{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy DtoD\", \"pid\": 0, \"tid\": " +
+                std::to_string(st) + ", \"ts\": " + std::to_string(1000 * st + 10 * i) + ", \"dur\": 5, \"args\": {\"stream\": " +
+                std::to_string(st) + ", \"device\": 0}}";
+    json += "]}";
+    const Id run = importKineto(store, {writeFile(dir, "streams.json", json)}).runIds.at(0);
+    const auto index = tl::TimelineIndex::build(store, run);
+    TimelineWidget w;
+    w.resize(1200, 900);
+    w.setIndex(index);
+    QCOMPARE(w.foldedLaneCount(), std::size_t(5));
+    const Found gemm = findNamed(*index, 0, "gemm", 0);
+    const Found copy = findNamed(*index, 0, "Memcpy DtoD", 0);
+    QVERIFY(!w.laneFolded(gemm.lane) && w.laneY(gemm.lane));
+    QVERIFY(w.laneFolded(copy.lane) && !w.laneY(copy.lane));
+    QVERIFY(!w.streamGroupOpen(0, 0));
+    w.setStreamGroupOpen(0, 0, true);
+    QVERIFY(w.laneY(copy.lane));
+    w.setStreamGroupOpen(0, 0, false);
+    QVERIFY(!w.laneY(copy.lane));
+    w.renderNow();  // paints the group row without trouble
+    QVERIFY(w.drawListCurrent());
+  }
+
   void collapsedRankHidesItsLanes() {
     TimelineWidget w;
     w.resize(1200, 700);

@@ -15,6 +15,7 @@
 #include <QWheelEvent>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 
 #include "ui/charts/chart_style.h"
@@ -92,6 +93,8 @@ void TimelineWidget::setIndex(std::shared_ptr<const tl::TimelineIndex> index) {
   ++searchGeneration_;
   collapsed_.clear();
   hidden_.clear();
+  folded_.clear();
+  groupOpen_.clear();
   laneOrder_.clear();
   history_.clear();
   historyPos_ = 0;
@@ -99,6 +102,25 @@ void TimelineWidget::setIndex(std::shared_ptr<const tl::TimelineIndex> index) {
   if (index_)
     for (const auto& r : index_->ranks())
       for (std::uint32_t l : r.lanes) laneOrder_.push_back(l);
+  // Sparse GPU streams fold: on a device with at least 4 streams, a stream with fewer than 2 % of
+  // its busiest stream's events (and fewer than 256) is a per-operation stream, not a lane to read.
+  if (index_)
+    for (const auto& r : index_->ranks()) {
+      std::map<int, std::vector<std::uint32_t>> byDevice;
+      for (std::uint32_t l : r.lanes) {
+        const tl::Lane& lane = index_->lane(l);
+        if (lane.kind == tl::LaneKind::GpuStream) byDevice[lane.device.value_or(0)].push_back(l);
+      }
+      for (const auto& [dev, lanes] : byDevice) {
+        if (lanes.size() < 4) continue;
+        std::size_t busiest = 0;
+        for (std::uint32_t l : lanes) busiest = std::max(busiest, index_->lane(l).start.size());
+        for (std::uint32_t l : lanes) {
+          const std::size_t n = index_->lane(l).start.size();
+          if (n < 256 && n * 50 < busiest) folded_.insert(l);
+        }
+      }
+    }
   relayout();
   fitSteps();
 }
@@ -116,9 +138,9 @@ void TimelineWidget::relayout() {
     rows_.push_back(h);
     y += h.height;
     if (collapsed_.count(static_cast<int>(ri))) continue;
-    for (std::uint32_t l : laneOrder_) {
+    std::map<int, std::vector<std::uint32_t>> foldedHere;  // device -> its folded lanes, in order
+    auto laneRow = [&](std::uint32_t l) {
       const tl::Lane& lane = index_->lane(l);
-      if (lane.rankIndex != static_cast<int>(ri) || hidden_.count(l)) continue;
       Row r;
       r.rankIndex = static_cast<int>(ri);
       r.lane = l;
@@ -132,6 +154,28 @@ void TimelineWidget::relayout() {
       }
       rows_.push_back(r);
       y += r.height;
+    };
+    for (std::uint32_t l : laneOrder_) {
+      const tl::Lane& lane = index_->lane(l);
+      if (lane.rankIndex != static_cast<int>(ri) || hidden_.count(l)) continue;
+      if (folded_.count(l)) {
+        foldedHere[lane.device.value_or(0)].push_back(l);
+        continue;
+      }
+      laneRow(l);
+    }
+    for (const auto& [dev, lanes] : foldedHere) {
+      Row g;
+      g.kind = Row::Kind::StreamGroup;
+      g.rankIndex = static_cast<int>(ri);
+      g.device = dev;
+      g.groupLanes = static_cast<std::uint32_t>(lanes.size());
+      g.y = y;
+      g.height = kRankHeaderHeight;
+      rows_.push_back(g);
+      y += g.height;
+      if (groupOpen_.count({static_cast<int>(ri), dev}))
+        for (std::uint32_t l : lanes) laneRow(l);
     }
   }
   scroll_ = std::clamp(scroll_, 0, std::max(0, contentHeight() - (height() - kAxisHeight)));
@@ -500,6 +544,14 @@ void TimelineWidget::setRankCollapsed(int rankIndex, bool collapsed) {
   update();
 }
 
+void TimelineWidget::setStreamGroupOpen(int rankIndex, int device, bool open) {
+  if (open) groupOpen_.insert({rankIndex, device});
+  else groupOpen_.erase({rankIndex, device});
+  relayout();
+  requestDrawList();
+  update();
+}
+
 void TimelineWidget::setLaneHidden(std::uint32_t lane, bool hidden) {
   if (hidden) hidden_.insert(lane);
   else hidden_.erase(lane);
@@ -614,6 +666,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     if (y + r.height < kAxisHeight || y > height()) continue;
     if (r.kind == Row::Kind::RankHeader) p.fillRect(QRect(kLabelWidth, y, width() - kLabelWidth, r.height), kHeaderBackground);
     else p.fillRect(QRect(kLabelWidth, y + r.height - 1, width() - kLabelWidth, 1), kGrid);
+    if (r.kind == Row::Kind::StreamGroup) p.fillRect(QRect(kLabelWidth, y, width() - kLabelWidth, r.height - 1), kLabelBackground);
   }
   paintList(p);
   if (range_) {
@@ -729,6 +782,13 @@ void TimelineWidget::paintLabels(QPainter& p) {
       if (!rk.device.empty()) t += QStringLiteral("  ") + QString::fromStdString(rk.device);
       p.drawText(QRect(4, y, kLabelWidth - 8, r.height), Qt::AlignVCenter | Qt::AlignLeft, fm.elidedText(t, Qt::ElideRight, kLabelWidth - 8));
       p.setFont(font());
+    } else if (r.kind == Row::Kind::StreamGroup) {
+      p.setPen(QColor(0x33, 0x33, 0x33));
+      const QString arrow = groupOpen_.count({r.rankIndex, r.device}) ? QStringLiteral("▾ ") : QStringLiteral("▸ ");
+      const QString t = arrow + tr("other streams (%1), GPU %2").arg(r.groupLanes).arg(r.device);
+      p.drawText(QRect(8, y, kLabelWidth - 12, r.height), Qt::AlignVCenter | Qt::AlignLeft,
+                 fm.elidedText(t, Qt::ElideRight, kLabelWidth - 12));
+      p.fillRect(QRect(0, y + r.height - 1, kLabelWidth, 1), kGrid);
     } else {
       const tl::Lane& l = index_->lane(r.lane);
       p.setPen(QColor(0x33, 0x33, 0x33));
@@ -815,6 +875,8 @@ void TimelineWidget::mousePressEvent(QMouseEvent* e) {
   if (e->pos().x() < kLabelWidth) {
     if (const Row* r = rowAt(e->pos().y()); r && r->kind == Row::Kind::RankHeader)
       setRankCollapsed(r->rankIndex, !rankCollapsed(r->rankIndex));
+    else if (r && r->kind == Row::Kind::StreamGroup)
+      setStreamGroupOpen(r->rankIndex, r->device, !streamGroupOpen(r->rankIndex, r->device));
     drag_ = Drag::None;
     return;
   }
@@ -932,6 +994,10 @@ void TimelineWidget::contextMenuEvent(QContextMenuEvent* e) {
     const int rank = r->rankIndex;
     menu.addAction(rankCollapsed(rank) ? tr("Expand rank") : tr("Collapse rank"), this,
                    [this, rank] { setRankCollapsed(rank, !rankCollapsed(rank)); });
+  } else if (r && r->kind == Row::Kind::StreamGroup) {
+    const int rank = r->rankIndex, dev = r->device;
+    menu.addAction(streamGroupOpen(rank, dev) ? tr("Fold the other streams") : tr("Show the other streams"), this,
+                   [this, rank, dev] { setStreamGroupOpen(rank, dev, !streamGroupOpen(rank, dev)); });
   } else if (r) {
     const std::uint32_t lane = r->lane;
     menu.addAction(tr("Hide lane"), this, [this, lane] { setLaneHidden(lane, true); });

@@ -87,6 +87,12 @@ class TimelineWidget : public QWidget {
   void setLaneKindHidden(core::timeline::LaneKind kind, bool hidden);
   bool laneKindHidden(core::timeline::LaneKind kind) const;
   void setAllRanksCollapsed(bool collapsed);
+  // GPU streams with few events (per-operation streams: Gloo over CUDA tensors makes ~40) fold into
+  // one "other streams" row per rank and device, closed when a run opens; open shows them again.
+  bool laneFolded(std::uint32_t lane) const { return folded_.count(lane) > 0; }
+  std::size_t foldedLaneCount() const { return folded_.size(); }
+  void setStreamGroupOpen(int rankIndex, int device, bool open);
+  bool streamGroupOpen(int rankIndex, int device) const { return groupOpen_.count({rankIndex, device}) > 0; }
 
   // Geometry (widget coordinates): the time axis and the lanes as laid out now.
   int labelWidth() const { return kLabelWidth; }
@@ -135,8 +141,10 @@ class TimelineWidget : public QWidget {
   static constexpr int kMaxDepth = 12;
 
   struct Row {  // one laid-out row of the lane area
-    enum class Kind { RankHeader, Lane } kind = Kind::Lane;
+    enum class Kind { RankHeader, StreamGroup, Lane } kind = Kind::Lane;
     int rankIndex = 0;
+    int device = 0;                // StreamGroup: its device
+    std::uint32_t groupLanes = 0;  // StreamGroup: the lanes folded into it
     std::uint32_t lane = 0;
     int y = 0;       // content y (before scrolling)
     int height = 0;
@@ -165,6 +173,8 @@ class TimelineWidget : public QWidget {
   std::vector<std::uint32_t> laneOrder_;  // display order of every lane (per rank contiguous)
   std::set<int> collapsed_;
   std::set<std::uint32_t> hidden_;
+  std::set<std::uint32_t> folded_;             // sparse GPU streams (chosen when a run opens)
+  std::set<std::pair<int, int>> groupOpen_;    // (rank index, device) stream groups shown open
 
   // The last draw list and the viewport it was built for (painted transformed when the view moved).
   std::shared_ptr<core::timeline::DrawList> list_;
