@@ -378,8 +378,11 @@ int cmdCompare(const Args& a, core::CancelToken& cancel) {
         std::cout << "no exposed all-gather or reduce-scatter\n";
         continue;
       }
-      std::cout << core::toString(b[0].op) << " rank " << b[0].rank << " " << b[0].kernel << ", exposed "
-                << fmt(static_cast<double>(b[0].exposedNs) / 1e6, 3) << " ms";
+      std::cout << core::toString(b[0].op) << " rank " << b[0].rank << " " << b[0].kernel
+                << (b[0].unit.empty() ? "" : " in " + b[0].unit) << ", exposed "
+                << fmt(static_cast<double>(b[0].totalExposedNs) / 1e6, 3) << " ms over " << b[0].instances
+                << (b[0].instances == 1 ? " step" : " steps") << " (worst " << fmt(static_cast<double>(b[0].exposedNs) / 1e6, 3)
+                << " ms)";
       if (!b[0].suggestions.empty()) std::cout << " - " << b[0].suggestions[0];
       std::cout << "\n";
     }

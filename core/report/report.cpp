@@ -500,7 +500,8 @@ void recommend(Report& rep) {
         const Bottleneck& bn = r.analysis.bottlenecks.front();
         t += "; the costliest exposed collective is " + std::string(toString(bn.op)) + " on rank " + std::to_string(bn.rank) +
              (bn.bytes ? " (" + reportBytes(static_cast<double>(*bn.bytes)) + ")" : "") + " with " +
-             reportDuration(static_cast<double>(bn.exposedNs)) + " exposed";
+             reportDuration(static_cast<double>(bn.totalExposedNs)) + " exposed over " + std::to_string(bn.instances) +
+             (bn.instances == 1 ? " step" : " steps");
         if (!bn.suggestions.empty()) t += ": " + bn.suggestions.front();
       }
       s.push_back(t + ".");
@@ -844,8 +845,10 @@ ReportTable knownConfigTable(const ReportRun& run) {
 
 ReportTable bottleneckTable(const ReportRun& run) {
   ReportTable t;
-  t.header = {"rank", "collective", "step", "exposed", "duration", "size", "group", "issued by", "kernel", "why", "suggestion"};
-  t.caption = "Costliest exposed all-gathers and reduce-scatters (time with no computation on the rank).";
+  t.header = {"rank", "collective", "steps", "exposed, total", "mean", "worst step", "worst exposed", "its duration",
+              "size", "group", "issued by", "kernel", "why", "suggestion"};
+  t.caption = "Costliest exposed all-gathers and reduce-scatters (time with no computation on the rank): each row is "
+              "one collective of a rank over its steps, ranked by its exposed time summed over them.";
   t.emptyText = "No exposed all-gather or reduce-scatter.";
   t.detailColumns = 2;
   for (const auto& b : run.analysis.bottlenecks) {
@@ -853,6 +856,9 @@ ReportTable bottleneckTable(const ReportRun& run) {
     for (std::size_t k = 0; k < b.reasons.size(); ++k) why += (k ? "\n" : "") + b.reasons[k];
     for (std::size_t k = 0; k < b.suggestions.size(); ++k) what += (k ? "\n" : "") + b.suggestions[k];
     t.rows.push_back({numberCell(std::to_string(b.rank)), text(std::string(toString(b.op))),
+                      numberCell(std::to_string(b.instances)),
+                      numberCell(reportDuration(static_cast<double>(b.totalExposedNs))),
+                      numberCell(reportDuration(static_cast<double>(b.meanExposedNs))),
                       numberCell(b.step ? std::to_string(*b.step) : "\u2013"),
                       numberCell(reportDuration(static_cast<double>(b.exposedNs))),
                       numberCell(reportDuration(static_cast<double>(b.durNs))),

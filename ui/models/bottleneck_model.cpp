@@ -54,6 +54,9 @@ QVariant BottleneckModel::data(const QModelIndex& index, int role) const {
     switch (index.column()) {
       case Rank: return b.rank;
       case Op: return units::opName(b.op);
+      case Steps: return static_cast<qlonglong>(b.instances);
+      case Total: return static_cast<qlonglong>(b.totalExposedNs);
+      case Mean: return static_cast<qlonglong>(b.meanExposedNs);
       case Step: return b.step ? QVariant(static_cast<qlonglong>(*b.step)) : QVariant(-1LL);
       case Exposed: return static_cast<qlonglong>(b.exposedNs);
       case Duration: return static_cast<qlonglong>(b.durNs);
@@ -69,6 +72,9 @@ QVariant BottleneckModel::data(const QModelIndex& index, int role) const {
     switch (index.column()) {
       case Rank: return QString::number(b.rank);
       case Op: return units::opName(b.op);
+      case Steps: return QString::number(b.instances);
+      case Total: return units::ms(b.totalExposedNs);
+      case Mean: return units::ms(b.meanExposedNs);
       case Step: return b.step ? QString::number(*b.step) : none;
       case Exposed: return units::ms(b.exposedNs);
       case Duration: return units::ms(b.durNs);
@@ -108,9 +114,12 @@ QVariant BottleneckModel::headerData(int section, Qt::Orientation orientation, i
     switch (section) {
       case Rank: return tr("Rank");
       case Op: return tr("Operation");
-      case Step: return tr("Step");
-      case Exposed: return tr("Exposed (ms)");
-      case Duration: return tr("Duration (ms)");
+      case Steps: return tr("Steps");
+      case Total: return tr("Exposed, total (ms)");
+      case Mean: return tr("Mean (ms)");
+      case Step: return tr("Worst step");
+      case Exposed: return tr("Worst exposed (ms)");
+      case Duration: return tr("Its duration (ms)");
       case ExposedShare: return tr("Exposed %");
       case Bytes: return tr("Size");
       case Group: return tr("Group");
@@ -120,7 +129,9 @@ QVariant BottleneckModel::headerData(int section, Qt::Orientation orientation, i
   }
   if (role == Qt::ToolTipRole) {
     switch (section) {
-      case Exposed: return tr("Its duration minus the time computation ran on its rank meanwhile");
+      case Steps: return tr("Steps in which this collective (same operation, group, size and place in the step) was exposed");
+      case Total: return tr("Exposed time summed over those steps: what removing it would save per run");
+      case Exposed: return tr("In its worst step: its duration minus the time computation ran on its rank meanwhile");
       case Unit: return tr("The annotation (layer or FSDP unit) open when it was launched");
       case Finding: return tr("The rules that fired (docs/METRICS.md); select the row for the full reasons and suggestions");
       default: return {};

@@ -20,7 +20,9 @@ class BottleneckModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum Column { Rank, Op, Step, Exposed, Duration, ExposedShare, Bytes, Group, Unit, Finding, ColumnCount };
+  // A row is one collective of a rank over its steps (core::Bottleneck): Steps, Total and Mean over
+  // its exposed instances; Step, Exposed, Duration and Exposed % are its worst instance's.
+  enum Column { Rank, Op, Steps, Total, Mean, Step, Exposed, Duration, ExposedShare, Bytes, Group, Unit, Finding, ColumnCount };
   enum Role { SortRole = Qt::UserRole + 1 };
 
   explicit BottleneckModel(QObject* parent = nullptr);

@@ -445,7 +445,7 @@ void CommunicationPage::apply(Loaded loaded) {
   }
   rebuildChart();
 
-  bnView_->sortByColumn(BottleneckModel::Exposed, Qt::DescendingOrder);
+  bnView_->sortByColumn(BottleneckModel::Total, Qt::DescendingOrder);
   bool anyUnit = false;
   for (const auto& r : bottlenecks_->rows()) anyUnit = anyUnit || !r.b.unit.empty();
   bnView_->setColumnHidden(BottleneckModel::Unit, !anyUnit);
