@@ -475,14 +475,21 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
     std::cout << "run " << id << "  " << run->name << "\n";
     std::cout << "  HTA-compatible figures (HTA @f4d0062c rules: last ProfilerStep dropped when there are several)\n";
     std::cout << "  rank  overlap %   idle us (%)            compute us (%)         non-compute us (%)     GPU span us\n";
+    bool anyWithoutGpu = false;
     for (const auto& r : f.ranks) {
       char line[256];
-      std::snprintf(line, sizeof line, "  %4d  %9s   %10lld (%6.2f)   %10lld (%6.2f)   %10lld (%6.2f)   %10lld\n", r.rank,
-                    r.overlapPct ? fixed(*r.overlapPct, 2).c_str() : "n/a", static_cast<long long>(r.idleUs), r.idlePct,
-                    static_cast<long long>(r.computeUs), r.computePct, static_cast<long long>(r.nonComputeUs),
-                    r.nonComputePct, static_cast<long long>(r.kernelTimeUs));
+      if (r.kernelTimeUs == 0) {  // no GPU rows: HTA's figures are about GPU kernels, nothing to measure
+        anyWithoutGpu = true;
+        std::snprintf(line, sizeof line, "  %4d  %9s   %19s   %19s   %19s   %10s\n", r.rank, "n/a", "n/a", "n/a", "n/a", "n/a");
+      } else {
+        std::snprintf(line, sizeof line, "  %4d  %9s   %10lld (%6.2f)   %10lld (%6.2f)   %10lld (%6.2f)   %10lld\n", r.rank,
+                      r.overlapPct ? fixed(*r.overlapPct, 2).c_str() : "n/a", static_cast<long long>(r.idleUs), r.idlePct,
+                      static_cast<long long>(r.computeUs), r.computePct, static_cast<long long>(r.nonComputeUs),
+                      r.nonComputePct, static_cast<long long>(r.kernelTimeUs));
+      }
       std::cout << line;
     }
+    if (anyWithoutGpu) std::cout << "  (n/a: a rank without GPU kernels; HTA's figures measure GPU kernels)\n";
     if (!f.kernelTypes.empty()) {
       std::cout << "  GPU kernel-type breakdown (all ranks)\n";
       for (const auto& k : f.kernelTypes) {
@@ -505,7 +512,16 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
       std::cout << "    peak " << rf.peakDevice << " memory " << core::formatBytes(static_cast<double>(*rf.peakAllocatedBytes))
                 << " allocated, " << core::formatBytes(static_cast<double>(rf.peakReservedBytes.value_or(0)))
                 << " reserved (largest rank)\n";
-    std::cout << "  Per step (Shardscope): mean over the counted steps of each rank\n";
+    {
+      bool cpuOnly = true;
+      for (const auto& r : f.ranks) cpuOnly = cpuOnly && r.kernelTimeUs == 0;
+      std::cout << "  Per step (Shardscope): mean over the counted steps of each rank";
+      if (cpuOnly && !steps.empty())
+        std::cout << "\n  (no GPU rows: the device lanes are the CPU threads and communication lanes, so compute is CPU "
+                     "operator time)";
+      std::cout << "\n  (overlap differs from HTA's above: HTA's spans the whole trace without its last step, this one "
+                   "averages the counted steps)\n";
+    }
     std::cout << "  rank  steps   step ms   compute %   comm %   exposed comm %   idle %   overlap %\n";
     std::map<int, std::vector<core::StepBreakdown>> byRank;
     for (const auto& b : steps) byRank[b.rank].push_back(b);
