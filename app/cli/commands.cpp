@@ -214,7 +214,13 @@ JsonValue runJson(const core::RunSummary& s, bool withTracks) {
   return r;
 }
 
-int cmdInfo(const Args& a, core::CancelToken&) {
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+int cmdInfo(const Args& a, core::CancelToken& cancel) {
   core::TraceStore store(dbPath(a), core::Database::Mode::ReadOnly);
   std::vector<core::Id> ids;
   if (a.has("run")) {
@@ -228,7 +234,12 @@ int cmdInfo(const Args& a, core::CancelToken&) {
     out.set("db", JsonValue::string(store.path()));
     out.set("schema_version", JsonValue::number(static_cast<std::int64_t>(store.db().pragmaInt("user_version"))));
     JsonValue runs = JsonValue::array();
-    for (auto id : ids) runs.push(runJson(store.summary(id), detail));
+    for (auto id : ids) {
+      JsonValue r = runJson(store.summary(id), detail);
+      // One run asked for: its figures too (run_figures.h; a pass over its events).
+      if (detail) r.set("figures", core::toJson(core::computeRunFigures(store, id, &cancel)));
+      runs.push(std::move(r));
+    }
     out.set("runs", std::move(runs));
     std::cout << out.dump() << "\n";
     return kOk;
@@ -245,6 +256,14 @@ int cmdInfo(const Args& a, core::CancelToken&) {
               << s.stepCount << " step windows, " << s.counterSamples << " counter samples";
     if (s.startNs && s.endNs) std::cout << ", span " << durationText(*s.endNs - *s.startNs);
     std::cout << "\n";
+    if (detail) {  // the figures every surface shows (run_figures.h)
+      const core::RunFigures f = core::computeRunFigures(store, id, &cancel);
+      if (f.stepTimeMs) std::cout << "  step time " << fixed(*f.stepTimeMs, 2) << " ms (" << core::describeStepTime(f) << ")";
+      if (f.tokensPerSecond) std::cout << ", " << fixed(*f.tokensPerSecond, 0) << " tokens/s";
+      if (f.peakAllocatedBytes)
+        std::cout << ", peak " << f.peakDevice << " memory " << core::formatBytes(static_cast<double>(*f.peakAllocatedBytes));
+      if (f.stepTimeMs || f.peakAllocatedBytes) std::cout << "\n";
+    }
     for (const auto& rk : s.ranks) {
       std::int64_t events = 0, tracks = 0;
       for (const auto& t : s.tracks)
@@ -301,11 +320,6 @@ int cmdExport(const Args& a, core::CancelToken& cancel) {
   return kOk;
 }
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
 
 int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
   core::TraceStore store(dbPath(a), core::Database::Mode::ReadOnly);

@@ -1,6 +1,6 @@
 // One truth per number (docs/METRICS.md, "Run figures"): the same runs read through every surface
-// (the run summary of `compare`, its --json, `compare-runs` text and JSON, `analyze --json`, the CSV
-// report) show the figures core::computeRunFigures defines, to the digits each surface prints.
+// (the run summary of `compare`, its --json, `compare-runs` text and JSON, `analyze --json`, `info
+// --run --json`, the CSV report) show the figures core::computeRunFigures defines, to the digits each surface prints.
 // Runs: real runtime runs on CPU (`compare --strategies ddp,fsdp --model tiny`, 2 Gloo ranks) and the
 // database our runtime wrote on an H100 (../shared/traces/gpu, skipped where absent).
 #include <QDir>
@@ -91,6 +91,12 @@ class TestOneTruth : public QObject {
       QVERIFY2(near(af.value("step_time_ms").toDouble(), *f.stepTimeMs, 1e-9), where);
       QVERIFY2(near(af.value("peak_allocated_bytes").toDouble(), double(*f.peakAllocatedBytes), 0.5), where);
       QVERIFY2(near(af.value("tokens_per_s").toDouble(), *f.tokensPerSecond, 1e-6), where);
+      // info --run: the same figures.
+      auto in = runCli({"info", "--db", db, "--run", QString::number(ids[i]), "--json"});
+      QVERIFY2(in.code == 0, qPrintable(in.err));
+      const QJsonObject inf = parseObject(in.out).value("runs").toArray().at(0).toObject().value("figures").toObject();
+      QVERIFY2(near(inf.value("step_time_ms").toDouble(), *f.stepTimeMs, 1e-9), where);
+      QVERIFY2(near(inf.value("peak_allocated_bytes").toDouble(), double(*f.peakAllocatedBytes), 0.5), where);
       // analyze's per-step rows marked counted average to the same step time.
       double sum = 0;
       int n = 0;
