@@ -76,6 +76,8 @@ void CollectivesAccumulator::endRank(const Rank&) {
       pgName = it->second.first;
       if (n == 0) n = it->second.second;
     }
+    // No group named (a default-group collective of an older trace): the default group is the world.
+    if (n == 0 && pgName.empty() && ctx_.summary.run.worldSize > 1) n = ctx_.summary.run.worldSize;
     CollectiveStats& c = table_[{static_cast<int>(in.op), pgName}];
     c.op = in.op;
     c.processGroup = pgName;

@@ -1,6 +1,7 @@
 #include "core/import/kineto_importer.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -453,6 +454,8 @@ class KinetoParser {
     bool streamArg = false;
     std::string collName, dtype, pgName, pgDesc, pgRanks;
     std::int64_t inNelems = kNone, outNelems = kNone, groupSize = kNone;
+    std::int64_t inputNumel = kNone;  // "Input Dims" of a nccl:/gloo: annotation: elements of its first input
+    std::string inputType;            // ... and "Input type"'s first entry
     std::int64_t totalAllocated = kNone, totalReserved = kNone, bytes = kNone, addr = kNone, devId = kNone,
                  devType = kNone;
     std::vector<std::pair<std::string, double>> counterValues;
@@ -476,6 +479,8 @@ class KinetoParser {
     ev_.pgDesc.clear();
     ev_.pgRanks.clear();
     ev_.inNelems = ev_.outNelems = ev_.groupSize = kNone;
+    ev_.inputNumel = kNone;
+    ev_.inputType.clear();
     ev_.totalAllocated = ev_.totalReserved = ev_.bytes = ev_.addr = ev_.devId = ev_.devType = kNone;
     ev_.counterValues.clear();
     ev_.argsJson.clear();
@@ -514,7 +519,7 @@ class KinetoParser {
   enum ArgKey : std::uint8_t {
     kArgOther, kArgExternalId, kArgCorrelation, kArgStream, kArgDevice, kArgCollName, kArgInNelems, kArgOutNelems,
     kArgGroupSize, kArgDtype, kArgPgName, kArgPgDesc, kArgPgRanks, kArgTotalAllocated, kArgTotalReserved, kArgBytes,
-    kArgAddr, kArgDeviceId, kArgDeviceType
+    kArgAddr, kArgDeviceId, kArgDeviceType, kArgInputDims, kArgInputType
   };
 
   static ArgKey argKey(std::string_view k) {
@@ -526,7 +531,11 @@ class KinetoParser {
       case 5: return c[0] == 'd' && is("dtype", 5) ? kArgDtype : c[0] == 'B' && is("Bytes", 5) ? kArgBytes : kArgOther;
       case 6: return c[0] == 's' && is("stream", 6) ? kArgStream : c[0] == 'd' && is("device", 6) ? kArgDevice : kArgOther;
       case 9: return c[0] == 'D' && is("Device Id", 9) ? kArgDeviceId : kArgOther;
-      case 10: return c[0] == 'G' && is("Group size", 10) ? kArgGroupSize : kArgOther;
+      case 10:
+        if (c[0] == 'G' && is("Group size", 10)) return kArgGroupSize;
+        if (c[0] == 'I' && is("Input Dims", 10)) return kArgInputDims;
+        if (c[0] == 'I' && is("Input type", 10)) return kArgInputType;
+        return kArgOther;
       case 11:
         if (c[0] == 'E' && is("External id", 11)) return kArgExternalId;
         if (c[0] == 'c' && is("correlation", 11)) return kArgCorrelation;
@@ -559,6 +568,10 @@ class KinetoParser {
       if (t == Token::EndObject) break;
       const ArgKey key = argKey(r.text());
       t = r.next();
+      if (t == Token::BeginArray && (key == kArgInputDims || key == kArgInputType) && collectiveAnnotationName()) {
+        readInputArray(r, key);  // the size of a 2022-era nccl:all_to_all (no "In msg nelems")
+        continue;
+      }
       if (t == Token::BeginObject || t == Token::BeginArray) {
         r.skipValue(t);
         continue;
@@ -566,6 +579,84 @@ class KinetoParser {
       onArg(key, t, r.text());
     }
     keepArgs(r.endCapture(), keep);
+  }
+
+  bool collectiveAnnotationName() const { return startsWith(ev_.name, "nccl:") || startsWith(ev_.name, "gloo:"); }
+
+  // "Input Dims": [[8, 1024, 8816], ...] -> the element count of the first input; "Input type":
+  // ["float", ...] -> its first entry. Consumes the array (its '[' was just read).
+  void readInputArray(JsonReader& r, ArgKey key) {
+    int depth = 1;
+    bool inFirst = false, firstDone = false, any = false, ok = true;
+    std::int64_t numel = 1;
+    for (;;) {
+      const Token t = r.next();
+      if (t == Token::End) return;  // the reader reports the truncated input
+      if (t == Token::BeginObject) {
+        r.skipValue(t);
+        continue;
+      }
+      if (t == Token::BeginArray) {
+        if (++depth == 2 && !firstDone) inFirst = true;
+        continue;
+      }
+      if (t == Token::EndArray) {
+        if (depth == 2 && inFirst) inFirst = false, firstDone = true;
+        if (--depth == 0) break;
+        continue;
+      }
+      if (key == kArgInputDims && inFirst && t == Token::Number) {
+        const auto v = parseInt(r.text());
+        if (v && *v >= 0 && (*v == 0 || numel <= (std::int64_t{1} << 50) / std::max<std::int64_t>(1, *v))) {
+          numel *= *v;
+          any = true;
+        } else {
+          ok = false;
+        }
+      } else if (key == kArgInputType && depth == 1 && t == Token::String && ev_.inputType.empty()) {
+        ev_.inputType.assign(r.text());
+      }
+    }
+    if (key == kArgInputDims && any && ok) ev_.inputNumel = numel;
+  }
+
+  // The same from the text of a validated array (the fast path): "[[8, 1024, 8816], [2]]" or
+  // "[\"float\", \"int\"]".
+  void inputFromText(std::string_view a, ArgKey key) {
+    std::size_t i = 1;  // past '['
+    auto ws = [&] {
+      while (i < a.size() && (a[i] == ' ' || a[i] == '\t' || a[i] == '\n' || a[i] == '\r')) ++i;
+    };
+    ws();
+    if (key == kArgInputType) {
+      if (i >= a.size() || a[i] != '"' || !ev_.inputType.empty()) return;
+      const std::size_t close = a.find('"', i + 1);
+      if (close != std::string_view::npos) ev_.inputType.assign(a.substr(i + 1, close - i - 1));
+      return;
+    }
+    if (i >= a.size() || a[i] != '[') return;
+    ++i;
+    std::int64_t numel = 1;
+    bool any = false;
+    for (;;) {
+      ws();
+      if (i < a.size() && a[i] == ']') break;
+      std::size_t j = i;
+      while (j < a.size() && a[j] >= '0' && a[j] <= '9') ++j;
+      const auto v = j > i ? parseInt(a.substr(i, j - i)) : std::nullopt;
+      if (!v || (*v > 0 && numel > (std::int64_t{1} << 50) / *v)) return;  // not a size we can use
+      numel *= *v;
+      any = true;
+      i = j;
+      ws();
+      if (i < a.size() && a[i] == ',') {
+        ++i;
+        continue;
+      }
+      if (i < a.size() && a[i] == ']') break;
+      return;
+    }
+    if (any) ev_.inputNumel = numel;
   }
 
   // A scalar arg value; promoted keys fill the event's columns.
@@ -778,6 +869,15 @@ class KinetoParser {
       const bool keep = opt_.keepArgs || ev_.ph.size() != 1 || ev_.ph[0] == 'M' || ev_.ph[0] == 'C';
       const char* start = p;
       const bool ok = members([&](std::string_view key) {
+        if (*p == '[' && collectiveAnnotationName()) {
+          const ArgKey k = argKey(key);
+          if (k == kArgInputDims || k == kArgInputType) {
+            const char* from = p;
+            if (!nested(1)) return false;
+            inputFromText(std::string_view(from, static_cast<std::size_t>(p - from)), k);
+            return true;
+          }
+        }
         if (*p == '{' || *p == '[') return nested(1);
         Token t;
         std::string_view v;
@@ -1165,6 +1265,18 @@ class KinetoParser {
         n = ev_.inNelems != kNone ? ev_.inNelems : ev_.outNelems;
       if (n != kNone && n >= 0 && n < (std::int64_t{1} << 50)) e.bytes = n * sz;
     }
+    // A nccl:/gloo: annotation of an older trace: its record_shapes input. The message size S of
+    // all-reduce, reduce-scatter, all-to-all, broadcast, reduce and point-to-point is that input
+    // (nccl-tests' convention); an all-gather's S is the gathered output, which needs the group size.
+    if (e.bytes == kNone && ev_.inputNumel != kNone && !ev_.inputType.empty()) {
+      const int isz = dtypeSize(ev_.inputType);
+      std::int64_t n = ev_.inputNumel;
+      if (e.op == CollectiveOp::AllGather || e.op == CollectiveOp::Gather) n = e.groupSize > 0 ? n * e.groupSize : kNone;
+      if (isz > 0 && n != kNone && n < (std::int64_t{1} << 50)) {
+        e.bytes = n * isz;
+        if (!e.dtype) e.dtype = str(ev_.inputType);
+      }
+    }
   }
 
   void appendArgs(PEvent& e) {
@@ -1489,6 +1601,38 @@ struct RankState {
   std::int64_t minTime = 0, maxTime = 0;  // for a late baseTimeNanoseconds
   std::vector<PStep> steps;             // sorted by start
   std::unordered_map<std::int64_t, std::int64_t> corrStep;  // CPU correlation -> step
+  // The collectives the CPU side names (nccl:all_to_all annotations, c10d ops), per CPU track in
+  // file order, and the one enclosing each launch (by its correlation): the kernel it launched is
+  // that collective, whatever NCCL calls its kernel (all-to-all runs as SendRecv kernels).
+  struct CpuCollective {
+    std::int64_t start, end;
+    CollectiveOp op;
+    std::optional<std::int64_t> bytes;
+    std::optional<Id> dtype, pg;
+    std::optional<int> groupSize;
+  };
+  std::unordered_map<std::int64_t, CpuCollective> corrCollective;
+  // Per CPU track: its collective spans sorted by start, a cursor at the last one starting at or
+  // before the latest launch (launches come in time order: no search per launch), and a ring of the
+  // last 64 launches (start, correlation), so that a span written after the launches it encloses
+  // still finds them.
+  struct CpuTrackCollectives {
+    std::vector<CpuCollective> spans;
+    std::size_t cursor = 0;  // spans[0, cursor) start at or before the last launch
+    std::array<std::pair<std::int64_t, std::int64_t>, 64> ring{};
+    std::size_t next = 0, size = 0;
+  };
+  std::unordered_map<Id, CpuTrackCollectives> cpuCollectives;
+  Id lastCollTrack = 0;
+  CpuTrackCollectives* lastColl = nullptr;  // cpuCollectives[lastCollTrack] (node-stable)
+  CpuTrackCollectives& collectivesOf(Id track) {
+    if (!lastColl || lastCollTrack != track) {
+      lastColl = &cpuCollectives[track];
+      lastCollTrack = track;
+    }
+    return *lastColl;
+  }
+  bool unresolvedCollective = false;  // a collective kernel's launch was not matched yet
   std::unordered_map<Id, bool> gpuTrack;                    // db track id -> is a GPU track
   // "pid\x1ftid" (source text) -> (db track id, is python), for thread names from M events.
   std::unordered_multimap<std::string, std::pair<Id, bool>> tracksByIds;
@@ -1509,14 +1653,33 @@ std::optional<std::int64_t> stepAt(const std::vector<PStep>& steps, std::int64_t
 }
 
 // Gives GPU events without a step the step of their launch (same correlation), when known.
+// A collective kernel whose name is all the trace says of it (no args): its launch's enclosing CPU
+// collective may name it (an all-to-all runs as SendRecv kernels) and give its size.
+bool collectiveNeedsLaunch(const EventChunk& c, std::size_t i) {
+  const auto op = static_cast<CollectiveOp>(c.collOp[i]);
+  return op != CollectiveOp::None && !(c.flags[i] & EventFlags::CollectiveMeta) && c.correlation[i] != EventChunk::kNull &&
+         (op == CollectiveOp::SendRecv || c.bytes[i] == EventChunk::kNull);
+}
+
 bool fillGpuSteps(const RankState& rs, EventChunk& c) {
   bool changed = false;
   for (std::size_t i = 0; i < c.size(); ++i) {
-    if (c.step[i] != EventChunk::kNull || c.correlation[i] == EventChunk::kNull) continue;
-    if (c.flags[i] & EventFlags::Instant) continue;
-    auto it = rs.corrStep.find(c.correlation[i]);
-    if (it == rs.corrStep.end()) continue;
-    c.step[i] = it->second;
+    if (c.correlation[i] == EventChunk::kNull || (c.flags[i] & EventFlags::Instant)) continue;
+    if (c.step[i] == EventChunk::kNull) {
+      if (auto it = rs.corrStep.find(c.correlation[i]); it != rs.corrStep.end()) {
+        c.step[i] = it->second;
+        changed = true;
+      }
+    }
+    if (!collectiveNeedsLaunch(c, i)) continue;
+    auto cc = rs.corrCollective.find(c.correlation[i]);
+    if (cc == rs.corrCollective.end()) continue;
+    const auto& k = cc->second;
+    if (static_cast<CollectiveOp>(c.collOp[i]) == CollectiveOp::SendRecv) c.collOp[i] = static_cast<std::uint8_t>(k.op);
+    if (c.bytes[i] == EventChunk::kNull && k.bytes) c.bytes[i] = *k.bytes;
+    if (c.dtype[i] == 0 && k.dtype) c.dtype[i] = static_cast<std::uint32_t>(*k.dtype);
+    if (c.pg[i] == 0 && k.pg) c.pg[i] = static_cast<std::uint32_t>(*k.pg);
+    if (c.groupSize[i] == 0 && k.groupSize) c.groupSize[i] = *k.groupSize;
     changed = true;
   }
   return changed;
@@ -1533,11 +1696,13 @@ ProcessGroup toProcessGroup(Id runId, const PGroup& g) {
   return pg;
 }
 
-// True while the chunk has GPU events whose launch step may still become known.
-bool hasUnresolvedGpu(const EventChunk& c) {
-  for (std::size_t i = 0; i < c.size(); ++i)
+// True while the chunk has GPU events whose launch step, or whose collective, may still become known.
+bool hasUnresolvedGpu(const RankState& rs, const EventChunk& c) {
+  for (std::size_t i = 0; i < c.size(); ++i) {
     if (c.step[i] == EventChunk::kNull && c.correlation[i] != EventChunk::kNull && !(c.flags[i] & EventFlags::Instant))
       return true;
+    if (collectiveNeedsLaunch(c, i) && !rs.corrCollective.count(c.correlation[i])) return true;
+  }
   return false;
 }
 
@@ -1717,9 +1882,10 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
     }
     const RankState* current = nullptr;  // the rank whose batches are being written
     writer.setBeforeFlush([&](Id trackId, EventChunk& c) {
-      if (!current || !current->unresolvedGpu || !current->gpuTrack.count(trackId)) return false;
+      if (!current || !(current->unresolvedGpu || current->unresolvedCollective) || !current->gpuTrack.count(trackId))
+        return false;
       fillGpuSteps(*current, c);
-      return hasUnresolvedGpu(c);  // rewritten at the end of the file, when every launch is known
+      return hasUnresolvedGpu(*current, c);  // rewritten at the end of the file, when every launch is known
     });
     std::set<int> usedRanks;
     std::map<int, std::string> rankFiles;
@@ -1878,7 +2044,55 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
             rs.cpuMax = std::max(rs.cpuMax, e.start);
           }
           if (rec.step && rec.correlation) rs.corrStep[*rec.correlation] = *rec.step;
+          if (rec.collOp != CollectiveOp::None) {
+            const RankState::CpuCollective cc{e.start, e.end, rec.collOp, rec.bytes, rec.dtypeId, rec.processGroupId,
+                                              rec.groupSize};
+            auto& tc = rs.collectivesOf(rec.trackId);
+            // Kept sorted by start (file order need not be); the cursor stays on the same spans.
+            const auto pos = std::upper_bound(tc.spans.begin(), tc.spans.end(), cc.start,
+                                              [](std::int64_t t, const RankState::CpuCollective& x) { return t < x.start; });
+            if (static_cast<std::size_t>(pos - tc.spans.begin()) < tc.cursor) ++tc.cursor;
+            tc.spans.insert(pos, cc);
+            for (std::size_t k = 0; k < tc.size; ++k) {
+              const auto& [start, corr] = tc.ring[k];
+              if (start >= e.start && start <= e.end) rs.corrCollective.emplace(corr, cc);
+            }
+          } else if (rec.correlation) {
+            auto& tc = rs.collectivesOf(rec.trackId);
+            tc.ring[tc.next] = {e.start, *rec.correlation};
+            tc.next = (tc.next + 1) % tc.ring.size();
+            tc.size = std::min(tc.size + 1, tc.ring.size());
+            if (!tc.spans.empty()) {
+              // The innermost collective span open at this launch: the latest-starting one containing it.
+              if (tc.cursor > 0 && tc.spans[tc.cursor - 1].start > e.start) {  // out of time order: search
+                tc.cursor = static_cast<std::size_t>(
+                    std::upper_bound(tc.spans.begin(), tc.spans.end(), e.start,
+                                     [](std::int64_t t, const RankState::CpuCollective& x) { return t < x.start; }) -
+                    tc.spans.begin());
+              }
+              while (tc.cursor < tc.spans.size() && tc.spans[tc.cursor].start <= e.start) ++tc.cursor;
+              for (std::size_t k = tc.cursor, seen = 0; k > 0 && seen < 8; --k, ++seen)
+                if (tc.spans[k - 1].end >= e.start) {
+                  rs.corrCollective.emplace(*rec.correlation, tc.spans[k - 1]);
+                  break;
+                }
+            }
+          }
         } else if (rec.correlation && !(e.flags & EventFlags::Instant)) {
+          if (rec.collOp != CollectiveOp::None && !(e.flags & EventFlags::CollectiveMeta) &&
+              (rec.collOp == CollectiveOp::SendRecv || !rec.bytes)) {
+            // A collective kernel without its own metadata: the CPU side's collective that launched it
+            // names it (SendRecv kernels of an all-to-all) and gives its size, type and group.
+            if (auto c = rs.corrCollective.find(*rec.correlation); c != rs.corrCollective.end()) {
+              if (rec.collOp == CollectiveOp::SendRecv) rec.collOp = c->second.op;
+              if (!rec.bytes) rec.bytes = c->second.bytes;
+              if (!rec.dtypeId) rec.dtypeId = c->second.dtype;
+              if (!rec.processGroupId) rec.processGroupId = c->second.pg;
+              if (!rec.groupSize) rec.groupSize = c->second.groupSize;
+            } else {
+              rs.unresolvedCollective = true;  // its launch comes later in the file: fixed when written
+            }
+          }
           auto it = rs.corrStep.find(*rec.correlation);
           if (it != rs.corrStep.end())
             rec.step = it->second;

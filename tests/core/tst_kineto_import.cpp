@@ -459,11 +459,20 @@ class TestKinetoImport : public QObject {
       QCOMPARE(steps[static_cast<std::size_t>(i)].step, std::int64_t(1009 + i));
       QCOMPARE(steps[static_cast<std::size_t>(i)].endNs - steps[static_cast<std::size_t>(i)].startNs, stepDurUs[i] * 1000);
     }
-    // Every NCCL kernel has a collective op from its name (old traces have no collective args).
+    // Every NCCL kernel has a collective op (old traces have no collective args): all-reduce from its
+    // name; the SendRecv kernels are the all-to-alls their nccl:all_to_all annotations name, with the
+    // size of the annotation's input (DLRM's embedding exchange).
     QCOMPARE(countIf(rows, [](const Row& r) {
                return r.track.kind == TrackKind::GpuStream && r.event.name.rfind("nccl", 0) == 0 &&
-                      (r.event.collOp == CollectiveOp::AllReduce || r.event.collOp == CollectiveOp::SendRecv);
+                      (r.event.collOp == CollectiveOp::AllReduce || r.event.collOp == CollectiveOp::AllToAll ||
+                       r.event.collOp == CollectiveOp::SendRecv);
              }), nccl);
+    // Both traces have 42 nccl:all_to_all annotations; "test" has one more SendRecv kernel, launched
+    // outside any annotation, which stays a send/recv.
+    QCOMPARE(countIf(rows, [](const Row& r) {
+               return r.track.kind == TrackKind::GpuStream && r.event.collOp == CollectiveOp::AllToAll && r.event.bytes &&
+                      *r.event.bytes > 0;
+             }), 42);
     QCOMPARE(store.summary(run).collectiveCount, std::int64_t(nccl));
     // Kernels get the step of their launch: every step window has kernels, and kernels inside a
     // window's time on the CPU side are tagged with a step.
