@@ -716,6 +716,9 @@ Report buildReport(TraceStore& store, const std::vector<Id>& ids, const ReportOp
     fillSteps(rr, s.run.source);
     rr.figures = runFigures(store, id, rr.analysis.steps, rr.analysis.memoryPeaks);
     rr.tokensPerSecond = rr.figures.tokensPerSecond;
+    // How the figures were measured, beside the environment (docs/METRICS.md, "Run figures").
+    if (const std::string how = describeStepTime(rr.figures); !how.empty()) rr.environment.push_back({"step time measured as", how});
+    if (!rr.figures.tokensHow.empty()) rr.environment.push_back({"tokens per step from", rr.figures.tokensHow});
     fillMemory(store, s, rr, opt, cancel, memoryCharts);
     rep.runs.push_back(std::move(rr));
     ++done;

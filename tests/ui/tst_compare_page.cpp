@@ -117,6 +117,9 @@ class TestComparePage : public QObject {
     core::TraceStore store(db.path, core::Database::Mode::ReadOnly);
     const core::Comparison c0 = core::compareRuns(store, db.runs, 0);
     compareWithCore(page, c0);
+    // How the step time was measured is said under the table, as core describes it.
+    QVERIFY2(page.measuredText().contains(QString::fromStdString(core::describeStepTime(c0.figures.at(0)))),
+             qPrintable(page.measuredText()));
     // The fixture makes rows differ: zero3 is the fastest, fsdp the smallest.
     const int step = page.model()->rowOfKey("step_time_ms");
     QVERIFY(page.model()->data(page.model()->index(step, 3), ComparisonModel::IsBestRole).toBool());

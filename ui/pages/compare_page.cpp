@@ -1,5 +1,7 @@
 #include "ui/pages/compare_page.h"
 
+#include <set>
+
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
@@ -136,6 +138,10 @@ ComparePage::ComparePage(QWidget* parent) : Page(parent), model_(new ComparisonM
   note_->setWordWrap(true);
   note_->setStyleSheet(QStringLiteral("QLabel { background: #fff8e1; border: 1px solid #f0d999; border-radius: 3px; padding: 6px; color: #5d4b00; }"));
   layout->addWidget(note_);
+  measured_ = new QLabel(this);
+  measured_->setWordWrap(true);
+  measured_->setStyleSheet(QStringLiteral("QLabel { color: #555; }"));
+  measured_->hide();
   errorLabel_ = new QLabel(this);
   errorLabel_->setWordWrap(true);
   errorLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -282,6 +288,30 @@ void ComparePage::showComparison(core::Comparison c) {
   fitTable();
   updateCharts();
   updateNote();
+  {
+    // How the step time (and so every share) was measured, per run where they differ (docs/METRICS.md).
+    const auto& cmp = model_->comparison();
+    QStringList lines;
+    std::set<std::string> kinds;
+    for (const auto& f : cmp.figures) kinds.insert(core::describeStepTime(f));
+    if (kinds.size() == 1 && !kinds.begin()->empty()) {
+      lines << tr("Step time: %1.").arg(QString::fromStdString(*kinds.begin()));
+    } else {
+      for (std::size_t i = 0; i < cmp.figures.size() && i < cmp.names.size(); ++i) {
+        const std::string how = core::describeStepTime(cmp.figures[i]);
+        lines << tr("%1 (run %2): step time from %3.")
+                     .arg(QString::fromStdString(cmp.names[i]))
+                     .arg(cmp.runs[i])
+                     .arg(how.empty() ? tr("nothing (no steps)") : QString::fromStdString(how));
+      }
+    }
+    bool counter = false;
+    for (const auto& f : cmp.figures)
+      for (const auto& p : f.peaks) counter = counter || p.fromCounter;
+    if (counter) lines << tr("Peak memory: the caching allocator's peak counter where it is above every memory sample.");
+    measured_->setText(lines.join(QLatin1Char('\n')));
+    measured_->setHidden(lines.isEmpty());
+  }
   Q_EMIT statusMessage(runs == 1 ? tr("figures of 1 run") : tr("compared %1 runs").arg(runs));
 }
 
@@ -310,6 +340,8 @@ void ComparePage::showError(const QString& message) {
 void ComparePage::setBaselineIndex(int index) { baseline_->setCurrentIndex(index); }
 
 QString ComparePage::noteText() const { return note_->isHidden() ? QString() : note_->text(); }
+
+QString ComparePage::measuredText() const { return measured_->isHidden() ? QString() : measured_->text(); }
 
 void ComparePage::updateNote() {
   QString text;

@@ -54,6 +54,8 @@ class ComparePage : public Page {
   QComboBox* baselineCombo() const { return baseline_; }
   const std::vector<charts::BarChart*>& charts() const { return charts_; }
   QString noteText() const;
+  // How the figures were measured (core::describeStepTime per run; one line when all runs agree).
+  QString measuredText() const;
   QString errorText() const { return error_; }
 
  private:
@@ -82,6 +84,7 @@ class ComparePage : public Page {
   QComboBox* baseline_ = nullptr;
   QToolButton* copyButton_ = nullptr;
   QLabel* note_ = nullptr;
+  QLabel* measured_ = nullptr;
   QLabel* errorLabel_ = nullptr;
   QSplitter* splitter_ = nullptr;
   QTableView* table_ = nullptr;
