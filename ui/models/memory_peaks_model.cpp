@@ -34,16 +34,24 @@ QVariant MemoryPeaksModel::data(const QModelIndex& index, int role) const {
     switch (index.column()) {
       case Rank: return p.rank;
       case Device: return deviceName(p.deviceType, p.deviceId);
-      case PeakAllocated: return charts::formatBytes(static_cast<double>(p.peakAllocatedBytes), 2);
+      case PeakAllocated:
+        return charts::formatBytes(static_cast<double>(p.peakAllocatedBytes), 2) +
+               (p.allocatedFromCounter ? QStringLiteral(" *") : QString());
       case AllocatedAt: return charts::formatNumber(allocatedMs, 3);
       case Step: return p.step ? QVariant(static_cast<qlonglong>(*p.step)) : QVariant(QStringLiteral("—"));
       case Phase: return QString::fromStdString(p.annotation);
       case Operation: return QString::fromStdString(p.operation);
-      case PeakReserved: return charts::formatBytes(static_cast<double>(p.peakReservedBytes), 2);
+      case PeakReserved:
+        return charts::formatBytes(static_cast<double>(p.peakReservedBytes), 2) +
+               (p.reservedFromCounter ? QStringLiteral(" *") : QString());
       case ReservedAt: return charts::formatNumber(reservedMs, 3);
       default: return {};
     }
   }
+  if (role == Qt::ToolTipRole && ((index.column() == PeakAllocated && p.allocatedFromCounter) ||
+                                  (index.column() == PeakReserved && p.reservedFromCounter)))
+    return tr("* The caching allocator's own peak counter (torch.cuda.max_memory_allocated / reserved): the peak fell "
+              "between two memory samples, so its moment, step and operation are those of the highest sample.");
   if (role == RawValueRole) {
     switch (index.column()) {
       case Rank: return p.rank;
