@@ -647,7 +647,8 @@ std::string csvCell(const std::string& v) {
 }  // namespace
 
 void printComparisonTable(std::ostream& os, const core::Comparison& c) {
-  os << "baseline: run " << c.runs[c.baseline] << " (" << c.names[c.baseline] << "); * = best; (±%) vs baseline\n";
+  os << "baseline: run " << c.runs[c.baseline] << " (" << c.names[c.baseline]
+     << "); * = best; (±%) vs baseline, shares in percentage points (pp); ~ = within the runs' step-to-step spread\n";
   std::string header = "  " + std::string(46, ' ');
   for (std::size_t i = 0; i < c.runs.size(); ++i) {
     char h[64];
@@ -664,7 +665,11 @@ void printComparisonTable(std::ostream& os, const core::Comparison& c) {
     std::string line = l;
     for (std::size_t i = 0; i < c.runs.size(); ++i) {
       std::string cell = r.values[i] ? fixed(*r.values[i], 2) : "-";
-      if (i != c.baseline && r.deltaPct[i]) cell += " (" + std::string(*r.deltaPct[i] >= 0 ? "+" : "") + fixed(*r.deltaPct[i], 1) + "%)";
+      if (i != c.baseline && i < r.deltaPp.size() && r.deltaPp[i])
+        cell += " (" + std::string(*r.deltaPp[i] >= 0 ? "+" : "") + fixed(*r.deltaPp[i], 1) + " pp)";
+      else if (i != c.baseline && r.deltaPct[i])
+        cell += " (" + std::string(*r.deltaPct[i] >= 0 ? "+" : "") + fixed(*r.deltaPct[i], 1) + "%)";
+      if (i != c.baseline && i < r.withinNoise.size() && r.withinNoise[i]) cell += "~";
       if (r.best && *r.best == i) cell += " *";
       char c2[64];
       std::snprintf(c2, sizeof c2, "  %20s", cell.c_str());
@@ -697,8 +702,15 @@ core::JsonValue comparisonJson(const core::Comparison& c, const std::vector<core
       v.push(r.values[i] ? JsonValue::number(*r.values[i]) : JsonValue());
       d.push(r.deltaPct[i] ? JsonValue::number(*r.deltaPct[i]) : JsonValue());
     }
+    JsonValue pp = JsonValue::array(), noise = JsonValue::array();
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      pp.push(i < r.deltaPp.size() && r.deltaPp[i] ? JsonValue::number(*r.deltaPp[i]) : JsonValue());
+      noise.push(JsonValue::boolean(i < r.withinNoise.size() && r.withinNoise[i]));
+    }
     x.set("values", std::move(v));
     x.set("delta_pct", std::move(d));
+    x.set("delta_pp", std::move(pp));
+    x.set("within_noise", std::move(noise));
     x.set("best_run", r.best ? JsonValue::number(static_cast<std::int64_t>(ids[*r.best])) : JsonValue());
     rows.push(std::move(x));
   }

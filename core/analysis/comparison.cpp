@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 
 #include <map>
 
@@ -41,6 +42,8 @@ Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size
   }
   // Fixed row order, so tables line up between comparisons.
   row(c, "step_time_ms", "step time (ms, mean of counted steps)", true);
+  row(c, "step_time_p90_ms", "step time p90 (ms)", true);
+  row(c, "step_spread_pct", "step spread (%, p90-p10 over p50)", true);
   row(c, metric_keys::kTokensPerSecond, "throughput (tokens/s)", false);
   row(c, "compute_pct", "compute (% of step)", false);
   row(c, "comm_pct", "communication (% of step)", true);
@@ -58,6 +61,8 @@ Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size
     // `analyze` and the reports.
     const RunFigures& f = c.figures.emplace_back(computeRunFigures(store, id, cancel));
     row(c, "step_time_ms", "", true).values[i] = f.stepTimeMs;
+    row(c, "step_time_p90_ms", "", true).values[i] = f.stepP90Ms;
+    row(c, "step_spread_pct", "", true).values[i] = f.stepSpreadPct;
     row(c, "compute_pct", "", false).values[i] = f.computePct;
     row(c, "comm_pct", "", true).values[i] = f.commPct;
     row(c, "exposed_comm_pct", "", true).values[i] = f.exposedCommPct;
@@ -80,11 +85,9 @@ Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size
     row(c, metric_keys::kCheckpointSaveSeconds, "", true).values[i] = f.checkpointSaveSeconds;
   }
 
+  rebase(c, baseline);
   for (auto& r : c.rows) {
-    r.deltaPct.assign(runs.size(), std::nullopt);
-    const auto& base = r.values[baseline];
     for (std::size_t i = 0; i < runs.size(); ++i) {
-      if (r.values[i] && base && *base != 0) r.deltaPct[i] = (*r.values[i] - *base) / *base * 100.0;
       if (!r.values[i]) continue;
       if (!r.best || (r.lowerIsBetter ? *r.values[i] < *r.values[*r.best] : *r.values[i] > *r.values[*r.best])) r.best = i;
     }
@@ -94,6 +97,39 @@ Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size
     if (have < 2) r.best.reset();
   }
   return c;
+}
+
+bool noiseJudged(const std::string& key) {
+  return key == "step_time_ms" || key == "step_time_p90_ms" || key == metric_keys::kTokensPerSecond;
+}
+
+void rebase(Comparison& c, std::size_t baseline) {
+  const std::size_t n = c.runs.size();
+  c.baseline = baseline;
+  auto spread = [&](std::size_t i) -> double {
+    return i < c.figures.size() ? c.figures[i].stepSpreadPct.value_or(0.0) : 0.0;
+  };
+  for (auto& r : c.rows) {
+    r.deltaPct.assign(n, std::nullopt);
+    r.deltaPp.assign(n, std::nullopt);
+    r.withinNoise.assign(n, false);
+    const auto& base = r.values[baseline];
+    const bool share = r.key.size() > 4 && r.key.compare(r.key.size() - 4, 4, "_pct") == 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!r.values[i] || !base) continue;
+      if (*base != 0) r.deltaPct[i] = (*r.values[i] - *base) / *base * 100.0;
+      if (share) r.deltaPp[i] = *r.values[i] - *base;
+      if (noiseJudged(r.key) && r.key != metric_keys::kTokensPerSecond && r.deltaPct[i])
+        r.withinNoise[i] = std::abs(*r.deltaPct[i]) <= std::max(spread(i), spread(baseline));
+    }
+  }
+  // Throughput is tokens per step over the step time: its change is noise when the step time's is.
+  const ComparisonRow* step = nullptr;
+  for (const auto& r : c.rows)
+    if (r.key == "step_time_ms") step = &r;
+  for (auto& r : c.rows)
+    if (r.key == metric_keys::kTokensPerSecond && step)
+      for (std::size_t i = 0; i < n; ++i) r.withinNoise[i] = step->withinNoise[i] && r.deltaPct[i].has_value();
 }
 
 }  // namespace shardscope::core

@@ -19,6 +19,12 @@ struct ComparisonRow {
   bool lowerIsBetter = true;
   std::vector<std::optional<double>> values;    // one per run; nullopt when the run cannot tell
   std::vector<std::optional<double>> deltaPct;  // (value - baseline) / baseline * 100
+  // Rows of shares (keys ending in _pct): value - baseline, in percentage points (how a change of a
+  // share reads honestly: 8.5 % -> 15.6 % is +7.1 pp, not +82 %).
+  std::vector<std::optional<double>> deltaPp;
+  // Step-time rows (and throughput, derived from it): the change is within the step-to-step spread
+  // of the two runs (RunFigures::stepSpreadPct of either): not a change you can claim.
+  std::vector<bool> withinNoise;
   std::optional<std::size_t> best;              // index of the best run (ties: the first)
 };
 
@@ -39,5 +45,12 @@ constexpr const char* kCheckpointSaveSeconds = "checkpoint_save_s";
 
 Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size_t baseline = 0,
                        const CancelToken* cancel = nullptr);
+
+// Recomputes every row's deltaPct, deltaPp and withinNoise against run `baseline` (the app's baseline
+// box uses this, so its deltas are compareRuns' own). Best does not depend on the baseline.
+void rebase(Comparison& c, std::size_t baseline);
+
+// Whether a row's changes are judged against the runs' step-to-step spread.
+bool noiseJudged(const std::string& key);
 
 }  // namespace shardscope::core

@@ -1,6 +1,7 @@
 #include "core/analysis/run_figures.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "core/util/error.h"
@@ -124,6 +125,22 @@ RunFigures runFigures(TraceStore& store, Id runId, const std::vector<StepBreakdo
       break;
     }
   f.means = meanOverSteps(steps, f.steps);
+  {
+    std::vector<double> ms;
+    for (const auto& b : steps)
+      if (f.steps.counts(b.step) && b.stepNs > 0) ms.push_back(static_cast<double>(b.stepNs) / 1e6);
+    if (!ms.empty()) {
+      std::sort(ms.begin(), ms.end());
+      auto pct = [&](double q) {  // nearest rank
+        const auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(ms.size())));
+        return ms[std::min(ms.size() - 1, k == 0 ? 0 : k - 1)];
+      };
+      f.stepP10Ms = pct(0.10);
+      f.stepP50Ms = pct(0.50);
+      f.stepP90Ms = pct(0.90);
+      if (*f.stepP50Ms > 0) f.stepSpreadPct = 100.0 * (*f.stepP90Ms - *f.stepP10Ms) / *f.stepP50Ms;
+    }
+  }
   if (f.means.rows > 0 && f.means.stepNs > 0) {
     const double d = f.means.stepNs;
     f.stepTimeMs = d / 1e6;
@@ -187,6 +204,9 @@ JsonValue toJson(const RunFigures& f) {
   o.set("steps_counted", JsonValue::number(f.steps.first >= 0 ? f.steps.count : 0));
   o.set("step_rule", JsonValue::string(describeStepRule(f.steps)));
   o.set("step_window", JsonValue::string(describeStepTime(f)));
+  o.set("step_p50_ms", num(f.stepP50Ms));
+  o.set("step_p90_ms", num(f.stepP90Ms));
+  o.set("step_spread_pct", num(f.stepSpreadPct));
   o.set("tokens_per_step", num(f.tokensPerStep));
   o.set("tokens_per_s", num(f.tokensPerSecond));
   o.set("tokens_from", JsonValue::string(f.tokensHow));

@@ -54,6 +54,9 @@ struct RunFigures {
   StepMeans means;
   std::optional<double> stepTimeMs;  // mean over ranks and counted steps of the step windows
   bool stepTimeFromTimer = false;    // no step windows stored (capture off): the runtime's own timer
+  // The step-to-step distribution over the counted (rank, step) rows (nearest-rank percentiles), and
+  // its spread: (p90 - p10) / p50, percent. A change between runs smaller than their spreads is noise.
+  std::optional<double> stepP10Ms, stepP50Ms, stepP90Ms, stepSpreadPct;
   std::optional<double> tokensPerStep, tokensPerSecond;
   std::string tokensHow;             // where tokens per step came from ("" when unknown)
   // Shares of the step time, percent; n/a without steps.

@@ -114,7 +114,7 @@ class TestOneTruth : public QObject {
     QVERIFY2(r.code == 0, qPrintable(r.err));
     const QString text = r.out + r.err;
     for (const auto& line : text.split('\n')) {
-      if (!line.trimmed().startsWith("step time")) continue;
+      if (!line.trimmed().startsWith("step time (ms, mean")) continue;
       const auto nums = QRegularExpression(R"((\d+\.\d{2})(?: \*| \(|\s|$))").globalMatch(line);
       std::vector<double> seen;
       for (auto it = nums; it.hasNext();) seen.push_back(it.next().captured(1).toDouble());

@@ -67,6 +67,40 @@ class TestComparison : public QObject {
     QCOMPARE(*rowOf(c, "exposed_comm_pct").values[1], 20.0);
   }
 
+  // Shares change in percentage points; a step-time change within the runs' step-to-step spread is
+  // flagged as noise (and so is the throughput change that follows from it).
+  void percentagePointsAndNoise() {
+    Comparison c;
+    c.runs = {1, 2, 3};
+    c.names = {"ddp", "ddp again", "zero3"};
+    c.figures.resize(3);
+    c.figures[0].stepSpreadPct = 8.0;
+    c.figures[1].stepSpreadPct = 6.0;
+    c.figures[2].stepSpreadPct = 5.0;
+    auto add = [&](const std::string& key, std::vector<std::optional<double>> v) {
+      ComparisonRow r;
+      r.key = key;
+      r.values = std::move(v);
+      c.rows.push_back(r);
+    };
+    add("step_time_ms", {100.0, 107.0, 130.0});
+    add(metric_keys::kTokensPerSecond, {1000.0, 934.6, 769.2});
+    add("exposed_comm_pct", {8.5, 15.6, 8.5});
+    rebase(c, 0);
+    const auto& step = rowOf(c, "step_time_ms");
+    QVERIFY(step.withinNoise[1]);   // +7 % against spreads of 8 % and 6 %: noise
+    QVERIFY(!step.withinNoise[2]);  // +30 %: a change
+    const auto& tps = rowOf(c, metric_keys::kTokensPerSecond);
+    QVERIFY(tps.withinNoise[1] && !tps.withinNoise[2]);
+    const auto& exposed = rowOf(c, "exposed_comm_pct");
+    QVERIFY(std::abs(*exposed.deltaPp[1] - 7.1) < 1e-9);  // +7.1 pp, not +83.5 %
+    QVERIFY(std::abs(*exposed.deltaPct[1] - 7.1 / 8.5 * 100.0) < 1e-9);
+    QVERIFY(!step.deltaPp[1]);  // not a share
+    rebase(c, 2);  // another baseline: the same rules against it
+    QVERIFY(!rowOf(c, "step_time_ms").withinNoise[0]);
+    QVERIFY(std::abs(*rowOf(c, "exposed_comm_pct").deltaPp[1] - 7.1) < 1e-9);
+  }
+
   void twoRuns() {
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "t.db"));

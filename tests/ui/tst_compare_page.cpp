@@ -84,7 +84,13 @@ void compareWithCore(const ui::ComparePage& page, const core::Comparison& c) {
       QCOMPARE(delta.isValid(), expectDelta);
       if (expectDelta) {
         QCOMPARE(delta.toDouble(), *row.deltaPct[i]);
-        QVERIFY(m->data(idx).toString().endsWith(ComparisonModel::formatDelta(*row.deltaPct[i])));
+        // Shares change in percentage points (core's deltaPp), the rest in percent.
+        const QString expected = row.deltaPp[i] ? ComparisonModel::formatDeltaPp(*row.deltaPp[i])
+                                                : ComparisonModel::formatDelta(*row.deltaPct[i]);
+        QVERIFY2(m->data(idx).toString().endsWith(expected), qPrintable(m->data(idx).toString()));
+        // Coloured as a change only beyond the runs' step-to-step spread.
+        if (row.withinNoise[i])
+          QCOMPARE(m->data(idx, ComparisonModel::DeltaStateRole).toInt(), int(ComparisonModel::DeltaState::Same));
       }
       QCOMPARE(m->data(idx, ComparisonModel::IsBestRole).toBool(), row.best && *row.best == i);
     }

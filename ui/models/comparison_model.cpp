@@ -56,13 +56,7 @@ void ComparisonModel::clear() {
 
 void ComparisonModel::setBaseline(std::size_t baselineIndex) {
   if (baselineIndex >= comparison_.runs.size() || baselineIndex == comparison_.baseline) return;
-  comparison_.baseline = baselineIndex;
-  for (auto& r : comparison_.rows) {
-    r.deltaPct.assign(comparison_.runs.size(), std::nullopt);
-    const auto& base = r.values[baselineIndex];
-    for (std::size_t i = 0; i < comparison_.runs.size(); ++i)
-      if (r.values[i] && base && *base != 0) r.deltaPct[i] = (*r.values[i] - *base) / *base * 100.0;
-  }
+  core::rebase(comparison_, baselineIndex);  // compareRuns' own deltas, percentage points and noise
   if (rowCount() > 0) Q_EMIT dataChanged(index(0, 1), index(rowCount() - 1, columnCount() - 1));
   if (columnCount() > 1) Q_EMIT headerDataChanged(Qt::Horizontal, 1, columnCount() - 1);
 }
@@ -103,6 +97,11 @@ QString ComparisonModel::formatDelta(double d) {
   return QStringLiteral("(%1%2%)").arg(d > 0 ? QStringLiteral("+") : QString(), charts::formatNumber(d, 1));
 }
 
+QString ComparisonModel::formatDeltaPp(double pp) {
+  if (std::abs(pp) < 0.05) return QStringLiteral("(±0.0 pp)");
+  return QStringLiteral("(%1%2 pp)").arg(pp > 0 ? QStringLiteral("+") : QString(), charts::formatNumber(pp, 1));
+}
+
 QString ComparisonModel::displayLabel(const core::ComparisonRow& row) {
   // "step time (ms, mean over ranks and steps)" -> "step time (mean over ranks and steps)";
   // "throughput (tokens/s)" -> "throughput"; units that the cells show are dropped.
@@ -121,6 +120,8 @@ ComparisonModel::DeltaState ComparisonModel::deltaState(const core::ComparisonRo
   if (run == comparison_.baseline || run >= row.deltaPct.size() || !row.deltaPct[run]) return DeltaState::None;
   const double d = *row.deltaPct[run];
   if (std::abs(d) < kSameDeltaPct) return DeltaState::Same;
+  // Within the runs' step-to-step spread: not coloured as a change (DDP vs DDP is noise, not +70 %).
+  if (run < row.withinNoise.size() && row.withinNoise[run]) return DeltaState::Same;
   return (d < 0) == row.lowerIsBetter ? DeltaState::Better : DeltaState::Worse;
 }
 
@@ -145,7 +146,12 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
   std::optional<double> delta;
   if (run != comparison_.baseline && run < row.deltaPct.size() && row.deltaPct[run].has_value()) delta = row.deltaPct[run].value();
   const QString valueText = value ? formatValue(row.key, *value) : QStringLiteral("—");
-  const QString deltaText = delta ? formatDelta(*delta) : QString();
+  // Shares change in percentage points; other figures in percent of the baseline.
+  const std::optional<double> pp =
+      run != comparison_.baseline && run < row.deltaPp.size() ? row.deltaPp[run] : std::nullopt;
+  const QString deltaText = pp      ? formatDeltaPp(*pp)
+                            : delta ? formatDelta(*delta)
+                                    : QString();
   switch (role) {
     case Qt::DisplayRole:
     case Qt::AccessibleTextRole:

@@ -54,6 +54,7 @@ class ComparisonModel : public QAbstractTableModel {
   // Formatting of one value of a row (unit from the key: _ms, _pct, _gib, _s, tokens_per_s).
   static QString formatValue(const std::string& key, double value);
   static QString formatDelta(double deltaPct);
+  static QString formatDeltaPp(double deltaPp);  // "(+7.1 pp)"
   // The row label without the unit that the formatted values already show.
   static QString displayLabel(const core::ComparisonRow& row);
 
