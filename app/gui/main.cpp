@@ -5,6 +5,7 @@
 #include <QRegularExpression>
 
 #include <cstdio>
+#include <string_view>
 
 #include "ui/main/main_window.h"
 #include "ui/main/screenshot.h"
@@ -17,33 +18,68 @@ int usage(const QString& message) {
   return 2;
 }
 
+// The command line (built for the GUI application, or for a plain QCoreApplication when only
+// --help or --version is asked for, which must work without a display).
+struct CommandLine {
+  QCommandLineParser parser;
+  QCommandLineOption open{QStringLiteral("open"), QStringLiteral("Open (or create) a Shardscope database."), QStringLiteral("FILE.db")};
+  QCommandLineOption page{QStringLiteral("page"),
+                          QStringLiteral("Page to show: overview, compare, timeline, memory, communication, estimator."),
+                          QStringLiteral("PAGE")};
+  QCommandLineOption run{QStringLiteral("run"),
+                         QStringLiteral("Select this run (repeat, or give a comma-separated list; the first is the baseline)."),
+                         QStringLiteral("ID")};
+  QCommandLineOption screenshot{QStringLiteral("screenshot"),
+                                QStringLiteral("Render the page to a PNG file and exit (needs --open; default runs: the latest, "
+                                               "the latest 3 for compare)."),
+                                QStringLiteral("OUT.png")};
+  QCommandLineOption size{QStringLiteral("size"), QStringLiteral("Window size for --screenshot (default 1600x1000)."),
+                          QStringLiteral("WxH"), QStringLiteral("1600x1000")};
+  QCommandLineOption timeout{QStringLiteral("timeout"), QStringLiteral("Seconds --screenshot waits for the page (default 60)."),
+                             QStringLiteral("S"), QStringLiteral("60")};
+  CommandLine() {
+    parser.setApplicationDescription(QStringLiteral("Profiler and strategy explorer for sharded training"));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addOptions({open, page, run, screenshot, size, timeout});
+  }
+};
+
+void setNames() {
+  QCoreApplication::setApplicationName(QStringLiteral("Shardscope"));
+  QCoreApplication::setOrganizationName(QStringLiteral("Shardscope"));
+  QCoreApplication::setApplicationVersion(QStringLiteral(SHARDSCOPE_VERSION));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --help and --version print and exit before any window system is touched (no display needed).
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a(argv[i]);
+    if (a == "--help" || a == "-h" || a == "-?" || a == "--help-all" || a == "--version" || a == "-v") {
+      QCoreApplication core(argc, argv);
+      setNames();
+      CommandLine cl;
+      cl.parser.process(core);  // prints and exits
+      return 0;
+    }
+  }
+  // Without a display Qt would abort with a plugin message: say what to do instead.
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&
+      qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
+    std::fprintf(stderr,
+                 "shardscope: no display (DISPLAY and WAYLAND_DISPLAY are unset). The desktop app needs one; without it, "
+                 "use shardscope-cli, or QT_QPA_PLATFORM=offscreen shardscope --open FILE.db --screenshot OUT.png\n");
+    return 1;
+  }
   QApplication app(argc, argv);
-  QApplication::setApplicationName(QStringLiteral("Shardscope"));
-  QApplication::setOrganizationName(QStringLiteral("Shardscope"));
-  QApplication::setApplicationVersion(QStringLiteral(SHARDSCOPE_VERSION));
+  setNames();
 
-  QCommandLineParser parser;
-  parser.setApplicationDescription(QStringLiteral("Profiler and strategy explorer for sharded training"));
-  parser.addHelpOption();
-  parser.addVersionOption();
-  QCommandLineOption open(QStringLiteral("open"), QStringLiteral("Open (or create) a Shardscope database."), QStringLiteral("FILE.db"));
-  QCommandLineOption page(QStringLiteral("page"), QStringLiteral("Page to show: overview, compare, timeline, memory, communication, estimator."),
-                          QStringLiteral("PAGE"));
-  QCommandLineOption run(QStringLiteral("run"),
-                         QStringLiteral("Select this run (repeat, or give a comma-separated list; the first is the baseline)."),
-                         QStringLiteral("ID"));
-  QCommandLineOption screenshot(QStringLiteral("screenshot"),
-                                QStringLiteral("Render the page to a PNG file and exit (needs --open; default runs: the latest, "
-                                               "the latest 3 for compare)."),
-                                QStringLiteral("OUT.png"));
-  QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size for --screenshot (default 1600x1000)."),
-                          QStringLiteral("WxH"), QStringLiteral("1600x1000"));
-  QCommandLineOption timeout(QStringLiteral("timeout"), QStringLiteral("Seconds --screenshot waits for the page (default 60)."),
-                             QStringLiteral("S"), QStringLiteral("60"));
-  parser.addOptions({open, page, run, screenshot, size, timeout});
+  CommandLine cl;
+  QCommandLineParser& parser = cl.parser;
+  const QCommandLineOption &open = cl.open, &page = cl.page, &run = cl.run, &screenshot = cl.screenshot, &size = cl.size,
+                           &timeout = cl.timeout;
   parser.process(app);
 
   QList<shardscope::core::Id> runs;

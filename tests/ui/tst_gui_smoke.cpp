@@ -8,6 +8,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <tuple>
+
 #include "core/import/kineto_importer.h"
 #include "core/storage/trace_store.h"
 #include "tests/common/test_support.h"
@@ -82,6 +84,30 @@ class TestGuiSmoke : public QObject {
       spec.strategy = s;
       test::writeRun(store, spec);
     }
+  }
+
+  // --help and --version answer without a display (a cluster login node, a CI container); without
+  // a display the app says what to do instead of aborting in Qt's platform plugin.
+  void helpAndVersionWithoutADisplay() {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    for (const char* v : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) env.remove(v);
+    auto runGui = [&](const QStringList& args) {
+      QProcess p;
+      p.setProcessEnvironment(env);
+      p.start(SHARDSCOPE_GUI, args);
+      [&] { QVERIFY(p.waitForFinished(30000)); }();
+      return std::tuple{p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, QString::fromUtf8(p.readAllStandardOutput()),
+                        QString::fromUtf8(p.readAllStandardError())};
+    };
+    auto [code, out, err] = runGui({"--version"});
+    QCOMPARE(code, 0);
+    QVERIFY2(out.contains(SHARDSCOPE_VERSION), qPrintable(out + err));
+    std::tie(code, out, err) = runGui({"--help"});
+    QCOMPARE(code, 0);
+    QVERIFY2(out.contains("--screenshot") && out.contains("--open"), qPrintable(out));
+    std::tie(code, out, err) = runGui({"--open", dir_.filePath("x.db")});
+    QCOMPARE(code, 1);
+    QVERIFY2(err.contains("no display") && err.contains("shardscope-cli"), qPrintable(err));
   }
 
   void screenshotOfEachPage_data() {
