@@ -139,4 +139,9 @@ int dtypeSize(std::string_view dtype) {
   return 0;
 }
 
+std::string runLabel(std::string_view name, Id id) {
+  std::string out(name.empty() ? std::string_view("run") : name);
+  return out + " #" + std::to_string(id);
+}
+
 }  // namespace shardscope::core

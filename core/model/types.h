@@ -44,6 +44,9 @@ constexpr int CollectiveMeta = 4;  // collective fields came from args (not gues
 }  // namespace EventFlags
 
 std::string_view toString(RunSource s);
+// How a run is named wherever runs sit side by side: its name and id, "ddp #7" (two runs may share a
+// name; the id never repeats).
+std::string runLabel(std::string_view name, Id id);
 std::string_view toString(RunStatus s);
 std::string_view toString(TrackKind k);
 std::string_view toString(Category c);

@@ -108,8 +108,8 @@ class TestComparisonModel : public QObject {
     QCOMPARE(m.data(m.index(init, 3)).toString(), QString("1.50 s"));
     QVERIFY(!m.data(m.index(init, 2), ComparisonModel::DeltaPctRole).isValid());
 
-    QCOMPARE(m.headerData(1, Qt::Horizontal).toString(), QString("ddp (baseline)"));
-    QCOMPARE(m.headerData(2, Qt::Horizontal).toString(), QString("fsdp, full shard"));
+    QCOMPARE(m.headerData(1, Qt::Horizontal).toString(), QString("ddp #11 (baseline)"));  // name and id: two runs may share a name
+    QCOMPARE(m.headerData(2, Qt::Horizontal).toString(), QString("fsdp, full shard #12"));
   }
 
   void newBaselineRecomputesDeltas() {
@@ -119,7 +119,7 @@ class TestComparisonModel : public QObject {
     m.setBaseline(2);
     QCOMPARE(changed.size(), 1);
     QCOMPARE(m.baseline(), std::size_t(2));
-    QCOMPARE(m.headerData(3, Qt::Horizontal).toString(), QString("zero3 (baseline)"));
+    QCOMPARE(m.headerData(3, Qt::Horizontal).toString(), QString("zero3 #13 (baseline)"));
     const int step = m.rowOfKey("step_time_ms");
     QCOMPARE(m.data(m.index(step, 1), ComparisonModel::DeltaPctRole).toDouble(), (600.0 - 500.0) / 500.0 * 100.0);
     QCOMPARE(m.data(m.index(step, 1), ComparisonModel::DeltaStateRole).toInt(), int(ComparisonModel::DeltaState::Worse));

@@ -206,7 +206,7 @@ QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, i
     return {};
   }
   const std::size_t run = static_cast<std::size_t>(section - 1);
-  const QString name = QString::fromStdString(comparison_.names[run]);
+  const QString name = QString::fromStdString(core::runLabel(comparison_.names[run], comparison_.runs[run]));
   switch (role) {
     case Qt::DisplayRole: return run == comparison_.baseline ? tr("%1 (baseline)").arg(name) : name;
     case Qt::ToolTipRole: return tr("run %1: %2").arg(comparison_.runs[run]).arg(name);

@@ -422,7 +422,7 @@ void CommunicationPage::apply(Loaded loaded) {
   if (loaded.runId != runId_) return;
   for (const auto& [id, name] : loaded.names) {
     const int i = runCombo_->findData(QVariant::fromValue<qlonglong>(id));
-    if (i >= 0 && !name.isEmpty()) runCombo_->setItemText(i, tr("%1 (run %2)").arg(name).arg(id));
+    if (i >= 0 && !name.isEmpty()) runCombo_->setItemText(i, QString::fromStdString(core::runLabel(name.toStdString(), id)));
   }
   runInfo_->setText(loaded.info);
   collectives_->setRows(std::move(loaded.collectives));

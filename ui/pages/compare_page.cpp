@@ -275,13 +275,13 @@ void ComparePage::showComparison(core::Comparison c) {
   loaded_ = true;
   const std::size_t runs = c.runs.size();
   QStringList names;
-  for (std::size_t i = 0; i < runs; ++i) names << QString::fromStdString(c.names[i]);
+  for (std::size_t i = 0; i < runs; ++i) names << QString::fromStdString(core::runLabel(c.names[i], c.runs[i]));
   model_->setComparison(std::move(c));
   {
     const QSignalBlocker block(baseline_);
     baseline_->clear();
     for (std::size_t i = 0; i < runs; ++i)
-      baseline_->addItem(QStringLiteral("%1  (run %2)").arg(names[static_cast<int>(i)]).arg(runs_[static_cast<int>(i)]));
+      baseline_->addItem(names[static_cast<int>(i)]);
     baseline_->setCurrentIndex(0);
   }
   table_->resizeColumnsToContents();
@@ -361,7 +361,8 @@ void ComparePage::updateNote() {
 void ComparePage::updateCharts() {
   const auto& c = model_->comparison();
   QStringList names;
-  for (const auto& n : c.names) names << QString::fromStdString(n);
+  for (std::size_t i = 0; i < c.names.size() && i < c.runs.size(); ++i)
+    names << QString::fromStdString(core::runLabel(c.names[i], c.runs[i]));
   for (std::size_t i = 0; i < charts_.size(); ++i) {
     const ChartSpec& spec = kCharts[i];
     charts::BarChart* chart = charts_[i];

@@ -339,7 +339,7 @@ void MemoryPage::showData(MemoryRunData d) {
     const QSignalBlocker block(runCombo_);
     for (const auto& [id, name] : d.runNames) {
       const int i = runCombo_->findData(QVariant::fromValue<qlonglong>(id));
-      if (i >= 0) runCombo_->setItemText(i, QStringLiteral("%1  (run %2)").arg(QString::fromStdString(name)).arg(id));
+      if (i >= 0) runCombo_->setItemText(i, QString::fromStdString(core::runLabel(name, id)));
     }
   }
   data_ = std::move(d);
