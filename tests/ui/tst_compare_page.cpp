@@ -9,9 +9,12 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
+
 #include "core/analysis/comparison.h"
 #include "tests/common/test_support.h"
 #include "tests/ui/ui_fixture.h"
+#include "ui/charts/stacked_bar_chart.h"
 #include "ui/charts/bar_chart.h"
 #include "ui/models/comparison_model.h"
 #include "ui/pages/compare_page.h"
@@ -123,6 +126,14 @@ class TestComparePage : public QObject {
     core::TraceStore store(db.path, core::Database::Mode::ReadOnly);
     const core::Comparison c0 = core::compareRuns(store, db.runs, 0);
     compareWithCore(page, c0);
+    // The stacked step of each run: compute + exposed + other + idle is its mean step time.
+    const auto* stack = page.breakdownChart();
+    QCOMPARE(stack->groupCount(), static_cast<int>(db.runs.size()));
+    for (int g = 0; g < stack->groupCount(); ++g) {
+      const auto& m = c0.figures.at(static_cast<std::size_t>(g)).means;
+      QVERIFY2(std::abs(static_cast<double>(stack->totalBytes(g)) - m.stepNs) <= 4.0,
+               qPrintable(QString::number(stack->totalBytes(g)) + " vs " + QString::number(m.stepNs)));
+    }
     // How the step time was measured is said under the table, as core describes it.
     QVERIFY2(page.measuredText().contains(QString::fromStdString(core::describeStepTime(c0.figures.at(0)))),
              qPrintable(page.measuredText()));

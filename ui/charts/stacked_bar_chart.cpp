@@ -45,7 +45,12 @@ void StackedBarChart::setStacks(const QString& title, const QStringList& groups,
   for (const auto& c : categories)
     for (std::size_t g = 0; g < n && g < c.bytes.size(); ++g) totals_[g] += c.bytes[g];
   const std::int64_t maxTotal = totals_.empty() ? 0 : *std::max_element(totals_.begin(), totals_.end());
-  scale_ = byteScaleFor(static_cast<double>(maxTotal));
+  if (unit_ == Unit::Nanoseconds) {
+    scale_.factor = 1e6;
+    scale_.suffix = QStringLiteral("ms");
+  } else {
+    scale_ = byteScaleFor(static_cast<double>(maxTotal));
+  }
   yAxis->setLabel(scale_.suffix);
 
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
@@ -85,7 +90,8 @@ void StackedBarChart::setStacks(const QString& title, const QStringList& groups,
     t->setPadding(QMargins(0, 0, 0, 3));
     t->setFont(xAxis->tickLabelFont());
     t->setColor(QColor::fromRgb(0x24292f));
-    t->setText(formatBytes(static_cast<double>(totals_[g])));
+    t->setText(unit_ == Unit::Nanoseconds ? formatMs(static_cast<double>(totals_[g]) / 1e6)
+                                          : formatBytes(static_cast<double>(totals_[g])));
     t->setClipToAxisRect(false);
     labels_.push_back(t);
   }

@@ -21,10 +21,15 @@ class StackedBarChart : public QCustomPlot {
   struct Category {
     QString name;
     QColor color;
-    std::vector<std::int64_t> bytes;  // one per group
+    std::vector<std::int64_t> bytes;  // one per group (nanoseconds with Unit::Nanoseconds)
   };
 
+  // What the amounts are: bytes (binary units) or nanoseconds (shown in ms).
+  enum class Unit { Bytes, Nanoseconds };
+
   explicit StackedBarChart(QWidget* parent = nullptr);
+  void setUnit(Unit u) { unit_ = u; }
+  Unit unit() const { return unit_; }
 
   void setStacks(const QString& title, const QStringList& groups, const std::vector<Category>& categories);
   void clearStacks(const QString& title);
@@ -42,7 +47,8 @@ class StackedBarChart : public QCustomPlot {
   std::vector<QCPBars*> bars_;
   std::vector<QCPItemText*> labels_;
   std::vector<std::int64_t> totals_;
-  ByteScale scale_;
+  ByteScale scale_;  // for Unit::Nanoseconds: factor 1e6, suffix "ms"
+  Unit unit_ = Unit::Bytes;
 };
 
 }  // namespace shardscope::ui::charts

@@ -22,6 +22,7 @@
 #include <algorithm>
 
 #include "ui/charts/bar_chart.h"
+#include "ui/charts/stacked_bar_chart.h"
 #include "ui/charts/chart_style.h"
 #include "ui/common/background.h"
 #include "ui/models/comparison_model.h"
@@ -142,6 +143,7 @@ ComparePage::ComparePage(QWidget* parent) : Page(parent), model_(new ComparisonM
   measured_->setWordWrap(true);
   measured_->setStyleSheet(QStringLiteral("QLabel { color: #555; }"));
   measured_->hide();
+  layout->addWidget(measured_);
   errorLabel_ = new QLabel(this);
   errorLabel_->setWordWrap(true);
   errorLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -176,6 +178,10 @@ ComparePage::ComparePage(QWidget* parent) : Page(parent), model_(new ComparisonM
     charts_.push_back(chart);
     ++i;
   }
+  breakdown_ = new charts::StackedBarChart(chartPanel_);
+  breakdown_->setUnit(charts::StackedBarChart::Unit::Nanoseconds);
+  breakdown_->clearStacks(tr("Where a step goes (mean of counted steps)"));
+  grid->addWidget(breakdown_, (i + 1) / 2, 0, 1, 2);
   splitter_->addWidget(chartPanel_);
   splitter_->setStretchFactor(0, 2);
   splitter_->setStretchFactor(1, 3);
@@ -363,6 +369,28 @@ void ComparePage::updateCharts() {
   QStringList names;
   for (std::size_t i = 0; i < c.names.size() && i < c.runs.size(); ++i)
     names << QString::fromStdString(core::runLabel(c.names[i], c.runs[i]));
+  {
+    // The stacked step: compute + exposed communication + other device work + idle = the mean step
+    // (core::StepMeans, the figures the table shows as shares).
+    std::vector<charts::StackedBarChart::Category> cats = {
+        {tr("compute"), QColor::fromRgb(0x4c78a8), {}},
+        {tr("exposed communication"), QColor::fromRgb(0xe45756), {}},
+        {tr("other device work"), QColor::fromRgb(0x9d9da1), {}},
+        {tr("idle"), QColor::fromRgb(0xe6e6e6), {}},
+    };
+    bool any = false;
+    for (std::size_t i = 0; i < c.figures.size() && i < static_cast<std::size_t>(names.size()); ++i) {
+      const auto& m = c.figures[i].means;
+      any = any || m.rows > 0;
+      cats[0].bytes.push_back(static_cast<std::int64_t>(m.computeNs));
+      cats[1].bytes.push_back(static_cast<std::int64_t>(m.exposedNs));
+      cats[2].bytes.push_back(static_cast<std::int64_t>(m.otherNs));
+      cats[3].bytes.push_back(static_cast<std::int64_t>(m.idleNs));
+    }
+    const QString title = tr("Where a step goes (mean of counted steps)");
+    if (any) breakdown_->setStacks(title, names.mid(0, static_cast<int>(cats[0].bytes.size())), cats);
+    else breakdown_->clearStacks(title);
+  }
   for (std::size_t i = 0; i < charts_.size(); ++i) {
     const ChartSpec& spec = kCharts[i];
     charts::BarChart* chart = charts_[i];

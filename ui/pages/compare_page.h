@@ -24,6 +24,7 @@ class BackgroundTask;
 class ComparisonModel;
 namespace charts {
 class BarChart;
+class StackedBarChart;
 }
 
 class ComparePage : public Page {
@@ -53,6 +54,8 @@ class ComparePage : public Page {
   QTableView* table() const { return table_; }
   QComboBox* baselineCombo() const { return baseline_; }
   const std::vector<charts::BarChart*>& charts() const { return charts_; }
+  // Where each run's mean step goes: compute, exposed communication, other device work, idle (ms).
+  charts::StackedBarChart* breakdownChart() const { return breakdown_; }
   QString noteText() const;
   // How the figures were measured (core::describeStepTime per run; one line when all runs agree).
   QString measuredText() const;
@@ -90,6 +93,7 @@ class ComparePage : public Page {
   QTableView* table_ = nullptr;
   QWidget* chartPanel_ = nullptr;
   std::vector<charts::BarChart*> charts_;
+  charts::StackedBarChart* breakdown_ = nullptr;
 };
 
 }  // namespace shardscope::ui
