@@ -677,6 +677,16 @@ void printComparisonTable(std::ostream& os, const core::Comparison& c) {
     }
     os << line << "\n";
   }
+  if (!c.configDiff.empty()) {
+    os << "\nconfiguration differences (key: ";
+    for (std::size_t i = 0; i < c.runs.size(); ++i) os << (i ? " | " : "") << core::runLabel(c.names[i], c.runs[i]);
+    os << "):\n";
+    for (const auto& d : c.configDiff) {
+      os << "  " << d.key << ": ";
+      for (std::size_t i = 0; i < d.values.size(); ++i) os << (i ? " | " : "") << (d.values[i] ? *d.values[i] : std::string("-"));
+      os << "\n";
+    }
+  }
 }
 
 core::JsonValue comparisonJson(const core::Comparison& c, const std::vector<core::Id>& ids, std::size_t baseline) {
@@ -715,6 +725,16 @@ core::JsonValue comparisonJson(const core::Comparison& c, const std::vector<core
     rows.push(std::move(x));
   }
   out.set("rows", std::move(rows));
+  JsonValue diff = JsonValue::array();
+  for (const auto& d : c.configDiff) {
+    JsonValue x = JsonValue::object();
+    x.set("key", JsonValue::string(d.key));
+    JsonValue vals = JsonValue::array();
+    for (const auto& v : d.values) vals.push(v ? JsonValue::string(*v) : JsonValue());
+    x.set("values", std::move(vals));
+    diff.push(std::move(x));
+  }
+  out.set("config_diff", std::move(diff));
   return out;
 }
 

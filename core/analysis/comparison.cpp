@@ -7,10 +7,12 @@
 #include <cmath>
 
 #include <map>
+#include <set>
 
 #include "core/analysis/memory_peaks.h"
 #include "core/analysis/step_breakdown.h"
 #include "core/util/error.h"
+#include "core/util/json.h"
 
 namespace shardscope::core {
 namespace {
@@ -35,11 +37,14 @@ Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size
   Comparison c;
   c.runs = runs;
   c.baseline = baseline;
+  std::vector<std::string> configs;
   for (Id id : runs) {
     auto r = store.run(id);
     if (!r) throw Error(store.path() + ": no run with id " + std::to_string(id));
     c.names.push_back(r->name);
+    configs.push_back(r->configJson);
   }
+  c.configDiff = configDiff(configs);
   // Fixed row order, so tables line up between comparisons.
   row(c, "step_time_ms", "step time (ms, mean of counted steps)", true);
   row(c, "step_time_p90_ms", "step time p90 (ms)", true);
@@ -97,6 +102,45 @@ Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size
     if (have < 2) r.best.reset();
   }
   return c;
+}
+
+namespace {
+
+void flatten(const JsonValue& v, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (v.isObject() && !v.members().empty()) {
+    for (const auto& [k, x] : v.members()) flatten(x, prefix.empty() ? k : prefix + "." + k, out);
+    return;
+  }
+  if (!prefix.empty()) out[prefix] = v.dump();
+}
+
+}  // namespace
+
+std::vector<ConfigDiffRow> configDiff(const std::vector<std::string>& configJsons) {
+  std::vector<std::map<std::string, std::string>> flat(configJsons.size());
+  std::set<std::string> keys;
+  for (std::size_t i = 0; i < configJsons.size(); ++i) {
+    try {
+      flatten(parseJson(configJsons[i].empty() ? "{}" : configJsons[i], "config"), "", flat[i]);
+    } catch (const std::exception&) {
+      // an unreadable config compares as empty
+    }
+    for (const auto& [k, v] : flat[i]) keys.insert(k);
+  }
+  std::vector<ConfigDiffRow> out;
+  if (configJsons.size() < 2) return out;
+  for (const auto& k : keys) {
+    ConfigDiffRow r;
+    r.key = k;
+    bool differs = false;
+    for (std::size_t i = 0; i < flat.size(); ++i) {
+      auto it = flat[i].find(k);
+      r.values.push_back(it == flat[i].end() ? std::nullopt : std::optional<std::string>(it->second));
+      if (i > 0 && r.values[i] != r.values[0]) differs = true;
+    }
+    if (differs) out.push_back(std::move(r));
+  }
+  return out;
 }
 
 bool noiseJudged(const std::string& key) {

@@ -28,13 +28,24 @@ struct ComparisonRow {
   std::optional<std::size_t> best;              // index of the best run (ties: the first)
 };
 
+// A configuration key whose value differs between the compared runs (or that some runs lack), from
+// each run's config JSON (nested objects flattened with dots, e.g. "zero_optimization.stage").
+struct ConfigDiffRow {
+  std::string key;
+  std::vector<std::optional<std::string>> values;  // one per run, JSON text; nullopt: the run has no such key
+};
+
 struct Comparison {
   std::vector<Id> runs;
   std::vector<std::string> names;
   std::size_t baseline = 0;
   std::vector<ComparisonRow> rows;
   std::vector<RunFigures> figures;  // per run: the figures the rows show, and how they were measured
+  std::vector<ConfigDiffRow> configDiff;  // what differs in the runs' configurations, in key order
 };
+
+// The configuration keys whose values differ between runs (configJson of each, "{}" for none).
+std::vector<ConfigDiffRow> configDiff(const std::vector<std::string>& configJsons);
 
 // Metrics a runtime run stores in `metrics` (run-level) and the comparison shows when present.
 namespace metric_keys {

@@ -101,6 +101,21 @@ class TestComparison : public QObject {
     QVERIFY(std::abs(*rowOf(c, "exposed_comm_pct").deltaPp[1] - 7.1) < 1e-9);
   }
 
+  // Only what differs, nested keys flattened, a missing key shown as missing.
+  void configurationDifferences() {
+    const auto d = configDiff({R"({"strategy":"ddp","world_size":2,"zero":{"stage":1,"overlap":true},"seed":0})",
+                               R"({"strategy":"fsdp","world_size":2,"zero":{"stage":3,"overlap":true}})"});
+    QCOMPARE(d.size(), std::size_t(3));
+    QCOMPARE(QString::fromStdString(d[0].key), QString("seed"));
+    QCOMPARE(*d[0].values[0], std::string("0"));
+    QVERIFY(!d[0].values[1]);
+    QCOMPARE(QString::fromStdString(d[1].key), QString("strategy"));
+    QCOMPARE(*d[1].values[1], std::string("\"fsdp\""));
+    QCOMPARE(QString::fromStdString(d[2].key), QString("zero.stage"));
+    QVERIFY(configDiff({R"({"a":1})"}).empty());         // one run: nothing to compare
+    QVERIFY(configDiff({R"({"a":1})", "not json"}).size() == 1);  // unreadable: compares as empty
+  }
+
   void twoRuns() {
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "t.db"));

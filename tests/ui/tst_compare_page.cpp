@@ -134,6 +134,10 @@ class TestComparePage : public QObject {
       QVERIFY2(std::abs(static_cast<double>(stack->totalBytes(g)) - m.stepNs) <= 4.0,
                qPrintable(QString::number(stack->totalBytes(g)) + " vs " + QString::number(m.stepNs)));
     }
+    // What differs in the runs' configurations is shown, key by key, as core finds it.
+    for (std::size_t k = 0; k < std::min<std::size_t>(c0.configDiff.size(), 12); ++k)
+      QVERIFY2(page.configDiffText().contains(QString::fromStdString(c0.configDiff[k].key)), qPrintable(page.configDiffText()));
+    if (c0.configDiff.empty()) QVERIFY(page.configDiffText().isEmpty());
     // How the step time was measured is said under the table, as core describes it.
     QVERIFY2(page.measuredText().contains(QString::fromStdString(core::describeStepTime(c0.figures.at(0)))),
              qPrintable(page.measuredText()));

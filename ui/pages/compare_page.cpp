@@ -144,6 +144,11 @@ ComparePage::ComparePage(QWidget* parent) : Page(parent), model_(new ComparisonM
   measured_->setStyleSheet(QStringLiteral("QLabel { color: #555; }"));
   measured_->hide();
   layout->addWidget(measured_);
+  configDiff_ = new QLabel(this);
+  configDiff_->setTextFormat(Qt::RichText);
+  configDiff_->setWordWrap(true);
+  configDiff_->hide();
+  layout->addWidget(configDiff_);
   errorLabel_ = new QLabel(this);
   errorLabel_->setWordWrap(true);
   errorLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -317,6 +322,23 @@ void ComparePage::showComparison(core::Comparison c) {
     if (counter) lines << tr("Peak memory: the caching allocator's peak counter where it is above every memory sample.");
     measured_->setText(lines.join(QLatin1Char('\n')));
     measured_->setHidden(lines.isEmpty());
+    // What differs in the runs' configurations (the first 12 keys; the CLI and JSON list them all).
+    QString html;
+    if (!cmp.configDiff.empty()) {
+      html = QStringLiteral("<b>%1</b> ").arg(tr("Configuration differences:"));
+      QStringList items;
+      const std::size_t shown = std::min<std::size_t>(cmp.configDiff.size(), 12);
+      for (std::size_t k = 0; k < shown; ++k) {
+        const auto& d = cmp.configDiff[k];
+        QStringList vals;
+        for (const auto& v : d.values) vals << (v ? QString::fromStdString(*v).toHtmlEscaped() : QStringLiteral("–"));
+        items << QStringLiteral("%1: %2").arg(QString::fromStdString(d.key).toHtmlEscaped(), vals.join(QStringLiteral(" | ")));
+      }
+      html += items.join(QStringLiteral("; "));
+      if (cmp.configDiff.size() > shown) html += tr("; and %1 more").arg(cmp.configDiff.size() - shown);
+    }
+    configDiff_->setText(html);
+    configDiff_->setHidden(html.isEmpty());
   }
   Q_EMIT statusMessage(runs == 1 ? tr("figures of 1 run") : tr("compared %1 runs").arg(runs));
 }
@@ -348,6 +370,8 @@ void ComparePage::setBaselineIndex(int index) { baseline_->setCurrentIndex(index
 QString ComparePage::noteText() const { return note_->isHidden() ? QString() : note_->text(); }
 
 QString ComparePage::measuredText() const { return measured_->isHidden() ? QString() : measured_->text(); }
+
+QString ComparePage::configDiffText() const { return configDiff_->isHidden() ? QString() : configDiff_->text(); }
 
 void ComparePage::updateNote() {
   QString text;

@@ -59,6 +59,8 @@ class ComparePage : public Page {
   QString noteText() const;
   // How the figures were measured (core::describeStepTime per run; one line when all runs agree).
   QString measuredText() const;
+  // The configuration keys that differ between the runs (core's configDiff), as shown.
+  QString configDiffText() const;
   QString errorText() const { return error_; }
 
  private:
@@ -88,6 +90,7 @@ class ComparePage : public Page {
   QToolButton* copyButton_ = nullptr;
   QLabel* note_ = nullptr;
   QLabel* measured_ = nullptr;
+  QLabel* configDiff_ = nullptr;
   QLabel* errorLabel_ = nullptr;
   QSplitter* splitter_ = nullptr;
   QTableView* table_ = nullptr;
