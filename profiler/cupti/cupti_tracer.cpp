@@ -59,9 +59,9 @@ void CuptiTracer::initialize(const TracerOptions& options) {
   initialized_ = true;
 }
 
-// The API calls TracerOptions::ApiRecords::Launches records, one by one (CUPTI 12.9 and later).
+// The API calls TracerOptions::ApiRecords::Launches records, one by one (CUPTI of CUDA 12.5 and later).
 void CuptiTracer::enableLaunchApis([[maybe_unused]] bool enable) {
-#if CUPTI_API_VERSION >= 27
+#if CUPTI_API_VERSION >= 23
   static constexpr CUpti_CallbackId kRuntime[] = {
       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
@@ -114,7 +114,7 @@ void CuptiTracer::start(ActivityDecoder::Sink sink) {
   if (options_.api == TracerOptions::ApiRecords::All) {
     kinds.insert(kinds.end(), {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION});
   } else if (options_.api == TracerOptions::ApiRecords::Launches) {
-#if CUPTI_API_VERSION >= 27
+#if CUPTI_API_VERSION >= 23  // CUDA 12.5: cuptiActivityEnableRuntimeApi / DriverApi
     perCall = true;
     kinds.push_back(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
 #else

@@ -44,7 +44,7 @@ struct TracerOptions {
   //   Launches: only the calls that put work on a device or wait for it (kernel launches, copies,
   //     memsets, synchronisations, event records and waits, cudaMalloc/cudaFree; the driver's
   //     cuLaunchKernel/cuLaunchKernelEx, through which NCCL launches), chosen per call where CUPTI
-  //     can (CUDA 12.9 and later), else every runtime call and no driver call;
+  //     can (CUDA 12.5 and later), else every runtime call and no driver call;
   //   All: every runtime and driver call (the decoder still keeps only the meaningful ones);
   //   None: no API record (kernels, copies and memory only; GPU work is placed in steps by time).
   enum class ApiRecords { Launches, All, None };
