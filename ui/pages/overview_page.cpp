@@ -456,7 +456,7 @@ void OverviewPage::showOverviews() {
   {
     const QSignalBlocker block(runCombo_);
     runCombo_->clear();
-    for (const auto& o : overviews_) runCombo_->addItem(QStringLiteral("%1  %2").arg(o.run.id).arg(qs(o.run.name)));
+    for (const auto& o : overviews_) runCombo_->addItem(QString::fromStdString(core::runLabel(o.run.name, o.run.id)));
     runCombo_->setCurrentIndex(0);
   }
   const bool several = overviews_.size() > 1;
