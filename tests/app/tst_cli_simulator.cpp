@@ -3,6 +3,8 @@
 // measurement, and usage errors.
 #include <QtTest>
 
+#include <cmath>
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -68,8 +70,11 @@ class TestCliSimulator : public QObject {
     // loaded CI machine (docs/ESTIMATOR.md has the measured accuracy).
     const double sstep = sims[0].toObject()["step_s"].toDouble();
     QVERIFY2(sstep > 0.5 * mstep && sstep < 2.0 * mstep, qPrintable(QString("%1 vs %2: %3").arg(sstep).arg(mstep).arg(r.out)));
-    // The run's own rank-to-rank variation is measured and used.
-    QVERIFY2(measured["compute_jitter"].toDouble() >= 0 && measured["compute_jitter"].toDouble() < 1, qPrintable(r.out));
+    // The run's own rank-to-rank variation is measured and used (capped at 0.9 for the simulation).
+    // How large it is depends on the machine: two ranks of a tiny model sharing two cores with other
+    // tests measured 1.04 once, so only its sanity is checked here, and the cap below.
+    const double jitter = measured["compute_jitter"].toDouble();
+    QVERIFY2(jitter >= 0 && std::isfinite(jitter), qPrintable(r.out));
     QCOMPARE(doc["jitter"].toDouble(), std::min(0.9, measured["compute_jitter"].toDouble()));
     QCOMPARE(doc["steps"].toInt(), 4);  // the run's
     QVERIFY2(sims[2].toObject()["run_id"].toInt() == 4, qPrintable(r.out));
