@@ -238,11 +238,11 @@ void fillConfig(const RunSummary& s, ReportRun& rr) {
   }
 }
 
-// Mean step breakdown over ranks and counted steps: run_figures' definition, as compareRuns shows it.
-void fillSteps(ReportRun& rr, RunSource source) {
-  const CountedSteps counted = countedSteps(rr.analysis.steps, source);
-  const StepMeans m = meanOverSteps(rr.analysis.steps, counted);
-  rr.stepsAnalysed = counted.first >= 0 ? counted.count : 0;
+// Mean step breakdown over ranks and counted steps: the run figures' own means (run_figures.h).
+void fillSteps(ReportRun& rr) {
+  const RunFigures& f = rr.figures;
+  rr.stepsAnalysed = f.steps.first >= 0 ? f.steps.count : 0;
+  const StepMeans& m = f.means;
   if (m.rows > 0 && m.stepNs > 0) {
     rr.stepMs = m.stepNs / 1e6;
     rr.computeMs = m.computeNs / 1e6;
@@ -713,8 +713,8 @@ Report buildReport(TraceStore& store, const std::vector<Id>& ids, const ReportOp
     RunAnalysisOptions ao;
     ao.bottleneckLimit = opt.bottleneckLimit;
     rr.analysis = analyzeRun(store, id, ao, cancel);
-    fillSteps(rr, s.run.source);
     rr.figures = runFigures(store, id, rr.analysis.steps, rr.analysis.memoryPeaks);
+    fillSteps(rr);
     rr.tokensPerSecond = rr.figures.tokensPerSecond;
     // How the figures were measured, beside the environment (docs/METRICS.md, "Run figures").
     if (const std::string how = describeStepTime(rr.figures); !how.empty()) rr.environment.push_back({"step time measured as", how});
