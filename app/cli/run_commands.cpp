@@ -193,15 +193,13 @@ std::string fmt(double v, int d) {
 }
 
 // The human summary of a run, on `os` (stderr when stdout carries --json).
-void printRunSummary(std::ostream& os, const std::string& db, core::Id runId) {
-  core::TraceStore store(db, core::Database::Mode::ReadOnly);
+void printRunSummary(std::ostream& os, core::TraceStore& store, core::Id runId, const core::RunFigures& f) {
   auto run = store.run(runId);
   if (!run) return;
   os << "run " << runId << " (" << run->name << "): " << core::toString(run->status);
   if (!run->failureReason.empty()) os << " - " << run->failureReason;
   os << "\n";
   // The figures as every surface shows them (core/analysis/run_figures.h, docs/METRICS.md).
-  const core::RunFigures f = core::computeRunFigures(store, runId);
   if (f.stepTimeMs) os << "  step time " << fmt(*f.stepTimeMs, 2) << " ms";
   if (f.tokensPerSecond) os << ", " << fmt(*f.tokensPerSecond, 0) << " tokens/s";
   if (f.initSeconds) os << ", init " << fmt(*f.initSeconds, 2) << " s";
@@ -256,20 +254,18 @@ std::string rootCause(const core::LaunchResult& r, const std::map<int, std::stri
   return r.reason;
 }
 
-// A launched run for --json: its id, outcome and the run metrics the summary prints (stored by the
-// runtime; docs/METRICS.md defines them).
-core::JsonValue runJson(const std::string& db, const Launched& l) {
+// A launched run for --json: its id, outcome and the figures the summary prints (`f`, computed once
+// for both; docs/METRICS.md defines them).
+core::JsonValue runJson(core::TraceStore& store, const Launched& l, const core::RunFigures& f) {
   core::JsonValue r = core::JsonValue::object();
   r.set("run_id", core::JsonValue::number(static_cast<std::int64_t>(l.runId)));
   r.set("ok", core::JsonValue::boolean(l.result.ok));
-  core::TraceStore store(db, core::Database::Mode::ReadOnly);
   if (const auto run = store.run(l.runId)) {
     r.set("name", core::JsonValue::string(run->name));
     r.set("strategy", core::JsonValue::string(run->strategy));
     r.set("status", core::JsonValue::string(std::string(core::toString(run->status))));
     if (!run->failureReason.empty()) r.set("failure_reason", core::JsonValue::string(run->failureReason));
     // The figures every surface shows (core/analysis/run_figures.h): the same as compare-runs.
-    const core::RunFigures f = core::computeRunFigures(store, l.runId);
     auto put = [&](const char* key, const std::optional<double>& v) {
       if (v) r.set(key, core::JsonValue::number(*v));
     };
@@ -307,8 +303,12 @@ int cmdRun(const Args& a, core::CancelToken& cancel) {
   const std::string name = a.get("name", std::string(core::toString(cfg.strategy)) + " " + cfg.model + " x" + std::to_string(cfg.worldSize));
   const Launched l = launchRun(db, cfg, name, a, cancel);
   const bool json = a.has("json");
-  printRunSummary(json ? std::cerr : std::cout, db, l.runId);
-  if (json) std::cout << runJson(db, l).dump() << "\n";  // stdout holds this one document only
+  {
+    core::TraceStore store(db, core::Database::Mode::ReadOnly);
+    const core::RunFigures f = core::computeRunFigures(store, l.runId);  // once, for the summary and the JSON
+    printRunSummary(json ? std::cerr : std::cout, store, l.runId, f);
+    if (json) std::cout << runJson(store, l, f).dump() << "\n";  // stdout holds this one document only
+  }
   return finish(l);
 }
 
@@ -348,8 +348,12 @@ int cmdCompare(const Args& a, core::CancelToken& cancel) {
     const std::string name = (a.has("name") ? a.get("name") + " " : std::string()) + std::string(core::toString(c.strategy));
     std::cerr << "== " << name << ": " << c.model << ", " << c.worldSize << " ranks, " << c.steps << " steps\n";
     const Launched l = launchRun(db, c, name, a, cancel);
-    printRunSummary(json ? std::cerr : std::cout, db, l.runId);
-    runs.push(runJson(db, l));
+    {
+      core::TraceStore store(db, core::Database::Mode::ReadOnly);
+      const core::RunFigures f = core::computeRunFigures(store, l.runId);  // once, for the summary and the JSON
+      printRunSummary(json ? std::cerr : std::cout, store, l.runId, f);
+      runs.push(runJson(store, l, f));
+    }
     rc = finish(l);
     if (rc != kOk) break;  // a failure or Ctrl-C stops the comparison; what ran is kept
     ids.push_back(l.runId);
