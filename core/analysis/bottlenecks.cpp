@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/analysis/intervals.h"
+#include "core/analysis/lanes.h"
 #include "core/analysis/rank_scan.h"
 #include "core/analysis/stragglers.h"
 #include <map>
@@ -52,9 +53,7 @@ void BottleneckAccumulator::onEvent(const EventChunk& c, std::size_t i, Id chunk
   const auto category = static_cast<Category>(c.category[i]);
   const bool comm = op != CollectiveOp::None && (category == Category::Communication || kind_ == TrackKind::Comm);
   if (comm) {
-    const RunSource src = ctx_.summary.run.source;
-    const bool local = c.groupSize[i] == 1 ||
-                       ((src == RunSource::Runtime || src == RunSource::Simulated) && ctx_.summary.run.worldSize == 1);
+    const bool local = isLocalCollective(runOfOneRank(ctx_.summary.run), c.groupSize[i]);
     comms_.push_back({c.start[i], c.end[i], track_, EventChunk::eventId(chunkId, i), op, c.step[i], c.bytes[i], c.name[i],
                       c.pg[i], local});
   }

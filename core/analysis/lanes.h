@@ -11,6 +11,14 @@ inline bool rankHasGpuWork(const RunSummary& summary, Id rankId) {
   return false;
 }
 
+// A collective among one rank moves nothing between ranks: local work, not communication (docs/
+// METRICS.md). A run we trained or simulated knows its world size; an imported trace may be one rank's
+// file of a larger job, so there only the event's group size (1) says so.
+inline bool runOfOneRank(const Run& run) {
+  return (run.source == RunSource::Runtime || run.source == RunSource::Simulated) && run.worldSize == 1;
+}
+inline bool isLocalCollective(bool runOfOne, std::int32_t groupSize) { return runOfOne || groupSize == 1; }
+
 inline bool isDeviceLane(TrackKind k, bool rankHasGpu) {
   return rankHasGpu ? k == TrackKind::GpuStream : (k == TrackKind::CpuThread || k == TrackKind::Comm);
 }

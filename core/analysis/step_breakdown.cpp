@@ -30,10 +30,7 @@ const char* describe(StepWindow w) {
 void StepBreakdownAccumulator::beginRank(const Rank& rank) {
   hasGpu_ = rankHasGpuWork(ctx_.summary, rank.id);
   deviceComm_ = false;
-  // A run we trained or simulated knows its world size; an imported trace may be one rank's file of a
-  // larger job, so only its events' group sizes say a collective was local.
-  const RunSource src = ctx_.summary.run.source;
-  worldOfOne_ = (src == RunSource::Runtime || src == RunSource::Simulated) && ctx_.summary.run.worldSize == 1;
+  worldOfOne_ = runOfOneRank(ctx_.summary.run);
   steps_.clear();
   last_ = nullptr;
 }
@@ -65,7 +62,7 @@ void StepBreakdownAccumulator::onEvent(const EventChunk& c, std::size_t i, Id) {
   const bool collective = static_cast<CollectiveOp>(c.collOp[i]) != CollectiveOp::None;
   bool comm = category == Category::Communication || (collective && kind_ != TrackKind::CpuThread);
   // A collective among one rank moves nothing between ranks: local work, not communication.
-  if (comm && (worldOfOne_ || c.groupSize[i] == 1)) comm = false;
+  if (comm && isLocalCollective(worldOfOne_, c.groupSize[i])) comm = false;
   if (hostCommLane_) {
     if (comm) l.hostComm.push_back({s, e});
     return;

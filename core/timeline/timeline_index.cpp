@@ -368,8 +368,7 @@ class TimelineBuilder {
     std::vector<Span> compute, comm, hostComm, unusedCompute;
     std::vector<std::uint32_t> hostCommLanes;  // a GPU rank's host communication lanes
     std::vector<CommCopy> copies;
-    worldOfOne_ = (summary.run.source == RunSource::Runtime || summary.run.source == RunSource::Simulated) &&
-                  summary.run.worldSize == 1;
+    worldOfOne_ = runOfOneRank(summary.run);
     std::size_t lastGpuPos = 0;  // position in info.lanes after the last GPU stream
     bool sawGpu = false;
     for (const TrackSummary& t : summary.tracks) {
@@ -503,7 +502,7 @@ class TimelineBuilder {
           bits |= EventBits::Work;
           // A collective among one rank is local work, not communication (step_breakdown's rule).
           const bool isComm = (category == Category::Communication || (op != CollectiveOp::None && kind != TrackKind::CpuThread)) &&
-                              !worldOfOne_ && c.groupSize[i] != 1;
+                              !isLocalCollective(worldOfOne_, c.groupSize[i]);
           if (isComm) {
             bits |= EventBits::Comm;
             comm.push_back({s, e});
