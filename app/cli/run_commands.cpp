@@ -216,9 +216,7 @@ void printRunSummary(std::ostream& os, core::TraceStore& store, core::Id runId, 
   for (const auto& r : store.ranks(runId)) {
     auto rm = [&](const std::string& k) { return store.metric(runId, r.id, k); };
     os << "  rank " << r.rank << ":";
-    std::optional<std::int64_t> rankPeak;
-    for (const auto& p : f.peaks)
-      if (p.rank == r.rank && (f.peakDevice != "GPU" || p.device != "cpu")) rankPeak = std::max(rankPeak.value_or(0), p.allocatedBytes);
+    const auto rankPeak = f.rankPeakAllocated(r.rank);
     if (rankPeak) os << " peak " << core::formatBytes(static_cast<double>(*rankPeak));
     if (auto p = rm("model_state.parameters_bytes"))
       os << " (params " << core::formatBytes(*p) << ", grads " << core::formatBytes(rm("model_state.gradients_bytes").value_or(0))

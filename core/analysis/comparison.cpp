@@ -78,14 +78,13 @@ Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size
     if (f.peakAllocatedBytes) row(c, "peak_allocated_gib", "", true).values[i] = static_cast<double>(*f.peakAllocatedBytes) / kGiB;
     if (f.peakReservedBytes && *f.peakReservedBytes > 0)
       row(c, "peak_reserved_gib", "", true).values[i] = static_cast<double>(*f.peakReservedBytes) / kGiB;
-    std::map<int, double> perRank;  // device memory where the run has any, else the host's
-    const bool anyDevice = f.peakDevice == "GPU";
-    for (const auto& p : f.peaks)
-      if (!anyDevice || p.device != "cpu") perRank[p.rank] = std::max(perRank[p.rank], static_cast<double>(p.allocatedBytes));
-    for (const auto& [rank, bytes] : perRank)
-      row(c, "peak_allocated_gib_rank" + std::to_string(rank), "peak memory allocated, rank " + std::to_string(rank) + " (GiB)",
-          true)
-          .values[i] = bytes / kGiB;
+    std::set<int> ranks;  // device memory where the run has any, else the host's (rankPeakAllocated)
+    for (const auto& p : f.peaks) ranks.insert(p.rank);
+    for (int rank : ranks)
+      if (const auto bytes = f.rankPeakAllocated(rank))
+        row(c, "peak_allocated_gib_rank" + std::to_string(rank), "peak memory allocated, rank " + std::to_string(rank) + " (GiB)",
+            true)
+            .values[i] = static_cast<double>(*bytes) / kGiB;
     row(c, metric_keys::kInitSeconds, "", true).values[i] = f.initSeconds;
     row(c, metric_keys::kCheckpointSaveSeconds, "", true).values[i] = f.checkpointSaveSeconds;
   }

@@ -235,6 +235,13 @@ JsonValue toJson(const RunFigures& f) {
   return o;
 }
 
+std::optional<std::int64_t> RunFigures::rankPeakAllocated(int rank) const {
+  std::optional<std::int64_t> out;
+  for (const auto& p : peaks)
+    if (p.rank == rank && (peakDevice != "GPU" || p.device != "cpu")) out = std::max(out.value_or(0), p.allocatedBytes);
+  return out;
+}
+
 RunFigures computeRunFigures(TraceStore& store, Id runId, const CancelToken* cancel) {
   const auto steps = computeStepBreakdown(store, runId, cancel);
   return runFigures(store, runId, steps, computeMemoryPeaks(store, runId));

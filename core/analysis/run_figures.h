@@ -68,6 +68,10 @@ struct RunFigures {
   std::string peakDevice;  // "GPU" or "host"
   std::optional<std::int64_t> hostPeakBytes;  // the largest host peak of a GPU run
   std::optional<double> initSeconds, checkpointSaveSeconds;
+
+  // A rank's peak allocated bytes on the memory the run figure is about (its GPUs where the run has
+  // any, else the host); nullopt for a rank without memory records or counters.
+  std::optional<std::int64_t> rankPeakAllocated(int rank) const;
 };
 
 // From an analysis already at hand (analyzeRun's steps and memory peaks)...
