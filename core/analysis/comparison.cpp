@@ -1,16 +1,11 @@
 #include "core/analysis/comparison.h"
 
-#include "core/analysis/run_figures.h"
-
 #include <algorithm>
-#include <climits>
 #include <cmath>
-
 #include <map>
 #include <set>
 
-#include "core/analysis/memory_peaks.h"
-#include "core/analysis/step_breakdown.h"
+#include "core/analysis/run_figures.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
 
