@@ -1661,7 +1661,9 @@ bool collectiveNeedsLaunch(const EventChunk& c, std::size_t i) {
          (op == CollectiveOp::SendRecv || c.bytes[i] == EventChunk::kNull);
 }
 
-bool fillGpuSteps(const RankState& rs, EventChunk& c) {
+// What a GPU event learns from its launch once the launch is known: its step, and for a collective
+// kernel without args the collective the CPU side named around the launch.
+bool fillFromLaunch(const RankState& rs, EventChunk& c) {
   bool changed = false;
   for (std::size_t i = 0; i < c.size(); ++i) {
     if (c.correlation[i] == EventChunk::kNull || (c.flags[i] & EventFlags::Instant)) continue;
@@ -1884,7 +1886,7 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
     writer.setBeforeFlush([&](Id trackId, EventChunk& c) {
       if (!current || !(current->unresolvedGpu || current->unresolvedCollective) || !current->gpuTrack.count(trackId))
         return false;
-      fillGpuSteps(*current, c);
+      fillFromLaunch(*current, c);
       return hasUnresolvedGpu(*current, c);  // rewritten at the end of the file, when every launch is known
     });
     std::set<int> usedRanks;
@@ -2263,11 +2265,11 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
         // Late windows may give steps to launches of any GPU chunk.
         for (Id t : gpuTracks) {
           writer.rewriteChunks(t, std::numeric_limits<TimeNs>::min(), std::numeric_limits<TimeNs>::max(),
-                               [&](EventChunk& c) { return fillGpuSteps(rs, c); });
+                               [&](EventChunk& c) { return fillFromLaunch(rs, c); });
         }
       }
       // Chunks written while some of their launches were still unknown.
-      writer.rewriteMarked([&](EventChunk& c) { return fillGpuSteps(rs, c); });
+      writer.rewriteMarked([&](EventChunk& c) { return fillFromLaunch(rs, c); });
       if (h.baseAfterEvents && h.baseTimeNs && *h.baseTimeNs != 0) {
         // baseTimeNanoseconds came after traceEvents: shift what was written with base 0.
         const TimeNs base = *h.baseTimeNs;
