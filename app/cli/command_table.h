@@ -31,6 +31,10 @@ void printComparisonTable(std::ostream& os, const core::Comparison& c);
 // The comparison as compare-runs --json prints it (runs, baseline, rows with values and deltas).
 core::JsonValue comparisonJson(const core::Comparison& c, const std::vector<core::Id>& ids, std::size_t baseline);
 
+// compareCollectives as compare-runs --json prints it ("collectives") and as its text shows it.
+core::JsonValue collectiveComparisonJson(const core::CollectiveComparison& cc);
+void printCollectiveComparison(std::ostream& os, const core::CollectiveComparison& cc, const core::Comparison& c);
+
 // `run` and `compare`: training runs of the embedded runtime (run_commands.cpp).
 std::vector<Command> runCommands();
 

@@ -738,6 +738,53 @@ core::JsonValue comparisonJson(const core::Comparison& c, const std::vector<core
   return out;
 }
 
+core::JsonValue collectiveComparisonJson(const core::CollectiveComparison& cc) {
+  JsonValue out = JsonValue::object();
+  JsonValue steps = JsonValue::array();
+  for (auto n : cc.rankSteps) steps.push(JsonValue::number(n));
+  out.set("rank_steps", std::move(steps));
+  JsonValue rows = JsonValue::array();
+  auto opt = [](const std::optional<double>& v) { return v ? JsonValue::number(*v) : JsonValue(); };
+  for (const auto& r : cc.rows) {
+    JsonValue row = JsonValue::object();
+    row.set("op", JsonValue::string(std::string(core::toString(r.op))));
+    JsonValue per = JsonValue::array();
+    for (std::size_t i = 0; i < r.ms.size(); ++i) {
+      JsonValue x = JsonValue::object();
+      x.set("count_per_rank_step", opt(r.count[i]));
+      x.set("bytes_per_rank_step", opt(r.bytes[i]));
+      x.set("ms_per_rank_step", opt(r.ms[i]));
+      x.set("exposed_ms_per_rank_step", opt(r.exposedMs[i]));
+      x.set("delta_pct", opt(r.deltaPct[i]));
+      x.set("within_noise", JsonValue::boolean(r.withinNoise[i]));
+      per.push(std::move(x));
+    }
+    row.set("runs", std::move(per));
+    rows.push(std::move(row));
+  }
+  out.set("rows", std::move(rows));
+  return out;
+}
+
+void printCollectiveComparison(std::ostream& os, const core::CollectiveComparison& cc, const core::Comparison& c) {
+  if (cc.rows.empty()) return;
+  os << "\ncollectives, ms per rank and step (change vs " << core::runLabel(c.names[cc.baseline], c.runs[cc.baseline]) << "):\n";
+  for (const auto& r : cc.rows) {
+    os << "  " << core::toString(r.op) << ":";
+    for (std::size_t i = 0; i < r.ms.size(); ++i) {
+      os << (i ? " | " : " ") << core::runLabel(c.names[i], c.runs[i]) << " ";
+      if (!r.ms[i]) {
+        os << "-";
+        continue;
+      }
+      os << fixed(*r.ms[i], 3);
+      if (i != cc.baseline && r.deltaPct[i])
+        os << " (" << (*r.deltaPct[i] >= 0 ? "+" : "") << fixed(*r.deltaPct[i], 1) << " %" << (r.withinNoise[i] ? ", noise" : "") << ")";
+    }
+    os << "\n";
+  }
+}
+
 namespace {
 
 int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
@@ -764,9 +811,27 @@ int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
     if (it == ids.end()) throw std::invalid_argument("--baseline must be one of the compared runs");
     baseline = static_cast<std::size_t>(it - ids.begin());
   }
-  const core::Comparison c = core::compareRuns(store, ids, baseline, &cancel);
+  // Each run analysed once: its figures (the comparison rows) and its collectives come from it.
+  std::vector<std::shared_ptr<const core::RunAnalysis>> analyses;
+  for (core::Id id : ids) {
+    if (!store.run(id)) throw core::Error(store.path() + ": no run with id " + std::to_string(id));
+    core::RunAnalysisOptions options;
+    options.bottleneckLimit = 0;
+    analyses.push_back(std::make_shared<const core::RunAnalysis>(core::analyzeRun(store, id, options, &cancel)));
+  }
+  const auto source = [&](core::Id id) -> std::shared_ptr<const core::RunAnalysis> {
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] == id) return analyses[i];
+    return nullptr;
+  };
+  const core::Comparison c = core::compareRuns(store, ids, baseline, &cancel, source);
+  std::vector<const core::RunAnalysis*> raw;
+  for (const auto& an : analyses) raw.push_back(an.get());
+  const core::CollectiveComparison cc = core::compareCollectives(ids, raw, c.figures, baseline);
   if (a.has("json")) {
-    std::cout << comparisonJson(c, ids, baseline).dump() << "\n";
+    JsonValue out = comparisonJson(c, ids, baseline);
+    out.set("collectives", collectiveComparisonJson(cc));
+    std::cout << out.dump() << "\n";
     return kOk;
   }
   if (a.has("csv")) {
@@ -781,6 +846,7 @@ int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
     return kOk;
   }
   printComparisonTable(std::cout, c);
+  printCollectiveComparison(std::cout, cc, c);
   return kOk;
 }
 

@@ -26,7 +26,8 @@ ComparisonRow& row(Comparison& c, const std::string& key, const std::string& lab
 
 }  // namespace
 
-Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size_t baseline, const CancelToken* cancel) {
+Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size_t baseline, const CancelToken* cancel,
+                       const AnalysisSource& source) {
   if (runs.empty()) throw Error("compare: no runs given");
   if (baseline >= runs.size()) throw Error("compare: the baseline is not one of the runs");
   Comparison c;
@@ -59,7 +60,10 @@ Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size
     const Id id = runs[i];
     // One definition of every figure (run_figures.h): the same numbers as the run summary,
     // `analyze` and the reports.
-    const RunFigures& f = c.figures.emplace_back(computeRunFigures(store, id, cancel));
+    if (cancel) cancel->throwIfCancelled();
+    std::shared_ptr<const RunAnalysis> analysis = source ? source(id) : nullptr;
+    const RunFigures& f = c.figures.emplace_back(analysis ? runFigures(store, id, analysis->steps, analysis->memoryPeaks)
+                                                          : computeRunFigures(store, id, cancel));
     row(c, "step_time_ms", "", true).values[i] = f.stepTimeMs;
     row(c, "step_time_p90_ms", "", true).values[i] = f.stepP90Ms;
     row(c, "step_spread_pct", "", true).values[i] = f.stepSpreadPct;
@@ -158,7 +162,7 @@ void rebase(Comparison& c, std::size_t baseline) {
       if (*base != 0) r.deltaPct[i] = (*r.values[i] - *base) / *base * 100.0;
       if (share) r.deltaPp[i] = *r.values[i] - *base;
       if (noiseJudged(r.key) && r.key != metric_keys::kTokensPerSecond && r.deltaPct[i])
-        r.withinNoise[i] = std::abs(*r.deltaPct[i]) <= std::max(spread(i), spread(baseline));
+        r.withinNoise[i] = std::abs(*r.deltaPct[i]) <= std::max(spread(i), spread(baseline));  // changeWithinNoise
     }
   }
   // Throughput is tokens per step over the step time: its change is noise when the step time's is.
@@ -168,6 +172,59 @@ void rebase(Comparison& c, std::size_t baseline) {
   for (auto& r : c.rows)
     if (r.key == metric_keys::kTokensPerSecond && step)
       for (std::size_t i = 0; i < n; ++i) r.withinNoise[i] = step->withinNoise[i] && r.deltaPct[i].has_value();
+}
+
+bool changeWithinNoise(double deltaPct, const RunFigures& a, const RunFigures& b) {
+  return std::abs(deltaPct) <= std::max(a.stepSpreadPct.value_or(0.0), b.stepSpreadPct.value_or(0.0));
+}
+
+CollectiveComparison compareCollectives(const std::vector<Id>& runs, const std::vector<const RunAnalysis*>& analyses,
+                                        const std::vector<RunFigures>& figures, std::size_t baseline) {
+  if (analyses.size() != runs.size()) throw Error("compareCollectives: one analysis per run");
+  if (baseline >= runs.size()) throw Error("compareCollectives: the baseline is not one of the runs");
+  const std::size_t n = runs.size();
+  CollectiveComparison out;
+  out.runs = runs;
+  out.baseline = baseline;
+  std::map<CollectiveOp, CollectiveChangeRow> byOp;
+  for (std::size_t i = 0; i < n; ++i) {
+    const RunAnalysis& a = *analyses[i];
+    const auto rankSteps = static_cast<std::int64_t>(a.steps.size());
+    out.rankSteps.push_back(rankSteps);
+    const double div = rankSteps > 0 ? static_cast<double>(rankSteps) : 1.0;
+    for (const auto& c : a.collectives) {
+      auto& r = byOp[c.op];
+      if (r.count.empty()) {
+        r.op = c.op;
+        r.count.assign(n, std::nullopt);
+        r.bytes.assign(n, std::nullopt);
+        r.ms.assign(n, std::nullopt);
+        r.exposedMs.assign(n, std::nullopt);
+      }
+      r.count[i] = r.count[i].value_or(0) + static_cast<double>(c.count) / div;
+      if (c.countWithBytes > 0) r.bytes[i] = r.bytes[i].value_or(0) + static_cast<double>(c.bytes) / div;
+      r.ms[i] = r.ms[i].value_or(0) + static_cast<double>(c.totalNs) / 1e6 / div;
+      r.exposedMs[i] = r.exposedMs[i].value_or(0) + static_cast<double>(c.exposedNs) / 1e6 / div;
+    }
+  }
+  for (auto& [op, r] : byOp) {
+    r.deltaPct.assign(n, std::nullopt);
+    r.withinNoise.assign(n, false);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!r.ms[i] || !r.ms[baseline] || *r.ms[baseline] == 0) continue;
+      r.deltaPct[i] = (*r.ms[i] - *r.ms[baseline]) / *r.ms[baseline] * 100.0;
+      if (i < figures.size() && baseline < figures.size())
+        r.withinNoise[i] = changeWithinNoise(*r.deltaPct[i], figures[i], figures[baseline]);
+    }
+    out.rows.push_back(std::move(r));
+  }
+  auto key = [&](const CollectiveChangeRow& r) {
+    double best = 0;
+    for (const auto& v : r.ms) best = std::max(best, v.value_or(0));
+    return std::make_pair(r.ms[baseline].value_or(-1.0), best);
+  };
+  std::stable_sort(out.rows.begin(), out.rows.end(), [&](const auto& a, const auto& b) { return key(a) > key(b); });
+  return out;
 }
 
 }  // namespace shardscope::core

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/analysis/run_analysis.h"
 #include "core/analysis/run_figures.h"
 #include "core/storage/trace_store.h"
 #include "core/util/progress.h"
@@ -54,12 +55,38 @@ constexpr const char* kInitSeconds = "init_time_s";
 constexpr const char* kCheckpointSaveSeconds = "checkpoint_save_s";
 }  // namespace metric_keys
 
+// With `source`, each run's figures come from its analysis (runFigures(steps, memory peaks)) instead of
+// a pass of their own over the events: the same numbers, computed once.
 Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size_t baseline = 0,
-                       const CancelToken* cancel = nullptr);
+                       const CancelToken* cancel = nullptr, const AnalysisSource& source = {});
+
+// The collectives of several runs side by side, one row per operation (all process groups): what a
+// rank spends on it per step: the run's totals over its (rank, step) rows of the step breakdown
+// (every step, the warm-up included, as the collectives are counted over the whole run). A run
+// without steps shows its totals over all ranks (rankSteps 0).
+struct CollectiveChangeRow {
+  CollectiveOp op = CollectiveOp::None;
+  // One per run; nullopt where the run has no such collective.
+  std::vector<std::optional<double>> count, bytes, ms, exposedMs;
+  std::vector<std::optional<double>> deltaPct;  // of ms vs the baseline (nullopt: either side missing)
+  std::vector<bool> withinNoise;                // |deltaPct| within the runs' step spread
+};
+struct CollectiveComparison {
+  std::vector<Id> runs;
+  std::size_t baseline = 0;
+  std::vector<std::int64_t> rankSteps;  // the divisor of each run's values (0: totals, no steps)
+  std::vector<CollectiveChangeRow> rows;  // by the baseline's time, then the others'
+};
+// `analyses` and `figures` (for the step spread) in the order of `runs`.
+CollectiveComparison compareCollectives(const std::vector<Id>& runs, const std::vector<const RunAnalysis*>& analyses,
+                                        const std::vector<RunFigures>& figures, std::size_t baseline);
 
 // Recomputes every row's deltaPct, deltaPp and withinNoise against run `baseline` (the app's baseline
 // box uses this, so its deltas are compareRuns' own). Best does not depend on the baseline.
 void rebase(Comparison& c, std::size_t baseline);
+
+// Where a comparison row's change is noise (within the step spread of the two runs).
+bool changeWithinNoise(double deltaPct, const RunFigures& a, const RunFigures& b);
 
 // Whether a row's changes are judged against the runs' step-to-step spread.
 bool noiseJudged(const std::string& key);

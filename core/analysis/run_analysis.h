@@ -3,6 +3,8 @@
 // fed by one shared pass over the store, one rank at a time (rank_scan.h). Same results as calling
 // computeHtaFigures, computeStepBreakdown, computeCollectives, findCollectiveBottlenecks,
 // detectStragglers and computeMemoryPeaks one by one, in about the time of one of them.
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,5 +38,10 @@ struct RunAnalysis {
 
 RunAnalysis analyzeRun(TraceStore& store, Id runId, const RunAnalysisOptions& options = {},
                        const CancelToken* cancel = nullptr);
+
+// Where a run's analysis comes from when a caller already has it or keeps a cache of them (the app's
+// session analyses each run once for all its pages): given a run id, its analysis (made with at
+// least the default bottleneck limit; a consumer cuts the list to its own). Functions taking one compute nothing the source gives; an empty source means "compute".
+using AnalysisSource = std::function<std::shared_ptr<const RunAnalysis>(Id runId)>;
 
 }  // namespace shardscope::core

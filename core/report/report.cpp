@@ -287,6 +287,7 @@ void fillMemory(TraceStore& store, const RunSummary& s, ReportRun& rr, const Rep
   rr.peakAllocatedBytes = top->peakAllocatedBytes;
   rr.peakRank = top->rank;
   if (anyDevice) rr.deviceMemoryBytes = deviceCapacity(s.run, top->deviceId);
+  if (!opt.memoryCharts) return;
 
   const double unit = static_cast<double>(top->peakAllocatedBytes) >= kGiB ? kGiB : kMiB;
   Chart c;
@@ -712,7 +713,9 @@ Report buildReport(TraceStore& store, const std::vector<Id>& ids, const ReportOp
     fillConfig(s, rr);
     RunAnalysisOptions ao;
     ao.bottleneckLimit = opt.bottleneckLimit;
-    rr.analysis = analyzeRun(store, id, ao, cancel);
+    const std::shared_ptr<const RunAnalysis> given = opt.analysisSource ? opt.analysisSource(id) : nullptr;
+    rr.analysis = given ? *given : analyzeRun(store, id, ao, cancel);
+    if (rr.analysis.bottlenecks.size() > opt.bottleneckLimit) rr.analysis.bottlenecks.resize(opt.bottleneckLimit);
     rr.figures = runFigures(store, id, rr.analysis.steps, rr.analysis.memoryPeaks);
     fillSteps(rr);
     rr.tokensPerSecond = rr.figures.tokensPerSecond;
@@ -724,7 +727,12 @@ Report buildReport(TraceStore& store, const std::vector<Id>& ids, const ReportOp
     ++done;
   }
   tick("compare runs");
-  rep.comparison = compareRuns(store, ids, rep.baseline, cancel);
+  // The comparison's figures from the analyses just made (one pass over each run, not two).
+  rep.comparison = compareRuns(store, ids, rep.baseline, cancel, [&rep](Id id) -> std::shared_ptr<const RunAnalysis> {
+    for (const auto& r : rep.runs)
+      if (r.id == id) return std::shared_ptr<const RunAnalysis>(std::shared_ptr<const RunAnalysis>(), &r.analysis);
+    return nullptr;
+  });
   ++done;
   rep.charts = std::move(memoryCharts);
   buildCharts(rep);

@@ -27,6 +27,10 @@ struct ReportOptions {
   std::size_t bottleneckLimit = 10;  // costliest exposed all-gathers / reduce-scatters per run
   int memoryPoints = 400;            // buckets of the memory curves (max per bucket, so peaks survive)
   std::string generatedAt;           // ISO 8601 UTC; empty: now
+  bool memoryCharts = true;          // false: no memory charts (they read every memory record again)
+  // Analyses at hand (the app's session cache), made with at least bottleneckLimit bottlenecks (the
+  // list is cut to it). Empty: computed here.
+  AnalysisSource analysisSource;
 };
 
 struct ReportKeyValue {

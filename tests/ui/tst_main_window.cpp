@@ -24,6 +24,7 @@
 
 #include "core/storage/trace_store.h"
 #include "ui/pages/timeline_page.h"
+#include "ui/timeline/step_compare_widget.h"
 #include "ui/timeline/timeline_widget.h"
 #include "tests/common/test_support.h"
 #include "tests/tools/kineto_generator.h"
@@ -149,6 +150,11 @@ class TestMainWindow : public QObject {
     auto* timeline = qobject_cast<ui::TimelinePage*>(w.page("timeline"));
     QVERIFY(timeline);
     QCOMPARE(timeline->currentRun(), Id(2));  // the baseline
+    QVERIFY(waitLoaded(w));
+    // Two runs: the same step of each, side by side; then one run's own timeline.
+    QCOMPARE(timeline->view(), ui::TimelinePage::View::SameStep);
+    QCOMPARE(timeline->compareWidget()->runs().size(), std::size_t(2));
+    timeline->setView(ui::TimelinePage::View::OneRun);
     QVERIFY(waitLoaded(w));
     QVERIFY(timeline->index());
     QCOMPARE(timeline->index()->runId(), Id(2));

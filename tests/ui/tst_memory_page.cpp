@@ -287,12 +287,23 @@ class TestMemoryPage : public QObject {
     page.show();
     page.setContext(qpath(path), {run, imported});
     waitLoaded(page);
+    // Two runs: overlaid, one row per run; the run without records says so.
+    QVERIFY(page.overlay());
+    QCOMPARE(page.overlayRuns().size(), std::size_t(2));
+    QCOMPARE(page.runPeaksTable()->rowCount(), 2);
+    QCOMPARE(page.overlayRuns()[0].peak, -1);
+    QVERIFY(page.overlayRuns()[1].peak >= 0);
+    QCOMPARE(page.chart()->seriesCount(), 1);  // only the imported run has a curve
+    QCOMPARE(page.runPeaksTable()->item(0, 7)->text(), QString("no memory records"));
+    page.showRun(0);
+    waitLoaded(page);
+    QVERIFY(!page.overlay());
     QVERIFY2(page.messageText().contains("no memory records"), qPrintable(page.messageText()));
     QCOMPARE(page.chart()->markerCount(), 0);
     QCOMPARE(page.peaksModel()->rowCount(), 0);
     QVERIFY(!page.breakdownShown());
     // The other run of the context, picked in the page: an imported trace, curves but no breakdown.
-    QCOMPARE(page.runCombo()->count(), 2);
+    QCOMPARE(page.runCombo()->count(), 3);  // the overlay, then each run
     page.showRun(1);
     waitLoaded(page);
     QCOMPARE(page.currentRun(), imported);
@@ -498,9 +509,9 @@ class TestMemoryPage : public QObject {
     const auto d = ui::loadMemoryRun(store, run, {run});
     QCOMPARE(d.series.size(), std::size_t(2));
     QCOMPARE(d.records, std::uint64_t(2 * 70'001));  // the fixture adds the peak record
-    QCOMPARE(d.series[0].allocated.size(), std::size_t(70'001));
-    QVERIFY(d.series[0].allocated.levelCount() >= 2);
-    QVERIFY(d.series[0].reserved.size() < d.series[0].allocated.size() / 10);  // change points only
+    QCOMPARE(d.series[0].allocated->size(), std::size_t(70'001));
+    QVERIFY(d.series[0].allocated->levelCount() >= 2);
+    QVERIFY(d.series[0].reserved->size() < d.series[0].allocated->size() / 10);  // change points only
     QCOMPARE(d.runNames.size(), std::size_t(1));
     core::CancelToken cancel;
     cancel.cancel();

@@ -57,7 +57,7 @@ MemoryChart::MemoryChart(QWidget* parent) : QCustomPlot(parent) {
 
 std::size_t MemoryChart::sampleBytes() const {
   std::size_t n = 0;
-  for (const auto& s : series_) n += s.allocated.bytes() + s.reserved.bytes();
+  for (const auto& s : series_) n += (s.allocated ? s.allocated->bytes() : 0) + (s.reserved ? s.reserved->bytes() : 0);
   return n;
 }
 
@@ -81,9 +81,9 @@ void MemoryChart::setSeries(core::TimeNs origin, core::TimeNs endNs, std::vector
   double maxBytes = 0;
   core::TimeNs last = origin;
   for (const auto& s : series_) {
-    for (const MaxPyramid* v : {&s.allocated, &s.reserved}) {
-      if (v->empty()) continue;
-      last = std::max(last, v->samples().back().tsNs);
+    for (const MaxPyramid* v : {s.allocated.get(), s.reserved.get()}) {
+      if (!v || v->empty()) continue;
+      last = std::max(last, v->samples().back().tsNs - s.shiftNs);
       maxBytes = std::max(maxBytes, v->maxValue());
     }
   }
@@ -186,8 +186,11 @@ void MemoryChart::resizeEvent(QResizeEvent* event) {
 
 int MemoryChart::bucketCount() const { return std::max(64, axisRect()->width()); }
 
-void MemoryChart::fill(QCPGraph* graph, const MaxPyramid* pyramid, core::TimeNs t0, core::TimeNs t1, int buckets) {
+void MemoryChart::fill(QCPGraph* graph, const MaxPyramid* pyramid, core::TimeNs shift, core::TimeNs t0, core::TimeNs t1, int buckets) {
   QVector<double> keys, values;
+  // The window in the series' own clock.
+  t0 += shift;
+  t1 += shift;
   if (pyramid && !pyramid->empty()) {
     const auto& samples = pyramid->samples();
     auto before = [](const core::CounterSample& s, core::TimeNs t) { return s.tsNs < t; };
@@ -199,15 +202,15 @@ void MemoryChart::fill(QCPGraph* graph, const MaxPyramid* pyramid, core::TimeNs 
     // The level in force when the window begins, and the first change after it, so the curve
     // reaches both edges.
     if (lo != samples.begin()) {
-      keys << toPlotX(std::prev(lo)->tsNs);
+      keys << toPlotX(std::prev(lo)->tsNs - shift);
       values << toPlotY(std::prev(lo)->value);
     }
     for (const auto& s : picked) {
-      keys << toPlotX(s.tsNs);
+      keys << toPlotX(s.tsNs - shift);
       values << toPlotY(s.value);
     }
     if (hi != samples.end()) {
-      keys << toPlotX(hi->tsNs);
+      keys << toPlotX(hi->tsNs - shift);
       values << toPlotY(hi->value);
     } else if (!keys.isEmpty()) {
       // Hold the last level to the end of the axis.
@@ -226,8 +229,9 @@ void MemoryChart::rebucket() {
   const int buckets = bucketCount();
   for (std::size_t i = 0; i < series_.size(); ++i) {
     const bool on = visible_[i];
-    fill(graphs_[i].allocated, on && showAllocated_ ? &series_[i].allocated : nullptr, t0, t1, buckets);
-    fill(graphs_[i].reserved, on && showReserved_ ? &series_[i].reserved : nullptr, t0, t1, buckets);
+    const auto& s = series_[i];
+    fill(graphs_[i].allocated, on && showAllocated_ ? s.allocated.get() : nullptr, s.shiftNs, t0, t1, buckets);
+    fill(graphs_[i].reserved, on && showReserved_ ? s.reserved.get() : nullptr, s.shiftNs, t0, t1, buckets);
   }
   replot(QCustomPlot::rpQueuedReplot);
   Q_EMIT viewChanged();

@@ -11,6 +11,7 @@
 #include <QString>
 #include <QTimer>
 
+#include <memory>
 #include <vector>
 
 #include "core/model/types.h"
@@ -27,8 +28,12 @@ class MemoryChart : public QCustomPlot {
   struct Series {
     QString name;  // legend: "rank 0"
     QColor color;
-    MaxPyramid allocated;  // absolute ns, bytes; sorted by time
-    MaxPyramid reserved;   // the same, only where the value changes
+    // Shared with whoever else holds them (the session's cache): the chart never copies samples.
+    std::shared_ptr<const MaxPyramid> allocated;  // absolute ns, bytes; sorted by time
+    std::shared_ptr<const MaxPyramid> reserved;   // the same, only where the value changes
+    // Drawn at sample time - shiftNs: runs overlaid on one axis, each aligned on its own event (the
+    // start of its first counted step). 0 for the curves of one run.
+    core::TimeNs shiftNs = 0;
   };
   struct Peak {
     int series = -1;        // index into the series
@@ -96,7 +101,7 @@ class MemoryChart : public QCustomPlot {
   };
   void onRangeChanged(const QCPRange& range);
   void scheduleRebucket();
-  void fill(QCPGraph* graph, const MaxPyramid* samples, core::TimeNs t0, core::TimeNs t1, int buckets);
+  void fill(QCPGraph* graph, const MaxPyramid* samples, core::TimeNs shift, core::TimeNs t0, core::TimeNs t1, int buckets);
   void rebuildMarkers();
   void layoutLabels();
   void updateLegend();

@@ -46,6 +46,9 @@
 #include "core/util/error.h"
 #include "ui/common/background.h"
 #include "ui/main/import_process.h"
+#include "ui/main/run_browser.h"
+#include "ui/main/task_centre.h"
+#include "ui/session/run_session.h"
 #include "ui/pages/estimator_page.h"
 #include "ui/pages/page.h"
 #include "ui/pages/page_factory.h"
@@ -65,8 +68,8 @@ namespace shardscope::ui {
 namespace {
 
 constexpr int kMaxRecent = 8;
-constexpr int kDefaultPollMs = 1000;  // cheap: one pragma while nothing changes
-constexpr int kSelectionDebounceMs = 150;
+// Priorities in the task centre (the session's page tasks are 50).
+constexpr int kImportPriority = 100, kLaunchPriority = 90, kDeletePriority = 20, kRunListPriority = 10;
 
 QString settingsKey(const char* k) { return QString::fromLatin1(k); }
 
@@ -79,22 +82,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   resize(1400, 900);
   setAcceptDrops(true);
 
-  model_ = new RunListModel(this);
+  session_ = new RunSession(this);
   import_ = new ImportProcess(this);
   buildUi();
   buildActions();
   setUpLaunch();
 
-  pollTimer_ = new QTimer(this);
-  pollTimer_->setInterval(kDefaultPollMs);
-  connect(pollTimer_, &QTimer::timeout, this, &MainWindow::poll);
-  selectionTimer_ = new QTimer(this);
-  selectionTimer_->setSingleShot(true);
-  selectionTimer_->setInterval(kSelectionDebounceMs);
-  connect(selectionTimer_, &QTimer::timeout, this, &MainWindow::applySelectionNow);
-
-  connect(model_, &RunListModel::errorOccurred, this, [this](const QString& m) { showError(m); });
-  connect(model_, &RunListModel::runRenamed, this, [this](core::Id id, const QString& name) {
+  connect(browser_->model(), &RunListModel::runRenamed, this, [this](core::Id id, const QString& name) {
     log(tr("Run %1 renamed to \"%2\"").arg(id).arg(name));
     // Pages show names: tell those that show this run.
     if (contextRuns_.contains(id)) {
@@ -110,7 +104,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       log(tr("Import finished: %1").arg(message));
       statusBar()->showMessage(message, 10000);
       if (import_->dbPath() == dbPath_) {
-        if (!ids.isEmpty()) pendingSelection_ = QList<core::Id>(ids.begin(), ids.end());
+        if (!ids.isEmpty()) browser_->selectAfterNextLoad(QList<core::Id>(ids.begin(), ids.end()));
         reloadRuns();
       }
     } else if (cancelled) {
@@ -130,14 +124,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 }
 
 MainWindow::~MainWindow() {
-  pollTimer_->stop();
-  for (QThread* t : deleteThreads_) {
-    t->disconnect(this);
-    t->wait();  // a deletion is one transaction: let it end rather than kill it
-    delete t;
-  }
   for (auto* p : pages_) cancelPageLoading(p);
-  if (runsTask_) runsTask_->cancel();
+  session_->tasks()->cancelAll();
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -146,103 +134,55 @@ MainWindow::~MainWindow() {
 void MainWindow::buildUi() {
   splitter_ = new QSplitter(Qt::Horizontal, this);
   splitter_->setObjectName(QStringLiteral("mainSplitter"));
-
-  auto* browser = new QWidget(splitter_);
-  auto* bl = new QVBoxLayout(browser);
-  bl->setContentsMargins(4, 4, 0, 4);
-  auto* top = new QHBoxLayout;
-  auto* groupLabel = new QLabel(tr("Group by"), browser);
-  groupCombo_ = new QComboBox(browser);
-  groupCombo_->setObjectName(QStringLiteral("groupingCombo"));
-  groupCombo_->addItem(tr("Source"), QVariant::fromValue(static_cast<int>(RunListModel::Grouping::Source)));
-  groupCombo_->addItem(tr("Strategy"), QVariant::fromValue(static_cast<int>(RunListModel::Grouping::Strategy)));
-  groupCombo_->addItem(tr("Status"), QVariant::fromValue(static_cast<int>(RunListModel::Grouping::Status)));
-  groupCombo_->addItem(tr("None"), QVariant::fromValue(static_cast<int>(RunListModel::Grouping::None)));
-  groupLabel->setBuddy(groupCombo_);
-  top->addWidget(groupLabel);
-  top->addWidget(groupCombo_, 1);
-  bl->addLayout(top);
-
-  runView_ = new QTreeView(browser);
-  runView_->setObjectName(QStringLiteral("runView"));
-  runView_->setModel(model_);
-  runView_->setSelectionMode(QAbstractItemView::ExtendedSelection);
-  runView_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  runView_->setEditTriggers(QAbstractItemView::EditKeyPressed);
-  runView_->setAlternatingRowColors(true);
-  runView_->setUniformRowHeights(true);
-  runView_->setAllColumnsShowFocus(true);
-  runView_->setContextMenuPolicy(Qt::CustomContextMenu);
-  runView_->header()->setStretchLastSection(true);
-  runView_->header()->resizeSection(RunListModel::NameColumn, 150);
-  runView_->header()->resizeSection(RunListModel::StrategyColumn, 64);
-  runView_->header()->resizeSection(RunListModel::StatusColumn, 76);
-  runView_->header()->resizeSection(RunListModel::WorldSizeColumn, 44);
-  runView_->header()->resizeSection(RunListModel::EventsColumn, 70);
-  runView_->header()->resizeSection(RunListModel::CreatedColumn, 116);
-  bl->addWidget(runView_, 1);
-  selectionLabel_ = new QLabel(browser);
-  selectionLabel_->setWordWrap(true);
-  selectionLabel_->setStyleSheet(QStringLiteral("color: palette(mid);"));
-  bl->addWidget(selectionLabel_);
+  browser_ = new RunBrowser(session_, splitter_);
+  browser_->setConfirm([this](const QString& q) { return confirm(q); });
+  connect(browser_, &RunBrowser::selectionApplied, this, &MainWindow::onSelectionApplied);
+  connect(browser_, &RunBrowser::selectionEdited, this, &MainWindow::updateActions);
+  connect(browser_, &RunBrowser::message, this, [this](const QString& m) { log(m); });
+  connect(browser_, &RunBrowser::errorOccurred, this, [this](const QString& m, bool popup) { showError(m, popup); });
+  connect(browser_, &RunBrowser::activityChanged, this, &MainWindow::updateTaskUi);
+  connect(browser_, &RunBrowser::contextMenuRequested, this, &MainWindow::showContextMenu);
+  connect(browser_, &RunBrowser::runsDeleted, this, [this](const QList<qint64>& ids) {
+    statusBar()->showMessage(tr("Deleted %n run(s)", nullptr, static_cast<int>(ids.size())), 8000);
+    updateActions();
+    Q_EMIT runsDeleted(ids);
+  });
+  connect(browser_, &RunBrowser::runsLoaded, this, [this] {
+    countLabel_->setText(tr("%n run(s)", nullptr, browser_->model()->runCount()));
+    updateActions();
+    Q_EMIT runsLoaded();
+  });
 
   tabs_ = new QTabWidget(splitter_);
   tabs_->setObjectName(QStringLiteral("pageTabs"));
   tabs_->setDocumentMode(true);
   pages_ = createPages(tabs_);
   for (auto* p : pages_) {
+    p->setSession(session_);  // one document: every page reads the same cached analyses
     tabs_->addTab(p, p->title());
     connect(p, &Page::statusMessage, this, [this, p](const QString& text) {
       log(QStringLiteral("%1: %2").arg(p->title(), text));
       statusBar()->showMessage(text, 8000);
     });
     connect(p, &Page::errorMessage, this, [this](const QString& text) { showError(text, false); });
-    connect(p, &Page::progress, this, [this, p](int percent, const QString& stage) {
-      pageProgress_[p] = {percent, stage};
-      updateTaskUi();
-    });
-    connect(p, &Page::busyChanged, this, [this, p](bool b) {
-      if (!b) pageProgress_.erase(p);
-      updateTaskUi();
-    });
     connect(p, &Page::jumpToEvent, this, &MainWindow::onJumpToEvent);
     // Simulations stored from the Estimator page are runs: list them.
     if (auto* ep = qobject_cast<EstimatorPage*>(p)) connect(ep, &EstimatorPage::runsAdded, this, &MainWindow::reloadRuns);
   }
-  splitter_->addWidget(browser);
+  splitter_->addWidget(browser_);
   splitter_->addWidget(tabs_);
   splitter_->setStretchFactor(0, 0);
   splitter_->setStretchFactor(1, 1);
   splitter_->setSizes({500, 1100});
   setCentralWidget(splitter_);
 
-  // Log and progress dock.
+  // The task centre: what runs now, progress, Cancel, and the log.
   dock_ = new QDockWidget(tr("Log"), this);
   dock_->setObjectName(QStringLiteral("logDock"));
-  auto* dockBody = new QWidget(dock_);
-  auto* dl = new QVBoxLayout(dockBody);
-  dl->setContentsMargins(4, 2, 4, 4);
-  auto* taskRow = new QHBoxLayout;
-  taskLabel_ = new QLabel(tr("Ready"), dockBody);
-  taskLabel_->setMinimumWidth(200);
-  progressBar_ = new QProgressBar(dockBody);
-  progressBar_->setObjectName(QStringLiteral("taskProgress"));
-  progressBar_->setMaximumHeight(18);
-  cancelButton_ = new QPushButton(tr("Cancel"), dockBody);
-  cancelButton_->setObjectName(QStringLiteral("taskCancel"));
-  connect(cancelButton_, &QPushButton::clicked, this, &MainWindow::cancelCurrentTask);
-  taskRow->addWidget(taskLabel_, 1);
-  taskRow->addWidget(progressBar_, 2);
-  taskRow->addWidget(cancelButton_);
-  dl->addLayout(taskRow);
-  log_ = new QPlainTextEdit(dockBody);
-  log_->setObjectName(QStringLiteral("logView"));
-  log_->setReadOnly(true);
-  log_->setAcceptDrops(false);
-  log_->setMaximumBlockCount(5000);
-  log_->setPlaceholderText(tr("Messages, import output and errors appear here."));
-  dl->addWidget(log_, 1);
-  dock_->setWidget(dockBody);
+  tasks_ = new TaskCentre(dock_);
+  tasks_->setRunner(session_->tasks());
+  connect(tasks_, &TaskCentre::cancelRequested, this, &MainWindow::onCancelRequested);
+  dock_->setWidget(tasks_);
   addDockWidget(Qt::BottomDockWidgetArea, dock_);
   resizeDocks({dock_}, {150}, Qt::Vertical);
 
@@ -267,24 +207,6 @@ void MainWindow::buildUi() {
   statusBar()->addPermanentWidget(dbLabel_);
   statusBar()->addPermanentWidget(countLabel_);
 
-  connect(groupCombo_, &QComboBox::currentIndexChanged, this, [this](int i) {
-    setGrouping(static_cast<RunListModel::Grouping>(groupCombo_->itemData(i).toInt()));
-  });
-  connect(runView_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::onSelectionChanged);
-  connect(runView_, &QTreeView::customContextMenuRequested, this, &MainWindow::showContextMenu);
-  connect(runView_, &QTreeView::collapsed, this, [this](const QModelIndex& i) {
-    const QString key = i.data(RunListModel::GroupKeyRole).toString();
-    if (!collapsedGroups_.contains(key)) collapsedGroups_ << key;
-  });
-  connect(runView_, &QTreeView::expanded, this,
-          [this](const QModelIndex& i) { collapsedGroups_.removeAll(i.data(RunListModel::GroupKeyRole).toString()); });
-  connect(model_, &QAbstractItemModel::rowsInserted, this, [this](const QModelIndex& parent) {
-    if (!parent.isValid()) expandGroups();
-  });
-  connect(model_, &QAbstractItemModel::modelReset, this, [this] {
-    expandGroups();
-    restoreSelection(contextRuns_);
-  });
   connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::onCurrentPageChanged);
 }
 
@@ -324,11 +246,12 @@ void MainWindow::buildActions() {
   auto* reportAction = make(QStringLiteral("actionExportReport"), tr("Export &Report…"));
   reportAction->setToolTip(tr("A report of the selected runs (one run, or a comparison) as HTML, PDF, Markdown or CSV"));
   connect(reportAction, &QAction::triggered, this, [this] {
-    if (dbPath_.isEmpty() || selectionOrder_.isEmpty()) {
+    if (dbPath_.isEmpty() || selectedRuns().isEmpty()) {
       showError(tr("Export Report: open a database and select one or more runs first"), false);
       return;
     }
-    auto* dialog = new ExportReportDialog(dbPath_, selectionOrder_, this);
+    // The report reads the analyses the pages already made (the session's cache).
+    auto* dialog = new ExportReportDialog(dbPath_, selectedRuns(), this, session_);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     connect(dialog, &ExportReportDialog::exported, this, [this](const QString& path) { log(tr("Report written to %1").arg(path)); });
     dialog->open();
@@ -343,16 +266,16 @@ void MainWindow::buildActions() {
   auto* runMenu = menuBar()->addMenu(tr("&Run"));
   renameAction_ = make(QStringLiteral("actionRename"), tr("&Rename"), QKeySequence(Qt::Key_F2));
   renameAction_->setShortcutContext(Qt::WidgetWithChildrenShortcut);
-  connect(renameAction_, &QAction::triggered, this, [this] { renameRun(currentRun()); });
+  connect(renameAction_, &QAction::triggered, this, [this] { renameRun(browser_->currentRun()); });
   tagsAction_ = make(QStringLiteral("actionTags"), tr("Edit &Tags"), QKeySequence(Qt::CTRL | Qt::Key_T));
-  connect(tagsAction_, &QAction::triggered, this, [this] { editTags(currentRun()); });
+  connect(tagsAction_, &QAction::triggered, this, [this] { editTags(browser_->currentRun()); });
   baselineAction_ = make(QStringLiteral("actionBaseline"), tr("Use as &Baseline"), QKeySequence(Qt::CTRL | Qt::Key_B));
-  connect(baselineAction_, &QAction::triggered, this, [this] { makeBaseline(currentRun()); });
+  connect(baselineAction_, &QAction::triggered, this, [this] { makeBaseline(browser_->currentRun()); });
   deleteAction_ = make(QStringLiteral("actionDelete"), tr("&Delete…"), QKeySequence::Delete);
   deleteAction_->setShortcutContext(Qt::WidgetWithChildrenShortcut);
-  connect(deleteAction_, &QAction::triggered, this, [this] { deleteRuns(selectedInView()); });
-  runView_->addAction(renameAction_);
-  runView_->addAction(deleteAction_);
+  connect(deleteAction_, &QAction::triggered, this, [this] { deleteRuns(browser_->selectedInView()); });
+  runView()->addAction(renameAction_);
+  runView()->addAction(deleteAction_);
   runMenu->addAction(renameAction_);
   runMenu->addAction(tagsAction_);
   runMenu->addAction(baselineAction_);
@@ -423,7 +346,7 @@ void MainWindow::restoreSettings() {
   if (s.contains(settingsKey("window/geometry"))) restoreGeometry(s.value(settingsKey("window/geometry")).toByteArray());
   if (s.contains(settingsKey("window/state"))) restoreState(s.value(settingsKey("window/state")).toByteArray());
   if (s.contains(settingsKey("window/splitter"))) splitter_->restoreState(s.value(settingsKey("window/splitter")).toByteArray());
-  if (s.contains(settingsKey("runs/header"))) runView_->header()->restoreState(s.value(settingsKey("runs/header")).toByteArray());
+  if (s.contains(settingsKey("runs/header"))) runView()->header()->restoreState(s.value(settingsKey("runs/header")).toByteArray());
   recent_ = s.value(settingsKey("recentFiles")).toStringList();
   while (recent_.size() > kMaxRecent) recent_.removeLast();
   updateRecentMenu();
@@ -439,10 +362,10 @@ void MainWindow::saveSettings() {
   s.setValue(settingsKey("window/geometry"), saveGeometry());
   s.setValue(settingsKey("window/state"), saveState());
   s.setValue(settingsKey("window/splitter"), splitter_->saveState());
-  s.setValue(settingsKey("runs/header"), runView_->header()->saveState());
+  s.setValue(settingsKey("runs/header"), runView()->header()->saveState());
   s.setValue(settingsKey("window/lastPage"), currentPage() ? currentPage()->pageId() : QString());
   s.setValue(settingsKey("recentFiles"), recent_);
-  s.setValue(settingsKey("runs/grouping"), RunListModel::groupingName(model_->grouping()));
+  s.setValue(settingsKey("runs/grouping"), RunListModel::groupingName(runModel()->grouping()));
 }
 
 void MainWindow::addRecent(const QString& path) {
@@ -488,8 +411,9 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     cancelCurrentTask();
   }
   saveSettings();
-  pollTimer_->stop();
+  browser_->clear();
   for (auto* p : pages_) cancelPageLoading(p);
+  session_->tasks()->cancelAll();
   event->accept();
 }
 
@@ -558,14 +482,10 @@ bool MainWindow::openDatabase(const QString& path, OpenMode mode) {
   readOnly_ = readOnly;
   dbPath_ = abs;
   lastError_.clear();
-  model_->setStore(readOnly_ ? nullptr : store_.get());
-  firstLoad_ = true;
-  fingerprint_.reset();
-  dataVersion_.reset();
-  runsError_.clear();
   // Renames and tags are written from this thread: never freeze the window for long behind another
   // process's write (an import holds the lock for its whole transaction); the message says so.
   store_->db().setBusyTimeout(std::chrono::milliseconds(3000));
+  session_->setDatabase(abs, readOnly_);
   dbLabel_->setText(abs);
   dbLabel_->setToolTip(abs);
   addRecent(abs);
@@ -576,40 +496,27 @@ bool MainWindow::openDatabase(const QString& path, OpenMode mode) {
   contextRuns_.clear();
   markPagesStale();
   deliverContext(currentPage(), true);
-  reloadRuns();
-  pollTimer_->start();
+  browser_->setDatabase(abs, store_.get(), !readOnly_);
   Q_EMIT databaseOpened(abs);
   return true;
 }
 
 void MainWindow::closeDatabase() {
   if (!store_ && dbPath_.isEmpty()) return;
-  pollTimer_->stop();
-  if (runsTask_) runsTask_->cancel();
-  runsTask_ = nullptr;
-  ++runsGeneration_;
-  reloadAgain_ = false;
   for (auto* p : pages_) cancelPageLoading(p);
-  {
-    const QSignalBlocker block(runView_->selectionModel());
-    runView_->selectionModel()->clear();
-  }
-  selectionOrder_.clear();
+  browser_->clear();
+  session_->setDatabase(QString());
   contextRuns_.clear();
-  model_->setStore(nullptr);
-  model_->clear();
   store_.reset();
   dbPath_.clear();
   readOnly_ = false;
-  fingerprint_.reset();
-  dataVersion_.reset();
-  runsError_.clear();
   dbLabel_->setText(tr("No database"));
   countLabel_->clear();
   markPagesStale();
   deliverContext(currentPage(), true);
   updateTitle();
   updateActions();
+  updateTaskUi();
 }
 
 void MainWindow::updateTitle() {
@@ -620,9 +527,9 @@ void MainWindow::updateTitle() {
 void MainWindow::updateActions() {
   const bool open = !dbPath_.isEmpty();
   const bool writable = open && !readOnly_;
-  const bool hasSelection = !selectedInView().isEmpty();
+  const bool hasSelection = !browser_->selectedInView().isEmpty();
   importAction_->setEnabled(writable && !importRunning());
-  if (QAction* report = action(QStringLiteral("actionExportReport"))) report->setEnabled(open && !selectionOrder_.isEmpty());
+  if (QAction* report = action(QStringLiteral("actionExportReport"))) report->setEnabled(open && !selectedRuns().isEmpty());
 #ifdef SHARDSCOPE_HAVE_LAUNCH
   launchAction_->setEnabled(writable && !launchRunning());
   launchAction_->setToolTip(tr("Launch training runs of the embedded runtime and compare them (Ctrl+R)"));
@@ -634,290 +541,60 @@ void MainWindow::updateActions() {
   renameAction_->setEnabled(writable && hasSelection);
   tagsAction_->setEnabled(writable && hasSelection);
   deleteAction_->setEnabled(writable && hasSelection);
-  baselineAction_->setEnabled(selectionOrder_.size() > 1);
+  baselineAction_->setEnabled(selectedRuns().size() > 1);
 }
 
 // ------------------------------------------------------------------------------------------------
 // Run list
 
-void MainWindow::setPollInterval(int ms) { pollTimer_->setInterval(ms); }
-
-bool MainWindow::runsLoading() const { return !runsTask_.isNull(); }
-
-void MainWindow::reloadRuns() {
-  if (dbPath_.isEmpty()) return;
-  if (runsTask_) {
-    reloadAgain_ = true;  // one more once this one is in
-    return;
-  }
-  const int gen = ++runsGeneration_;
-  using Loaded = std::pair<RunsFingerprint, std::vector<RunRow>>;
-  runsTask_ = BackgroundTask::start<Loaded>(
-      this, dbPath_,
-      [](core::TraceStore& s, core::CancelToken&, const core::ProgressFn&) {
-        // The fingerprint before the rows: a run written in between is in the rows and makes the next
-        // poll see a change (reloading once more), never the other way round (a run never shown).
-        RunsFingerprint f = runsFingerprint(s);
-        return Loaded{f, loadRunRows(s)};
-      },
-      [this, gen](Loaded loaded) { onRunsLoaded(std::move(loaded.second), gen, loaded.first); },
-      [this, gen](QString error) {
-        if (gen != runsGeneration_) return;
-        runsTask_ = nullptr;
-        // The watch tries again at every poll: one message for one problem, not one every poll.
-        const QString msg = tr("Cannot read the runs of %1: %2").arg(dbPath_, error);
-        if (msg != runsError_) showError(msg);
-        runsError_ = msg;
-        updateTaskUi();
-      });
-  updateTaskUi();
-}
-
-void MainWindow::onRunsLoaded(std::vector<RunRow> rows, int generation, const RunsFingerprint& fingerprint) {
-  if (generation != runsGeneration_) return;
-  runsTask_ = nullptr;
-  if (!runsError_.isEmpty()) {
-    log(tr("The runs of %1 can be read again").arg(dbPath_));
-    runsError_.clear();
-  }
-  // Statuses of the runs the pages show: a change (a run finished) makes them reload.
-  std::map<core::Id, core::RunStatus> before;
-  for (core::Id id : contextRuns_)
-    if (const auto* r = model_->runRow(id)) before[id] = r->run.status;
-
-  const QList<core::Id> keep = selectionOrder_;
-  restoring_ = true;
-  model_->setRuns(std::move(rows));
-  restoring_ = false;
-
-  QList<core::Id> want;
-  if (pendingSelection_) {
-    want = *pendingSelection_;
-    // Runs written after this load started come with the next one (reloadAgain_): keep waiting.
-    const bool all = std::all_of(want.begin(), want.end(), [this](core::Id id) { return model_->runRow(id) != nullptr; });
-    if (all || !reloadAgain_) pendingSelection_.reset();
-  } else if (firstLoad_ && autoSelect_) {
-    const QList<core::Id> all = model_->runIds();
-    if (!all.isEmpty()) want = {*std::max_element(all.begin(), all.end())};
-  } else {
-    want = keep;
-  }
-  firstLoad_ = false;
-  QList<core::Id> existing;
-  for (core::Id id : want)
-    if (model_->runRow(id) && !existing.contains(id)) existing << id;
-  if (existing != selectedInViewOrdered()) restoreSelection(existing);
-  selectionOrder_ = existing;
-  if (!runView_->currentIndex().isValid() && !existing.isEmpty()) {
-    runView_->selectionModel()->setCurrentIndex(model_->indexOfRun(existing.first()), QItemSelectionModel::NoUpdate);
-  }
-
-  bool statusChanged = false;
-  for (const auto& [id, status] : before) {
-    const auto* r = model_->runRow(id);
-    if (r && r->run.status != status) statusChanged = true;
-  }
-  countLabel_->setText(tr("%n run(s)", nullptr, model_->runCount()));
-  if (statusChanged) {
-    log(tr("A selected run changed status: reloading the page"));
-    markPagesStale();
-  }
-  applySelectionNow();
-  if (statusChanged) deliverContext(currentPage(), true);
-  fingerprint_ = fingerprint;
+RunListModel* MainWindow::runModel() const { return browser_->model(); }
+QTreeView* MainWindow::runView() const { return browser_->view(); }
+QComboBox* MainWindow::groupingCombo() const { return browser_->groupingCombo(); }
+void MainWindow::setGrouping(RunListModel::Grouping grouping) { browser_->setGrouping(grouping); }
+QList<core::Id> MainWindow::selectedRuns() const { return browser_->selectedRuns(); }
+void MainWindow::selectRuns(const QList<core::Id>& ids) {
+  browser_->selectRuns(ids);
   updateActions();
-  updateTaskUi();
-  Q_EMIT runsLoaded();
-  if (reloadAgain_) {
-    reloadAgain_ = false;
-    reloadRuns();
-  }
 }
-
-void MainWindow::poll() {
-  if (!store_ || runsTask_) return;
-  try {
-    // data_version changes when another connection (any process) commits: nothing else to read
-    // while it stays the same.
-    const std::int64_t dv = store_->db().pragmaInt("data_version");
-    if (dataVersion_ && *dataVersion_ == dv && fingerprint_ && runsError_.isEmpty()) return;
-    const auto f = runsFingerprint(*store_);
-    dataVersion_ = dv;
-    lastPollError_.clear();
-    if (!fingerprint_ || !(f == *fingerprint_) || f.active > 0 || !runsError_.isEmpty()) reloadRuns();
-  } catch (const std::exception& e) {
-    const QString msg = tr("Watching %1: %2").arg(dbPath_, QString::fromUtf8(e.what()));
-    if (msg != lastPollError_) showError(msg, false);  // once, not every 2 s
-    lastPollError_ = msg;
-  }
-}
+void MainWindow::applySelectionNow() { browser_->applySelectionNow(); }
+void MainWindow::makeBaseline(core::Id id) { browser_->makeBaseline(id); }
+bool MainWindow::runsLoading() const { return browser_->runsLoading(); }
+void MainWindow::reloadRuns() { browser_->reloadRuns(); }
+void MainWindow::deleteRuns(const QList<core::Id>& ids) { browser_->deleteRuns(ids); }
+bool MainWindow::deleting() const { return browser_->deleting(); }
+void MainWindow::renameRun(core::Id id) { browser_->renameRun(id); }
+void MainWindow::editTags(core::Id id) { browser_->editTags(id); }
+void MainWindow::setPollInterval(int ms) { browser_->setPollInterval(ms); }
+void MainWindow::setAutoSelectLatest(bool on) { browser_->setAutoSelectLatest(on); }
+QPlainTextEdit* MainWindow::logView() const { return tasks_->logView(); }
+QProgressBar* MainWindow::progressBar() const { return tasks_->progressBar(); }
+QPushButton* MainWindow::cancelButton() const { return tasks_->cancelButton(); }
 
 void MainWindow::refresh() {
   if (dbPath_.isEmpty()) return;
   log(tr("Refreshing"));
+  session_->invalidateAll();  // F5 asks for fresh figures
   reloadRuns();
   markPagesStale();
   deliverContext(currentPage(), true);
 }
 
-void MainWindow::setGrouping(RunListModel::Grouping grouping) {
-  const int i = groupCombo_->findData(static_cast<int>(grouping));
-  if (i >= 0 && groupCombo_->currentIndex() != i) {
-    groupCombo_->setCurrentIndex(i);  // comes back here through the signal
-    return;
-  }
-  if (model_->grouping() == grouping) return;
-  const QList<core::Id> keep = selectionOrder_;
-  restoring_ = true;
-  model_->setGrouping(grouping);  // a reset: the view forgets its selection
-  restoring_ = false;
-  restoreSelection(keep);
-  selectionOrder_ = keep;
-  expandGroups();
-}
-
-void MainWindow::expandGroups() {
-  if (model_->grouping() == RunListModel::Grouping::None) return;
-  for (int g = 0; g < model_->rowCount(); ++g) {
-    const QModelIndex i = model_->index(g, 0);
-    runView_->setFirstColumnSpanned(g, QModelIndex(), true);  // the group's label uses the whole row
-    runView_->setExpanded(i, !collapsedGroups_.contains(i.data(RunListModel::GroupKeyRole).toString()));
-  }
-}
-
-QList<core::Id> MainWindow::selectedInView() const {
-  QList<core::Id> ids;
-  for (const auto& i : runView_->selectionModel()->selectedRows(0)) {
-    const core::Id id = model_->runId(i);
-    if (id) ids << id;
-  }
-  std::sort(ids.begin(), ids.end());
-  return ids;
-}
-
-QList<core::Id> MainWindow::selectedInViewOrdered() const {
-  // The view's selection in selection order (for comparing with a wanted order).
-  const QList<core::Id> inView = selectedInView();
-  QList<core::Id> out;
-  for (core::Id id : selectionOrder_)
-    if (inView.contains(id)) out << id;
-  for (core::Id id : inView)
-    if (!out.contains(id)) out << id;
-  return out;
-}
-
-core::Id MainWindow::currentRun() const {
-  const core::Id cur = model_->runId(runView_->currentIndex());
-  if (cur && selectionOrder_.contains(cur)) return cur;
-  return selectionOrder_.isEmpty() ? 0 : selectionOrder_.first();
-}
-
-void MainWindow::restoreSelection(const QList<core::Id>& ids) {
-  auto* sm = runView_->selectionModel();
-  const bool old = restoring_;
-  restoring_ = true;
-  sm->clearSelection();
-  for (core::Id id : ids) {
-    const QModelIndex i = model_->indexOfRun(id);
-    if (i.isValid()) sm->select(i, QItemSelectionModel::Select | QItemSelectionModel::Rows);
-  }
-  restoring_ = old;
-}
-
-void MainWindow::selectRuns(const QList<core::Id>& ids) {
-  if (runsLoading()) {
-    pendingSelection_ = ids;
-    return;
-  }
-  QList<core::Id> existing;
-  for (core::Id id : ids)
-    if (model_->runRow(id) && !existing.contains(id)) existing << id;
-  restoreSelection(existing);
-  selectionOrder_ = existing;
-  if (!existing.isEmpty()) {
-    const QModelIndex i = model_->indexOfRun(existing.first());
-    runView_->selectionModel()->setCurrentIndex(i, QItemSelectionModel::NoUpdate);
-    runView_->scrollTo(i);
-  }
-  updateActions();
-  selectionTimer_->start();
-}
-
-void MainWindow::onSelectionChanged() {
-  if (restoring_) return;
-  // Keep the order of selection: drop what is no longer selected, append what is new (view order).
-  const QList<core::Id> now = selectedInView();
-  QList<core::Id> order;
-  for (core::Id id : selectionOrder_)
-    if (now.contains(id)) order << id;
-  QList<core::Id> added;
-  for (const auto& i : runView_->selectionModel()->selectedRows(0)) {
-    const core::Id id = model_->runId(i);
-    if (id && !order.contains(id) && !added.contains(id)) added << id;
-  }
-  std::sort(added.begin(), added.end(), [this](core::Id a, core::Id b) {
-    const QModelIndex ia = model_->indexOfRun(a), ib = model_->indexOfRun(b);
-    const int ga = ia.parent().isValid() ? ia.parent().row() : -1, gb = ib.parent().isValid() ? ib.parent().row() : -1;
-    return ga != gb ? ga < gb : ia.row() < ib.row();
-  });
-  order += added;
-  selectionOrder_ = order;
-  updateActions();
-  selectionTimer_->start();
-}
-
-void MainWindow::applySelectionNow() {
-  selectionTimer_->stop();
-  const QList<core::Id> runs = selectionOrder_;
-  QStringList names;
-  for (core::Id id : runs)
-    if (const auto* r = model_->runRow(id)) names << QString::fromStdString(r->run.name);
-  if (runs.isEmpty())
-    selectionLabel_->setText(dbPath_.isEmpty() ? tr("Open a database to see its runs.") : tr("No run selected."));
-  else if (runs.size() == 1)
-    selectionLabel_->setText(tr("Selected: %1").arg(names.value(0)));
-  else
-    selectionLabel_->setText(tr("%1 runs selected; baseline: %2 (Ctrl+B makes the current run the baseline)")
-                                 .arg(runs.size())
-                                 .arg(names.value(0)));
-  if (runs == contextRuns_) return;
+void MainWindow::onSelectionApplied(const QList<core::Id>& runs) {
+  session_->setRuns(runs);
   contextRuns_ = runs;
   markPagesStale();
   deliverContext(currentPage());
+  updateActions();
 }
 
-void MainWindow::makeBaseline(core::Id id) {
-  if (!id || !selectionOrder_.contains(id) || selectionOrder_.first() == id) return;
-  selectionOrder_.removeAll(id);
-  selectionOrder_.prepend(id);
-  log(tr("Run %1 is now the baseline").arg(id));
-  applySelectionNow();
-}
-
-void MainWindow::showContextMenu(const QPoint& pos) {
-  const QModelIndex i = runView_->indexAt(pos);
-  if (!model_->runId(i)) return;
+void MainWindow::showContextMenu(const QPoint& globalPos) {
   QMenu menu(this);
   menu.addAction(renameAction_);
   menu.addAction(tagsAction_);
   menu.addAction(baselineAction_);
   menu.addSeparator();
   menu.addAction(deleteAction_);
-  menu.exec(runView_->viewport()->mapToGlobal(pos));
-}
-
-void MainWindow::renameRun(core::Id id) {
-  const QModelIndex i = model_->indexOfRun(id, RunListModel::NameColumn);
-  if (!i.isValid() || !model_->isEditable()) return;
-  runView_->setCurrentIndex(i);
-  runView_->edit(i);
-}
-
-void MainWindow::editTags(core::Id id) {
-  const QModelIndex i = model_->indexOfRun(id, RunListModel::TagsColumn);
-  if (!i.isValid() || !model_->isEditable()) return;
-  runView_->scrollTo(i);
-  runView_->edit(i);
+  menu.exec(globalPos);
 }
 
 bool MainWindow::confirm(const QString& question) {
@@ -925,72 +602,6 @@ bool MainWindow::confirm(const QString& question) {
   return QMessageBox::question(this, tr("Shardscope"), question, QMessageBox::Yes | QMessageBox::No, QMessageBox::No) ==
          QMessageBox::Yes;
 }
-
-void MainWindow::deleteRuns(const QList<core::Id>& ids) {
-  if (ids.isEmpty() || !model_->isEditable()) return;
-  QStringList names;
-  bool active = false;
-  for (core::Id id : ids) {
-    if (const auto* r = model_->runRow(id)) {
-      names << QStringLiteral("%1 (%2)").arg(QString::fromStdString(r->run.name)).arg(id);
-      active = active || r->run.status == core::RunStatus::Running || r->run.status == core::RunStatus::Pending;
-    }
-  }
-  QString question = tr("Delete %n run(s) from %1?\n\n%2\n\nTheir ranks, events, metrics and memory records are removed. "
-                        "This cannot be undone.",
-                        nullptr, static_cast<int>(ids.size()))
-                         .arg(QFileInfo(dbPath_).fileName(), names.join(QStringLiteral("\n")));
-  if (active) question += tr("\n\nA run still pending or running is being written by its job: deleting it makes the job fail.");
-  if (!confirm(question)) {
-    log(tr("Deletion cancelled"));
-    return;
-  }
-  // The pages stop showing the runs about to go.
-  QList<core::Id> keep;
-  for (core::Id id : selectionOrder_)
-    if (!ids.contains(id)) keep << id;
-  restoreSelection(keep);
-  selectionOrder_ = keep;
-  applySelectionNow();
-
-  // Deleting a big run (millions of events, memory records) takes seconds: on a thread with its
-  // own connection, never on the GUI thread. The list follows when it is done.
-  const QString db = dbPath_;
-  const QString what = names.join(QStringLiteral(", "));
-  auto error = std::make_shared<QString>();
-  auto deleted = std::make_shared<QList<qint64>>();
-  QThread* thread = QThread::create([db, ids, error, deleted] {
-    try {
-      core::TraceStore store(db.toStdString());
-      for (core::Id id : ids) {
-        store.deleteRun(id);
-        *deleted << id;
-      }
-    } catch (const std::exception& e) {
-      *error = QString::fromUtf8(e.what());
-    }
-  });
-  deleteThreads_ << thread;
-  connect(thread, &QThread::finished, this, [this, thread, db, what, error, deleted] {
-    deleteThreads_.removeAll(thread);
-    thread->deleteLater();
-    if (error->isEmpty()) {
-      log(tr("Deleted %n run(s): %1", nullptr, static_cast<int>(deleted->size())).arg(what));
-      statusBar()->showMessage(tr("Deleted %n run(s)", nullptr, static_cast<int>(deleted->size())), 8000);
-    } else {
-      showError(tr("Cannot delete %1: %2").arg(what, *error));
-    }
-    if (db == dbPath_) reloadRuns();
-    updateTaskUi();
-    updateActions();
-    Q_EMIT runsDeleted(*deleted);
-  });
-  thread->start();
-  updateActions();
-  updateTaskUi();
-}
-
-bool MainWindow::deleting() const { return !deleteThreads_.isEmpty(); }
 
 // ------------------------------------------------------------------------------------------------
 // Pages
@@ -1031,6 +642,7 @@ void MainWindow::deliverContext(Page* p, bool force) {
 
 void MainWindow::onCurrentPageChanged(int index) {
   if (index >= 0 && index < pageActions_.size()) pageActions_[index]->setChecked(true);
+  if (Page* p = currentPage()) tasks_->setPreferredSlot(p->pageId());
   deliverContext(currentPage());
   updateTaskUi();
 }
@@ -1044,7 +656,7 @@ void MainWindow::onJumpToEvent(core::Id runId, core::Id eventId, qint64 startNs,
 }
 
 bool MainWindow::busy() const {
-  if (runsLoading() || importRunning() || launchRunning() || deleting() || selectionTimer_->isActive()) return true;
+  if (runsLoading() || importRunning() || launchRunning() || deleting() || browser_->selectionPending()) return true;
   const Page* p = currentPage();
   return p && p->busy();
 }
@@ -1150,7 +762,7 @@ void MainWindow::setUpLaunch() {
     }()));
     if (runController_->databasePath() == dbPath_ && !ids.isEmpty()) {
       // Side by side: select the new runs (the first strategy is the baseline) and compare them.
-      pendingSelection_ = QList<core::Id>(ids.begin(), ids.end());
+      browser_->selectAfterNextLoad(QList<core::Id>(ids.begin(), ids.end()));
       if (ids.size() > 1) showPage(QStringLiteral("compare"));
       reloadRuns();
     }
@@ -1231,23 +843,31 @@ void MainWindow::launchRuns() {
 }
 
 void MainWindow::cancelCurrentTask() {
-  if (importRunning()) {
+  const QString key = tasks_->shownKey();
+  if (!key.isEmpty()) onCancelRequested(key);
+}
+
+void MainWindow::onCancelRequested(const QString& key) {
+  if (key == QLatin1String("import") && importRunning()) {
     log(tr("Cancelling the import…"));
     import_->cancel();
     return;
   }
 #ifdef SHARDSCOPE_HAVE_LAUNCH
-  if (launchRunning()) {
+  if (key == QLatin1String("launch") && launchRunning()) {
     log(tr("Cancelling the comparison: stopping its ranks…"));
     runController_->cancel();
     return;
   }
 #endif
-  Page* p = currentPage();
-  if (p && p->busy()) {
-    if (cancelPageLoading(p)) log(tr("%1: loading cancelled").arg(p->title()));
-    pageProgress_.erase(p);
-    delivered_.erase(p);  // load again when shown next
+  if (key.startsWith(QLatin1String("task:"))) {
+    // A page's work in the session's runner: the page cancels it (and says so where it shows).
+    const QString slot = key.mid(5);
+    const QString pageId = slot.section(QLatin1Char('.'), 0, 0);
+    Page* p = page(pageId);
+    if (p && cancelPageLoading(p)) log(tr("%1: loading cancelled").arg(p->title()));
+    session_->tasks()->cancel(slot);  // whatever the page did not
+    delivered_.erase(p);              // load again when shown next
   }
   updateTaskUi();
 }
@@ -1267,14 +887,7 @@ void MainWindow::about() {
 // ------------------------------------------------------------------------------------------------
 // Log, errors, progress
 
-void MainWindow::log(const QString& text, bool error) {
-  const QString time = QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss"));
-  const QString escaped = text.toHtmlEscaped();
-  if (error)
-    log_->appendHtml(QStringLiteral("<span style='color:gray'>%1</span> <span style='color:#c62828'>%2</span>").arg(time, escaped));
-  else
-    log_->appendHtml(QStringLiteral("<span style='color:gray'>%1</span> %2").arg(time, escaped));
-}
+void MainWindow::log(const QString& text, bool error) { tasks_->log(text, error); }
 
 void MainWindow::showError(const QString& message, bool popup) {
   lastError_ = message;
@@ -1291,13 +904,13 @@ void MainWindow::showError(const QString& message, bool popup) {
 }
 
 void MainWindow::updateTaskUi() {
-  Page* p = currentPage();
-  if (importRunning()) {
-    taskLabel_->setText(tr("Importing %n path(s)…", nullptr, static_cast<int>(import_->paths().size())));
-    progressBar_->setRange(0, 0);
-    cancelButton_->setEnabled(true);
-    return;
-  }
+  // What is not the session's: the import, the launch, deleting, the run list. The task centre shows
+  // the most important of these and of the session's tasks (the current page's first).
+  if (importRunning())
+    tasks_->setActivity(QStringLiteral("import"), tr("Importing %n path(s)…", nullptr, static_cast<int>(import_->paths().size())), -1,
+                        true, kImportPriority);
+  else
+    tasks_->clearActivity(QStringLiteral("import"));
 #ifdef SHARDSCOPE_HAVE_LAUNCH
   if (launchRunning()) {
     // Overall: finished strategies plus the current one's share of its steps.
@@ -1316,47 +929,21 @@ void MainWindow::updateTaskUi() {
       what = st.steps > 0 ? tr("%1 step %2 of %3 (%4 of %5)").arg(st.name).arg(st.step).arg(st.steps).arg(cur + 1).arg(states.size())
                           : tr("%1 starting (%2 of %3)").arg(st.name).arg(cur + 1).arg(states.size());
     }
-    taskLabel_->setText(tr("Comparing: %1").arg(what));
-    if (done <= 0 || states.isEmpty()) {
-      progressBar_->setRange(0, 0);
-    } else {
-      progressBar_->setRange(0, 100);
-      progressBar_->setValue(static_cast<int>(100.0 * done / static_cast<double>(states.size())));
-    }
-    cancelButton_->setEnabled(true);
-    return;
+    const int pct = done <= 0 || states.isEmpty() ? -1 : static_cast<int>(100.0 * done / static_cast<double>(states.size()));
+    tasks_->setActivity(QStringLiteral("launch"), tr("Comparing: %1").arg(what), pct, true, kLaunchPriority);
+  } else {
+    tasks_->clearActivity(QStringLiteral("launch"));
   }
 #endif
-  if (p && p->busy()) {
-    const auto it = pageProgress_.find(p);
-    const int pct = it != pageProgress_.end() ? it->second.first : -1;
-    const QString stage = it != pageProgress_.end() && !it->second.second.isEmpty() ? it->second.second : tr("loading");
-    taskLabel_->setText(QStringLiteral("%1: %2").arg(p->title(), stage));
-    if (pct < 0) {
-      progressBar_->setRange(0, 0);
-    } else {
-      progressBar_->setRange(0, 100);
-      progressBar_->setValue(std::clamp(pct, 0, 100));
-    }
-    cancelButton_->setEnabled(true);
-    return;
-  }
-  if (deleting()) {
-    taskLabel_->setText(tr("Deleting runs…"));
-    progressBar_->setRange(0, 0);
-    cancelButton_->setEnabled(false);
-    return;
-  }
-  if (runsLoading()) {
-    taskLabel_->setText(tr("Loading the run list…"));
-    progressBar_->setRange(0, 0);
-    cancelButton_->setEnabled(false);
-    return;
-  }
-  taskLabel_->setText(tr("Ready"));
-  progressBar_->setRange(0, 100);
-  progressBar_->setValue(dbPath_.isEmpty() ? 0 : 100);
-  cancelButton_->setEnabled(false);
+  if (deleting())
+    tasks_->setActivity(QStringLiteral("delete"), tr("Deleting runs…"), -1, false, kDeletePriority);
+  else
+    tasks_->clearActivity(QStringLiteral("delete"));
+  if (runsLoading())
+    tasks_->setActivity(QStringLiteral("runs"), tr("Loading the run list…"), -1, false, kRunListPriority);
+  else
+    tasks_->clearActivity(QStringLiteral("runs"));
+  tasks_->setIdleFull(!dbPath_.isEmpty());
 }
 
 }  // namespace shardscope::ui

@@ -1,13 +1,15 @@
 #pragma once
-// The application's main window: the run browser (left), the pages (Overview, Compare, Timeline,
-// Memory, Communication) in tabs, a log/progress dock, menus, toolbar and status bar.
+// The application's main window: a thin shell over three parts that talk through signals.
 //
-// * The run list is loaded off the GUI thread (BackgroundTask) and watched: every 2 s a cheap query
-//   over the runs table decides whether to reload it (new runs, status changes, runs being written),
-//   and the model is updated in place so the selection survives.
-// * The pages get (database, selected runs) as their context; the current page at once, the others
-//   when they are shown (so one click does not start five analyses). The first selected run is the
-//   baseline.
+// * RunSession (ui/session): the document of the open database: the selection, the shared time
+//   range, the task runner and the cache of each run's analyses. Every page reads through it, so a
+//   run is analysed once whichever pages show it.
+// * RunBrowser (left): the runs, the selection in the order it was made (the first run is the
+//   baseline), live follow of the file, rename, tags, delete.
+// * TaskCentre (the Log dock): what runs now with progress and Cancel, and the log.
+//
+// The window holds the pages in tabs and hands them the selection: the current page at once, the
+// others when they are shown (so one click does not start five analyses).
 // * Imports run `shardscope-cli import` as a child process (ImportProcess); drag and drop of trace
 //   files or folders does the same.
 // * Errors go to the log dock and the status bar, and to a (non-blocking) message box only when the
@@ -47,10 +49,12 @@ class TraceStore;
 
 namespace shardscope::ui {
 
-class BackgroundTask;
 class ImportProcess;
 class Page;
+class RunBrowser;
 class RunController;
+class RunSession;
+class TaskCentre;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -69,13 +73,17 @@ class MainWindow : public QMainWindow {
   QString lastError() const { return lastError_; }
   QStringList errors() const { return errors_; }  // every error shown since the start
 
+  RunSession* session() const { return session_; }
+  RunBrowser* runBrowser() const { return browser_; }
+  TaskCentre* taskCentre() const { return tasks_; }
+
   // Run browser.
-  RunListModel* runModel() const { return model_; }
-  QTreeView* runView() const { return runView_; }
-  QComboBox* groupingCombo() const { return groupCombo_; }
+  RunListModel* runModel() const;
+  QTreeView* runView() const;
+  QComboBox* groupingCombo() const;
   void setGrouping(RunListModel::Grouping grouping);
   // Selected runs in the order they were selected (the first is the baseline).
-  QList<core::Id> selectedRuns() const { return selectionOrder_; }
+  QList<core::Id> selectedRuns() const;
   // Selects these runs (in this order); if the run list is still loading, once it has loaded.
   void selectRuns(const QList<core::Id>& ids);
   // Hands the selection to the pages now instead of after the short debounce.
@@ -83,7 +91,7 @@ class MainWindow : public QMainWindow {
   void makeBaseline(core::Id id);
   bool runsLoading() const;
   void reloadRuns();
-  void refresh();  // F5: the run list and the current page
+  void refresh();  // F5: the run list, and the current page with fresh analyses
   // Asks first (setAutoConfirm when not interactive), then deletes on a thread; runsDeleted when done.
   void deleteRuns(const QList<core::Id>& ids);
   bool deleting() const;
@@ -103,7 +111,7 @@ class MainWindow : public QMainWindow {
   // Import (shardscope-cli import as a child process).
   bool importTraces(const QStringList& paths);
   bool importRunning() const;
-  void cancelCurrentTask();  // the dock's Cancel: the import, else the current page's loading
+  void cancelCurrentTask();  // the dock's Cancel: what the task centre shows
   void handleDroppedUrls(const QList<QUrl>& urls);
 
   // Launch (shardscope-cli compare --progress-json as a child process, when the launch code is built).
@@ -121,14 +129,14 @@ class MainWindow : public QMainWindow {
   void setAutoConfirm(bool yes) { autoConfirm_ = yes; }  // the answer when not interactive
   void setPollInterval(int ms);
   // Select the latest run when a database is opened (default on; the screenshot mode selects its own).
-  void setAutoSelectLatest(bool on) { autoSelect_ = on; }
+  void setAutoSelectLatest(bool on);
   void restoreSettings();  // geometry, state, last page, grouping, recent files; also enables saving
   void saveSettings();
   QStringList recentFiles() const { return recent_; }
 
-  QPlainTextEdit* logView() const { return log_; }
-  QProgressBar* progressBar() const { return progressBar_; }
-  QPushButton* cancelButton() const { return cancelButton_; }
+  QPlainTextEdit* logView() const;
+  QProgressBar* progressBar() const;
+  QPushButton* cancelButton() const;
   QDockWidget* logDock() const { return dock_; }
   QAction* action(const QString& name) const;  // by objectName ("actionOpen", ...)
 
@@ -159,25 +167,19 @@ class MainWindow : public QMainWindow {
   void updateRecentMenu();
   void updateTitle();
   void updateActions();
-  void poll();
-  void onRunsLoaded(std::vector<RunRow> rows, int generation, const RunsFingerprint& fingerprint);
-  void onSelectionChanged();
+  void onSelectionApplied(const QList<core::Id>& runs);
   void onCurrentPageChanged(int index);
   void deliverContext(Page* page, bool force = false);
   void markPagesStale();
   void onJumpToEvent(core::Id runId, core::Id eventId, qint64 startNs, qint64 endNs);
-  void restoreSelection(const QList<core::Id>& ids);
-  void expandGroups();
-  void showContextMenu(const QPoint& pos);
-  QList<core::Id> selectedInView() const;
-  QList<core::Id> selectedInViewOrdered() const;
-  core::Id currentRun() const;
+  void showContextMenu(const QPoint& globalPos);
   bool confirm(const QString& question);
+  void onCancelRequested(const QString& key);
 
   // The log dock and the status bar.
   void log(const QString& text, bool error = false);
   void showError(const QString& message, bool popup = true);
-  void updateTaskUi();
+  void updateTaskUi();  // the activities of the import, the launch and the browser
 
   // Database.
   std::unique_ptr<core::TraceStore> store_;
@@ -185,36 +187,17 @@ class MainWindow : public QMainWindow {
   bool readOnly_ = false;
   QString lastError_;
   QStringList errors_;
-  QString lastPollError_;
-  QString runsError_;                      // the run list's read error, shown once until it reads again
-  std::optional<std::int64_t> dataVersion_;  // PRAGMA data_version at the last poll that read the runs
 
-  // Run browser.
-  RunListModel* model_ = nullptr;
-  QTreeView* runView_ = nullptr;
-  QComboBox* groupCombo_ = nullptr;
-  QLabel* selectionLabel_ = nullptr;
-  QList<core::Id> selectionOrder_;
+  RunSession* session_ = nullptr;
+  RunBrowser* browser_ = nullptr;
+  TaskCentre* tasks_ = nullptr;
   QList<core::Id> contextRuns_;  // what the pages are told
-  std::optional<QList<core::Id>> pendingSelection_;  // applied after the next load
-  bool firstLoad_ = true;
-  bool restoring_ = false;
-  QStringList collapsedGroups_;
-  QPointer<BackgroundTask> runsTask_;
-  int runsGeneration_ = 0;
-  bool reloadAgain_ = false;
-  std::optional<RunsFingerprint> fingerprint_;
-  QTimer* pollTimer_ = nullptr;
-  QTimer* selectionTimer_ = nullptr;
 
   // Pages.
   QSplitter* splitter_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   std::vector<Page*> pages_;
   std::map<Page*, std::pair<QString, QList<core::Id>>> delivered_;  // last context per page
-  std::map<Page*, std::pair<int, QString>> pageProgress_;
-
-  QList<QThread*> deleteThreads_;
 
   // Import and launch.
   ImportProcess* import_ = nullptr;
@@ -224,10 +207,6 @@ class MainWindow : public QMainWindow {
 
   // Dock, status bar.
   QDockWidget* dock_ = nullptr;
-  QPlainTextEdit* log_ = nullptr;
-  QLabel* taskLabel_ = nullptr;
-  QProgressBar* progressBar_ = nullptr;
-  QPushButton* cancelButton_ = nullptr;
   QLabel* dbLabel_ = nullptr;
   QLabel* countLabel_ = nullptr;
   QPointer<QWidget> messageBox_;
@@ -247,7 +226,6 @@ class MainWindow : public QMainWindow {
   bool interactive_ = true;
   bool autoConfirm_ = false;
   bool persist_ = false;
-  bool autoSelect_ = true;
 };
 
 }  // namespace shardscope::ui

@@ -11,6 +11,7 @@
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTextBrowser>
 #include <QVBoxLayout>
 
@@ -21,6 +22,7 @@
 #include <set>
 #include <tuple>
 
+#include "core/analysis/comparison.h"
 #include "core/analysis/run_analysis.h"
 #include "ui/charts/chart_style.h"
 #include "ui/charts/qcp.h"
@@ -36,6 +38,8 @@ struct CommunicationPage::Loaded {
   std::vector<core::CollectiveStats> collectives;
   std::vector<core::StepBreakdown> steps;
   std::vector<BottleneckRow> bottlenecks;
+  std::optional<core::CollectiveComparison> runsCompared;  // two or more runs selected
+  QStringList runLabels;                                    // "ddp #7", in the selection's order
 };
 
 namespace {
@@ -133,6 +137,30 @@ CommunicationPage::CommunicationPage(QWidget* parent) : Page(parent) {
   auto* split = new QSplitter(Qt::Vertical);
   split->setChildrenCollapsible(false);
   v->addWidget(split, 1);
+
+  // 0. The selected runs side by side, per operation (core::compareCollectives): shown with two runs
+  // or more.
+  {
+    runsPanel_ = new QWidget;
+    auto* l = new QVBoxLayout(runsPanel_);
+    l->setContentsMargins(0, 0, 0, 0);
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(sectionTitle(tr("Collectives of the selected runs")));
+    runsNote_ = new QLabel;
+    runsNote_->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    runsNote_->setWordWrap(true);
+    bar->addWidget(runsNote_, 1);
+    l->addLayout(bar);
+    runsTable_ = new QTableWidget;
+    runsTable_->setObjectName(QStringLiteral("collectivesByRun"));
+    runsTable_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    runsTable_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    runsTable_->verticalHeader()->hide();
+    runsTable_->horizontalHeader()->setStretchLastSection(true);
+    l->addWidget(runsTable_, 1);
+    split->addWidget(runsPanel_);
+    runsPanel_->hide();
+  }
 
   // 1. Collectives table.
   {
@@ -311,6 +339,7 @@ CommunicationPage::CommunicationPage(QWidget* parent) : Page(parent) {
 CommunicationPage::~CommunicationPage() { cancelTask(); }
 
 void CommunicationPage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
+  sessionFor(dbPath);
   const core::Id keep = (dbPath == dbPath_ && runs.contains(runId_)) ? runId_ : 0;
   dbPath_ = dbPath;
   runs_ = runs;
@@ -320,6 +349,8 @@ void CommunicationPage::setContext(const QString& dbPath, const QList<core::Id>&
   if (dbPath_.isEmpty() || runs_.isEmpty()) {
     cancelTask();
     runId_ = 0;
+    runsCompared_.reset();
+    showRunsCompared();
     collectives_->clear();
     bottlenecks_->clear();
     steps_.clear();
@@ -342,7 +373,7 @@ void CommunicationPage::showRun(core::Id runId) {
 
 void CommunicationPage::cancelTask() {
   if (task_) {
-    task_->cancel();
+    session()->tasks()->cancel(taskSlot());
     task_->disconnect(this);
   }
   task_.clear();
@@ -366,9 +397,9 @@ void CommunicationPage::load() {
   if (stack_->currentWidget() == placeholder_) showPlaceholder(tr("Analysing run %1…").arg(runId));
   Q_EMIT statusMessage(tr("Analysing the communication of run %1…").arg(runId));
   Q_EMIT progress(-1, tr("Analysing communication"));
-  task_ = BackgroundTask::start<Loaded>(
-      this, dbPath_,
-      [runId, runs](core::TraceStore& store, core::CancelToken& cancel, const core::ProgressFn&) {
+  task_ = session()->run<Loaded>(
+      this, taskSlot(), tr("Analysing the communication of run %1").arg(runId),
+      [runId, runs](core::TraceStore& store, RunCache& cache, core::CancelToken& cancel, const core::ProgressFn&) {
         Loaded out;
         out.runId = runId;
         for (core::Id id : runs) {
@@ -385,19 +416,32 @@ void CommunicationPage::load() {
         info << QString::fromUtf8(core::toString(run->status).data(),
                                   static_cast<qsizetype>(core::toString(run->status).size()));
         out.info = info.join(QStringLiteral(" · "));
-        core::RunAnalysisOptions opts;
-        opts.bottleneckLimit = kBottleneckLimit;
-        core::RunAnalysis a = core::analyzeRun(store, runId, opts, &cancel);
-        out.collectives = std::move(a.collectives);
-        out.steps = std::move(a.steps);
+        // The session's analysis of the run (shared with every page), then the other runs' for the
+        // side-by-side table.
+        const auto a = RunSession::analysis(cache, store, runId, &cancel);
+        out.collectives = a->collectives;
+        out.steps = a->steps;
         const auto ranks = store.ranks(runId);
         const auto tracks = store.tracks(runId);
-        for (auto& b : a.bottlenecks) {
+        for (std::size_t k = 0; k < a->bottlenecks.size() && k < kBottleneckLimit; ++k) {
           cancel.throwIfCancelled();
           BottleneckRow row;
-          row.eventId = findEventId(store, ranks, tracks, b);
-          row.b = std::move(b);
+          row.b = a->bottlenecks[k];
+          row.eventId = findEventId(store, ranks, tracks, row.b);
           out.bottlenecks.push_back(std::move(row));
+        }
+        if (runs.size() > 1) {
+          std::vector<core::Id> ids(runs.begin(), runs.end());
+          std::vector<std::shared_ptr<const core::RunAnalysis>> all;
+          std::vector<const core::RunAnalysis*> raw;
+          std::vector<core::RunFigures> figures;
+          for (core::Id id : ids) {
+            all.push_back(id == runId ? a : RunSession::analysis(cache, store, id, &cancel));
+            raw.push_back(all.back().get());
+            figures.push_back(core::runFigures(store, id, all.back()->steps, all.back()->memoryPeaks));
+          }
+          out.runsCompared = core::compareCollectives(ids, raw, figures, 0);
+          for (const auto& [id, name] : out.names) out.runLabels << QString::fromStdString(core::runLabel(name.toStdString(), id));
         }
         return out;
       },
@@ -425,6 +469,9 @@ void CommunicationPage::apply(Loaded loaded) {
     if (i >= 0 && !name.isEmpty()) runCombo_->setItemText(i, QString::fromStdString(core::runLabel(name.toStdString(), id)));
   }
   runInfo_->setText(loaded.info);
+  runsCompared_ = std::move(loaded.runsCompared);
+  runLabels_ = loaded.runLabels;
+  showRunsCompared();
   collectives_->setRows(std::move(loaded.collectives));
   bottlenecks_->setRows(std::move(loaded.bottlenecks));
   steps_ = std::move(loaded.steps);
@@ -581,5 +628,57 @@ void CommunicationPage::activateBottleneck(int row) {
   const BottleneckRow& r = bottlenecks_->rowAt(row);
   Q_EMIT jumpToEvent(runId_, r.eventId, r.b.startNs, r.b.startNs + r.b.durNs);
 }
+
+void CommunicationPage::showRunsCompared() {
+  const bool show = runsCompared_.has_value() && runs_.size() > 1;
+  runsPanel_->setVisible(show);
+  runsTable_->clear();
+  runsTable_->setRowCount(0);
+  if (!show) return;
+  const auto& cc = *runsCompared_;
+  const int n = static_cast<int>(cc.runs.size());
+  runsTable_->setColumnCount(1 + n);
+  QStringList header{tr("Operation")};
+  for (int i = 0; i < n; ++i)
+    header << (i < runLabels_.size() ? runLabels_[i] : tr("run %1").arg(cc.runs[static_cast<std::size_t>(i)])) +
+                  (static_cast<std::size_t>(i) == cc.baseline ? tr(" (baseline)") : QString());
+  runsTable_->setHorizontalHeaderLabels(header);
+  runsTable_->setRowCount(static_cast<int>(cc.rows.size()));
+  const QLocale en(QLocale::English);
+  for (int r = 0; r < static_cast<int>(cc.rows.size()); ++r) {
+    const auto& row = cc.rows[static_cast<std::size_t>(r)];
+    auto* op = new QTableWidgetItem(QString::fromUtf8(core::toString(row.op).data(), static_cast<qsizetype>(core::toString(row.op).size())));
+    runsTable_->setItem(r, 0, op);
+    for (int i = 0; i < n; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      QString text = QStringLiteral("–");
+      QColor color;
+      if (row.ms[k]) {
+        text = tr("%1 ms, exposed %2 ms, %3 calls")
+                   .arg(en.toString(*row.ms[k], 'f', 3), en.toString(row.exposedMs[k].value_or(0), 'f', 3),
+                        en.toString(row.count[k].value_or(0), 'f', 1));
+        if (row.bytes[k]) text += QStringLiteral(", ") + charts::formatBytes(*row.bytes[k]);
+        if (k != cc.baseline && row.deltaPct[k]) {
+          const double d = *row.deltaPct[k];
+          text += QStringLiteral(" (%1%2 %%3)").arg(d >= 0 ? QStringLiteral("+") : QString(), en.toString(d, 'f', 1),
+                                                     row.withinNoise[k] ? tr(", within noise") : QString());
+          // Coloured only when the change is larger than the runs' step-to-step spread.
+          if (!row.withinNoise[k]) color = d > 0 ? QColor(0xc6, 0x28, 0x28) : QColor(0x2e, 0x7d, 0x32);
+        }
+      }
+      auto* item = new QTableWidgetItem(text);
+      item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      if (color.isValid()) item->setForeground(color);
+      runsTable_->setItem(r, 1 + i, item);
+    }
+  }
+  runsTable_->resizeColumnsToContents();
+  bool perStep = true;
+  for (auto rs : cc.rankSteps) perStep = perStep && rs > 0;
+  runsNote_->setText(perStep ? tr("per rank and step (the change: of the time, against the baseline)")
+                             : tr("per rank and step where the run has steps, else the run's totals"));
+}
+
+QTableWidget* CommunicationPage::runsTable() const { return runsTable_; }
 
 }  // namespace shardscope::ui

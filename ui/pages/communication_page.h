@@ -8,12 +8,14 @@
 //
 // Everything is computed by core::analyzeRun in a BackgroundTask (own read-only store, cancel).
 #include <QList>
+#include <QStringList>
 #include <QPointer>
 #include <QString>
 
 #include <optional>
 #include <vector>
 
+#include "core/analysis/comparison.h"
 #include "core/analysis/step_breakdown.h"
 #include "ui/models/bottleneck_model.h"
 #include "ui/models/collectives_model.h"
@@ -26,6 +28,7 @@ class QLineEdit;
 class QPushButton;
 class QStackedWidget;
 class QTableView;
+class QTableWidget;
 class QTextBrowser;
 
 namespace shardscope::ui {
@@ -78,8 +81,12 @@ class CommunicationPage : public Page {
   QLineEdit* filterEdit() const { return filter_; }
   QTextBrowser* detailsView() const { return details_; }
   QString lastError() const { return lastError_; }
+  // The selected runs side by side (two or more runs): core::compareCollectives as shown.
+  QTableWidget* runsTable() const;
+  const std::optional<core::CollectiveComparison>& runsCompared() const { return runsCompared_; }
 
  private:
+  void showRunsCompared();
   struct Loaded;
   void load();
   void cancelTask();
@@ -98,6 +105,11 @@ class CommunicationPage : public Page {
   QString lastError_;
   int chartRank_ = -1;
   std::vector<core::StepBreakdown> steps_;
+  std::optional<core::CollectiveComparison> runsCompared_;
+  QStringList runLabels_;
+  QWidget* runsPanel_ = nullptr;
+  QLabel* runsNote_ = nullptr;
+  QTableWidget* runsTable_ = nullptr;
   std::vector<StepPoint> series_;
 
   CollectivesModel* collectives_ = nullptr;

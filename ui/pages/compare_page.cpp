@@ -24,6 +24,7 @@
 #include "ui/charts/bar_chart.h"
 #include "ui/charts/stacked_bar_chart.h"
 #include "ui/charts/chart_style.h"
+#include "core/report/report.h"
 #include "ui/common/background.h"
 #include "ui/models/comparison_model.h"
 
@@ -149,6 +150,16 @@ ComparePage::ComparePage(QWidget* parent) : Page(parent), model_(new ComparisonM
   configDiff_->setWordWrap(true);
   configDiff_->hide();
   layout->addWidget(configDiff_);
+  // The verdict and its reasons: the report's recommendation (core::buildReport), the same text the
+  // exported reports carry.
+  recommendation_ = new QLabel(this);
+  recommendation_->setObjectName(QStringLiteral("recommendation"));
+  recommendation_->setTextFormat(Qt::RichText);
+  recommendation_->setWordWrap(true);
+  recommendation_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  recommendation_->setStyleSheet(QStringLiteral("QLabel { background: #f3f7fb; border: 1px solid #d0dbe6; padding: 6px; }"));
+  recommendation_->hide();
+  layout->addWidget(recommendation_);
   errorLabel_ = new QLabel(this);
   errorLabel_->setWordWrap(true);
   errorLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -212,15 +223,18 @@ ComparePage::~ComparePage() {
   }
 }
 
+bool ComparePage::busy() const { return !task_.isNull(); }
+
 void ComparePage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
   if (dbPath == dbPath_ && runs == runs_ && (loaded_ || busy())) return;
+  sessionFor(dbPath);
   dbPath_ = dbPath;
   runs_ = runs;
   reload();
 }
 
 void ComparePage::reload() {
-  if (task_) task_->cancel();
+  session()->tasks()->cancel(taskSlot());
   task_ = nullptr;
   ++generation_;
   loaded_ = false;
@@ -231,6 +245,8 @@ void ComparePage::reload() {
     baseline_->clear();
   }
   model_->clear();
+  recommendation_->clear();
+  recommendation_->hide();
   updateCharts();
   updateNote();
   if (dbPath_.isEmpty() || runs_.isEmpty()) {
@@ -243,16 +259,22 @@ void ComparePage::reload() {
 void ComparePage::start() {
   const std::vector<core::Id> ids(runs_.begin(), runs_.end());
   const unsigned generation = generation_;
-  task_ = BackgroundTask::start<core::Comparison>(
-      this, dbPath_,
-      [ids](core::TraceStore& store, core::CancelToken& cancel, const core::ProgressFn& progress) {
-        progress(core::Progress{"comparing runs", 0, 0, ""});
-        return core::compareRuns(store, ids, 0, &cancel);
+  // The comparison and the recommendation, from the session's analyses (each run analysed once for
+  // every page): core::buildReport without its memory charts.
+  task_ = session()->run<core::Report>(
+      this, taskSlot(), tr("Comparing %n run(s)", nullptr, static_cast<int>(ids.size())),
+      [ids](core::TraceStore& store, RunCache& cache, core::CancelToken& cancel, const core::ProgressFn& progress) {
+        core::ReportOptions options;
+        options.memoryCharts = false;
+        options.analysisSource = RunSession::analysisSource(cache, store, &cancel);
+        options.generatedAt = "-";
+        return core::buildReport(store, ids, options, &cancel, progress);
       },
-      [this, generation](core::Comparison c) {
+      [this, generation](core::Report r) {
         if (generation != generation_) return;
         task_ = nullptr;
-        showComparison(std::move(c));
+        showRecommendation(r);
+        showComparison(std::move(r.comparison));
         setBusy(false);
       },
       [this, generation](QString message) {
@@ -264,13 +286,38 @@ void ComparePage::start() {
   connect(task_, &BackgroundTask::progress, this, [this, generation](int pct, const QString& stage) {
     if (generation == generation_) Q_EMIT progress(pct, stage);
   });
+  connect(task_, &BackgroundTask::cancelled, this, [this, generation] {
+    if (generation == generation_ && task_.isNull()) setBusy(false);
+  });
   setBusy(true);
   Q_EMIT statusMessage(tr("comparing %1 runs…").arg(ids.size()));
 }
 
+void ComparePage::showRecommendation(const core::Report& r) {
+  const auto& rec = r.recommendation;
+  if (rec.sentences.empty()) {
+    recommendation_->hide();
+    return;
+  }
+  QStringList sentences;
+  for (const auto& s : rec.sentences) sentences << QString::fromStdString(s).toHtmlEscaped();
+  QString html = QStringLiteral("<b>%1</b> %2").arg(r.runs.size() > 1 ? tr("Verdict:") : tr("Summary:"), sentences.join(QLatin1Char(' ')));
+  if (!rec.reasons.empty()) {
+    html += QStringLiteral("<br><span style='color:#555'>%1</span><ul style='margin:0'>").arg(tr("Why:"));
+    for (const auto& s : rec.reasons) html += QStringLiteral("<li>%1</li>").arg(QString::fromStdString(s).toHtmlEscaped());
+    html += QStringLiteral("</ul>");
+  }
+  recommendation_->setText(html);
+  recommendation_->show();
+  recommendationPlain_ = sentences.join(QLatin1Char(' '));
+  recommendedRun_ = rec.recommended && *rec.recommended < r.runs.size() ? r.runs[*rec.recommended].id : 0;
+}
+
+QString ComparePage::recommendationText() const { return recommendation_->isHidden() ? QString() : recommendationPlain_; }
+
 void ComparePage::cancelLoad() {
   if (!task_) return;
-  task_->cancel();
+  session()->tasks()->cancel(taskSlot());
   task_ = nullptr;
   ++generation_;
   setBusy(false);

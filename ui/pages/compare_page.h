@@ -10,6 +10,10 @@
 #include <vector>
 
 #include "core/analysis/comparison.h"
+
+namespace shardscope::core {
+struct Report;
+}
 #include "ui/pages/page.h"
 
 class QComboBox;
@@ -37,7 +41,7 @@ class ComparePage : public Page {
   QString pageId() const override { return QStringLiteral("compare"); }
   QString title() const override { return tr("Compare"); }
   void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
-  bool busy() const override { return !task_.isNull(); }
+  bool busy() const override;
 
   // Loads the comparison again (e.g. after runs were added to the database).
   void reload();
@@ -62,11 +66,15 @@ class ComparePage : public Page {
   // The configuration keys that differ between the runs (core's configDiff), as shown.
   QString configDiffText() const;
   QString errorText() const { return error_; }
+  // The verdict (core's recommendation sentences, plain text; "" when none) and the run it names.
+  QString recommendationText() const;
+  core::Id recommendedRun() const { return recommendedRun_; }
 
  private:
   void start();
   void setBusy(bool busy);
   void showComparison(core::Comparison comparison);
+  void showRecommendation(const core::Report& report);
   void showError(const QString& message);
   void updateNote();
   void updateCharts();
@@ -91,6 +99,9 @@ class ComparePage : public Page {
   QLabel* note_ = nullptr;
   QLabel* measured_ = nullptr;
   QLabel* configDiff_ = nullptr;
+  QLabel* recommendation_ = nullptr;
+  QString recommendationPlain_;
+  core::Id recommendedRun_ = 0;
   QLabel* errorLabel_ = nullptr;
   QSplitter* splitter_ = nullptr;
   QTableView* table_ = nullptr;

@@ -55,7 +55,8 @@ QString phaseText(const core::MemoryPeak& p) {
 }  // namespace
 
 MemoryRunData loadMemoryRun(core::TraceStore& store, core::Id runId, const std::vector<core::Id>& contextRuns,
-                            const core::CancelToken* cancel, const core::ProgressFn& progress) {
+                            const core::CancelToken* cancel, const core::ProgressFn& progress,
+                            const std::vector<core::MemoryPeak>* peaks) {
   MemoryRunData d;
   for (core::Id id : contextRuns)
     if (auto r = store.run(id)) d.runNames.emplace_back(id, r->name);
@@ -99,8 +100,8 @@ MemoryRunData loadMemoryRun(core::TraceStore& store, core::Id runId, const std::
       s.rank = rank.rank;
       s.deviceType = r.deviceType;
       s.deviceId = r.deviceId;
-      s.allocated = charts::MaxPyramid(std::move(r.allocated));
-      s.reserved = charts::MaxPyramid(std::move(r.reserved));
+      s.allocated = std::make_shared<const charts::MaxPyramid>(std::move(r.allocated));
+      s.reserved = std::make_shared<const charts::MaxPyramid>(std::move(r.reserved));
       d.series.push_back(std::move(s));
     }
   }
@@ -110,7 +111,7 @@ MemoryRunData loadMemoryRun(core::TraceStore& store, core::Id runId, const std::
   if (last) d.end = std::max(d.end, *last);
   if (cancel) cancel->throwIfCancelled();
   if (progress) progress(core::Progress{"finding the peaks", done, total, "ranks"});
-  if (d.records > 0) d.peaks = core::computeMemoryPeaks(store, runId);
+  if (d.records > 0) d.peaks = peaks ? *peaks : core::computeMemoryPeaks(store, runId);
   for (const core::Rank& rank : summary.ranks) {
     MemoryRunData::ModelState ms;
     ms.rank = rank.rank;
@@ -182,6 +183,18 @@ MemoryPage::MemoryPage(QWidget* parent) : Page(parent), peaksModel_(new MemoryPe
   peaksTable_->horizontalHeader()->setStretchLastSection(true);
   peaksTable_->setToolTip(tr("Double-click a peak to zoom the chart to it"));
   bottom->addWidget(peaksTable_);
+  // With several runs: one row per run, its peak (core::RunFigures) and where it happened.
+  runPeaks_ = new QTableWidget(bottom);
+  runPeaks_->setObjectName(QStringLiteral("runPeaks"));
+  runPeaks_->setColumnCount(8);
+  runPeaks_->setHorizontalHeaderLabels({tr("Run"), tr("Peak allocated"), tr("Change"), tr("Peak reserved"), tr("Rank"),
+                                        tr("Step"), tr("At (ms after step start)"), tr("Phase / operation")});
+  runPeaks_->verticalHeader()->hide();
+  runPeaks_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  runPeaks_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  runPeaks_->horizontalHeader()->setStretchLastSection(true);
+  runPeaks_->hide();
+  bottom->addWidget(runPeaks_);
 
   breakdownPanel_ = new QWidget(bottom);
   auto* bl = new QVBoxLayout(breakdownPanel_);
@@ -215,7 +228,13 @@ MemoryPage::MemoryPage(QWidget* parent) : Page(parent), peaksModel_(new MemoryPe
   stack_->addWidget(content);
   layout->addWidget(stack_, 1);
 
-  connect(runCombo_, &QComboBox::activated, this, &MemoryPage::showRun);
+  connect(runCombo_, &QComboBox::activated, this, [this](int comboIndex) {
+    const int offset = overlayAvailable() ? 1 : 0;
+    if (comboIndex < offset)
+      showOverlay();
+    else
+      showRun(comboIndex - offset);
+  });
   connect(deviceCombo_, &QComboBox::currentIndexChanged, this, &MemoryPage::applyDeviceFilter);
   connect(allocated_, &QCheckBox::toggled, chart_, &charts::MemoryChart::setShowAllocated);
   connect(reserved_, &QCheckBox::toggled, chart_, &charts::MemoryChart::setShowReserved);
@@ -232,30 +251,51 @@ MemoryPage::~MemoryPage() {
   }
 }
 
+bool MemoryPage::overlayAvailable() const { return runs_.size() > 1; }
+
 void MemoryPage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
   if (dbPath == dbPath_ && runs == runs_ && (loaded_ || busy())) return;
-  const bool keepRun = dbPath == dbPath_ && runs.contains(current_);
+  sessionFor(dbPath);
+  const bool keepRun = dbPath == dbPath_ && runs.contains(current_) && !overlay_;
   dbPath_ = dbPath;
   runs_ = runs;
+  // Several runs: their curves overlaid, unless the user was looking at one of them.
+  overlay_ = overlayAvailable() && !keepRun;
   if (!keepRun) current_ = runs.isEmpty() ? 0 : runs.first();
   {
     const QSignalBlocker block(runCombo_);
     runCombo_->clear();
+    if (overlayAvailable()) runCombo_->addItem(tr("All %1 runs, overlaid").arg(runs_.size()), QVariant());
     for (core::Id id : runs_) runCombo_->addItem(tr("run %1").arg(id), QVariant::fromValue<qlonglong>(id));
-    runCombo_->setCurrentIndex(static_cast<int>(runs_.indexOf(current_)));
+    syncCombo();
   }
   reload();
 }
 
+void MemoryPage::syncCombo() {
+  const QSignalBlocker block(runCombo_);
+  const int offset = overlayAvailable() ? 1 : 0;
+  runCombo_->setCurrentIndex(overlay_ ? 0 : static_cast<int>(runs_.indexOf(current_)) + offset);
+}
+
 void MemoryPage::showRun(int index) {
   if (index < 0 || index >= runs_.size()) return;
-  if (runs_[index] == current_ && (loaded_ || busy())) return;
+  if (!overlay_ && runs_[index] == current_ && (loaded_ || busy())) return;
+  overlay_ = false;
   current_ = runs_[index];
+  syncCombo();
+  reload();
+}
+
+void MemoryPage::showOverlay() {
+  if (!overlayAvailable() || (overlay_ && (loaded_ || busy()))) return;
+  overlay_ = true;
+  syncCombo();
   reload();
 }
 
 void MemoryPage::reload() {
-  if (task_) task_->cancel();
+  if (task_) session()->tasks()->cancel(taskSlot());
   task_ = nullptr;
   ++generation_;
   loaded_ = false;
@@ -263,42 +303,63 @@ void MemoryPage::reload() {
   runCombo_->setEnabled(runs_.size() > 1);
   if (dbPath_.isEmpty() || current_ == 0) {
     data_.reset();
+    overlayRuns_.clear();
     chart_->clearSeries();
     peaksModel_->clear();
+    runPeaks_->setRowCount(0);
     showMessage(dbPath_.isEmpty() ? tr("Open a database and select a run to see its memory.")
                                   : tr("Select a run in the run browser to see its memory over time."));
     setBusy(false);
     return;
   }
-  start();
+  if (overlay_)
+    startOverlay();
+  else
+    start();
 }
+
+namespace {
+
+// A run's memory curves, once per session (the session's analysis gives the peaks).
+std::shared_ptr<const MemoryRunData> cachedMemory(core::TraceStore& store, RunCache& cache, core::Id runId,
+                                                  const core::CancelToken* cancel, const core::ProgressFn& progress) {
+  const auto analysis = RunSession::analysis(cache, store, runId, cancel);
+  return cache.get<MemoryRunData>("memory-curves", runId, cancel, [&] {
+    return std::make_shared<const MemoryRunData>(loadMemoryRun(store, runId, {}, cancel, progress, &analysis->memoryPeaks));
+  });
+}
+
+std::vector<std::pair<core::Id, std::string>> runNames(core::TraceStore& store, const std::vector<core::Id>& ids) {
+  std::vector<std::pair<core::Id, std::string>> out;
+  for (core::Id id : ids)
+    if (auto r = store.run(id)) out.emplace_back(id, r->name);
+  return out;
+}
+
+}  // namespace
 
 void MemoryPage::start() {
   const core::Id runId = current_;
   const std::vector<core::Id> context(runs_.begin(), runs_.end());
   const unsigned generation = generation_;
   showMessage(tr("Loading the memory records of run %1…").arg(runId));
-  task_ = BackgroundTask::start<MemoryRunData>(
-      this, dbPath_,
-      [runId, context](core::TraceStore& store, core::CancelToken& cancel, const core::ProgressFn& progress) {
-        return loadMemoryRun(store, runId, context, &cancel, progress);
+  using Loaded = std::pair<std::shared_ptr<const MemoryRunData>, std::vector<std::pair<core::Id, std::string>>>;
+  task_ = session()->run<Loaded>(
+      this, taskSlot(), tr("Loading the memory of run %1").arg(runId),
+      [runId, context](core::TraceStore& store, RunCache& cache, core::CancelToken& cancel, const core::ProgressFn& progress) {
+        return Loaded{cachedMemory(store, cache, runId, &cancel, progress), runNames(store, context)};
       },
-      [this, generation](MemoryRunData d) {
+      [this, generation](Loaded d) {
         if (generation != generation_) return;
         task_ = nullptr;
-        showData(std::move(d));
+        applyRunNames(d.second);
+        showData(std::move(d.first));
         setBusy(false);
       },
       [this, generation](QString message) {
         if (generation != generation_) return;
         task_ = nullptr;
-        error_ = message;
-        data_.reset();
-        chart_->clearSeries();
-        peaksModel_->clear();
-        showMessage(tr("Could not load the memory records: %1").arg(message));
-        Q_EMIT errorMessage(tr("Memory: %1").arg(message));
-        setBusy(false);
+        showLoadError(message);
       });
   connect(task_, &BackgroundTask::progress, this, [this, generation](int pct, const QString& stage) {
     if (generation == generation_) Q_EMIT progress(pct, stage);
@@ -307,12 +368,95 @@ void MemoryPage::start() {
   Q_EMIT statusMessage(tr("loading run %1…").arg(runId));
 }
 
+void MemoryPage::startOverlay() {
+  const std::vector<core::Id> ids(runs_.begin(), runs_.end());
+  const unsigned generation = generation_;
+  showMessage(tr("Loading the memory records of %1 runs…").arg(ids.size()));
+  using Loaded = std::pair<std::vector<OverlayRun>, std::vector<std::pair<core::Id, std::string>>>;
+  task_ = session()->run<Loaded>(
+      this, taskSlot(), tr("Loading the memory of %1 runs").arg(ids.size()),
+      [ids](core::TraceStore& store, RunCache& cache, core::CancelToken& cancel, const core::ProgressFn& progress) {
+        Loaded out;
+        out.second = runNames(store, ids);
+        for (core::Id id : ids) {
+          OverlayRun o;
+          o.id = id;
+          const auto analysis = RunSession::analysis(cache, store, id, &cancel);
+          o.figures = core::runFigures(store, id, analysis->steps, analysis->memoryPeaks);
+          o.data = cachedMemory(store, cache, id, &cancel, progress);
+          // The peak the run figure is about (device memory where the run has any, else the host's).
+          const bool device = o.figures.peakDevice == "GPU";
+          for (std::size_t k = 0; k < o.data->peaks.size(); ++k) {
+            const auto& p = o.data->peaks[k];
+            if ((p.deviceType != 0) != device) continue;
+            if (o.peak < 0 || p.peakAllocatedBytes > o.data->peaks[static_cast<std::size_t>(o.peak)].peakAllocatedBytes)
+              o.peak = static_cast<int>(k);
+          }
+          for (std::size_t k = 0; k < o.data->series.size() && o.peak >= 0; ++k) {
+            const auto& p = o.data->peaks[static_cast<std::size_t>(o.peak)];
+            const auto& sr = o.data->series[k];
+            if (sr.rank == p.rank && sr.deviceType == p.deviceType && sr.deviceId == p.deviceId) o.series = static_cast<int>(k);
+          }
+          // Aligned on the start of the first counted step on the peak's rank (else the run start).
+          o.alignNs = o.data->origin;
+          const int rank = o.peak >= 0 ? o.data->peaks[static_cast<std::size_t>(o.peak)].rank : 0;
+          for (const auto& st : analysis->steps) {
+            if (st.rank != rank) continue;
+            if (o.figures.steps.count > 0 && st.step == o.figures.steps.first) o.alignNs = st.startNs;
+            if (o.peak >= 0 && o.data->peaks[static_cast<std::size_t>(o.peak)].step == st.step) o.peakStepStartNs = st.startNs;
+          }
+          out.first.push_back(std::move(o));
+        }
+        return out;
+      },
+      [this, generation](Loaded d) {
+        if (generation != generation_) return;
+        task_ = nullptr;
+        applyRunNames(d.second);
+        for (auto& o : d.first)
+          for (const auto& [id, name] : d.second)
+            if (id == o.id) o.label = QString::fromStdString(core::runLabel(name, id));
+        showOverlayData(std::move(d.first));
+        setBusy(false);
+      },
+      [this, generation](QString message) {
+        if (generation != generation_) return;
+        task_ = nullptr;
+        showLoadError(message);
+      });
+  connect(task_, &BackgroundTask::progress, this, [this, generation](int pct, const QString& stage) {
+    if (generation == generation_) Q_EMIT progress(pct, stage);
+  });
+  setBusy(true);
+  Q_EMIT statusMessage(tr("loading %1 runs…").arg(ids.size()));
+}
+
+void MemoryPage::applyRunNames(const std::vector<std::pair<core::Id, std::string>>& names) {
+  const QSignalBlocker block(runCombo_);
+  for (const auto& [id, name] : names) {
+    const int i = runCombo_->findData(QVariant::fromValue<qlonglong>(id));
+    if (i >= 0) runCombo_->setItemText(i, QString::fromStdString(core::runLabel(name, id)));
+  }
+}
+
+void MemoryPage::showLoadError(const QString& message) {
+  error_ = message;
+  data_.reset();
+  overlayRuns_.clear();
+  chart_->clearSeries();
+  peaksModel_->clear();
+  runPeaks_->setRowCount(0);
+  showMessage(tr("Could not load the memory records: %1").arg(message));
+  Q_EMIT errorMessage(tr("Memory: %1").arg(message));
+  setBusy(false);
+}
+
 void MemoryPage::cancelLoad() {
   if (!task_) return;
-  task_->cancel();
+  session()->tasks()->cancel(taskSlot());
   task_ = nullptr;
   ++generation_;
-  if (!data_) showMessage(tr("Loading was cancelled."));
+  if (!data_ && overlayRuns_.empty()) showMessage(tr("Loading was cancelled."));
   setBusy(false);
   Q_EMIT statusMessage(tr("loading cancelled"));
 }
@@ -333,32 +477,26 @@ QString MemoryPage::messageText() const { return stack_->currentWidget() == mess
 
 bool MemoryPage::breakdownShown() const { return !breakdown_->isHidden() && breakdown_->groupCount() > 0; }
 
-void MemoryPage::showData(MemoryRunData d) {
+void MemoryPage::showData(std::shared_ptr<const MemoryRunData> d) {
   loaded_ = true;
-  {
-    const QSignalBlocker block(runCombo_);
-    for (const auto& [id, name] : d.runNames) {
-      const int i = runCombo_->findData(QVariant::fromValue<qlonglong>(id));
-      if (i >= 0) runCombo_->setItemText(i, QString::fromStdString(core::runLabel(name, id)));
-    }
-  }
+  overlayRuns_.clear();
+  peaksTable_->show();
+  runPeaks_->hide();
   data_ = std::move(d);
-  MemoryRunData& data = *data_;
+  const MemoryRunData& data = *data_;
 
   // The chart gets the samples (moved: the page keeps only the peaks and metadata).
   std::map<std::pair<int, int>, int> perRankType;  // (rank, device type) -> series count
   for (const auto& s : data.series) ++perRankType[{s.rank, s.deviceType}];
   std::vector<charts::MemoryChart::Series> series;
-  for (auto& s : data.series) {
+  for (const auto& s : data.series) {
     charts::MemoryChart::Series cs;
     cs.name = perRankType[{s.rank, s.deviceType}] > 1
                   ? tr("rank %1 · %2").arg(s.rank).arg(MemoryPeaksModel::deviceName(s.deviceType, s.deviceId))
                   : tr("rank %1").arg(s.rank);
     cs.color = charts::seriesColor(s.rank);
-    cs.allocated = std::move(s.allocated);
-    cs.reserved = std::move(s.reserved);
-    s.allocated = charts::MaxPyramid();
-    s.reserved = charts::MaxPyramid();
+    cs.allocated = s.allocated;
+    cs.reserved = s.reserved;
     series.push_back(std::move(cs));
   }
   auto seriesOf = [&](const core::MemoryPeak& p) {
@@ -446,17 +584,27 @@ void MemoryPage::applyDeviceFilter() {
 }
 
 void MemoryPage::updateBreakdown() {
-  const bool runtime = data_ && data_->run.source == core::RunSource::Runtime;
+  bool runtime = data_ && data_->run.source == core::RunSource::Runtime;
   std::vector<const core::MemoryPeak*> withBreakdown;
+  QStringList groups;
   if (data_)
     for (const auto& p : data_->peaks)
-      if (!p.breakdown.empty()) withBreakdown.push_back(&p);
+      if (!p.breakdown.empty()) {
+        withBreakdown.push_back(&p);
+        groups << tr("rank %1").arg(p.rank);
+      }
+  for (const auto& o : overlayRuns_) {  // several runs: each at its own peak
+    runtime = runtime || o.data->run.source == core::RunSource::Runtime;
+    if (o.peak < 0) continue;
+    const auto& p = o.data->peaks[static_cast<std::size_t>(o.peak)];
+    if (p.breakdown.empty()) continue;
+    withBreakdown.push_back(&p);
+    groups << o.label;
+  }
   if (!withBreakdown.empty()) {
-    QStringList groups;
     std::vector<charts::StackedBarChart::Category> cats;
     for (const auto& c : kBreakdown) cats.push_back({tr(c.label), QColor::fromRgb(c.color), {}});
     for (const core::MemoryPeak* p : withBreakdown) {
-      groups << tr("rank %1").arg(p->rank);
       for (std::size_t k = 0; k < std::size(kBreakdown); ++k) {
         std::int64_t v = 0;
         for (const auto& [name, bytes] : p->breakdown)
@@ -464,7 +612,7 @@ void MemoryPage::updateBreakdown() {
         cats[k].bytes.push_back(v);
       }
     }
-    breakdown_->setStacks(tr("Live memory at each rank's peak"), groups, cats);
+    breakdown_->setStacks(overlayRuns_.empty() ? tr("Live memory at each rank's peak") : tr("Live memory at each run's peak"), groups, cats);
     breakdown_->show();
     breakdownNote_->setText(tr("What the runtime's allocator held at the moment of the allocated peak."));
   } else {
@@ -515,6 +663,7 @@ void MemoryPage::updateBreakdown() {
 }
 
 void MemoryPage::updateInfo() {
+  if (!overlayRuns_.empty()) return;  // the overlay's note stays
   if (!data_ || data_->records == 0) {
     info_->clear();
     return;
@@ -533,6 +682,106 @@ void MemoryPage::zoomToPeak(int row) {
   const core::MemoryPeak& p = peaksModel_->peakAt(row);
   const core::TimeNs span = std::max<core::TimeNs>(1000, (data_->end - data_->origin) / 20);
   chart_->zoomTo(p.allocatedAtNs - span / 2, p.allocatedAtNs + span / 2);
+}
+
+void MemoryPage::showOverlayData(std::vector<OverlayRun> runs) {
+  loaded_ = true;
+  data_.reset();
+  overlayRuns_ = std::move(runs);
+  peaksModel_->clear();
+  peaksTable_->hide();
+  runPeaks_->show();
+  std::vector<charts::MemoryChart::Series> series;
+  std::vector<charts::MemoryChart::Peak> allocatedPeaks, reservedPeaks;
+  core::TimeNs end = 0;
+  std::uint64_t records = 0;
+  for (std::size_t i = 0; i < overlayRuns_.size(); ++i) {
+    const OverlayRun& o = overlayRuns_[i];
+    records += o.data->records;
+    if (o.series < 0) continue;
+    const auto& sr = o.data->series[static_cast<std::size_t>(o.series)];
+    const auto& p = o.data->peaks[static_cast<std::size_t>(o.peak)];
+    charts::MemoryChart::Series cs;
+    cs.name = tr("%1 · rank %2").arg(o.label).arg(sr.rank);
+    if (sr.deviceType != 0) cs.name += QStringLiteral(" ") + MemoryPeaksModel::deviceName(sr.deviceType, sr.deviceId);
+    cs.color = charts::seriesColor(static_cast<int>(i));
+    cs.allocated = sr.allocated;
+    cs.reserved = sr.reserved;
+    cs.shiftNs = o.alignNs;
+    end = std::max(end, o.data->end - o.alignNs);
+    const int si = static_cast<int>(series.size());
+    series.push_back(cs);
+    const double atMs = static_cast<double>(p.allocatedAtNs - o.alignNs) / 1e6;
+    charts::MemoryChart::Peak a;
+    a.series = si;
+    a.atNs = p.allocatedAtNs - o.alignNs;
+    a.bytes = static_cast<double>(p.peakAllocatedBytes);
+    QStringList lines{tr("%1 peak %2").arg(o.label, charts::formatBytes(a.bytes, 1))};
+    lines << (p.step ? tr("%1 · step %2").arg(charts::formatMs(atMs)).arg(*p.step) : charts::formatMs(atMs));
+    a.label = lines.join(QLatin1Char('\n'));
+    a.tooltip = tr("%1, rank %2: peak allocated %3\n%4 ms after the start of its first counted step")
+                    .arg(o.label).arg(p.rank).arg(charts::formatBytes(a.bytes, 2), charts::formatNumber(atMs, 3));
+    allocatedPeaks.push_back(a);
+    charts::MemoryChart::Peak r;
+    r.series = si;
+    r.atNs = p.reservedAtNs - o.alignNs;
+    r.bytes = static_cast<double>(p.peakReservedBytes);
+    r.label = tr("%1 reserved peak %2").arg(o.label, charts::formatBytes(r.bytes, 1));
+    r.tooltip = r.label;
+    reservedPeaks.push_back(r);
+  }
+  chart_->setSeries(0, end, std::move(series), std::move(allocatedPeaks), std::move(reservedPeaks));
+  chart_->setShowAllocated(allocated_->isChecked());
+  chart_->setShowReserved(reserved_->isChecked());
+  deviceLabel_->hide();
+  deviceCombo_->hide();
+  chart_->rebucket();
+
+  // One row per run: the run figure (RunFigures: the peak every surface shows) and its moment.
+  runPeaks_->setRowCount(static_cast<int>(overlayRuns_.size()));
+  const auto base = overlayRuns_.empty() ? std::nullopt : overlayRuns_.front().figures.peakAllocatedBytes;
+  for (int row = 0; row < static_cast<int>(overlayRuns_.size()); ++row) {
+    const OverlayRun& o = overlayRuns_[static_cast<std::size_t>(row)];
+    const auto& f = o.figures;
+    auto cell = [&](int col, const QString& text, Qt::Alignment align = Qt::AlignRight | Qt::AlignVCenter) {
+      auto* item = new QTableWidgetItem(text);
+      item->setTextAlignment(align);
+      runPeaks_->setItem(row, col, item);
+      return item;
+    };
+    cell(0, o.label, Qt::AlignLeft | Qt::AlignVCenter)->setForeground(charts::seriesColor(row));
+    cell(1, f.peakAllocatedBytes ? charts::formatBytes(static_cast<double>(*f.peakAllocatedBytes), 2) + QStringLiteral(" ") +
+                                       (f.peakDevice == "GPU" ? tr("(GPU)") : tr("(host)"))
+                                 : QStringLiteral("—"));
+    QString change;
+    if (row > 0 && base && *base > 0 && f.peakAllocatedBytes) {
+      const double d = 100.0 * (static_cast<double>(*f.peakAllocatedBytes) - static_cast<double>(*base)) / static_cast<double>(*base);
+      change = QStringLiteral("%1%2 %").arg(d >= 0 ? QStringLiteral("+") : QString(), QLocale(QLocale::English).toString(d, 'f', 1));
+    }
+    cell(2, change);
+    cell(3, f.peakReservedBytes && *f.peakReservedBytes > 0 ? charts::formatBytes(static_cast<double>(*f.peakReservedBytes), 2)
+                                                            : QStringLiteral("—"));
+    if (o.peak >= 0) {
+      const auto& p = o.data->peaks[static_cast<std::size_t>(o.peak)];
+      cell(4, QString::number(p.rank));
+      cell(5, p.step ? QString::number(*p.step) : QStringLiteral("—"));
+      cell(6, p.step && o.peakStepStartNs ? charts::formatNumber(static_cast<double>(p.allocatedAtNs - *o.peakStepStartNs) / 1e6, 3)
+                                          : QStringLiteral("—"));
+      cell(7, phaseText(p), Qt::AlignLeft | Qt::AlignVCenter);
+    } else {
+      cell(7, tr("no memory records"), Qt::AlignLeft | Qt::AlignVCenter);
+    }
+  }
+  runPeaks_->resizeColumnsToContents();
+  updateBreakdown();
+  if (records == 0) {
+    showMessage(tr("None of the %1 selected runs has memory records.").arg(overlayRuns_.size()));
+  } else {
+    stack_->setCurrentIndex(1);
+    for (QWidget* w : std::initializer_list<QWidget*>{allocated_, reserved_, resetZoom_}) w->setEnabled(true);
+  }
+  info_->setText(tr("%1 runs · each aligned at the start of its first counted step (0 ms)").arg(overlayRuns_.size()));
+  Q_EMIT statusMessage(tr("%1 runs overlaid").arg(overlayRuns_.size()));
 }
 
 }  // namespace shardscope::ui

@@ -8,10 +8,12 @@
 #include <QString>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "core/analysis/memory_peaks.h"
+#include "core/analysis/run_figures.h"
 #include "core/storage/trace_store.h"
 #include "core/util/progress.h"
 #include "ui/charts/max_pyramid.h"
@@ -44,8 +46,8 @@ struct MemoryRunData {
     int rank = 0;
     int deviceType = 0;
     int deviceId = 0;
-    charts::MaxPyramid allocated;  // every record: time, total allocated (with its coarser levels)
-    charts::MaxPyramid reserved;   // where total reserved changes
+    std::shared_ptr<const charts::MaxPyramid> allocated;  // every record: time, total allocated (with its coarser levels)
+    std::shared_ptr<const charts::MaxPyramid> reserved;   // where total reserved changes
   };
   std::vector<Series> series;  // by rank, then device in order of first appearance
   std::vector<core::MemoryPeak> peaks;
@@ -58,8 +60,22 @@ struct MemoryRunData {
 };
 
 // Reads one run's memory records (streamed, one rank at a time), its peaks and model-state metrics.
+// `peaks`: the run's memory peaks when at hand (the session's analysis); else computed.
 MemoryRunData loadMemoryRun(core::TraceStore& store, core::Id runId, const std::vector<core::Id>& contextRuns,
-                            const core::CancelToken* cancel = nullptr, const core::ProgressFn& progress = {});
+                            const core::CancelToken* cancel = nullptr, const core::ProgressFn& progress = {},
+                            const std::vector<core::MemoryPeak>* peaks = nullptr);
+
+// One run of the overlay (several runs selected): its curves, its figures and where it is aligned.
+struct MemoryOverlayRun {
+  core::Id id = 0;
+  QString label;  // "ddp #7"
+  std::shared_ptr<const MemoryRunData> data;
+  core::RunFigures figures;
+  int peak = -1;    // into data->peaks: the peak the run figure is about; -1: no memory records
+  int series = -1;  // into data->series: the curve of that peak's rank and device
+  core::TimeNs alignNs = 0;  // drawn as 0 ms: the start of the first counted step on that rank
+  std::optional<core::TimeNs> peakStepStartNs;  // the start of the peak's step on that rank
+};
 
 class MemoryPage : public Page {
   Q_OBJECT
@@ -70,9 +86,15 @@ class MemoryPage : public Page {
 
   QString pageId() const override { return QStringLiteral("memory"); }
   QString title() const override { return tr("Memory"); }
-  // Shows the first of the runs (the others can be picked in the page's run selector).
+  // One run: its curves per rank. Several runs: their curves overlaid (the run figure's peak rank of
+  // each, aligned at its first counted step), or one of them picked in the page's run selector.
   void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
   bool busy() const override { return !task_.isNull(); }
+  // The runs overlaid (several selected); showOverlay() goes back to them.
+  bool overlay() const { return overlay_; }
+  void showOverlay();
+  const std::vector<MemoryOverlayRun>& overlayRuns() const { return overlayRuns_; }
+  QTableWidget* runPeaksTable() const { return runPeaks_; }
 
   void reload();
   void cancelLoad();
@@ -81,7 +103,7 @@ class MemoryPage : public Page {
   core::Id currentRun() const { return current_; }
 
   // For tests and screenshots.
-  const MemoryRunData* data() const { return data_ ? &*data_ : nullptr; }
+  const MemoryRunData* data() const { return data_.get(); }
   charts::MemoryChart* chart() const { return chart_; }
   charts::StackedBarChart* breakdownChart() const { return breakdown_; }
   MemoryPeaksModel* peaksModel() const { return peaksModel_; }
@@ -96,9 +118,16 @@ class MemoryPage : public Page {
   QString errorText() const { return error_; }
 
  private:
+  using OverlayRun = MemoryOverlayRun;
   void start();
+  void startOverlay();
+  bool overlayAvailable() const;
+  void syncCombo();
+  void applyRunNames(const std::vector<std::pair<core::Id, std::string>>& names);
+  void showLoadError(const QString& message);
   void setBusy(bool busy);
-  void showData(MemoryRunData data);
+  void showData(std::shared_ptr<const MemoryRunData> data);
+  void showOverlayData(std::vector<OverlayRun> runs);
   void showMessage(const QString& text);
   void applyDeviceFilter();
   void updateBreakdown();
@@ -112,7 +141,10 @@ class MemoryPage : public Page {
   QString error_;
   QPointer<BackgroundTask> task_;
   unsigned generation_ = 0;
-  std::optional<MemoryRunData> data_;
+  std::shared_ptr<const MemoryRunData> data_;
+  bool overlay_ = false;
+  std::vector<OverlayRun> overlayRuns_;
+  QTableWidget* runPeaks_ = nullptr;
 
   QComboBox* runCombo_ = nullptr;
   QComboBox* deviceCombo_ = nullptr;

@@ -203,25 +203,24 @@ std::vector<RunOverview> loadRunOverviews(core::TraceStore& store, const QList<c
 }
 
 std::vector<RunKeyMetrics> loadKeyMetrics(core::TraceStore& store, const QList<core::Id>& runs,
-                                          const core::CancelToken* cancel, const core::ProgressFn& progress) {
+                                          const core::CancelToken* cancel, const core::ProgressFn& progress,
+                                          const core::AnalysisSource& source) {
+  if (progress) {
+    core::Progress p;
+    p.stage = "analysing " + std::to_string(runs.size()) + " run(s)";
+    p.total = static_cast<std::uint64_t>(runs.size());
+    p.unit = "runs";
+    progress(p);
+  }
+  // The comparison's own figures, so the Overview and the Compare page agree.
+  const std::vector<core::Id> ids(runs.begin(), runs.end());
+  const auto c = core::compareRuns(store, ids, 0, cancel, source);
   std::vector<RunKeyMetrics> out;
-  for (int i = 0; i < runs.size(); ++i) {
-    if (cancel) cancel->throwIfCancelled();
-    const core::Id id = runs[i];
-    if (progress) {
-      core::Progress p;
-      p.stage = "analysing run " + std::to_string(id);
-      p.done = static_cast<std::uint64_t>(i);
-      p.total = static_cast<std::uint64_t>(runs.size());
-      p.unit = "runs";
-      progress(p);
-    }
-    // The comparison's own figures, so the Overview and the Compare page agree.
-    const auto c = core::compareRuns(store, {id}, 0, cancel);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
     RunKeyMetrics m;
-    m.id = id;
+    m.id = ids[i];
     for (const auto& row : c.rows) {
-      const auto& v = row.values.at(0);
+      const auto& v = row.values.at(i);
       if (row.key == "step_time_ms") m.stepTimeMs = v;
       else if (row.key == core::metric_keys::kTokensPerSecond) m.tokensPerS = v;
       else if (row.key == core::metric_keys::kInitSeconds) m.initS = v;
@@ -361,6 +360,7 @@ void OverviewPage::showMessage(const QString& text) {
 }
 
 void OverviewPage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
+  sessionFor(dbPath);
   dbPath_ = dbPath;
   runs_ = runs;
   startLoading();
@@ -370,8 +370,7 @@ void OverviewPage::reload() { startLoading(); }
 
 void OverviewPage::cancel() {
   ++generation_;
-  if (summaryTask_) summaryTask_->cancel();
-  if (metricsTask_) metricsTask_->cancel();
+  if (summaryTask_ || metricsTask_) session()->tasks()->cancel(taskSlot());
   summaryTask_ = nullptr;
   metricsTask_ = nullptr;
   setBusy(false);
@@ -394,18 +393,20 @@ void OverviewPage::startLoading() {
   const int gen = generation_;
   const QList<core::Id> ids = runs_;
   Q_EMIT progress(-1, tr("Loading the overview"));
-  summaryTask_ = BackgroundTask::start<std::vector<RunOverview>>(
-      this, dbPath_,
-      [ids](core::TraceStore& s, core::CancelToken&, const core::ProgressFn&) { return loadRunOverviews(s, ids); },
+  summaryTask_ = session()->run<std::vector<RunOverview>>(
+      this, taskSlot(), tr("Loading the overview"),
+      [ids](core::TraceStore& s, RunCache&, core::CancelToken&, const core::ProgressFn&) { return loadRunOverviews(s, ids); },
       [this, gen, ids](std::vector<RunOverview> result) {
         if (gen != generation_) return;
         summaryTask_ = nullptr;
         overviews_ = std::move(result);
         showOverviews();
-        // Step 2: the figures that need a pass over the events.
-        metricsTask_ = BackgroundTask::start<std::vector<RunKeyMetrics>>(
-            this, dbPath_,
-            [ids](core::TraceStore& s, core::CancelToken& c, const core::ProgressFn& p) { return loadKeyMetrics(s, ids, &c, p); },
+        // Step 2: the figures that need a pass over the events (the session's analyses).
+        metricsTask_ = session()->run<std::vector<RunKeyMetrics>>(
+            this, taskSlot(), tr("Analysing %n run(s)", nullptr, static_cast<int>(ids.size())),
+            [ids](core::TraceStore& s, RunCache& cache, core::CancelToken& c, const core::ProgressFn& p) {
+              return loadKeyMetrics(s, ids, &c, p, RunSession::analysisSource(cache, s, &c));
+            },
             [this, gen](std::vector<RunKeyMetrics> m) {
               if (gen != generation_) return;
               metricsTask_ = nullptr;

@@ -65,7 +65,8 @@ struct RunKeyMetrics {
 // The loading steps, plain core work (used by the page's background tasks and by tests).
 std::vector<RunOverview> loadRunOverviews(core::TraceStore& store, const QList<core::Id>& runs);
 std::vector<RunKeyMetrics> loadKeyMetrics(core::TraceStore& store, const QList<core::Id>& runs,
-                                          const core::CancelToken* cancel = nullptr, const core::ProgressFn& progress = {});
+                                          const core::CancelToken* cancel = nullptr, const core::ProgressFn& progress = {},
+                                          const core::AnalysisSource& source = {});
 // JSON indented by two spaces, member order kept; the text itself when it does not parse.
 QString prettyJson(const std::string& json);
 // "8 × NVIDIA B200 (178.4 GiB)"; from the ranks' device strings when devices_json is empty.

@@ -1,12 +1,15 @@
 #pragma once
 // A page of the main window (Overview/Compare, Timeline, Memory, Communication, Estimator). The main
 // window tells every page which database is open and which runs are selected in the run browser; a
-// page loads what it shows off the GUI thread (ui/common/background.h) and reports through signals.
+// page asks the session (ui/session/run_session.h) for what it shows: the session runs the work off
+// the GUI thread through its task runner and hands every page the same cached analyses. A page made
+// on its own (tests) gets a session of its own.
 #include <QList>
 #include <QString>
 #include <QWidget>
 
 #include "core/model/types.h"
+#include "ui/session/run_session.h"
 
 namespace shardscope::ui {
 
@@ -15,6 +18,16 @@ class Page : public QWidget {
 
  public:
   explicit Page(QWidget* parent = nullptr) : QWidget(parent) {}
+  // The session the page reads through (the window's, shared by every page); before it is set, or
+  // for a page made on its own, one of the page's own.
+  void setSession(RunSession* session) { session_ = session; }
+  RunSession* session() const {
+    if (!session_) {
+      own_ = new RunSession(const_cast<Page*>(this));
+      session_ = own_;
+    }
+    return session_;
+  }
   // Stable id used by --page and QSettings: "overview", "compare", "timeline", "memory", "communication".
   virtual QString pageId() const = 0;
   virtual QString title() const = 0;
@@ -23,6 +36,17 @@ class Page : public QWidget {
   // True while the page is loading (the screenshot mode waits for false).
   virtual bool busy() const = 0;
 
+ protected:
+  // Called by setContext: a page with a session of its own opens the database in it (the window's
+  // session already has it). Returns the session.
+  RunSession* sessionFor(const QString& dbPath) {
+    RunSession* s = session();
+    if (s == own_ && s->dbPath() != dbPath) s->setDatabase(dbPath);
+    return s;
+  }
+  // The page's slot in the session's task runner.
+  QString taskSlot() const { return pageId(); }
+
  Q_SIGNALS:
   void statusMessage(const QString& text);
   void errorMessage(const QString& text);               // shown in the window (log dock + status bar)
@@ -30,6 +54,10 @@ class Page : public QWidget {
   void busyChanged(bool busy);
   // Ask the main window to show an event in the timeline (Communication page rows).
   void jumpToEvent(core::Id runId, core::Id eventId, qint64 startNs, qint64 endNs);
+
+ private:
+  mutable RunSession* session_ = nullptr;
+  mutable RunSession* own_ = nullptr;
 };
 
 }  // namespace shardscope::ui

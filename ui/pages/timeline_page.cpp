@@ -7,6 +7,8 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
+#include <QScrollArea>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTableWidget>
@@ -19,6 +21,7 @@
 #include "core/storage/trace_store.h"
 #include "ui/charts/chart_style.h"
 #include "ui/common/background.h"
+#include "ui/timeline/step_compare_widget.h"
 #include "ui/timeline/timeline_widget.h"
 
 namespace shardscope::ui {
@@ -78,7 +81,22 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   auto* bar = new QHBoxLayout;
-  bar->addWidget(new QLabel(tr("Run:"), this));
+  viewCombo_ = new QComboBox(this);
+  viewCombo_->setObjectName(QStringLiteral("timelineView"));
+  viewCombo_->addItem(tr("One run"));
+  viewCombo_->addItem(tr("Same step of each run"));
+  viewCombo_->addItem(tr("Runs stacked (counted steps)"));
+  viewCombo_->setToolTip(tr("With several runs selected: one run's full timeline, the same counted step of every run on "
+                            "one relative axis, or every run's counted steps one above the other"));
+  bar->addWidget(viewCombo_);
+  stepLabel_ = new QLabel(tr("Step:"), this);
+  bar->addWidget(stepLabel_);
+  stepSpin_ = new QSpinBox(this);
+  stepSpin_->setToolTip(tr("Which counted step of each run (1 = the first counted step; the warm-up is not counted)"));
+  stepSpin_->setMinimum(1);
+  bar->addWidget(stepSpin_);
+  runLabel_ = new QLabel(tr("Run:"), this);
+  bar->addWidget(runLabel_);
   runCombo_ = new QComboBox(this);
   runCombo_->setMinimumContentsLength(18);
   bar->addWidget(runCombo_);
@@ -122,6 +140,11 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
   widget_ = new TimelineWidget(stack_);
   stack_->addWidget(message_);
   stack_->addWidget(widget_);
+  compare_ = new StepCompareWidget;
+  compareScroll_ = new QScrollArea(stack_);
+  compareScroll_->setWidget(compare_);
+  compareScroll_->setWidgetResizable(true);
+  stack_->addWidget(compareScroll_);
   detailStack_ = new QStackedWidget(split);
   details_ = new QTextBrowser(detailStack_);
   details_->setOpenLinks(false);
@@ -141,6 +164,8 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
                        "statistics. wheel or W/S zoom, A/D or drag pan, Alt+wheel scrolls the lanes, F fits the run.</span>"));
 
   connect(runCombo_, &QComboBox::currentIndexChanged, this, &TimelinePage::showRun);
+  connect(viewCombo_, &QComboBox::activated, this, [this](int i) { setView(static_cast<View>(i)); });
+  connect(stepSpin_, &QSpinBox::valueChanged, this, [this](int v) { compare_->setStepOrdinal(v - 1); });
   connect(fit_, &QToolButton::clicked, widget_, &TimelineWidget::fitSteps);
   connect(fitAll_, &QToolButton::clicked, widget_, &TimelineWidget::fitAll);
   connect(back_, &QToolButton::clicked, widget_, &TimelineWidget::zoomBack);
@@ -203,7 +228,10 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
   updateButtons();
 }
 
-bool TimelinePage::busy() const { return !task_.isNull() || (index_ && widget_->index() && !widget_->drawList()); }
+bool TimelinePage::busy() const {
+  if (view_ != View::OneRun) return !compareTask_.isNull();
+  return !task_.isNull() || (index_ && widget_->index() && !widget_->drawList());
+}
 
 TimelinePage::~TimelinePage() {
   if (task_) task_->cancel();
@@ -211,9 +239,29 @@ TimelinePage::~TimelinePage() {
 }
 
 void TimelinePage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
+  sessionFor(dbPath);
+  const bool sameRuns = dbPath == dbPath_ && runs == runs_;
   const bool same = dbPath == dbPath_ && !runs.isEmpty() && runs.contains(current_) && index_;
   dbPath_ = dbPath;
   runs_ = runs;
+  // Several runs: aligned steps first (the comparison), unless the user chose a view for these runs.
+  if (!sameRuns) view_ = runs_.size() > 1 ? View::SameStep : View::OneRun;
+  updateViewControls();
+  if (view_ != View::OneRun) {
+    {
+      const QSignalBlocker block(runCombo_);
+      runCombo_->clear();
+      for (core::Id id : runs_) runCombo_->addItem(tr("run %1").arg(id), QVariant::fromValue<qlonglong>(id));
+    }
+    current_ = runs.contains(current_) ? current_ : runs.first();
+    {
+      const QSignalBlocker block(runCombo_);
+      runCombo_->setCurrentIndex(static_cast<int>(runs_.indexOf(current_)));
+    }
+    if (!sameRuns || compare_->runs().empty()) loadCompare();
+    else stack_->setCurrentWidget(compareScroll_);
+    return;
+  }
   {
     const QSignalBlocker block(runCombo_);
     runCombo_->clear();
@@ -236,7 +284,7 @@ void TimelinePage::showRun(int i) {
 }
 
 void TimelinePage::reload() {
-  if (task_) task_->cancel();
+  if (task_) session()->tasks()->cancel(taskSlot());
   task_ = nullptr;
   ++generation_;
   error_.clear();
@@ -258,10 +306,12 @@ void TimelinePage::start() {
   tl::BuildOptions opts;
   opts.withPython = withPython_;
   showMessage(tr("Building the timeline of run %1…").arg(runId));
-  task_ = BackgroundTask::start<std::shared_ptr<const tl::TimelineIndex>>(
-      this, dbPath_,
-      [runId, opts](core::TraceStore& store, core::CancelToken& cancel, const core::ProgressFn& progress) {
-        return tl::TimelineIndex::build(store, runId, opts, &cancel, progress);
+  // The index is a product of the session: built once per run (and lane choice) for every visit.
+  task_ = session()->run<std::shared_ptr<const tl::TimelineIndex>>(
+      this, taskSlot(), tr("Building the timeline of run %1").arg(runId),
+      [runId, opts](core::TraceStore& store, RunCache& cache, core::CancelToken& cancel, const core::ProgressFn& progress) {
+        return cache.get<tl::TimelineIndex>(opts.withPython ? "timeline+python" : "timeline", runId, &cancel,
+                                            [&] { return tl::TimelineIndex::build(store, runId, opts, &cancel, progress); });
       },
       [this, generation](std::shared_ptr<const tl::TimelineIndex> idx) {
         if (generation != generation_) return;
@@ -296,8 +346,15 @@ void TimelinePage::start() {
 }
 
 void TimelinePage::cancelLoad() {
+  if (compareTask_) {
+    session()->tasks()->cancel(taskSlot() + QStringLiteral(".compare"));
+    compareTask_ = nullptr;
+    ++compareGeneration_;
+    if (compare_->runs().empty()) showMessage(tr("Loading was cancelled."));
+    setBusy(false);
+  }
   if (!task_) return;
-  task_->cancel();
+  session()->tasks()->cancel(taskSlot());
   task_ = nullptr;
   ++generation_;
   if (!index_) showMessage(tr("Loading was cancelled."));
@@ -332,6 +389,11 @@ void TimelinePage::updateButtons() {
 
 void TimelinePage::showEvent(qint64 runId, qint64 eventId, qint64 startNs, qint64 endNs) {
   pendingJump_ = Jump{runId, eventId, startNs, endNs};
+  if (view_ != View::OneRun) {  // an event is shown in its run's own timeline
+    view_ = View::OneRun;
+    updateViewControls();
+    if (runId == current_ && index_) stack_->setCurrentWidget(widget_);
+  }
   if (runId != current_ || !index_) {
     if (!runs_.contains(runId)) runs_.prepend(runId);
     {
@@ -462,6 +524,103 @@ void TimelinePage::onRangeSelected(qint64 t0, qint64 t1) {
   }
   rangeTable_->resizeColumnsToContents();
   Q_EMIT statusMessage(tr("range %1 – %2 selected").arg(ms(t0 - index_->minStart()), ms(t1 - index_->minStart())));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Several runs on one relative axis
+
+void TimelinePage::updateViewControls() {
+  const bool several = runs_.size() > 1;
+  viewCombo_->setVisible(several);
+  {
+    const QSignalBlocker block(viewCombo_);
+    viewCombo_->setCurrentIndex(static_cast<int>(view_));
+  }
+  const bool one = view_ == View::OneRun;
+  stepLabel_->setVisible(view_ == View::SameStep);
+  stepSpin_->setVisible(view_ == View::SameStep);
+  runLabel_->setVisible(one);
+  runCombo_->setVisible(one);
+  for (QWidget* w : std::initializer_list<QWidget*>{fit_, fitAll_, back_, forward_, zoomSel_, search_, prev_, next_, lanes_, python_})
+    w->setEnabled(one);
+  compare_->setMode(view_ == View::WholeRuns ? StepCompareWidget::Mode::WholeRuns : StepCompareWidget::Mode::OneStep);
+}
+
+void TimelinePage::setView(View view) {
+  if (view == View::OneRun || runs_.size() < 2) {
+    const bool was = view_ != View::OneRun;
+    view_ = View::OneRun;
+    updateViewControls();
+    if (was) {
+      if (compareTask_) session()->tasks()->cancel(taskSlot() + QStringLiteral(".compare"));
+      compareTask_ = nullptr;
+      if (index_ && index_->runId() == current_)
+        stack_->setCurrentWidget(widget_);
+      else
+        reload();
+    }
+    return;
+  }
+  view_ = view;
+  updateViewControls();
+  if (compare_->runs().empty() || compareRuns_ != runs_)
+    loadCompare();
+  else
+    stack_->setCurrentWidget(compareScroll_);
+}
+
+void TimelinePage::loadCompare() {
+  const std::vector<core::Id> ids(runs_.begin(), runs_.end());
+  compareRuns_ = runs_;
+  const unsigned generation = ++compareGeneration_;
+  showMessage(tr("Building the timelines of %1 runs…").arg(ids.size()));
+  tl::BuildOptions opts;  // device lanes are all the comparison draws
+  using Loaded = std::vector<StepCompareRun>;
+  compareTask_ = session()->run<Loaded>(
+      this, taskSlot() + QStringLiteral(".compare"), tr("Aligning the steps of %1 runs").arg(ids.size()),
+      [ids, opts](core::TraceStore& store, RunCache& cache, core::CancelToken& cancel, const core::ProgressFn& progress) {
+        Loaded out;
+        for (core::Id id : ids) {
+          StepCompareRun r;
+          r.id = id;
+          const auto run = store.run(id);
+          if (!run) throw core::Error(store.path() + ": no run with id " + std::to_string(id));
+          r.label = QString::fromStdString(core::runLabel(run->name, id));
+          r.analysis = RunSession::analysis(cache, store, id, &cancel);
+          r.counted = core::countedSteps(r.analysis->steps, run->source);
+          r.index = cache.get<tl::TimelineIndex>("timeline", id, &cancel,
+                                                 [&] { return tl::TimelineIndex::build(store, id, opts, &cancel, progress); });
+          out.push_back(std::move(r));
+        }
+        return out;
+      },
+      [this, generation](Loaded runs) {
+        if (generation != compareGeneration_) return;
+        compareTask_ = nullptr;
+        compare_->setRuns(std::move(runs));
+        {
+          const QSignalBlocker block(stepSpin_);
+          stepSpin_->setMaximum(std::max(1, compare_->ordinalCount()));
+          stepSpin_->setValue(compare_->stepOrdinal() + 1);
+        }
+        if (view_ != View::OneRun) stack_->setCurrentWidget(compareScroll_);
+        info_->setText(tr("%1 runs · %2 counted steps in common · 0 ms = the start of each row's window")
+                           .arg(compare_->runs().size())
+                           .arg(compare_->ordinalCount()));
+        setBusy(false);
+      },
+      [this, generation](QString message) {
+        if (generation != compareGeneration_) return;
+        compareTask_ = nullptr;
+        error_ = message;
+        showMessage(tr("Could not align the runs: %1").arg(message));
+        Q_EMIT errorMessage(tr("Timeline: %1").arg(message));
+        setBusy(false);
+      });
+  connect(compareTask_, &BackgroundTask::progress, this, [this, generation](int pct, const QString& stage) {
+    if (generation == compareGeneration_) Q_EMIT progress(pct, stage.isEmpty() ? tr("building the timelines") : stage);
+  });
+  setBusy(true);
 }
 
 }  // namespace shardscope::ui

@@ -24,6 +24,8 @@ class QComboBox;
 class QLabel;
 class QLineEdit;
 class QMenu;
+class QScrollArea;
+class QSpinBox;
 class QStackedWidget;
 class QTableWidget;
 class QTextBrowser;
@@ -33,6 +35,7 @@ namespace shardscope::ui {
 
 class BackgroundTask;
 class TimelineWidget;
+class StepCompareWidget;
 
 // The same collective on the other ranks: the k-th instance of the selected event's operation on
 // its process group's lane is matched with the k-th instance on each other rank's lane of that group
@@ -76,6 +79,14 @@ class TimelinePage : public Page {
   // and zooms to it (or to [startNs, endNs) when the event is not in the index).
   Q_INVOKABLE void showEvent(qint64 runId, qint64 eventId, qint64 startNs, qint64 endNs);
 
+  // With several runs selected: one run's timeline, the same counted step of each run on a shared
+  // relative axis, or every run's counted steps stacked (StepCompareWidget).
+  enum class View { OneRun = 0, SameStep = 1, WholeRuns = 2 };
+  void setView(View view);
+  View view() const { return view_; }
+  StepCompareWidget* compareWidget() const { return compare_; }
+  QSpinBox* stepSpin() const { return stepSpin_; }
+
   TimelineWidget* timeline() const { return widget_; }
   QTextBrowser* details() const { return details_; }
   QTableWidget* rangeTable() const { return rangeTable_; }
@@ -86,6 +97,8 @@ class TimelinePage : public Page {
 
  private:
   void start();
+  void loadCompare();
+  void updateViewControls();
   void setBusy(bool b);
   void showMessage(const QString& text);
   void onEventSelected(quint32 lane, quint32 index);
@@ -109,6 +122,16 @@ class TimelinePage : public Page {
   };
   std::optional<Jump> pendingJump_;
 
+  View view_ = View::OneRun;
+  QPointer<BackgroundTask> compareTask_;
+  unsigned compareGeneration_ = 0;
+  QList<core::Id> compareRuns_;
+  QComboBox* viewCombo_ = nullptr;
+  QLabel* stepLabel_ = nullptr;
+  QSpinBox* stepSpin_ = nullptr;
+  QLabel* runLabel_ = nullptr;
+  StepCompareWidget* compare_ = nullptr;
+  QScrollArea* compareScroll_ = nullptr;
   QComboBox* runCombo_ = nullptr;
   QToolButton* fit_ = nullptr;
   QToolButton* fitAll_ = nullptr;

@@ -21,6 +21,7 @@
 #include "core/report/html_writer.h"
 #include "core/report/markdown_writer.h"
 #include "ui/common/background.h"
+#include "ui/session/run_session.h"
 #include "ui/report/pdf_writer.h"
 
 namespace shardscope::ui {
@@ -45,8 +46,8 @@ void saveText(const QString& path, const std::string& bytes) {
 
 }  // namespace
 
-ExportReportDialog::ExportReportDialog(const QString& dbPath, const QList<core::Id>& runs, QWidget* parent)
-    : QDialog(parent), dbPath_(dbPath), runs_(runs) {
+ExportReportDialog::ExportReportDialog(const QString& dbPath, const QList<core::Id>& runs, QWidget* parent, RunSession* session)
+    : QDialog(parent), dbPath_(dbPath), runs_(runs), session_(session) {
   setWindowTitle(tr("Export Report"));
   setObjectName(QStringLiteral("exportReportDialog"));
   resize(980, 760);
@@ -158,24 +159,36 @@ void ExportReportDialog::build() {
   }
   status_->setText(tr("Analysing %n run(s)…", nullptr, static_cast<int>(runs_.size())));
   const std::vector<core::Id> ids(runs_.begin(), runs_.end());
-  task_ = BackgroundTask::start<core::Report>(
-      this, dbPath_,
-      [ids](core::TraceStore& store, core::CancelToken& cancel, const core::ProgressFn& progress) {
-        return core::buildReport(store, ids, {}, &cancel, progress);
-      },
-      [this](core::Report r) {
+  auto done = [this](core::Report r) {
         report_ = std::move(r);
         defaultTitle_ = report_->title;
         status_->setText(tr("Report ready (analysed in %1 s).").arg(report_->buildSeconds, 0, 'f', 2));
         updatePreview();
         updateState();
         Q_EMIT reportBuilt();
-      },
-      [this](const QString& error) {
+  };
+  auto failed = [this](const QString& error) {
         status_->setText(tr("Cannot build the report: %1").arg(error));
         updateState();
         Q_EMIT buildFailed(error);
-      });
+  };
+  if (session_ && session_->dbPath() == dbPath_) {
+    task_ = session_->run<core::Report>(
+        this, QStringLiteral("report"), tr("Building the report"),
+        [ids](core::TraceStore& store, RunCache& cache, core::CancelToken& cancel, const core::ProgressFn& progress) {
+          core::ReportOptions options;
+          options.analysisSource = RunSession::analysisSource(cache, store, &cancel);
+          return core::buildReport(store, ids, options, &cancel, progress);
+        },
+        done, failed);
+  } else {
+    task_ = BackgroundTask::start<core::Report>(
+        this, dbPath_,
+        [ids](core::TraceStore& store, core::CancelToken& cancel, const core::ProgressFn& progress) {
+          return core::buildReport(store, ids, {}, &cancel, progress);
+        },
+        done, failed);
+  }
   connect(task_, &BackgroundTask::progress, this, [this](int pct, const QString& stage) {
     status_->setText(pct >= 0 ? tr("%1… %2 %").arg(stage).arg(pct) : stage + QStringLiteral("…"));
   });

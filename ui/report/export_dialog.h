@@ -25,12 +25,15 @@ class QTextBrowser;
 namespace shardscope::ui {
 
 class BackgroundTask;
+class RunSession;
 
 class ExportReportDialog : public QDialog {
   Q_OBJECT
 
  public:
-  ExportReportDialog(const QString& dbPath, const QList<core::Id>& runs, QWidget* parent = nullptr);
+  // With the window's session, the report reads the analyses the pages made (each run is analysed
+  // once); without one it analyses the runs itself.
+  ExportReportDialog(const QString& dbPath, const QList<core::Id>& runs, QWidget* parent = nullptr, RunSession* session = nullptr);
   ~ExportReportDialog() override;
 
   enum class Format { Html, Pdf, Markdown, Csv };
@@ -66,6 +69,7 @@ class ExportReportDialog : public QDialog {
   std::optional<core::Report> report_;
   std::string defaultTitle_;
   QPointer<BackgroundTask> task_;
+  QPointer<RunSession> session_;
   QComboBox* format_ = nullptr;
   QComboBox* pageSize_ = nullptr;
   QLineEdit* title_ = nullptr;

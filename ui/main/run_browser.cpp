@@ -1,0 +1,469 @@
+#include "ui/main/run_browser.h"
+
+#include <QComboBox>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QThread>
+#include <QTimer>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <map>
+
+#include "core/storage/trace_store.h"
+#include "ui/common/background.h"
+#include "ui/session/run_session.h"
+
+namespace shardscope::ui {
+
+namespace {
+constexpr int kDefaultPollMs = 1000;  // cheap: one pragma while nothing changes
+constexpr int kSelectionDebounceMs = 150;
+}  // namespace
+
+RunBrowser::RunBrowser(RunSession* session, QWidget* parent) : QWidget(parent), session_(session) {
+  setObjectName(QStringLiteral("runBrowser"));
+  model_ = new RunListModel(this);
+  auto* bl = new QVBoxLayout(this);
+  bl->setContentsMargins(4, 4, 0, 4);
+  auto* top = new QHBoxLayout;
+  auto* groupLabel = new QLabel(tr("Group by"), this);
+  groupCombo_ = new QComboBox(this);
+  groupCombo_->setObjectName(QStringLiteral("groupingCombo"));
+  groupCombo_->addItem(tr("Source"), QVariant::fromValue(static_cast<int>(RunListModel::Grouping::Source)));
+  groupCombo_->addItem(tr("Strategy"), QVariant::fromValue(static_cast<int>(RunListModel::Grouping::Strategy)));
+  groupCombo_->addItem(tr("Status"), QVariant::fromValue(static_cast<int>(RunListModel::Grouping::Status)));
+  groupCombo_->addItem(tr("None"), QVariant::fromValue(static_cast<int>(RunListModel::Grouping::None)));
+  groupLabel->setBuddy(groupCombo_);
+  top->addWidget(groupLabel);
+  top->addWidget(groupCombo_, 1);
+  bl->addLayout(top);
+
+  view_ = new QTreeView(this);
+  view_->setObjectName(QStringLiteral("runView"));
+  view_->setModel(model_);
+  view_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  view_->setEditTriggers(QAbstractItemView::EditKeyPressed);
+  view_->setAlternatingRowColors(true);
+  view_->setUniformRowHeights(true);
+  view_->setAllColumnsShowFocus(true);
+  view_->setContextMenuPolicy(Qt::CustomContextMenu);
+  view_->header()->setStretchLastSection(true);
+  view_->header()->resizeSection(RunListModel::NameColumn, 150);
+  view_->header()->resizeSection(RunListModel::StrategyColumn, 64);
+  view_->header()->resizeSection(RunListModel::StatusColumn, 76);
+  view_->header()->resizeSection(RunListModel::WorldSizeColumn, 44);
+  view_->header()->resizeSection(RunListModel::EventsColumn, 70);
+  view_->header()->resizeSection(RunListModel::CreatedColumn, 116);
+  bl->addWidget(view_, 1);
+  selectionLabel_ = new QLabel(this);
+  selectionLabel_->setObjectName(QStringLiteral("selectionLabel"));
+  selectionLabel_->setWordWrap(true);
+  selectionLabel_->setStyleSheet(QStringLiteral("color: palette(mid);"));
+  bl->addWidget(selectionLabel_);
+
+  pollTimer_ = new QTimer(this);
+  pollTimer_->setInterval(kDefaultPollMs);
+  connect(pollTimer_, &QTimer::timeout, this, &RunBrowser::poll);
+  selectionTimer_ = new QTimer(this);
+  selectionTimer_->setSingleShot(true);
+  selectionTimer_->setInterval(kSelectionDebounceMs);
+  connect(selectionTimer_, &QTimer::timeout, this, &RunBrowser::applySelectionNow);
+
+  connect(model_, &RunListModel::errorOccurred, this, [this](const QString& m) { Q_EMIT errorOccurred(m, true); });
+  connect(groupCombo_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    setGrouping(static_cast<RunListModel::Grouping>(groupCombo_->itemData(i).toInt()));
+  });
+  connect(view_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RunBrowser::onSelectionChanged);
+  connect(view_, &QTreeView::customContextMenuRequested, this, [this](const QPoint& pos) {
+    if (model_->runId(view_->indexAt(pos))) Q_EMIT contextMenuRequested(view_->viewport()->mapToGlobal(pos));
+  });
+  connect(view_, &QTreeView::collapsed, this, [this](const QModelIndex& i) {
+    const QString key = i.data(RunListModel::GroupKeyRole).toString();
+    if (!collapsedGroups_.contains(key)) collapsedGroups_ << key;
+  });
+  connect(view_, &QTreeView::expanded, this,
+          [this](const QModelIndex& i) { collapsedGroups_.removeAll(i.data(RunListModel::GroupKeyRole).toString()); });
+  connect(model_, &QAbstractItemModel::rowsInserted, this, [this](const QModelIndex& parent) {
+    if (!parent.isValid()) expandGroups();
+  });
+  connect(model_, &QAbstractItemModel::modelReset, this, [this] {
+    expandGroups();
+    restoreSelection(applied_);
+  });
+  applySelectionNow();
+}
+
+RunBrowser::~RunBrowser() {
+  pollTimer_->stop();
+  for (QThread* t : deleteThreads_) {
+    t->disconnect(this);
+    t->wait();  // a deletion is one transaction: let it end rather than kill it
+    delete t;
+  }
+  if (runsTask_) runsTask_->cancel();
+}
+
+void RunBrowser::setDatabase(const QString& path, core::TraceStore* store, bool writable) {
+  clear();
+  dbPath_ = path;
+  store_ = store;
+  model_->setStore(writable ? store : nullptr);
+  firstLoad_ = true;
+  reloadRuns();
+  pollTimer_->start();
+}
+
+void RunBrowser::clear() {
+  pollTimer_->stop();
+  if (runsTask_) runsTask_->cancel();
+  runsTask_ = nullptr;
+  ++runsGeneration_;
+  reloadAgain_ = false;
+  {
+    const QSignalBlocker block(view_->selectionModel());
+    view_->selectionModel()->clear();
+  }
+  selectionOrder_.clear();
+  applied_.clear();
+  pendingSelection_.reset();
+  model_->setStore(nullptr);
+  model_->clear();
+  store_ = nullptr;
+  dbPath_.clear();
+  fingerprint_.reset();
+  dataVersion_.reset();
+  runsError_.clear();
+  lastPollError_.clear();
+  applySelectionNow();
+}
+
+void RunBrowser::setPollInterval(int ms) { pollTimer_->setInterval(ms); }
+
+void RunBrowser::reloadRuns() {
+  if (dbPath_.isEmpty()) return;
+  if (runsTask_) {
+    reloadAgain_ = true;  // one more once this one is in
+    return;
+  }
+  const int gen = ++runsGeneration_;
+  using Loaded = std::pair<RunsFingerprint, std::vector<RunRow>>;
+  runsTask_ = BackgroundTask::start<Loaded>(
+      this, dbPath_,
+      [](core::TraceStore& s, core::CancelToken&, const core::ProgressFn&) {
+        // The fingerprint before the rows: a run written in between is in the rows and makes the next
+        // poll see a change (reloading once more), never the other way round (a run never shown).
+        RunsFingerprint f = runsFingerprint(s);
+        return Loaded{f, loadRunRows(s)};
+      },
+      [this, gen](Loaded loaded) { onRunsLoaded(std::move(loaded.second), gen, loaded.first); },
+      [this, gen](QString error) {
+        if (gen != runsGeneration_) return;
+        runsTask_ = nullptr;
+        // The watch tries again at every poll: one message for one problem, not one every poll.
+        const QString msg = tr("Cannot read the runs of %1: %2").arg(dbPath_, error);
+        if (msg != runsError_) Q_EMIT errorOccurred(msg, true);
+        runsError_ = msg;
+        Q_EMIT activityChanged();
+      });
+  Q_EMIT activityChanged();
+}
+
+void RunBrowser::onRunsLoaded(std::vector<RunRow> rows, int generation, const RunsFingerprint& fingerprint) {
+  if (generation != runsGeneration_) return;
+  runsTask_ = nullptr;
+  if (!runsError_.isEmpty()) {
+    Q_EMIT message(tr("The runs of %1 can be read again").arg(dbPath_));
+    runsError_.clear();
+  }
+  // Statuses of the runs the pages show: a change (a run finished) makes the session forget them.
+  std::map<core::Id, core::RunStatus> before;
+  for (core::Id id : applied_)
+    if (const auto* r = model_->runRow(id)) before[id] = r->run.status;
+
+  const QList<core::Id> keep = selectionOrder_;
+  restoring_ = true;
+  model_->setRuns(std::move(rows));
+  restoring_ = false;
+
+  QList<core::Id> want;
+  if (pendingSelection_) {
+    want = *pendingSelection_;
+    // Runs written after this load started come with the next one (reloadAgain_): keep waiting.
+    const bool all = std::all_of(want.begin(), want.end(), [this](core::Id id) { return model_->runRow(id) != nullptr; });
+    if (all || !reloadAgain_) pendingSelection_.reset();
+  } else if (firstLoad_ && autoSelect_) {
+    const QList<core::Id> all = model_->runIds();
+    if (!all.isEmpty()) want = {*std::max_element(all.begin(), all.end())};
+  } else {
+    want = keep;
+  }
+  firstLoad_ = false;
+  QList<core::Id> existing;
+  for (core::Id id : want)
+    if (model_->runRow(id) && !existing.contains(id)) existing << id;
+  if (existing != selectedInViewOrdered()) restoreSelection(existing);
+  selectionOrder_ = existing;
+  if (!view_->currentIndex().isValid() && !existing.isEmpty())
+    view_->selectionModel()->setCurrentIndex(model_->indexOfRun(existing.first()), QItemSelectionModel::NoUpdate);
+
+  QList<core::Id> changed;
+  for (const auto& [id, status] : before) {
+    const auto* r = model_->runRow(id);
+    if (r && r->run.status != status) changed << id;
+  }
+  if (!changed.isEmpty()) {
+    Q_EMIT message(tr("A selected run changed status: reloading the page"));
+    for (core::Id id : changed) session_->cache()->invalidate(id);
+    applied_.clear();  // applied again below: the pages reload
+  }
+  applySelectionNow();
+  fingerprint_ = fingerprint;
+  Q_EMIT activityChanged();
+  Q_EMIT runsLoaded();
+  if (reloadAgain_) {
+    reloadAgain_ = false;
+    reloadRuns();
+  }
+}
+
+void RunBrowser::poll() {
+  if (!store_ || runsTask_) return;
+  try {
+    // The session drops the analyses of runs that changed (another process finished or deleted one).
+    try {
+      session_->poll();
+    } catch (const std::exception&) {
+      // reported below, from this connection's look, once
+    }
+    // data_version changes when another connection (any process) commits: nothing else to read
+    // while it stays the same.
+    const std::int64_t dv = store_->db().pragmaInt("data_version");
+    if (dataVersion_ && *dataVersion_ == dv && fingerprint_ && runsError_.isEmpty()) return;
+    const auto f = runsFingerprint(*store_);
+    dataVersion_ = dv;
+    lastPollError_.clear();
+    if (!fingerprint_ || !(f == *fingerprint_) || f.active > 0 || !runsError_.isEmpty()) reloadRuns();
+  } catch (const std::exception& e) {
+    const QString msg = tr("Watching %1: %2").arg(dbPath_, QString::fromUtf8(e.what()));
+    if (msg != lastPollError_) Q_EMIT errorOccurred(msg, false);  // once, not every poll
+    lastPollError_ = msg;
+  }
+}
+
+void RunBrowser::setGrouping(RunListModel::Grouping grouping) {
+  const int i = groupCombo_->findData(static_cast<int>(grouping));
+  if (i >= 0 && groupCombo_->currentIndex() != i) {
+    groupCombo_->setCurrentIndex(i);  // comes back here through the signal
+    return;
+  }
+  if (model_->grouping() == grouping) return;
+  const QList<core::Id> keep = selectionOrder_;
+  restoring_ = true;
+  model_->setGrouping(grouping);  // a reset: the view forgets its selection
+  restoring_ = false;
+  restoreSelection(keep);
+  selectionOrder_ = keep;
+  expandGroups();
+}
+
+void RunBrowser::expandGroups() {
+  if (model_->grouping() == RunListModel::Grouping::None) return;
+  for (int g = 0; g < model_->rowCount(); ++g) {
+    const QModelIndex i = model_->index(g, 0);
+    view_->setFirstColumnSpanned(g, QModelIndex(), true);  // the group's label uses the whole row
+    view_->setExpanded(i, !collapsedGroups_.contains(i.data(RunListModel::GroupKeyRole).toString()));
+  }
+}
+
+QList<core::Id> RunBrowser::selectedInView() const {
+  QList<core::Id> ids;
+  for (const auto& i : view_->selectionModel()->selectedRows(0)) {
+    const core::Id id = model_->runId(i);
+    if (id) ids << id;
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+QList<core::Id> RunBrowser::selectedInViewOrdered() const {
+  // The view's selection in selection order (for comparing with a wanted order).
+  const QList<core::Id> inView = selectedInView();
+  QList<core::Id> out;
+  for (core::Id id : selectionOrder_)
+    if (inView.contains(id)) out << id;
+  for (core::Id id : inView)
+    if (!out.contains(id)) out << id;
+  return out;
+}
+
+core::Id RunBrowser::currentRun() const {
+  const core::Id cur = model_->runId(view_->currentIndex());
+  if (cur && selectionOrder_.contains(cur)) return cur;
+  return selectionOrder_.isEmpty() ? 0 : selectionOrder_.first();
+}
+
+void RunBrowser::restoreSelection(const QList<core::Id>& ids) {
+  auto* sm = view_->selectionModel();
+  const bool old = restoring_;
+  restoring_ = true;
+  sm->clearSelection();
+  for (core::Id id : ids) {
+    const QModelIndex i = model_->indexOfRun(id);
+    if (i.isValid()) sm->select(i, QItemSelectionModel::Select | QItemSelectionModel::Rows);
+  }
+  restoring_ = old;
+}
+
+void RunBrowser::selectRuns(const QList<core::Id>& ids) {
+  if (runsLoading()) {
+    pendingSelection_ = ids;
+    return;
+  }
+  QList<core::Id> existing;
+  for (core::Id id : ids)
+    if (model_->runRow(id) && !existing.contains(id)) existing << id;
+  restoreSelection(existing);
+  selectionOrder_ = existing;
+  if (!existing.isEmpty()) {
+    const QModelIndex i = model_->indexOfRun(existing.first());
+    view_->selectionModel()->setCurrentIndex(i, QItemSelectionModel::NoUpdate);
+    view_->scrollTo(i);
+  }
+  Q_EMIT selectionEdited();
+  selectionTimer_->start();
+}
+
+bool RunBrowser::selectionPending() const { return selectionTimer_->isActive(); }
+
+void RunBrowser::onSelectionChanged() {
+  if (restoring_) return;
+  // Keep the order of selection: drop what is no longer selected, append what is new (view order).
+  const QList<core::Id> now = selectedInView();
+  QList<core::Id> order;
+  for (core::Id id : selectionOrder_)
+    if (now.contains(id)) order << id;
+  QList<core::Id> added;
+  for (const auto& i : view_->selectionModel()->selectedRows(0)) {
+    const core::Id id = model_->runId(i);
+    if (id && !order.contains(id) && !added.contains(id)) added << id;
+  }
+  std::sort(added.begin(), added.end(), [this](core::Id a, core::Id b) {
+    const QModelIndex ia = model_->indexOfRun(a), ib = model_->indexOfRun(b);
+    const int ga = ia.parent().isValid() ? ia.parent().row() : -1, gb = ib.parent().isValid() ? ib.parent().row() : -1;
+    return ga != gb ? ga < gb : ia.row() < ib.row();
+  });
+  order += added;
+  selectionOrder_ = order;
+  Q_EMIT selectionEdited();
+  selectionTimer_->start();
+}
+
+void RunBrowser::applySelectionNow() {
+  selectionTimer_->stop();
+  const QList<core::Id> runs = selectionOrder_;
+  QStringList names;
+  for (core::Id id : runs)
+    if (const auto* r = model_->runRow(id)) names << QString::fromStdString(core::runLabel(r->run.name, id));
+  if (runs.isEmpty())
+    selectionLabel_->setText(dbPath_.isEmpty() ? tr("Open a database to see its runs.") : tr("No run selected."));
+  else if (runs.size() == 1)
+    selectionLabel_->setText(tr("Selected: %1").arg(names.value(0)));
+  else
+    selectionLabel_->setText(tr("%1 runs selected; baseline: %2 (Ctrl+B makes the current run the baseline)")
+                                 .arg(runs.size())
+                                 .arg(names.value(0)));
+  if (runs == applied_) return;
+  applied_ = runs;
+  Q_EMIT selectionApplied(runs);
+}
+
+void RunBrowser::makeBaseline(core::Id id) {
+  if (!id || !selectionOrder_.contains(id) || selectionOrder_.first() == id) return;
+  selectionOrder_.removeAll(id);
+  selectionOrder_.prepend(id);
+  Q_EMIT message(tr("Run %1 is now the baseline").arg(id));
+  applySelectionNow();
+}
+
+void RunBrowser::renameRun(core::Id id) {
+  const QModelIndex i = model_->indexOfRun(id, RunListModel::NameColumn);
+  if (!i.isValid() || !model_->isEditable()) return;
+  view_->setCurrentIndex(i);
+  view_->edit(i);
+}
+
+void RunBrowser::editTags(core::Id id) {
+  const QModelIndex i = model_->indexOfRun(id, RunListModel::TagsColumn);
+  if (!i.isValid() || !model_->isEditable()) return;
+  view_->scrollTo(i);
+  view_->edit(i);
+}
+
+void RunBrowser::deleteRuns(const QList<core::Id>& ids) {
+  if (ids.isEmpty() || !model_->isEditable()) return;
+  QStringList names;
+  bool active = false;
+  for (core::Id id : ids) {
+    if (const auto* r = model_->runRow(id)) {
+      names << QString::fromStdString(core::runLabel(r->run.name, id));
+      active = active || r->run.status == core::RunStatus::Running || r->run.status == core::RunStatus::Pending;
+    }
+  }
+  QString question = tr("Delete %n run(s) from %1?\n\n%2\n\nTheir ranks, events, metrics and memory records are removed. "
+                        "This cannot be undone.",
+                        nullptr, static_cast<int>(ids.size()))
+                         .arg(QFileInfo(dbPath_).fileName(), names.join(QStringLiteral("\n")));
+  if (active) question += tr("\n\nA run still pending or running is being written by its job: deleting it makes the job fail.");
+  if (!confirm_ || !confirm_(question)) {
+    Q_EMIT message(tr("Deletion cancelled"));
+    return;
+  }
+  // The pages stop showing the runs about to go.
+  QList<core::Id> keep;
+  for (core::Id id : selectionOrder_)
+    if (!ids.contains(id)) keep << id;
+  restoreSelection(keep);
+  selectionOrder_ = keep;
+  applySelectionNow();
+
+  // Deleting a big run (millions of events, memory records) takes seconds: on a thread with its
+  // own connection, never on the GUI thread. The list follows when it is done.
+  const QString db = dbPath_;
+  const QString what = names.join(QStringLiteral(", "));
+  auto error = std::make_shared<QString>();
+  auto deleted = std::make_shared<QList<qint64>>();
+  QThread* thread = QThread::create([db, ids, error, deleted] {
+    try {
+      core::TraceStore store(db.toStdString());
+      for (core::Id id : ids) {
+        store.deleteRun(id);
+        *deleted << id;
+      }
+    } catch (const std::exception& e) {
+      *error = QString::fromUtf8(e.what());
+    }
+  });
+  deleteThreads_ << thread;
+  connect(thread, &QThread::finished, this, [this, thread, db, what, error, deleted] {
+    deleteThreads_.removeAll(thread);
+    thread->deleteLater();
+    for (auto id : *deleted) session_->cache()->invalidate(id);
+    if (error->isEmpty())
+      Q_EMIT message(tr("Deleted %n run(s): %1", nullptr, static_cast<int>(deleted->size())).arg(what));
+    else
+      Q_EMIT errorOccurred(tr("Cannot delete %1: %2").arg(what, *error), true);
+    if (db == dbPath_) reloadRuns();
+    Q_EMIT activityChanged();
+    Q_EMIT runsDeleted(*deleted);
+  });
+  thread->start();
+  Q_EMIT activityChanged();
+}
+
+}  // namespace shardscope::ui
