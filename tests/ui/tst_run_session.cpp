@@ -16,6 +16,7 @@
 #include "core/storage/trace_store.h"
 #include "tests/common/test_support.h"
 #include "tests/ui/ui_fixture.h"
+#include "ui/charts/memory_chart.h"
 #include "ui/main/main_window.h"
 #include "ui/main/task_centre.h"
 #include "ui/models/comparison_model.h"

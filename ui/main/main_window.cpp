@@ -577,6 +577,7 @@ void MainWindow::refresh() {
   reloadRuns();
   markPagesStale();
   deliverContext(currentPage(), true);
+  reloadPage(currentPage());  // a page shown with the same runs keeps them otherwise
 }
 
 void MainWindow::onSelectionApplied(const QList<core::Id>& runs) {
