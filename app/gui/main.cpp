@@ -37,11 +37,27 @@ struct CommandLine {
                           QStringLiteral("WxH"), QStringLiteral("1600x1000")};
   QCommandLineOption timeout{QStringLiteral("timeout"), QStringLiteral("Seconds --screenshot waits for the page (default 60)."),
                              QStringLiteral("S"), QStringLiteral("60")};
+  QCommandLineOption range{QStringLiteral("range"),
+                           QStringLiteral("Time window to show, ms after the start of the first run's first step (timeline and "
+                                          "memory pages share it), e.g. 0:250."),
+                           QStringLiteral("START:END")};
+  QCommandLineOption collapse{QStringLiteral("collapse-ranks"), QStringLiteral("Timeline: show these ranks collapsed (comma-separated)."),
+                              QStringLiteral("R,R,...")};
+  QCommandLineOption hideLanes{QStringLiteral("hide-lanes"),
+                               QStringLiteral("Timeline: hide lanes of these kinds: gpu, cpu, comm, group, counter, python."),
+                               QStringLiteral("KIND,...")};
+  QCommandLineOption timelineView{QStringLiteral("timeline-view"),
+                                  QStringLiteral("Timeline with several runs: one (a run's own timeline), step (the same counted "
+                                                 "step of each run) or stacked (each run's counted steps)."),
+                                  QStringLiteral("VIEW")};
+  QCommandLineOption step{QStringLiteral("step"), QStringLiteral("Timeline step view: which counted step (1 = the first)."),
+                          QStringLiteral("K")};
+  QCommandLineOption noJson{QStringLiteral("no-json"), QStringLiteral("--screenshot writes no OUT.json beside the picture.")};
   CommandLine() {
     parser.setApplicationDescription(QStringLiteral("Profiler and strategy explorer for sharded training"));
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addOptions({open, page, run, screenshot, size, timeout});
+    parser.addOptions({open, page, run, screenshot, size, timeout, range, collapse, hideLanes, timelineView, step, noJson});
   }
 };
 
@@ -120,6 +136,27 @@ int main(int argc, char** argv) {
     o.output = parser.value(screenshot);
     o.size = QSize(m.captured(1).toInt(), m.captured(2).toInt());
     o.timeoutMs = seconds * 1000;
+    o.writeJson = !parser.isSet(cl.noJson);
+    if (parser.isSet(cl.range)) {
+      static const QRegularExpression rangeRe(QStringLiteral("^(-?[0-9.]+):(-?[0-9.]+)$"));
+      const auto rm = rangeRe.match(parser.value(cl.range));
+      const double a = rm.captured(1).toDouble(), b = rm.captured(2).toDouble();
+      if (!rm.hasMatch() || !(b > a)) return usage(QStringLiteral("--range expects START:END in ms with END > START, got '%1'").arg(parser.value(cl.range)));
+      o.rangeMs = std::make_pair(a, b);
+    }
+    for (const QString& part : parser.value(cl.collapse).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+      bool rok = false;
+      const int r = part.trimmed().toInt(&rok);
+      if (!rok || r < 0) return usage(QStringLiteral("--collapse-ranks expects rank numbers, got '%1'").arg(part));
+      o.collapsedRanks << r;
+    }
+    for (const QString& part : parser.value(cl.hideLanes).split(QLatin1Char(','), Qt::SkipEmptyParts)) o.hiddenLanes << part.trimmed();
+    o.timelineView = parser.value(cl.timelineView);
+    if (parser.isSet(cl.step)) {
+      bool sok = false;
+      o.step = parser.value(cl.step).toInt(&sok);
+      if (!sok || o.step <= 0) return usage(QStringLiteral("--step expects a positive number, got '%1'").arg(parser.value(cl.step)));
+    }
     return shardscope::ui::takeScreenshot(window, o);
   }
 

@@ -6,6 +6,11 @@
 #include <QEventLoop>
 #include <QFileInfo>
 #include <QImageWriter>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSaveFile>
+#include <QSpinBox>
 #include <QLayout>
 #include <QPixmap>
 #include <QThread>
@@ -14,6 +19,9 @@
 #include <cstdio>
 
 #include "ui/main/main_window.h"
+#include "ui/pages/timeline_page.h"
+#include "ui/session/run_session.h"
+#include "ui/timeline/timeline_widget.h"
 #include "ui/pages/page.h"
 #include "ui/pages/page_factory.h"
 
@@ -37,7 +45,58 @@ bool waitFor(Pred pred, const QDeadlineTimer& deadline) {
   return true;
 }
 
+// Applies the timeline options to the Timeline page once its runs are loaded; an error message or "".
+QString applyTimelineOptions(MainWindow& w, const ScreenshotOptions& o) {
+  auto* t = qobject_cast<TimelinePage*>(w.page(QStringLiteral("timeline")));
+  if (!t) return {};
+  if (!o.timelineView.isEmpty()) {
+    if (o.timelineView == QLatin1String("one")) t->setView(TimelinePage::View::OneRun);
+    else if (o.timelineView == QLatin1String("step")) t->setView(TimelinePage::View::SameStep);
+    else if (o.timelineView == QLatin1String("stacked")) t->setView(TimelinePage::View::WholeRuns);
+    else return QStringLiteral("--timeline-view expects one, step or stacked, got '%1'").arg(o.timelineView);
+  }
+  return {};
+}
+
+// After the page loaded: the step of the multi-run view, the lanes of the one-run view.
+QString applyLaneOptions(MainWindow& w, const ScreenshotOptions& o) {
+  auto* t = qobject_cast<TimelinePage*>(w.page(QStringLiteral("timeline")));
+  if (!t) return {};
+  if (o.step > 0 && t->view() != TimelinePage::View::OneRun) {
+    if (o.step > t->stepSpin()->maximum())
+      return QStringLiteral("--step %1: the runs have %2 counted steps in common").arg(o.step).arg(t->stepSpin()->maximum());
+    t->stepSpin()->setValue(o.step);
+  }
+  if (!t->timeline()->index()) return {};
+  TimelineWidget* tw = t->timeline();
+  const auto& ranks = tw->index()->ranks();
+  for (int r : o.collapsedRanks) {
+    bool found = false;
+    for (std::size_t i = 0; i < ranks.size(); ++i)
+      if (ranks[i].rank == r) {
+        tw->setRankCollapsed(static_cast<int>(i), true);
+        found = true;
+      }
+    if (!found) return QStringLiteral("--collapse-ranks: the run has no rank %1").arg(r);
+  }
+  using core::timeline::LaneKind;
+  const std::pair<const char*, LaneKind> kinds[] = {{"gpu", LaneKind::GpuStream}, {"cpu", LaneKind::CpuThread},
+                                                     {"comm", LaneKind::Comm},     {"group", LaneKind::CommGroup},
+                                                     {"counter", LaneKind::Counter}, {"python", LaneKind::Python}};
+  for (const QString& name : o.hiddenLanes) {
+    auto it = std::find_if(std::begin(kinds), std::end(kinds), [&](const auto& k) { return name == QLatin1String(k.first); });
+    if (it == std::end(kinds)) return QStringLiteral("--hide-lanes: unknown lane kind '%1' (gpu, cpu, comm, group, counter, python)").arg(name);
+    tw->setLaneKindHidden(it->second, true);
+  }
+  return {};
+}
+
 }  // namespace
+
+QString screenshotJsonPath(const QString& png) {
+  const QFileInfo f(png);
+  return f.dir().filePath(f.completeBaseName() + QStringLiteral(".json"));
+}
 
 int takeScreenshot(MainWindow& w, const ScreenshotOptions& o) {
   const auto& ids = pageIds();
@@ -100,13 +159,49 @@ int takeScreenshot(MainWindow& w, const ScreenshotOptions& o) {
   pageErrors.clear();
 
   // Idle = not busy on a few consecutive checks (a page may chain loading steps).
-  int idleChecks = 0;
-  const bool settled = waitFor(
-      [&] {
-        idleChecks = w.busy() ? 0 : idleChecks + 1;
-        return idleChecks >= 5;
-      },
-      deadline);
+  auto settle = [&] {
+    int idleChecks = 0;
+    return waitFor(
+        [&] {
+          idleChecks = w.busy() ? 0 : idleChecks + 1;
+          return idleChecks >= 5;
+        },
+        deadline);
+  };
+  if (o.page == QLatin1String("timeline")) {
+    if (const QString e = applyTimelineOptions(w, o); !e.isEmpty()) {
+      err(e);
+      return 2;
+    }
+  }
+  bool settled = settle();
+  if (o.page == QLatin1String("timeline") && settled) {
+    if (const QString e = applyLaneOptions(w, o); !e.isEmpty()) {
+      err(e);
+      return 2;
+    }
+    settled = settle();
+  }
+  if (o.rangeMs && settled) {
+    // ms after the start of the first run's steps: the session's range, which the pages follow.
+    core::TimeNs origin = 0;
+    bool known = false;
+    if (auto* t = qobject_cast<TimelinePage*>(w.page(QStringLiteral("timeline"))); t && t->index() && t->index()->runId() == runs.first()) {
+      const auto extent = t->index()->stepsExtent();
+      origin = extent ? extent->first : t->index()->minStart();
+      known = true;
+    }
+    if (!known) {
+      err(QStringLiteral("--range needs the timeline of run %1 (use --page timeline with --timeline-view one)").arg(runs.first()));
+      return 2;
+    }
+    RunSession::TimeRange r;
+    r.run = runs.first();
+    r.startNs = origin + static_cast<qint64>(o.rangeMs->first * 1e6);
+    r.endNs = origin + static_cast<qint64>(o.rangeMs->second * 1e6);
+    w.session()->setTimeRange(r);
+    settled = settle();
+  }
   QCoreApplication::processEvents();
 
   QPixmap shot = w.grab();
@@ -117,6 +212,28 @@ int takeScreenshot(MainWindow& w, const ScreenshotOptions& o) {
   if (!writer.write(shot.toImage())) {
     err(QStringLiteral("cannot write %1: %2").arg(out.absoluteFilePath(), writer.errorString()));
     return 1;
+  }
+  if (o.writeJson) {
+    // What the page shows, for checks: the page's own description plus the window's selection.
+    QJsonObject j = w.currentPage() ? w.currentPage()->describe() : QJsonObject{};
+    QJsonArray selected;
+    for (core::Id id : w.selectedRuns()) {
+      const auto* row = w.runModel()->runRow(id);
+      selected.append(QJsonObject{{QStringLiteral("id"), static_cast<double>(id)},
+                                  {QStringLiteral("label"), row ? QString::fromStdString(core::runLabel(row->run.name, id)) : QString()}});
+    }
+    j[QStringLiteral("selected_runs")] = selected;
+    j[QStringLiteral("database")] = w.databasePath();
+    j[QStringLiteral("settled")] = settled;
+    if (const auto r = w.session()->timeRange())
+      j[QStringLiteral("time_range")] = QJsonObject{{QStringLiteral("run"), static_cast<double>(r->run)},
+                                                    {QStringLiteral("start_ns"), static_cast<double>(r->startNs)},
+                                                    {QStringLiteral("end_ns"), static_cast<double>(r->endNs)}};
+    QSaveFile jf(screenshotJsonPath(out.absoluteFilePath()));
+    if (!jf.open(QIODevice::WriteOnly) || jf.write(QJsonDocument(j).toJson(QJsonDocument::Indented)) < 0 || !jf.commit()) {
+      err(QStringLiteral("cannot write %1: %2").arg(jf.fileName(), jf.errorString()));
+      return 1;
+    }
   }
   if (!settled) {
     Page* p = w.currentPage();

@@ -1,3 +1,4 @@
+#include "ui/pages/describe.h"
 #include "ui/pages/communication_page.h"
 
 #include <QComboBox>
@@ -654,10 +655,10 @@ void CommunicationPage::showRunsCompared() {
       QString text = QStringLiteral("–");
       QColor color;
       if (row.ms[k]) {
-        text = tr("%1 ms, exposed %2 ms, %3 calls")
+        text = tr("%1 ms (exposed %2) · %3 calls")
                    .arg(en.toString(*row.ms[k], 'f', 3), en.toString(row.exposedMs[k].value_or(0), 'f', 3),
-                        en.toString(row.count[k].value_or(0), 'f', 1));
-        if (row.bytes[k]) text += QStringLiteral(", ") + charts::formatBytes(*row.bytes[k]);
+                        en.toString(row.count[k].value_or(0), 'f', 2));
+        if (row.bytes[k] && *row.bytes[k] > 0) text += QStringLiteral(" · ") + charts::formatBytes(*row.bytes[k]);
         if (k != cc.baseline && row.deltaPct[k]) {
           const double d = *row.deltaPct[k];
           text += QStringLiteral(" (%1%2 %%3)").arg(d >= 0 ? QStringLiteral("+") : QString(), en.toString(d, 'f', 1),
@@ -673,6 +674,10 @@ void CommunicationPage::showRunsCompared() {
     }
   }
   runsTable_->resizeColumnsToContents();
+  // Tall enough for every operation (up to 6) without scrolling.
+  const int shown = std::min(6, runsTable_->rowCount());
+  runsPanel_->setMinimumHeight(runsTable_->horizontalHeader()->sizeHint().height() + shown * runsTable_->verticalHeader()->defaultSectionSize() +
+                               2 * runsTable_->frameWidth() + 28);
   bool perStep = true;
   for (auto rs : cc.rankSteps) perStep = perStep && rs > 0;
   runsNote_->setText(perStep ? tr("per rank and step (the change: of the time, against the baseline)")
@@ -680,5 +685,50 @@ void CommunicationPage::showRunsCompared() {
 }
 
 QTableWidget* CommunicationPage::runsTable() const { return runsTable_; }
+
+
+QJsonObject CommunicationPage::describe() const {
+  using namespace describe;
+  QJsonObject out = Page::describe();
+  out[QStringLiteral("run")] = static_cast<double>(runId_);
+  QJsonArray rows;
+  for (int r = 0; r < collectives_->rowCount(); ++r) {
+    const auto& c = collectives_->rowAt(r);
+    rows.append(QJsonObject{{QStringLiteral("op"), qs(std::string(core::toString(c.op)))},
+                            {QStringLiteral("group"), qs(c.processGroup)},
+                            {QStringLiteral("count"), static_cast<double>(c.count)},
+                            {QStringLiteral("bytes"), static_cast<double>(c.bytes)},
+                            {QStringLiteral("total_ns"), static_cast<double>(c.totalNs)},
+                            {QStringLiteral("exposed_ns"), static_cast<double>(c.exposedNs)}});
+  }
+  out[QStringLiteral("collectives")] = rows;
+  out[QStringLiteral("bottlenecks")] = bottlenecks_->rowCount();
+  out[QStringLiteral("chart_series")] = QJsonArray{
+      QJsonObject{{QStringLiteral("name"), QStringLiteral("per step")}, {QStringLiteral("length"), static_cast<int>(series_.size())}}};
+  if (runsCompared_) {
+    QJsonArray runs;
+    for (std::size_t i = 0; i < runsCompared_->runs.size(); ++i)
+      runs.append(runRef(runsCompared_->runs[i], static_cast<int>(i) < runLabels_.size() ? runLabels_[static_cast<int>(i)] : QString()));
+    out[QStringLiteral("runs")] = runs;
+    QJsonArray byRun;
+    for (const auto& r : runsCompared_->rows) {
+      QJsonArray ms, exposed, delta, noise;
+      for (std::size_t i = 0; i < r.ms.size(); ++i) {
+        ms.append(number(r.ms[i]));
+        exposed.append(number(r.exposedMs[i]));
+        delta.append(number(r.deltaPct[i]));
+        noise.append(static_cast<bool>(r.withinNoise[i]));
+      }
+      byRun.append(QJsonObject{{QStringLiteral("op"), qs(std::string(core::toString(r.op)))},
+                               {QStringLiteral("unit"), QStringLiteral("ms per rank and step")},
+                               {QStringLiteral("ms_per_rank_step"), ms},
+                               {QStringLiteral("exposed_ms_per_rank_step"), exposed},
+                               {QStringLiteral("delta_pct"), delta},
+                               {QStringLiteral("within_noise"), noise}});
+    }
+    out[QStringLiteral("collectives_by_run")] = byRun;
+  }
+  return out;
+}
 
 }  // namespace shardscope::ui

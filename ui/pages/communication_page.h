@@ -46,6 +46,7 @@ class CommunicationPage : public Page {
   QString title() const override { return tr("Communication"); }
   void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
   bool busy() const override { return !task_.isNull(); }
+  QJsonObject describe() const override;
 
   // The run shown (0: none) and choosing another of the selection.
   core::Id currentRun() const { return runId_; }

@@ -1,3 +1,5 @@
+#include "ui/charts/qcp.h"
+#include "ui/pages/describe.h"
 #include "ui/pages/compare_page.h"
 
 #include <set>
@@ -510,6 +512,67 @@ void ComparePage::showContextMenu(const QPoint& pos) {
                    this, [this, run] { setBaselineIndex(run); });
   }
   menu.exec(table_->viewport()->mapToGlobal(pos));
+}
+
+
+QJsonObject ComparePage::describe() const {
+  using namespace describe;
+  QJsonObject out = Page::describe();
+  const auto& c = model_->comparison();
+  QJsonArray runs;
+  for (std::size_t i = 0; i < c.runs.size(); ++i) runs.append(runRef(c.runs[i], qs(core::runLabel(c.names[i], c.runs[i]))));
+  out[QStringLiteral("runs")] = runs;
+  out[QStringLiteral("baseline")] = static_cast<int>(c.baseline);
+  QJsonArray rows;
+  for (const auto& r : c.rows) {
+    QJsonArray values, deltaPct, deltaPp, noise;
+    for (std::size_t i = 0; i < r.values.size(); ++i) {
+      values.append(number(r.values[i]));
+      deltaPct.append(number(i < r.deltaPct.size() ? r.deltaPct[i] : std::nullopt));
+      deltaPp.append(number(i < r.deltaPp.size() ? r.deltaPp[i] : std::nullopt));
+      noise.append(i < r.withinNoise.size() && r.withinNoise[i]);
+    }
+    rows.append(QJsonObject{{QStringLiteral("key"), qs(r.key)},
+                            {QStringLiteral("label"), ComparisonModel::displayLabel(r)},
+                            {QStringLiteral("unit"), rowUnit(r.key)},
+                            {QStringLiteral("values"), values},
+                            {QStringLiteral("delta_pct"), deltaPct},
+                            {QStringLiteral("delta_pp"), deltaPp},
+                            {QStringLiteral("within_noise"), noise},
+                            {QStringLiteral("best"), r.best ? QJsonValue(static_cast<int>(*r.best)) : QJsonValue()}});
+  }
+  out[QStringLiteral("rows")] = rows;
+  QJsonArray charts;
+  {
+    QJsonArray series;
+    for (int k = 0; k < breakdown_->categoryCount(); ++k) {
+      QJsonArray ms;
+      for (int g = 0; g < breakdown_->groupCount(); ++g) {
+        const auto* bars = breakdown_->bars(k);
+        ms.append(g < bars->data()->size() ? bars->data()->at(g)->value : 0.0);  // one bar per run, in order
+      }
+      series.append(QJsonObject{{QStringLiteral("name"), breakdown_->bars(k)->name()},
+                                {QStringLiteral("length"), breakdown_->groupCount()},
+                                {QStringLiteral("values_ms"), ms}});
+    }
+    charts.append(QJsonObject{{QStringLiteral("title"), QStringLiteral("step breakdown")}, {QStringLiteral("series"), series}});
+  }
+  for (const auto* chart : charts_) {
+    QJsonArray values;
+    for (std::size_t i = 0; i < chart->barCount(); ++i) values.append(number(chart->plottedValue(i)));
+    charts.append(QJsonObject{{QStringLiteral("title"), chart->title()},
+                              {QStringLiteral("series"), QJsonArray{QJsonObject{{QStringLiteral("name"), chart->title()},
+                                                                                {QStringLiteral("length"), static_cast<int>(chart->barCount())},
+                                                                                {QStringLiteral("values"), values}}}}});
+  }
+  out[QStringLiteral("charts")] = charts;
+  out[QStringLiteral("verdict")] = recommendationText();
+  out[QStringLiteral("recommended_run")] = static_cast<double>(recommendedRun_);
+  QJsonArray diff;
+  for (const auto& d : c.configDiff) diff.append(qs(d.key));
+  out[QStringLiteral("config_diff_keys")] = diff;
+  out[QStringLiteral("measured")] = measuredText();
+  return out;
 }
 
 }  // namespace shardscope::ui

@@ -42,6 +42,7 @@ class ComparePage : public Page {
   QString title() const override { return tr("Compare"); }
   void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
   bool busy() const override;
+  QJsonObject describe() const override;
 
   // Loads the comparison again (e.g. after runs were added to the database).
   void reload();

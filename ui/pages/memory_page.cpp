@@ -1,3 +1,5 @@
+#include "ui/charts/qcp.h"
+#include "ui/pages/describe.h"
 #include "ui/pages/memory_page.h"
 
 #include <QCheckBox>
@@ -254,6 +256,11 @@ MemoryPage::~MemoryPage() {
 bool MemoryPage::overlayAvailable() const { return runs_.size() > 1; }
 
 void MemoryPage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
+  if (!rangeFollowed_) {
+    rangeFollowed_ = true;
+    // The session's time range (the timeline's window) is shown when it is about the run shown.
+    connect(session(), &RunSession::timeRangeChanged, this, [this] { applySessionRange(); });
+  }
   if (dbPath == dbPath_ && runs == runs_ && (loaded_ || busy())) return;
   sessionFor(dbPath);
   const bool keepRun = dbPath == dbPath_ && runs.contains(current_) && !overlay_;
@@ -537,6 +544,7 @@ void MemoryPage::showData(std::shared_ptr<const MemoryRunData> d) {
     reservedPeaks.push_back(r);
   }
   chart_->setSeries(data.origin, data.end, std::move(series), std::move(allocatedPeaks), std::move(reservedPeaks));
+  chart_->xAxis->setLabel(tr("time since run start (ms)"));
   chart_->setShowAllocated(allocated_->isChecked());
   chart_->setShowReserved(reserved_->isChecked());
   peaksModel_->setPeaks(data.peaks, data.origin);
@@ -556,6 +564,7 @@ void MemoryPage::showData(std::shared_ptr<const MemoryRunData> d) {
   deviceLabel_->setVisible(types.size() > 1);
   deviceCombo_->setVisible(types.size() > 1);
   applyDeviceFilter();
+  applySessionRange();
   chart_->rebucket();  // drawn when the page stops being busy
   updateBreakdown();
 
@@ -573,6 +582,12 @@ void MemoryPage::showData(std::shared_ptr<const MemoryRunData> d) {
   Q_EMIT statusMessage(tr("run “%1”: %2 memory records on %3 rank(s)")
                            .arg(QString::fromStdString(data.run.name), charts::formatNumber(static_cast<double>(data.records)))
                            .arg(ranks.size()));
+}
+
+void MemoryPage::applySessionRange() {
+  const auto r = session()->timeRange();
+  if (!r || overlay_ || !data_ || r->run != current_ || data_->records == 0) return;
+  chart_->zoomTo(r->startNs, r->endNs);
 }
 
 void MemoryPage::applyDeviceFilter() {
@@ -731,6 +746,7 @@ void MemoryPage::showOverlayData(std::vector<OverlayRun> runs) {
     reservedPeaks.push_back(r);
   }
   chart_->setSeries(0, end, std::move(series), std::move(allocatedPeaks), std::move(reservedPeaks));
+  chart_->xAxis->setLabel(tr("time since the start of each run's first counted step (ms)"));
   chart_->setShowAllocated(allocated_->isChecked());
   chart_->setShowReserved(reserved_->isChecked());
   deviceLabel_->hide();
@@ -782,6 +798,63 @@ void MemoryPage::showOverlayData(std::vector<OverlayRun> runs) {
   }
   info_->setText(tr("%1 runs · each aligned at the start of its first counted step (0 ms)").arg(overlayRuns_.size()));
   Q_EMIT statusMessage(tr("%1 runs overlaid").arg(overlayRuns_.size()));
+}
+
+
+QJsonObject MemoryPage::describe() const {
+  using namespace describe;
+  QJsonObject out = Page::describe();
+  out[QStringLiteral("mode")] = overlay_ ? QStringLiteral("overlay") : QStringLiteral("run");
+  QJsonArray series;
+  for (int i = 0; i < chart_->seriesCount(); ++i)
+    series.append(QJsonObject{{QStringLiteral("name"), chart_->allocatedGraph(i)->name()},
+                              {QStringLiteral("length"), chart_->allocatedGraph(i)->dataCount()},
+                              {QStringLiteral("visible"), chart_->allocatedGraph(i)->visible()}});
+  out[QStringLiteral("series")] = series;
+  QJsonArray markers;
+  for (int i = 0; i < chart_->markerCount(); ++i)
+    markers.append(QJsonObject{{QStringLiteral("bytes"), chart_->markerPeak(i).bytes}, {QStringLiteral("label"), chart_->markerPeak(i).label}});
+  out[QStringLiteral("peak_markers")] = markers;
+  QJsonArray runs;
+  if (overlay_) {
+    for (const auto& o : overlayRuns_) {
+      QJsonObject r = runRef(o.id, o.label);
+      r[QStringLiteral("figures")] = QJsonArray{
+          figure(QStringLiteral("peak_allocated_bytes"), number(o.figures.peakAllocatedBytes), QStringLiteral("B")),
+          figure(QStringLiteral("peak_reserved_bytes"), number(o.figures.peakReservedBytes), QStringLiteral("B"))};
+      r[QStringLiteral("peak_device")] = qs(o.figures.peakDevice);
+      if (o.peak >= 0) {
+        const auto& p = o.data->peaks[static_cast<std::size_t>(o.peak)];
+        r[QStringLiteral("peak_rank")] = p.rank;
+        r[QStringLiteral("peak_step")] = p.step ? QJsonValue(static_cast<double>(*p.step)) : QJsonValue();
+      }
+      r[QStringLiteral("aligned_at_ns")] = static_cast<double>(o.alignNs);
+      runs.append(r);
+    }
+  } else if (data_) {
+    QJsonObject r = runRef(data_->run.id, qs(core::runLabel(data_->run.name, data_->run.id)));
+    r[QStringLiteral("records")] = static_cast<double>(data_->records);
+    runs.append(r);
+  }
+  out[QStringLiteral("runs")] = runs;
+  QJsonArray rows;
+  if (overlay_) {
+    for (int r = 0; r < runPeaks_->rowCount(); ++r) {
+      QJsonArray cells;
+      for (int c = 0; c < runPeaks_->columnCount(); ++c) cells.append(runPeaks_->item(r, c) ? runPeaks_->item(r, c)->text() : QString());
+      rows.append(cells);
+    }
+  } else {
+    for (const auto& p : peaksModel_->peaks())
+      rows.append(QJsonObject{{QStringLiteral("rank"), p.rank},
+                              {QStringLiteral("device_type"), p.deviceType},
+                              {QStringLiteral("peak_allocated_bytes"), static_cast<double>(p.peakAllocatedBytes)},
+                              {QStringLiteral("peak_reserved_bytes"), static_cast<double>(p.peakReservedBytes)},
+                              {QStringLiteral("step"), p.step ? QJsonValue(static_cast<double>(*p.step)) : QJsonValue()}});
+  }
+  out[QStringLiteral("table_rows")] = rows;
+  out[QStringLiteral("message")] = messageText();
+  return out;
 }
 
 }  // namespace shardscope::ui

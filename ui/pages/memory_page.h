@@ -90,6 +90,7 @@ class MemoryPage : public Page {
   // each, aligned at its first counted step), or one of them picked in the page's run selector.
   void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
   bool busy() const override { return !task_.isNull(); }
+  QJsonObject describe() const override;
   // The runs overlaid (several selected); showOverlay() goes back to them.
   bool overlay() const { return overlay_; }
   void showOverlay();
@@ -130,6 +131,7 @@ class MemoryPage : public Page {
   void showOverlayData(std::vector<OverlayRun> runs);
   void showMessage(const QString& text);
   void applyDeviceFilter();
+  void applySessionRange();
   void updateBreakdown();
   void updateInfo();
   void zoomToPeak(int row);
@@ -143,6 +145,7 @@ class MemoryPage : public Page {
   unsigned generation_ = 0;
   std::shared_ptr<const MemoryRunData> data_;
   bool overlay_ = false;
+  bool rangeFollowed_ = false;
   std::vector<OverlayRun> overlayRuns_;
   QTableWidget* runPeaks_ = nullptr;
 

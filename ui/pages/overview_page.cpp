@@ -1,3 +1,4 @@
+#include "ui/pages/describe.h"
 #include "ui/pages/overview_page.h"
 
 #include <QComboBox>
@@ -579,6 +580,42 @@ void OverviewPage::showMetrics() {
                            "out; GPU traces follow the GPU work of each step); shares and overlap: docs/METRICS.md. "
                            "Throughput: tokens per step of the run's config over that step time (n/a for imported "
                            "traces); initialisation is measured by the runtime."));
+}
+
+
+QJsonObject OverviewPage::describe() const {
+  using namespace describe;
+  QJsonObject out = Page::describe();
+  QJsonArray runs;
+  for (const auto& o : overviews_) {
+    QJsonObject r = runRef(o.run.id, describe::qs(core::runLabel(o.run.name, o.run.id)));
+    r[QStringLiteral("events")] = static_cast<double>(o.events);
+    r[QStringLiteral("ranks")] = static_cast<int>(o.ranks.size());
+    for (const auto& m : metrics_) {
+      if (m.id != o.run.id) continue;
+      r[QStringLiteral("figures")] = QJsonArray{
+          figure(QStringLiteral("step_time_ms"), number(m.stepTimeMs), QStringLiteral("ms")),
+          figure(QString::fromLatin1(core::metric_keys::kTokensPerSecond), number(m.tokensPerS), QStringLiteral("tokens/s")),
+          figure(QStringLiteral("exposed_comm_pct"), number(m.exposedCommPct), QStringLiteral("%")),
+          figure(QStringLiteral("overlap_pct"), number(m.overlapPct), QStringLiteral("%")),
+          figure(QStringLiteral("peak_allocated_gib"), number(m.peakAllocatedGiB), QStringLiteral("GiB")),
+          figure(QStringLiteral("peak_reserved_gib"), number(m.peakReservedGiB), QStringLiteral("GiB")),
+          figure(QString::fromLatin1(core::metric_keys::kInitSeconds), number(m.initS), QStringLiteral("s"))};
+    }
+    runs.append(r);
+  }
+  out[QStringLiteral("runs")] = runs;
+  QJsonArray rows;
+  for (int r = 0; r < metricsTable_->rowCount(); ++r) {
+    QJsonArray cells;
+    for (int c = 0; c < metricsTable_->columnCount(); ++c) {
+      const auto* it = metricsTable_->item(r, c);
+      cells.append(it ? it->text() : QString());
+    }
+    rows.append(cells);
+  }
+  out[QStringLiteral("table_rows")] = rows;
+  return out;
 }
 
 }  // namespace shardscope::ui

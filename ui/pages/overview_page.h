@@ -83,6 +83,7 @@ class OverviewPage : public Page {
   QString title() const override { return tr("Overview"); }
   void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
   bool busy() const override;
+  QJsonObject describe() const override;
 
   // For tests and the screenshot mode.
   const std::vector<RunOverview>& overviews() const { return overviews_; }

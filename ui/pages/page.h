@@ -4,6 +4,7 @@
 // page asks the session (ui/session/run_session.h) for what it shows: the session runs the work off
 // the GUI thread through its task runner and hands every page the same cached analyses. A page made
 // on its own (tests) gets a session of its own.
+#include <QJsonObject>
 #include <QList>
 #include <QString>
 #include <QWidget>
@@ -35,6 +36,10 @@ class Page : public QWidget {
   virtual void setContext(const QString& dbPath, const QList<core::Id>& runs) = 0;
   // True while the page is loading (the screenshot mode waits for false).
   virtual bool busy() const = 0;
+  // What the page shows now (ui/pages/describe.h): the screenshot mode's OUT.json.
+  virtual QJsonObject describe() const {
+    return QJsonObject{{QStringLiteral("page"), pageId()}, {QStringLiteral("title"), title()}};
+  }
 
  protected:
   // Called by setContext: a page with a session of its own opens the database in it (the window's

@@ -1,3 +1,4 @@
+#include "ui/pages/describe.h"
 #include "ui/pages/timeline_page.h"
 
 #include <QCheckBox>
@@ -129,7 +130,9 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
   bar->addStretch(1);
   info_ = new QLabel(this);
   info_->setStyleSheet(QStringLiteral("color: #777"));
-  bar->addWidget(info_);
+  info_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // never widens the page
+  info_->setMinimumWidth(80);
+  bar->addWidget(info_, 1);
   layout->addLayout(bar);
 
   auto* split = new QSplitter(Qt::Vertical, this);
@@ -238,8 +241,25 @@ TimelinePage::~TimelinePage() {
   if (argsTask_) argsTask_->cancel();
 }
 
+void TimelinePage::followSessionRange() {
+  if (rangeFollowed_) return;
+  rangeFollowed_ = true;
+  // The session's time range: shown when it is about the run shown; the user's zooms go back to it
+  // (not the first fit a run opens on), so the Memory page can show the same window.
+  connect(session(), &RunSession::timeRangeChanged, this, [this] {
+    const auto r = session()->timeRange();
+    if (!r || view_ != View::OneRun || !index_ || r->run != current_) return;
+    if (widget_->viewStart() != r->startNs || widget_->viewEnd() != r->endNs) widget_->setViewRange(r->startNs, r->endNs);
+  });
+  connect(widget_, &TimelineWidget::viewChanged, this, [this](qint64 t0, qint64 t1) {
+    if (!index_ || !widget_->canZoomBack()) return;
+    session()->setTimeRange(RunSession::TimeRange{current_, t0, t1});
+  });
+}
+
 void TimelinePage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
   sessionFor(dbPath);
+  followSessionRange();
   const bool sameRuns = dbPath == dbPath_ && runs == runs_;
   const bool same = dbPath == dbPath_ && !runs.isEmpty() && runs.contains(current_) && index_;
   dbPath_ = dbPath;
@@ -318,6 +338,7 @@ void TimelinePage::start() {
         task_ = nullptr;
         index_ = std::move(idx);
         widget_->setIndex(index_);
+        if (const auto r = session()->timeRange(); r && r->run == current_) widget_->setViewRange(r->startNs, r->endNs);
         stack_->setCurrentWidget(widget_);
         Q_EMIT statusMessage(tr("run %1: %2 events on %3 ranks, %4 lanes")
                                  .arg(current_)
@@ -543,6 +564,7 @@ void TimelinePage::updateViewControls() {
   runCombo_->setVisible(one);
   for (QWidget* w : std::initializer_list<QWidget*>{fit_, fitAll_, back_, forward_, zoomSel_, search_, prev_, next_, lanes_, python_})
     w->setEnabled(one);
+  detailStack_->setVisible(one);  // the details are about one run's events
   compare_->setMode(view_ == View::WholeRuns ? StepCompareWidget::Mode::WholeRuns : StepCompareWidget::Mode::OneStep);
 }
 
@@ -604,9 +626,10 @@ void TimelinePage::loadCompare() {
           stepSpin_->setValue(compare_->stepOrdinal() + 1);
         }
         if (view_ != View::OneRun) stack_->setCurrentWidget(compareScroll_);
-        info_->setText(tr("%1 runs · %2 counted steps in common · 0 ms = the start of each row's window")
-                           .arg(compare_->runs().size())
-                           .arg(compare_->ordinalCount()));
+        info_->setText(tr("%1 counted steps in common · 0 ms: each row's step start").arg(compare_->ordinalCount()));
+        info_->setToolTip(tr("%1 runs; each row is a rank of a run, its window the step breakdown's (0 ms = the start of "
+                             "that step on that rank)")
+                              .arg(compare_->runs().size()));
         setBusy(false);
       },
       [this, generation](QString message) {
@@ -621,6 +644,51 @@ void TimelinePage::loadCompare() {
     if (generation == compareGeneration_) Q_EMIT progress(pct, stage.isEmpty() ? tr("building the timelines") : stage);
   });
   setBusy(true);
+}
+
+
+QJsonObject TimelinePage::describe() const {
+  using namespace describe;
+  QJsonObject out = Page::describe();
+  static const char* views[] = {"one_run", "same_step", "runs_stacked"};
+  out[QStringLiteral("view")] = QString::fromLatin1(views[static_cast<int>(view_)]);
+  if (view_ == View::OneRun) {
+    out[QStringLiteral("run")] = static_cast<double>(current_);
+    if (const auto* idx = widget_->index()) {
+      out[QStringLiteral("view_start_ns")] = static_cast<double>(widget_->viewStart());
+      out[QStringLiteral("view_end_ns")] = static_cast<double>(widget_->viewEnd());
+      QJsonArray lanes, collapsed;
+      for (std::uint32_t i = 0; i < idx->lanes().size(); ++i) {
+        const auto& l = idx->lane(i);
+        if (widget_->laneHidden(i) || widget_->laneFolded(i)) continue;
+        lanes.append(QJsonObject{{QStringLiteral("name"), qs(l.name)},
+                                 {QStringLiteral("rank"), idx->ranks()[static_cast<std::size_t>(l.rankIndex)].rank},
+                                 {QStringLiteral("events"), static_cast<double>(l.isCounter() ? l.sampleTs.size() : l.eventCount())}});
+      }
+      for (std::size_t r = 0; r < idx->ranks().size(); ++r)
+        if (widget_->rankCollapsed(static_cast<int>(r))) collapsed.append(idx->ranks()[r].rank);
+      out[QStringLiteral("lanes")] = lanes;
+      out[QStringLiteral("collapsed_ranks")] = collapsed;
+      if (const auto* l = widget_->drawList()) out[QStringLiteral("events_in_view")] = static_cast<double>(l->eventsInView);
+    }
+  } else {
+    QJsonArray runs;
+    for (const auto& r : compare_->runs()) runs.append(runRef(r.id, r.label));
+    out[QStringLiteral("runs")] = runs;
+    out[QStringLiteral("step_ordinal")] = compare_->stepOrdinal();
+    out[QStringLiteral("axis_ms")] = static_cast<double>(compare_->axisSpanNs()) / 1e6;
+    QJsonArray rows;
+    for (const auto& row : compare_->rows())
+      rows.append(QJsonObject{{QStringLiteral("run"), static_cast<double>(compare_->runs()[row.run].id)},
+                              {QStringLiteral("rank"), row.rank},
+                              {QStringLiteral("step"), static_cast<double>(row.step)},
+                              {QStringLiteral("window_ns"), static_cast<double>(row.endNs - row.startNs)},
+                              {QStringLiteral("compute_ns"), static_cast<double>(row.computeNs)},
+                              {QStringLiteral("comm_ns"), static_cast<double>(row.commNs)},
+                              {QStringLiteral("exposed_ns"), static_cast<double>(row.exposedNs)}});
+    out[QStringLiteral("rows")] = rows;
+  }
+  return out;
 }
 
 }  // namespace shardscope::ui

@@ -70,6 +70,7 @@ class TimelinePage : public Page {
   void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
   // Loading, or the first draw list of a loaded run is still being built.
   bool busy() const override;
+  QJsonObject describe() const override;
 
   Q_INVOKABLE void reload();
   Q_INVOKABLE void cancelLoad();
@@ -98,6 +99,7 @@ class TimelinePage : public Page {
  private:
   void start();
   void loadCompare();
+  void followSessionRange();
   void updateViewControls();
   void setBusy(bool b);
   void showMessage(const QString& text);
@@ -123,6 +125,7 @@ class TimelinePage : public Page {
   std::optional<Jump> pendingJump_;
 
   View view_ = View::OneRun;
+  bool rangeFollowed_ = false;
   QPointer<BackgroundTask> compareTask_;
   unsigned compareGeneration_ = 0;
   QList<core::Id> compareRuns_;
