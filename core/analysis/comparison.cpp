@@ -43,6 +43,7 @@ Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size
   c.configDiff = configDiff(configs);
   // Fixed row order, so tables line up between comparisons.
   row(c, "step_time_ms", "step time (ms, mean of counted steps)", true);
+  row(c, "step_time_p50_ms", "step time p50 (ms)", true);
   row(c, "step_time_p90_ms", "step time p90 (ms)", true);
   row(c, "step_spread_pct", "step spread (%, p90-p10 over p50)", true);
   row(c, metric_keys::kTokensPerSecond, "throughput (tokens/s)", false);
@@ -65,6 +66,7 @@ Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size
     const RunFigures& f = c.figures.emplace_back(analysis ? runFigures(store, id, analysis->steps, analysis->memoryPeaks)
                                                           : computeRunFigures(store, id, cancel));
     row(c, "step_time_ms", "", true).values[i] = f.stepTimeMs;
+    row(c, "step_time_p50_ms", "", true).values[i] = f.stepP50Ms;
     row(c, "step_time_p90_ms", "", true).values[i] = f.stepP90Ms;
     row(c, "step_spread_pct", "", true).values[i] = f.stepSpreadPct;
     row(c, "compute_pct", "", false).values[i] = f.computePct;
@@ -142,7 +144,7 @@ std::vector<ConfigDiffRow> configDiff(const std::vector<std::string>& configJson
 }
 
 bool noiseJudged(const std::string& key) {
-  return key == "step_time_ms" || key == "step_time_p90_ms" || key == metric_keys::kTokensPerSecond;
+  return key == "step_time_ms" || key == "step_time_p50_ms" || key == "step_time_p90_ms" || key == metric_keys::kTokensPerSecond;
 }
 
 void rebase(Comparison& c, std::size_t baseline) {

@@ -1,30 +1,39 @@
 #!/bin/sh
-# Regenerates the README's screenshots with the app's screenshot mode (no display needed).
-#   docs/screenshots/make.sh [BUILD_DIR] [RUNTIME_DB] [TRACES_DB]
-# RUNTIME_DB: `shardscope-cli compare --db runtime3.db` (ddp, fsdp, zero3 on the small model, 2 ranks);
-# TRACES_DB: the development traces imported one run per file (`shardscope-cli import --separate-runs`).
+# Regenerates the README's screenshots with the app's screenshot mode (no display needed); each
+# picture gets its OUT.json (what the page shows) beside it in the same run, not committed.
+#   docs/screenshots/make.sh [BUILD_DIR] [DB]
+# DB: the README's first command's database (demo.db): runs 1-3 are `shardscope-cli compare` (ddp,
+# fsdp, zero3 on the small model, 2 CPU ranks, 20 steps), runs 4-6 the development traces imported
+# one run per file (`shardscope-cli import --separate-runs ../shared/traces/kineto`).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
-runtime=${2:-/tmp/ui-fixtures/runtime3.db}
-traces=${3:-/tmp/ui-fixtures/traces.db}
+db=${2:-demo.db}
 app="$build/app/shardscope"
 export QT_QPA_PLATFORM=offscreen
 export XDG_CONFIG_HOME="${TMPDIR:-/tmp}/shardscope-screenshots-config"  # never the user's settings
+json="${TMPDIR:-/tmp}/shardscope-screenshots-json"
+mkdir -p "$json"
 
-shot() {  # db page out.png [--run ...]
-  db=$1 page=$2 out=$3
-  shift 3
-  "$app" --open "$db" --page "$page" --screenshot "$here/$out" --size 1600x1000 "$@"
-  echo "$out: $(wc -c < "$here/$out") bytes"
+shot() {  # page out.png [options...]
+  page=$1 out=$2
+  shift 2
+  "$app" --open "$db" --page "$page" --screenshot "$json/$out" --size 1600x1000 "$@"
+  mv "$json/$out" "$here/$out"
+  echo "$out: $(wc -c < "$here/$out") bytes (what it shows: $json/${out%.png}.json)"
 }
 
-shot "$runtime" compare compare-runtime.png --run 1,2,3
-shot "$runtime" overview overview-runtime.png --run 3
-shot "$runtime" memory memory-runtime.png --run 2
-shot "$runtime" communication communication-runtime.png --run 3
-shot "$traces" overview overview-traces.png --run 2
-shot "$traces" communication communication-traces.png --run 2
-shot "$runtime" timeline timeline-runtime.png --run 2
-shot "$traces" timeline timeline-traces.png --run 2
-shot "$runtime" estimator estimator.png
+# The three strategies side by side on every page.
+shot compare compare-3runs.png --run 1,2,3
+shot overview overview-3runs.png --run 1,2,3
+shot memory memory-3runs.png --run 1,2,3
+shot communication communication-3runs.png --run 1,2,3
+shot timeline timeline-3runs.png --run 1,2,3 --timeline-view step --step 1
+shot timeline timeline-3runs-stacked.png --run 1,2,3 --timeline-view stacked
+# One run, and the imported traces.
+shot memory memory-runtime.png --run 2
+shot timeline timeline-runtime.png --run 2
+shot overview overview-traces.png --run 5
+shot communication communication-traces.png --run 5
+shot timeline timeline-traces.png --run 5
+shot estimator estimator.png

@@ -571,7 +571,7 @@ void MemoryPage::showData(std::shared_ptr<const MemoryRunData> d) {
   if (data.records == 0) {
     showMessage(tr("Run “%1” has no memory records.\n\nImported traces have them when torch.profiler ran with "
                    "profile_memory=True; runs of Shardscope's runtime always record them.")
-                    .arg(QString::fromStdString(data.run.name)));
+                    .arg(QString::fromStdString(core::runLabel(data.run.name, data.run.id))));
   } else {
     stack_->setCurrentIndex(1);
     for (QWidget* w : std::initializer_list<QWidget*>{allocated_, reserved_, resetZoom_, deviceCombo_}) w->setEnabled(true);

@@ -565,7 +565,7 @@ void OverviewPage::showMetrics() {
   for (std::size_t c = 0; c < metrics_.size(); ++c) {
     QString name = QString::number(metrics_[c].id);
     for (const auto& o : overviews_)
-      if (o.run.id == metrics_[c].id) name = qs(o.run.name);
+      if (o.run.id == metrics_[c].id) name = qs(core::runLabel(o.run.name, o.run.id));
     headers << name;
   }
   metricsTable_->setHorizontalHeaderLabels(headers);
