@@ -181,6 +181,8 @@ void MainWindow::buildUi() {
   dock_->setObjectName(QStringLiteral("logDock"));
   tasks_ = new TaskCentre(dock_);
   tasks_->setRunner(session_->tasks());
+  tasks_->setSlotRule(QStringLiteral("delete."), kDeletePriority, false);  // one transaction: it ends
+  tasks_->setSlotRule(QStringLiteral("runs"), kRunListPriority, false);
   connect(tasks_, &TaskCentre::cancelRequested, this, &MainWindow::onCancelRequested);
   dock_->setWidget(tasks_);
   addDockWidget(Qt::BottomDockWidgetArea, dock_);
@@ -936,14 +938,6 @@ void MainWindow::updateTaskUi() {
     tasks_->clearActivity(QStringLiteral("launch"));
   }
 #endif
-  if (deleting())
-    tasks_->setActivity(QStringLiteral("delete"), tr("Deleting runs…"), -1, false, kDeletePriority);
-  else
-    tasks_->clearActivity(QStringLiteral("delete"));
-  if (runsLoading())
-    tasks_->setActivity(QStringLiteral("runs"), tr("Loading the run list…"), -1, false, kRunListPriority);
-  else
-    tasks_->clearActivity(QStringLiteral("runs"));
   tasks_->setIdleFull(!dbPath_.isEmpty());
 }
 

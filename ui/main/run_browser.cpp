@@ -6,7 +6,6 @@
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
-#include <QThread>
 #include <QTimer>
 #include <QTreeView>
 #include <QVBoxLayout>
@@ -101,12 +100,12 @@ RunBrowser::RunBrowser(RunSession* session, QWidget* parent) : QWidget(parent), 
 
 RunBrowser::~RunBrowser() {
   pollTimer_->stop();
-  for (QThread* t : deleteThreads_) {
+  for (const auto& t : deleteTasks_) {
+    if (!t) continue;
     t->disconnect(this);
-    t->wait();  // a deletion is one transaction: let it end rather than kill it
-    delete t;
+    t->wait(60000);  // a deletion is one transaction: let it end rather than kill it
   }
-  if (runsTask_) runsTask_->cancel();
+  if (runsTask_) session_->tasks()->cancel(QStringLiteral("runs"));
 }
 
 void RunBrowser::setDatabase(const QString& path, core::TraceStore* store, bool writable) {
@@ -121,7 +120,7 @@ void RunBrowser::setDatabase(const QString& path, core::TraceStore* store, bool 
 
 void RunBrowser::clear() {
   pollTimer_->stop();
-  if (runsTask_) runsTask_->cancel();
+  if (runsTask_) session_->tasks()->cancel(QStringLiteral("runs"));
   runsTask_ = nullptr;
   ++runsGeneration_;
   reloadAgain_ = false;
@@ -143,6 +142,10 @@ void RunBrowser::clear() {
   applySelectionNow();
 }
 
+bool RunBrowser::deleting() const {
+  return std::any_of(deleteTasks_.begin(), deleteTasks_.end(), [](const auto& t) { return !t.isNull(); });
+}
+
 void RunBrowser::setPollInterval(int ms) { pollTimer_->setInterval(ms); }
 
 void RunBrowser::reloadRuns() {
@@ -153,9 +156,9 @@ void RunBrowser::reloadRuns() {
   }
   const int gen = ++runsGeneration_;
   using Loaded = std::pair<RunsFingerprint, std::vector<RunRow>>;
-  runsTask_ = BackgroundTask::start<Loaded>(
-      this, dbPath_,
-      [](core::TraceStore& s, core::CancelToken&, const core::ProgressFn&) {
+  runsTask_ = session_->run<Loaded>(
+      this, QStringLiteral("runs"), tr("Loading the run list"),
+      [](core::TraceStore& s, RunCache&, core::CancelToken&, const core::ProgressFn&) {
         // The fingerprint before the rows: a run written in between is in the rows and makes the next
         // poll see a change (reloading once more), never the other way round (a run never shown).
         RunsFingerprint f = runsFingerprint(s);
@@ -436,33 +439,38 @@ void RunBrowser::deleteRuns(const QList<core::Id>& ids) {
   // own connection, never on the GUI thread. The list follows when it is done.
   const QString db = dbPath_;
   const QString what = names.join(QStringLiteral(", "));
-  auto error = std::make_shared<QString>();
-  auto deleted = std::make_shared<QList<qint64>>();
-  QThread* thread = QThread::create([db, ids, error, deleted] {
-    try {
-      core::TraceStore store(db.toStdString());
-      for (core::Id id : ids) {
-        store.deleteRun(id);
-        *deleted << id;
-      }
-    } catch (const std::exception& e) {
-      *error = QString::fromUtf8(e.what());
-    }
-  });
-  deleteThreads_ << thread;
-  connect(thread, &QThread::finished, this, [this, thread, db, what, error, deleted] {
-    deleteThreads_.removeAll(thread);
-    thread->deleteLater();
-    for (auto id : *deleted) session_->cache()->invalidate(id);
-    if (error->isEmpty())
-      Q_EMIT message(tr("Deleted %n run(s): %1", nullptr, static_cast<int>(deleted->size())).arg(what));
+  // Its own slot: a second deletion never drops the first's result. Not cancellable: one transaction.
+  const QString slot = QStringLiteral("delete.%1").arg(++deleteSerial_);
+  auto finished = [this, db, what](QList<qint64> deleted, const QString& error) {
+    deleteTasks_.erase(std::remove_if(deleteTasks_.begin(), deleteTasks_.end(), [](const auto& t) { return t.isNull() || t->isCancelled(); }),
+                       deleteTasks_.end());
+    for (auto id : deleted) session_->cache()->invalidate(id);
+    if (error.isEmpty())
+      Q_EMIT message(tr("Deleted %n run(s): %1", nullptr, static_cast<int>(deleted.size())).arg(what));
     else
-      Q_EMIT errorOccurred(tr("Cannot delete %1: %2").arg(what, *error), true);
+      Q_EMIT errorOccurred(tr("Cannot delete %1: %2").arg(what, error), true);
     if (db == dbPath_) reloadRuns();
     Q_EMIT activityChanged();
-    Q_EMIT runsDeleted(*deleted);
+    Q_EMIT runsDeleted(deleted);
+  };
+  auto deleted = std::make_shared<QList<qint64>>();
+  BackgroundTask* task = session_->tasks()->start<QList<qint64>>(
+      this, slot, tr("Deleting %1").arg(what),
+      [db, ids, deleted](core::CancelToken&, const core::ProgressFn&) {
+        core::TraceStore store(db.toStdString());
+        for (core::Id id : ids) {
+          store.deleteRun(id);
+          *deleted << id;
+        }
+        return *deleted;
+      },
+      [finished](QList<qint64> done) { finished(done, QString()); },
+      [finished, deleted](QString error) { finished(*deleted, error); });
+  deleteTasks_ << QPointer<BackgroundTask>(task);
+  connect(task, &QObject::destroyed, this, [this] {
+    deleteTasks_.erase(std::remove_if(deleteTasks_.begin(), deleteTasks_.end(), [](const auto& t) { return t.isNull(); }), deleteTasks_.end());
+    Q_EMIT activityChanged();
   });
-  thread->start();
   Q_EMIT activityChanged();
 }
 

@@ -25,7 +25,6 @@
 
 class QComboBox;
 class QLabel;
-class QThread;
 class QTimer;
 class QTreeView;
 
@@ -77,7 +76,7 @@ class RunBrowser : public QWidget {
   void editTags(core::Id id);
   // Asks `confirm` first, then deletes on a thread; runsDeleted when done.
   void deleteRuns(const QList<core::Id>& ids);
-  bool deleting() const { return !deleteThreads_.isEmpty(); }
+  bool deleting() const;
   void setConfirm(std::function<bool(const QString&)> confirm) { confirm_ = std::move(confirm); }
 
  Q_SIGNALS:
@@ -120,7 +119,8 @@ class RunBrowser : public QWidget {
   std::optional<RunsFingerprint> fingerprint_;
   QTimer* pollTimer_ = nullptr;
   QTimer* selectionTimer_ = nullptr;
-  QList<QThread*> deleteThreads_;
+  QList<QPointer<BackgroundTask>> deleteTasks_;  // in the session's runner, a slot each
+  int deleteSerial_ = 0;
   std::function<bool(const QString&)> confirm_;
 };
 

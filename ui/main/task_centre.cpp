@@ -58,6 +58,11 @@ void TaskCentre::setPreferredSlot(const QString& slot) {
   refresh();
 }
 
+void TaskCentre::setSlotRule(const QString& prefix, int priority, bool cancellable) {
+  slotRules_[prefix] = {priority, cancellable};
+  refresh();
+}
+
 void TaskCentre::setActivity(const QString& key, const QString& label, int percent, bool cancellable, int priority) {
   activities_[key] = Activity{label, percent, cancellable, priority};
   refresh();
@@ -96,8 +101,14 @@ void TaskCentre::refresh() {
     for (const auto& t : runner_->tasks()) {
       QString label = t.label;
       if (!t.stage.isEmpty()) label += QStringLiteral(": ") + t.stage;
-      all.push_back({QStringLiteral("task:") + t.slot, label, t.percent, true,
-                     kRunnerPriority + (t.slot == preferred_ || t.slot.startsWith(preferred_ + QLatin1Char('.')) ? 1 : 0)});
+      int priority = kRunnerPriority + (t.slot == preferred_ || t.slot.startsWith(preferred_ + QLatin1Char('.')) ? 1 : 0);
+      bool cancellable = true;
+      for (const auto& [prefix, rule] : slotRules_)
+        if (t.slot == prefix || (prefix.endsWith(QLatin1Char('.')) && t.slot.startsWith(prefix))) {
+          priority = rule.first;
+          cancellable = rule.second;
+        }
+      all.push_back({QStringLiteral("task:") + t.slot, label, t.percent, cancellable, priority});
     }
   }
   const auto best = std::max_element(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return a.priority < b.priority; });

@@ -29,6 +29,9 @@ class TaskCentre : public QWidget {
   // The session's runner: its tasks are shown (the preferred slot, the current page's, first).
   void setRunner(TaskRunner* runner);
   void setPreferredSlot(const QString& slot);
+  // Runner slots (or slot prefixes, "delete.") shown below or above the pages' tasks, and whether
+  // Cancel applies to them.
+  void setSlotRule(const QString& prefix, int priority, bool cancellable);
   // Activities outside the runner, shown by priority (highest first; the runner's tasks are 50).
   // percent -1: unknown.
   void setActivity(const QString& key, const QString& label, int percent, bool cancellable, int priority);
@@ -61,6 +64,7 @@ class TaskCentre : public QWidget {
     int priority = 0;
   };
   std::map<QString, Activity> activities_;
+  std::map<QString, std::pair<int, bool>> slotRules_;
   QPointer<TaskRunner> runner_;
   QString preferred_;
   QString shownKey_;
