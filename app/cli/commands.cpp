@@ -451,6 +451,24 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         x.set("process_group", JsonValue::string(b.processGroup));
         x.set("unit", JsonValue::string(b.unit));
         x.set("kernel", JsonValue::string(b.kernel));
+        x.set("target", JsonValue::string(b.target));
+        x.set("target_from", JsonValue::string(b.targetFrom));
+        x.set("ranks", JsonValue::number(static_cast<std::int64_t>(b.ranks)));
+        x.set("total_duration_ns", JsonValue::number(b.totalDurNs));
+        x.set("cause", JsonValue::string(core::toString(b.cause)));
+        JsonValue cj = JsonValue::array();
+        for (const auto& c : b.causes) {
+          JsonValue y = JsonValue::object();
+          y.set("cause", JsonValue::string(core::toString(c.cause)));
+          y.set("exposed_ns", JsonValue::number(c.exposedNs));
+          y.set("instances", JsonValue::number(c.instances));
+          cj.push(std::move(y));
+        }
+        x.set("causes", std::move(cj));
+        x.set("late_rank", b.lateRank ? JsonValue::number(static_cast<std::int64_t>(*b.lateRank)) : JsonValue());
+        x.set("wait_for_late_rank_ns", JsonValue::number(b.waitForLateRankNs));
+        x.set("bus_bw_gbps", b.busBwGBps ? JsonValue::number(*b.busBwGBps) : JsonValue());
+        x.set("link_bw_gbps", b.linkBwGBps ? JsonValue::number(*b.linkBwGBps) : JsonValue());
         JsonValue rs = JsonValue::array(), ss = JsonValue::array();
         for (const auto& r : b.reasons) rs.push(JsonValue::string(r));
         for (const auto& g : b.suggestions) ss.push(JsonValue::string(g));
@@ -463,6 +481,25 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
       st.set("matched_collectives", JsonValue::number(stragglers.matched));
       st.set("max_skew_ns", JsonValue::number(stragglers.maxSkewNs));
       st.set("straggler_rank", stragglers.straggler ? JsonValue::number(static_cast<std::int64_t>(*stragglers.straggler)) : JsonValue());
+      st.set("most_waited_for", stragglers.mostWaitedFor ? JsonValue::number(static_cast<std::int64_t>(*stragglers.mostWaitedFor)) : JsonValue());
+      st.set("p_value", JsonValue::number(stragglers.stragglerPValue));
+      st.set("evidence", JsonValue::string(stragglers.evidence));
+      st.set("total_wait_ns", JsonValue::number(stragglers.totalWaitNs));
+      JsonValue gj = JsonValue::array();
+      for (const auto& g : stragglers.groups) {
+        JsonValue x = JsonValue::object();
+        x.set("process_group", JsonValue::string(g.processGroup));
+        x.set("op", JsonValue::string(std::string(core::toString(g.op))));
+        x.set("matched", JsonValue::number(g.matched));
+        x.set("ranks", JsonValue::number(static_cast<std::int64_t>(g.ranks)));
+        x.set("mean_skew_ns", JsonValue::number(g.meanSkewNs));
+        x.set("max_skew_ns", JsonValue::number(g.maxSkewNs));
+        x.set("wait_ns", JsonValue::number(g.waitNs));
+        x.set("most_often_last", g.mostOftenLast >= 0 ? JsonValue::number(static_cast<std::int64_t>(g.mostOftenLast)) : JsonValue());
+        x.set("most_often_last_count", JsonValue::number(g.mostOftenLastCount));
+        gj.push(std::move(x));
+      }
+      st.set("groups", std::move(gj));
       JsonValue sr = JsonValue::array();
       for (const auto& arr : stragglers.ranks) {
         JsonValue x = JsonValue::object();
@@ -575,25 +612,37 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
                       stragglers.straggler && *stragglers.straggler == arr.rank ? "   <- straggler" : "");
         std::cout << line;
       }
+      std::cout << "  " << stragglers.evidence << "\n";
+      std::cout << "  per collective group       matched  mean skew ms  max skew ms  waited ms  last most often\n";
+      for (const auto& g : stragglers.groups) {
+        char line[256];
+        const std::string name = std::string(core::toString(g.op)) + (g.processGroup.empty() ? "" : " (" + g.processGroup + ")");
+        std::snprintf(line, sizeof line, "  %-26s %7lld  %12.3f  %11.3f  %9.3f  %s\n", name.c_str(), static_cast<long long>(g.matched),
+                      static_cast<double>(g.meanSkewNs) / 1e6, static_cast<double>(g.maxSkewNs) / 1e6, static_cast<double>(g.waitNs) / 1e6,
+                      g.mostOftenLast >= 0 ? ("rank " + std::to_string(g.mostOftenLast) + " (" + std::to_string(g.mostOftenLastCount) + "x)").c_str()
+                                           : "-");
+        std::cout << line;
+      }
     }
     if (!bottlenecks.empty()) {
-      std::cout << "  Costliest exposed all-gathers / reduce-scatters (the same collective of a rank over its steps;\n"
-                   "  exposed time summed, mean per step, and its worst step)\n";
+      std::cout << "  Costliest exposed collectives, grouped by what you can change (target, else size and group),\n"
+                   "  exposed time summed over steps and ranks, its causes, and what to try\n";
       for (const auto& b : bottlenecks) {
-        char line[320];
+        char line[420];
+        const std::string target = b.target.empty() ? (b.bytes ? core::formatBytes(static_cast<double>(*b.bytes)) : std::string("size ?"))
+                                                    : b.target;
         std::snprintf(line, sizeof line,
-                      "  rank %d  %-14s %s%s  exposed %8.3f ms in %lld step%s (mean %.3f ms; worst %.3f ms of %.3f ms in step %s)\n",
-                      b.rank, std::string(core::toString(b.op)).c_str(),
-                      b.bytes ? core::formatBytes(static_cast<double>(*b.bytes)).c_str() : "size ?",
-                      b.unit.empty() ? "" : ("  in " + b.unit).c_str(), static_cast<double>(b.totalExposedNs) / 1e6,
-                      static_cast<long long>(b.instances), b.instances == 1 ? "" : "s",
-                      static_cast<double>(b.meanExposedNs) / 1e6, static_cast<double>(b.exposedNs) / 1e6,
-                      static_cast<double>(b.durNs) / 1e6, b.step ? std::to_string(*b.step).c_str() : "-");
+                      "  %-14s %s%s  exposed %8.3f ms, %lld instance%s on %d rank%s in %lld step%s (mean %.3f ms; worst %.3f ms of %.3f ms, "
+                      "rank %d step %s)\n",
+                      std::string(core::toString(b.op)).c_str(), target.c_str(),
+                      b.processGroup.empty() ? "" : (" [" + b.processGroup + "]").c_str(), static_cast<double>(b.totalExposedNs) / 1e6,
+                      static_cast<long long>(b.instances), b.instances == 1 ? "" : "s", b.ranks, b.ranks == 1 ? "" : "s",
+                      static_cast<long long>(b.stepsSeen), b.stepsSeen == 1 ? "" : "s", static_cast<double>(b.meanExposedNs) / 1e6,
+                      static_cast<double>(b.exposedNs) / 1e6, static_cast<double>(b.durNs) / 1e6, b.rank,
+                      b.step ? std::to_string(*b.step).c_str() : "-");
         std::cout << line;
-        for (std::size_t k = 0; k < b.reasons.size(); ++k) {
-          std::cout << "      why: " << b.reasons[k] << "\n";
-          if (k < b.suggestions.size()) std::cout << "      try: " << b.suggestions[k] << "\n";
-        }
+        for (const auto& r : b.reasons) std::cout << "      why: " << r << "\n";
+        for (const auto& g : b.suggestions) std::cout << "      try: " << g << "\n";
       }
     }
     if (!peaks.empty()) {

@@ -1,15 +1,17 @@
 #include "core/analysis/bottlenecks.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
 
+#include "core/analysis/collectives.h"
 #include "core/analysis/intervals.h"
 #include "core/analysis/lanes.h"
 #include "core/analysis/rank_scan.h"
 #include "core/analysis/stragglers.h"
-#include <map>
-#include <set>
-#include <tuple>
 
 namespace shardscope::core {
 namespace {
@@ -18,8 +20,8 @@ using intervals::Span;
 using intervals::coveredBy;
 using intervals::unite;
 
-constexpr TimeNs kBackToBackNs = 5'000;   // a kernel starting within 5 µs of another's end was queued
-constexpr TimeNs kPromptLaunchNs = 50'000;  // started within 50 µs of its launch: nothing was ahead
+constexpr TimeNs kBackToBackNs = 5'000;  // a kernel starting within 5 µs of another's end was queued
+constexpr TimeNs kNoLaunch = INT64_MIN;
 
 std::string ms(TimeNs ns) {
   char buf[32];
@@ -27,7 +29,39 @@ std::string ms(TimeNs ns) {
   return buf;
 }
 
+std::string fixed(double v, int decimals) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string opName(CollectiveOp op) { return std::string(toString(op)); }
+
+// Annotations that bracket communication itself or the step, never a module the user can change.
+bool isTargetAnnotation(const std::string& name) {
+  return !name.empty() && name.rfind("ProfilerStep", 0) != 0 && name.rfind("nccl:", 0) != 0 && name.rfind("gloo:", 0) != 0 &&
+         name.rfind("record_param_comms", 0) != 0 && name.rfind("c10d::", 0) != 0;
+}
+
+double busBw(std::int64_t bytes, TimeNs dur, CollectiveOp op, int groupSize) {
+  if (bytes <= 0 || dur <= 0) return 0;
+  const double alg = static_cast<double>(bytes) / static_cast<double>(dur);  // bytes/ns = GB/s
+  return alg * busBandwidthFactor(op, groupSize).value_or(1.0);
+}
+
+std::string pct(double v) { return fixed(v, 0) + " %"; }
+
 }  // namespace
+
+const char* toString(ExposedCause c) {
+  switch (c) {
+    case ExposedCause::LateRank: return "late_rank";
+    case ExposedCause::Queued: return "queued";
+    case ExposedCause::SlowTransfer: return "slow_transfer";
+    case ExposedCause::NothingToOverlap: return "nothing_to_overlap";
+  }
+  return "nothing_to_overlap";
+}
 
 BottleneckAccumulator::BottleneckAccumulator(ScanContext& ctx) : ctx_(ctx) {}
 BottleneckAccumulator::~BottleneckAccumulator() = default;
@@ -38,70 +72,131 @@ void BottleneckAccumulator::beginRank(const Rank& rank) {
   while (rankIndex_ < ranks.size() && ranks[rankIndex_].id != rank.id) ++rankIndex_;
   compute_.clear();
   comms_.clear();
+  annotations_.clear();
+  launches_.clear();
+  hasGpu_ = rankHasGpuWork(ctx_.summary, rank.id);
 }
 
 bool BottleneckAccumulator::beginTrack(const TrackSummary& t) {
-  // Every exposed all-gather / reduce-scatter, from the device lanes only.
+  // Device lanes (the step breakdown's: a GPU rank's streams, a CPU rank's threads and communication
+  // lanes) for the collectives and the computation; CPU threads also for the launches and annotations
+  // that name what a GPU collective belongs to.
   kind_ = t.track.kind;
   track_ = t.track.id;
-  return kind_ == TrackKind::GpuStream || kind_ == TrackKind::Comm;
+  return kind_ == TrackKind::GpuStream || kind_ == TrackKind::Comm || kind_ == TrackKind::CpuThread;
 }
 
 void BottleneckAccumulator::onEvent(const EventChunk& c, std::size_t i, Id chunkId) {
-  if ((c.flags[i] & EventFlags::Instant) || (ctx_.strings.bits(c.cat[i]) & StringClasses::kGpuUserAnnotation)) return;
+  if (c.flags[i] & EventFlags::Instant) return;
+  const std::uint8_t catBits = ctx_.strings.bits(c.cat[i]);
+  if (kind_ == TrackKind::CpuThread) {
+    if (c.correlation[i] != EventChunk::kNull) launches_.push_back({c.correlation[i], c.start[i]});
+    if (catBits & StringClasses::kUserAnnotation) {
+      auto it = annotationOk_.find(c.name[i]);
+      if (it == annotationOk_.end()) it = annotationOk_.emplace(c.name[i], isTargetAnnotation(ctx_.store.string(c.name[i]))).first;
+      if (it->second) annotations_.push_back({c.start[i], c.end[i], c.name[i]});
+    }
+    if (hasGpu_) return;  // a GPU rank's CPU threads are not its device lanes
+  }
+  if (catBits & StringClasses::kGpuUserAnnotation) return;
   const auto op = static_cast<CollectiveOp>(c.collOp[i]);
   const auto category = static_cast<Category>(c.category[i]);
   const bool comm = op != CollectiveOp::None && (category == Category::Communication || kind_ == TrackKind::Comm);
   if (comm) {
+    if (kind_ == TrackKind::CpuThread) return;  // a CPU-side call (nccl:... annotation): the device has it
     const bool local = isLocalCollective(runOfOneRank(ctx_.summary.run), c.groupSize[i]);
-    comms_.push_back({c.start[i], c.end[i], track_, EventChunk::eventId(chunkId, i), op, c.step[i], c.bytes[i], c.name[i],
-                      c.pg[i], local});
-  }
-  else if (category == Category::Computation)
+    comms_.push_back({c.start[i], c.end[i], track_, EventChunk::eventId(chunkId, i), op, c.step[i], c.bytes[i], c.correlation[i],
+                      c.name[i], c.pg[i], c.groupSize[i], local});
+    if (kind_ == TrackKind::GpuStream) gpuComms_ = true;
+  } else if (category == Category::Computation) {
     compute_.push_back({c.start[i], c.end[i]});
+  }
 }
 
 void BottleneckAccumulator::onEvents(const EventChunk& c, std::size_t begin, std::size_t end, Id chunkId) {
   for (std::size_t i = begin; i < end; ++i) onEvent(c, i, chunkId);
 }
 
+std::uint32_t BottleneckAccumulator::internTarget(const std::string& t) {
+  auto [it, fresh] = targetIds_.try_emplace(t, static_cast<std::uint32_t>(targets_.size()));
+  if (fresh) targets_.push_back(t);
+  return it->second;
+}
+
 void BottleneckAccumulator::endRank(const Rank&) {
   const auto P = unite(std::move(compute_));
-  std::sort(comms_.begin(), comms_.end(), [](const Comm& a, const Comm& b) {
-    return a.track != b.track ? a.track < b.track : a.s < b.s;
-  });
-  // The ordinal of each collective among those of its step with the same op, group, bytes and name
-  // (in time order across the rank's lanes): the same collective in every step gets the same key.
-  std::vector<std::size_t> byTime(comms_.size());
-  for (std::size_t i = 0; i < byTime.size(); ++i) byTime[i] = i;
-  std::sort(byTime.begin(), byTime.end(), [&](std::size_t a, std::size_t b) { return comms_[a].s < comms_[b].s; });
-  std::vector<std::uint64_t> keys(comms_.size());
-  std::map<std::tuple<std::int64_t, int, std::uint32_t, std::int64_t, std::uint32_t>, std::uint32_t> ordinal;
-  for (std::size_t i : byTime) {
-    const Comm& e = comms_[i];
-    const std::uint32_t k = ordinal[{e.step, static_cast<int>(e.op), e.pg, e.bytes, e.name}]++;
-    std::uint64_t h = 1469598103934665603ull;
-    for (std::uint64_t v : {static_cast<std::uint64_t>(rankIndex_), static_cast<std::uint64_t>(e.op), static_cast<std::uint64_t>(e.pg),
-                            static_cast<std::uint64_t>(e.bytes), static_cast<std::uint64_t>(e.name), static_cast<std::uint64_t>(k)})
-      h = (h ^ v) * 1099511628211ull;
-    keys[i] = h;
-  }
+  std::sort(comms_.begin(), comms_.end(), [](const Comm& a, const Comm& b) { return a.track != b.track ? a.track < b.track : a.s < b.s; });
+  std::sort(launches_.begin(), launches_.end());
+  std::sort(annotations_.begin(), annotations_.end(), [](const Annotation& a, const Annotation& b) { return a.s < b.s; });
+  // The innermost annotation open at t: the latest-starting one that has not ended (nesting keeps
+  // the candidates close before t; look back a bounded number).
+  auto annotationAt = [&](TimeNs t) -> std::uint32_t {
+    auto it = std::upper_bound(annotations_.begin(), annotations_.end(), t, [](TimeNs x, const Annotation& a) { return x < a.s; });
+    int look = 0;
+    while (it != annotations_.begin() && look++ < 256) {
+      --it;
+      if (it->e >= t) return it->name;
+    }
+    return 0;
+  };
   for (std::size_t i = 0; i < comms_.size(); ++i) {
     const Comm& e = comms_[i];
-    if (e.op != CollectiveOp::AllGather && e.op != CollectiveOp::ReduceScatter) continue;
     if (e.local) continue;  // a collective of one rank: local work, not a bottleneck
-    const TimeNs exposed = (e.e - e.s) - coveredBy(P, e.s, e.e);
+    const TimeNs dur = e.e - e.s;
+    // The link's reference: what large messages reached on this group (exposed or not).
+    if (e.bytes != EventChunk::kNull && e.bytes >= kLinkReferenceBytes && dur > 0)
+      largeBusBw_[e.pg].push_back(busBw(e.bytes, dur, e.op, e.groupSize));
+    const TimeNs exposed = dur - coveredBy(P, e.s, e.e);
     if (exposed <= 0) continue;
-    Candidate c{rankIndex_, e.eventId, exposed, false, CollectiveOp::None, 0, e.step, keys[i]};
+    Candidate c{};
+    c.rankIndex = rankIndex_;
+    c.eventId = e.eventId;
+    c.s = e.s;
+    c.e = e.e;
+    c.exposed = exposed;
+    c.op = e.op;
+    c.step = e.step;
+    c.bytes = e.bytes == EventChunk::kNull ? 0 : e.bytes;
+    c.pg = e.pg;
+    c.groupSize = e.groupSize;
+    c.launch = kNoLaunch;
     if (i > 0 && comms_[i - 1].track == e.track) {
       c.hasPrevious = true;
       c.previousOp = comms_[i - 1].op;
       c.previousEnd = comms_[i - 1].e;
     }
+    if (e.correlation != EventChunk::kNull) {
+      auto it = std::lower_bound(launches_.begin(), launches_.end(), std::make_pair(e.correlation, INT64_MIN));
+      // The latest CPU event of that correlation starting before the kernel (the launch call).
+      for (; it != launches_.end() && it->first == e.correlation; ++it)
+        if (it->second <= e.s) c.launch = std::max(c.launch, it->second);
+    }
+    // What the user can change: the collective's own name when it says it ("all_gather param
+    // layers.0.mlp": the runtime names parameter, bucket or unit), else the annotation at its launch.
+    auto named = nameTarget_.find(e.name);
+    if (named == nameTarget_.end()) {
+      const std::string name = ctx_.store.string(e.name);
+      const std::string word = opName(e.op) + " ";
+      std::uint32_t id = 0;
+      if (name.size() > word.size() && name.compare(0, word.size(), word) == 0) id = internTarget(name.substr(word.size()));
+      named = nameTarget_.emplace(e.name, id).first;
+    }
+    if (named->second) {
+      c.target = named->second;
+      c.targetFrom = 1;
+    } else {
+      const std::uint32_t ann = annotationAt(c.launch != kNoLaunch ? c.launch : e.s);
+      if (ann) {
+        c.target = internTarget(ctx_.store.string(ann));
+        c.targetFrom = 2;
+      }
+    }
     candidates_.push_back(c);
   }
   compute_.clear();
   comms_.clear();
+  annotations_.clear();
+  launches_.clear();
 }
 
 std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const StragglerAccumulator* stragglers) {
@@ -109,25 +204,94 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
   const RunSummary& summary = ctx_.summary;
   std::map<Id, std::string> pgNames;
   for (const auto& pg : store.processGroups(summary.run.id)) pgNames[pg.id] = pg.name;
+  // The link's reference bandwidth per process group: the p90 over its large messages.
+  std::map<std::uint32_t, double> linkBw;
+  for (auto& [pg, v] : largeBusBw_) {
+    if (v.size() < 3) continue;
+    std::sort(v.begin(), v.end());
+    linkBw[pg] = v[std::min(v.size() - 1, static_cast<std::size_t>(0.9 * static_cast<double>(v.size())))];
+  }
 
-  // Group the instances of the same collective of a rank over its steps; rank the groups by exposed
-  // time summed over their instances. Each group is described by its worst instance; only those need
-  // their launch looked up on the CPU side.
-  struct Group {
-    std::size_t worst;  // index into candidates_
-    std::int64_t instances = 0;
-    TimeNs total = 0;
-    std::set<std::int64_t> steps;
+  // Each instance's cause.
+  struct Judged {
+    ExposedCause cause = ExposedCause::NothingToOverlap;
+    int lateRank = -1;
+    std::size_t lateRankIndex = 0;
+    TimeNs wait = 0;
   };
-  std::map<std::uint64_t, Group> groups;
+  std::vector<Judged> judged(candidates_.size());
   for (std::size_t i = 0; i < candidates_.size(); ++i) {
     const Candidate& c = candidates_[i];
-    auto [it, fresh] = groups.try_emplace(c.key, Group{i});
+    Judged& j = judged[i];
+    const TimeNs dur = c.e - c.s;
+    if (stragglers) {
+      // A collective cannot complete before the last rank joins: time between this rank's arrival
+      // and the last arrival is waiting. A wait longer than the instance means the match or the
+      // clock alignment does not hold for it: no claim then.
+      const auto a = stragglers->arrival(c.rankIndex, c.pg, c.op, c.s, c.e);
+      const TimeNs wait = a ? a->lastArrivalNs - a->arrivalNs : 0;
+      const bool plausible = static_cast<double>(wait) <= (1.0 + kSkewAlignmentSlack) * static_cast<double>(dur);
+      if (a && a->lastRankIndex != c.rankIndex && wait > 0 && plausible &&
+          static_cast<double>(wait) >= kSkewShareOfExposed * static_cast<double>(c.exposed)) {
+        j.cause = ExposedCause::LateRank;
+        j.lateRank = a->lastRank;
+        j.lateRankIndex = a->lastRankIndex;
+        j.wait = wait;
+        continue;
+      }
+    }
+    if (c.hasPrevious && c.s - c.previousEnd <= kBackToBackNs && c.s >= c.previousEnd - kBackToBackNs &&
+        (c.launch == kNoLaunch || c.launch < c.previousEnd)) {
+      j.cause = ExposedCause::Queued;
+      continue;
+    }
+    if (auto it = linkBw.find(c.pg); it != linkBw.end() && c.bytes > 0) {
+      const double bw = busBw(c.bytes, dur, c.op, c.groupSize);
+      const double atLink = static_cast<double>(dur) * bw / it->second;  // its duration at the link's bandwidth
+      if (bw < kSlowTransferShare * it->second && static_cast<double>(dur) - atLink >= 0.5 * static_cast<double>(c.exposed)) {
+        j.cause = ExposedCause::SlowTransfer;
+        continue;
+      }
+    }
+  }
+
+  // Groups: operation, target, process group (and the size when nothing names the target).
+  struct Group {
+    std::size_t worst = 0;
+    std::int64_t instances = 0;
+    TimeNs total = 0, dur = 0;
+    std::int64_t bytes = 0;
+    TimeNs bytesDur = 0;
+    std::set<std::size_t> ranks;
+    std::set<std::int64_t> steps;
+    std::map<ExposedCause, std::pair<TimeNs, std::int64_t>> causes;
+    std::map<int, TimeNs> lateRanks;
+    std::optional<std::size_t> longestWait;  // the instance that waited longest for a late rank
+  };
+  using Key = std::tuple<int, std::uint32_t, std::uint32_t, std::int64_t>;
+  std::map<Key, Group> groups;
+  for (std::size_t i = 0; i < candidates_.size(); ++i) {
+    const Candidate& c = candidates_[i];
+    const Key key{static_cast<int>(c.op), c.target, c.pg, c.targetFrom == 0 ? c.bytes : -1};
+    auto [it, fresh] = groups.try_emplace(key, Group{i});
     Group& g = it->second;
     if (!fresh && c.exposed > candidates_[g.worst].exposed) g.worst = i;
     ++g.instances;
     g.total += c.exposed;
+    g.dur += c.e - c.s;
+    if (c.bytes > 0) {
+      g.bytes += c.bytes;
+      g.bytesDur += c.e - c.s;
+    }
+    g.ranks.insert(c.rankIndex);
     if (c.step != EventChunk::kNull) g.steps.insert(c.step);
+    auto& cs = g.causes[judged[i].cause];
+    cs.first += c.exposed;
+    ++cs.second;
+    if (judged[i].lateRank >= 0) {
+      g.lateRanks[judged[i].lateRank] += judged[i].wait;
+      if (!g.longestWait || judged[i].wait > judged[*g.longestWait].wait) g.longestWait = i;
+    }
   }
   std::vector<const Group*> ranked;
   for (const auto& [key, g] : groups) ranked.push_back(&g);
@@ -135,33 +299,33 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
     return a->total != b->total ? a->total > b->total : candidates_[a->worst].eventId < candidates_[b->worst].eventId;
   });
   if (ranked.size() > limit) ranked.resize(limit);
-  std::vector<Candidate> worst;
-  std::vector<const Group*> groupOf;
-  for (const Group* g : ranked) {
-    worst.push_back(candidates_[g->worst]);
-    groupOf.push_back(g);
-  }
-  candidates_ = std::move(worst);
+
+  const bool nccl = gpuComms_;
   const std::vector<Step> steps = stragglers ? store.steps(summary.run.id) : std::vector<Step>();
   auto stepStart = [&](Id rankId, std::int64_t step) -> std::optional<TimeNs> {
-    for (const Step& s : steps)
-      if (s.rankId == rankId && s.step == step) return s.startNs;
+    for (const Step& st : steps)
+      if (st.rankId == rankId && st.step == step) return st.startNs;
     return std::nullopt;
   };
-
+  const int worldSize = summary.run.worldSize > 0 ? summary.run.worldSize : static_cast<int>(summary.ranks.size());
   std::vector<Bottleneck> out;
-  for (std::size_t ci = 0; ci < candidates_.size(); ++ci) {
-    const Candidate& c = candidates_[ci];
+  for (const Group* gp : ranked) {
+    const Group& g = *gp;
+    const Candidate& c = candidates_[g.worst];
     const Rank& rank = summary.ranks[c.rankIndex];
     const auto ev = store.event(c.eventId, false);
     if (!ev) continue;
     const Event& e = *ev;
     Bottleneck b;
-    const Group& g = *groupOf[ci];
+    b.target = targets_[c.target];
+    b.targetFrom = c.targetFrom == 1 ? "name" : c.targetFrom == 2 ? "annotation" : "size";
+    if (c.targetFrom == 2) b.unit = b.target;
     b.instances = g.instances;
+    b.ranks = static_cast<int>(g.ranks.size());
     b.stepsSeen = std::max<std::int64_t>(1, static_cast<std::int64_t>(g.steps.size()));
     b.totalExposedNs = g.total;
     b.meanExposedNs = g.total / std::max<std::int64_t>(1, g.instances);
+    b.totalDurNs = g.dur;
     b.rank = rank.rank;
     b.op = e.collOp;
     b.step = e.step;
@@ -171,111 +335,156 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
     b.bytes = e.bytes;
     if (e.bytes && dtypeSize(e.dtype) > 0) b.elements = *e.bytes / dtypeSize(e.dtype);
     if (e.processGroupId) b.processGroup = pgNames[*e.processGroupId];
+    b.groupSize = c.groupSize;
     b.kernel = std::string(e.name);
-    // Its launch (same correlation, before it on a CPU thread) and the innermost layer/unit
-    // annotation open at that moment.
-    std::optional<TimeNs> launch;
-    if (e.correlation) {
-      // A launch more than this before its kernel was queued behind other work: rule 2 treats "not
-      // found" that way, rule 3 (launched just in time) cannot apply, and the window stays small.
-      constexpr TimeNs kLookBackNs = 5'000'000;
-      std::vector<Event> cpu;
-      for (const auto& t : summary.tracks) {
-        if (t.track.rankId != rank.id || t.track.kind != TrackKind::CpuThread) continue;
-        auto evs = store.eventsInWindow(t.track.id, e.startNs - kLookBackNs, e.startNs + 1);
-        for (auto& x : evs) {
-          if (x.correlation == e.correlation && x.startNs <= e.startNs) launch = launch ? std::max(*launch, x.startNs) : x.startNs;
-          cpu.push_back(std::move(x));
-        }
+    if (g.bytesDur > 0) b.busBwGBps = busBw(g.bytes, g.bytesDur, c.op, c.groupSize);
+    if (auto it = linkBw.find(c.pg); it != linkBw.end()) b.linkBwGBps = it->second;
+    for (const auto& [cause, v] : g.causes) b.causes.push_back({cause, v.first, v.second});
+    std::stable_sort(b.causes.begin(), b.causes.end(), [](const auto& x, const auto& y) { return x.exposedNs > y.exposedNs; });
+    b.cause = b.causes.front().cause;
+    if (!g.lateRanks.empty()) {
+      const auto most = std::max_element(g.lateRanks.begin(), g.lateRanks.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+      b.lateRank = most->first;
+      for (const auto& [r, w] : g.lateRanks) b.waitForLateRankNs += w;
+    }
+
+    // Why, cause by cause (those with at least 10 % of the exposed time), the dominant first.
+    const std::string what = opName(b.op);
+    for (const auto& cs : b.causes) {
+      const double share = g.total > 0 ? 100.0 * static_cast<double>(cs.exposedNs) / static_cast<double>(g.total) : 0;
+      if (share < 10 && &cs != &b.causes.front()) continue;
+      const std::string head = pct(share) + " of its exposed time (" + ms(cs.exposedNs) + ", " + std::to_string(cs.instances) + " of " +
+                               std::to_string(g.instances) + " instances): ";
+      switch (cs.cause) {
+        case ExposedCause::LateRank:
+          b.reasons.push_back(head + "waiting for a late rank" +
+                              (b.lateRank ? ": rank " + std::to_string(*b.lateRank) + " arrived last, the others waited " +
+                                                ms(b.waitForLateRankNs) + " for it"
+                                          : std::string()));
+          break;
+        case ExposedCause::Queued:
+          b.reasons.push_back(head + "queued behind another collective on the same communication stream (it started as that one ended)");
+          break;
+        case ExposedCause::SlowTransfer:
+          b.reasons.push_back(head + "slow transfer: " + (b.busBwGBps ? fixed(*b.busBwGBps, 2) : std::string("?")) +
+                              " GB/s bus bandwidth against the " + (b.linkBwGBps ? fixed(*b.linkBwGBps, 2) : std::string("?")) +
+                              " GB/s this run's link reached on messages of 1 MiB or more");
+          break;
+        case ExposedCause::NothingToOverlap:
+          b.reasons.push_back(head + "nothing was computing while it ran: it was issued when the computation already needed it");
+          break;
       }
-      if (launch) {
-        TimeNs bestStart = INT64_MIN;
-        for (const auto& a : cpu) {
-          if (a.cat != "user_annotation" || a.name.rfind("ProfilerStep", 0) == 0 || a.name.rfind("nccl:", 0) == 0 ||
-              a.name.rfind("gloo:", 0) == 0)
-            continue;
-          if (a.startNs <= *launch && a.endNs >= *launch && a.startNs >= bestStart) {
-            bestStart = a.startNs;
-            b.unit = std::string(a.name);
+    }
+    const bool small = b.elements && *b.elements < kEfficientCollectiveElements &&
+                       (b.op == CollectiveOp::AllGather || b.op == CollectiveOp::ReduceScatter || b.op == CollectiveOp::AllReduce);
+    if (small)
+      b.reasons.push_back("messages of " + std::to_string(*b.elements) + " elements: below the ~33M elements where " + what +
+                          " reaches the link's bandwidth");
+
+    // What to try, for the dominant cause, this operation, the backend and the world size.
+    const std::string backend = nccl ? "NCCL" : "Gloo";
+    switch (b.cause) {
+      case ExposedCause::LateRank: {
+        // Why is the late rank late? Its lateness relative to the waiting rank = how much later it began
+        // the step + how much longer its work from the step start to this collective took.
+        std::string why;
+        if (g.longestWait && stragglers) {
+          const Candidate& w = candidates_[*g.longestWait];
+          const Judged& jw = judged[*g.longestWait];
+          const Rank& waiting = summary.ranks[w.rankIndex];
+          const Rank& lateR = summary.ranks[jw.lateRankIndex];
+          const std::string late = "rank " + std::to_string(lateR.rank);
+          std::optional<TimeNs> mine, theirs;
+          if (w.step != EventChunk::kNull) {
+            mine = stepStart(waiting.id, w.step);
+            theirs = stepStart(lateR.id, w.step);
+          }
+          if (mine && theirs) {
+            const TimeNs startDelay = (*theirs - stragglers->clockOffset(jw.lateRankIndex)) - (*mine - stragglers->clockOffset(w.rankIndex));
+            if (static_cast<double>(startDelay) >= 0.5 * static_cast<double>(jw.wait))
+              why = late + " started step " + std::to_string(w.step) + " " + ms(startDelay) + " later than rank " +
+                    std::to_string(waiting.rank) + ": look at what delays its step start (data loading, host-side work, the previous "
+                    "step's tail)";
+            else
+              why = late + " took " + ms(jw.wait - startDelay) + " longer than rank " + std::to_string(waiting.rank) +
+                    " from the step start to this collective: more or slower work before it there (load imbalance, a slower or "
+                    "throttled GPU, host-side stalls)";
+          } else {
+            why = late + " reaches this collective later: compare its work before it with the other ranks'";
           }
         }
+        b.suggestions.push_back("fix the straggler, not this collective: " +
+                                (why.empty() ? "rank " + (b.lateRank ? std::to_string(*b.lateRank) : std::string("?")) + " arrives late"
+                                             : why) +
+                                "; see Arrivals for how often it is last");
+        break;
       }
-    }
-    // Rule 1: small messages do not reach the link's bandwidth.
-    if (b.elements && *b.elements < kEfficientCollectiveElements) {
-      b.reasons.push_back("message of " + std::to_string(*b.elements) + " elements is below the ~33M elements " +
-                          (e.collOp == CollectiveOp::AllGather ? "an all-gather" : "a reduce-scatter") +
-                          " needs to be efficient");
-      b.suggestions.push_back(e.collOp == CollectiveOp::AllGather
-                                  ? "gather bigger pieces: coarser FSDP wrapping or a larger ZeRO-3 prefetch bucket "
-                                    "(stage3_prefetch_bucket_size)"
-                                  : "reduce bigger pieces: larger reduce buckets (reduce_bucket_size / coarser wrapping)");
-    }
-    // Rule 2: queued behind a reduce-scatter on the same stream (one NCCL stream per group).
-    if (c.hasPrevious && c.previousOp == CollectiveOp::ReduceScatter && e.collOp == CollectiveOp::AllGather &&
-        e.startNs - c.previousEnd <= kBackToBackNs && (!launch || *launch < c.previousEnd)) {
-      b.reasons.push_back("waited for a reduce-scatter on the same communication stream");
-      b.suggestions.push_back("issue the next all-gather before the gradient reduce-scatter: FSDP backward_prefetch="
-                              "BACKWARD_PRE (or POST if memory is tight)");
-    }
-    // Rule 3: issued late: it started as soon as it was launched, yet computation had to wait for it.
-    if (launch && e.startNs - *launch <= kPromptLaunchNs && b.exposedNs * 2 >= b.durNs && b.reasons.size() < 2) {
-      b.reasons.push_back("launched just before it was needed: nothing was computing while it ran");
-      b.suggestions.push_back(e.collOp == CollectiveOp::AllGather
-                                  ? "prefetch earlier: FSDP forward_prefetch / backward_prefetch, or a larger "
-                                    "ZeRO-3 prefetch bucket"
-                                  : "overlap it with the next layer's backward (bucket gradients earlier)");
-    }
-    // Rule 4: rank skew: a collective completes only when the last rank has joined; when this rank
-    // spent most of its exposed time waiting for a later peer, the cause is on that peer.
-    // A collective cannot finish on this rank before the last rank joined, so a wait longer than the
-    // instance itself means the match or the clock alignment does not hold for it: no claim then.
-    if (stragglers) {
-      const auto a = stragglers->arrival(c.rankIndex, e.processGroupId.value_or(0), e.collOp, e.startNs, e.endNs);
-      const TimeNs wait = a ? a->lastArrivalNs - a->arrivalNs : 0;
-      const bool plausible = static_cast<double>(wait) <= (1.0 + kSkewAlignmentSlack) * static_cast<double>(b.durNs);
-      if (a && a->lastRankIndex != c.rankIndex && wait > 0 && plausible &&
-          static_cast<double>(wait) >= kSkewShareOfExposed * static_cast<double>(b.exposedNs)) {
-        const std::string late = "rank " + std::to_string(a->lastRank);
-        b.lateRank = a->lastRank;
-        b.waitForLateRankNs = wait;
-        b.reasons.push_back("waited " + ms(wait) + " for " + late + ", the last of " + std::to_string(a->peers) +
-                            " ranks to arrive (clocks aligned): rank skew");
-        // Why is the late rank late? Its lateness relative to this rank = how much later it began the
-        // step + how much longer its work from the step start to this collective took.
-        const Rank& lateRank = summary.ranks[a->lastRankIndex];
-        std::optional<TimeNs> mine, theirs;
-        if (e.step) {
-          mine = stepStart(rank.id, *e.step);
-          theirs = stepStart(lateRank.id, *e.step);
+      case ExposedCause::Queued:
+        b.suggestions.push_back(b.op == CollectiveOp::AllGather
+                                    ? "issue the all-gather before the collective it queues behind: FSDP backward_prefetch=BACKWARD_PRE "
+                                      "(POST when memory is tight); ZeRO-3 overlap_comm=true"
+                                    : "one " + backend + " stream per process group runs its collectives one after another: fewer, larger "
+                                          "buckets, or start this one earlier so it does not wait behind the previous one");
+        break;
+      case ExposedCause::SlowTransfer:
+        if (!nccl)
+          b.suggestions.push_back("Gloo moves data through the host (" + (b.busBwGBps ? fixed(*b.busBwGBps, 2) : std::string("?")) +
+                                  " GB/s here): fewer, larger messages (bucket_cap_mb / reduce_bucket_size / coarser wrapping); on GPUs "
+                                  "use NCCL");
+        else
+          b.suggestions.push_back(small ? "latency-bound messages: gather or reduce bigger pieces (coarser FSDP wrapping, larger ZeRO "
+                                          "buckets, DDP bucket_cap_mb)"
+                                        : "large messages below the link's bandwidth: look for concurrent collectives on the same link "
+                                          "(other process groups, NCCL_MAX_NCHANNELS), the topology (NVLink vs PCIe/network) and "
+                                          "NCCL_ALGO / NCCL_PROTO");
+        break;
+      case ExposedCause::NothingToOverlap:
+        switch (b.op) {
+          case CollectiveOp::AllGather:
+            b.suggestions.push_back("prefetch it earlier so the previous unit's computation hides it: FSDP forward_prefetch=True / "
+                                    "backward_prefetch=BACKWARD_PRE, ZeRO-3 a larger stage3_prefetch_bucket_size; each of the " +
+                                    std::to_string(worldSize) + " ranks gathers " + std::to_string(worldSize - 1) + "/" +
+                                    std::to_string(worldSize) + " of the unit");
+            break;
+          case CollectiveOp::ReduceScatter:
+            b.suggestions.push_back("start it while backward still runs: smaller gradient buckets or units so the first reduce-scatter "
+                                    "starts earlier (ZeRO reduce_bucket_size, overlap_comm=true; FSDP finer wrapping)");
+            break;
+          case CollectiveOp::AllReduce:
+            b.suggestions.push_back("let backward hide it: DDP buckets gradients in reverse order, so a smaller bucket_cap_mb starts the "
+                                    "first all-reduce earlier; gradient_as_bucket_view=True; with accumulation, no_sync() on all but "
+                                    "the last micro-batch");
+            break;
+          case CollectiveOp::AllToAll:
+            b.suggestions.push_back("an all-to-all (embedding or expert exchange) with nothing to overlap: pipeline it with the dense "
+                                    "computation of another batch (e.g. TorchRec's TrainPipelineSparseDist), or exchange less "
+                                    "(smaller embedding dimension, fp16/bf16 communication)");
+            break;
+          case CollectiveOp::Broadcast:
+            b.suggestions.push_back("a broadcast every step: DDP broadcast_buffers=False when the buffers do not change across ranks");
+            break;
+          case CollectiveOp::Send:
+          case CollectiveOp::Recv:
+          case CollectiveOp::SendRecv:
+            b.suggestions.push_back("pipeline-parallel sends and receives waiting on the neighbour stage: more micro-batches per step or an "
+                                    "interleaved schedule shrink the bubble");
+            break;
+          case CollectiveOp::Barrier:
+            b.suggestions.push_back("an explicit barrier in the step: remove it, or move it out of the loop");
+            break;
+          default:
+            b.suggestions.push_back("issue it earlier, while computation still runs, or make it smaller");
+            break;
         }
-        std::string why;
-        if (mine && theirs) {
-          const TimeNs startDelay = (*theirs - stragglers->clockOffset(a->lastRankIndex)) - (*mine - stragglers->clockOffset(c.rankIndex));
-          if (static_cast<double>(startDelay) >= 0.5 * static_cast<double>(wait))
-            why = late + " started step " + std::to_string(*e.step) + " " + ms(startDelay) +
-                  " later than rank " + std::to_string(rank.rank) +
-                  ": look at what delays its step start (data loading, host-side work, the previous step's tail)";
-          else
-            why = late + " took " + ms(wait - startDelay) + " longer than rank " + std::to_string(rank.rank) +
-                  " from the step start to this collective: more or slower work before it there (load imbalance, "
-                  "a slower or throttled GPU, host-side stalls)";
-        } else {
-          why = late + " reaches this collective later: compare its work before it with this rank's";
-        }
-        b.suggestions.push_back("fix the straggler, not this collective: " + why +
-                                "; see the arrival table (stragglers) for how often it is last");
-      }
+        break;
     }
-    if (b.reasons.empty()) b.reasons.push_back("not overlapped with computation");
     out.push_back(std::move(b));
   }
   candidates_.clear();
   return out;
 }
 
-std::vector<Bottleneck> findCollectiveBottlenecks(TraceStore& store, Id runId, std::size_t limit,
-                                                  const CancelToken* cancel) {
+std::vector<Bottleneck> findCollectiveBottlenecks(TraceStore& store, Id runId, std::size_t limit, const CancelToken* cancel) {
   ScanContext ctx(store, runId);
   BottleneckAccumulator bottlenecks(ctx);
   StragglerAccumulator stragglers(ctx);

@@ -4,6 +4,8 @@
 #include "core/analysis/rank_scan.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <string>
 
@@ -18,7 +20,37 @@ TimeNs median(std::vector<TimeNs> v) {
   return v[v.size() / 2];
 }
 
+std::string msText(TimeNs ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns) / 1e6);
+  return buf;
+}
+
+std::string pctText(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %%", v);
+  return buf;
+}
+
 }  // namespace
+
+double binomialUpperTail(std::int64_t k, std::int64_t m, double p) {
+  if (k <= 0) return 1.0;
+  if (k > m || p <= 0) return 0.0;
+  if (p >= 1) return 1.0;
+  // Σ_{i=k}^{m} C(m,i) p^i (1-p)^(m-i), in logs; terms fall fast past the mean.
+  const double lp = std::log(p), lq = std::log1p(-p);
+  const double lm = std::lgamma(static_cast<double>(m) + 1);
+  double sum = 0;
+  for (std::int64_t i = k; i <= m; ++i) {
+    const double lt = lm - std::lgamma(static_cast<double>(i) + 1) - std::lgamma(static_cast<double>(m - i) + 1) +
+                      static_cast<double>(i) * lp + static_cast<double>(m - i) * lq;
+    const double t = std::exp(lt);
+    sum += t;
+    if (i > static_cast<double>(m) * p && t < sum * 1e-17) break;
+  }
+  return std::min(1.0, sum);
+}
 
 StragglerAccumulator::StragglerAccumulator(ScanContext& ctx) : ctx_(ctx) {
   for (const auto& pg : ctx.store.processGroups(ctx.summary.run.id)) pgNames_[pg.id] = pg.name;
@@ -86,31 +118,79 @@ StragglerReport StragglerAccumulator::finish() {
   for (const auto& [key, v] : byKey_) {
     std::size_t count = 0;
     for (const auto& list : v) count = std::max(count, list.size());
+    ArrivalGroup g;
+    g.processGroup = key.first;
+    g.op = static_cast<CollectiveOp>(key.second);
+    for (const auto& list : v) g.ranks += list.empty() ? 0 : 1;
+    std::vector<std::int64_t> lastCounts(nRanks, 0);
+    TimeNs skewSum = 0;
     for (std::size_t k = 0; k < count; ++k) {
       std::vector<std::pair<std::size_t, TimeNs>> arrivals;  // (rank index, aligned start)
       for (std::size_t ri = 0; ri < nRanks; ++ri)
         if (k < v[ri].size()) arrivals.push_back({ri, v[ri][k].s - offsets_[ri]});
       if (arrivals.size() < 2) continue;
       ++report.matched;
+      ++g.matched;
       auto [firstIt, lastIt] = std::minmax_element(arrivals.begin(), arrivals.end(),
                                                    [](const auto& a, const auto& b) { return a.second < b.second; });
       const TimeNs first = firstIt->second, last = lastIt->second;
       report.maxSkewNs = std::max(report.maxSkewNs, last - first);
+      g.maxSkewNs = std::max(g.maxSkewNs, last - first);
+      skewSum += last - first;
       RankArrival& late = report.ranks[lastIt->first];
-      if (last > first) ++late.lastCount;
+      if (last > first) {
+        ++late.lastCount;
+        ++lastCounts[lastIt->first];
+      }
       for (const auto& [ri, t] : arrivals) {
         ++report.ranks[ri].instances;
         report.ranks[ri].lateNs += t - first;
         late.causedWaitNs += last - t;
+        g.waitNs += last - t;
+        report.totalWaitNs += last - t;
       }
     }
-  }
-  TimeNs worst = 0;
-  for (const auto& r : report.ranks)
-    if (r.causedWaitNs > worst) {
-      worst = r.causedWaitNs;
-      report.straggler = r.rank;
+    if (g.matched == 0) continue;
+    g.meanSkewNs = skewSum / g.matched;
+    const auto most = std::max_element(lastCounts.begin(), lastCounts.end());
+    if (*most > 0) {
+      g.mostOftenLast = ranks[static_cast<std::size_t>(most - lastCounts.begin())].rank;
+      g.mostOftenLastCount = *most;
     }
+    report.groups.push_back(std::move(g));
+  }
+  std::stable_sort(report.groups.begin(), report.groups.end(), [](const ArrivalGroup& a, const ArrivalGroup& b) { return a.waitNs > b.waitNs; });
+  const RankArrival* worst = nullptr;
+  for (const auto& r : report.ranks)
+    if (r.causedWaitNs > 0 && (!worst || r.causedWaitNs > worst->causedWaitNs)) worst = &r;
+  if (!worst) {
+    report.evidence = report.matched ? "no rank kept the others waiting" : "no collective was matched across ranks";
+    return report;
+  }
+  // Named only when the evidence says so (stragglers.h): more often last than chance, significantly,
+  // and the main cause of the waiting.
+  report.mostWaitedFor = worst->rank;
+  const double n = static_cast<double>(nRanks);
+  const double share = worst->instances ? static_cast<double>(worst->lastCount) / static_cast<double>(worst->instances) : 0;
+  report.stragglerPValue = binomialUpperTail(worst->lastCount, worst->instances, 1.0 / n);
+  const double waitShare = report.totalWaitNs > 0 ? static_cast<double>(worst->causedWaitNs) / static_cast<double>(report.totalWaitNs) : 0;
+  const bool often = share >= std::min(1.0, kStragglerMinShareOverChance / n);
+  const bool significant = report.stragglerPValue < kStragglerMaxPValue;
+  const bool dominant = waitShare >= kStragglerMinShareOfWait;
+  const std::string who = "rank " + std::to_string(worst->rank);
+  const std::string facts = who + " arrived last at " + std::to_string(worst->lastCount) + " of " + std::to_string(worst->instances) +
+                            " matched collectives (" + pctText(100.0 * share) + "; chance with " + std::to_string(nRanks) +
+                            " ranks: " + pctText(100.0 / n) + ") and the others waited " + msText(worst->causedWaitNs) +
+                            " for it (" + pctText(100.0 * waitShare) + " of all waiting)";
+  if (often && significant && dominant) {
+    report.straggler = worst->rank;
+    report.evidence = facts + ": the straggler";
+  } else {
+    report.evidence = facts + ": no straggler (" +
+                      std::string(!often ? "not last much more often than chance" : !significant ? "too few collectives to tell from chance"
+                                                                                                   : "it causes less than half of the waiting") +
+                      ")";
+  }
   return report;
 }
 

@@ -180,7 +180,7 @@ struct Writer {
       o += "<nav><ul>";
       for (const auto& [id, name] : std::initializer_list<std::pair<const char*, const char*>>{
                {"recommendation", "Recommendation"}, {"environment", "Environment"}, {"comparison", "Comparison"},
-               {"charts", "Charts"}, {"bottlenecks", "Bottlenecks"}, {"stragglers", "Stragglers"},
+               {"charts", "Charts"}, {"bottlenecks", "Bottlenecks"}, {"stragglers", "Arrivals"},
                {"memory", "Memory peaks"}, {"collectives", "Collectives"}, {"configuration", "Configuration"}})
         o += std::string("<li><a href=\"#") + id + "\">" + name + "</a></li>";
       o += "</ul></nav>\n";
@@ -215,10 +215,13 @@ struct Writer {
       o += "</figure>\n";
     }
 
-    perRun("bottlenecks", "All-gather and reduce-scatter bottlenecks", [&](const ReportRun& r) { table(bottleneckTable(r)); });
-    perRun("stragglers", "Stragglers", [&](const ReportRun& r) {
+    perRun("bottlenecks", "Collective bottlenecks", [&](const ReportRun& r) { table(bottleneckTable(r)); });
+    perRun("stragglers", "Arrivals and stragglers", [&](const ReportRun& r) {
       o += "<p>" + htmlEscape(stragglerSummary(r)) + "</p>\n";
-      if (r.analysis.stragglers.matched > 0) table(stragglerTable(r));
+      if (r.analysis.stragglers.matched > 0) {
+        table(stragglerTable(r));
+        table(arrivalGroupTable(r));
+      }
     });
     perRun("memory", "Memory peaks", [&](const ReportRun& r) { table(memoryPeakTable(r)); });
     perRun("collectives", "Collectives", [&](const ReportRun& r) { table(collectivesTable(r)); });

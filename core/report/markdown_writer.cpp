@@ -179,10 +179,13 @@ std::string writeMarkdown(const Report& rep) {
     table(o, chartTable(c));
     if (!c.note.empty()) o += "_" + markdownEscape(c.note) + "_\n\n";
   }
-  perRun("All-gather and reduce-scatter bottlenecks", [&](const ReportRun& r) { table(o, bottleneckTable(r)); });
-  perRun("Stragglers", [&](const ReportRun& r) {
+  perRun("Collective bottlenecks", [&](const ReportRun& r) { table(o, bottleneckTable(r)); });
+  perRun("Arrivals and stragglers", [&](const ReportRun& r) {
     o += markdownEscape(stragglerSummary(r)) + "\n\n";
-    if (r.analysis.stragglers.matched > 0) table(o, stragglerTable(r));
+    if (r.analysis.stragglers.matched > 0) {
+      table(o, stragglerTable(r));
+      table(o, arrivalGroupTable(r));
+    }
   });
   perRun("Memory peaks", [&](const ReportRun& r) { table(o, memoryPeakTable(r)); });
   perRun("Collectives", [&](const ReportRun& r) { table(o, collectivesTable(r)); });

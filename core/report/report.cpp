@@ -499,10 +499,10 @@ void recommend(Report& rep) {
                       reportNumber(*r.exposedCommMs, 2) + " ms)";
       if (!r.analysis.bottlenecks.empty()) {
         const Bottleneck& bn = r.analysis.bottlenecks.front();
-        t += "; the costliest exposed collective is " + std::string(toString(bn.op)) + " on rank " + std::to_string(bn.rank) +
-             (bn.bytes ? " (" + reportBytes(static_cast<double>(*bn.bytes)) + ")" : "") + " with " +
-             reportDuration(static_cast<double>(bn.totalExposedNs)) + " exposed over " + std::to_string(bn.instances) +
-             (bn.instances == 1 ? " step" : " steps");
+        t += "; the costliest exposed collective is " + std::string(toString(bn.op)) +
+             (bn.target.empty() ? (bn.bytes ? " of " + reportBytes(static_cast<double>(*bn.bytes)) : std::string()) : " " + bn.target) +
+             " with " + reportDuration(static_cast<double>(bn.totalExposedNs)) + " exposed over " + std::to_string(bn.instances) +
+             (bn.instances == 1 ? " instance" : " instances") + " on " + std::to_string(bn.ranks) + (bn.ranks == 1 ? " rank" : " ranks");
         if (!bn.suggestions.empty()) t += ": " + bn.suggestions.front();
       }
       s.push_back(t + ".");
@@ -527,7 +527,8 @@ void recommend(Report& rep) {
     for (const auto& a : st.ranks) {
       if (a.rank != *st.straggler || a.causedWaitNs <= 0) continue;
       s.push_back("Rank " + std::to_string(a.rank) + " is a straggler: it arrived last at " + std::to_string(a.lastCount) +
-                  " of " + std::to_string(a.instances) + " matched collectives and the other ranks waited " +
+                  " of " + std::to_string(a.instances) + " matched collectives (chance with " + std::to_string(st.ranks.size()) +
+                  " ranks: " + pct(100.0 / static_cast<double>(st.ranks.size())) + ") and the other ranks waited " +
                   reportDuration(static_cast<double>(a.causedWaitNs)) + " for it in total; fixing it (data loading, host-side "
                   "work before the collectives) helps more than tuning communication.");
     }
@@ -856,25 +857,26 @@ ReportTable knownConfigTable(const ReportRun& run) {
 
 ReportTable bottleneckTable(const ReportRun& run) {
   ReportTable t;
-  t.header = {"rank", "collective", "steps", "exposed, total", "mean", "worst step", "worst exposed", "its duration",
-              "size", "group", "issued by", "kernel", "why", "suggestion"};
-  t.caption = "Costliest exposed all-gathers and reduce-scatters (time with no computation on the rank): each row is "
-              "one collective of a rank over its steps, ranked by its exposed time summed over them.";
-  t.emptyText = "No exposed all-gather or reduce-scatter.";
+  t.header = {"collective", "target", "group", "instances", "ranks", "steps", "exposed, total", "mean", "main cause", "worst",
+              "size", "kernel", "why", "suggestion"};
+  t.caption = "Costliest exposed collectives (time with no computation on the rank), grouped by what you can change: the "
+              "parameter, bucket, unit or module the run names, else the size and process group; exposed time summed over "
+              "steps and ranks.";
+  t.emptyText = "No exposed collective.";
   t.detailColumns = 2;
   for (const auto& b : run.analysis.bottlenecks) {
     std::string why, what;
     for (std::size_t k = 0; k < b.reasons.size(); ++k) why += (k ? "\n" : "") + b.reasons[k];
     for (std::size_t k = 0; k < b.suggestions.size(); ++k) what += (k ? "\n" : "") + b.suggestions[k];
-    t.rows.push_back({numberCell(std::to_string(b.rank)), text(std::string(toString(b.op))),
-                      numberCell(std::to_string(b.instances)),
+    t.rows.push_back({text(std::string(toString(b.op))), text(b.target.empty() ? "(unnamed)" : b.target), text(b.processGroup),
+                      numberCell(std::to_string(b.instances)), numberCell(std::to_string(b.ranks)),
+                      numberCell(std::to_string(b.stepsSeen)),
                       numberCell(reportDuration(static_cast<double>(b.totalExposedNs))),
-                      numberCell(reportDuration(static_cast<double>(b.meanExposedNs))),
-                      numberCell(b.step ? std::to_string(*b.step) : "\u2013"),
-                      numberCell(reportDuration(static_cast<double>(b.exposedNs))),
-                      numberCell(reportDuration(static_cast<double>(b.durNs))),
-                      numberCell(b.bytes ? reportBytes(static_cast<double>(*b.bytes)) : "?"), text(b.processGroup),
-                      text(b.unit), code(b.kernel), text(why.empty() ? "exposed, no rule fired" : why), text(what)});
+                      numberCell(reportDuration(static_cast<double>(b.meanExposedNs))), text(toString(b.cause)),
+                      numberCell(reportDuration(static_cast<double>(b.exposedNs)) + " (rank " + std::to_string(b.rank) +
+                                 (b.step ? ", step " + std::to_string(*b.step) : std::string()) + ")"),
+                      numberCell(b.bytes ? reportBytes(static_cast<double>(*b.bytes)) : "?"), code(b.kernel),
+                      text(why.empty() ? "exposed" : why), text(what)});
   }
   return t;
 }
@@ -884,10 +886,8 @@ std::string stragglerSummary(const ReportRun& run) {
   if (st.matched == 0) return "No collective could be matched across ranks (one rank, or no collectives).";
   std::string s = std::to_string(st.matched) + " collectives matched across ranks; largest arrival spread " +
                   reportDuration(static_cast<double>(st.maxSkewNs)) + ". ";
-  if (st.straggler)
-    s += "Straggler: rank " + std::to_string(*st.straggler) + " (it caused the most waiting).";
-  else
-    s += "No straggler: no rank made the others wait.";
+  s += st.evidence.empty() ? std::string("No straggler.") : st.evidence + ".";
+  if (!s.empty() && s[s.size() - 1] == '.' && s.size() > 1 && s[s.size() - 2] == '.') s.pop_back();
   return s;
 }
 
@@ -903,6 +903,22 @@ ReportTable stragglerTable(const ReportRun& run) {
                       numberCell(reportDuration(static_cast<double>(a.lateNs))),
                       numberCell(reportDuration(static_cast<double>(a.causedWaitNs)))});
   }
+  t.emptyText = "No matched collectives.";
+  return t;
+}
+
+ReportTable arrivalGroupTable(const ReportRun& run) {
+  ReportTable t;
+  t.caption = "Arrival skew per collective group (process group and operation): how far apart the ranks arrive, how long they "
+              "waited for the last one, and who is last most often.";
+  t.header = {"collective", "group", "matched", "ranks", "mean skew", "max skew", "waited", "last most often"};
+  for (const auto& g : run.analysis.stragglers.groups)
+    t.rows.push_back({text(std::string(toString(g.op))), text(g.processGroup), numberCell(std::to_string(g.matched)),
+                      numberCell(std::to_string(g.ranks)), numberCell(reportDuration(static_cast<double>(g.meanSkewNs))),
+                      numberCell(reportDuration(static_cast<double>(g.maxSkewNs))), numberCell(reportDuration(static_cast<double>(g.waitNs))),
+                      text(g.mostOftenLast >= 0 ? "rank " + std::to_string(g.mostOftenLast) + " (" + std::to_string(g.mostOftenLastCount) +
+                                                      " of " + std::to_string(g.matched) + ")"
+                                                : std::string("\u2013"))});
   t.emptyText = "No matched collectives.";
   return t;
 }

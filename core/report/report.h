@@ -150,6 +150,7 @@ ReportTable knobTable(const ReportRun& run);         // runtime runs: every knob
 ReportTable knownConfigTable(const ReportRun& run);  // imported runs: what the trace tells
 ReportTable bottleneckTable(const ReportRun& run);
 ReportTable stragglerTable(const ReportRun& run);
+ReportTable arrivalGroupTable(const ReportRun& run);  // per (process group, operation)
 std::string stragglerSummary(const ReportRun& run);
 ReportTable memoryPeakTable(const ReportRun& run);
 ReportTable collectivesTable(const ReportRun& run);

@@ -537,6 +537,7 @@ class ReplicatedEngine final : public Engine {
   void beginStep(std::int64_t, int micro, int microCount) override {
     micro_ = micro;
     lastMicro_ = micro == microCount - 1;
+    bucketSeq_ = 0;  // bucket k is the same bucket in every step (analyses group by the name)
     if (micro == 0) {
       keptGrads_.clear();
       if (stage_ == 2) gradPart_.zero_();
@@ -1122,6 +1123,7 @@ class ShardedEngine final : public Engine {
     if (micro == 0)
       for (auto& g : groups_) g.gradFresh = true;
     tracePos_ = 0;
+    bucketSeq_ = 0;  // bucket k is the same bucket in every step (analyses group by the name)
   }
 
   void finishBackward(int, int) override {

@@ -397,7 +397,7 @@ class TestReport : public QObject {
 
     const QString md = QString::fromStdString(writeMarkdown(rep));
     for (const char* h : {"## Recommendation", "## Environment", "## Comparison", "## Charts",
-                          "## All-gather and reduce-scatter bottlenecks", "## Stragglers", "## Memory peaks", "## Collectives",
+                          "## Collective bottlenecks", "## Arrivals and stragglers", "## Memory peaks", "## Collectives",
                           "## Configuration", "```json"})
       QVERIFY2(md.contains(h), h);
 

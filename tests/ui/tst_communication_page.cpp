@@ -304,7 +304,8 @@ class TestCommunicationPage : public QObject {
       QCOMPARE(ev->startNs, e.startNs);
       QCOMPARE(ev->endNs - ev->startNs, e.durNs);
       QVERIFY(ev->collOp == e.op);
-      QCOMPARE(m->data(m->index(i, ui::BottleneckModel::Exposed)).toString(), ui::units::ms(e.exposedNs));
+      QCOMPARE(m->data(m->index(i, ui::BottleneckModel::Total)).toString(), ui::units::ms(e.totalExposedNs));
+      QVERIFY(m->data(m->index(i, ui::BottleneckModel::Worst)).toString().startsWith(ui::units::ms(e.exposedNs)));
     }
     // The costliest first in the view, selected, its details shown with reasons and suggestions.
     QTableView* view = page.bottleneckView();
@@ -363,9 +364,13 @@ class TestCommunicationPage : public QObject {
     QAbstractItemModelTester tb(&bm, QAbstractItemModelTester::FailureReportingMode::QtTest);
     ui::BottleneckRow row;
     row.b.op = CollectiveOp::AllGather;
-    row.b.reasons = {"not overlapped with computation"};
+    row.b.cause = core::ExposedCause::LateRank;
+    row.b.lateRank = 3;
+    row.b.totalExposedNs = 100;
+    row.b.causes = {{core::ExposedCause::LateRank, 80, 4}, {core::ExposedCause::NothingToOverlap, 20, 1}};
     bm.setRows({row});
-    QCOMPARE(bm.data(bm.index(0, ui::BottleneckModel::Finding)).toString(), QString("not overlapped"));
+    QCOMPARE(bm.data(bm.index(0, ui::BottleneckModel::Cause)).toString(), QString("waiting for a late rank (rank 3), 80.0 %"));
+    QCOMPARE(bm.data(bm.index(0, ui::BottleneckModel::Op), ui::CollectivesModel::OpRole).toString(), QString("all_gather"));
     bm.clear();
   }
 

@@ -29,6 +29,7 @@ struct RunSpec {
   bool breakdown = true;                    // peak_breakdown.* and model_state.* metrics
   double tokensPerS = 1000;
   double initS = 0.5;
+  std::string commName = "allreduce";  // the runtime names its collectives "all_reduce grad bucket 0"
 };
 
 inline std::int64_t peakOf(const RunSpec& s, int rank) { return s.peakBytes + (static_cast<std::int64_t>(rank) << 20); }
@@ -45,7 +46,7 @@ inline core::Id writeRun(core::TraceStore& store, const RunSpec& s) {
   const TimeNs end = s.t0 + s.steps * s.stepNs;
   const TimeNs peakT = s.t0 + static_cast<TimeNs>(s.peakAt * static_cast<double>(end - s.t0));
   const Id cpuOp = store.intern("cpu_op"), ann = store.intern("user_annotation");
-  const Id mm = store.intern("aten::mm"), fwd = store.intern("## forward ##"), ar = store.intern("allreduce");
+  const Id mm = store.intern("aten::mm"), fwd = store.intern("## forward ##"), ar = store.intern(s.commName);
   std::vector<Id> rankIds;
   for (int r = 0; r < s.ranks; ++r) {
     Rank rk;

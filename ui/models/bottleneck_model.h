@@ -1,7 +1,9 @@
 #pragma once
-// The all-gather / reduce-scatter bottleneck list of the Communication page: core's
-// findCollectiveBottlenecks (docs/METRICS.md), costliest exposed instance first, with the event id
-// of each instance where the page could find it in the store (for "show in timeline").
+// The collective bottlenecks of the Communication page: core's findCollectiveBottlenecks
+// (docs/METRICS.md), one row per group of exposed instances that one change would act on (operation,
+// target, process group), costliest first, with the event id of its worst instance where the page
+// could find it in the store (for "show in timeline"). The page's operation, group and text filters
+// apply to it through CollectivesFilterProxy (OpRole, GroupRole, TargetRole).
 #include <QAbstractTableModel>
 #include <QString>
 
@@ -20,10 +22,9 @@ class BottleneckModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  // A row is one collective of a rank over its steps (core::Bottleneck): Steps, Total and Mean over
-  // its exposed instances; Step, Exposed, Duration and Exposed % are its worst instance's.
-  enum Column { Rank, Op, Steps, Total, Mean, Step, Exposed, Duration, ExposedShare, Bytes, Group, Unit, Finding, ColumnCount };
-  enum Role { SortRole = Qt::UserRole + 1 };
+  // Instances, Ranks, Steps, Total and Mean are over the group; Worst is its worst instance.
+  enum Column { Op, Target, Group, Instances, Ranks, Steps, Total, Mean, Cause, Worst, Bytes, ColumnCount };
+  enum Role { SortRole = Qt::UserRole + 1 };  // OpRole, GroupRole, TargetRole: CollectivesModel's
 
   explicit BottleneckModel(QObject* parent = nullptr);
 
@@ -32,6 +33,8 @@ class BottleneckModel : public QAbstractTableModel {
   const std::vector<BottleneckRow>& rows() const { return rows_; }
   const BottleneckRow& rowAt(int row) const { return rows_.at(static_cast<std::size_t>(row)); }
 
+  // "waiting for a late rank (rank 7)", "nothing to overlap", ...
+  static QString causeLabel(const core::Bottleneck& b);
   // The details pane of a row: what it is, why it is exposed, what to change (rich text).
   static QString detailsHtml(const BottleneckRow& row);
 

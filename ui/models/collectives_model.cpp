@@ -201,7 +201,8 @@ bool CollectivesFilterProxy::filterAcceptsRow(int sourceRow, const QModelIndex& 
   // "allgather", "all-gather" and "all_gather" all find all_gather.
   auto norm = [](QString s) { return s.remove(QLatin1Char('_')).remove(QLatin1Char('-')).remove(QLatin1Char(' ')); };
   const QString t = norm(text_);
-  return norm(op).contains(t, Qt::CaseInsensitive) || group.contains(text_, Qt::CaseInsensitive);
+  return norm(op).contains(t, Qt::CaseInsensitive) || group.contains(text_, Qt::CaseInsensitive) ||
+         idx.data(CollectivesModel::TargetRole).toString().contains(text_, Qt::CaseInsensitive);
 }
 
 }  // namespace shardscope::ui

@@ -36,6 +36,7 @@ class CollectivesModel : public QAbstractTableModel {
     SortRole = Qt::UserRole + 1,  // the raw number (or text) of the cell; empty when undefined
     OpRole,                       // the row's operation name (for the operation filter)
     GroupRole,                    // the row's process group (for the group filter)
+    TargetRole,                   // what the row is for (bottlenecks: parameter, bucket, unit), for the text filter
   };
 
   explicit CollectivesModel(QObject* parent = nullptr);

@@ -40,6 +40,7 @@ struct CommunicationPage::Loaded {
   std::vector<core::StepBreakdown> steps;
   std::vector<BottleneckRow> bottlenecks;
   std::optional<core::CollectiveComparison> runsCompared;  // two or more runs selected
+  core::StragglerReport stragglers;
   QStringList runLabels;                                    // "ddp #7", in the selection's order
 };
 
@@ -100,7 +101,7 @@ CommunicationPage::CommunicationPage(QWidget* parent) : Page(parent) {
   proxy_ = new CollectivesFilterProxy(this);
   proxy_->setSourceModel(collectives_);
   bottlenecks_ = new BottleneckModel(this);
-  bnProxy_ = new QSortFilterProxyModel(this);
+  bnProxy_ = new CollectivesFilterProxy(this);
   bnProxy_->setSourceModel(bottlenecks_);
   bnProxy_->setSortRole(BottleneckModel::SortRole);
 
@@ -275,7 +276,7 @@ CommunicationPage::CommunicationPage(QWidget* parent) : Page(parent) {
     auto* l = new QVBoxLayout(w);
     l->setContentsMargins(0, 0, 0, 0);
     auto* bar = new QHBoxLayout;
-    bar->addWidget(sectionTitle(tr("Exposed all-gathers and reduce-scatters")));
+    bar->addWidget(sectionTitle(tr("Exposed collectives, grouped by what you can change")));
     bnCount_ = new QLabel;
     bnCount_->setStyleSheet(QStringLiteral("color: palette(mid);"));
     bar->addWidget(bnCount_);
@@ -285,7 +286,7 @@ CommunicationPage::CommunicationPage(QWidget* parent) : Page(parent) {
     h->setChildrenCollapsible(false);
     bnView_ = makeTable(bnProxy_);
     bnView_->setToolTip(tr("Double-click a row to show the collective in the timeline"));
-    bnView_->horizontalHeader()->setStretchLastSection(true);  // "Why exposed" takes the room left
+    bnView_->horizontalHeader()->setStretchLastSection(true);
     h->addWidget(bnView_);
     auto* side = new QWidget;
     auto* sl = new QVBoxLayout(side);
@@ -304,19 +305,50 @@ CommunicationPage::CommunicationPage(QWidget* parent) : Page(parent) {
     l->addWidget(h, 1);
     split->addWidget(w);
   }
-  split->setStretchFactor(0, 3);
+
+  // 4. Arrivals: who reaches the collectives last, how often, and how long the others waited.
+  {
+    auto* w = new QWidget;
+    auto* l = new QVBoxLayout(w);
+    l->setContentsMargins(0, 0, 0, 0);
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(sectionTitle(tr("Arrivals at collectives")));
+    arrivalsNote_ = new QLabel;
+    arrivalsNote_->setObjectName(QStringLiteral("arrivalsNote"));
+    arrivalsNote_->setWordWrap(true);
+    arrivalsNote_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    bar->addWidget(arrivalsNote_, 1);
+    l->addLayout(bar);
+    arrivals_ = new QTableWidget;
+    arrivals_->setObjectName(QStringLiteral("arrivals"));
+    arrivals_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    arrivals_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    arrivals_->verticalHeader()->hide();
+    arrivals_->horizontalHeader()->setStretchLastSection(true);
+    l->addWidget(arrivals_, 1);
+    split->addWidget(w);
+  }
+  split->setStretchFactor(0, 2);
   split->setStretchFactor(1, 3);
-  split->setStretchFactor(2, 4);
+  split->setStretchFactor(2, 3);
+  split->setStretchFactor(3, 4);
+  split->setStretchFactor(4, 2);
 
   connect(runCombo_, &QComboBox::activated, this, [this](int i) {
     const core::Id id = runCombo_->itemData(i).toLongLong();
     if (id != runId_) showRun(id);
   });
+  // Every filter applies to the collectives and to the bottlenecks.
   connect(filter_, &QLineEdit::textChanged, proxy_, &CollectivesFilterProxy::setText);
-  connect(opCombo_, &QComboBox::currentIndexChanged, this,
-          [this](int) { proxy_->setOperation(opCombo_->currentData().toString()); });
-  connect(groupCombo_, &QComboBox::currentIndexChanged, this,
-          [this](int) { proxy_->setGroup(groupCombo_->currentData().toString()); });
+  connect(filter_, &QLineEdit::textChanged, bnProxy_, &CollectivesFilterProxy::setText);
+  connect(opCombo_, &QComboBox::currentIndexChanged, this, [this](int) {
+    proxy_->setOperation(opCombo_->currentData().toString());
+    bnProxy_->setOperation(opCombo_->currentData().toString());
+  });
+  connect(groupCombo_, &QComboBox::currentIndexChanged, this, [this](int) {
+    proxy_->setGroup(groupCombo_->currentData().toString());
+    bnProxy_->setGroup(groupCombo_->currentData().toString());
+  });
   auto count = [this] {
     const int shown = proxy_->rowCount(), all = collectives_->rowCount();
     collCount_->setText(shown == all ? tr("%n row(s)", nullptr, all) : tr("%1 of %2 rows").arg(shown).arg(all));
@@ -422,6 +454,7 @@ void CommunicationPage::load() {
         const auto a = RunSession::analysis(cache, store, runId, &cancel);
         out.collectives = a->collectives;
         out.steps = a->steps;
+        out.stragglers = a->stragglers;
         const auto ranks = store.ranks(runId);
         const auto tracks = store.tracks(runId);
         for (std::size_t k = 0; k < a->bottlenecks.size() && k < kBottleneckLimit; ++k) {
@@ -471,6 +504,8 @@ void CommunicationPage::apply(Loaded loaded) {
   }
   runInfo_->setText(loaded.info);
   runsCompared_ = std::move(loaded.runsCompared);
+  stragglers_ = std::move(loaded.stragglers);
+  showArrivals();
   runLabels_ = loaded.runLabels;
   showRunsCompared();
   collectives_->setRows(std::move(loaded.collectives));
@@ -494,16 +529,13 @@ void CommunicationPage::apply(Loaded loaded) {
   rebuildChart();
 
   bnView_->sortByColumn(BottleneckModel::Total, Qt::DescendingOrder);
-  bool anyUnit = false;
-  for (const auto& r : bottlenecks_->rows()) anyUnit = anyUnit || !r.b.unit.empty();
-  bnView_->setColumnHidden(BottleneckModel::Unit, !anyUnit);
   for (QTableView* t : {collView_, bnView_}) {
     t->resizeColumnsToContents();
     for (int c = 0; c + (t == bnView_ ? 1 : 0) < t->model()->columnCount(); ++c)
       t->setColumnWidth(c, std::min(t->columnWidth(c) + 8, 420));
   }
   const int n = bottlenecks_->rowCount();
-  bnCount_->setText(n ? tr("%n instance(s), costliest first", nullptr, n) : QString());
+  bnCount_->setText(n ? tr("%n group(s), costliest first; exposed time summed over steps and ranks", nullptr, n) : QString());
   if (n) bnView_->selectRow(0);
   showDetails();
   stack_->setCurrentIndex(1);
@@ -524,6 +556,8 @@ void CommunicationPage::rebuildFilters() {
   }
   proxy_->setOperation(opCombo_->currentData().toString());
   proxy_->setGroup(groupCombo_->currentData().toString());
+  bnProxy_->setOperation(opCombo_->currentData().toString());
+  bnProxy_->setGroup(groupCombo_->currentData().toString());
 }
 
 void CommunicationPage::setChartRank(int rank) {
@@ -616,7 +650,7 @@ void CommunicationPage::showDetails() {
   if (row < 0 || row >= bottlenecks_->rowCount()) {
     details_->setHtml(bottlenecks_->rowCount() || runId_ == 0
                           ? tr("<p style='color:gray'>Select a row to see why it is exposed and what to try.</p>")
-                          : tr("<p style='color:gray'>No exposed all-gather or reduce-scatter in this run.</p>"));
+                          : tr("<p style='color:gray'>No exposed collective in this run.</p>"));
     jumpButton_->setEnabled(false);
     return;
   }
@@ -685,6 +719,54 @@ void CommunicationPage::showRunsCompared() {
 }
 
 QTableWidget* CommunicationPage::runsTable() const { return runsTable_; }
+
+QSortFilterProxyModel* CommunicationPage::bottleneckProxy() const { return bnProxy_; }
+
+QString CommunicationPage::arrivalsNote() const { return arrivalsNote_->text(); }
+
+void CommunicationPage::showArrivals() {
+  const auto& st = stragglers_;
+  arrivals_->clear();
+  arrivals_->setRowCount(0);
+  arrivals_->setColumnCount(6);
+  arrivals_->setHorizontalHeaderLabels({tr("Rank / collective"), tr("Matched"), tr("Arrived last"), tr("Late in total (ms)"),
+                                        tr("Others waited for it (ms)"), tr("Skew mean / max (ms)")});
+  if (st.matched == 0) {
+    arrivalsNote_->setText(tr("No collective could be matched across ranks (one rank, or no collectives)."));
+    return;
+  }
+  const QString evidence = QString::fromStdString(st.evidence);
+  arrivalsNote_->setText(st.straggler ? tr("<b>Straggler: rank %1.</b> %2").arg(*st.straggler).arg(evidence.toHtmlEscaped())
+                                      : evidence.toHtmlEscaped());
+  auto cell = [this](int row, int col, const QString& text, bool left = false) {
+    auto* it = new QTableWidgetItem(text);
+    it->setTextAlignment((left ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignVCenter);
+    arrivals_->setItem(row, col, it);
+    return it;
+  };
+  for (const auto& a : st.ranks) {
+    const int row = arrivals_->rowCount();
+    arrivals_->insertRow(row);
+    auto* r = cell(row, 0, tr("rank %1").arg(a.rank) + (st.straggler && *st.straggler == a.rank ? tr(" (straggler)") : QString()), true);
+    if (st.straggler && *st.straggler == a.rank) r->setForeground(QColor(0xc6, 0x28, 0x28));
+    cell(row, 1, units::count(a.instances));
+    cell(row, 2, a.instances ? tr("%1 (%2)").arg(units::count(a.lastCount), units::percent(static_cast<double>(a.lastCount) / static_cast<double>(a.instances))) : QStringLiteral("–"));
+    cell(row, 3, units::ms(a.lateNs));
+    cell(row, 4, units::ms(a.causedWaitNs));
+    cell(row, 5, QString());
+  }
+  for (const auto& g : st.groups) {
+    const int row = arrivals_->rowCount();
+    arrivals_->insertRow(row);
+    cell(row, 0, units::opName(g.op) + (g.processGroup.empty() ? QString() : QStringLiteral(" (%1)").arg(QString::fromStdString(g.processGroup))), true);
+    cell(row, 1, units::count(g.matched));
+    cell(row, 2, g.mostOftenLast >= 0 ? tr("rank %1: %2").arg(g.mostOftenLast).arg(units::count(g.mostOftenLastCount)) : QStringLiteral("–"));
+    cell(row, 3, QString());
+    cell(row, 4, units::ms(g.waitNs));
+    cell(row, 5, QStringLiteral("%1 / %2").arg(units::ms(g.meanSkewNs), units::ms(g.maxSkewNs)));
+  }
+  arrivals_->resizeColumnsToContents();
+}
 
 
 QJsonObject CommunicationPage::describe() const {

@@ -17,6 +17,7 @@
 
 #include "core/analysis/comparison.h"
 #include "core/analysis/step_breakdown.h"
+#include "core/analysis/stragglers.h"
 #include "ui/models/bottleneck_model.h"
 #include "ui/models/collectives_model.h"
 #include "ui/pages/page.h"
@@ -84,10 +85,15 @@ class CommunicationPage : public Page {
   QString lastError() const { return lastError_; }
   // The selected runs side by side (two or more runs): core::compareCollectives as shown.
   QTableWidget* runsTable() const;
+  // Arrival at collectives (core::StragglerReport): per rank, then per collective group.
+  QTableWidget* arrivalsTable() const { return arrivals_; }
+  QString arrivalsNote() const;
+  QSortFilterProxyModel* bottleneckProxy() const;
   const std::optional<core::CollectiveComparison>& runsCompared() const { return runsCompared_; }
 
  private:
   void showRunsCompared();
+  void showArrivals();
   struct Loaded;
   void load();
   void cancelTask();
@@ -116,7 +122,10 @@ class CommunicationPage : public Page {
   CollectivesModel* collectives_ = nullptr;
   CollectivesFilterProxy* proxy_ = nullptr;
   BottleneckModel* bottlenecks_ = nullptr;
-  QSortFilterProxyModel* bnProxy_ = nullptr;
+  CollectivesFilterProxy* bnProxy_ = nullptr;  // the page's filters apply to the bottlenecks too
+  QTableWidget* arrivals_ = nullptr;
+  QLabel* arrivalsNote_ = nullptr;
+  core::StragglerReport stragglers_;
 
   QStackedWidget* stack_ = nullptr;
   QLabel* placeholder_ = nullptr;
