@@ -8,8 +8,8 @@
 //
 // Output: one line per size `1M events: 0.4 ms/frame` (the figure the issue tracks), then indented
 // details: generation, index build time, resident bytes per event (the index's own accounting, and
-// the growth of the process's RSS across the build with the store closed), the draw list, and frames
-// at closer zoom levels. Each size runs in a fork()ed child so its memory figures are its own.
+// the growth of the process's RSS across the build with the store closed), the draw list (and its
+// parts: event lanes, counter lanes, every rank's summary track), and frames at closer zoom levels. Each size runs in a fork()ed child so its memory figures are its own.
 #include <malloc.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -517,6 +517,17 @@ void measure(const std::string& db, Id runId, const std::string& label, const Op
     const FrameFigures p = timeFrames(*idx, part, o.frames);
     std::printf("  %s full zoom-out, %s lanes only: median %.3f ms, min %.3f\n", label.c_str(), counters ? "counter" : "event",
                 p.medianMs, p.minMs);
+  }
+  // Every rank as a summary track (collapsed ranks), no lanes: what a 64-rank run opens on.
+  {
+    auto sv = full;
+    sv.lanes.clear();
+    for (int r = 0; r < static_cast<int>(idx->ranks().size()); ++r) sv.summaryRanks.push_back(r);
+    const FrameFigures p = timeFrames(*idx, sv, o.frames);
+    std::size_t spans = 0;
+    for (const auto& rk : idx->ranks()) spans += rk.computeCover.size() + rk.workCover.size() + rk.exposedCover.size();
+    std::printf("  %s full zoom-out, summary tracks of all %zu ranks: median %.3f ms, min %.3f (%zu coverage spans)\n",
+                label.c_str(), idx->ranks().size(), p.medianMs, p.minMs, spans);
   }
   // Closer zoom levels, centred on the middle of the run.
   const TimeNs span = idx->maxEnd() - idx->minStart();

@@ -4,11 +4,17 @@
 // the lanes that fit) and every lane of every rank visible at once (the widget made as tall as all
 // its lanes), the worst case.
 //
-//   bench_timeline --sizes 1M,10M --dir DIR --keep      # writes DIR/timeline_1M.db, DIR/timeline_10M.db
-//   bench_timeline_paint DIR/timeline_1M.db DIR/timeline_10M.db [--frames 20]
+//   bench_timeline --sizes 1M,10M --dir DIR --keep      # writes DIR/timeline_1M.db, DIR/timeline_10M.db (16 ranks)
+//   bench_timeline --sizes 10M --ranks 64 --dir DIR64 --keep   # the 64-rank configuration
+//   bench_timeline_paint DIR/timeline_1M.db DIR/timeline_10M.db [--frames 20] [--expanded]
+//
+// The window frame uses the layout the widget opens with (many ranks: compact or collapsed to summary
+// tracks so that every rank fits); --expanded measures it with every rank expanded instead (the lanes
+// of the first ranks that fit, what the widget opened with before the compact layout).
 //
 // Output: one line per run `1M events: 9.8 ms/frame (draw list 2.1 + paint 7.7), all lanes: ...`, then
-// the index's build time and bytes per event, and the time of a first search by name.
+// the index's build time and bytes per event, the window's layout (ranks, which mode, how many on
+// screen), and the time of a first search by name.
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QImage>
@@ -77,16 +83,22 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   std::vector<std::string> dbs;
   int frames = 20;
+  bool expanded = false;
+  const char* usage =
+      "usage: bench_timeline_paint DB... [--frames 20] [--expanded]   (DBs from bench_timeline --keep [--ranks 64])\n"
+      "  --expanded  the 1920x1080 frame with every rank expanded, not the layout the widget opens with\n"
+      "              (compact or collapsed ranks when a run of 4 ranks or more does not fit)\n";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--frames" && i + 1 < argc) frames = std::max(1, std::stoi(argv[++i]));
+    else if (a == "--expanded") expanded = true;
     else if (a == "-h" || a == "--help") {
-      std::puts("usage: bench_timeline_paint DB... [--frames 20]   (DBs from bench_timeline --keep)");
+      std::fputs(usage, stdout);
       return 0;
     } else dbs.push_back(a);
   }
   if (dbs.empty()) {
-    std::fputs("usage: bench_timeline_paint DB... [--frames 20]   (DBs from bench_timeline --keep)\n", stderr);
+    std::fputs(usage, stderr);
     return 2;
   }
   for (const auto& db : dbs) {
@@ -108,10 +120,20 @@ int main(int argc, char** argv) {
     w.setIndex(index);
     // 1920 px of time axis (the lane labels come on top of that), 1080 px high.
     w.resize(1920 + w.labelWidth(), 1080);
+    if (expanded) w.setAllRanksMode(ui::TimelineWidget::RankMode::Expanded);
     w.fitAll();
+    const int nRanks = static_cast<int>(index->ranks().size());
+    int onScreen = 0, compact = 0, collapsed = 0;
+    for (int r = 0; r < nRanks; ++r) {
+      if (w.rankY(r)) ++onScreen;
+      if (w.rankMode(r) == ui::TimelineWidget::RankMode::Compact) ++compact;
+      if (w.rankMode(r) == ui::TimelineWidget::RankMode::Collapsed) ++collapsed;
+    }
     QImage img(w.size(), QImage::Format_ARGB32_Premultiplied);
     const Frame window = measure(w, img, frames);
+    const std::size_t summaries = w.drawList() ? w.drawList()->summaries.size() : 0;
     // Every lane at once: as tall as the layout.
+    w.setAllRanksMode(ui::TimelineWidget::RankMode::Expanded);  // the worst case: every lane of every rank
     w.resize(1920 + w.labelWidth(), 30000);
     std::optional<int> lastY;
     for (std::uint32_t l = 0; l < index->lanes().size(); ++l)
@@ -127,6 +149,8 @@ int main(int argc, char** argv) {
                 all.list, all.paint, all.rects);
     std::printf("  index: %.2f s to build, %.1f bytes/event resident\n", buildS,
                 static_cast<double>(index->memoryBytes()) / std::max(1.0, events));
+    std::printf("  1920x1080 layout: %d ranks, %d expanded, %d compact, %d collapsed (%zu summary tracks); %d of %d ranks on screen\n",
+                nRanks, nRanks - compact - collapsed, compact, collapsed, summaries, onScreen, nRanks);
     // Search by name (the first findNext of a text scans every lane): a rare name, a common one and
     // a substring of almost every name, timed as a synchronous scan — what the GUI thread pays below
     // syncSearchLimit() events; above it the same scan runs on a pool thread.

@@ -72,29 +72,73 @@ struct Partial {
   std::vector<DrawRow> rows;
   std::vector<std::uint32_t> rowCount;  // per view lane of the part
   std::vector<CounterLine> counters;
+  std::vector<std::pair<std::size_t, RankSummary>> summaries;  // (position in Viewport::summaryRanks, track)
   std::uint64_t events = 0;
 };
 
-void foldSummary(const Lane& l, std::uint32_t b, std::uint32_t e, std::uint8_t& keyOr, std::uint8_t& keyAnd,
-                 std::uint8_t& bitsOr) {
+// What a fold [b, e) of a lane row is drawn as: OR / AND of its keys, OR of its bits, the time its
+// events cover, and the time per key (whole blocks add their dominant key's time).
+struct FoldAcc {
+  std::uint8_t keyOr = 0, keyAnd = 0xFF, bitsOr = 0;
+  TimeNs covered = 0;
+  // Time per key seen, in first-seen order: [0, nKeys) (a row rarely has more than a few keys; left
+  // uninitialised beyond nKeys: a fold costs no clearing).
+  std::uint32_t nKeys = 0;
+  std::uint8_t keys[kKeyCount];
+  TimeNs time[kKeyCount];
+  void add(std::uint8_t key, TimeNs t) {
+    for (std::uint32_t i = 0; i < nKeys; ++i)
+      if (keys[i] == key) {
+        time[i] += t;
+        return;
+      }
+    if (nKeys < kKeyCount) {
+      keys[nKeys] = key;
+      time[nKeys++] = t;
+    }
+  }
+  std::uint8_t dominant() const {
+    std::uint32_t best = 0;
+    for (std::uint32_t i = 1; i < nKeys; ++i)
+      if (time[i] > time[best] || (time[i] == time[best] && keys[i] < keys[best])) best = i;
+    return nKeys ? keys[best] : keyOr;
+  }
+};
+
+// OR / AND of the keys, OR of the bits and the covered time of the fold [b, e): the per-64 summaries
+// for whole blocks, the events at the edges.
+void foldSummary(const Lane& l, std::uint32_t b, std::uint32_t e, FoldAcc& a) {
   constexpr std::uint32_t kBlock = 1u << Lane::kBlockShift;
   std::uint32_t i = b;
-  for (; i < e && (i & (kBlock - 1)) != 0; ++i) {
-    keyOr |= l.key[i];
-    keyAnd &= l.key[i];
-    bitsOr |= l.bits[i];
-  }
+  auto one = [&](std::uint32_t k) {
+    a.keyOr |= l.key[k];
+    a.keyAnd &= l.key[k];
+    a.bitsOr |= l.bits[k];
+    a.covered += l.end[k] - l.start[k];
+  };
+  for (; i < e && (i & (kBlock - 1)) != 0; ++i) one(i);
   for (; i + kBlock <= e; i += kBlock) {
     const std::uint32_t k = i >> Lane::kBlockShift;
-    keyOr |= l.blockKeyOr[k];
-    keyAnd &= l.blockKeyAnd[k];
-    bitsOr |= l.blockBitsOr[k];
+    a.keyOr |= l.blockKeyOr[k];
+    a.keyAnd &= l.blockKeyAnd[k];
+    a.bitsOr |= l.blockBitsOr[k];
+    a.covered += l.blockDur[k];
   }
-  for (; i < e; ++i) {
-    keyOr |= l.key[i];
-    keyAnd &= l.key[i];
-    bitsOr |= l.bits[i];
+  for (; i < e; ++i) one(i);
+}
+
+// The key covering the most time in a fold of several keys: the events at its edges add their own
+// time, whole blocks their dominant key's (a second pass, only for folds that mix keys).
+std::uint8_t foldDominantKey(const Lane& l, std::uint32_t b, std::uint32_t e, FoldAcc& a) {
+  constexpr std::uint32_t kBlock = 1u << Lane::kBlockShift;
+  std::uint32_t i = b;
+  for (; i < e && (i & (kBlock - 1)) != 0; ++i) a.add(l.key[i], l.end[i] - l.start[i]);
+  for (; i + kBlock <= e; i += kBlock) {
+    const std::uint32_t k = i >> Lane::kBlockShift;
+    a.add(l.blockTopKey[k], l.blockTopDur[k]);
   }
+  for (; i < e; ++i) a.add(l.key[i], l.end[i] - l.start[i]);
+  return a.dominant();
 }
 
 // The first k in (i, hi) with wide(k), else hi, where level1[b] / level2[b] bound wide() over
@@ -160,11 +204,16 @@ void drawRow(const Frame& f, const Lane& l, std::uint32_t laneIndex, std::uint32
       r.key = l.key[i];
       r.bits = l.bits[i];
     } else {
-      std::uint8_t keyOr = 0, keyAnd = 0xFF, bitsOr = 0;
-      foldSummary(l, i, j, keyOr, keyAnd, bitsOr);
-      r.key = keyOr == keyAnd ? keyOr : kMixedKey;
-      r.bits = bitsOr;
+      FoldAcc a;
+      foldSummary(l, i, j, a);
+      r.key = a.keyOr == a.keyAnd ? a.keyOr : foldDominantKey(l, i, j, a);
+      r.bits = a.bitsOr;
       r.flags |= DrawFlags::Folded;
+      if (a.keyOr != a.keyAnd) r.flags |= DrawFlags::Mixed;
+      const TimeNs span = foldEnd - s;
+      r.density = span <= 0 ? 255
+                            : static_cast<std::uint8_t>(std::clamp<TimeNs>(
+                                  (a.covered * 255 + span / 2) / span, 1, 255));
     }
     f.place(r, s, foldEnd);
     if (r.count == 1)
@@ -255,7 +304,56 @@ void drawExposed(const Frame& f, const RankInfo& r, int rankIndex, std::vector<E
   }
 }
 
+void summarize(const Frame& f, std::size_t first, std::size_t stride, Partial& out) {
+  for (std::size_t k = first; k < f.view.summaryRanks.size(); k += stride)
+    out.summaries.emplace_back(k, buildRankSummary(f.index, f.view.summaryRanks[k], f.t0, f.t1, static_cast<int>(f.width)));
+}
+
 }  // namespace
+
+RankSummary buildRankSummary(const TimelineIndex& index, int rankIndex, TimeNs t0, TimeNs t1, int widthPx) {
+  RankSummary out;
+  out.rankIndex = rankIndex;
+  if (rankIndex < 0 || static_cast<std::size_t>(rankIndex) >= index.ranks().size() || widthPx <= 0) return out;
+  const RankInfo& r = index.ranks()[static_cast<std::size_t>(rankIndex)];
+  t1 = std::max(t1, t0 + 1);
+  const auto width = static_cast<std::size_t>(widthPx);
+  out.columns.resize(width);
+  const double npp = static_cast<double>(t1 - t0) / static_cast<double>(width);
+  // Nothing to do for columns outside the rank's work.
+  const TimeNs busyFrom = r.workCover.empty() ? t1 : r.workCover.start.front();
+  const TimeNs busyTo = r.workCover.empty() ? t0 : r.workCover.end(r.workCover.size() - 1);
+  std::size_t hp = 0, hw = 0, he = 0;
+  TimeNs a = t0;
+  TimeNs cp = r.computeCover.coveredBefore(a, hp), cw = r.workCover.coveredBefore(a, hw), ce = r.exposedCover.coveredBefore(a, he);
+  for (std::size_t c = 0; c < width; ++c) {
+    const TimeNs b = c + 1 == width ? t1 : t0 + static_cast<TimeNs>(static_cast<double>(c + 1) * npp);
+    if (b <= a) {  // under a nanosecond per pixel: the column repeats its neighbour
+      if (c) out.columns[c] = out.columns[c - 1];
+      continue;
+    }
+    if (b <= busyFrom || a >= busyTo) {
+      a = b;
+      continue;
+    }
+    const TimeNs np = r.computeCover.coveredBefore(b, hp), nw = r.workCover.coveredBefore(b, hw),
+                 ne = r.exposedCover.coveredBefore(b, he);
+    const TimeNs span = b - a;
+    auto share = [&](TimeNs t) -> int {
+      return static_cast<int>(std::clamp<TimeNs>((std::max<TimeNs>(0, t) * 255 + span / 2) / span, 0, 255));
+    };
+    int sc = share(np - cp), se = share(ne - ce), so = share((nw - cw) - (np - cp) - (ne - ce));
+    // Rounding never makes the shares exceed the column.
+    if (sc + se + so > 255) so = std::max(0, 255 - sc - se);
+    if (sc + se > 255) se = 255 - sc;
+    out.columns[c] = SummaryColumn{static_cast<std::uint8_t>(sc), static_cast<std::uint8_t>(se), static_cast<std::uint8_t>(so)};
+    cp = np;
+    cw = nw;
+    ce = ne;
+    a = b;
+  }
+  return out;
+}
 
 DrawList buildDrawList(const TimelineIndex& index, const Viewport& view) {
   DrawList out;
@@ -268,7 +366,7 @@ DrawList buildDrawList(const TimelineIndex& index, const Viewport& view) {
 
   const auto nv = static_cast<std::uint32_t>(view.lanes.size());
   unsigned threads = view.threads ? view.threads : std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min<unsigned>(threads, std::max<std::uint32_t>(1, nv));
+  threads = std::min<unsigned>(threads, std::max<std::uint32_t>(1, std::max<std::uint32_t>(nv, static_cast<std::uint32_t>(view.summaryRanks.size()))));
   std::vector<Partial> parts(threads);
   std::vector<std::uint32_t> bounds{0};
   if (threads == 1) {
@@ -291,11 +389,16 @@ DrawList buildDrawList(const TimelineIndex& index, const Viewport& view) {
   }
   if (threads == 1) {
     drawLanes(f, 0, nv, parts[0]);
+    summarize(f, 0, 1, parts[0]);
   } else {
     std::vector<std::thread> pool;
     for (unsigned t = 1; t < threads; ++t)
-      pool.emplace_back([&, t] { drawLanes(f, bounds[t], bounds[t + 1], parts[t]); });
+      pool.emplace_back([&, t] {
+        drawLanes(f, bounds[t], bounds[t + 1], parts[t]);
+        summarize(f, t, threads, parts[t]);
+      });
     drawLanes(f, bounds[0], bounds[1], parts[0]);
+    summarize(f, 0, threads, parts[0]);
     for (auto& th : pool) th.join();
   }
 
@@ -320,10 +423,15 @@ DrawList buildDrawList(const TimelineIndex& index, const Viewport& view) {
     for (auto& c : p.counters) out.counters.push_back(std::move(c));
     out.eventsInView += p.events;
   }
+  out.summaries.resize(view.summaryRanks.size());
+  for (auto& p : parts)
+    for (auto& [k, strip] : p.summaries) out.summaries[k] = std::move(strip);
 
   // Per rank with a visible lane: its exposed communication and its steps.
   std::vector<char> rankVisible(index.ranks().size(), 0);
   for (const auto& vl : view.lanes) rankVisible[static_cast<std::size_t>(index.lane(vl.lane).rankIndex)] = 1;
+  for (int r : view.summaryRanks)
+    if (r >= 0 && static_cast<std::size_t>(r) < rankVisible.size()) rankVisible[static_cast<std::size_t>(r)] = 1;
   for (std::size_t r = 0; r < rankVisible.size(); ++r) {
     if (!rankVisible[r]) continue;
     const RankInfo& info = index.ranks()[r];

@@ -8,9 +8,15 @@
 // that are each narrower than `minPx`, with gaps narrower than `minPx` between them, is folded into
 // one block "N events" (Tracy's rule). The run's end is found with the lane's reach summaries
 // (Lane::reach1/reach2: the largest duration or gap per 64 / 4096 events), not by visiting its
-// events, and its colour (all one key, or kMixedKey) and bits (Exposed if any is) from the key and
-// bit summaries per 64 events. So a frame costs about (drawn rectangles) x (log(events) + 64) plus
-// (folded events) / 64 summary reads: a zoomed-out frame does not touch every event.
+// events, and its colour, density and bits from the summaries per 64 events: the key covering the
+// most time in the block (each whole block adds its own dominant key's time, the events at its
+// edges their own), the share of the block's span its events cover, Exposed if any event is. So a
+// frame costs about (drawn rectangles) x (log(events) + 64) plus (folded events) / 64 summary reads:
+// a zoomed-out frame does not touch every event.
+//
+// A collapsed rank is drawn as a summary track (RankSummary): per pixel column the shares of its time
+// spent computing, in exposed communication, in other work and idle (range_stats' definitions), from
+// the rank's coverage unions (RankInfo::computeCover / workCover / exposedCover): O(log) per column.
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -35,6 +41,7 @@ struct Viewport {
   float textPaddingPx = 3;    // on each side of a label
   int minTextChars = 3;       // an elided label needs room for this many characters and "…"
   bool exposedSpans = true;   // compute DrawList::exposed
+  std::vector<int> summaryRanks;  // ranks drawn as summary tracks (DrawList::summaries, same order)
   unsigned threads = 1;       // lanes are split among this many threads; 0 = one per hardware thread
 };
 
@@ -45,6 +52,7 @@ constexpr std::uint8_t TextElided = 4;    // an elided label fits
 constexpr std::uint8_t ClippedLeft = 8;   // starts before the window
 constexpr std::uint8_t ClippedRight = 16; // ends after the window
 constexpr std::uint8_t Widened = 32;      // drawn 1 px wide although shorter (zero-length, sub-pixel)
+constexpr std::uint8_t Mixed = 64;        // a block whose events have several keys (key: the dominant one)
 }  // namespace DrawFlags
 
 struct DrawRect {
@@ -53,9 +61,10 @@ struct DrawRect {
   std::uint32_t depth = 0;
   std::uint32_t first = 0;    // lane index of the event, or of the block's first event
   std::uint32_t count = 1;    // 1, or the events of a folded block ([first, first + count) of the lane)
-  std::uint8_t key = 0;       // makeKey(category, op); kMixedKey for a block of several kinds
+  std::uint8_t key = 0;       // makeKey(category, op); a block: the key covering the most time in it
   std::uint8_t bits = 0;      // EventBits; a block ORs its events' bits
   std::uint8_t flags = 0;     // DrawFlags
+  std::uint8_t density = 255; // a block: share of its span covered by its events, in 1/255 (an event: 255)
 };
 
 // The rectangles of one depth row of a view lane, by x: DrawList::rects[begin, end).
@@ -90,6 +99,20 @@ struct CounterLine {
   double windowMax = 0;       // largest value drawn
 };
 
+// One pixel column of a summary track: shares of the column's time, in 1/255, spent computing (any
+// computation on the rank's device lanes, communication overlapped with it included), in exposed
+// communication (communication while no computation runs) and in other work (neither: copies,
+// memsets, ...); the rest is idle. compute + exposed + other <= 255.
+struct SummaryColumn {
+  std::uint8_t compute = 0, exposed = 0, other = 0;
+};
+struct RankSummary {
+  int rankIndex = 0;
+  std::vector<SummaryColumn> columns;  // widthPx columns, column c = [t0 + c * nsPerPx, t0 + (c + 1) * nsPerPx)
+};
+// The summary track of one rank over [t0, t1) at widthPx columns.
+RankSummary buildRankSummary(const TimelineIndex& index, int rankIndex, TimeNs t0, TimeNs t1, int widthPx);
+
 struct DrawList {
   TimeNs t0 = 0, t1 = 0;
   int widthPx = 0;
@@ -100,6 +123,7 @@ struct DrawList {
   std::vector<ExposedSpan> exposed;     // per rank with a visible lane
   std::vector<StepMark> steps;          // per rank with a visible lane
   std::vector<CounterLine> counters;    // one per visible counter lane
+  std::vector<RankSummary> summaries;   // one per Viewport::summaryRanks, same order
   std::uint64_t eventsInView = 0;       // events covered by the rectangles (folded ones included)
 
   float px(TimeNs t) const { return static_cast<float>(static_cast<double>(t - t0) / nsPerPx); }

@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/analysis/lanes.h"
@@ -137,22 +138,70 @@ void finishSummaries(Lane& lane) {
   lane.blockKeyAnd.assign(blocks, 0xFF);
   lane.blockBitsOr.assign(blocks, 0);
   lane.reach1.assign(blocks, 0);
+  lane.blockDur.assign(blocks, 0);
+  lane.blockTopKey.assign(blocks, 0);
+  lane.blockTopDur.assign(blocks, 0);
+  lane.computeNs = lane.commNs = 0;
+  lane.keyMask = 0;
+  TimeNs perKey[kKeyCount] = {};
+  std::uint64_t touched = 0;  // keys with time in the current block
+  auto closeBlock = [&](std::size_t b) {
+    TimeNs best = -1;
+    std::uint8_t top = 0;
+    for (std::uint64_t m = touched; m; m &= m - 1) {
+      const auto k = static_cast<std::uint8_t>(__builtin_ctzll(m));
+      if (perKey[k] > best) {  // ties: the smaller key, so the choice never depends on the order
+        best = perKey[k];
+        top = k;
+      }
+      perKey[k] = 0;
+    }
+    lane.blockTopKey[b] = touched ? top : lane.blockKeyOr[b];
+    lane.blockTopDur[b] = std::max<TimeNs>(0, best);
+    touched = 0;
+  };
   std::size_t d = 0;  // depth of i
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t b = i >> Lane::kBlockShift;
-    lane.blockKeyOr[b] |= lane.key[i];
-    lane.blockKeyAnd[b] &= lane.key[i];
+    if (i && (i & ((std::size_t{1} << Lane::kBlockShift) - 1)) == 0) closeBlock(b - 1);
+    const std::uint8_t key = lane.key[i];
+    lane.blockKeyOr[b] |= key;
+    lane.blockKeyAnd[b] &= key;
     lane.blockBitsOr[b] |= lane.bits[i];
     while (lane.depthBegin[d + 1] <= i) ++d;
+    const TimeNs dur = lane.end[i] - lane.start[i];
     const TimeNs gap = i == lane.depthBegin[d] ? Lane::kNoPrevious : lane.start[i] - lane.end[i - 1];
-    lane.reach1[b] = std::max({lane.reach1[b], lane.end[i] - lane.start[i], gap});
+    lane.reach1[b] = std::max({lane.reach1[b], dur, gap});
+    lane.blockDur[b] += dur;
+    const std::uint8_t k = key & (kKeyCount - 1);
+    perKey[k] += dur;
+    touched |= std::uint64_t{1} << k;
+    lane.keyMask |= std::uint64_t{1} << k;
+    if (lane.bits[i] & EventBits::Compute) lane.computeNs += dur;
+    if (lane.bits[i] & EventBits::Comm) lane.commNs += dur;
   }
+  if (n) closeBlock(blocks - 1);
   const std::size_t blocks2 = (blocks + (std::size_t{1} << Lane::kBlockShift) - 1) >> Lane::kBlockShift;
   lane.reach2.assign(blocks2, 0);
   for (std::size_t b = 0; b < blocks; ++b) {
     TimeNs& r = lane.reach2[b >> Lane::kBlockShift];
     r = std::max(r, lane.reach1[b]);
   }
+}
+
+// Display order within a rank: by kind (CPU threads, GPU streams, the derived communication lanes,
+// communication threads, python, counters), then GPU streams by (device, stream id); the rest keep
+// the store's order (stable sort).
+int kindOrder(LaneKind k) {
+  switch (k) {
+    case LaneKind::CpuThread: return 0;
+    case LaneKind::GpuStream: return 1;
+    case LaneKind::CommGroup: return 2;
+    case LaneKind::Comm: return 3;
+    case LaneKind::Python: return 4;
+    case LaneKind::Counter: return 5;
+  }
+  return 6;
 }
 
 }  // namespace
@@ -177,6 +226,44 @@ std::vector<Span> subtract(const std::vector<Span>& spans, const std::vector<Spa
   return out;
 }
 
+Coverage Coverage::of(const std::vector<Span>& u) {
+  Coverage c;
+  c.start.reserve(u.size());
+  c.cumEnd.reserve(u.size());
+  TimeNs acc = 0;
+  for (const Span& x : u) {
+    if (x.e <= x.s) continue;
+    acc += x.e - x.s;
+    c.start.push_back(x.s);
+    c.cumEnd.push_back(acc);
+  }
+  return c;
+}
+
+TimeNs Coverage::coveredBefore(TimeNs t, std::size_t& hint) const {
+  const std::size_t n = start.size();
+  if (n == 0 || t <= start[0]) {
+    hint = 0;
+    return 0;
+  }
+  // k: the number of spans starting before t (>= 1), found by galloping from the hint.
+  std::size_t lo = std::min(hint, n - 1), hi;
+  if (start[lo] >= t) lo = 0;
+  std::size_t step = 1;
+  for (hi = lo + 1; hi < n && start[hi] < t; step *= 2) {
+    lo = hi;
+    hi = lo + step;
+  }
+  hi = std::min(hi, n);
+  const std::size_t k = static_cast<std::size_t>(std::lower_bound(start.begin() + static_cast<std::ptrdiff_t>(lo),
+                                                                  start.begin() + static_cast<std::ptrdiff_t>(hi), t) -
+                                                 start.begin());
+  hint = k - 1;
+  const std::size_t i = k - 1;  // the last span starting before t
+  const TimeNs before = i ? cumEnd[i - 1] : 0;
+  return before + std::min(t - start[i], length(i));
+}
+
 std::uint32_t Lane::depthOf(std::uint32_t index) const {
   const auto it = std::upper_bound(depthBegin.begin(), depthBegin.end(), index);
   return static_cast<std::uint32_t>(it - depthBegin.begin()) - 1;
@@ -188,7 +275,8 @@ std::size_t Lane::memoryBytes() const {
   return sizeof(Lane) + name.capacity() + capacityBytes(start) + capacityBytes(end) + capacityBytes(eventId) +
          capacityBytes(nameIdx) + capacityBytes(key) + capacityBytes(bits) + capacityBytes(depthBegin) +
          capacityBytes(blockKeyOr) + capacityBytes(blockKeyAnd) + capacityBytes(blockBitsOr) + capacityBytes(reach1) +
-         capacityBytes(reach2) + capacityBytes(bytes) + capacityBytes(sampleTs) + capacityBytes(sampleValue) +
+         capacityBytes(reach2) + capacityBytes(blockDur) + capacityBytes(blockTopKey) + capacityBytes(blockTopDur) +
+         capacityBytes(bytes) + capacityBytes(sampleTs) + capacityBytes(sampleValue) +
          capacityBytes(sampleLevels) + levels;
 }
 
@@ -198,7 +286,8 @@ std::size_t TimelineIndex::memoryBytes() const {
   b += capacityBytes(ranks_);
   for (const auto& r : ranks_)
     b += r.host.capacity() + r.device.capacity() + capacityBytes(r.lanes) + capacityBytes(r.steps) + capacityBytes(r.exposed) +
-         capacityBytes(r.exposedGap1) + capacityBytes(r.exposedGap2);
+         capacityBytes(r.exposedGap1) + capacityBytes(r.exposedGap2) + r.computeCover.memoryBytes() +
+         r.workCover.memoryBytes() + r.exposedCover.memoryBytes();
   b += capacityBytes(groups_);
   for (const auto& g : groups_) b += g.name.capacity() + g.description.capacity() + g.backend.capacity() + g.ranksJson.capacity();
   b += capacityBytes(names_);
@@ -362,6 +451,7 @@ class TimelineBuilder {
     std::uint8_t key, bits;
     std::int64_t bytes;
     Id pg;
+    std::uint32_t lane;  // the stream it was copied from
   };
 
   void buildRank(const RunSummary& summary, RankInfo& info, int rankIndex) {
@@ -440,12 +530,19 @@ class TimelineBuilder {
       if ((bits & EventBits::Comm) && e > s && intervals::coveredBy(P, s, e) < e - s) return EventBits::Exposed;
       return 0;
     };
+    std::vector<Span> work;
     for (std::uint32_t li : info.lanes) {
       Lane& l = out_->lanes_[li];
       if (l.deviceLane)
-        for (std::size_t i = 0; i < l.start.size(); ++i) l.bits[i] |= exposedBit(l.start[i], l.end[i], l.bits[i]);
+        for (std::size_t i = 0; i < l.start.size(); ++i) {
+          l.bits[i] |= exposedBit(l.start[i], l.end[i], l.bits[i]);
+          if ((l.bits[i] & EventBits::Work) && l.end[i] > l.start[i]) work.push_back({l.start[i], l.end[i]});
+        }
       if (!l.isCounter()) finishSummaries(l);
     }
+    info.computeCover = Coverage::of(P);
+    info.workCover = Coverage::of(intervals::unite(std::move(work)));
+    info.exposedCover = Coverage::of(info.exposed);
 
     // A communication lane per process group, from the collectives on the GPU streams.
     if (!copies.empty()) {
@@ -455,6 +552,11 @@ class TimelineBuilder {
       copies.shrink_to_fit();
       std::vector<std::uint32_t> derived;
       for (auto& [pg, list] : byGroup) {
+        // Collectives without a process group that are all of one stream's events, and only them: the
+        // lane would repeat that stream event for event.
+        if (pg == 0 && std::all_of(list.begin(), list.end(), [&](const CommCopy& c) { return c.lane == list.front().lane; }) &&
+            out_->lanes_[list.front().lane].eventCount() == list.size())
+          continue;
         std::sort(list.begin(), list.end(), [](const CommCopy& a, const CommCopy& b) {
           return a.s != b.s ? a.s < b.s : a.e > b.e;
         });
@@ -474,6 +576,16 @@ class TimelineBuilder {
       const std::size_t pos = sawGpu ? lastGpuPos : info.lanes.size();
       info.lanes.insert(info.lanes.begin() + static_cast<std::ptrdiff_t>(pos), derived.begin(), derived.end());
     }
+    // The same order on every rank (the store's is the order tracks first appeared in each file).
+    std::stable_sort(info.lanes.begin(), info.lanes.end(), [&](std::uint32_t a, std::uint32_t b) {
+      const Lane& x = out_->lanes_[a];
+      const Lane& y = out_->lanes_[b];
+      if (kindOrder(x.kind) != kindOrder(y.kind)) return kindOrder(x.kind) < kindOrder(y.kind);
+      if (x.kind != LaneKind::GpuStream) return false;
+      const auto kx = std::make_tuple(x.device.value_or(-1), x.stream.value_or(INT64_MAX));
+      const auto ky = std::make_tuple(y.device.value_or(-1), y.stream.value_or(INT64_MAX));
+      return kx < ky;  // streams without an id keep the store's order
+    });
   }
 
   std::string groupLabel(Id pg) const {
@@ -487,6 +599,7 @@ class TimelineBuilder {
                   std::vector<CommCopy>& copies) {
     const bool device = lane.deviceLane;
     const bool copyCollectives = options_.commGroupLanes && hasGpu && kind == TrackKind::GpuStream;
+    const auto laneIndex = static_cast<std::uint32_t>(out_->lanes_.size());  // where the lane will be pushed
     staging_.clear();
     store_.forEachEventRef(lane.trackId, [&](const EventChunk& c, std::size_t begin, std::size_t end, Id chunkId) {
       for (std::size_t i = begin; i < end; ++i) {
@@ -518,7 +631,7 @@ class TimelineBuilder {
         const Id id = EventChunk::eventId(chunkId, i);
         staging_.push(s, e, id, n, key, bits, c.bytes[i]);
         if (copyCollectives && (bits & EventBits::Collective))
-          copies.push_back(CommCopy{s, e, id, n, key, bits, c.bytes[i], static_cast<Id>(c.pg[i])});
+          copies.push_back(CommCopy{s, e, id, n, key, bits, c.bytes[i], static_cast<Id>(c.pg[i]), laneIndex});
       }
       done_ += end - begin;
       if (cancel_ && cancel_->isCancelled()) throw Cancelled();

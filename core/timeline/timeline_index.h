@@ -6,7 +6,10 @@
 // event is computed from start/end), our runtime's communication lanes (one per process group),
 // counters (memory curves), optionally the python_function tracks; plus, for ranks whose collectives
 // run as kernels on GPU streams (imported traces), a derived communication lane per process group
-// holding copies of those kernels. Lanes are grouped per rank (RankInfo), in the store's display order.
+// holding copies of those kernels (not made for collectives without a process group when the copy
+// would repeat one stream event for event). Lanes are grouped per rank (RankInfo) in the same order on
+// every rank: by kind (CPU threads, GPU streams, derived communication lanes, communication threads,
+// python, counters), GPU streams by (device, stream id), the others in the store's order.
 //
 // Events of a lane are structure-of-arrays, grouped by depth, each depth sorted by start: lane index
 // i in [depthBegin[d], depthBegin[d+1]) is an event at depth d. Depths come from a stack walk in
@@ -40,8 +43,10 @@ inline std::uint8_t makeKey(Category c, CollectiveOp op) {
 }
 inline Category keyCategory(std::uint8_t key) { return static_cast<Category>(key & 3u); }
 inline CollectiveOp keyOp(std::uint8_t key) { return static_cast<CollectiveOp>((key >> 2) & 15u); }
-// The key of a folded block whose events do not all share one key.
+// The key of a folded block whose events do not all share one key (the draw list colours such a
+// block by its dominant key and flags it DrawFlags::Mixed; kept for callers that want "no one key").
 constexpr std::uint8_t kMixedKey = 0xFF;
+constexpr std::uint32_t kKeyCount = 64;  // makeKey values are 6 bits
 
 // What an event is, as the analyses see it (docs/METRICS.md), decided once at build time.
 namespace EventBits {
@@ -56,6 +61,28 @@ constexpr std::uint8_t HasBytes = 128;    // a message size is known (TimelineIn
 }  // namespace EventBits
 
 enum class LaneKind : std::uint8_t { GpuStream, CpuThread, Comm, CommGroup, Counter, Python };
+
+// A union of spans (sorted, disjoint) with the time it covers up to each span's end, so the time of
+// the union before any t is one binary search: a pixel column's share of it costs O(log n) at any
+// zoom (the collapsed ranks' summary tracks). Span i is [start[i], start[i] + length(i)).
+struct Coverage {
+  std::vector<TimeNs> start;
+  std::vector<TimeNs> cumEnd;  // time covered by spans [0, i]
+  std::size_t size() const { return start.size(); }
+  bool empty() const { return start.empty(); }
+  TimeNs total() const { return cumEnd.empty() ? 0 : cumEnd.back(); }
+  TimeNs length(std::size_t i) const { return cumEnd[i] - (i ? cumEnd[i - 1] : 0); }
+  TimeNs end(std::size_t i) const { return start[i] + length(i); }
+  // Time of the union before t; `hint` (in/out) is a span index to gallop from (columns in order).
+  TimeNs coveredBefore(TimeNs t, std::size_t& hint) const;
+  TimeNs coveredBefore(TimeNs t) const {
+    std::size_t h = 0;
+    return coveredBefore(t, h);
+  }
+  TimeNs covered(TimeNs a, TimeNs b) const { return b > a ? coveredBefore(b) - coveredBefore(a) : 0; }
+  static Coverage of(const std::vector<intervals::Span>& unionSpans);
+  std::size_t memoryBytes() const { return (start.capacity() + cumEnd.capacity()) * sizeof(TimeNs); }
+};
 
 struct Lane {
   Id trackId = 0;                // 0 for a derived CommGroup lane
@@ -87,6 +114,18 @@ struct Lane {
   static constexpr TimeNs kNoPrevious = INT64_MAX;
   std::vector<std::uint8_t> blockKeyOr, blockKeyAnd, blockBitsOr;
   std::vector<TimeNs> reach1, reach2;
+  // Per block too: the time its events cover (the events of one depth never overlap: a folded
+  // block's density), and its dominant key — the key whose events cover the most time in the block —
+  // with that time (a folded block's colour is the key covering the most time over its blocks).
+  std::vector<TimeNs> blockDur;
+  std::vector<std::uint8_t> blockTopKey;
+  std::vector<TimeNs> blockTopDur;
+
+  // Totals over the lane's events (nested ones counted each): time of its EventBits::Compute and
+  // EventBits::Comm events (which lane is a rank's compute / communication lane in the compact
+  // layout), and the keys present (bit k: makeKey value k; the legend).
+  TimeNs computeNs = 0, commNs = 0;
+  std::uint64_t keyMask = 0;
 
   // Message sizes of the events with EventBits::HasBytes: (lane index, bytes), sorted by index.
   std::vector<std::pair<std::uint32_t, std::int64_t>> bytes;
@@ -117,6 +156,10 @@ struct RankInfo {
   // The largest gap before a span of `exposed` (to the previous one), per 64 and per 4096 spans: the
   // draw list merges sub-pixel gaps by skipping whole blocks (as Lane::reach1/reach2).
   std::vector<TimeNs> exposedGap1, exposedGap2;
+  // For the summary track of a collapsed rank (busy / exposed communication / idle per pixel):
+  // unions of the rank's computation and of all its work on the device lanes (range_stats'
+  // definitions), and the exposed spans above, each with its covered time per span.
+  Coverage computeCover, workCover, exposedCover;
   TimeNs minStart = 0, maxEnd = 0;
 };
 
@@ -170,6 +213,12 @@ class TimelineIndex {
   }
   std::uint64_t eventCount() const { return eventCount_; }  // events of the track lanes (copies not counted)
   std::uint64_t sampleCount() const { return sampleCount_; }
+  // Keys of the run's events (bit k: makeKey value k), counters excluded: what the legend lists.
+  std::uint64_t keyMask() const {
+    std::uint64_t m = 0;
+    for (const auto& l : lanes_) m |= l.keyMask;
+    return m;
+  }
   std::size_t memoryBytes() const;  // everything this object holds
 
   // Events of depth `depth` of a lane overlapping [t0, t1): start < t1 and (end > t0, or a

@@ -473,7 +473,10 @@ class TestTimeline : public QObject {
     QCOMPARE(dl.rects[1].first, 10'007u);
     QCOMPARE(dl.rects[2].first, 10'008u);
     QCOMPARE(dl.rects[2].count, 30'001u - 10'008u);
-    QCOMPARE(dl.rects[2].key, kMixedKey);  // holds the one memory event
+    // Holds the one memory event: coloured by the key covering the most time (computation), flagged mixed.
+    QCOMPARE(dl.rects[2].key, makeKey(Category::Computation, CollectiveOp::None));
+    QVERIFY(dl.rects[2].flags & DrawFlags::Mixed);
+    QVERIFY(!(dl.rects[0].flags & DrawFlags::Mixed));
     QCOMPARE(dl.rects[3].first, 30'001u);
     QCOMPARE(dl.rects[3].count, 50'000u - 30'001u);
     for (int k = 0; k < 20; ++k) {
@@ -526,7 +529,11 @@ class TestTimeline : public QObject {
     QCOMPARE(row.end - row.begin, 1u);
     const DrawRect& block = far.rects[row.begin];
     QCOMPARE(block.count, 3u);
-    QCOMPARE(block.key, kMixedKey);
+    // The reduce-scatter covers the most time (100 ns of 80, 50, 100... ties go to the smaller key:
+    // here none): the block's colour; its events cover 230 of its 480 ns.
+    QCOMPARE(block.key, makeKey(Category::Communication, CollectiveOp::ReduceScatter));
+    QVERIFY(block.flags & DrawFlags::Mixed);
+    QCOMPARE(int(block.density), int((230 * 255 + 240) / 480));
     QVERIFY(block.bits & EventBits::Exposed);
     // Compute-only block: one key, nothing exposed.
     const DrawRow& crow = far.rows[far.rowBegin[laneOf(*idx, compute)]];
@@ -535,6 +542,196 @@ class TestTimeline : public QObject {
     // Exposed spans merge when under a pixel apart.
     QCOMPARE(far.exposed.size(), std::size_t(1));
     QCOMPARE(far.exposed[0].x1 - far.exposed[0].x0, 1.0f);
+  }
+
+  void foldedBlockTakesTheDominantKeyByTime() {
+    // 12 800 events on one stream, 3 compute kernels of 1 ns for every 2 all-gathers of 2 ns: more
+    // compute events, more all-gather time (all-gather 4 ns of every 7 covered). Every block of 64
+    // is dominated by the all-gathers, and so is the fold; a grey "mixed" block would lose that.
+    Fixture f;
+    const Id r = f.rank(0);
+    const Id t = f.track(r, TrackKind::GpuStream, "stream 7");
+    TimeNs now = 0;
+    TimeNs covered = 0;
+    for (int i = 0; i < 12'800; ++i) {
+      const bool ag = i % 5 >= 3;
+      const TimeNs d = ag ? 2 : 1;
+      if (ag) f.coll(t, now, now + d, CollectiveOp::AllGather, 8);
+      else f.ev(t, now, now + d, "gemm");
+      covered += d;
+      now += d + 3;  // 3 ns gaps
+    }
+    const auto idx = f.index();
+    const std::uint32_t L = laneOf(*idx, t);
+    const Lane& l = idx->lane(L);
+    for (std::size_t b = 0; b < l.blockTopKey.size(); ++b)
+      QCOMPARE(l.blockTopKey[b], makeKey(Category::Communication, CollectiveOp::AllGather));
+    // The stream's row (the derived lane of its collectives is drawn too).
+    auto rowOf = [](const DrawList& d, std::uint32_t viewLane) { return d.rows[d.rowBegin[viewLane]]; };
+    const DrawList dl = buildDrawList(*idx, viewOf(*idx, 0, now, 100));
+    QCOMPARE(rowOf(dl, L).end - rowOf(dl, L).begin, 1u);
+    const DrawRect& block = dl.rects[rowOf(dl, L).begin];
+    QCOMPARE(block.count, 12'800u);
+    QCOMPARE(block.key, makeKey(Category::Communication, CollectiveOp::AllGather));
+    QVERIFY(block.flags & DrawFlags::Mixed);
+    const TimeNs span = l.end[l.eventCount() - 1] - l.start[0];
+    QCOMPARE(int(block.density), int((covered * 255 + span / 2) / span));
+    // A fold that starts and ends inside blocks (its edges are walked event by event): the same.
+    const TimeNs a = l.start[1000] + 1, e = l.start[9000] + 1;
+    const DrawList part = buildDrawList(*idx, viewOf(*idx, a, e, 50));
+    QCOMPARE(rowOf(part, L).end - rowOf(part, L).begin, 1u);
+    QCOMPARE(part.rects[rowOf(part, L).begin].key, makeKey(Category::Communication, CollectiveOp::AllGather));
+    // Compute dominating by time instead (the same counts, 4 ns compute kernels): computation's colour.
+    Fixture g;
+    const Id r2 = g.rank(0);
+    const Id t2 = g.track(r2, TrackKind::GpuStream, "stream 7");
+    now = 0;
+    for (int i = 0; i < 1000; ++i) {
+      const bool ag = i % 5 >= 3;
+      const TimeNs d = ag ? 2 : 4;
+      if (ag) g.coll(t2, now, now + d, CollectiveOp::AllGather, 8);
+      else g.ev(t2, now, now + d, "gemm");
+      now += d + 3;
+    }
+    const auto idx2 = g.index();
+    const std::uint32_t L2 = laneOf(*idx2, t2);
+    const DrawList dl2 = buildDrawList(*idx2, viewOf(*idx2, 0, now, 10));
+    QCOMPARE(rowOf(dl2, L2).end - rowOf(dl2, L2).begin, 1u);
+    QCOMPARE(dl2.rects[rowOf(dl2, L2).begin].key, makeKey(Category::Computation, CollectiveOp::None));
+  }
+
+  void summaryTrackShares() {
+    // One rank: compute [0, 100), an all-reduce [50, 150) (exposed 100..150), a copy [200, 250)
+    // (work that is neither), idle elsewhere, over [0, 300).
+    Fixture f;
+    const Id r = f.rank(0);
+    const Id s7 = f.track(r, TrackKind::GpuStream, "stream 7");
+    const Id s21 = f.track(r, TrackKind::GpuStream, "stream 21");
+    f.ev(s7, 0, 100, "gemm");
+    f.coll(s21, 50, 150, CollectiveOp::AllReduce, 64);
+    f.ev(s7, 200, 250, "Memcpy DtoD", Category::Memory, "gpu_memcpy");
+    const auto idx = f.index();
+    const RankInfo& rk = idx->ranks().at(0);
+    QCOMPARE(rk.computeCover.total(), TimeNs(100));
+    QCOMPARE(rk.workCover.total(), TimeNs(200));
+    QCOMPARE(rk.exposedCover.total(), TimeNs(50));
+    QCOMPARE(rk.workCover.covered(120, 220), TimeNs(30 + 20));
+    // 50 ns a column: whole states.
+    const RankSummary s6 = buildRankSummary(*idx, 0, 0, 300, 6);
+    QCOMPARE(s6.columns.size(), std::size_t(6));
+    const int expect6[6][3] = {{255, 0, 0}, {255, 0, 0}, {0, 255, 0}, {0, 0, 0}, {0, 0, 255}, {0, 0, 0}};
+    for (int c = 0; c < 6; ++c) {
+      QCOMPARE(int(s6.columns[c].compute), expect6[c][0]);
+      QCOMPARE(int(s6.columns[c].exposed), expect6[c][1]);
+      QCOMPARE(int(s6.columns[c].other), expect6[c][2]);
+    }
+    // 100 ns a column: halves (the overlapped half of the all-reduce counts as computing).
+    const RankSummary s3 = buildRankSummary(*idx, 0, 0, 300, 3);
+    QCOMPARE(int(s3.columns[0].compute), 255);
+    QCOMPARE(int(s3.columns[1].compute), 0);
+    QCOMPARE(int(s3.columns[1].exposed), 128);
+    QCOMPARE(int(s3.columns[2].other), 128);
+    QCOMPARE(int(s3.columns[2].compute + s3.columns[2].exposed), 0);
+    // Through the draw list: one strip per requested rank, no lanes needed.
+    Viewport v;
+    v.t0 = 0;
+    v.t1 = 300;
+    v.widthPx = 6;
+    v.summaryRanks = {0};
+    const DrawList dl = buildDrawList(*idx, v);
+    QCOMPARE(dl.summaries.size(), std::size_t(1));
+    QCOMPARE(dl.summaries[0].rankIndex, 0);
+    QCOMPARE(int(dl.summaries[0].columns[2].exposed), 255);
+    QVERIFY(dl.rects.empty());
+  }
+
+  void summaryTrackMatchesRangeStatistics() {
+    // A generated 2-rank trace: every column's shares are range_stats' figures for that column.
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "s.db"));
+    std::vector<std::string> files;
+    for (int rank = 0; rank < 2; ++rank) {
+      shardscope::test::KinetoGenOptions o;
+      o.events = 6000;
+      o.rank = rank;
+      o.worldSize = 2;
+      o.seed = 11 + static_cast<std::uint64_t>(rank);
+      const std::string path = pathIn(dir, "r" + std::to_string(rank) + ".json");
+      shardscope::test::generateKinetoTrace(path, o);
+      files.push_back(path);
+    }
+    const Id run = importKineto(store, files).runIds.at(0);
+    const auto idx = TimelineIndex::build(store, run);
+    for (int rank = 0; rank < 2; ++rank) {
+      const RankInfo& rk = idx->ranks()[static_cast<std::size_t>(rank)];
+      QVERIFY(rk.workCover.size() > 10);
+      for (int width : {37, 400}) {
+        const TimeNs t0 = rk.minStart, t1 = rk.maxEnd;
+        const RankSummary s = buildRankSummary(*idx, rank, t0, t1, width);
+        const double npp = static_cast<double>(t1 - t0) / width;
+        for (int c = 0; c < width; ++c) {
+          const TimeNs a = t0 + static_cast<TimeNs>(c * npp), b = c + 1 == width ? t1 : t0 + static_cast<TimeNs>((c + 1) * npp);
+          const RangeStats r = rangeStatistics(*idx, rank, a, b);
+          auto share = [&](TimeNs t) { return static_cast<double>(t) * 255.0 / static_cast<double>(b - a); };
+          QVERIFY2(std::abs(s.columns[c].compute - share(r.computeNs)) <= 1.0, qPrintable(QString("col %1").arg(c)));
+          QVERIFY2(std::abs(s.columns[c].exposed - share(r.exposedCommNs)) <= 1.0, qPrintable(QString("col %1").arg(c)));
+          QVERIFY2(std::abs(s.columns[c].other - share(r.otherBusyNs)) <= 2.0, qPrintable(QString("col %1").arg(c)));
+        }
+      }
+    }
+  }
+
+  void laneOrderIsTheSameOnEveryRankAndNoDuplicatedCommLane() {
+    // Streams first seen in a different order on each rank (what a file's event order gives);
+    // collectives without a process group alone on stream 84 on ranks 0 and 1, mixed with compute
+    // on rank 2's stream 84.
+    Fixture f;
+    const std::vector<std::vector<int>> seen{{22, 7, 84, 24}, {7, 22, 24, 84}, {84, 24, 22, 7}};
+    for (int rank = 0; rank < 3; ++rank) {
+      const Id r = f.rank(rank);
+      std::map<int, Id> stream;
+      const Id cpu = f.track(r, TrackKind::CpuThread, "thread 1");
+      for (int s : seen[static_cast<std::size_t>(rank)]) {
+        Track t;
+        t.rankId = r;
+        t.kind = TrackKind::GpuStream;
+        t.name = "stream " + std::to_string(s);
+        t.device = 0;
+        t.stream = s;
+        stream[s] = f.store->addTrack(t);
+      }
+      f.ev(cpu, 0, 1000, "ProfilerStep#1", Category::Other, "user_annotation");
+      f.ev(stream[7], 0, 100, "gemm");
+      f.ev(stream[22], 10, 20, "Memcpy", Category::Memory, "gpu_memcpy");
+      f.ev(stream[24], 30, 40, "gemm");
+      f.coll(stream[84], 50, 150, CollectiveOp::AllReduce, 64);
+      f.coll(stream[84], 200, 250, CollectiveOp::AllGather, 64);
+      if (rank == 2) f.ev(stream[84], 300, 310, "gemm");
+    }
+    const auto idx = f.index();
+    std::vector<std::vector<std::string>> names;
+    for (const RankInfo& rk : idx->ranks()) {
+      names.emplace_back();
+      for (std::uint32_t li : rk.lanes) names.back().push_back(idx->lane(li).name);
+    }
+    const std::vector<std::string> plain{"thread 1", "stream 7", "stream 22", "stream 24", "stream 84"};
+    QCOMPARE(names[0], plain);
+    QCOMPARE(names[1], plain);
+    // Rank 2's stream 84 is not only its collectives: the derived lane shows something of its own.
+    std::vector<std::string> withComm = plain;
+    withComm.push_back("comm (no process group)");
+    QCOMPARE(names[2], withComm);
+    const Lane& derived = idx->lane(idx->ranks()[2].lanes.back());
+    QCOMPARE(int(derived.kind), int(LaneKind::CommGroup));
+    QCOMPARE(derived.eventCount(), 2u);
+    // The lane totals the compact layout picks its lanes by.
+    const Lane& s7 = idx->lane(idx->ranks()[0].lanes[1]);
+    const Lane& s84 = idx->lane(idx->ranks()[0].lanes[4]);
+    QCOMPARE(s7.computeNs, TimeNs(100));
+    QCOMPARE(s84.commNs, TimeNs(150));
+    QCOMPARE(s84.computeNs, TimeNs(0));
+    QVERIFY(s84.keyMask & (std::uint64_t{1} << makeKey(Category::Communication, CollectiveOp::AllGather)));
+    QVERIFY(!(s84.keyMask & (std::uint64_t{1} << makeKey(Category::Communication, CollectiveOp::Broadcast))));
   }
 
   void hitTesting() {

@@ -33,6 +33,54 @@ inline std::string trace(int rank) {
          R"J(, "dur": 20, "args": {"stream": 21, "correlation": 5}}]})J";
 }
 
+// Rank r of a `world`-rank job with the lanes of a real multi-rank torch.profiler trace (µs): two CPU
+// threads, GPU streams 7 (compute), 13 and 22 (copies), 24 (a little compute), 84 (NCCL, no process
+// group) — first seen in a different order on every rank, as files written by different processes
+// are — and per step: a gemm on stream 7, an all-gather on stream 84 partly hidden under it, copies.
+// Ten steps of 100 µs; rank r's all-gather of step s starts r µs later (rank `world - 1` arrives last).
+inline std::string traceMany(int rank, int world) {
+  std::string j = R"J({"distributedInfo": {"rank": )J" + std::to_string(rank) + R"J(, "world_size": )J" + std::to_string(world) +
+                  R"J(}, "traceEvents": [)J";
+  bool first = true;
+  auto add = [&](const std::string& e) {
+    j += first ? "\n" : ",\n";
+    j += e;
+    first = false;
+  };
+  auto num = [](double v) { return std::to_string(v); };
+  auto kernel = [&](const std::string& cat, const std::string& name, int stream, double ts, double dur, int corr) {
+    add(R"J({"ph": "X", "cat": ")J" + cat + R"J(", "name": ")J" + name + R"J(", "pid": 0, "tid": )J" + std::to_string(stream) +
+        R"J(, "ts": )J" + num(ts) + R"J(, "dur": )J" + num(dur) + R"J(, "args": {"stream": )J" + std::to_string(stream) +
+        R"J(, "device": 0, "correlation": )J" + std::to_string(corr) + "}}");
+  };
+  auto cpu = [&](int tid, const std::string& cat, const std::string& name, double ts, double dur, int corr) {
+    add(R"J({"ph": "X", "cat": ")J" + cat + R"J(", "name": ")J" + name + R"J(", "pid": 1, "tid": )J" + std::to_string(tid) +
+        R"J(, "ts": )J" + num(ts) + R"J(, "dur": )J" + num(dur) +
+        (corr ? R"J(, "args": {"correlation": )J" + std::to_string(corr) + "}}" : std::string("}")));
+  };
+  // The first event of each stream, in a rank-dependent order.
+  const int streams[5] = {7, 13, 22, 24, 84};
+  for (int k = 0; k < 5; ++k) {
+    const int s = streams[(k + rank) % 5];
+    if (s == 84) kernel("kernel", "ncclDevKernel_AllGather_RING_LL", s, 1 + k, 0.5, 90 + k);
+    else kernel("gpu_memcpy", "Memcpy HtoD", s, 1 + k, 0.5, 90 + k);
+  }
+  for (int step = 0; step < 10; ++step) {
+    const double t = 10 + step * 100.0;
+    const int c = 100 + step * 10;
+    cpu(1, "user_annotation", "ProfilerStep#" + std::to_string(step + 1), t, 100, 0);
+    cpu(1, "cuda_runtime", "cudaLaunchKernel", t + 2, 1, c);
+    cpu(1, "cuda_runtime", "cudaLaunchKernel", t + 4, 1, c + 1);
+    cpu(2, "cpu_op", "backward worker", t + 5, 20, 0);
+    kernel("kernel", "gemm", 7, t + 10, 40, c);
+    kernel("kernel", "ncclDevKernel_AllGather_RING_LL", 84, t + 30 + rank, 40, c + 1);
+    kernel("kernel", "small_gemm", 24, t + 75, 5, c + 2);
+    kernel("gpu_memcpy", "Memcpy DtoD", 13, t + 80, 2, c + 3);
+    kernel("gpu_memcpy", "Memcpy DtoH", 22, t + 85, 2, c + 4);
+  }
+  return j + "]}";
+}
+
 struct Found {
   std::uint32_t lane = 0, index = 0;
 };

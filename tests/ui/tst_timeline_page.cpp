@@ -3,6 +3,9 @@
 // busy, a jump by store event id (what the Communication page does) selects and shows the event with
 // its args, correlated launch and the collective on every rank, the search box selects, a cancel
 // during a load leaves the page usable, and a missing database is an error in the page, not a crash.
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
 #include <QSignalSpy>
@@ -109,6 +112,38 @@ class TestTimelinePage : public QObject {
     page.setContext(QString::fromStdString(pathIn(dir_, "missing/none.db")), {1});
     QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
     QVERIFY(!page.errorText().isEmpty());
+  }
+
+  // The legend lists the colours the run uses (computation and the all-reduce here, no all-gather);
+  // selecting a kernel draws the flow arrow from its CPU launch once the store found it.
+  void legendAndFlowArrow() {
+    TimelinePage page;
+    page.resize(1400, 900);
+    page.setContext(QString::fromStdString(db_), {run_});
+    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
+    const QString legend = page.legend()->text();
+    QVERIFY2(legend.contains("computation") && legend.contains("all_reduce"), qPrintable(legend));
+    QVERIFY2(!legend.contains("all_gather"), qPrintable(legend));
+    QVERIFY2(legend.contains("exposed communication"), qPrintable(legend));  // the summary track's key
+    QVERIFY(!page.legend()->isHidden());
+    const QJsonObject json = page.describe();
+    QVERIFY(json.value("legend").toArray().contains(QJsonValue("all_reduce")));
+    QCOMPARE(json.value("ranks_on_screen").toInt(), 2);
+    const Found gemm = findNamed(*page.index(), 0, "gemm", 1);
+    const Found launch = findNamed(*page.index(), 0, "cudaLaunchKernel", 2);  // correlation 4, at 110 µs
+    page.timeline()->selectEvent(gemm.lane, gemm.index, true);
+    QTRY_VERIFY(page.timeline()->flow());
+    const auto flow = *page.timeline()->flow();
+    QCOMPARE(flow.fromLane, launch.lane);
+    QCOMPARE(flow.fromIndex, launch.index);
+    QCOMPARE(flow.toLane, gemm.lane);
+    QCOMPARE(flow.toIndex, gemm.index);
+    QVERIFY(page.timeline()->flowLine());
+    // Another selection drops it (a CPU event has no launch).
+    page.timeline()->selectEvent(launch.lane, launch.index);
+    QVERIFY(!page.timeline()->flow());
+    QTest::qWait(200);
+    QVERIFY(!page.timeline()->flow());
   }
 
   void jumpLoadsTheRunFirst() {

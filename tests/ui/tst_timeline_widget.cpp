@@ -30,6 +30,7 @@ namespace {
 using shardscope::test::timeline::Found;
 using shardscope::test::timeline::findNamed;
 using shardscope::test::timeline::trace;
+using shardscope::test::timeline::traceMany;
 
 bool near(QColor a, QColor b) {
   return std::abs(a.red() - b.red()) <= 2 && std::abs(a.green() - b.green()) <= 2 && std::abs(a.blue() - b.blue()) <= 2;
@@ -150,6 +151,259 @@ class TestTimelineWidget : public QObject {
     QVERIFY(!w.laneY(copy.lane));
     w.renderNow();  // paints the group row without trouble
     QVERIFY(w.drawListCurrent());
+  }
+
+  // An 8-rank trace (ten lanes a rank, as the real ones) opens with every rank on screen in a
+  // 1000 px high widget: compact ranks (summary track, compute lane, communication lane), the
+  // lanes in the same order on every rank, no duplicated communication lane; a rank expands.
+  void eightRanksFitAtOpen() {
+    const auto idx = eightRanks();
+    QCOMPARE(idx->ranks().size(), std::size_t(8));
+    // Same lanes, same order, on every rank; stream 84 (collectives without a group) is not repeated.
+    std::vector<std::string> first;
+    for (std::uint32_t li : idx->ranks()[0].lanes) first.push_back(idx->lane(li).name);
+    for (const auto& rk : idx->ranks()) {
+      std::vector<std::string> names;
+      for (std::uint32_t li : rk.lanes) names.push_back(idx->lane(li).name);
+      QCOMPARE(names, first);
+      for (std::uint32_t li : rk.lanes) QVERIFY(idx->lane(li).kind != tl::LaneKind::CommGroup);
+    }
+    const std::vector<std::string> order{"thread 1", "thread 2", "stream 7", "stream 13", "stream 22", "stream 24", "stream 84"};
+    QCOMPARE(first, order);
+
+    TimelineWidget w;
+    w.resize(1400, 1000);
+    w.setIndex(idx);
+    QVERIFY(w.autoLayout());
+    for (int r = 0; r < 8; ++r) {
+      QCOMPARE(int(w.rankMode(r)), int(TimelineWidget::RankMode::Compact));
+      const auto y = w.rankY(r);
+      QVERIFY2(y && *y + w.rankHeaderHeight(r) <= w.height(), qPrintable(QString("rank %1").arg(r)));
+      // Its compute lane (stream 7) and communication lane (stream 84), and nothing else.
+      const auto lanes = w.compactLanes(r);
+      QCOMPARE(lanes.size(), std::size_t(2));
+      QCOMPARE(idx->lane(lanes[0]).name, std::string("stream 7"));
+      QCOMPARE(idx->lane(lanes[1]).name, std::string("stream 84"));
+      for (std::uint32_t li : idx->ranks()[static_cast<std::size_t>(r)].lanes) {
+        const bool shown = std::find(lanes.begin(), lanes.end(), li) != lanes.end();
+        const auto ly = w.laneY(li);
+        QCOMPARE(bool(ly), shown);
+        if (ly) QVERIFY(*ly + w.rowHeight() <= w.height());
+      }
+    }
+    w.renderNow();
+    QCOMPARE(w.drawList()->summaries.size(), std::size_t(8));
+    // A click on a rank's label expands it (every lane); the layout is the user's from then on.
+    const auto y3 = *w.rankY(3);
+    QTest::mouseClick(&w, Qt::LeftButton, {}, QPoint(20, y3 + 4));
+    QCOMPARE(int(w.rankMode(3)), int(TimelineWidget::RankMode::Expanded));
+    QVERIFY(!w.autoLayout());
+    QVERIFY(w.laneY(idx->ranks()[3].lanes[0]));  // thread 1 of rank 3
+    QCOMPARE(int(w.rankMode(2)), int(TimelineWidget::RankMode::Compact));
+    // Expand all, collapse all (the Lanes menu).
+    w.setAllRanksCollapsed(false);
+    for (int r = 0; r < 8; ++r) QCOMPARE(int(w.rankMode(r)), int(TimelineWidget::RankMode::Expanded));
+    w.setAllRanksCollapsed(true);
+    for (int r = 0; r < 8; ++r) QVERIFY(w.rankCollapsed(r) && w.rankY(r));
+
+    // Too low for even the compact layout: collapsed summary tracks, all on screen; taller again
+    // (the user has not touched the layout): compact.
+    TimelineWidget low;
+    low.resize(1400, 200);
+    low.setIndex(idx);
+    for (int r = 0; r < 8; ++r) {
+      QVERIFY(low.rankCollapsed(r));
+      QVERIFY(low.rankY(r) && *low.rankY(r) + low.rankHeaderHeight(r) <= low.height());
+    }
+    low.show();  // a hidden widget gets its resize events when shown
+    QVERIFY(QTest::qWaitForWindowExposed(&low));
+    low.resize(1400, 1000);
+    QCOMPARE(int(low.rankMode(0)), int(TimelineWidget::RankMode::Compact));
+    // Room for everything: expanded.
+    low.resize(1400, 3000);
+    QCOMPARE(int(low.rankMode(7)), int(TimelineWidget::RankMode::Expanded));
+    // Lower still: the collapsed rows shrink (to 6 px at the least) so that every rank fits.
+    TimelineWidget tiny;
+    tiny.resize(1400, 160);
+    tiny.setIndex(idx);
+    QCOMPARE(tiny.rankHeaderHeight(0), (tiny.height() - tiny.axisHeight()) / 8);
+    QVERIFY(tiny.rankHeaderHeight(0) < 18 && tiny.rankHeaderHeight(0) >= 6);
+    for (int r = 0; r < 8; ++r) QVERIFY(tiny.rankY(r) && *tiny.rankY(r) + tiny.rankHeaderHeight(r) <= tiny.height());
+  }
+
+  // A collapsed rank is its summary track: per pixel, computation from the bottom, exposed
+  // communication above it, idle above that; the pixels and the list's shares at known times.
+  void collapsedRankDrawsItsSummary() {
+    TimelineWidget w;
+    w.resize(1200, 700);
+    w.setIndex(index_);
+    w.setRankCollapsed(0, true);
+    w.setViewRange(t0_, t0_ + 200'000);
+    w.renderNow();
+    QVERIFY(w.drawListCurrent());
+    const tl::DrawList* L = w.drawList();
+    QCOMPARE(L->summaries.size(), std::size_t(1));
+    QCOMPARE(L->summaries[0].rankIndex, 0);
+    auto col = [&](TimeNs t) { return L->summaries[0].columns[static_cast<std::size_t>(w.xOf(t0_ + t) - w.labelWidth())]; };
+    // Rank 0: gemm [20, 60) µs, all-reduce [40, 80) (exposed from 60), gemm [120, 150), all-reduce [150, 170).
+    QCOMPARE(int(col(30'000).compute), 255);
+    QCOMPARE(int(col(70'000).exposed), 255);
+    QCOMPARE(int(col(70'000).compute), 0);
+    QCOMPARE(int(col(90'000).compute + col(90'000).exposed + col(90'000).other), 0);
+    QCOMPARE(int(col(160'000).exposed), 255);
+    const QImage img = w.grab().toImage();
+    const int y = *w.rankY(0), h = w.rankHeaderHeight(0);
+    auto px = [&](TimeNs t, int dy) { return img.pixelColor(static_cast<int>(w.xOf(t0_ + t)) + 1, y + dy); };
+    QVERIFY2(near(px(30'000, h - 3), timeline_palette::summaryCompute()), qPrintable(px(30'000, h - 3).name()));
+    QVERIFY2(near(px(30'000, 3), timeline_palette::summaryCompute()), qPrintable(px(30'000, 3).name()));
+    QVERIFY2(near(px(70'000, h - 3), timeline_palette::exposed()), qPrintable(px(70'000, h - 3).name()));
+    QVERIFY2(near(px(90'000, h - 3), timeline_palette::summaryIdle()), qPrintable(px(90'000, h - 3).name()));
+    // Its lanes are not drawn; rank 1 stays expanded, with no summary.
+    QVERIFY(!w.laneY(findNamed(*index_, 0, "gemm", 0).lane));
+    QVERIFY(w.laneY(findNamed(*index_, 1, "gemm", 0).lane));
+    QVERIFY(!w.rankHasSummary(1));
+    // Hover text over the track.
+    const QString tip = w.describeSummaryAt(QPoint(static_cast<int>(w.xOf(t0_ + 70'000)) + 1, y + h / 2));
+    QVERIFY2(tip.contains("exposed communication 100 %"), qPrintable(tip));
+  }
+
+  // Zoomed out, a stream of many tiny kernels folds; the block takes the colour of the operation
+  // covering the most time (all-gather here, though compute kernels are more numerous), paler by
+  // how little of its span its events cover — never the grey of "mixed".
+  void foldedBlockKeepsTheDominantColour() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "fold.db"));
+    std::string json = R"J({"traceEvents": [
+{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 10000})J";
+    double t = 1;
+    for (int i = 0; i < 2000; ++i) {
+      const bool ag = i % 5 >= 3;  // 3 gemms of 1 µs for 2 all-gathers of 2 µs
+      json += std::string(",\n{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"") + (ag ? "ncclDevKernel_AllGather_RING_LL" : "gemm") +
+              "\", \"pid\": 0, \"tid\": 7, \"ts\": " + std::to_string(t) + ", \"dur\": " + (ag ? "2" : "1") +
+              ", \"args\": {\"stream\": 7, \"device\": 0}}";
+      t += (ag ? 2 : 1) + 3;
+    }
+    json += "]}";
+    const Id run = importKineto(store, {writeFile(dir, "fold.json", json)}).runIds.at(0);
+    const auto idx = tl::TimelineIndex::build(store, run);
+    TimelineWidget w;
+    w.resize(1200, 400);
+    w.setIndex(idx);
+    w.setViewRange(idx->minStart(), idx->minStart() + 9'000'000);
+    w.renderNow();
+    const Found g = findNamed(*idx, 0, "gemm", 0);
+    const tl::DrawList* L = w.drawList();
+    const tl::DrawRect* block = nullptr;
+    for (const auto& r : L->rects)  // the stream's block (the derived lane of its all-gathers holds only them)
+      if ((r.flags & tl::DrawFlags::Folded) && (r.flags & tl::DrawFlags::Mixed) && r.count > 100) block = &r;
+    QVERIFY(block);
+    const std::uint8_t ag = tl::makeKey(Category::Communication, CollectiveOp::AllGather);
+    QCOMPARE(block->key, ag);
+    QVERIFY(block->flags & tl::DrawFlags::Mixed);
+    // 7 µs of every 22 µs covered (gemm 3 x 1, all-gather 2 x 2; 3 µs gaps): density 32 %.
+    QVERIFY2(std::abs(block->density - 7.0 / 22.0 * 255) <= 3, qPrintable(QString::number(block->density)));
+    const QImage img = w.grab().toImage();
+    const int x = static_cast<int>(w.xOf(idx->minStart() + 4'000'000));
+    const QColor got = img.pixelColor(x, *w.laneY(g.lane) + w.rowHeight() - 3);
+    const QColor c = timelineColor(ag), bg = timeline_palette::background();
+    const int a = 77 + block->density * 178 / 255;
+    const QColor want((c.red() * a + bg.red() * (255 - a)) / 255, (c.green() * a + bg.green() * (255 - a)) / 255,
+                      (c.blue() * a + bg.blue() * (255 - a)) / 255);
+    QVERIFY2(near(got, want), qPrintable(got.name() + " " + want.name()));
+    QVERIFY(!near(got, timelineColor(tl::kMixedKey)));
+  }
+
+  // The flow arrow: from the CPU launch's end to the kernel's start, on their rows; from the
+  // rank's header when the launch's lane is not shown; gone with the selection.
+  void flowArrowFromLaunchToKernel() {
+    TimelineWidget w;
+    w.resize(1200, 700);
+    w.setIndex(index_);
+    w.setViewRange(t0_, t0_ + 200'000);
+    const Found gemm = findNamed(*index_, 0, "gemm", 0);
+    const Found launch = findNamed(*index_, 0, "cudaLaunchKernel", 0);
+    const auto& ll = index_->lane(launch.lane);
+    QCOMPARE(w.findEventOnTrack(ll.trackId, ll.eventId[launch.index], ll.start[launch.index]),
+             std::make_optional(std::make_pair(launch.lane, launch.index)));
+    w.selectEvent(gemm.lane, gemm.index);
+    w.setFlow({launch.lane, launch.index, gemm.lane, gemm.index});
+    w.renderNow();
+    const auto line = w.flowLine();
+    QVERIFY(line);
+    QVERIFY(std::abs(line->p1().x() - w.xOf(t0_ + 11'000)) <= 1.0);  // the launch [10, 11) µs ends
+    QVERIFY(std::abs(line->p2().x() - w.xOf(t0_ + 20'000)) <= 1.0);  // the gemm starts
+    QVERIFY(std::abs(line->p1().y() - (*w.laneY(launch.lane, index_->lane(launch.lane).depthOf(launch.index)) + w.rowHeight() / 2.0)) <= 1.0);
+    QVERIFY(std::abs(line->p2().y() - (*w.laneY(gemm.lane) + w.rowHeight() / 2.0)) <= 1.0);
+    // Drawn: dark pixels along the curve, just before the arrow head.
+    const QImage img = w.grab().toImage();
+    QVERIFY(img.pixelColor(static_cast<int>(line->p2().x()) - 3, static_cast<int>(line->p2().y())).lightness() < 120);
+    // The launch's lane hidden: from the rank's header at the launch's time.
+    w.setLaneHidden(launch.lane, true);
+    const auto fromHeader = w.flowLine();
+    QVERIFY(fromHeader);
+    QVERIFY(std::abs(fromHeader->p1().y() - (*w.rankY(0) + w.rankHeaderHeight(0) / 2.0)) <= 1.0);
+    w.clearSelection();
+    QVERIFY(!w.flow());
+  }
+
+  // Counter lanes carry their scale: the largest value at the top of the label column, 0 at the bottom.
+  void counterLanesHaveAScale() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "mem.db"));
+    Run run;
+    run.name = "mem";
+    run.source = RunSource::Runtime;
+    const Id runId = store.createRun(run);
+    Rank rk;
+    rk.runId = runId;
+    const Id rankId = store.addRank(rk);
+    Track cpu;
+    cpu.rankId = rankId;
+    cpu.kind = TrackKind::CpuThread;
+    cpu.name = "main";
+    const Id cpuId = store.addTrack(cpu);
+    Track mem;
+    mem.rankId = rankId;
+    mem.kind = TrackKind::Counter;
+    mem.name = "memory allocated";
+    const Id memId = store.addTrack(mem);
+    {
+      Transaction tx(store.db());
+      BulkWriter bw(store);
+      EventRecord e;
+      e.trackId = cpuId;
+      e.startNs = 0;
+      e.endNs = 1000;
+      e.nameId = store.intern("step");
+      bw.addEvent(e);
+      bw.addCounter(memId, 0, 0);
+      bw.addCounter(memId, 500, 2.0 * 1024 * 1024 * 1024);
+      bw.addCounter(memId, 900, 1.0 * 1024 * 1024 * 1024);
+      bw.finish();
+      tx.commit();
+    }
+    const auto idx = tl::TimelineIndex::build(store, runId);
+    std::uint32_t lane = 0;
+    for (std::uint32_t li = 0; li < idx->lanes().size(); ++li)
+      if (idx->lane(li).isCounter()) lane = li;
+    TimelineWidget w;
+    w.resize(1000, 400);
+    w.setIndex(idx);
+    w.renderNow();
+    const auto y = w.laneY(lane);
+    QVERIFY(y);
+    const QImage img = w.grab().toImage();
+    // Text in the right part of the label column at the top of the counter row (the "2.0 GiB"), none
+    // where the lane name would not reach without it.
+    auto inkIn = [&](int x0, int x1, int y0, int y1) {
+      int n = 0;
+      for (int yy = y0; yy < y1; ++yy)
+        for (int xx = x0; xx < x1; ++xx)
+          if (img.pixelColor(xx, yy).lightness() < 160) ++n;
+      return n;
+    };
+    QVERIFY(inkIn(w.labelWidth() - 50, w.labelWidth() - 6, *y, *y + 10) > 5);
+    QVERIFY(inkIn(w.labelWidth() - 20, w.labelWidth() - 6, *y + 20, *y + 34) > 2);  // the "0"
   }
 
   void collapsedRankHidesItsLanes() {
@@ -363,6 +617,18 @@ class TestTimelineWidget : public QObject {
   }
 
  private:
+  std::shared_ptr<const tl::TimelineIndex> eightRanks() {
+    if (eight_) return eight_;
+    TraceStore store(pathIn(dir_, "eight.db"));
+    std::vector<std::string> files;
+    for (int r = 0; r < 8; ++r)
+      files.push_back(writeFile(dir_, "e" + std::to_string(r) + ".json", traceMany(r, 8)));
+    const Id run = importKineto(store, files).runIds.at(0);
+    eight_ = tl::TimelineIndex::build(store, run);
+    return eight_;
+  }
+
+  std::shared_ptr<const tl::TimelineIndex> eight_;
   QTemporaryDir dir_;
   std::string db_;
   Id run_ = 0;

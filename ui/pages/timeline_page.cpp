@@ -134,6 +134,16 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
   info_->setMinimumWidth(80);
   bar->addWidget(info_, 1);
   layout->addLayout(bar);
+  legend_ = new QLabel(this);
+  legend_->setObjectName(QStringLiteral("timelineLegend"));
+  legend_->setTextFormat(Qt::RichText);
+  legend_->setWordWrap(true);
+  legend_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  legend_->setToolTip(tr("Colours of this run's events. A folded block (events too narrow to draw, \"N events\") takes the "
+                         "colour of the operation covering most of its time, paler the less of its span they cover. "
+                         "A compact or collapsed rank's header is its summary track: per pixel, the share of time "
+                         "computing, in exposed communication, in other work; idle above."));
+  layout->addWidget(legend_);
 
   auto* split = new QSplitter(Qt::Vertical, this);
   stack_ = new QStackedWidget(split);
@@ -209,6 +219,8 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
     }
     lanesMenu_->addSeparator();
     lanesMenu_->addAction(tr("Collapse all ranks"), widget_, [w = widget_] { w->setAllRanksCollapsed(true); });
+    lanesMenu_->addAction(tr("Compact all ranks (compute and communication lanes)"), widget_,
+                          [w = widget_] { w->setAllRanksMode(TimelineWidget::RankMode::Compact); });
     lanesMenu_->addAction(tr("Expand all ranks"), widget_, [w = widget_] { w->setAllRanksCollapsed(false); });
     lanesMenu_->addAction(tr("Show all lanes"), widget_, &TimelineWidget::showAllLanes);
   });
@@ -338,6 +350,7 @@ void TimelinePage::start() {
         task_ = nullptr;
         index_ = std::move(idx);
         widget_->setIndex(index_);
+        updateLegend();
         if (const auto r = session()->timeRange(); r && r->run == current_) widget_->setViewRange(r->startNs, r->endNs);
         stack_->setCurrentWidget(widget_);
         Q_EMIT statusMessage(tr("run %1: %2 events on %3 ranks, %4 lanes")
@@ -394,6 +407,29 @@ void TimelinePage::showMessage(const QString& text) {
   message_->setText(text);
   stack_->setCurrentWidget(message_);
   info_->clear();
+  legend_->clear();
+  legend_->setVisible(false);
+}
+
+void TimelinePage::updateLegend() {
+  if (!index_ || view_ != View::OneRun) {
+    legend_->clear();
+    legend_->setVisible(false);
+    return;
+  }
+  auto swatch = [](const QColor& c, const QString& label) {
+    return QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2").arg(c.name(), label.toHtmlEscaped());
+  };
+  QStringList parts;
+  for (const auto& e : timelineLegend(index_->keyMask())) parts << swatch(e.color, e.label);
+  QString html = parts.join(QStringLiteral(" &nbsp; "));
+  html += tr(" &nbsp;|&nbsp; summary track: %1 &nbsp; %2 &nbsp; %3 &nbsp; %4 &nbsp;|&nbsp; folded blocks: dominant operation, paler = sparser")
+              .arg(swatch(timeline_palette::summaryCompute(), tr("computation")),
+                   swatch(timeline_palette::exposed(), tr("exposed communication")),
+                   swatch(timeline_palette::summaryOther(), tr("other work")),
+                   swatch(timeline_palette::summaryIdle().darker(115), tr("idle")));
+  legend_->setText(QStringLiteral("<span style='color:#444'>%1</span>").arg(html));
+  legend_->setVisible(true);
 }
 
 void TimelinePage::updateButtons() {
@@ -481,6 +517,10 @@ void TimelinePage::onEventSelected(quint32 lane, quint32 index) {
       },
       [this, html, generation, lane, index](EventExtras x) {
         if (generation != generation_ || widget_->selectedEvent() != std::make_pair(lane, index)) return;
+        // The flow arrow from the launch (its CPU thread is always in the index).
+        if (x.launchEventId)
+          if (const auto launch = widget_->findEventOnTrack(x.launchTrackId, x.launchEventId, x.launchStartNs))
+            widget_->setFlow({launch->first, launch->second, lane, index});
         QString more;
         if (!x.launchName.empty())
           more += tr("<p>launched by <b>%1</b> on %2, %3 before it started (correlation %4)</p>")
@@ -515,6 +555,9 @@ EventExtras loadEventExtras(core::TraceStore& store, core::Id runId, core::Id ev
         x.launchName = std::string(e.name);
         x.launchTrack = t.name;
         x.launchLeadNs = ev->startNs - e.startNs;
+        x.launchTrackId = t.id;
+        x.launchEventId = e.id;
+        x.launchStartNs = e.startNs;
       }
     if (!x.launchName.empty()) break;
   }
@@ -565,6 +608,7 @@ void TimelinePage::updateViewControls() {
   for (QWidget* w : std::initializer_list<QWidget*>{fit_, fitAll_, back_, forward_, zoomSel_, search_, prev_, next_, lanes_, python_})
     w->setEnabled(one);
   detailStack_->setVisible(one);  // the details are about one run's events
+  if (legend_) legend_->setVisible(one && index_ && !legend_->text().isEmpty());
   compare_->setMode(view_ == View::WholeRuns ? StepCompareWidget::Mode::WholeRuns : StepCompareWidget::Mode::OneStep);
 }
 
@@ -665,10 +709,20 @@ QJsonObject TimelinePage::describe() const {
                                  {QStringLiteral("rank"), idx->ranks()[static_cast<std::size_t>(l.rankIndex)].rank},
                                  {QStringLiteral("events"), static_cast<double>(l.isCounter() ? l.sampleTs.size() : l.eventCount())}});
       }
-      for (std::size_t r = 0; r < idx->ranks().size(); ++r)
+      QJsonArray compact, legend;
+      for (std::size_t r = 0; r < idx->ranks().size(); ++r) {
         if (widget_->rankCollapsed(static_cast<int>(r))) collapsed.append(idx->ranks()[r].rank);
+        if (widget_->rankMode(static_cast<int>(r)) == TimelineWidget::RankMode::Compact) compact.append(idx->ranks()[r].rank);
+      }
+      for (const auto& e : timelineLegend(idx->keyMask())) legend.append(e.label);
+      int shown = 0;  // ranks whose header (or summary track) is on screen
+      for (std::size_t r = 0; r < idx->ranks().size(); ++r)
+        if (widget_->rankY(static_cast<int>(r))) ++shown;
       out[QStringLiteral("lanes")] = lanes;
       out[QStringLiteral("collapsed_ranks")] = collapsed;
+      out[QStringLiteral("compact_ranks")] = compact;
+      out[QStringLiteral("ranks_on_screen")] = shown;
+      out[QStringLiteral("legend")] = legend;
       if (const auto* l = widget_->drawList()) out[QStringLiteral("events_in_view")] = static_cast<double>(l->eventsInView);
     }
   } else {

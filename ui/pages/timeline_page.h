@@ -2,8 +2,9 @@
 // Timeline page: one run's timeline (TimelineWidget: every rank's lanes, memory curves underneath on
 // the same time axis), a toolbar (run, fit, back/forward, zoom to selection, search with next and
 // previous, python lanes), and a details panel: the selected event (name, duration, bytes and
-// bandwidth, step, its args read from the store, and the same collective on the other ranks) or
-// the selected range's statistics per rank (core::timeline::rangeStatistics). The index is built
+// bandwidth, step, its args read from the store, and the same collective on the other ranks; for a
+// kernel a flow arrow from its CPU launch) or the selected range's statistics per rank
+// (core::timeline::rangeStatistics); a legend of the run's colours under the toolbar. The index is built
 // off the GUI thread with progress and cancel; a 5M-event run loads while the window stays live.
 #include <QList>
 #include <QPointer>
@@ -55,6 +56,8 @@ struct EventExtras {
   std::int64_t correlation = 0;
   std::string launchName, launchTrack;
   core::TimeNs launchLeadNs = 0;  // kernel start - launch start
+  core::Id launchTrackId = 0, launchEventId = 0;  // the launch in the store (the widget's flow arrow)
+  core::TimeNs launchStartNs = 0;
 };
 EventExtras loadEventExtras(core::TraceStore& store, core::Id runId, core::Id eventId);
 
@@ -93,6 +96,7 @@ class TimelinePage : public Page {
   QTableWidget* rangeTable() const { return rangeTable_; }
   QLineEdit* searchBox() const { return search_; }
   QMenu* lanesMenu() const { return lanesMenu_; }  // filled when it opens (aboutToShow)
+  QLabel* legend() const { return legend_; }       // the colours of the run's categories and operations
   QString errorText() const { return error_; }
   std::shared_ptr<const core::timeline::TimelineIndex> index() const { return index_; }
 
@@ -107,6 +111,7 @@ class TimelinePage : public Page {
   void onRangeSelected(qint64 t0, qint64 t1);
   void applyPendingJump();
   void updateButtons();
+  void updateLegend();
 
   QString dbPath_;
   QList<core::Id> runs_;
@@ -148,6 +153,7 @@ class TimelinePage : public Page {
   QMenu* lanesMenu_ = nullptr;
   QCheckBox* python_ = nullptr;
   QLabel* info_ = nullptr;
+  QLabel* legend_ = nullptr;
   QStackedWidget* stack_ = nullptr;
   QLabel* message_ = nullptr;
   TimelineWidget* widget_ = nullptr;

@@ -9,6 +9,7 @@
 #include <QMenu>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QPainterPath>
 #include <QPointer>
 #include <QThreadPool>
 #include <QToolTip>
@@ -91,7 +92,11 @@ void TimelineWidget::setIndex(std::shared_ptr<const tl::TimelineIndex> index) {
   matchText_.clear();
   searchPending_.reset();
   ++searchGeneration_;
-  collapsed_.clear();
+  modes_.clear();
+  compact_.clear();
+  flow_.reset();
+  autoLayout_ = true;
+  collapsedHeight_ = kRankHeaderHeight;
   hidden_.clear();
   folded_.clear();
   groupOpen_.clear();
@@ -121,8 +126,97 @@ void TimelineWidget::setIndex(std::shared_ptr<const tl::TimelineIndex> index) {
         }
       }
     }
-  relayout();
+  // The compact layout's lanes: the device lane computing the most, the lane communicating the most.
+  if (index_) {
+    modes_.assign(index_->ranks().size(), RankMode::Expanded);
+    for (const auto& r : index_->ranks()) {
+      std::optional<std::uint32_t> compute, comm;
+      for (std::uint32_t l : r.lanes) {
+        const tl::Lane& lane = index_->lane(l);
+        if (lane.isCounter() || !lane.loaded) continue;
+        if (lane.deviceLane && lane.computeNs > 0 && (!compute || lane.computeNs > index_->lane(*compute).computeNs)) compute = l;
+      }
+      for (std::uint32_t l : r.lanes) {
+        const tl::Lane& lane = index_->lane(l);
+        if (lane.isCounter() || !lane.loaded || lane.commNs <= 0 || (compute && l == *compute)) continue;
+        // A lane made for communication (a process group's, a comm thread) before a stream that only carries it.
+        const bool commLane = lane.kind == tl::LaneKind::CommGroup || lane.kind == tl::LaneKind::Comm;
+        if (!comm) {
+          comm = l;
+          continue;
+        }
+        const tl::Lane& best = index_->lane(*comm);
+        const bool bestCommLane = best.kind == tl::LaneKind::CommGroup || best.kind == tl::LaneKind::Comm;
+        if (std::make_pair(commLane, lane.commNs) > std::make_pair(bestCommLane, best.commNs)) comm = l;
+      }
+      // No lane of its own for the communication: the compute lane runs it too (one lane shows both).
+      std::vector<std::uint32_t> lanes;
+      for (std::uint32_t l : r.lanes)
+        if ((compute && l == *compute) || (comm && l == *comm)) lanes.push_back(l);
+      if (lanes.empty())  // no device work recorded: the rank's first lane with events
+        for (std::uint32_t l : r.lanes)
+          if (!index_->lane(l).isCounter() && index_->lane(l).eventCount() > 0) {
+            lanes.push_back(l);
+            break;
+          }
+      compact_.push_back(std::move(lanes));
+    }
+  }
+  applyAutoLayout();
   fitSteps();
+}
+
+void TimelineWidget::applyAutoLayout() {
+  if (!index_) return;
+  const std::size_t ranks = index_->ranks().size();
+  const int avail = std::max(1, height() - kAxisHeight);
+  std::fill(modes_.begin(), modes_.end(), RankMode::Expanded);
+  collapsedHeight_ = kRankHeaderHeight;
+  relayout();
+  if (ranks < static_cast<std::size_t>(kAutoCompactRanks) || contentHeight() <= avail) return;
+  std::fill(modes_.begin(), modes_.end(), RankMode::Compact);
+  // Compact with up to 3 depth rows per lane, else 2, else 1 (the outermost events), before
+  // falling back to summary strips only.
+  for (int depth = kCompactDepth; depth >= 1; --depth) {
+    compactDepth_ = depth;
+    relayout();
+    if (contentHeight() <= avail) return;
+  }
+  compactDepth_ = kCompactDepth;
+  std::fill(modes_.begin(), modes_.end(), RankMode::Collapsed);
+  collapsedHeight_ = std::clamp(avail / static_cast<int>(ranks), kMinSummaryHeight, kRankHeaderHeight);
+  relayout();
+}
+
+void TimelineWidget::userLayout() { autoLayout_ = false; }
+
+TimelineWidget::RankMode TimelineWidget::rankMode(int rankIndex) const {
+  if (rankIndex < 0 || static_cast<std::size_t>(rankIndex) >= modes_.size()) return RankMode::Expanded;
+  return modes_[static_cast<std::size_t>(rankIndex)];
+}
+
+std::vector<std::uint32_t> TimelineWidget::compactLanes(int rankIndex) const {
+  if (rankIndex < 0 || static_cast<std::size_t>(rankIndex) >= compact_.size()) return {};
+  return compact_[static_cast<std::size_t>(rankIndex)];
+}
+
+const TimelineWidget::Row* TimelineWidget::headerRow(int rankIndex) const {
+  for (const Row& r : rows_)
+    if (r.kind == Row::Kind::RankHeader && r.rankIndex == rankIndex) return &r;
+  return nullptr;
+}
+
+std::optional<int> TimelineWidget::rankY(int rankIndex) const {
+  const Row* r = headerRow(rankIndex);
+  if (!r) return std::nullopt;
+  const int y = kAxisHeight + r->y - scroll_;
+  if (y + r->height <= kAxisHeight || y >= height()) return std::nullopt;
+  return y;
+}
+
+int TimelineWidget::rankHeaderHeight(int rankIndex) const {
+  const Row* r = headerRow(rankIndex);
+  return r ? r->height : 0;
 }
 
 void TimelineWidget::relayout() {
@@ -134,12 +228,13 @@ void TimelineWidget::relayout() {
     h.kind = Row::Kind::RankHeader;
     h.rankIndex = static_cast<int>(ri);
     h.y = y;
-    h.height = kRankHeaderHeight;
+    const RankMode mode = rankMode(static_cast<int>(ri));
+    h.height = mode == RankMode::Collapsed ? collapsedHeight_ : kRankHeaderHeight;
     rows_.push_back(h);
     y += h.height;
-    if (collapsed_.count(static_cast<int>(ri))) continue;
+    if (mode == RankMode::Collapsed) continue;
     std::map<int, std::vector<std::uint32_t>> foldedHere;  // device -> its folded lanes, in order
-    auto laneRow = [&](std::uint32_t l) {
+    auto laneRow = [&](std::uint32_t l, int maxDepth = kMaxDepth) {
       const tl::Lane& lane = index_->lane(l);
       Row r;
       r.rankIndex = static_cast<int>(ri);
@@ -149,12 +244,18 @@ void TimelineWidget::relayout() {
         r.depthRows = 1;
         r.height = kCounterHeight;
       } else {
-        r.depthRows = std::clamp<std::uint32_t>(lane.depthCount(), 1, kMaxDepth);
+        r.depthRows = std::clamp<std::uint32_t>(lane.depthCount(), 1, static_cast<std::uint32_t>(maxDepth));
         r.height = static_cast<int>(r.depthRows) * kRowHeight + 2;
       }
       rows_.push_back(r);
       y += r.height;
     };
+    if (mode == RankMode::Compact) {  // the compute and communication lanes, in display order
+      const auto& keep = compact_[ri];
+      for (std::uint32_t l : laneOrder_)
+        if (!hidden_.count(l) && std::find(keep.begin(), keep.end(), l) != keep.end()) laneRow(l, compactDepth_);
+      continue;
+    }
     for (std::uint32_t l : laneOrder_) {
       const tl::Lane& lane = index_->lane(l);
       if (lane.rankIndex != static_cast<int>(ri) || hidden_.count(l)) continue;
@@ -223,6 +324,11 @@ tl::Viewport TimelineWidget::viewport() const {
   v.charWidthPx = static_cast<float>(std::max(4, fm.averageCharWidth()));
   const int visibleTop = 0, visibleBottom = height();
   for (const Row& r : rows_) {
+    if (r.kind == Row::Kind::RankHeader && rankHasSummary(r.rankIndex)) {
+      const int top = kAxisHeight + r.y - scroll_;
+      if (top + r.height >= kAxisHeight && top <= visibleBottom) v.summaryRanks.push_back(r.rankIndex);
+      continue;
+    }
     if (r.kind != Row::Kind::Lane) continue;
     const int top = kAxisHeight + r.y - scroll_;
     if (top + r.height < visibleTop + kAxisHeight || top > visibleBottom) continue;
@@ -239,8 +345,9 @@ tl::Viewport TimelineWidget::viewport() const {
 
 bool TimelineWidget::drawListCurrent() const {
   if (!list_) return false;
+  const tl::Viewport v = viewport();
   return listView_.t0 == t0_ && listView_.t1 == std::max(t1_, t0_ + 1) && listView_.widthPx == std::max(1, width() - kLabelWidth) &&
-         listScroll_ == scroll_ && listView_.lanes.size() == viewport().lanes.size();
+         listScroll_ == scroll_ && listView_.lanes.size() == v.lanes.size() && listView_.summaryRanks == v.summaryRanks;
 }
 
 void TimelineWidget::requestDrawList() {
@@ -255,18 +362,21 @@ void TimelineWidget::requestDrawList() {
   const tl::Viewport view = viewport();
   const std::uint64_t generation = generation_;
   const int scroll = scroll_;
+  std::vector<int> heights;
+  for (int r : view.summaryRanks) heights.push_back(std::max(2, rankHeaderHeight(r) - 2));
   auto index = index_;
   QPointer<TimelineWidget> self(this);
   auto alive = alive_;
-  QThreadPool::globalInstance()->start([self, alive, index, view, generation, scroll]() {
+  QThreadPool::globalInstance()->start([self, alive, index, view, generation, scroll, heights]() {
     if (!alive->load()) return;
     QElapsedTimer t;
     t.start();
     auto list = std::make_shared<tl::DrawList>(tl::buildDrawList(*index, view));
+    auto images = std::make_shared<std::vector<QImage>>(makeSummaryImages(*list, heights));
     const double ms = static_cast<double>(t.nsecsElapsed()) / 1e6;
     QMetaObject::invokeMethod(
         qApp,
-        [self, index, list, view, generation, scroll, ms]() {
+        [self, index, list, images, heights, view, generation, scroll, ms]() {
           if (!self) return;
           if (self->index_ != index) {  // built for the previous run: drop it, build for this one
             self->building_ = false;
@@ -275,6 +385,9 @@ void TimelineWidget::requestDrawList() {
           }
           self->listScroll_ = scroll;
           self->deliver(list, view, generation, ms);
+          self->summaryImages_ = std::move(*images);
+          self->summaryImagesSerial_ = self->listSerial_;
+          self->summaryImageHeights_ = heights;
         },
         Qt::QueuedConnection);
   });
@@ -283,6 +396,7 @@ void TimelineWidget::requestDrawList() {
 void TimelineWidget::deliver(std::shared_ptr<tl::DrawList> list, tl::Viewport view, std::uint64_t /*generation*/, double ms) {
   building_ = false;
   list_ = std::move(list);
+  ++listSerial_;
   listView_ = std::move(view);
   lastBuildMs_ = ms;
   update();
@@ -297,6 +411,10 @@ void TimelineWidget::renderNow() {
   listView_ = viewport();
   listScroll_ = scroll_;
   list_ = std::make_shared<tl::DrawList>(tl::buildDrawList(*index_, listView_));
+  ++listSerial_;
+  summaryImageHeights_ = summaryHeights(list_->summaries);
+  summaryImages_ = makeSummaryImages(*list_, summaryImageHeights_);
+  summaryImagesSerial_ = listSerial_;
   lastBuildMs_ = static_cast<double>(t.nsecsElapsed()) / 1e6;
   ++generation_;
   repaint();
@@ -380,6 +498,7 @@ void TimelineWidget::panBy(double fraction) {
 
 void TimelineWidget::selectEvent(std::uint32_t lane, std::uint32_t index, bool centre) {
   if (!index_ || lane >= index_->lanes().size() || index >= index_->lane(lane).eventCount()) return;
+  if (!selected_ || *selected_ != std::make_pair(lane, index)) flow_.reset();
   selected_ = {lane, index};
   const tl::Lane& l = index_->lane(lane);
   if (centre) {
@@ -404,6 +523,7 @@ void TimelineWidget::selectEvent(std::uint32_t lane, std::uint32_t index, bool c
 void TimelineWidget::clearSelection() {
   const bool had = selected_ || range_;
   selected_.reset();
+  flow_.reset();
   range_.reset();
   update();
   if (had) Q_EMIT selectionCleared();
@@ -536,9 +656,22 @@ bool TimelineWidget::stepToMatch(bool forward) {
   return true;
 }
 
+void TimelineWidget::setRankMode(int rankIndex, RankMode mode) {
+  if (rankIndex < 0 || static_cast<std::size_t>(rankIndex) >= modes_.size()) return;
+  userLayout();
+  modes_[static_cast<std::size_t>(rankIndex)] = mode;
+  relayout();
+  requestDrawList();
+  update();
+}
+
 void TimelineWidget::setRankCollapsed(int rankIndex, bool collapsed) {
-  if (collapsed) collapsed_.insert(rankIndex);
-  else collapsed_.erase(rankIndex);
+  setRankMode(rankIndex, collapsed ? RankMode::Collapsed : RankMode::Expanded);
+}
+
+void TimelineWidget::setAllRanksMode(RankMode mode) {
+  userLayout();
+  std::fill(modes_.begin(), modes_.end(), mode);
   relayout();
   requestDrawList();
   update();
@@ -553,6 +686,7 @@ void TimelineWidget::setStreamGroupOpen(int rankIndex, int device, bool open) {
 }
 
 void TimelineWidget::setLaneHidden(std::uint32_t lane, bool hidden) {
+  userLayout();
   if (hidden) hidden_.insert(lane);
   else hidden_.erase(lane);
   relayout();
@@ -561,8 +695,9 @@ void TimelineWidget::setLaneHidden(std::uint32_t lane, bool hidden) {
 }
 
 void TimelineWidget::showAllLanes() {
+  userLayout();
   hidden_.clear();
-  collapsed_.clear();
+  std::fill(modes_.begin(), modes_.end(), RankMode::Expanded);
   relayout();
   requestDrawList();
   update();
@@ -570,6 +705,7 @@ void TimelineWidget::showAllLanes() {
 
 void TimelineWidget::setLaneKindHidden(tl::LaneKind kind, bool hidden) {
   if (!index_) return;
+  userLayout();
   for (std::uint32_t li = 0; li < index_->lanes().size(); ++li) {
     if (index_->lane(li).kind != kind) continue;
     if (hidden) hidden_.insert(li);
@@ -591,14 +727,7 @@ bool TimelineWidget::laneKindHidden(tl::LaneKind kind) const {
   return any;
 }
 
-void TimelineWidget::setAllRanksCollapsed(bool collapsed) {
-  collapsed_.clear();
-  if (collapsed && index_)
-    for (int r = 0; r < static_cast<int>(index_->ranks().size()); ++r) collapsed_.insert(r);
-  relayout();
-  requestDrawList();
-  update();
-}
+void TimelineWidget::setAllRanksCollapsed(bool collapsed) { setAllRanksMode(collapsed ? RankMode::Collapsed : RankMode::Expanded); }
 
 void TimelineWidget::moveLane(std::uint32_t lane, int delta) {
   auto it = std::find(laneOrder_.begin(), laneOrder_.end(), lane);
@@ -645,6 +774,30 @@ QString TimelineWidget::describeEvent(std::uint32_t lane, std::uint32_t index) c
   return text;
 }
 
+QString TimelineWidget::describeSummaryAt(const QPoint& pos) const {
+  if (!list_ || !drawListCurrent() || pos.x() < kLabelWidth) return {};
+  const Row* r = rowAt(pos.y());
+  if (!r || r->kind != Row::Kind::RankHeader || !rankHasSummary(r->rankIndex)) return {};
+  for (const auto& sm : list_->summaries) {
+    if (sm.rankIndex != r->rankIndex) continue;
+    const auto c = static_cast<std::size_t>(pos.x() - kLabelWidth);
+    if (c >= sm.columns.size()) return {};
+    const auto& col = sm.columns[c];
+    const auto pct = [](int v) { return (v * 100 + 127) / 255; };
+    const auto& rk = index_->ranks()[static_cast<std::size_t>(r->rankIndex)];
+    return tr("<b>rank %1</b> at +%2 (this pixel: %3)<br>computation %4 % · <span style='color:#d62728'>exposed "
+              "communication %5 %</span> · other work %6 % · idle %7 %<br><span style='color:#777'>click the label to "
+              "expand the rank</span>")
+        .arg(rk.rank)
+        .arg(formatDuration(static_cast<double>(timeAt(pos.x()) - index_->minStart())), formatDuration(list_->nsPerPx))
+        .arg(pct(col.compute))
+        .arg(pct(col.exposed))
+        .arg(pct(col.other))
+        .arg(std::max(0, 100 - pct(col.compute) - pct(col.exposed) - pct(col.other)));
+  }
+  return {};
+}
+
 tl::Hit TimelineWidget::hitAt(const QPoint& p) const {
   if (!list_ || !drawListCurrent() || p.x() < kLabelWidth || p.y() < kAxisHeight) return {};
   return tl::hitTest(*list_, listView_, static_cast<float>(p.x() - kLabelWidth), static_cast<float>(p.y()));
@@ -664,7 +817,10 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
   for (const Row& r : rows_) {
     const int y = kAxisHeight + r.y - scroll_;
     if (y + r.height < kAxisHeight || y > height()) continue;
-    if (r.kind == Row::Kind::RankHeader) p.fillRect(QRect(kLabelWidth, y, width() - kLabelWidth, r.height), kHeaderBackground);
+    if (r.kind == Row::Kind::RankHeader) {
+      p.fillRect(QRect(kLabelWidth, y, width() - kLabelWidth, r.height), kHeaderBackground);
+      if (rankHasSummary(r.rankIndex)) p.fillRect(QRect(kLabelWidth, y + r.height - 1, width() - kLabelWidth, 1), QColor(0xc8, 0xcd, 0xd6));
+    }
     else p.fillRect(QRect(kLabelWidth, y + r.height - 1, width() - kLabelWidth, 1), kGrid);
     if (r.kind == Row::Kind::StreamGroup) p.fillRect(QRect(kLabelWidth, y, width() - kLabelWidth, r.height - 1), kLabelBackground);
   }
@@ -724,6 +880,12 @@ void TimelineWidget::paintList(QPainter& p) {
     const double x0 = X(r.x0), x1 = std::max(X(r.x1), x0 + 1.0);
     QColor c = timelineColor(r.key);
     if (r.bits & tl::EventBits::Annotation) c = c.lighter(135);
+    if ((r.flags & tl::DrawFlags::Folded) && r.density < 255) {
+      // A folded block in its dominant operation's colour, paler the less of its span its events cover.
+      const int a = 77 + r.density * 178 / 255;  // 30 % .. 100 %
+      c = QColor((c.red() * a + kBackground.red() * (255 - a)) / 255, (c.green() * a + kBackground.green() * (255 - a)) / 255,
+                 (c.blue() * a + kBackground.blue() * (255 - a)) / 255);
+    }
     const QRectF box(x0, y, x1 - x0, kRowHeight - 1);
     p.fillRect(box, c);
     if (r.bits & tl::EventBits::Exposed) p.fillRect(QRectF(x0, y, x1 - x0, 2), kExposed);
@@ -740,10 +902,12 @@ void TimelineWidget::paintList(QPainter& p) {
       }
     }
   }
-  // Exposed communication per rank: a red strip along the bottom of its header row.
+  paintSummaries(p, scale, shift);
+  // Exposed communication per expanded rank: a red strip along the bottom of its header row (a
+  // summary track shows it in its own way).
   for (const auto& e : L.exposed) {
     for (const Row& row : rows_)
-      if (row.kind == Row::Kind::RankHeader && row.rankIndex == e.rankIndex) {
+      if (row.kind == Row::Kind::RankHeader && row.rankIndex == e.rankIndex && !rankHasSummary(row.rankIndex)) {
         const double y = kAxisHeight + row.y - scroll_ + row.height - 4;
         p.fillRect(QRectF(X(e.x0), y, std::max(1.0, X(e.x1) - X(e.x0)), 4), kExposed);
       }
@@ -759,7 +923,135 @@ void TimelineWidget::paintList(QPainter& p) {
       p.drawRect(QRectF(x0, *y, x1 - x0, kRowHeight - 1));
     }
   }
+  paintFlow(p);
   p.restore();
+}
+
+std::vector<int> TimelineWidget::summaryHeights(const std::vector<tl::RankSummary>& summaries) const {
+  std::vector<int> heights;
+  heights.reserve(summaries.size());
+  for (const auto& sm : summaries) heights.push_back(std::max(2, rankHeaderHeight(sm.rankIndex) - 2));
+  return heights;
+}
+
+// One image per summary track: per pixel column, from the bottom, computation, exposed communication
+// and other work in proportion to their share of the column's time; idle above. Made with the draw
+// list (on the pool thread) so that painting only blits them.
+std::vector<QImage> TimelineWidget::makeSummaryImages(const tl::DrawList& list, const std::vector<int>& heights) {
+  const QRgb colours[4] = {timeline_palette::summaryIdle().rgb(), timeline_palette::summaryOther().rgb(),
+                           timeline_palette::exposed().rgb(), timeline_palette::summaryCompute().rgb()};
+  std::vector<QImage> out;
+  out.reserve(list.summaries.size());
+  for (std::size_t k = 0; k < list.summaries.size() && k < heights.size(); ++k) {
+    const auto& cols = list.summaries[k].columns;
+    const int h = heights[k];
+    const int w = std::max<int>(1, static_cast<int>(cols.size()));
+    QImage img(w, h, QImage::Format_RGB32);
+    img.fill(colours[0]);
+    auto* bits = reinterpret_cast<QRgb*>(img.bits());
+    const auto stride = static_cast<std::size_t>(img.bytesPerLine() / 4);
+    for (std::size_t c = 0; c < cols.size(); ++c) {
+      const int c1 = (cols[c].compute * h + 127) / 255;
+      int c2 = std::min(h, c1 + (cols[c].exposed * h + 127) / 255);
+      int c3 = std::min(h, c2 + (cols[c].other * h + 127) / 255);
+      // A share too small for a pixel still shows (a sliver of exposed communication matters).
+      if (cols[c].exposed && c2 == c1 && c2 < h) c3 = std::max(c3, c2 = c1 + 1);
+      // Rows from the bottom: [0, c1) compute, [c1, c2) exposed, [c2, c3) other.
+      QRgb* px = bits + static_cast<std::size_t>(h - 1) * stride + c;
+      int y = 0;
+      for (; y < c1; ++y, px -= stride) *px = colours[3];
+      for (; y < c2; ++y, px -= stride) *px = colours[2];
+      for (; y < c3; ++y, px -= stride) *px = colours[1];
+    }
+    out.push_back(std::move(img));
+  }
+  return out;
+}
+
+void TimelineWidget::paintSummaries(QPainter& p, double scale, double shift) {
+  const tl::DrawList& L = *list_;
+  if (L.summaries.empty()) return;
+  const std::vector<int> heights = summaryHeights(L.summaries);
+  if (summaryImagesSerial_ != listSerial_ || summaryImageHeights_ != heights) {  // not built with the list
+    summaryImages_ = makeSummaryImages(L, heights);
+    summaryImagesSerial_ = listSerial_;
+    summaryImageHeights_ = heights;
+  }
+  for (std::size_t k = 0; k < L.summaries.size(); ++k) {
+    const Row* row = headerRow(L.summaries[k].rankIndex);
+    if (!row || !rankHasSummary(row->rankIndex)) continue;
+    const double y = kAxisHeight + row->y - scroll_ + 1;
+    const double w = static_cast<double>(L.summaries[k].columns.size());
+    p.drawImage(QRectF(shift, y, w * scale, heights[k]), summaryImages_[k]);
+  }
+}
+
+void TimelineWidget::paintFlow(QPainter& p) {
+  const auto line = flowLine();
+  if (!line) return;
+  const QPointF a = line->p1(), b = line->p2();
+  QPainterPath path(a);
+  const double dx = std::max(20.0, std::abs(b.x() - a.x()) / 2);
+  path.cubicTo(QPointF(a.x() + dx, a.y()), QPointF(b.x() - dx, b.y()), b);
+  p.setRenderHint(QPainter::Antialiasing, true);
+  p.setPen(QPen(QColor(0x22, 0x22, 0x22), 1.5));
+  p.setBrush(Qt::NoBrush);
+  p.drawPath(path);
+  // The head at the kernel, pointing along the curve's last tangent (horizontal).
+  QPolygonF head;
+  head << b << QPointF(b.x() - 8, b.y() - 4) << QPointF(b.x() - 8, b.y() + 4);
+  p.setBrush(QColor(0x22, 0x22, 0x22));
+  p.drawPolygon(head);
+  p.drawEllipse(a, 2.5, 2.5);
+  p.setRenderHint(QPainter::Antialiasing, false);
+}
+
+void TimelineWidget::setFlow(const Flow& flow) {
+  if (!index_ || flow.fromLane >= index_->lanes().size() || flow.toLane >= index_->lanes().size() ||
+      flow.fromIndex >= index_->lane(flow.fromLane).eventCount() || flow.toIndex >= index_->lane(flow.toLane).eventCount())
+    return;
+  flow_ = flow;
+  update();
+}
+
+void TimelineWidget::clearFlow() {
+  flow_.reset();
+  update();
+}
+
+std::optional<QLineF> TimelineWidget::flowLine() const {
+  if (!flow_ || !index_) return std::nullopt;
+  const tl::Lane& k = index_->lane(flow_->toLane);
+  const tl::Lane& c = index_->lane(flow_->fromLane);
+  const auto ky = laneY(flow_->toLane, k.depthOf(flow_->toIndex));
+  if (!ky) return std::nullopt;
+  const QPointF to(xOf(k.start[flow_->toIndex]), *ky + kRowHeight / 2.0);
+  QPointF from;
+  if (const auto cy = laneY(flow_->fromLane, c.depthOf(flow_->fromIndex))) {
+    // From the launch call's end (it returns once the kernel is queued).
+    from = QPointF(std::max(xOf(c.start[flow_->fromIndex]) + 1, xOf(c.end[flow_->fromIndex])), *cy + kRowHeight / 2.0);
+  } else if (const auto hy = rankY(c.rankIndex)) {
+    from = QPointF(xOf(c.start[flow_->fromIndex]), *hy + rankHeaderHeight(c.rankIndex) / 2.0);
+  } else {
+    return std::nullopt;
+  }
+  return QLineF(from, to);
+}
+
+std::optional<std::pair<std::uint32_t, std::uint32_t>> TimelineWidget::findEventOnTrack(core::Id trackId, core::Id eventId,
+                                                                                        TimeNs startNs) const {
+  if (!index_ || trackId == 0) return std::nullopt;
+  for (std::uint32_t li = 0; li < index_->lanes().size(); ++li) {
+    const tl::Lane& l = index_->lane(li);
+    if (l.trackId != trackId || l.isCounter()) continue;
+    for (std::uint32_t d = 0; d < l.depthCount(); ++d) {
+      const tl::IndexRange w = index_->window(li, d, startNs, startNs + 1);
+      for (std::uint32_t i = w.begin; i < w.end; ++i)
+        if (l.eventId[i] == eventId) return std::make_pair(li, i);
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 void TimelineWidget::paintLabels(QPainter& p) {
@@ -777,10 +1069,19 @@ void TimelineWidget::paintLabels(QPainter& p) {
       QFont bold = font();
       bold.setBold(true);
       p.setFont(bold);
-      const QString arrow = collapsed_.count(r.rankIndex) ? QStringLiteral("▸ ") : QStringLiteral("▾ ");
+      const RankMode mode = rankMode(r.rankIndex);
+      const QString arrow = mode == RankMode::Expanded ? QStringLiteral("▾ ") : QStringLiteral("▸ ");
       QString t = arrow + tr("rank %1").arg(rk.rank);
-      if (!rk.device.empty()) t += QStringLiteral("  ") + QString::fromStdString(rk.device);
-      p.drawText(QRect(4, y, kLabelWidth - 8, r.height), Qt::AlignVCenter | Qt::AlignLeft, fm.elidedText(t, Qt::ElideRight, kLabelWidth - 8));
+      if (mode == RankMode::Compact)
+        t += QStringLiteral(" · ") + tr("%1 of %2 lanes").arg(compactLanes(r.rankIndex).size()).arg(rk.lanes.size());
+      else if (!rk.device.empty())
+        t += QStringLiteral("  ") + QString::fromStdString(rk.device);
+      if (r.height < kRankHeaderHeight - 2) {  // collapsed rows shrunk to fit many ranks
+        bold.setPixelSize(std::max(6, r.height - 1));
+        p.setFont(bold);
+      }
+      const QFontMetrics hm(p.font());
+      p.drawText(QRect(4, y, kLabelWidth - 8, r.height), Qt::AlignVCenter | Qt::AlignLeft, hm.elidedText(t, Qt::ElideRight, kLabelWidth - 8));
       p.setFont(font());
     } else if (r.kind == Row::Kind::StreamGroup) {
       p.setPen(QColor(0x33, 0x33, 0x33));
@@ -794,8 +1095,26 @@ void TimelineWidget::paintLabels(QPainter& p) {
       p.setPen(QColor(0x33, 0x33, 0x33));
       QString t = laneTitle(l);
       if (!l.isCounter() && l.depthCount() > r.depthRows) t += QStringLiteral(" (%1 of %2 levels)").arg(r.depthRows).arg(l.depthCount());
-      p.drawText(QRect(14, y, kLabelWidth - 18, std::min(r.height, kRowHeight + 2)), Qt::AlignVCenter | Qt::AlignLeft,
-                 fm.elidedText(t, Qt::ElideRight, kLabelWidth - 18));
+      int room = kLabelWidth - 18;
+      if (l.isCounter()) {
+        // The curve's scale: its top is the lane's largest value, its baseline 0.
+        QFont small = font();
+        small.setPixelSize(std::max(8, fm.height() * 3 / 4));
+        p.setFont(small);
+        const QFontMetrics sm(small);
+        const QString top = charts::formatBytes(l.maxValue), bottom = QStringLiteral("0");
+        const int sw = sm.horizontalAdvance(top) + 6;
+        p.setPen(QColor(0x66, 0x66, 0x66));
+        p.drawText(QRect(kLabelWidth - sw - 2, y + 1, sw, sm.height()), Qt::AlignRight | Qt::AlignTop, top);
+        p.drawText(QRect(kLabelWidth - sw - 2, y + r.height - sm.height() - 2, sw, sm.height()), Qt::AlignRight | Qt::AlignBottom, bottom);
+        p.fillRect(QRect(kLabelWidth - 4, y + 2, 3, 1), QColor(0x99, 0x99, 0x99));
+        p.fillRect(QRect(kLabelWidth - 4, y + r.height - 4, 3, 1), QColor(0x99, 0x99, 0x99));
+        p.setFont(font());
+        p.setPen(QColor(0x33, 0x33, 0x33));
+        room = std::max(30, kLabelWidth - 18 - sw);
+      }
+      p.drawText(QRect(14, y, room, std::min(r.height, kRowHeight + 2)), Qt::AlignVCenter | Qt::AlignLeft,
+                 fm.elidedText(t, Qt::ElideRight, room));
       p.fillRect(QRect(0, y + r.height - 1, kLabelWidth, 1), kGrid);
     }
   }
@@ -848,7 +1167,8 @@ void TimelineWidget::paintAxis(QPainter& p) {
 // ---- input --------------------------------------------------------------------------------------
 
 void TimelineWidget::resizeEvent(QResizeEvent*) {
-  relayout();
+  if (autoLayout_) applyAutoLayout();
+  else relayout();
   requestDrawList();
 }
 
@@ -873,8 +1193,8 @@ void TimelineWidget::mousePressEvent(QMouseEvent* e) {
   moved_ = false;
   if (e->button() != Qt::LeftButton) return;
   if (e->pos().x() < kLabelWidth) {
-    if (const Row* r = rowAt(e->pos().y()); r && r->kind == Row::Kind::RankHeader)
-      setRankCollapsed(r->rankIndex, !rankCollapsed(r->rankIndex));
+    if (const Row* r = rowAt(e->pos().y()); r && r->kind == Row::Kind::RankHeader)  // expanded <-> collapsed; compact expands
+      setRankMode(r->rankIndex, rankMode(r->rankIndex) == RankMode::Expanded ? RankMode::Collapsed : RankMode::Expanded);
     else if (r && r->kind == Row::Kind::StreamGroup)
       setStreamGroupOpen(r->rankIndex, r->device, !streamGroupOpen(r->rankIndex, r->device));
     drag_ = Drag::None;
@@ -909,10 +1229,18 @@ void TimelineWidget::mouseMoveEvent(QMouseEvent* e) {
     } else if (h.kind == tl::Hit::Kind::Folded) {
       const tl::Lane& l = index_->lane(h.lane);
       const TimeNs s = l.start[h.index], last = l.end[h.index + h.count - 1];
+      const QString kind = timelineKeyLabel(h.rect.key);
       QToolTip::showText(e->globalPosition().toPoint(),
-                         tr("<b>%1 events</b><br>%2 · click to zoom in").arg(h.count).arg(formatDuration(static_cast<double>(last - s))), this);
+                         tr("<b>%1 events</b>, %2%3<br>%4, %5 % of it busy · click to zoom in")
+                             .arg(h.count)
+                             .arg((h.rect.flags & tl::DrawFlags::Mixed) ? tr("mostly ") : QString(), kind.toHtmlEscaped(),
+                                  formatDuration(static_cast<double>(last - s)))
+                             .arg(h.rect.density * 100 / 255),
+                         this);
     } else if (h.kind == tl::Hit::Kind::Counter) {
       QToolTip::showText(e->globalPosition().toPoint(), charts::formatBytes(h.value), this);
+    } else if (const QString text = describeSummaryAt(e->pos()); !text.isEmpty()) {
+      QToolTip::showText(e->globalPosition().toPoint(), text, this);
     } else {
       QToolTip::hideText();
     }
@@ -992,8 +1320,12 @@ void TimelineWidget::contextMenuEvent(QContextMenuEvent* e) {
   QMenu menu(this);
   if (r && r->kind == Row::Kind::RankHeader) {
     const int rank = r->rankIndex;
-    menu.addAction(rankCollapsed(rank) ? tr("Expand rank") : tr("Collapse rank"), this,
-                   [this, rank] { setRankCollapsed(rank, !rankCollapsed(rank)); });
+    const RankMode mode = rankMode(rank);
+    if (mode != RankMode::Expanded) menu.addAction(tr("Expand rank"), this, [this, rank] { setRankMode(rank, RankMode::Expanded); });
+    if (mode != RankMode::Compact)
+      menu.addAction(tr("Compact rank (compute and communication lanes)"), this, [this, rank] { setRankMode(rank, RankMode::Compact); });
+    if (mode != RankMode::Collapsed)
+      menu.addAction(tr("Collapse rank (summary track)"), this, [this, rank] { setRankMode(rank, RankMode::Collapsed); });
   } else if (r && r->kind == Row::Kind::StreamGroup) {
     const int rank = r->rankIndex, dev = r->device;
     menu.addAction(streamGroupOpen(rank, dev) ? tr("Fold the other streams") : tr("Show the other streams"), this,

@@ -12,7 +12,15 @@
 // zoom history. Click selects an event; hover shows its name, duration, bytes, bandwidth and step.
 // A click on a rank header collapses or expands the rank; the lane labels' context menu hides a lane
 // or moves it up or down.
+//
+// Many ranks (docs/TIMELINE.md, "Ranks"): a rank is expanded (every lane), compact (its summary track
+// plus its compute lane and its communication lane; CPU threads and the rest folded) or collapsed
+// (its summary track only: busy / exposed communication / idle per pixel). A run of 4 ranks or more
+// whose lanes do not fit the height opens compact, or collapsed when even that does not fit, until
+// the user changes a rank or a lane (then the layout is the user's).
 #include <QColor>
+#include <QImage>
+#include <QLineF>
 #include <QPointer>
 #include <QString>
 #include <QWidget>
@@ -77,8 +85,25 @@ class TimelineWidget : public QWidget {
   void setSyncSearchLimit(std::size_t events) { syncSearchLimit_ = events; }
 
   // Lanes: collapse a rank (its lanes hidden under its header), hide a lane, move a lane.
-  void setRankCollapsed(int rankIndex, bool collapsed);
-  bool rankCollapsed(int rankIndex) const { return collapsed_.count(rankIndex) > 0; }
+  enum class RankMode { Expanded, Compact, Collapsed };
+  void setRankMode(int rankIndex, RankMode mode);
+  RankMode rankMode(int rankIndex) const;
+  void setAllRanksMode(RankMode mode);
+  void setRankCollapsed(int rankIndex, bool collapsed);  // Collapsed, or Expanded
+  bool rankCollapsed(int rankIndex) const { return rankMode(rankIndex) == RankMode::Collapsed; }
+  // The compact layout's lanes of a rank: its compute lane (the device lane with the most computation)
+  // and its communication lane (the lane with the most communication: a process group's lane, our
+  // runtime's comm lane or the stream running the collectives), in display order; one lane when one
+  // holds both, none for a rank without device work.
+  std::vector<std::uint32_t> compactLanes(int rankIndex) const;
+  // Whether the layout is still the automatic one (no rank or lane changed by the user since the run
+  // opened); it is chosen again when the widget is resized.
+  bool autoLayout() const { return autoLayout_; }
+  // Top and height of a rank's header (its summary track when compact or collapsed), nullopt when
+  // scrolled away; whether a summary track is drawn there.
+  std::optional<int> rankY(int rankIndex) const;
+  int rankHeaderHeight(int rankIndex) const;
+  bool rankHasSummary(int rankIndex) const { return rankMode(rankIndex) != RankMode::Expanded; }
   void setLaneHidden(std::uint32_t lane, bool hidden);
   bool laneHidden(std::uint32_t lane) const { return hidden_.count(lane) > 0; }
   void moveLane(std::uint32_t lane, int delta);  // within its rank
@@ -111,6 +136,23 @@ class TimelineWidget : public QWidget {
   double lastBuildMs() const { return lastBuildMs_; }
 
   QString describeEvent(std::uint32_t lane, std::uint32_t index) const;  // the hover text
+  QString describeSummaryAt(const QPoint& pos) const;  // hover text over a summary track (empty elsewhere)
+
+  // The flow arrow from a CPU launch to the GPU kernel it launched (the page sets it for the
+  // selected kernel once the store found its launch); cleared when the selection changes.
+  struct Flow {
+    std::uint32_t fromLane = 0, fromIndex = 0;  // the launch
+    std::uint32_t toLane = 0, toIndex = 0;      // the kernel
+  };
+  void setFlow(const Flow& flow);
+  void clearFlow();
+  std::optional<Flow> flow() const { return flow_; }
+  // Where the arrow is drawn (widget coordinates; from the launch, or from its rank's header when its
+  // lane is not shown, to the kernel's start); nullopt when the kernel's row is not shown.
+  std::optional<QLineF> flowLine() const;
+  // An event of a track by its store id and start time (depth by depth, two binary searches each).
+  std::optional<std::pair<std::uint32_t, std::uint32_t>> findEventOnTrack(core::Id trackId, core::Id eventId,
+                                                                          core::TimeNs startNs) const;
 
  Q_SIGNALS:
   void viewChanged(qint64 t0, qint64 t1);
@@ -139,6 +181,9 @@ class TimelineWidget : public QWidget {
   static constexpr int kRankHeaderHeight = 18;
   static constexpr int kCounterHeight = 36;
   static constexpr int kMaxDepth = 12;
+  static constexpr int kCompactDepth = 3;        // depth rows of a lane in the compact layout (at most)
+  static constexpr int kMinSummaryHeight = 6;    // collapsed ranks shrink to this to fit the height
+  static constexpr int kAutoCompactRanks = 4;    // runs with fewer ranks always open expanded
 
   struct Row {  // one laid-out row of the lane area
     enum class Kind { RankHeader, StreamGroup, Lane } kind = Kind::Lane;
@@ -152,6 +197,9 @@ class TimelineWidget : public QWidget {
   };
 
   void relayout();
+  void applyAutoLayout();  // the automatic rank modes for the current height
+  void userLayout();       // the user changed the layout: no more automatic choice
+  const Row* headerRow(int rankIndex) const;
   core::timeline::Viewport viewport() const;  // for the current view, scroll and layout
   void requestDrawList();
   void deliver(std::shared_ptr<core::timeline::DrawList> list, core::timeline::Viewport view, std::uint64_t generation,
@@ -162,6 +210,10 @@ class TimelineWidget : public QWidget {
   void paintAxis(QPainter& p);
   void paintLabels(QPainter& p);
   void paintList(QPainter& p);
+  void paintSummaries(QPainter& p, double scale, double shift);
+  std::vector<int> summaryHeights(const std::vector<core::timeline::RankSummary>& summaries) const;
+  static std::vector<QImage> makeSummaryImages(const core::timeline::DrawList& list, const std::vector<int>& heights);
+  void paintFlow(QPainter& p);
   void updateMatches(const QString& text);
   bool stepToMatch(bool forward);
   void emitView();
@@ -171,7 +223,16 @@ class TimelineWidget : public QWidget {
   int scroll_ = 0;
   std::vector<Row> rows_;
   std::vector<std::uint32_t> laneOrder_;  // display order of every lane (per rank contiguous)
-  std::set<int> collapsed_;
+  std::vector<RankMode> modes_;           // per rank
+  std::vector<std::vector<std::uint32_t>> compact_;  // per rank: compactLanes()
+  bool autoLayout_ = true;
+  int collapsedHeight_ = kRankHeaderHeight;  // height of a collapsed rank's row
+  int compactDepth_ = kCompactDepth;  // fewer when the compact layout must shrink to fit
+  std::optional<Flow> flow_;
+  // The summary tracks of the painted list as images (built once per list and height).
+  std::vector<QImage> summaryImages_;
+  std::uint64_t listSerial_ = 0, summaryImagesSerial_ = ~std::uint64_t{0};  // list_ changes bump listSerial_
+  std::vector<int> summaryImageHeights_;
   std::set<std::uint32_t> hidden_;
   std::set<std::uint32_t> folded_;             // sparse GPU streams (chosen when a run opens)
   std::set<std::pair<int, int>> groupOpen_;    // (rank index, device) stream groups shown open
