@@ -10,6 +10,8 @@
 #include <QTableWidget>
 #include <QtTest>
 
+#include "ui/charts/qcp.h"
+
 #include "core/estimator/recommend.h"
 #include "core/estimator/simulator.h"
 #include "core/estimator/simulator_store.h"
@@ -48,9 +50,17 @@ class TestEstimatorPage : public QObject {
     for (std::size_t i = 0; i < expected.size(); ++i) {
       QCOMPARE(t->item(static_cast<int>(i), 1)->text(), QString::fromStdString(est::strategyName(expected[i].strategy)));
       QCOMPARE(t->item(static_cast<int>(i), 3)->text(), expected[i].fit.fits ? QString("yes") : QString("no"));
-      // The stacked bar of strategy i adds up to its estimated peak.
+      // The stacked bar of strategy i adds up to its estimated peak; what does not fit is marked.
       QCOMPARE(page.memoryChart()->totalBytes(static_cast<int>(i)), expected[i].memory.peakBytes);
+      QCOMPARE(page.memoryChart()->overLimit(static_cast<int>(i)), !expected[i].fit.fits);
+      QCOMPARE(page.memoryChart()->totalLabel(static_cast<int>(i)).endsWith("no fit"), !expected[i].fit.fits);
     }
+    // The fit test's line: the device's memory less the headroom.
+    QCOMPARE(page.memoryChart()->limit().value_or(0), expected[0].fit.usableBytes);
+    // The label of a strategy that does not fit is drawn (not hidden as too wide for its bar).
+    page.memoryChart()->replot();
+    for (int i = 0; i < page.memoryChart()->itemCount(); ++i)
+      if (auto* t = qobject_cast<QCPItemText*>(page.memoryChart()->item(i)); t && t->text().endsWith("no fit")) QVERIFY(t->visible());
     QCOMPARE(page.stepChart()->barCount(), expected.size());
     // Llama-3-8B with DDP does not fit 80 GiB (fp32 master + Adam replicated on every GPU).
     bool ddpRow = false;

@@ -91,7 +91,9 @@ void fitBarLabels(QCustomPlot* plot, const std::vector<QCPItemText*>& labels, bo
   const double slot = std::abs(plot->xAxis->coordToPixel(1.0) - plot->xAxis->coordToPixel(0.0));
   for (QCPItemText* l : labels) {
     const QFontMetrics fm(l->font());
-    l->setVisible(allowed && fm.horizontalAdvance(l->text()) + 6 <= slot);
+    int widest = 0;  // a label may have several lines
+    for (const QString& line : l->text().split(QLatin1Char('\n'))) widest = std::max(widest, fm.horizontalAdvance(line));
+    l->setVisible(allowed && widest + 6 <= slot);
   }
 }
 

@@ -40,6 +40,11 @@ void StackedBarChart::setStacks(const QString& title, const QStringList& groups,
   bars_.clear();
   for (QCPItemText* t : labels_) removeItem(t);
   labels_.clear();
+  if (limitLine_) removeItem(limitLine_);
+  if (limitText_) removeItem(limitText_);
+  limitLine_ = nullptr;
+  limitText_ = nullptr;
+  limit_.reset();
   const auto n = static_cast<std::size_t>(groups.size());
   totals_.assign(n, 0);
   for (const auto& c : categories)
@@ -96,6 +101,42 @@ void StackedBarChart::setStacks(const QString& title, const QStringList& groups,
     labels_.push_back(t);
   }
   replot(QCustomPlot::rpQueuedReplot);
+}
+
+void StackedBarChart::setLimit(std::optional<std::int64_t> amount, const QString& label, const QString& overNote) {
+  if (limitLine_) removeItem(limitLine_);
+  if (limitText_) removeItem(limitText_);
+  limitLine_ = nullptr;
+  limitText_ = nullptr;
+  limit_ = amount;
+  const std::size_t n = totals_.size();
+  for (std::size_t g = 0; g < n && g < labels_.size(); ++g) {
+    const bool over = amount && totals_[g] > *amount;
+    QString text = unit_ == Unit::Nanoseconds ? formatMs(static_cast<double>(totals_[g]) / 1e6) : formatBytes(static_cast<double>(totals_[g]));
+    if (over && !overNote.isEmpty()) text += QStringLiteral("\n") + overNote;
+    labels_[g]->setText(text);
+    labels_[g]->setColor(over ? QColor::fromRgb(0xc6, 0x28, 0x28) : QColor::fromRgb(0x24292f));
+  }
+  if (amount && *amount > 0) {
+    const double y = static_cast<double>(*amount) / scale_.factor;
+    if (yAxis->range().upper < y * 1.12) yAxis->setRangeUpper(y * 1.12);
+    limitLine_ = new QCPItemLine(this);
+    limitLine_->start->setCoords(0.4, y);
+    limitLine_->end->setCoords(static_cast<double>(n) + 0.6, y);
+    limitLine_->setPen(QPen(QColor::fromRgb(0xc6, 0x28, 0x28), 1.5, Qt::DashLine));
+    limitText_ = new QCPItemText(this);
+    limitText_->position->setType(QCPItemPosition::ptPlotCoords);
+    limitText_->position->setCoords(0.45, y);
+    limitText_->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+    limitText_->setColor(QColor::fromRgb(0xc6, 0x28, 0x28));
+    limitText_->setFont(xAxis->tickLabelFont());
+    limitText_->setText(label);
+  }
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString StackedBarChart::totalLabel(int group) const {
+  return group >= 0 && static_cast<std::size_t>(group) < labels_.size() ? labels_[static_cast<std::size_t>(group)]->text() : QString();
 }
 
 double StackedBarChart::plottedTotal(int group) const {

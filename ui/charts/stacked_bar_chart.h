@@ -7,6 +7,7 @@
 #include <QStringList>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ui/charts/chart_style.h"
@@ -32,6 +33,13 @@ class StackedBarChart : public QCustomPlot {
   Unit unit() const { return unit_; }
 
   void setStacks(const QString& title, const QStringList& groups, const std::vector<Category>& categories);
+  // A limit across the chart (a dashed red line at `amount`, e.g. the device's memory) with its label;
+  // groups above it get their total label in red with `overNote` ("does not fit"). Call after
+  // setStacks; nullopt removes it.
+  void setLimit(std::optional<std::int64_t> amount, const QString& label, const QString& overNote = QString());
+  std::optional<std::int64_t> limit() const { return limit_; }
+  bool overLimit(int group) const { return limit_ && totalBytes(group) > *limit_; }
+  QString totalLabel(int group) const;
   void clearStacks(const QString& title);
 
   const ByteScale& scale() const { return scale_; }
@@ -47,6 +55,9 @@ class StackedBarChart : public QCustomPlot {
   std::vector<QCPBars*> bars_;
   std::vector<QCPItemText*> labels_;
   std::vector<std::int64_t> totals_;
+  std::optional<std::int64_t> limit_;
+  QCPItemLine* limitLine_ = nullptr;
+  QCPItemText* limitText_ = nullptr;
   ByteScale scale_;  // for Unit::Nanoseconds: factor 1e6, suffix "ms"
   Unit unit_ = Unit::Bytes;
 };

@@ -494,7 +494,17 @@ void EstimatorPage::showResult() {
     steps.push_back(a.stepS * 1000.0);
     if (a.rank == 1 && a.fit.fits) best = i;
   }
-  memoryChart_->setStacks(tr("Peak memory per device"), names, cats);
+  // Ranked left to right: the rank and, for a strategy that does not fit, why it is last.
+  for (std::size_t i = 0; i < result_.size(); ++i) names[static_cast<int>(i)] = QStringLiteral("%1. %2").arg(result_[i].rank).arg(names[static_cast<int>(i)]);
+  memoryChart_->setStacks(tr("Peak memory per device (ranked: fits first, then by step time)"), names, cats);
+  if (!result_.empty() && result_.front().fit.deviceBytes > 0) {
+    const auto& f = result_.front().fit;
+    // The line is what the fit test uses: the device's memory less the headroom.
+    memoryChart_->setLimit(f.usableBytes > 0 ? f.usableBytes : f.deviceBytes,
+                           tr("usable memory %1 of the device's %2 (headroom kept free)")
+                               .arg(charts::formatBytes(static_cast<double>(f.usableBytes)), charts::formatBytes(static_cast<double>(f.deviceBytes))),
+                           tr("no fit"));
+  }
   stepChart_->setBars(tr("Expected step time"), names, steps, best, [](double ms) { return charts::formatMs(ms); },
                       tr("ms per step"));
   const QStringList headers = {tr("rank"), tr("strategy"), tr("peak / device"), tr("fits"), tr("free after headroom"),

@@ -505,9 +505,16 @@ void OverviewPage::showDetails(int index) {
   html += row(tr("Devices"), describeDevices(o));
   html += row(tr("Created"), qs(r.createdAt));
   html += row(tr("Events"), tr("%1 (%2 counter samples)").arg(count(o.events), count(o.counterSamples)));
-  html += row(tr("Steps"), tr("%1 (all ranks)").arg(count(o.steps)));
-  html += row(tr("Collectives"), o.processGroups > 0 ? tr("%1 in %2 process group(s)").arg(count(o.collectives)).arg(o.processGroups)
-                                                     : count(o.collectives));
+  // Counts say what they count: per rank where ranks differ only in their copy of the same work.
+  const int nRanks = std::max<int>(1, static_cast<int>(o.ranks.size()));
+  html += row(tr("Steps"), nRanks > 1 && o.steps % nRanks == 0
+                               ? tr("%1 per rank (%2 step windows over %3 ranks)").arg(count(o.steps / nRanks), count(o.steps)).arg(nRanks)
+                               : tr("%1 step windows over %2 rank(s)").arg(count(o.steps)).arg(nRanks));
+  html += row(tr("Collectives"), tr("%1 instances over %2 rank(s), ~%3 per rank%4")
+                                     .arg(count(o.collectives))
+                                     .arg(nRanks)
+                                     .arg(count(o.collectives / nRanks))
+                                     .arg(o.processGroups > 0 ? tr(", in %1 process group(s)").arg(o.processGroups) : QString()));
   if (o.startNs && o.endNs) html += row(tr("Span"), duration(*o.endNs - *o.startNs));
   html += row(tr("Tags"), r.tags.empty() ? QStringLiteral("—") : qs(r.tags));
   html += QStringLiteral("</table>");

@@ -759,7 +759,14 @@ QString TimelineWidget::describeEvent(std::uint32_t lane, std::uint32_t index) c
   if (op != CollectiveOp::None) text += QStringLiteral(" · %1").arg(QString::fromUtf8(core::toString(op).data()));
   if (auto b = index_->bytes(lane, index)) {
     text += QStringLiteral("<br>%1").arg(charts::formatBytes(static_cast<double>(*b)));
-    if (e > s) text += QStringLiteral(" · %1 GB/s").arg(static_cast<double>(*b) / static_cast<double>(e - s), 0, 'f', 2);
+    // A bandwidth only from a transfer's own time: a device-side collective (a kernel, or the
+    // runtime's communication span), never a CPU call or annotation that only enqueues it.
+    const bool transfer = l.deviceLane && (l.kind == tl::LaneKind::GpuStream || l.kind == tl::LaneKind::Comm || l.kind == tl::LaneKind::CommGroup) &&
+                          !(l.bits[index] & tl::EventBits::Annotation);
+    if (e > s && transfer)
+      text += QStringLiteral(" · %1 GB/s").arg(static_cast<double>(*b) / static_cast<double>(e - s), 0, 'f', 2);
+    else if (!transfer)
+      text += tr(" (the call that enqueues it: no bandwidth from its time)");
   }
   const auto& rank = index_->ranks().at(static_cast<std::size_t>(l.rankIndex));
   for (const auto& st : rank.steps)
