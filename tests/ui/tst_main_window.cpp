@@ -5,6 +5,9 @@
 #include <QAction>
 #include <QComboBox>
 #include <QDockWidget>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMimeData>
@@ -503,6 +506,31 @@ class TestMainWindow : public QObject {
     QVERIFY(!w.action("actionImport")->isEnabled());
     QCOMPARE(ui::ImportProcess::parseRunIds("  rank 0 a.json: 5 events\nimported 2 file(s) into runs 4 5 of x.db: 9 events"),
              (QList<qint64>{4, 5}));
+  }
+
+  // File > Export to Perfetto: the run as one merged trace, written in the session's runner.
+  void exportsToPerfetto() {
+    QTemporaryDir dir;
+    const std::string path = makeDb(dir);
+    ui::MainWindow w;
+    QVERIFY(w.openDatabase(QString::fromStdString(path)));
+    QVERIFY(waitLoaded(w));
+    QSignalSpy done(&w, &ui::MainWindow::exportFinished);
+    const QString out = dir.filePath("run1.perfetto.json");
+    QVERIFY(w.exportPerfetto(1, out));
+    QVERIFY(w.exportRunning());
+    QVERIFY(done.wait(20000));
+    QCOMPARE(done.first().at(0).toBool(), true);
+    QFile f(out);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const auto doc = QJsonDocument::fromJson(f.readAll());
+    const QJsonArray events = doc.object()["traceEvents"].toArray();
+    QVERIFY(events.size() > 100);
+    // Both ranks are in it (host pids r*100).
+    QSet<int> pids;
+    for (const auto& e : events) pids.insert(e.toObject()["pid"].toInt());
+    QVERIFY(pids.contains(0) && pids.contains(100));
+    QVERIFY(!w.exportRunning());
   }
 };
 

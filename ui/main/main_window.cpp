@@ -24,6 +24,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
@@ -42,6 +43,7 @@
 #include <memory>
 #include <utility>
 
+#include "core/export/perfetto_exporter.h"
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"
 #include "ui/common/background.h"
@@ -259,6 +261,10 @@ void MainWindow::buildActions() {
     dialog->open();
   });
   file->addAction(reportAction);
+  auto* perfetto = make(QStringLiteral("actionExportPerfetto"), tr("Export to &Perfetto…"));
+  perfetto->setToolTip(tr("The current run as one merged multi-rank trace (.json.gz) for ui.perfetto.dev"));
+  connect(perfetto, &QAction::triggered, this, &MainWindow::choosePerfettoExport);
+  file->addAction(perfetto);
   file->addSeparator();
   auto* quit = make(QStringLiteral("actionQuit"), tr("&Quit"), QKeySequence::Quit);
   connect(quit, &QAction::triggered, this, &QWidget::close);
@@ -532,6 +538,7 @@ void MainWindow::updateActions() {
   const bool hasSelection = !browser_->selectedInView().isEmpty();
   importAction_->setEnabled(writable && !importRunning());
   if (QAction* report = action(QStringLiteral("actionExportReport"))) report->setEnabled(open && !selectedRuns().isEmpty());
+  if (QAction* pf = action(QStringLiteral("actionExportPerfetto"))) pf->setEnabled(open && !selectedRuns().isEmpty() && !exportRunning());
 #ifdef SHARDSCOPE_HAVE_LAUNCH
   launchAction_->setEnabled(writable && !launchRunning());
   launchAction_->setToolTip(tr("Launch training runs of the embedded runtime and compare them (Ctrl+R)"));
@@ -678,6 +685,58 @@ void MainWindow::chooseTraces() {
 }
 
 bool MainWindow::importRunning() const { return import_->isRunning(); }
+
+void MainWindow::choosePerfettoExport() {
+  const core::Id run = browser_->currentRun();
+  if (dbPath_.isEmpty() || !run) {
+    showError(tr("Export to Perfetto: open a database and select a run first"), false);
+    return;
+  }
+  QString name = QStringLiteral("run%1").arg(run);
+  if (const auto* r = runModel()->runRow(run)) name = QString::fromStdString(r->run.name) + QStringLiteral("_%1").arg(run);
+  name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9._-]")), QStringLiteral("_"));
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export run %1 to Perfetto").arg(run),
+                                                    QFileInfo(dbPath_).absoluteDir().filePath(name + QStringLiteral(".perfetto.json.gz")),
+                                                    tr("Perfetto / Chrome trace (*.json.gz *.json)"));
+  if (!path.isEmpty()) exportPerfetto(run, path);
+}
+
+bool MainWindow::exportRunning() const { return session_->tasks()->busy(QStringLiteral("export")); }
+
+bool MainWindow::exportPerfetto(core::Id run, const QString& path) {
+  if (dbPath_.isEmpty() || !run || path.isEmpty()) return false;
+  if (exportRunning()) {
+    showError(tr("An export is already running: cancel it or wait for it to finish"), false);
+    return false;
+  }
+  const std::string out = path.toStdString();
+  log(tr("Exporting run %1 to %2…").arg(run).arg(path));
+  session_->run<core::ExportResult>(
+      this, QStringLiteral("export"), tr("Exporting run %1 to Perfetto").arg(run),
+      [run, out](core::TraceStore& store, RunCache&, core::CancelToken& cancel, const core::ProgressFn& progress) {
+        core::ExportOptions o;
+        o.progress = progress;
+        o.cancel = &cancel;
+        return core::exportPerfetto(store, run, out, o);
+      },
+      [this, path](core::ExportResult r) {
+        const QString msg = tr("Wrote %1: %2 events, %3 bytes; open it in ui.perfetto.dev")
+                                .arg(path)
+                                .arg(static_cast<qulonglong>(r.events))
+                                .arg(static_cast<qulonglong>(r.bytes));
+        log(msg);
+        statusBar()->showMessage(msg, 10000);
+        updateActions();
+        Q_EMIT exportFinished(true, path);
+      },
+      [this, path](QString error) {
+        showError(tr("Export to %1 failed: %2").arg(path, error));
+        updateActions();
+        Q_EMIT exportFinished(false, error);
+      });
+  updateActions();
+  return true;
+}
 
 bool MainWindow::importTraces(const QStringList& paths) {
   if (dbPath_.isEmpty()) {
@@ -863,6 +922,13 @@ void MainWindow::onCancelRequested(const QString& key) {
     return;
   }
 #endif
+  if (key == QLatin1String("task:export")) {
+    session_->tasks()->cancel(QStringLiteral("export"));
+    log(tr("Export cancelled (nothing is left of the file)"));
+    updateActions();
+    Q_EMIT exportFinished(false, tr("cancelled"));
+    return;
+  }
   if (key.startsWith(QLatin1String("task:"))) {
     // A page's work in the session's runner: the page cancels it (and says so where it shows).
     const QString slot = key.mid(5);

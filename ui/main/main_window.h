@@ -114,6 +114,11 @@ class MainWindow : public QMainWindow {
   void cancelCurrentTask();  // the dock's Cancel: what the task centre shows
   void handleDroppedUrls(const QList<QUrl>& urls);
 
+  // Export a run as one merged multi-rank trace for ui.perfetto.dev (core::exportPerfetto, in the
+  // session's runner: progress and Cancel in the task centre). false when it cannot start.
+  bool exportPerfetto(core::Id run, const QString& path);
+  bool exportRunning() const;
+
   // Launch (shardscope-cli compare --progress-json as a child process, when the launch code is built).
   // compareArgs as LaunchDialog::arguments(); progress in the Launch dock; the runs appear in the
   // browser as they are written and are selected (Compare page) when the comparison finishes.
@@ -145,6 +150,7 @@ class MainWindow : public QMainWindow {
   void runsLoaded();  // after every (re)load of the run list
   void importFinished(bool ok, const QList<qint64>& runIds);
   void launchEnded(bool ok, const QList<qint64>& runIds);
+  void exportFinished(bool ok, const QString& pathOrError);
   void runsDeleted(const QList<qint64>& runIds);
   void errorReported(const QString& message);
   void contextDelivered(const QString& pageId, const QList<core::Id>& runs);
@@ -160,6 +166,7 @@ class MainWindow : public QMainWindow {
   void chooseNewDatabase();
   void chooseDatabase();
   void chooseTraces();
+  void choosePerfettoExport();
   void launchRuns();
   void setUpLaunch();
   void about();
