@@ -15,10 +15,10 @@ export XDG_CONFIG_HOME="${TMPDIR:-/tmp}/shardscope-screenshots-config"  # never 
 json="${TMPDIR:-/tmp}/shardscope-screenshots-json"
 mkdir -p "$json"
 
-shot() {  # page out.png [options...]
+shot() {  # page out.png [options...]  (db: $db unless set for the call)
   page=$1 out=$2
   shift 2
-  "$app" --open "$db" --page "$page" --screenshot "$json/$out" --size 1600x1000 "$@"
+  "$app" --open "${db}" --page "$page" --screenshot "$json/$out" --size 1600x1000 "$@"
   mv "$json/$out" "$here/$out"
   echo "$out: $(wc -c < "$here/$out") bytes (what it shows: $json/${out%.png}.json)"
 }
@@ -37,3 +37,13 @@ shot overview overview-traces.png --run 5
 shot communication communication-traces.png --run 5
 shot timeline timeline-traces.png --run 5
 shot estimator estimator.png
+# The bottlenecks and arrivals of the ZeRO-3 run.
+shot communication communication-zero3.png --run 3
+
+# An 8-rank job (generated: the same data-parallel loop on every rank, its own jitter) at open.
+gen="$build/tests/shardscope-gen-kineto"
+job="${TMPDIR:-/tmp}/shardscope-screenshots-8ranks"
+rm -rf "$job" && mkdir -p "$job"
+for r in 0 1 2 3 4 5 6 7; do "$gen" --events 40k --rank $r --world 8 --steps 6 --seed 7 -o "$job/rank$r.json.gz"; done
+"$build/app/shardscope-cli" import --db "$job/eight.db" --name "8-rank job" "$job"/rank*.json.gz > /dev/null
+db="$job/eight.db" shot timeline timeline-8ranks.png --run 1
