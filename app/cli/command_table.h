@@ -47,4 +47,7 @@ std::vector<Command> estimatorCommands();
 // `simulate`: event-driven step simulation stored as simulated runs (simulator_commands.cpp).
 std::vector<Command> simulatorCommands();
 
+// `top`: top kernels and top operators of a run (top_commands.cpp).
+std::vector<Command> topCommands();
+
 }  // namespace shardscope::cli

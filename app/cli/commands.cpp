@@ -456,15 +456,15 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         x.set("ranks", JsonValue::number(static_cast<std::int64_t>(b.ranks)));
         x.set("total_duration_ns", JsonValue::number(b.totalDurNs));
         x.set("cause", JsonValue::string(core::toString(b.cause)));
-        JsonValue cj = JsonValue::array();
+        JsonValue causes = JsonValue::array();
         for (const auto& c : b.causes) {
           JsonValue y = JsonValue::object();
           y.set("cause", JsonValue::string(core::toString(c.cause)));
           y.set("exposed_ns", JsonValue::number(c.exposedNs));
           y.set("instances", JsonValue::number(c.instances));
-          cj.push(std::move(y));
+          causes.push(std::move(y));
         }
-        x.set("causes", std::move(cj));
+        x.set("causes", std::move(causes));
         x.set("late_rank", b.lateRank ? JsonValue::number(static_cast<std::int64_t>(*b.lateRank)) : JsonValue());
         x.set("wait_for_late_rank_ns", JsonValue::number(b.waitForLateRankNs));
         x.set("bus_bw_gbps", b.busBwGBps ? JsonValue::number(*b.busBwGBps) : JsonValue());
@@ -946,6 +946,7 @@ const std::vector<Command>& commands() {
     for (auto& c : reportCommands()) v.push_back(std::move(c));
     for (auto& c : estimatorCommands()) v.push_back(std::move(c));
     for (auto& c : simulatorCommands()) v.push_back(std::move(c));
+    for (auto& c : topCommands()) v.push_back(std::move(c));
     return v;
   }();
   return all;

@@ -24,7 +24,7 @@ struct CommandLine {
   QCommandLineParser parser;
   QCommandLineOption open{QStringLiteral("open"), QStringLiteral("Open (or create) a Shardscope database."), QStringLiteral("FILE.db")};
   QCommandLineOption page{QStringLiteral("page"),
-                          QStringLiteral("Page to show: overview, compare, timeline, memory, communication, estimator."),
+                          QStringLiteral("Page to show: overview, compare, timeline, memory, communication, kernels, estimator."),
                           QStringLiteral("PAGE")};
   QCommandLineOption run{QStringLiteral("run"),
                          QStringLiteral("Select this run (repeat, or give a comma-separated list; the first is the baseline)."),
@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
   if (!pageId.isEmpty()) {
     const auto& ids = shardscope::ui::pageIds();
     if (std::find(ids.begin(), ids.end(), pageId) == ids.end())
-      return usage(QStringLiteral("unknown page '%1' (one of: overview, compare, timeline, memory, communication, estimator)").arg(pageId));
+      return usage(QStringLiteral("unknown page '%1' (one of: overview, compare, timeline, memory, communication, kernels, estimator)").arg(pageId));
   }
 
   shardscope::ui::MainWindow window;

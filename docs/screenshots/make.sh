@@ -39,6 +39,8 @@ shot timeline timeline-traces.png --run 5
 shot estimator estimator.png
 # The bottlenecks and arrivals of the ZeRO-3 run.
 shot communication communication-zero3.png --run 3
+# Top kernels and operators, HTA's temporal and kernel-type breakdowns, of the A100 trace.
+shot kernels kernels-traces.png --run 5
 
 # An 8-rank job (generated: the same data-parallel loop on every rank, its own jitter) at open.
 gen="$build/tests/shardscope-gen-kineto"

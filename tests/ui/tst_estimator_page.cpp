@@ -62,8 +62,8 @@ class TestEstimatorPage : public QObject {
     (void)page.memoryChart()->grab();  // laid out at its real size
     int marked = 0;
     for (int i = 0; i < page.memoryChart()->itemCount(); ++i)
-      if (auto* t = qobject_cast<QCPItemText*>(page.memoryChart()->item(i)); t && t->text().endsWith("no fit")) {
-        QVERIFY(t->visible());
+      if (auto* label = qobject_cast<QCPItemText*>(page.memoryChart()->item(i)); label && label->text().endsWith("no fit")) {
+        QVERIFY(label->visible());
         ++marked;
       }
     QVERIFY(marked >= 1);  // DDP at least

@@ -112,7 +112,7 @@ class TestMainWindow : public QObject {
     // Pages in order, each with a Ctrl+N shortcut; File > Export Report... is there.
     QStringList ids;
     for (auto* p : w.pages()) ids << p->pageId();
-    QCOMPARE(ids, (QStringList{"overview", "compare", "timeline", "memory", "communication", "estimator"}));
+    QCOMPARE(ids, (QStringList{"overview", "compare", "timeline", "memory", "communication", "kernels", "estimator"}));
     QCOMPARE(w.action("actionPage_memory")->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_4));
     QCOMPARE(w.action("actionRefresh")->shortcut(), QKeySequence(Qt::Key_F5));
     QVERIFY(w.action("actionExportReport"));

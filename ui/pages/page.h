@@ -1,5 +1,5 @@
 #pragma once
-// A page of the main window (Overview/Compare, Timeline, Memory, Communication, Estimator). The main
+// A page of the main window (Overview/Compare, Timeline, Memory, Communication, Kernels, Estimator). The main
 // window tells every page which database is open and which runs are selected in the run browser; a
 // page asks the session (ui/session/run_session.h) for what it shows: the session runs the work off
 // the GUI thread through its task runner and hands every page the same cached analyses. A page made

@@ -5,6 +5,7 @@
 #include "ui/pages/communication_page.h"
 #include "ui/pages/compare_page.h"
 #include "ui/pages/estimator_page.h"
+#include "ui/pages/kernels_page.h"
 #include "ui/pages/memory_page.h"
 #include "ui/pages/overview_page.h"
 #include "ui/pages/page.h"
@@ -25,13 +26,14 @@ bool invokeIfPresent(Page* page, const char* signature, const char* name) {
 const std::vector<QString>& pageIds() {
   static const std::vector<QString> ids = {QStringLiteral("overview"), QStringLiteral("compare"), QStringLiteral("timeline"),
                                            QStringLiteral("memory"), QStringLiteral("communication"),
-                                           QStringLiteral("estimator")};
+                                           QStringLiteral("kernels"), QStringLiteral("estimator")};
   return ids;
 }
 
 std::vector<Page*> createPages(QWidget* parent) {
   return {new OverviewPage(parent), new ComparePage(parent),       new TimelinePage(parent),
-          new MemoryPage(parent),   new CommunicationPage(parent), new EstimatorPage(parent)};
+          new MemoryPage(parent),   new CommunicationPage(parent), new KernelsPage(parent),
+          new EstimatorPage(parent)};
 }
 
 bool cancelPageLoading(Page* page) {
@@ -50,6 +52,10 @@ bool cancelPageLoading(Page* page) {
   }
   if (auto* m = qobject_cast<MemoryPage*>(page)) {
     m->cancelLoad();
+    return true;
+  }
+  if (auto* k = qobject_cast<KernelsPage*>(page)) {
+    k->cancelLoad();
     return true;
   }
   return invokeIfPresent(page, "cancel()", "cancel") || invokeIfPresent(page, "cancelLoad()", "cancelLoad");
@@ -71,6 +77,10 @@ bool reloadPage(Page* page) {
   }
   if (auto* m = qobject_cast<MemoryPage*>(page)) {
     m->reload();
+    return true;
+  }
+  if (auto* k = qobject_cast<KernelsPage*>(page)) {
+    k->reload();
     return true;
   }
   return invokeIfPresent(page, "reload()", "reload");

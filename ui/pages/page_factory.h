@@ -1,5 +1,5 @@
 #pragma once
-// The main window's pages, in order: Overview, Compare, Timeline, Memory, Communication, Estimator.
+// The main window's pages, in order: Overview, Compare, Timeline, Memory, Communication, Kernels, Estimator.
 #include <QString>
 
 #include <vector>
@@ -10,7 +10,7 @@ namespace shardscope::ui {
 
 class Page;
 
-// Ids in display order ("overview", "compare", "timeline", "memory", "communication", "estimator").
+// Ids in display order ("overview", "compare", "timeline", "memory", "communication", "kernels", "estimator").
 const std::vector<QString>& pageIds();
 std::vector<Page*> createPages(QWidget* parent);
 // Asks a page to stop loading (pages with a cancel()/cancelLoad()); false when it has no way to.
