@@ -316,8 +316,9 @@ void EstimatorPage::simulate() {
     }
     return rows;
   };
-  auto* task = BackgroundTask::run<std::vector<SimulatedRow>>(
-      this, work,
+  // In the session's task runner like every page's work (progress and Cancel in the task centre).
+  auto* task = session()->tasks()->start<std::vector<SimulatedRow>>(
+      this, taskSlot(), tr("Simulating %n strateg(ies)", nullptr, static_cast<int>(todo.size())), work,
       [this, skipped, stored = !db.isEmpty(), profileRun](std::vector<SimulatedRow> rows) {
         simRows_ = std::move(rows);
         showSimulation();

@@ -510,9 +510,9 @@ void TimelinePage::onEventSelected(quint32 lane, quint32 index) {
   const core::Id eventId = l.eventId[index];
   const core::Id runId = current_;
   const unsigned generation = generation_;
-  argsTask_ = BackgroundTask::start<EventExtras>(
-      this, dbPath_,
-      [eventId, runId](core::TraceStore& store, core::CancelToken&, const core::ProgressFn&) {
+  argsTask_ = session()->run<EventExtras>(
+      this, taskSlot() + QStringLiteral(".args"), tr("Reading the event's args"),
+      [eventId, runId](core::TraceStore& store, RunCache&, core::CancelToken&, const core::ProgressFn&) {
         return loadEventExtras(store, runId, eventId);
       },
       [this, html, generation, lane, index](EventExtras x) {
