@@ -1,6 +1,6 @@
 #include "core/analysis/hta_metrics.h"
 
-#include "core/analysis/kernel_classify.h"
+#include "core/model/kernel_classify.h"
 #include "core/analysis/rank_scan.h"
 
 #include <algorithm>

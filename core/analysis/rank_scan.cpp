@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/analysis/kernel_classify.h"
+#include "core/model/kernel_classify.h"
 
 namespace shardscope::core {
 

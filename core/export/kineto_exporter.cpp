@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/export/trace_writer.h"
-#include "core/import/json_reader.h"
+#include "core/util/json_reader.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
 

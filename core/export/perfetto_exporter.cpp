@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "core/export/trace_writer.h"
-#include "core/import/json_reader.h"
+#include "core/util/json_reader.h"
 #include "core/util/error.h"
 
 namespace shardscope::core {

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/import/json_reader.h"
+#include "core/util/json_reader.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
 

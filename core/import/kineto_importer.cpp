@@ -21,8 +21,8 @@
 #include <pthread.h>
 #include <unordered_map>
 
-#include "core/analysis/kernel_classify.h"
-#include "core/import/input_source.h"
+#include "core/model/kernel_classify.h"
+#include "core/util/input_source.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
 

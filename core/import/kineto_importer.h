@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/import/json_reader.h"
+#include "core/util/json_reader.h"
 #include "core/model/types.h"
 #include "core/storage/trace_store.h"
 #include "core/util/progress.h"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/import/input_source.h"
+#include "core/util/input_source.h"
 #include "core/util/error.h"
 
 namespace shardscope::core {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/import/json_reader.h"
+#include "core/util/json_reader.h"
 
 namespace shardscope::core {
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/analysis/kernel_classify.h"
+#include "core/model/kernel_classify.h"
 #include "core/util/json.h"
 
 namespace shardscope::cupti {

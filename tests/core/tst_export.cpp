@@ -15,7 +15,7 @@
 
 #include "core/export/kineto_exporter.h"
 #include "core/export/perfetto_exporter.h"
-#include "core/import/input_source.h"
+#include "core/util/input_source.h"
 #include "core/import/kineto_importer.h"
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/import/input_source.h"
-#include "core/import/json_reader.h"
+#include "core/util/input_source.h"
+#include "core/util/json_reader.h"
 #include "core/util/error.h"
 #include "tests/common/test_support.h"
 

@@ -22,8 +22,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/import/input_source.h"
-#include "core/import/json_reader.h"
+#include "core/util/input_source.h"
+#include "core/util/json_reader.h"
 #include "core/import/kineto_importer.h"
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/import/input_source.h"
+#include "core/util/input_source.h"
 
 namespace shardscope::core {
 

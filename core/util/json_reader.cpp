@@ -1,4 +1,4 @@
-#include "core/import/json_reader.h"
+#include "core/util/json_reader.h"
 
 #include <cstring>
 

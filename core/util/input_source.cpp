@@ -1,4 +1,4 @@
-#include "core/import/input_source.h"
+#include "core/util/input_source.h"
 
 #include <zlib.h>
 #if SHARDSCOPE_HAVE_ISAL

@@ -1,4 +1,4 @@
-#include "core/analysis/kernel_classify.h"
+#include "core/model/kernel_classify.h"
 
 #include <cctype>
 
