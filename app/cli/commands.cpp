@@ -31,6 +31,7 @@
 #include "core/export/perfetto_exporter.h"
 #include "core/import/kineto_importer.h"
 #include "core/storage/trace_store.h"
+#include "core/util/csv.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
 
@@ -680,18 +681,6 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
   return kOk;
 }
 
-std::string csvCell(const std::string& v) {
-  // RFC 4180; a leading = + - @ is neutralised so a spreadsheet does not evaluate a run name.
-  std::string s = v;
-  if (!s.empty() && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@')) s = "'" + s;
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 }  // namespace
 
@@ -885,10 +874,10 @@ int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
   }
   if (a.has("csv")) {
     std::cout << "metric";
-    for (std::size_t i = 0; i < ids.size(); ++i) std::cout << "," << csvCell(c.names[i] + " (run " + std::to_string(ids[i]) + ")");
+    for (std::size_t i = 0; i < ids.size(); ++i) std::cout << "," << core::csvText(c.names[i] + " (run " + std::to_string(ids[i]) + ")");
     std::cout << ",best_run\n";
     for (const auto& r : c.rows) {
-      std::cout << csvCell(r.label);
+      std::cout << core::csvText(r.label);
       for (const auto& v : r.values) std::cout << "," << (v ? fixed(*v, 4) : std::string());
       std::cout << "," << (r.best ? std::to_string(ids[*r.best]) : std::string()) << "\n";
     }

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "core/report/report.h"
+#include "core/util/csv.h"  // csvText: the one cell escaper
 
 namespace shardscope::core {
 
@@ -21,7 +22,6 @@ std::string comparisonCsv(const Report& report);
 std::string collectivesCsv(const Report& report);
 std::string collectivesCsvPath(const std::string& comparisonPath);
 
-std::string csvText(std::string_view s);  // a protected, quoted-when-needed text cell
 std::string csvNumber(double v);          // a numeric cell ("" for NaN/inf)
 
 }  // namespace shardscope::core

@@ -1,5 +1,7 @@
 #include "ui/models/comparison_model.h"
 
+#include "core/util/csv.h"
+
 #include <QBrush>
 #include <QColor>
 #include <QFont>
@@ -21,12 +23,8 @@ bool endsWith(const std::string& s, const char* suffix) {
   return s.size() >= sv.size() && s.compare(s.size() - sv.size(), sv.size(), sv) == 0;
 }
 
-QString csvField(const QString& s) {
-  if (!s.contains(QLatin1Char(',')) && !s.contains(QLatin1Char('"')) && !s.contains(QLatin1Char('\n'))) return s;
-  QString q = s;
-  q.replace(QLatin1String("\""), QLatin1String("\"\""));
-  return QLatin1Char('"') + q + QLatin1Char('"');
-}
+// core's one escaper (quoting and the CSV-injection guard).
+QString csvField(const QString& s) { return QString::fromStdString(core::csvText(s.toStdString())); }
 
 QString exact(double v) { return QString::number(v, 'g', 17); }
 
