@@ -261,8 +261,8 @@ int main(int argc, char** argv) {
       files.push_back((dir / ("rank" + std::to_string(r) + ".json")).string());
       test::generateKinetoTrace(files.back(), g);
     }
-    std::printf("generated %d traces of %llu traceEvents in %s in %.1f s\n", o.ranks,
-                static_cast<unsigned long long>(o.events), dir.string().c_str(), msSince(t0) / 1000.0);
+    std::printf("generated %d traces of %llu traceEvents in %s in %.1f s\n", o.ranks, static_cast<unsigned long long>(o.events),
+                dir.string().c_str(), msSince(t0) / 1000.0);
     o.db = (dir / "bench_analyze.db").string();
     for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(o.db + suffix);
     t0 = std::chrono::steady_clock::now();

@@ -134,14 +134,22 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) usage(2);
       return argv[++i];
     };
-    if (a == "--writers") o.writers = static_cast<int>(parseCount(next()));
-    else if (a == "--imports") o.imports = static_cast<int>(parseCount(next()));
-    else if (a == "--events") o.events = parseCount(next());
-    else if (a == "--new") o.fresh = true;
-    else if (a == "--keep") o.keep = true;
-    else if (a == "--dir") o.dir = std::string(next());
-    else if (a == "--help" || a == "-h") usage(0);
-    else usage(2);
+    if (a == "--writers")
+      o.writers = static_cast<int>(parseCount(next()));
+    else if (a == "--imports")
+      o.imports = static_cast<int>(parseCount(next()));
+    else if (a == "--events")
+      o.events = parseCount(next());
+    else if (a == "--new")
+      o.fresh = true;
+    else if (a == "--keep")
+      o.keep = true;
+    else if (a == "--dir")
+      o.dir = std::string(next());
+    else if (a == "--help" || a == "-h")
+      usage(0);
+    else
+      usage(2);
   }
   const bool tmpDir = o.dir.empty();
   if (tmpDir) {
@@ -167,10 +175,11 @@ int main(int argc, char** argv) {
     opt.runName = "existing";
     shardscope::core::importKineto(store, files, opt);
   }
-  std::printf("bench_concurrent_writers: %d writer processes x %d imports of a 2-rank job (%llu events per rank), "
-              "%s database, 1 reader polling; %u CPU cores\n",
-              o.writers, o.imports, static_cast<unsigned long long>(o.events), o.fresh ? "new" : "existing",
-              std::thread::hardware_concurrency());
+  std::printf(
+      "bench_concurrent_writers: %d writer processes x %d imports of a 2-rank job (%llu events per rank), "
+      "%s database, 1 reader polling; %u CPU cores\n",
+      o.writers, o.imports, static_cast<unsigned long long>(o.events), o.fresh ? "new" : "existing",
+      std::thread::hardware_concurrency());
   std::fflush(stdout);
 
   // The writers, forked before this process opens any connection of its own.
@@ -202,9 +211,10 @@ int main(int argc, char** argv) {
         if (fs::exists(db, ec)) {
           const auto r0 = Clock::now();
           shardscope::core::TraceStore store(db, shardscope::core::Database::Mode::ReadOnly);
-          shardscope::core::Statement st(store.db(),
-                                         "SELECT r.id, r.status, COUNT(DISTINCT k.id), IFNULL(SUM(t.event_count), 0) FROM runs r "
-                                         "LEFT JOIN ranks k ON k.run_id = r.id LEFT JOIN tracks t ON t.rank_id = k.id GROUP BY r.id");
+          shardscope::core::Statement st(
+              store.db(),
+              "SELECT r.id, r.status, COUNT(DISTINCT k.id), IFNULL(SUM(t.event_count), 0) FROM runs r "
+              "LEFT JOIN ranks k ON k.run_id = r.id LEFT JOIN tracks t ON t.rank_id = k.id GROUP BY r.id");
           while (st.step()) {
           }
           readMs.push_back(ms(Clock::now() - r0));
@@ -247,7 +257,9 @@ int main(int argc, char** argv) {
   }
   std::sort(imports.begin(), imports.end());
   std::sort(readMs.begin(), readMs.end());
-  auto pct = [](const std::vector<double>& v, double q) { return v.empty() ? 0.0 : v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))]; };
+  auto pct = [](const std::vector<double>& v, double q) {
+    return v.empty() ? 0.0 : v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
+  };
 
   shardscope::core::TraceStore check(db, shardscope::core::Database::Mode::ReadOnly);
   shardscope::core::Statement ic(check.db(), "PRAGMA integrity_check");
@@ -255,14 +267,13 @@ int main(int argc, char** argv) {
   const std::size_t runs = check.runs().size();
   const std::size_t expectedRuns = static_cast<std::size_t>(o.writers * o.imports) + (o.fresh ? 0 : 1);
 
-  std::printf("imports: %d ok, %d failed in %.2f s: %.2f imports/s, %.0f events/s in aggregate\n", ok, failed, wallS,
-              ok / wallS, static_cast<double>(events) / wallS);
+  std::printf("imports: %d ok, %d failed in %.2f s: %.2f imports/s, %.0f events/s in aggregate\n", ok, failed, wallS, ok / wallS,
+              static_cast<double>(events) / wallS);
   std::printf("one import: min %.0f ms, median %.0f ms, max %.0f ms (each holds the write lock for its transaction)\n",
               imports.empty() ? 0 : imports.front(), pct(imports, 0.5), imports.empty() ? 0 : imports.back());
   std::printf("longest wait for another writer's lock: %.0f ms\n", longestWait);
   std::printf("reader: %zu reads, median %.1f ms, p99 %.1f ms, slowest %.1f ms%s%s\n", readMs.size(), pct(readMs, 0.5),
-              pct(readMs, 0.99), readMs.empty() ? 0 : readMs.back(), readError.empty() ? "" : "; error: ",
-              readError.c_str());
+              pct(readMs, 0.99), readMs.empty() ? 0 : readMs.back(), readError.empty() ? "" : "; error: ", readError.c_str());
   std::printf("file: integrity_check %s, %zu runs (expected %zu)\n", integrity.c_str(), runs, expectedRuns);
   if (!o.keep && tmpDir) fs::remove_all(o.dir);
   return (failed == 0 && integrity == "ok" && runs == expectedRuns && readError.empty()) ? 0 : 1;

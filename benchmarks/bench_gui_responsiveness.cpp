@@ -28,10 +28,11 @@ using namespace shardscope;
 namespace {
 
 [[noreturn]] void usage(int code) {
-  std::fputs("usage: bench_gui_responsiveness --db FILE [--run ID] [--timeout-s 600]\n"
-             "Shows every page of the main window for one run (default: the largest) and prints, per page, the\n"
-             "time until it is ready and how late the GUI thread's event loop ran meanwhile (max, p99).\n",
-             code == 0 ? stdout : stderr);
+  std::fputs(
+      "usage: bench_gui_responsiveness --db FILE [--run ID] [--timeout-s 600]\n"
+      "Shows every page of the main window for one run (default: the largest) and prints, per page, the\n"
+      "time until it is ready and how late the GUI thread's event loop ran meanwhile (max, p99).\n",
+      code == 0 ? stdout : stderr);
   std::exit(code);
 }
 
@@ -48,11 +49,16 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) usage(2);
       return argv[++i];
     };
-    if (a == "--db") db = value();
-    else if (a == "--run") run = std::stoll(value());
-    else if (a == "--timeout-s") timeoutS = std::stoi(value());
-    else if (a == "-h" || a == "--help") usage(0);
-    else usage(2);
+    if (a == "--db")
+      db = value();
+    else if (a == "--run")
+      run = std::stoll(value());
+    else if (a == "--timeout-s")
+      timeoutS = std::stoi(value());
+    else if (a == "-h" || a == "--help")
+      usage(0);
+    else
+      usage(2);
   }
   if (db.empty()) usage(2);
   std::uint64_t events = 0;

@@ -165,12 +165,13 @@ bool timeImport(const std::string& label, const std::string& file, const std::st
         const auto n = fs::file_size(db + suffix, ec);
         if (!ec) dbBytes += n;
       }
-      std::printf("%s: %.2f s, %.0f events/s, %.1f MB/s (json), peak RSS %.0f MB  [%llu traceEvents, %llu rows, %.1f MB json, "
-                  "%.1f MB on disk, db %.1f MB]\n",
-                  label.c_str(), s, static_cast<double>(traceEvents) / s, static_cast<double>(res.jsonBytes) / 1e6 / s,
-                  static_cast<double>(peakRss()) / 1e6, static_cast<unsigned long long>(traceEvents),
-                  static_cast<unsigned long long>(res.events), static_cast<double>(res.jsonBytes) / 1e6,
-                  static_cast<double>(res.bytes) / 1e6, static_cast<double>(dbBytes) / 1e6);
+      std::printf(
+          "%s: %.2f s, %.0f events/s, %.1f MB/s (json), peak RSS %.0f MB  [%llu traceEvents, %llu rows, %.1f MB json, "
+          "%.1f MB on disk, db %.1f MB]\n",
+          label.c_str(), s, static_cast<double>(traceEvents) / s, static_cast<double>(res.jsonBytes) / 1e6 / s,
+          static_cast<double>(peakRss()) / 1e6, static_cast<unsigned long long>(traceEvents),
+          static_cast<unsigned long long>(res.events), static_cast<double>(res.jsonBytes) / 1e6,
+          static_cast<double>(res.bytes) / 1e6, static_cast<double>(dbBytes) / 1e6);
     } catch (const std::exception& e) {
       std::printf("%s: FAILED: %s\n", label.c_str(), e.what());
       code = 1;

@@ -9,7 +9,8 @@
 // Output: one line per size `1M events: 0.4 ms/frame` (the figure the issue tracks), then indented
 // details: generation, index build time, resident bytes per event (the index's own accounting, and
 // the growth of the process's RSS across the build with the store closed), the draw list (and its
-// parts: event lanes, counter lanes, every rank's summary track), and frames at closer zoom levels. Each size runs in a fork()ed child so its memory figures are its own.
+// parts: event lanes, counter lanes, every rank's summary track), and frames at closer zoom levels. Each size runs in a fork()ed
+// child so its memory figures are its own.
 #include <malloc.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -193,8 +194,8 @@ struct Rng {
 };
 
 struct Names {
-  Id step, layerFwd, layerBwd, linear, addmm, launch, gemm, gelu, geluKernel, recordComms, ncclAg, ncclRs, agKernel,
-      rsKernel, evalFn, mm, mmKernel, optimizer, adamKernel, memcpy, memcpyKernel, sync;
+  Id step, layerFwd, layerBwd, linear, addmm, launch, gemm, gelu, geluKernel, recordComms, ncclAg, ncclRs, agKernel, rsKernel,
+      evalFn, mm, mmKernel, optimizer, adamKernel, memcpy, memcpyKernel, sync;
   Id catAnnotation, catCpuOp, catRuntime, catKernel, catMemcpy, catGpuAnnotation;
   std::vector<Id> stepNames;
 };
@@ -317,7 +318,8 @@ std::uint64_t writeRank(core::TraceStore& store, core::BulkWriter& w, Id rankId,
       for (int o = 0; o < 2; ++o) {
         const TimeNs os = bcpu;
         const TimeNs ms = os + rng.between(3'000, 8'000);
-        const TimeNs le = launch(1, bwdT, ms + rng.between(1'000, 4'000), nm.mmKernel, rng.between(60'000, 600'000), false, CollectiveOp::None, 0);
+        const TimeNs le = launch(1, bwdT, ms + rng.between(1'000, 4'000), nm.mmKernel, rng.between(60'000, 600'000), false,
+                                 CollectiveOp::None, 0);
         ev(1, bwdT, ms, le + 1'000, nm.mm, nm.catCpuOp, Category::Other);
         ev(1, bwdT, os, le + 2'500, nm.evalFn, nm.catCpuOp, Category::Other);
         bcpu = le + rng.between(2'000, 6'000);
@@ -386,7 +388,8 @@ Generated generate(const std::string& db, std::uint64_t events, int ranks) {
   nm.linear = store.intern("aten::linear");
   nm.addmm = store.intern("aten::addmm");
   nm.launch = store.intern("cudaLaunchKernel");
-  nm.gemm = store.intern("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas");
+  nm.gemm = store.intern(
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas");
   nm.gelu = store.intern("aten::gelu");
   nm.geluKernel = store.intern("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>");
   nm.recordComms = store.intern("record_param_comms");
@@ -500,14 +503,16 @@ void measure(const std::string& db, Id runId, const std::string& label, const Op
   std::printf("  %s: %.0f events (%zu ranks, %zu lanes), %.0f counter samples, span %.3f s\n", label.c_str(), events,
               idx->ranks().size(), idx->lanes().size(), static_cast<double>(idx->sampleCount()),
               static_cast<double>(idx->maxEnd() - idx->minStart()) / 1e9);
-  std::printf("  %s index: build %.0f ms (%.2f M events/s); %.1f bytes/event accounted (%.1f MB, counters included), "
-              "%.1f bytes/event RSS growth (%.1f MB), peak RSS %.0f MB\n",
-              label.c_str(), buildMs, events / buildMs / 1e3, accounted / events, accounted / 1e6, rssDelta / events,
-              rssDelta / 1e6, static_cast<double>(hwm) / 1024.0);
-  std::printf("  %s full zoom-out at %d px: median %.3f ms, min %.3f, max %.3f over %d frames (threads %u); %zu rects "
-              "(%zu folded blocks) in %zu rows, %zu counter points, %zu exposed spans, %llu events in view\n",
-              label.c_str(), o.width, ff.medianMs, ff.minMs, ff.maxMs, o.frames, o.threads, ff.rects, ff.folded, ff.rows,
-              ff.counterPoints, ff.exposed, static_cast<unsigned long long>(ff.eventsInView));
+  std::printf(
+      "  %s index: build %.0f ms (%.2f M events/s); %.1f bytes/event accounted (%.1f MB, counters included), "
+      "%.1f bytes/event RSS growth (%.1f MB), peak RSS %.0f MB\n",
+      label.c_str(), buildMs, events / buildMs / 1e3, accounted / events, accounted / 1e6, rssDelta / events, rssDelta / 1e6,
+      static_cast<double>(hwm) / 1024.0);
+  std::printf(
+      "  %s full zoom-out at %d px: median %.3f ms, min %.3f, max %.3f over %d frames (threads %u); %zu rects "
+      "(%zu folded blocks) in %zu rows, %zu counter points, %zu exposed spans, %llu events in view\n",
+      label.c_str(), o.width, ff.medianMs, ff.minMs, ff.maxMs, o.frames, o.threads, ff.rects, ff.folded, ff.rows,
+      ff.counterPoints, ff.exposed, static_cast<unsigned long long>(ff.eventsInView));
   // The same frame split: event lanes only, counter lanes only.
   for (int counters = 0; counters < 2; ++counters) {
     auto part = full;

@@ -90,12 +90,15 @@ int main(int argc, char** argv) {
       "              (compact or collapsed ranks when a run of 4 ranks or more does not fit)\n";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--frames" && i + 1 < argc) frames = std::max(1, std::stoi(argv[++i]));
-    else if (a == "--expanded") expanded = true;
+    if (a == "--frames" && i + 1 < argc)
+      frames = std::max(1, std::stoi(argv[++i]));
+    else if (a == "--expanded")
+      expanded = true;
     else if (a == "-h" || a == "--help") {
       std::fputs(usage, stdout);
       return 0;
-    } else dbs.push_back(a);
+    } else
+      dbs.push_back(a);
   }
   if (dbs.empty()) {
     std::fputs(usage, stderr);
@@ -143,14 +146,16 @@ int main(int argc, char** argv) {
     w.fitAll();
     QImage big(w.size(), QImage::Format_ARGB32_Premultiplied);
     const Frame all = measure(w, big, std::max(3, frames / 4));
-    std::printf("%s events: %.1f ms/frame (draw list %.1f + paint %.1f, %zu rectangles, 1920x1080); all %zu lanes (%dpx tall): "
-                "%.1f ms/frame (draw list %.1f + paint %.1f, %zu rectangles)\n",
-                label.c_str(), window.total, window.list, window.paint, window.rects, index->lanes().size(), tall, all.total,
-                all.list, all.paint, all.rects);
+    std::printf(
+        "%s events: %.1f ms/frame (draw list %.1f + paint %.1f, %zu rectangles, 1920x1080); all %zu lanes (%dpx tall): "
+        "%.1f ms/frame (draw list %.1f + paint %.1f, %zu rectangles)\n",
+        label.c_str(), window.total, window.list, window.paint, window.rects, index->lanes().size(), tall, all.total, all.list,
+        all.paint, all.rects);
     std::printf("  index: %.2f s to build, %.1f bytes/event resident\n", buildS,
                 static_cast<double>(index->memoryBytes()) / std::max(1.0, events));
-    std::printf("  1920x1080 layout: %d ranks, %d expanded, %d compact, %d collapsed (%zu summary tracks); %d of %d ranks on screen\n",
-                nRanks, nRanks - compact - collapsed, compact, collapsed, summaries, onScreen, nRanks);
+    std::printf(
+        "  1920x1080 layout: %d ranks, %d expanded, %d compact, %d collapsed (%zu summary tracks); %d of %d ranks on screen\n",
+        nRanks, nRanks - compact - collapsed, compact, collapsed, summaries, onScreen, nRanks);
     // Search by name (the first findNext of a text scans every lane): a rare name, a common one and
     // a substring of almost every name, timed as a synchronous scan — what the GUI thread pays below
     // syncSearchLimit() events; above it the same scan runs on a pool thread.

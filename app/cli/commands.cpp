@@ -43,7 +43,8 @@ using core::JsonValue;
 const std::vector<OptionSpec> kCommon = {
     {"db", true, "database file (default: shardscope.db in the current directory)"},
     {"json", false, "machine-readable JSON on stdout"},
-    {"busy-timeout", true, "seconds to wait for another process writing to the database (default 600, or $SHARDSCOPE_BUSY_TIMEOUT)"},
+    {"busy-timeout", true,
+     "seconds to wait for another process writing to the database (default 600, or $SHARDSCOPE_BUSY_TIMEOUT)"},
     {"help", false, "show this help"},
 };
 
@@ -253,8 +254,8 @@ int cmdInfo(const Args& a, core::CancelToken& cancel) {
     if (!s.run.failureReason.empty()) std::cout << "  failure: " << s.run.failureReason << "\n";
     std::cout << "  created " << s.run.createdAt << ", world size " << s.run.worldSize << ", " << s.ranks.size()
               << " rank(s) imported, " << s.tracks.size() << " tracks\n";
-    std::cout << "  " << s.eventCount << " events, " << s.collectiveCount << " collective kernels/spans, "
-              << s.stepCount << " step windows, " << s.counterSamples << " counter samples";
+    std::cout << "  " << s.eventCount << " events, " << s.collectiveCount << " collective kernels/spans, " << s.stepCount
+              << " step windows, " << s.counterSamples << " counter samples";
     if (s.startNs && s.endNs) std::cout << ", span " << durationText(*s.endNs - *s.startNs);
     std::cout << "\n";
     if (detail) {  // the figures every surface shows (run_figures.h)
@@ -273,8 +274,7 @@ int cmdInfo(const Args& a, core::CancelToken& cancel) {
           if (t.track.kind != core::TrackKind::Counter) events += t.eventCount;
         }
       std::cout << "  rank " << rk.rank << " (" << rk.device << "): " << tracks << " tracks, " << events << " events"
-                << (rk.sourceFile.empty() ? "" : "  <- " + std::filesystem::path(rk.sourceFile).filename().string())
-                << "\n";
+                << (rk.sourceFile.empty() ? "" : "  <- " + std::filesystem::path(rk.sourceFile).filename().string()) << "\n";
       if (!detail) continue;
       for (const auto& t : s.tracks) {
         if (t.track.rankId != rk.id) continue;
@@ -291,8 +291,7 @@ int cmdInfo(const Args& a, core::CancelToken& cancel) {
 int cmdExport(const Args& a, core::CancelToken& cancel) {
   const std::string format = a.get("format");
   const std::string out = a.get("o", a.get("output"));
-  if (format != "kineto" && format != "perfetto")
-    throw std::invalid_argument("export: --format must be kineto or perfetto");
+  if (format != "kineto" && format != "perfetto") throw std::invalid_argument("export: --format must be kineto or perfetto");
   if (out.empty()) throw std::invalid_argument("export: -o OUT is required");
   core::TraceStore store(dbPath(a), core::Database::Mode::ReadOnly);
   const core::Id run = resolveRun(store, a);
@@ -320,7 +319,6 @@ int cmdExport(const Args& a, core::CancelToken& cancel) {
   }
   return kOk;
 }
-
 
 int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
   core::TraceStore store(dbPath(a), core::Database::Mode::ReadOnly);
@@ -481,8 +479,10 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
       JsonValue st = JsonValue::object();
       st.set("matched_collectives", JsonValue::number(stragglers.matched));
       st.set("max_skew_ns", JsonValue::number(stragglers.maxSkewNs));
-      st.set("straggler_rank", stragglers.straggler ? JsonValue::number(static_cast<std::int64_t>(*stragglers.straggler)) : JsonValue());
-      st.set("most_waited_for", stragglers.mostWaitedFor ? JsonValue::number(static_cast<std::int64_t>(*stragglers.mostWaitedFor)) : JsonValue());
+      st.set("straggler_rank",
+             stragglers.straggler ? JsonValue::number(static_cast<std::int64_t>(*stragglers.straggler)) : JsonValue());
+      st.set("most_waited_for",
+             stragglers.mostWaitedFor ? JsonValue::number(static_cast<std::int64_t>(*stragglers.mostWaitedFor)) : JsonValue());
       st.set("p_value", JsonValue::number(stragglers.stragglerPValue));
       st.set("evidence", JsonValue::string(stragglers.evidence));
       st.set("total_wait_ns", JsonValue::number(stragglers.totalWaitNs));
@@ -496,7 +496,8 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         x.set("mean_skew_ns", JsonValue::number(g.meanSkewNs));
         x.set("max_skew_ns", JsonValue::number(g.maxSkewNs));
         x.set("wait_ns", JsonValue::number(g.waitNs));
-        x.set("most_often_last", g.mostOftenLast >= 0 ? JsonValue::number(static_cast<std::int64_t>(g.mostOftenLast)) : JsonValue());
+        x.set("most_often_last",
+              g.mostOftenLast >= 0 ? JsonValue::number(static_cast<std::int64_t>(g.mostOftenLast)) : JsonValue());
         x.set("most_often_last_count", JsonValue::number(g.mostOftenLastCount));
         gj.push(std::move(x));
       }
@@ -519,9 +520,9 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
     }
     if (a.has("csv")) {
       for (const auto& r : f.ranks)
-        std::cout << id << "," << r.rank << "," << (r.overlapPct ? fixed(*r.overlapPct, 2) : std::string()) << ","
-                  << r.idleUs << "," << r.computeUs << "," << r.nonComputeUs << "," << r.kernelTimeUs << ","
-                  << fixed(r.idlePct, 2) << "," << fixed(r.computePct, 2) << "," << fixed(r.nonComputePct, 2) << "\n";
+        std::cout << id << "," << r.rank << "," << (r.overlapPct ? fixed(*r.overlapPct, 2) : std::string()) << "," << r.idleUs
+                  << "," << r.computeUs << "," << r.nonComputeUs << "," << r.kernelTimeUs << "," << fixed(r.idlePct, 2) << ","
+                  << fixed(r.computePct, 2) << "," << fixed(r.nonComputePct, 2) << "\n";
       continue;
     }
     std::cout << "run " << id << "  " << run->name << "\n";
@@ -536,8 +537,8 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
       } else {
         std::snprintf(line, sizeof line, "  %4d  %9s   %10lld (%6.2f)   %10lld (%6.2f)   %10lld (%6.2f)   %10lld\n", r.rank,
                       r.overlapPct ? fixed(*r.overlapPct, 2).c_str() : "n/a", static_cast<long long>(r.idleUs), r.idlePct,
-                      static_cast<long long>(r.computeUs), r.computePct, static_cast<long long>(r.nonComputeUs),
-                      r.nonComputePct, static_cast<long long>(r.kernelTimeUs));
+                      static_cast<long long>(r.computeUs), r.computePct, static_cast<long long>(r.nonComputeUs), r.nonComputePct,
+                      static_cast<long long>(r.kernelTimeUs));
       }
       std::cout << line;
     }
@@ -556,10 +557,10 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
     const core::RunFigures rf = core::runFigures(store, id, steps, peaks);
     std::cout << "  Run figures (" << (rf.stepTimeMs ? core::describeStepTime(rf) : std::string("no steps")) << ")\n";
     auto pctOf = [](const std::optional<double>& v) { return v ? fixed(*v, 1) + " %" : std::string("n/a"); };
-    std::cout << "    step time " << (rf.stepTimeMs ? fixed(*rf.stepTimeMs, 3) + " ms" : std::string("n/a"))
-              << ", tokens/s " << (rf.tokensPerSecond ? fixed(*rf.tokensPerSecond, 0) : std::string("n/a"))
-              << ", compute " << pctOf(rf.computePct) << ", communication " << pctOf(rf.commPct) << ", exposed "
-              << pctOf(rf.exposedCommPct) << ", idle " << pctOf(rf.idlePct) << ", overlap " << pctOf(rf.overlapPct) << "\n";
+    std::cout << "    step time " << (rf.stepTimeMs ? fixed(*rf.stepTimeMs, 3) + " ms" : std::string("n/a")) << ", tokens/s "
+              << (rf.tokensPerSecond ? fixed(*rf.tokensPerSecond, 0) : std::string("n/a")) << ", compute " << pctOf(rf.computePct)
+              << ", communication " << pctOf(rf.commPct) << ", exposed " << pctOf(rf.exposedCommPct) << ", idle "
+              << pctOf(rf.idlePct) << ", overlap " << pctOf(rf.overlapPct) << "\n";
     if (rf.peakAllocatedBytes)
       std::cout << "    peak " << rf.peakDevice << " memory " << core::formatBytes(static_cast<double>(*rf.peakAllocatedBytes))
                 << " allocated, " << core::formatBytes(static_cast<double>(rf.peakReservedBytes.value_or(0)))
@@ -618,10 +619,12 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
       for (const auto& g : stragglers.groups) {
         char line[256];
         const std::string name = std::string(core::toString(g.op)) + (g.processGroup.empty() ? "" : " (" + g.processGroup + ")");
-        std::snprintf(line, sizeof line, "  %-26s %7lld  %12.3f  %11.3f  %9.3f  %s\n", name.c_str(), static_cast<long long>(g.matched),
-                      static_cast<double>(g.meanSkewNs) / 1e6, static_cast<double>(g.maxSkewNs) / 1e6, static_cast<double>(g.waitNs) / 1e6,
-                      g.mostOftenLast >= 0 ? ("rank " + std::to_string(g.mostOftenLast) + " (" + std::to_string(g.mostOftenLastCount) + "x)").c_str()
-                                           : "-");
+        std::snprintf(
+            line, sizeof line, "  %-26s %7lld  %12.3f  %11.3f  %9.3f  %s\n", name.c_str(), static_cast<long long>(g.matched),
+            static_cast<double>(g.meanSkewNs) / 1e6, static_cast<double>(g.maxSkewNs) / 1e6, static_cast<double>(g.waitNs) / 1e6,
+            g.mostOftenLast >= 0
+                ? ("rank " + std::to_string(g.mostOftenLast) + " (" + std::to_string(g.mostOftenLastCount) + "x)").c_str()
+                : "-");
         std::cout << line;
       }
     }
@@ -630,15 +633,17 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
                    "  exposed time summed over steps and ranks, its causes, and what to try\n";
       for (const auto& b : bottlenecks) {
         char line[420];
-        const std::string target = b.target.empty() ? (b.bytes ? core::formatBytes(static_cast<double>(*b.bytes)) : std::string("size ?"))
-                                                    : b.target;
+        const std::string target =
+            b.target.empty() ? (b.bytes ? core::formatBytes(static_cast<double>(*b.bytes)) : std::string("size ?")) : b.target;
         std::snprintf(line, sizeof line,
-                      "  %-14s %s%s  exposed %8.3f ms, %lld instance%s on %d rank%s in %lld step%s (mean %.3f ms; worst %.3f ms of %.3f ms, "
+                      "  %-14s %s%s  exposed %8.3f ms, %lld instance%s on %d rank%s in %lld step%s (mean %.3f ms; worst %.3f ms "
+                      "of %.3f ms, "
                       "rank %d step %s)\n",
                       std::string(core::toString(b.op)).c_str(), target.c_str(),
-                      b.processGroup.empty() ? "" : (" [" + b.processGroup + "]").c_str(), static_cast<double>(b.totalExposedNs) / 1e6,
-                      static_cast<long long>(b.instances), b.instances == 1 ? "" : "s", b.ranks, b.ranks == 1 ? "" : "s",
-                      static_cast<long long>(b.stepsSeen), b.stepsSeen == 1 ? "" : "s", static_cast<double>(b.meanExposedNs) / 1e6,
+                      b.processGroup.empty() ? "" : (" [" + b.processGroup + "]").c_str(),
+                      static_cast<double>(b.totalExposedNs) / 1e6, static_cast<long long>(b.instances),
+                      b.instances == 1 ? "" : "s", b.ranks, b.ranks == 1 ? "" : "s", static_cast<long long>(b.stepsSeen),
+                      b.stepsSeen == 1 ? "" : "s", static_cast<double>(b.meanExposedNs) / 1e6,
                       static_cast<double>(b.exposedNs) / 1e6, static_cast<double>(b.durNs) / 1e6, b.rank,
                       b.step ? std::to_string(*b.step).c_str() : "-");
         std::cout << line;
@@ -654,14 +659,16 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         const std::string dev = core::deviceName(p.deviceType, p.deviceId);
         std::string what = p.operation;
         if (!p.annotation.empty()) what += (what.empty() ? "" : " in ") + p.annotation;
-        std::snprintf(line, sizeof line, "  %4d  %-8s  %14s   %14s   %4s   %s\n", p.rank, dev.c_str(),
-                      (core::formatBytes(static_cast<double>(p.peakAllocatedBytes)) + (p.allocatedFromCounter ? "*" : "")).c_str(),
-                      (core::formatBytes(static_cast<double>(p.peakReservedBytes)) + (p.reservedFromCounter ? "*" : "")).c_str(),
-                      p.step ? std::to_string(*p.step).c_str() : "-", what.empty() ? "-" : what.c_str());
+        std::snprintf(
+            line, sizeof line, "  %4d  %-8s  %14s   %14s   %4s   %s\n", p.rank, dev.c_str(),
+            (core::formatBytes(static_cast<double>(p.peakAllocatedBytes)) + (p.allocatedFromCounter ? "*" : "")).c_str(),
+            (core::formatBytes(static_cast<double>(p.peakReservedBytes)) + (p.reservedFromCounter ? "*" : "")).c_str(),
+            p.step ? std::to_string(*p.step).c_str() : "-", what.empty() ? "-" : what.c_str());
         std::cout << line;
         if (!p.breakdown.empty()) {
           std::string bd = "        at the peak:";
-          for (const auto& [cat, bytes] : p.breakdown) bd += " " + cat + " " + core::formatBytes(static_cast<double>(bytes)) + ",";
+          for (const auto& [cat, bytes] : p.breakdown)
+            bd += " " + cat + " " + core::formatBytes(static_cast<double>(bytes)) + ",";
           bd.pop_back();
           std::cout << bd << "\n";
         }
@@ -680,7 +687,6 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
   }
   return kOk;
 }
-
 
 }  // namespace
 
@@ -817,7 +823,8 @@ void printCollectiveComparison(std::ostream& os, const core::CollectiveCompariso
       }
       os << fixed(*r.ms[i], 3);
       if (i != cc.baseline && r.deltaPct[i])
-        os << " (" << (*r.deltaPct[i] >= 0 ? "+" : "") << fixed(*r.deltaPct[i], 1) << " %" << (r.withinNoise[i] ? ", noise" : "") << ")";
+        os << " (" << (*r.deltaPct[i] >= 0 ? "+" : "") << fixed(*r.deltaPct[i], 1) << " %" << (r.withinNoise[i] ? ", noise" : "")
+           << ")";
     }
     os << "\n";
   }
@@ -874,7 +881,8 @@ int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
   }
   if (a.has("csv")) {
     std::cout << "metric";
-    for (std::size_t i = 0; i < ids.size(); ++i) std::cout << "," << core::csvText(c.names[i] + " (run " + std::to_string(ids[i]) + ")");
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      std::cout << "," << core::csvText(c.names[i] + " (run " + std::to_string(ids[i]) + ")");
     std::cout << ",best_run\n";
     for (const auto& r : c.rows) {
       std::cout << core::csvText(r.label);
@@ -942,7 +950,8 @@ const std::vector<Command>& commands() {
 }
 
 void printMainHelp(std::ostream& os) {
-  os << "shardscope-cli " SHARDSCOPE_VERSION " - profile and compare sharded training runs (headless)\n\n"
+  os << "shardscope-cli " SHARDSCOPE_VERSION
+        " - profile and compare sharded training runs (headless)\n\n"
         "Usage: shardscope-cli <command> [options]\n\nCommands:\n";
   for (const auto& c : commands())
     os << "  " << c.name << std::string(c.name.size() < 14 ? 14 - c.name.size() : 1, ' ') << c.summary << "\n";
@@ -1080,7 +1089,8 @@ int runCli(int argc, char** argv, core::CancelToken& cancel) {
     // stderr after 2 s and every 10 s after, and let Ctrl-C end the wait.
     core::BusyPolicy::setCancelToken(&cancel);
     core::BusyPolicy::setReporter([name = cmd.name, lastPrinted = std::make_shared<std::atomic<std::int64_t>>(-1)](
-                                      const std::string& path, std::chrono::milliseconds waited, std::chrono::milliseconds bound) {
+                                      const std::string& path, std::chrono::milliseconds waited,
+                                      std::chrono::milliseconds bound) {
       const std::int64_t bucket = waited.count() / 10000;
       if (lastPrinted->exchange(bucket) == bucket) return;
       std::fprintf(stderr, "shardscope-cli %s: %s: waiting for another process writing to it (%lld s so far, at most %lld s)\n",

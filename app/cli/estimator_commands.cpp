@@ -52,7 +52,8 @@ bool isRuntimePreset(const std::string& n) { return n == "tiny" || n == "odd" ||
 
 est::ModelShape shapeFrom(const Args& a) {
   const std::string name = a.get("model");
-  if (name.empty()) throw std::invalid_argument("give --model (llama3-8b, llama3-70b, qwen3-8b, qwen2.5-7b, tiny, odd, small, medium or custom)");
+  if (name.empty())
+    throw std::invalid_argument("give --model (llama3-8b, llama3-70b, qwen3-8b, qwen2.5-7b, tiny, odd, small, medium or custom)");
   static const char* shapeFlags[] = {"hidden", "heads", "kv-heads", "ffn", "vocab", "head-dim"};
   if (name == "custom") {
     est::ModelShape m;
@@ -73,7 +74,8 @@ est::ModelShape shapeFrom(const Args& a) {
     return m;
   }
   for (const char* f : shapeFlags)
-    if (a.has(f)) throw std::invalid_argument(std::string("--") + f + " only goes with --model custom (a preset has its own shape)");
+    if (a.has(f))
+      throw std::invalid_argument(std::string("--") + f + " only goes with --model custom (a preset has its own shape)");
   auto m = est::modelShapePreset(name, static_cast<int>(intOption(a, "layers", 0, 1)));
   if (!m) {
     std::string list;
@@ -174,7 +176,8 @@ void parseEstimatorInput(const Args& a, est::RecommendInput& ri, std::string& fi
 
   if (a.has("gpu-memory")) {
     auto b = est::parseByteSize(a.get("gpu-memory"));
-    if (!b) throw std::invalid_argument("--gpu-memory expects a size such as 80GiB, 141GB or 24GiB, got '" + a.get("gpu-memory") + "'");
+    if (!b)
+      throw std::invalid_argument("--gpu-memory expects a size such as 80GiB, 141GB or 24GiB, got '" + a.get("gpu-memory") + "'");
     ri.deviceBytes = *b;
   }
   ri.headroom = doubleOption(a, "headroom", 0.1);
@@ -222,7 +225,8 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
   parseEstimatorInput(a, ri, fitNote);
 
   const auto ranked = est::recommend(ri);
-  if (ranked.empty()) throw std::invalid_argument("no strategy applies to these options (parameter offload needs a sharding strategy)");
+  if (ranked.empty())
+    throw std::invalid_argument("no strategy applies to these options (parameter offload needs a sharding strategy)");
   const std::int64_t P = est::parameterCount(in.model);
   const std::int64_t LL = est::largestModuleParameters(in.model);
   const int nodes = est::nodeCount(in);
@@ -338,9 +342,7 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
 
   auto gib = [](std::int64_t b) { return fixed(static_cast<double>(b) / (1024.0 * 1024 * 1024), 2); };
   const bool small = ranked.front().memory.peakBytes < 64LL * 1024 * 1024 * 1024 / 64;  // < 1 GiB: MiB columns
-  auto col = [&](std::int64_t b) {
-    return small ? fixed(static_cast<double>(b) / (1024.0 * 1024), 2) : gib(b);
-  };
+  auto col = [&](std::int64_t b) { return small ? fixed(static_cast<double>(b) / (1024.0 * 1024), 2) : gib(b); };
   std::ostringstream os;
   os << "Model " << in.model.name << ": " << groupDigits(P) << " parameters, " << in.model.layers << " layers, hidden "
      << in.model.hidden << ", heads " << in.model.heads << "/" << in.model.kvHeads << ", ffn " << in.model.ffn << ", vocab "
@@ -349,12 +351,11 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
      << (in.precision == est::Precision::Fp32 ? "fp32 (params, grads, Adam)" : "bf16 compute, fp32 master + Adam")
      << ", micro-batch " << in.microBatch << " x " << in.seqLen << " tokens, "
      << (est::effectiveAttention(in) == est::AttentionKind::Eager ? "eager" : "flash") << " attention"
-     << (in.activationCheckpointing ? ", activation checkpointing" : "")
-     << (in.offloadOptimizer ? ", optimizer offload" : "") << (in.offloadParam ? ", parameter offload" : "") << "\n";
-  os << "Device memory " << est::formatBytes(static_cast<double>(ri.deviceBytes)) << ", headroom "
-     << fixed(ri.headroom * 100, 0) << "%; link " << ri.intraNode.name << " (" << fixed(ri.intraNode.busBwGBps, 2)
-     << " GB/s bus, " << fixed(ri.intraNode.alphaUs, 1) << " us)"
-     << (nodes > 1 ? ", between nodes " + ri.interNode.name : std::string()) << "\n";
+     << (in.activationCheckpointing ? ", activation checkpointing" : "") << (in.offloadOptimizer ? ", optimizer offload" : "")
+     << (in.offloadParam ? ", parameter offload" : "") << "\n";
+  os << "Device memory " << est::formatBytes(static_cast<double>(ri.deviceBytes)) << ", headroom " << fixed(ri.headroom * 100, 0)
+     << "%; link " << ri.intraNode.name << " (" << fixed(ri.intraNode.busBwGBps, 2) << " GB/s bus, "
+     << fixed(ri.intraNode.alphaUs, 1) << " us)" << (nodes > 1 ? ", between nodes " + ri.interNode.name : std::string()) << "\n";
   if (!fitNote.empty()) os << "  link " << fitNote << "\n";
   os << "\nPer device (" << (small ? "MiB" : "GiB") << "): model states, then the estimated peak\n";
   char line[512];
@@ -366,10 +367,9 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
     const auto& pk = s.memory.atPeak;
     std::snprintf(line, sizeof line, "  %-13s %10s %10s %10s %10s %10s %10s %10s %10s  %-4s %12s %10s\n",
                   est::strategyName(s.strategy).c_str(), col(st.parameters).c_str(), col(st.gradients).c_str(),
-                  col(st.optimizer).c_str(), col(st.buffers).c_str(), col(st.modelStates()).c_str(),
-                  col(pk.gathered).c_str(), col(pk.activations).c_str(), col(s.memory.peakBytes).c_str(),
-                  s.fit.fits ? "yes" : "NO", est::formatBytes(s.comm.wireBytes).c_str(),
-                  (fixed(s.comm.timeS * 1e3, 2) + " ms").c_str());
+                  col(st.optimizer).c_str(), col(st.buffers).c_str(), col(st.modelStates()).c_str(), col(pk.gathered).c_str(),
+                  col(pk.activations).c_str(), col(s.memory.peakBytes).c_str(), s.fit.fits ? "yes" : "NO",
+                  est::formatBytes(s.comm.wireBytes).c_str(), (fixed(s.comm.timeS * 1e3, 2) + " ms").c_str());
     os << line;
   }
   os << "\nCommunication per step and device:\n";
@@ -385,8 +385,8 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
   if (dsMode) {
     os << "\nDeepSpeed's estimators (model states only; " << gpn << " GPUs per node, " << nodes << " node"
        << (nodes > 1 ? "s" : "") << ", additional_buffer_factor 1.5):\n";
-    os << "  estimate_zero2_model_states_mem_needs (cpu_offload=" << (in.offloadOptimizer ? "True" : "False")
-       << "): GPU " << gib(ds2.gpuBytes) << " GiB, CPU " << gib(ds2.cpuBytes) << " GiB\n";
+    os << "  estimate_zero2_model_states_mem_needs (cpu_offload=" << (in.offloadOptimizer ? "True" : "False") << "): GPU "
+       << gib(ds2.gpuBytes) << " GiB, CPU " << gib(ds2.cpuBytes) << " GiB\n";
     os << "  estimate_zero3_model_states_mem_needs (cpu_offload=" << (in.offloadOptimizer || in.offloadParam ? "True" : "False")
        << ", cpu_offload_params=" << (in.offloadParam ? "True" : "False") << ", zero_init=True): GPU " << gib(ds3.gpuBytes)
        << " GiB, CPU " << gib(ds3.cpuBytes) << " GiB, largest layer " << gib(ds3.largestLayerBytes) << " GiB\n";
@@ -410,41 +410,45 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
 
 std::vector<OptionSpec> estimatorInputOptions() {
   return {{"model", true, "model preset, or custom with the shape flags below"},
-        {"layers", true, "transformer blocks (custom; with a preset: cut the depth)"},
-        {"hidden", true, "hidden size (custom)"},
-        {"heads", true, "attention heads (custom)"},
-        {"kv-heads", true, "key/value heads (custom; default: heads)"},
-        {"head-dim", true, "head dimension (custom; default hidden/heads)"},
-        {"ffn", true, "SwiGLU intermediate size (custom)"},
-        {"vocab", true, "vocabulary size (custom)"},
-        {"tied-embeddings", false, "custom: the LM head shares the embedding"},
-        {"qk-norm", false, "custom: per-head q/k RMSNorm (Qwen3)"},
-        {"qkv-bias", false, "custom: q/k/v biases (Qwen2.5)"},
-        {"gpus", true, "data-parallel devices (world size)"},
-        {"gpus-per-node", true, "devices per node (default min(gpus, 8))"},
-        {"shard-group-size", true, "HSDP shard group / hpZ partition size (default: gpus per node)"},
-        {"gpu-memory", true, "device memory, e.g. 80GiB (default), 141GB, 24GiB"},
-        {"headroom", true, "fraction of the device kept free (default 0.1)"},
-        {"strategy", true, "ddp|zero1|zero2|zero3|fsdp|fsdp_grad_op|hsdp|zeropp_hpz; repeat or comma-separate "
-                           "(default: all; hsdp and zeropp_hpz only across nodes)"},
-        {"micro-batch", true, "sequences per device per step (default 1; runtime presets 4)"},
-        {"seq-len", true, "tokens per sequence (default 2048; runtime presets 128)"},
-        {"precision", true, "fp32 | bf16 (fp32 master weights and Adam; default bf16, runtime presets fp32)"},
-        {"attention", true, "eager (our runtime: s x s scores) | flash (default for the published models)"},
-        {"activation-checkpointing", false, "keep only each block's input; recompute in backward"},
-        {"offload-optimizer", false, "optimizer state on the CPU (ZeRO / FSDP)"},
-        {"offload-param", false, "parameter shards on the CPU (zero3, fsdp, hsdp, zeropp_hpz)"},
-        {"gradient-as-bucket-view", false, "DDP: gradients are views into the buckets (no second copy)"},
-        {"reduce-bucket-size", true, "ZeRO reduce bucket in elements (default 5e8 = 500000000)"},
-        {"param-persistence-threshold", true, "ZeRO-3: parameters below this many elements stay whole (default 100000)"},
-        {"max-reuse-distance", true, "ZeRO-3 stage3_max_reuse_distance in elements (default 1000000000)"},
-        {"link", true, "nvlink-h100 (default) | nvlink-h200 | pcie4 | pcie5 | ib-ndr | ib-hdr | eth-100g | eth-25g | "
-                       "gloo-cpu-local"},
-        {"inter-link", true, "link between nodes (default ib-ndr)"},
-        {"fit-run", true, "fit alpha and bandwidth from this run's collectives (with --db) instead of --link"},
-        {"gloo-reduce-scatter", false, "Gloo collectives: reduce-scatter emulated by all-reduce, all-gather staged through a full-size copy (implied by gloo-cpu-local)"},
-        {"tflops", true, "device dense peak for the compute dtype (default 989, H100 SXM bf16)"},
-        {"efficiency", true, "achieved fraction of the peak (default 0.4)"}};
+          {"layers", true, "transformer blocks (custom; with a preset: cut the depth)"},
+          {"hidden", true, "hidden size (custom)"},
+          {"heads", true, "attention heads (custom)"},
+          {"kv-heads", true, "key/value heads (custom; default: heads)"},
+          {"head-dim", true, "head dimension (custom; default hidden/heads)"},
+          {"ffn", true, "SwiGLU intermediate size (custom)"},
+          {"vocab", true, "vocabulary size (custom)"},
+          {"tied-embeddings", false, "custom: the LM head shares the embedding"},
+          {"qk-norm", false, "custom: per-head q/k RMSNorm (Qwen3)"},
+          {"qkv-bias", false, "custom: q/k/v biases (Qwen2.5)"},
+          {"gpus", true, "data-parallel devices (world size)"},
+          {"gpus-per-node", true, "devices per node (default min(gpus, 8))"},
+          {"shard-group-size", true, "HSDP shard group / hpZ partition size (default: gpus per node)"},
+          {"gpu-memory", true, "device memory, e.g. 80GiB (default), 141GB, 24GiB"},
+          {"headroom", true, "fraction of the device kept free (default 0.1)"},
+          {"strategy", true,
+           "ddp|zero1|zero2|zero3|fsdp|fsdp_grad_op|hsdp|zeropp_hpz; repeat or comma-separate "
+           "(default: all; hsdp and zeropp_hpz only across nodes)"},
+          {"micro-batch", true, "sequences per device per step (default 1; runtime presets 4)"},
+          {"seq-len", true, "tokens per sequence (default 2048; runtime presets 128)"},
+          {"precision", true, "fp32 | bf16 (fp32 master weights and Adam; default bf16, runtime presets fp32)"},
+          {"attention", true, "eager (our runtime: s x s scores) | flash (default for the published models)"},
+          {"activation-checkpointing", false, "keep only each block's input; recompute in backward"},
+          {"offload-optimizer", false, "optimizer state on the CPU (ZeRO / FSDP)"},
+          {"offload-param", false, "parameter shards on the CPU (zero3, fsdp, hsdp, zeropp_hpz)"},
+          {"gradient-as-bucket-view", false, "DDP: gradients are views into the buckets (no second copy)"},
+          {"reduce-bucket-size", true, "ZeRO reduce bucket in elements (default 5e8 = 500000000)"},
+          {"param-persistence-threshold", true, "ZeRO-3: parameters below this many elements stay whole (default 100000)"},
+          {"max-reuse-distance", true, "ZeRO-3 stage3_max_reuse_distance in elements (default 1000000000)"},
+          {"link", true,
+           "nvlink-h100 (default) | nvlink-h200 | pcie4 | pcie5 | ib-ndr | ib-hdr | eth-100g | eth-25g | "
+           "gloo-cpu-local"},
+          {"inter-link", true, "link between nodes (default ib-ndr)"},
+          {"fit-run", true, "fit alpha and bandwidth from this run's collectives (with --db) instead of --link"},
+          {"gloo-reduce-scatter", false,
+           "Gloo collectives: reduce-scatter emulated by all-reduce, all-gather staged through a full-size copy (implied by "
+           "gloo-cpu-local)"},
+          {"tflops", true, "device dense peak for the compute dtype (default 989, H100 SXM bf16)"},
+          {"efficiency", true, "achieved fraction of the peak (default 0.4)"}};
 }
 
 std::vector<Command> estimatorCommands() {

@@ -37,7 +37,8 @@ std::string locateWorker() {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    for (const fs::path& p : {self.parent_path() / "shardscope-worker", self.parent_path().parent_path() / "profiler" / "shardscope-worker"})
+    for (const fs::path& p :
+         {self.parent_path() / "shardscope-worker", self.parent_path().parent_path() / "profiler" / "shardscope-worker"})
       if (fs::exists(p, ec)) return p.string();
   }
   return "shardscope-worker";  // the launcher searches PATH
@@ -45,8 +46,7 @@ std::string locateWorker() {
 
 std::vector<OptionSpec> runOptions(bool compare) {
   std::vector<OptionSpec> o;
-  if (compare)
-    o.push_back({"strategies", true, "strategies to compare, comma separated (default: ddp,fsdp,zero3)"});
+  if (compare) o.push_back({"strategies", true, "strategies to compare, comma separated (default: ddp,fsdp,zero3)"});
   o.push_back({"config", true, "run configuration JSON (keys as the flags below, snake_case)"});
   o.push_back({"deepspeed", true, "DeepSpeed JSON config (zero_optimization etc. mapped onto the knobs)"});
   o.push_back({"name", true, "run name (compare: a prefix)"});
@@ -69,7 +69,8 @@ std::vector<OptionSpec> runOptions(bool compare) {
 
 core::RunConfig configFrom(const Args& a, std::vector<std::string>& warnings) {
   core::RunConfig cfg;
-  if (a.has("deepspeed")) cfg = core::fromDeepSpeedJson(core::parseJsonFile(a.get("deepspeed")), a.get("deepspeed"), cfg, &warnings);
+  if (a.has("deepspeed"))
+    cfg = core::fromDeepSpeedJson(core::parseJsonFile(a.get("deepspeed")), a.get("deepspeed"), cfg, &warnings);
   if (a.has("config")) core::applyRunConfigJson(cfg, core::parseJsonFile(a.get("config")), a.get("config"), &warnings);
   for (const auto& [name, value] : a.options)
     if (core::isRunConfigFlag(name)) core::applyFlag(cfg, name, value);
@@ -204,13 +205,13 @@ void printRunSummary(std::ostream& os, core::TraceStore& store, core::Id runId, 
   if (f.tokensPerSecond) os << ", " << fmt(*f.tokensPerSecond, 0) << " tokens/s";
   if (f.initSeconds) os << ", init " << fmt(*f.initSeconds, 2) << " s";
   if (f.checkpointSaveSeconds) os << ", checkpoint save " << fmt(*f.checkpointSaveSeconds, 3) << " s";
-  if (f.stepTimeMs)
-    os << "\n  (" << core::describeStepTime(f) << ")";
+  if (f.stepTimeMs) os << "\n  (" << core::describeStepTime(f) << ")";
   os << "\n";
   if (f.peakAllocatedBytes) {
-    os << "  peak " << (f.peakDevice == "GPU" ? "GPU" : "host") << " memory " << core::formatBytes(static_cast<double>(*f.peakAllocatedBytes))
-       << " allocated";
-    if (f.peakReservedBytes && *f.peakReservedBytes > 0) os << ", " << core::formatBytes(static_cast<double>(*f.peakReservedBytes)) << " reserved";
+    os << "  peak " << (f.peakDevice == "GPU" ? "GPU" : "host") << " memory "
+       << core::formatBytes(static_cast<double>(*f.peakAllocatedBytes)) << " allocated";
+    if (f.peakReservedBytes && *f.peakReservedBytes > 0)
+      os << ", " << core::formatBytes(static_cast<double>(*f.peakReservedBytes)) << " reserved";
     os << " (largest rank)\n";
   }
   for (const auto& r : store.ranks(runId)) {
@@ -237,8 +238,8 @@ void printRunSummary(std::ostream& os, core::TraceStore& store, core::Id runId, 
 // peer", timeouts) and may be reaped first: prefer a rank whose own error is not a peer's failure.
 std::string rootCause(const core::LaunchResult& r, const std::map<int, std::string>& lastErr, int firstRank) {
   auto secondary = [](const std::string& e) {
-    for (const char* pat : {"Connection closed by peer", "Connection reset", "Broken pipe", "Timed out", "timed out",
-                            "Connection refused"})
+    for (const char* pat :
+         {"Connection closed by peer", "Connection reset", "Broken pipe", "Timed out", "timed out", "Connection refused"})
       if (e.find(pat) != std::string::npos) return true;
     return false;
   };
@@ -298,7 +299,8 @@ int cmdRun(const Args& a, core::CancelToken& cancel) {
   core::validate(cfg);  // refused before anything launches, naming the key
   for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
   const std::string db = a.get("db", "shardscope.db");
-  const std::string name = a.get("name", std::string(core::toString(cfg.strategy)) + " " + cfg.model + " x" + std::to_string(cfg.worldSize));
+  const std::string name =
+      a.get("name", std::string(core::toString(cfg.strategy)) + " " + cfg.model + " x" + std::to_string(cfg.worldSize));
   const Launched l = launchRun(db, cfg, name, a, cancel);
   const bool json = a.has("json");
   {
@@ -402,8 +404,7 @@ std::vector<Command> runCommands() {
        "Launch a real sharded training run (one shardscope-worker process per rank, Gloo on CPU / NCCL on GPU) "
        "and capture it into the database",
        runOptions(false), cmdRun},
-      {"compare",
-       "shardscope-cli compare [--db F] [--strategies ddp,fsdp,zero3] [same flags as run]",
+      {"compare", "shardscope-cli compare [--db F] [--strategies ddp,fsdp,zero3] [same flags as run]",
        "Run several strategies one after another on the same model, data and seed (default: ddp, fsdp, zero3 on "
        "the small model, 2 ranks), then print the comparison and each run's most exposed collective",
        runOptions(true), cmdCompare},

@@ -72,7 +72,8 @@ bool boolValue(const Args& a, const std::string& name, bool def) {
 }
 
 int cmdSimulate(const Args& args, core::CancelToken& cancel) {
-  if (!args.positional.empty()) throw std::invalid_argument("simulate takes no positional arguments ('" + args.positional[0] + "')");
+  if (!args.positional.empty())
+    throw std::invalid_argument("simulate takes no positional arguments ('" + args.positional[0] + "')");
   const std::string dbPath = args.get("db", "shardscope.db");
   std::optional<est::MeasuredProfile> measured;
   Args a = args;
@@ -135,8 +136,11 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
     base.compute = est::flopsComputeProfile(in, ri.deviceTflops, ri.efficiency, memBw);
   std::vector<est::Strategy> strategies = ri.candidates;
   if (strategies.empty()) {
-    if (measured) strategies.push_back(measured->strategy);
-    else throw std::invalid_argument("give --strategy S (ddp, zero1, zero2, zero3, fsdp, fsdp_grad_op, hsdp, zeropp_hpz; comma-separated for several)");
+    if (measured)
+      strategies.push_back(measured->strategy);
+    else
+      throw std::invalid_argument(
+          "give --strategy S (ddp, zero1, zero2, zero3, fsdp, fsdp_grad_op, hsdp, zeropp_hpz; comma-separated for several)");
   }
   const bool store = a.has("db") && !a.has("dry-run");
 
@@ -150,8 +154,9 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
     si.strategy = s;
     results.push_back(est::simulate(si, &cancel, bar.callback()));
     if (ts) {
-      const std::string name = a.has("name") ? a.get("name") + (strategies.size() > 1 ? " " + est::strategyName(s) : "")
-                                             : "sim " + est::strategyName(s) + " " + in.model.name + " x" + std::to_string(in.gpus);
+      const std::string name = a.has("name")
+                                   ? a.get("name") + (strategies.size() > 1 ? " " + est::strategyName(s) : "")
+                                   : "sim " + est::strategyName(s) + " " + in.model.name + " x" + std::to_string(in.gpus);
       runIds.push_back(est::writeSimulatedRun(*ts, results.back(), name, &cancel, bar.callback()));
     }
   }
@@ -169,7 +174,8 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
     out.set("jitter", JsonValue::number(base.jitter));
     for (int p = 0; p < est::kComputePhases; ++p)
       if (base.phaseJitter[p] >= 0)
-        out.set(std::string("jitter_") + est::computePhaseName(static_cast<est::ComputePhase>(p)), JsonValue::number(base.phaseJitter[p]));
+        out.set(std::string("jitter_") + est::computePhaseName(static_cast<est::ComputePhase>(p)),
+                JsonValue::number(base.phaseJitter[p]));
     out.set("seed", JsonValue::number(static_cast<std::int64_t>(base.seed)));
     out.set("link", JsonValue::string(ri.intraNode.name));
     if (!fitNote.empty()) out.set("link_fit", JsonValue::string(fitNote));
@@ -219,13 +225,13 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
      << " devices (" << std::min(in.gpus, in.gpusPerNode) << " per node), micro-batch " << in.microBatch << " x " << in.seqLen
      << " tokens" << (in.activationCheckpointing ? ", activation checkpointing" : "") << "\n";
   os << "  compute: " << base.compute.source << "\n";
-  os << "  link: " << ri.intraNode.name << " (" << fixed(ri.intraNode.busBwGBps, 3) << " GB/s bus, " << fixed(ri.intraNode.alphaUs, 1)
-     << " us)" << (fitNote.empty() ? "" : "; " + fitNote) << "\n";
+  os << "  link: " << ri.intraNode.name << " (" << fixed(ri.intraNode.busBwGBps, 3) << " GB/s bus, "
+     << fixed(ri.intraNode.alphaUs, 1) << " us)" << (fitNote.empty() ? "" : "; " + fitNote) << "\n";
   if (measured)
     os << "  measured run " << measured->runId << " (" << est::strategyName(measured->strategy) << "): step "
        << fixed(measured->stepS * 1e3, 2) << " ms, communication " << fixed(measured->commS * 1e3, 2) << " ms, exposed "
-       << fixed(measured->exposedCommS * 1e3, 2) << " ms, overlap " << fixed(measured->overlap() * 100, 1)
-       << "%, compute varies " << fixed(measured->computeJitter * 100, 1) << "% across ranks\n";
+       << fixed(measured->exposedCommS * 1e3, 2) << " ms, overlap " << fixed(measured->overlap() * 100, 1) << "%, compute varies "
+       << fixed(measured->computeJitter * 100, 1) << "% across ranks\n";
   if (base.jitter > 0 || !base.slowRanks.empty()) {
     os << "  per-rank variation: jitter";
     bool phases = false;
@@ -265,8 +271,11 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
 std::vector<Command> simulatorCommands() {
   auto opts = estimatorInputOptions();
   for (OptionSpec o : std::vector<OptionSpec>{
-           {"profile-run", true, "compute per block from this measured run of our runtime (with --db); its model, scale and knobs are the defaults, its collectives the link unless --link"},
-           {"mem-bw", true, "FLOPs mode: device memory bandwidth in GB/s for the optimizer and embedding (default 3350, H100 SXM)"},
+           {"profile-run", true,
+            "compute per block from this measured run of our runtime (with --db); its model, scale and knobs are the defaults, "
+            "its collectives the link unless --link"},
+           {"mem-bw", true,
+            "FLOPs mode: device memory bandwidth in GB/s for the optimizer and embedding (default 3350, H100 SXM)"},
            {"allgather-bucket-size", true, "ZeRO-1/2 post-step all-gather bucket in elements (default 5e8)"},
            {"prefetch-bucket-size", true, "ZeRO-3 stage3_prefetch_bucket_size in elements (default 5e7)"},
            {"max-live-parameters", true, "ZeRO-3 stage3_max_live_parameters (default 1e9)"},
@@ -275,8 +284,10 @@ std::vector<Command> simulatorCommands() {
            {"backward-prefetch", true, "FSDP: pre (default) | post | none"},
            {"forward-prefetch", true, "FSDP forward prefetch true|false (default false)"},
            {"limit-all-gathers", true, "FSDP rate limiter true|false (default true)"},
-           {"steps", true, "steps to simulate (default 2, or the --profile-run's: the first is the warm-up, as in a measured run)"},
-           {"jitter", true, "per-rank compute variation: relative standard deviation, e.g. 0.02 (with --profile-run: the run's own)"},
+           {"steps", true,
+            "steps to simulate (default 2, or the --profile-run's: the first is the warm-up, as in a measured run)"},
+           {"jitter", true,
+            "per-rank compute variation: relative standard deviation, e.g. 0.02 (with --profile-run: the run's own)"},
            {"seed", true, "seed of the jitter (default 1)"},
            {"slow-rank", true, "RANK:FACTOR, a straggler whose compute takes FACTOR times longer; repeatable"},
            {"keep-ranks", true, "ranks stored in the database (default 16; 0 = all); slow ranks are always kept"},

@@ -37,11 +37,10 @@ void TerminalProgress::update(const core::Progress& p) {
                     static_cast<double>(p.done) / 1e6, static_cast<double>(p.total) / 1e6, secs);
     else
       std::snprintf(line, sizeof line, "\r%-28.28s [%s] %5.1f%% %llu/%llu %s %6.1fs", p.stage.c_str(), bar, frac * 100,
-                    static_cast<unsigned long long>(p.done), static_cast<unsigned long long>(p.total), p.unit.c_str(),
-                    secs);
+                    static_cast<unsigned long long>(p.done), static_cast<unsigned long long>(p.total), p.unit.c_str(), secs);
   } else {
-    std::snprintf(line, sizeof line, "\r%-28.28s %llu %s %6.1fs", p.stage.c_str(),
-                  static_cast<unsigned long long>(p.done), p.unit.c_str(), secs);
+    std::snprintf(line, sizeof line, "\r%-28.28s %llu %s %6.1fs", p.stage.c_str(), static_cast<unsigned long long>(p.done),
+                  p.unit.c_str(), secs);
   }
   std::fputs(line, stderr);
   std::fflush(stderr);

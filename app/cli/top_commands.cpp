@@ -60,8 +60,8 @@ std::string pad(const std::string& s, std::size_t w, bool right) {
 
 void printTable(std::ostream& os, const char* title, const char* timeWhat, const core::TopOpsTable& t,
                 const std::vector<int>& ranks, bool kernels) {
-  os << title << ": " << t.distinctNames << " name(s), " << t.count << " instance(s), " << ms(t.timeNs) << " ms "
-     << timeWhat << "\n";
+  os << title << ": " << t.distinctNames << " name(s), " << t.count << " instance(s), " << ms(t.timeNs) << " ms " << timeWhat
+     << "\n";
   if (t.rows.empty()) {
     os << "  (none)\n\n";
     return;
@@ -81,8 +81,8 @@ void printTable(std::ostream& os, const char* title, const char* timeWhat, const
   for (const auto& r : t.rows) {
     ++n;
     const std::string name = r.other ? "other (" + std::to_string(r.names) + " names)" : r.name;
-    std::string line = "  " + pad(r.other ? "" : std::to_string(n), 4, true) + "  " +
-                       pad(cut(name, kNameWidth), kNameWidth, false) + "  ";
+    std::string line =
+        "  " + pad(r.other ? "" : std::to_string(n), 4, true) + "  " + pad(cut(name, kNameWidth), kNameWidth, false) + "  ";
     if (kernels) line += pad(r.other ? "" : std::string(core::toString(r.category)), 13, false) + "  ";
     line += pad(std::to_string(r.count), 9, true) + "  " + pad(ms(r.timeNs), 12, true) + "  " + pad(ms(r.meanNs), 10, true) +
             "  " + pad(ms(r.maxNs), 10, true) + "  " + pad(pct(r.share), 7, true);
@@ -115,8 +115,8 @@ void printCsv(std::ostream& os, const core::TopOps& t) {
     for (const auto& r : tt.rows) {
       ++n;
       os << table << "," << n << "," << core::csvText(r.name) << "," << (r.other ? "true" : "false") << "," << r.names << ","
-         << (kernels && !r.other ? std::string(core::toString(r.category)) : std::string()) << "," << r.count << ","
-         << r.timeNs << "," << r.totalNs << "," << r.meanNs << "," << r.maxNs << "," << core::csvNumber(r.share);
+         << (kernels && !r.other ? std::string(core::toString(r.category)) : std::string()) << "," << r.count << "," << r.timeNs
+         << "," << r.totalNs << "," << r.meanNs << "," << r.maxNs << "," << core::csvNumber(r.share);
       for (core::TimeNs v : r.perRankNs) os << "," << v;
       os << "\r\n";
     }

@@ -22,7 +22,8 @@ int usage(const QString& message) {
 // --help or --version is asked for, which must work without a display).
 struct CommandLine {
   QCommandLineParser parser;
-  QCommandLineOption open{QStringLiteral("open"), QStringLiteral("Open (or create) a Shardscope database."), QStringLiteral("FILE.db")};
+  QCommandLineOption open{QStringLiteral("open"), QStringLiteral("Open (or create) a Shardscope database."),
+                          QStringLiteral("FILE.db")};
   QCommandLineOption page{QStringLiteral("page"),
                           QStringLiteral("Page to show: overview, compare, timeline, memory, communication, kernels, estimator."),
                           QStringLiteral("PAGE")};
@@ -41,7 +42,8 @@ struct CommandLine {
                            QStringLiteral("Time window to show, ms after the start of the first run's first step (timeline and "
                                           "memory pages share it), e.g. 0:250."),
                            QStringLiteral("START:END")};
-  QCommandLineOption collapse{QStringLiteral("collapse-ranks"), QStringLiteral("Timeline: show these ranks collapsed (comma-separated)."),
+  QCommandLineOption collapse{QStringLiteral("collapse-ranks"),
+                              QStringLiteral("Timeline: show these ranks collapsed (comma-separated)."),
                               QStringLiteral("R,R,...")};
   QCommandLineOption hideLanes{QStringLiteral("hide-lanes"),
                                QStringLiteral("Timeline: hide lanes of these kinds: gpu, cpu, comm, group, counter, python."),
@@ -117,7 +119,9 @@ int main(int argc, char** argv) {
   if (!pageId.isEmpty()) {
     const auto& ids = shardscope::ui::pageIds();
     if (std::find(ids.begin(), ids.end(), pageId) == ids.end())
-      return usage(QStringLiteral("unknown page '%1' (one of: overview, compare, timeline, memory, communication, kernels, estimator)").arg(pageId));
+      return usage(
+          QStringLiteral("unknown page '%1' (one of: overview, compare, timeline, memory, communication, kernels, estimator)")
+              .arg(pageId));
   }
 
   shardscope::ui::MainWindow window;
@@ -125,7 +129,8 @@ int main(int argc, char** argv) {
     if (!parser.isSet(open)) return usage(QStringLiteral("--screenshot needs --open FILE.db"));
     static const QRegularExpression sizeRe(QStringLiteral("^([0-9]{2,5})x([0-9]{2,5})$"));
     const auto m = sizeRe.match(parser.value(size));
-    if (!m.hasMatch()) return usage(QStringLiteral("--size expects WIDTHxHEIGHT, e.g. 1600x1000, got '%1'").arg(parser.value(size)));
+    if (!m.hasMatch())
+      return usage(QStringLiteral("--size expects WIDTHxHEIGHT, e.g. 1600x1000, got '%1'").arg(parser.value(size)));
     bool ok = false;
     const int seconds = parser.value(timeout).toInt(&ok);
     if (!ok || seconds <= 0) return usage(QStringLiteral("--timeout expects a positive number of seconds"));
@@ -141,7 +146,8 @@ int main(int argc, char** argv) {
       static const QRegularExpression rangeRe(QStringLiteral("^(-?[0-9.]+):(-?[0-9.]+)$"));
       const auto rm = rangeRe.match(parser.value(cl.range));
       const double a = rm.captured(1).toDouble(), b = rm.captured(2).toDouble();
-      if (!rm.hasMatch() || !(b > a)) return usage(QStringLiteral("--range expects START:END in ms with END > START, got '%1'").arg(parser.value(cl.range)));
+      if (!rm.hasMatch() || !(b > a))
+        return usage(QStringLiteral("--range expects START:END in ms with END > START, got '%1'").arg(parser.value(cl.range)));
       o.rangeMs = std::make_pair(a, b);
     }
     for (const QString& part : parser.value(cl.collapse).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
@@ -150,12 +156,14 @@ int main(int argc, char** argv) {
       if (!rok || r < 0) return usage(QStringLiteral("--collapse-ranks expects rank numbers, got '%1'").arg(part));
       o.collapsedRanks << r;
     }
-    for (const QString& part : parser.value(cl.hideLanes).split(QLatin1Char(','), Qt::SkipEmptyParts)) o.hiddenLanes << part.trimmed();
+    for (const QString& part : parser.value(cl.hideLanes).split(QLatin1Char(','), Qt::SkipEmptyParts))
+      o.hiddenLanes << part.trimmed();
     o.timelineView = parser.value(cl.timelineView);
     if (parser.isSet(cl.step)) {
       bool sok = false;
       o.step = parser.value(cl.step).toInt(&sok);
-      if (!sok || o.step <= 0) return usage(QStringLiteral("--step expects a positive number, got '%1'").arg(parser.value(cl.step)));
+      if (!sok || o.step <= 0)
+        return usage(QStringLiteral("--step expects a positive number, got '%1'").arg(parser.value(cl.step)));
     }
     return shardscope::ui::takeScreenshot(window, o);
   }

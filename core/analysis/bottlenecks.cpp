@@ -16,8 +16,8 @@
 namespace shardscope::core {
 namespace {
 
-using intervals::Span;
 using intervals::coveredBy;
+using intervals::Span;
 using intervals::unite;
 
 constexpr TimeNs kBackToBackNs = 5'000;  // a kernel starting within 5 µs of another's end was queued
@@ -55,10 +55,14 @@ std::string pct(double v) { return fixed(v, 0) + " %"; }
 
 const char* toString(ExposedCause c) {
   switch (c) {
-    case ExposedCause::LateRank: return "late_rank";
-    case ExposedCause::Queued: return "queued";
-    case ExposedCause::SlowTransfer: return "slow_transfer";
-    case ExposedCause::NothingToOverlap: return "nothing_to_overlap";
+    case ExposedCause::LateRank:
+      return "late_rank";
+    case ExposedCause::Queued:
+      return "queued";
+    case ExposedCause::SlowTransfer:
+      return "slow_transfer";
+    case ExposedCause::NothingToOverlap:
+      return "nothing_to_overlap";
   }
   return "nothing_to_overlap";
 }
@@ -93,7 +97,8 @@ void BottleneckAccumulator::onEvent(const EventChunk& c, std::size_t i, Id chunk
     if (c.correlation[i] != EventChunk::kNull) launches_.push_back({c.correlation[i], c.start[i]});
     if (catBits & StringClasses::kUserAnnotation) {
       auto it = annotationOk_.find(c.name[i]);
-      if (it == annotationOk_.end()) it = annotationOk_.emplace(c.name[i], isTargetAnnotation(ctx_.store.string(c.name[i]))).first;
+      if (it == annotationOk_.end())
+        it = annotationOk_.emplace(c.name[i], isTargetAnnotation(ctx_.store.string(c.name[i]))).first;
       if (it->second) annotations_.push_back({c.start[i], c.end[i], c.name[i]});
     }
     if (hasGpu_) return;  // a GPU rank's CPU threads are not its device lanes
@@ -125,13 +130,15 @@ std::uint32_t BottleneckAccumulator::internTarget(const std::string& t) {
 
 void BottleneckAccumulator::endRank(const Rank&) {
   const auto P = unite(std::move(compute_));
-  std::sort(comms_.begin(), comms_.end(), [](const Comm& a, const Comm& b) { return a.track != b.track ? a.track < b.track : a.s < b.s; });
+  std::sort(comms_.begin(), comms_.end(),
+            [](const Comm& a, const Comm& b) { return a.track != b.track ? a.track < b.track : a.s < b.s; });
   std::sort(launches_.begin(), launches_.end());
   std::sort(annotations_.begin(), annotations_.end(), [](const Annotation& a, const Annotation& b) { return a.s < b.s; });
   // The innermost annotation open at t: the latest-starting one that has not ended (nesting keeps
   // the candidates close before t; look back a bounded number).
   auto annotationAt = [&](TimeNs t) -> std::uint32_t {
-    auto it = std::upper_bound(annotations_.begin(), annotations_.end(), t, [](TimeNs x, const Annotation& a) { return x < a.s; });
+    auto it =
+        std::upper_bound(annotations_.begin(), annotations_.end(), t, [](TimeNs x, const Annotation& a) { return x < a.s; });
     int look = 0;
     while (it != annotations_.begin() && look++ < 256) {
       --it;
@@ -343,7 +350,8 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
     std::stable_sort(b.causes.begin(), b.causes.end(), [](const auto& x, const auto& y) { return x.exposedNs > y.exposedNs; });
     b.cause = b.causes.front().cause;
     if (!g.lateRanks.empty()) {
-      const auto most = std::max_element(g.lateRanks.begin(), g.lateRanks.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+      const auto most = std::max_element(g.lateRanks.begin(), g.lateRanks.end(),
+                                         [](const auto& x, const auto& y) { return x.second < y.second; });
       b.lateRank = most->first;
       for (const auto& [r, w] : g.lateRanks) b.waitForLateRankNs += w;
     }
@@ -353,8 +361,8 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
     for (const auto& cs : b.causes) {
       const double share = g.total > 0 ? 100.0 * static_cast<double>(cs.exposedNs) / static_cast<double>(g.total) : 0;
       if (share < 10 && &cs != &b.causes.front()) continue;
-      const std::string head = pct(share) + " of its exposed time (" + ms(cs.exposedNs) + ", " + std::to_string(cs.instances) + " of " +
-                               std::to_string(g.instances) + " instances): ";
+      const std::string head = pct(share) + " of its exposed time (" + ms(cs.exposedNs) + ", " + std::to_string(cs.instances) +
+                               " of " + std::to_string(g.instances) + " instances): ";
       switch (cs.cause) {
         case ExposedCause::LateRank:
           b.reasons.push_back(head + "waiting for a late rank" +
@@ -363,7 +371,8 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
                                           : std::string()));
           break;
         case ExposedCause::Queued:
-          b.reasons.push_back(head + "queued behind another collective on the same communication stream (it started as that one ended)");
+          b.reasons.push_back(head +
+                              "queued behind another collective on the same communication stream (it started as that one ended)");
           break;
         case ExposedCause::SlowTransfer:
           b.reasons.push_back(head + "slow transfer: " + (b.busBwGBps ? fixed(*b.busBwGBps, 2) : std::string("?")) +
@@ -375,8 +384,9 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
           break;
       }
     }
-    const bool small = b.elements && *b.elements < kEfficientCollectiveElements &&
-                       (b.op == CollectiveOp::AllGather || b.op == CollectiveOp::ReduceScatter || b.op == CollectiveOp::AllReduce);
+    const bool small =
+        b.elements && *b.elements < kEfficientCollectiveElements &&
+        (b.op == CollectiveOp::AllGather || b.op == CollectiveOp::ReduceScatter || b.op == CollectiveOp::AllReduce);
     if (small)
       b.reasons.push_back("messages of " + std::to_string(*b.elements) + " elements: below the ~33M elements where " + what +
                           " reaches the link's bandwidth");
@@ -400,10 +410,12 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
             theirs = stepStart(lateR.id, w.step);
           }
           if (mine && theirs) {
-            const TimeNs startDelay = (*theirs - stragglers->clockOffset(jw.lateRankIndex)) - (*mine - stragglers->clockOffset(w.rankIndex));
+            const TimeNs startDelay =
+                (*theirs - stragglers->clockOffset(jw.lateRankIndex)) - (*mine - stragglers->clockOffset(w.rankIndex));
             if (static_cast<double>(startDelay) >= 0.5 * static_cast<double>(jw.wait))
               why = late + " started step " + std::to_string(w.step) + " " + ms(startDelay) + " later than rank " +
-                    std::to_string(waiting.rank) + ": look at what delays its step start (data loading, host-side work, the previous "
+                    std::to_string(waiting.rank) +
+                    ": look at what delays its step start (data loading, host-side work, the previous "
                     "step's tail)";
             else
               why = late + " took " + ms(jw.wait - startDelay) + " longer than rank " + std::to_string(waiting.rank) +
@@ -413,61 +425,71 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
             why = late + " reaches this collective later: compare its work before it with the other ranks'";
           }
         }
-        b.suggestions.push_back("fix the straggler, not this collective: " +
-                                (why.empty() ? "rank " + (b.lateRank ? std::to_string(*b.lateRank) : std::string("?")) + " arrives late"
-                                             : why) +
-                                "; see Arrivals for how often it is last");
+        b.suggestions.push_back(
+            "fix the straggler, not this collective: " +
+            (why.empty() ? "rank " + (b.lateRank ? std::to_string(*b.lateRank) : std::string("?")) + " arrives late" : why) +
+            "; see Arrivals for how often it is last");
         break;
       }
       case ExposedCause::Queued:
-        b.suggestions.push_back(b.op == CollectiveOp::AllGather
-                                    ? "issue the all-gather before the collective it queues behind: FSDP backward_prefetch=BACKWARD_PRE "
-                                      "(POST when memory is tight); ZeRO-3 overlap_comm=true"
-                                    : "one " + backend + " stream per process group runs its collectives one after another: fewer, larger "
-                                          "buckets, or start this one earlier so it does not wait behind the previous one");
+        b.suggestions.push_back(
+            b.op == CollectiveOp::AllGather
+                ? "issue the all-gather before the collective it queues behind: FSDP backward_prefetch=BACKWARD_PRE "
+                  "(POST when memory is tight); ZeRO-3 overlap_comm=true"
+                : "one " + backend +
+                      " stream per process group runs its collectives one after another: fewer, larger "
+                      "buckets, or start this one earlier so it does not wait behind the previous one");
         break;
       case ExposedCause::SlowTransfer:
         if (!nccl)
-          b.suggestions.push_back("Gloo moves data through the host (" + (b.busBwGBps ? fixed(*b.busBwGBps, 2) : std::string("?")) +
-                                  " GB/s here): fewer, larger messages (bucket_cap_mb / reduce_bucket_size / coarser wrapping); on GPUs "
-                                  "use NCCL");
+          b.suggestions.push_back(
+              "Gloo moves data through the host (" + (b.busBwGBps ? fixed(*b.busBwGBps, 2) : std::string("?")) +
+              " GB/s here): fewer, larger messages (bucket_cap_mb / reduce_bucket_size / coarser wrapping); on GPUs "
+              "use NCCL");
         else
-          b.suggestions.push_back(small ? "latency-bound messages: gather or reduce bigger pieces (coarser FSDP wrapping, larger ZeRO "
-                                          "buckets, DDP bucket_cap_mb)"
-                                        : "large messages below the link's bandwidth: look for concurrent collectives on the same link "
-                                          "(other process groups, NCCL_MAX_NCHANNELS), the topology (NVLink vs PCIe/network) and "
-                                          "NCCL_ALGO / NCCL_PROTO");
+          b.suggestions.push_back(
+              small ? "latency-bound messages: gather or reduce bigger pieces (coarser FSDP wrapping, larger ZeRO "
+                      "buckets, DDP bucket_cap_mb)"
+                    : "large messages below the link's bandwidth: look for concurrent collectives on the same link "
+                      "(other process groups, NCCL_MAX_NCHANNELS), the topology (NVLink vs PCIe/network) and "
+                      "NCCL_ALGO / NCCL_PROTO");
         break;
       case ExposedCause::NothingToOverlap:
         switch (b.op) {
           case CollectiveOp::AllGather:
-            b.suggestions.push_back("prefetch it earlier so the previous unit's computation hides it: FSDP forward_prefetch=True / "
-                                    "backward_prefetch=BACKWARD_PRE, ZeRO-3 a larger stage3_prefetch_bucket_size; each of the " +
-                                    std::to_string(worldSize) + " ranks gathers " + std::to_string(worldSize - 1) + "/" +
-                                    std::to_string(worldSize) + " of the unit");
+            b.suggestions.push_back(
+                "prefetch it earlier so the previous unit's computation hides it: FSDP forward_prefetch=True / "
+                "backward_prefetch=BACKWARD_PRE, ZeRO-3 a larger stage3_prefetch_bucket_size; each of the " +
+                std::to_string(worldSize) + " ranks gathers " + std::to_string(worldSize - 1) + "/" + std::to_string(worldSize) +
+                " of the unit");
             break;
           case CollectiveOp::ReduceScatter:
-            b.suggestions.push_back("start it while backward still runs: smaller gradient buckets or units so the first reduce-scatter "
-                                    "starts earlier (ZeRO reduce_bucket_size, overlap_comm=true; FSDP finer wrapping)");
+            b.suggestions.push_back(
+                "start it while backward still runs: smaller gradient buckets or units so the first reduce-scatter "
+                "starts earlier (ZeRO reduce_bucket_size, overlap_comm=true; FSDP finer wrapping)");
             break;
           case CollectiveOp::AllReduce:
-            b.suggestions.push_back("let backward hide it: DDP buckets gradients in reverse order, so a smaller bucket_cap_mb starts the "
-                                    "first all-reduce earlier; gradient_as_bucket_view=True; with accumulation, no_sync() on all but "
-                                    "the last micro-batch");
+            b.suggestions.push_back(
+                "let backward hide it: DDP buckets gradients in reverse order, so a smaller bucket_cap_mb starts the "
+                "first all-reduce earlier; gradient_as_bucket_view=True; with accumulation, no_sync() on all but "
+                "the last micro-batch");
             break;
           case CollectiveOp::AllToAll:
-            b.suggestions.push_back("an all-to-all (embedding or expert exchange) with nothing to overlap: pipeline it with the dense "
-                                    "computation of another batch (e.g. TorchRec's TrainPipelineSparseDist), or exchange less "
-                                    "(smaller embedding dimension, fp16/bf16 communication)");
+            b.suggestions.push_back(
+                "an all-to-all (embedding or expert exchange) with nothing to overlap: pipeline it with the dense "
+                "computation of another batch (e.g. TorchRec's TrainPipelineSparseDist), or exchange less "
+                "(smaller embedding dimension, fp16/bf16 communication)");
             break;
           case CollectiveOp::Broadcast:
-            b.suggestions.push_back("a broadcast every step: DDP broadcast_buffers=False when the buffers do not change across ranks");
+            b.suggestions.push_back(
+                "a broadcast every step: DDP broadcast_buffers=False when the buffers do not change across ranks");
             break;
           case CollectiveOp::Send:
           case CollectiveOp::Recv:
           case CollectiveOp::SendRecv:
-            b.suggestions.push_back("pipeline-parallel sends and receives waiting on the neighbour stage: more micro-batches per step or an "
-                                    "interleaved schedule shrink the bubble");
+            b.suggestions.push_back(
+                "pipeline-parallel sends and receives waiting on the neighbour stage: more micro-batches per step or an "
+                "interleaved schedule shrink the bubble");
             break;
           case CollectiveOp::Barrier:
             b.suggestions.push_back("an explicit barrier in the step: remove it, or move it out of the loop");

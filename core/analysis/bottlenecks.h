@@ -30,14 +30,14 @@ const char* toString(ExposedCause c);  // "late_rank", "queued", "slow_transfer"
 // launch: a module or FSDP unit) — and process group; without a name, the same operation, message
 // size and process group. The fields from `rank` on describe its worst instance.
 struct Bottleneck {
-  std::string target;      // "param layers.0.mlp.down_proj", "## forward ##"; "" when unnamed
-  std::string targetFrom;  // "name" (the collective's own), "annotation" (at its launch), "size" (none)
-  std::int64_t instances = 1;        // exposed instances in the group
-  int ranks = 1;                     // distinct ranks among them
-  std::int64_t stepsSeen = 1;        // distinct steps among them
-  TimeNs totalExposedNs = 0;         // summed over the instances
-  TimeNs meanExposedNs = 0;          // totalExposedNs / instances
-  TimeNs totalDurNs = 0;             // their durations summed
+  std::string target;          // "param layers.0.mlp.down_proj", "## forward ##"; "" when unnamed
+  std::string targetFrom;      // "name" (the collective's own), "annotation" (at its launch), "size" (none)
+  std::int64_t instances = 1;  // exposed instances in the group
+  int ranks = 1;               // distinct ranks among them
+  std::int64_t stepsSeen = 1;  // distinct steps among them
+  TimeNs totalExposedNs = 0;   // summed over the instances
+  TimeNs meanExposedNs = 0;    // totalExposedNs / instances
+  TimeNs totalDurNs = 0;       // their durations summed
   int rank = 0;
   CollectiveOp op = CollectiveOp::None;
   std::optional<std::int64_t> step;
@@ -46,8 +46,8 @@ struct Bottleneck {
   std::optional<std::int64_t> elements;  // bytes / dtype size
   std::string processGroup;
   int groupSize = 0;
-  std::string kernel;          // the worst instance's kernel or span name
-  std::string unit;            // annotation (layer or FSDP unit) active at its launch, when known
+  std::string kernel;  // the worst instance's kernel or span name
+  std::string unit;    // annotation (layer or FSDP unit) active at its launch, when known
   // Exposed time of the group by cause, largest first; `cause` is the largest.
   struct CauseShare {
     ExposedCause cause = ExposedCause::NothingToOverlap;
@@ -126,8 +126,8 @@ class BottleneckAccumulator {
     bool hasPrevious;  // a collective ran before it on the same stream
     CollectiveOp previousOp;
     TimeNs previousEnd;
-    TimeNs launch;     // its CPU launch (INT64_MIN: unknown)
-    std::uint32_t target;  // into targets_ (0: none)
+    TimeNs launch;            // its CPU launch (INT64_MIN: unknown)
+    std::uint32_t target;     // into targets_ (0: none)
     std::uint8_t targetFrom;  // 0 size, 1 name, 2 annotation
   };
 
@@ -142,17 +142,17 @@ class BottleneckAccumulator {
     TimeNs s, e;
     std::uint32_t name;
   };
-  std::vector<Annotation> annotations_;                       // the rank's CPU user annotations
-  std::vector<std::pair<std::int64_t, TimeNs>> launches_;     // (correlation, start) of its CPU events
+  std::vector<Annotation> annotations_;                    // the rank's CPU user annotations
+  std::vector<std::pair<std::int64_t, TimeNs>> launches_;  // (correlation, start) of its CPU events
   std::uint32_t internTarget(const std::string& t);
   std::vector<Candidate> candidates_;
-  bool hasGpu_ = false;                                       // the rank's device lanes are GPU streams
-  std::map<std::uint32_t, bool> annotationOk_;                // annotation name id -> names a target
-  std::map<std::uint32_t, std::uint32_t> nameTarget_;         // collective name id -> target (0: none)
-  std::vector<std::string> targets_{""};                      // interned targets
+  bool hasGpu_ = false;                                // the rank's device lanes are GPU streams
+  std::map<std::uint32_t, bool> annotationOk_;         // annotation name id -> names a target
+  std::map<std::uint32_t, std::uint32_t> nameTarget_;  // collective name id -> target (0: none)
+  std::vector<std::string> targets_{""};               // interned targets
   std::map<std::string, std::uint32_t> targetIds_;
-  std::map<std::uint32_t, std::vector<double>> largeBusBw_;   // process group -> bus GB/s of large messages
-  bool gpuComms_ = false;                                     // collectives ran as GPU kernels (NCCL)
+  std::map<std::uint32_t, std::vector<double>> largeBusBw_;  // process group -> bus GB/s of large messages
+  bool gpuComms_ = false;                                    // collectives ran as GPU kernels (NCCL)
 };
 
 }  // namespace shardscope::core

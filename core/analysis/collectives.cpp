@@ -10,8 +10,8 @@
 namespace shardscope::core {
 namespace {
 
-using intervals::Span;
 using intervals::coveredBy;
+using intervals::Span;
 using intervals::unite;
 
 }  // namespace
@@ -20,16 +20,20 @@ std::optional<double> busBandwidthFactor(CollectiveOp op, int n) {
   if (n <= 0) return std::nullopt;
   const double d = static_cast<double>(n);
   switch (op) {
-    case CollectiveOp::AllReduce: return 2.0 * (d - 1.0) / d;
+    case CollectiveOp::AllReduce:
+      return 2.0 * (d - 1.0) / d;
     case CollectiveOp::AllGather:
     case CollectiveOp::ReduceScatter:
-    case CollectiveOp::AllToAll: return (d - 1.0) / d;
+    case CollectiveOp::AllToAll:
+      return (d - 1.0) / d;
     case CollectiveOp::Broadcast:
     case CollectiveOp::Reduce:
     case CollectiveOp::Send:
     case CollectiveOp::Recv:
-    case CollectiveOp::SendRecv: return 1.0;
-    default: return std::nullopt;
+    case CollectiveOp::SendRecv:
+      return 1.0;
+    default:
+      return std::nullopt;
   }
 }
 

@@ -76,7 +76,8 @@ Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size
     row(c, "overlap_pct", "", false).values[i] = f.overlapPct;
     row(c, metric_keys::kTokensPerSecond, "", false).values[i] = f.tokensPerSecond;
     constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-    if (f.peakAllocatedBytes) row(c, "peak_allocated_gib", "", true).values[i] = static_cast<double>(*f.peakAllocatedBytes) / kGiB;
+    if (f.peakAllocatedBytes)
+      row(c, "peak_allocated_gib", "", true).values[i] = static_cast<double>(*f.peakAllocatedBytes) / kGiB;
     if (f.peakReservedBytes && *f.peakReservedBytes > 0)
       row(c, "peak_reserved_gib", "", true).values[i] = static_cast<double>(*f.peakReservedBytes) / kGiB;
     std::set<int> ranks;  // device memory where the run has any, else the host's (rankPeakAllocated)
@@ -150,9 +151,7 @@ bool noiseJudged(const std::string& key) {
 void rebase(Comparison& c, std::size_t baseline) {
   const std::size_t n = c.runs.size();
   c.baseline = baseline;
-  auto spread = [&](std::size_t i) -> double {
-    return i < c.figures.size() ? c.figures[i].stepSpreadPct.value_or(0.0) : 0.0;
-  };
+  auto spread = [&](std::size_t i) -> double { return i < c.figures.size() ? c.figures[i].stepSpreadPct.value_or(0.0) : 0.0; };
   for (auto& r : c.rows) {
     r.deltaPct.assign(n, std::nullopt);
     r.deltaPp.assign(n, std::nullopt);

@@ -26,7 +26,7 @@ struct ComparisonRow {
   // Step-time rows (and throughput, derived from it): the change is within the step-to-step spread
   // of the two runs (RunFigures::stepSpreadPct of either): not a change you can claim.
   std::vector<bool> withinNoise;
-  std::optional<std::size_t> best;              // index of the best run (ties: the first)
+  std::optional<std::size_t> best;  // index of the best run (ties: the first)
 };
 
 // A configuration key whose value differs between the compared runs (or that some runs lack), from
@@ -41,7 +41,7 @@ struct Comparison {
   std::vector<std::string> names;
   std::size_t baseline = 0;
   std::vector<ComparisonRow> rows;
-  std::vector<RunFigures> figures;  // per run: the figures the rows show, and how they were measured
+  std::vector<RunFigures> figures;        // per run: the figures the rows show, and how they were measured
   std::vector<ConfigDiffRow> configDiff;  // what differs in the runs' configurations, in key order
 };
 
@@ -74,7 +74,7 @@ struct CollectiveChangeRow {
 struct CollectiveComparison {
   std::vector<Id> runs;
   std::size_t baseline = 0;
-  std::vector<std::int64_t> rankSteps;  // the divisor of each run's values (0: totals, no steps)
+  std::vector<std::int64_t> rankSteps;    // the divisor of each run's values (0: totals, no steps)
   std::vector<CollectiveChangeRow> rows;  // by the baseline's time, then the others'
 };
 // `analyses` and `figures` (for the step spread) in the order of `runs`.

@@ -20,7 +20,6 @@ struct Interval {
   std::int64_t s, e;
 };
 
-
 // Union of [ts, ts+dur) sorted by (ts, end): a new interval starts only when ts is beyond the
 // running maximum of the ends so far (touching intervals merge). A lone non-positive-length row
 // keeps its non-positive length, as HTA's merge does. In place.
@@ -129,7 +128,7 @@ struct HtaAccumulator::Row {
   std::int64_t iteration = -1;
   std::int64_t stepNumber = -1;  // >= 0 on ProfilerStep rows
   Category type = Category::Other;
-  bool gpu = false;   // stream != -1 (any cat: HTA's quirk, flag HtaGpuRow)
+  bool gpu = false;       // stream != -1 (any cat: HTA's quirk, flag HtaGpuRow)
   bool syncName = false;  // "Event Sync" / "Context Sync"
   bool cpuOpStreamZero = false;
   bool kept = false;  // survives the last-iteration drop (rule 7)

@@ -25,7 +25,7 @@ struct HtaRankFigures {
   double idlePct = 0, computePct = 0, nonComputePct = 0;
   // Kernel-type breakdown of this rank: label -> µs.
   std::map<std::string, std::int64_t> kernelTypeUs;
-  std::int64_t rowsKept = 0;  // rows after the last-iteration filter
+  std::int64_t rowsKept = 0;             // rows after the last-iteration filter
   std::vector<std::int64_t> iterations;  // analysed iterations (sorted)
 };
 
@@ -64,7 +64,7 @@ class HtaAccumulator {
   struct Window {
     std::int64_t s, e, step;
   };
-  struct RankInput {  // gathered while a rank's rows come in
+  struct RankInput {              // gathered while a rank's rows come in
     std::vector<Window> windows;  // ProfilerStep rows, in row order
     std::int64_t minCorrelation = INT64_MAX, maxCorrelation = INT64_MIN;
     std::int64_t lastStepStart = INT64_MIN;  // latest start of a (non-kernel) ProfilerStep row

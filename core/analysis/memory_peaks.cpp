@@ -33,34 +33,37 @@ std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, Id runId) {
     // Records come in time order; consecutive ones are usually of the same device.
     std::pair<int, int> lastKey{-1, -1};
     MemoryPeak* last = nullptr;
-    store.forEachMemoryEvent(rank.id, [&](const MemoryEvent& m) {
-      if (!last || lastKey.first != m.deviceType || lastKey.second != m.deviceId) {
-        auto [it, fresh] = peaks.try_emplace({m.deviceType, m.deviceId});
-        lastKey = it->first;
-        last = &it->second;
-        if (fresh) {
-          MemoryPeak& p = it->second;
-          p.rank = rank.rank;
-          p.deviceType = m.deviceType;
-          p.deviceId = m.deviceId;
-          p.peakAllocatedBytes = m.totalAllocated;
-          p.allocatedAtNs = m.tsNs;
-          p.peakReservedBytes = m.totalReserved;
-          p.reservedAtNs = m.tsNs;
-          return;
-        }
-      }
-      // The first time the maximum is reached is the moment it was caused.
-      MemoryPeak& p = *last;
-      if (m.totalAllocated > p.peakAllocatedBytes) {
-        p.peakAllocatedBytes = m.totalAllocated;
-        p.allocatedAtNs = m.tsNs;
-      }
-      if (m.totalReserved > p.peakReservedBytes) {
-        p.peakReservedBytes = m.totalReserved;
-        p.reservedAtNs = m.tsNs;
-      }
-    }, /*totalsOnly=*/true);
+    store.forEachMemoryEvent(
+        rank.id,
+        [&](const MemoryEvent& m) {
+          if (!last || lastKey.first != m.deviceType || lastKey.second != m.deviceId) {
+            auto [it, fresh] = peaks.try_emplace({m.deviceType, m.deviceId});
+            lastKey = it->first;
+            last = &it->second;
+            if (fresh) {
+              MemoryPeak& p = it->second;
+              p.rank = rank.rank;
+              p.deviceType = m.deviceType;
+              p.deviceId = m.deviceId;
+              p.peakAllocatedBytes = m.totalAllocated;
+              p.allocatedAtNs = m.tsNs;
+              p.peakReservedBytes = m.totalReserved;
+              p.reservedAtNs = m.tsNs;
+              return;
+            }
+          }
+          // The first time the maximum is reached is the moment it was caused.
+          MemoryPeak& p = *last;
+          if (m.totalAllocated > p.peakAllocatedBytes) {
+            p.peakAllocatedBytes = m.totalAllocated;
+            p.allocatedAtNs = m.tsNs;
+          }
+          if (m.totalReserved > p.peakReservedBytes) {
+            p.peakReservedBytes = m.totalReserved;
+            p.reservedAtNs = m.tsNs;
+          }
+        },
+        /*totalsOnly=*/true);
     // Runs we trained also store the allocator's own peak counters (torch.cuda.max_memory_allocated /
     // max_memory_reserved on CUDA, the counting allocator's on the host): a peak between two memory
     // records shows only there. The larger of the two is the peak (docs/METRICS.md, "Peak memory").

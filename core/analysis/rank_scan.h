@@ -24,12 +24,12 @@ namespace shardscope::core {
 class StringClasses {
  public:
   enum Bits : std::uint8_t {
-    kEmpty = 1,              // ""
-    kTrace = 2,              // cat "Trace"
-    kCpuOp = 4,              // cat "cpu_op"
-    kUserAnnotation = 8,     // cat "user_annotation"
-    kGpuUserAnnotation = 16, // cat "gpu_user_annotation"
-    kSyncName = 32,          // name "Event Sync" / "Context Sync"
+    kEmpty = 1,               // ""
+    kTrace = 2,               // cat "Trace"
+    kCpuOp = 4,               // cat "cpu_op"
+    kUserAnnotation = 8,      // cat "user_annotation"
+    kGpuUserAnnotation = 16,  // cat "gpu_user_annotation"
+    kSyncName = 32,           // name "Event Sync" / "Context Sync"
   };
   explicit StringClasses(TraceStore& store) : store_(store) {}
 

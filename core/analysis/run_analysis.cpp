@@ -65,9 +65,8 @@ RunAnalysis analyzeRun(TraceStore& store, Id runId, const RunAnalysisOptions& op
   double memMs = 0;
   timed(memMs, [&] { out.memoryPeaks = computeMemoryPeaks(store, runId); });
 
-  out.timings = {{"scan", scanMs},           {"hta", htaMs},           {"steps", stepsMs},
-                 {"collectives", collMs},    {"bottlenecks", bnMs},    {"stragglers", stragMs},
-                 {"memory", memMs}};
+  out.timings = {{"scan", scanMs},      {"hta", htaMs},          {"steps", stepsMs}, {"collectives", collMs},
+                 {"bottlenecks", bnMs}, {"stragglers", stragMs}, {"memory", memMs}};
   return out;
 }
 

@@ -39,8 +39,7 @@ CountedSteps countedSteps(const std::vector<StepBreakdown>& steps, RunSource sou
 const char* describeStepRule(const CountedSteps& c) {
   if (c.count == 0) return "no steps";
   if (c.first < 0) return "the whole trace (it has no steps)";
-  return c.warmupLeftOut ? "steps after the first (warm-up) step, mean over ranks"
-                         : "every step, mean over ranks";
+  return c.warmupLeftOut ? "steps after the first (warm-up) step, mean over ranks" : "every step, mean over ranks";
 }
 
 StepMeans meanOverSteps(const std::vector<StepBreakdown>& steps, const CountedSteps& counted) {
@@ -68,10 +67,14 @@ StepMeans meanOverSteps(const std::vector<StepBreakdown>& steps, const CountedSt
 
 std::string deviceName(int deviceType, int deviceId) {
   switch (deviceType) {  // c10::DeviceType
-    case 0: return "cpu";
-    case 1: return "cuda:" + std::to_string(deviceId);
-    case 6: return "hip:" + std::to_string(deviceId);
-    default: return "device " + std::to_string(deviceType) + ":" + std::to_string(deviceId);
+    case 0:
+      return "cpu";
+    case 1:
+      return "cuda:" + std::to_string(deviceId);
+    case 6:
+      return "hip:" + std::to_string(deviceId);
+    default:
+      return "device " + std::to_string(deviceType) + ":" + std::to_string(deviceId);
   }
 }
 

@@ -58,14 +58,14 @@ struct RunFigures {
   // its spread: (p90 - p10) / p50, percent. A change between runs smaller than their spreads is noise.
   std::optional<double> stepP10Ms, stepP50Ms, stepP90Ms, stepSpreadPct;
   std::optional<double> tokensPerStep, tokensPerSecond;
-  std::string tokensHow;             // where tokens per step came from ("" when unknown)
+  std::string tokensHow;  // where tokens per step came from ("" when unknown)
   // Shares of the step time, percent; n/a without steps.
   std::optional<double> computePct, commPct, exposedCommPct, idlePct;
   std::optional<double> overlapPct;  // overlapped / communication; n/a without communication
   std::vector<DevicePeak> peaks;     // one per rank and device with memory records or counters
   // Largest over ranks: of device (GPU) memory where the run has any, else of the host's.
   std::optional<std::int64_t> peakAllocatedBytes, peakReservedBytes;
-  std::string peakDevice;  // "GPU" or "host"
+  std::string peakDevice;                     // "GPU" or "host"
   std::optional<std::int64_t> hostPeakBytes;  // the largest host peak of a GPU run
   std::optional<double> initSeconds, checkpointSaveSeconds;
 
@@ -75,8 +75,7 @@ struct RunFigures {
 };
 
 // From an analysis already at hand (analyzeRun's steps and memory peaks)...
-RunFigures runFigures(TraceStore& store, Id runId, const std::vector<StepBreakdown>& steps,
-                      const std::vector<MemoryPeak>& peaks);
+RunFigures runFigures(TraceStore& store, Id runId, const std::vector<StepBreakdown>& steps, const std::vector<MemoryPeak>& peaks);
 // ...or computing them.
 RunFigures computeRunFigures(TraceStore& store, Id runId, const CancelToken* cancel = nullptr);
 

@@ -20,9 +20,12 @@ StepBreakdownAccumulator::~StepBreakdownAccumulator() = default;
 
 const char* describe(StepWindow w) {
   switch (w) {
-    case StepWindow::Recorded: return "step windows recorded by the runtime";
-    case StepWindow::DevicePeriod: return "GPU work of each step (from its first kernel to the next step's first)";
-    case StepWindow::Events: return "step spans of the trace";
+    case StepWindow::Recorded:
+      return "step windows recorded by the runtime";
+    case StepWindow::DevicePeriod:
+      return "GPU work of each step (from its first kernel to the next step's first)";
+    case StepWindow::Events:
+      return "step spans of the trace";
   }
   return "";
 }

@@ -72,7 +72,7 @@ class StepBreakdownAccumulator {
  private:
   ScanContext& ctx_;
   bool hasGpu_ = false;
-  bool lane_ = false;  // the current track is a device lane
+  bool lane_ = false;          // the current track is a device lane
   bool hostCommLane_ = false;  // a GPU rank's host communication lane (Gloo over CUDA tensors)
   bool deviceComm_ = false;    // the rank has communication on its device lanes (NCCL kernels)
   bool worldOfOne_ = false;    // the run has one rank: every collective is local

@@ -131,8 +131,8 @@ StragglerReport StragglerAccumulator::finish() {
       if (arrivals.size() < 2) continue;
       ++report.matched;
       ++g.matched;
-      auto [firstIt, lastIt] = std::minmax_element(arrivals.begin(), arrivals.end(),
-                                                   [](const auto& a, const auto& b) { return a.second < b.second; });
+      auto [firstIt, lastIt] =
+          std::minmax_element(arrivals.begin(), arrivals.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
       const TimeNs first = firstIt->second, last = lastIt->second;
       report.maxSkewNs = std::max(report.maxSkewNs, last - first);
       g.maxSkewNs = std::max(g.maxSkewNs, last - first);
@@ -159,7 +159,8 @@ StragglerReport StragglerAccumulator::finish() {
     }
     report.groups.push_back(std::move(g));
   }
-  std::stable_sort(report.groups.begin(), report.groups.end(), [](const ArrivalGroup& a, const ArrivalGroup& b) { return a.waitNs > b.waitNs; });
+  std::stable_sort(report.groups.begin(), report.groups.end(),
+                   [](const ArrivalGroup& a, const ArrivalGroup& b) { return a.waitNs > b.waitNs; });
   const RankArrival* worst = nullptr;
   for (const auto& r : report.ranks)
     if (r.causedWaitNs > 0 && (!worst || r.causedWaitNs > worst->causedWaitNs)) worst = &r;
@@ -173,22 +174,25 @@ StragglerReport StragglerAccumulator::finish() {
   const double n = static_cast<double>(nRanks);
   const double share = worst->instances ? static_cast<double>(worst->lastCount) / static_cast<double>(worst->instances) : 0;
   report.stragglerPValue = binomialUpperTail(worst->lastCount, worst->instances, 1.0 / n);
-  const double waitShare = report.totalWaitNs > 0 ? static_cast<double>(worst->causedWaitNs) / static_cast<double>(report.totalWaitNs) : 0;
+  const double waitShare =
+      report.totalWaitNs > 0 ? static_cast<double>(worst->causedWaitNs) / static_cast<double>(report.totalWaitNs) : 0;
   const bool often = share >= std::min(1.0, kStragglerMinShareOverChance / n);
   const bool significant = report.stragglerPValue < kStragglerMaxPValue;
   const bool dominant = waitShare >= kStragglerMinShareOfWait;
   const std::string who = "rank " + std::to_string(worst->rank);
-  const std::string facts = who + " arrived last at " + std::to_string(worst->lastCount) + " of " + std::to_string(worst->instances) +
-                            " matched collectives (" + pctText(100.0 * share) + "; chance with " + std::to_string(nRanks) +
-                            " ranks: " + pctText(100.0 / n) + ") and the others waited " + msText(worst->causedWaitNs) +
-                            " for it (" + pctText(100.0 * waitShare) + " of all waiting)";
+  const std::string facts = who + " arrived last at " + std::to_string(worst->lastCount) + " of " +
+                            std::to_string(worst->instances) + " matched collectives (" + pctText(100.0 * share) +
+                            "; chance with " + std::to_string(nRanks) + " ranks: " + pctText(100.0 / n) +
+                            ") and the others waited " + msText(worst->causedWaitNs) + " for it (" + pctText(100.0 * waitShare) +
+                            " of all waiting)";
   if (often && significant && dominant) {
     report.straggler = worst->rank;
     report.evidence = facts + ": the straggler";
   } else {
     report.evidence = facts + ": no straggler (" +
-                      std::string(!often ? "not last much more often than chance" : !significant ? "too few collectives to tell from chance"
-                                                                                                   : "it causes less than half of the waiting") +
+                      std::string(!often         ? "not last much more often than chance"
+                                  : !significant ? "too few collectives to tell from chance"
+                                                 : "it causes less than half of the waiting") +
                       ")";
   }
   return report;
@@ -213,8 +217,8 @@ std::optional<InstanceArrival> StragglerAccumulator::arrival(std::size_t rankInd
   for (std::size_t ri = 0; ri < ranks.size(); ++ri)
     if (k < v[ri].size()) arrivals.push_back({ri, v[ri][k].s - offsets_[ri]});
   if (arrivals.size() < 2) return std::nullopt;
-  auto [firstIt, lastIt] = std::minmax_element(arrivals.begin(), arrivals.end(),
-                                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  auto [firstIt, lastIt] =
+      std::minmax_element(arrivals.begin(), arrivals.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   InstanceArrival a;
   a.matchIndex = k;
   a.peers = static_cast<int>(arrivals.size());

@@ -17,11 +17,11 @@ namespace shardscope::core {
 
 struct RankArrival {
   int rank = 0;
-  TimeNs clockOffsetNs = 0;     // subtracted from this rank's times (median end difference vs the reference rank)
-  std::int64_t instances = 0;   // matched collectives this rank took part in
-  std::int64_t lastCount = 0;   // how often it arrived last
-  TimeNs lateNs = 0;            // Σ (its arrival − the earliest arrival)
-  TimeNs causedWaitNs = 0;      // Σ over collectives it arrived last at: Σ others' (its arrival − their arrival)
+  TimeNs clockOffsetNs = 0;    // subtracted from this rank's times (median end difference vs the reference rank)
+  std::int64_t instances = 0;  // matched collectives this rank took part in
+  std::int64_t lastCount = 0;  // how often it arrived last
+  TimeNs lateNs = 0;           // Σ (its arrival − the earliest arrival)
+  TimeNs causedWaitNs = 0;     // Σ over collectives it arrived last at: Σ others' (its arrival − their arrival)
 };
 
 // The collectives of one (process group, operation) matched across ranks: their arrival skew and
@@ -29,11 +29,11 @@ struct RankArrival {
 struct ArrivalGroup {
   std::string processGroup;  // "" when the trace names none
   CollectiveOp op = CollectiveOp::None;
-  std::int64_t matched = 0;    // instances matched across at least two ranks
-  int ranks = 0;               // ranks taking part
+  std::int64_t matched = 0;              // instances matched across at least two ranks
+  int ranks = 0;                         // ranks taking part
   TimeNs meanSkewNs = 0, maxSkewNs = 0;  // last arrival - first, clocks aligned
-  TimeNs waitNs = 0;           // Σ over instances Σ over ranks (last arrival - its arrival)
-  int mostOftenLast = -1;      // the rank arriving last most often (its rank number), -1 when none
+  TimeNs waitNs = 0;                     // Σ over instances Σ over ranks (last arrival - its arrival)
+  int mostOftenLast = -1;                // the rank arriving last most often (its rank number), -1 when none
   std::int64_t mostOftenLastCount = 0;
 };
 
@@ -48,15 +48,15 @@ constexpr double kStragglerMaxPValue = 1e-3;
 constexpr double kStragglerMinShareOfWait = 0.5;
 
 struct StragglerReport {
-  std::int64_t matched = 0;     // collective instances matched across at least two ranks
+  std::int64_t matched = 0;  // collective instances matched across at least two ranks
   std::vector<RankArrival> ranks;
   std::vector<ArrivalGroup> groups;  // per (process group, operation), most waiting first
-  std::optional<int> straggler;  // named only when the evidence says so (rule above)
+  std::optional<int> straggler;      // named only when the evidence says so (rule above)
   std::optional<int> mostWaitedFor;  // the rank that caused the most waiting, whatever the evidence
-  double stragglerPValue = 1.0;  // of mostWaitedFor's last count (1 when undefined)
-  std::string evidence;          // one sentence: why mostWaitedFor is, or is not, named
-  TimeNs maxSkewNs = 0;          // largest arrival spread of one collective
-  TimeNs totalWaitNs = 0;        // Σ of every rank's waiting for the last arrival
+  double stragglerPValue = 1.0;      // of mostWaitedFor's last count (1 when undefined)
+  std::string evidence;              // one sentence: why mostWaitedFor is, or is not, named
+  TimeNs maxSkewNs = 0;              // largest arrival spread of one collective
+  TimeNs totalWaitNs = 0;            // Σ of every rank's waiting for the last arrival
 };
 
 // P(X >= k) for X ~ Binomial(m, p): the chance of arriving last at least k times by luck.
@@ -67,12 +67,12 @@ StragglerReport detectStragglers(TraceStore& store, Id runId, const CancelToken*
 
 // One collective instance seen from one rank, with the arrivals of its matched peers (clock-aligned).
 struct InstanceArrival {
-  std::size_t matchIndex = 0;  // k: the k-th instance of its (group, operation) on every rank
-  int peers = 0;               // ranks that took part (>= 2)
-  TimeNs arrivalNs = 0;        // this rank's kernel start, on the reference rank's clock
-  TimeNs firstArrivalNs = 0;   // earliest arrival among the peers
-  TimeNs lastArrivalNs = 0;    // latest arrival among the peers
-  int lastRank = 0;            // the rank that arrived last (its rank number)
+  std::size_t matchIndex = 0;     // k: the k-th instance of its (group, operation) on every rank
+  int peers = 0;                  // ranks that took part (>= 2)
+  TimeNs arrivalNs = 0;           // this rank's kernel start, on the reference rank's clock
+  TimeNs firstArrivalNs = 0;      // earliest arrival among the peers
+  TimeNs lastArrivalNs = 0;       // latest arrival among the peers
+  int lastRank = 0;               // the rank that arrived last (its rank number)
   std::size_t lastRankIndex = 0;  // ... and its index in the run's rank list
 };
 

@@ -42,8 +42,8 @@ bool TopOpsAccumulator::beginTrack(const TrackSummary& t) {
   return lane_ != Lane::None || cpuThread_;
 }
 
-void TopOpsAccumulator::add(std::unordered_map<std::uint32_t, Acc>& table, std::vector<TimeNs>& rankTotals,
-                            std::uint32_t name, std::uint8_t category, TimeNs time, TimeNs total) {
+void TopOpsAccumulator::add(std::unordered_map<std::uint32_t, Acc>& table, std::vector<TimeNs>& rankTotals, std::uint32_t name,
+                            std::uint8_t category, TimeNs time, TimeNs total) {
   Acc& a = table[name];
   if (a.count == 0) a.category = category;
   ++a.count;
@@ -74,12 +74,17 @@ void TopOpsAccumulator::onEvent(const EventChunk& c, std::size_t i, Id) {
   const auto category = static_cast<Category>(c.category[i]);
   bool kernel = false;
   switch (lane_) {
-    case Lane::GpuStream: kernel = true; break;
-    case Lane::CpuCompute: kernel = category == Category::Computation; break;
+    case Lane::GpuStream:
+      kernel = true;
+      break;
+    case Lane::CpuCompute:
+      kernel = category == Category::Computation;
+      break;
     case Lane::CpuComm:
       kernel = category == Category::Communication || static_cast<CollectiveOp>(c.collOp[i]) != CollectiveOp::None;
       break;
-    case Lane::None: break;
+    case Lane::None:
+      break;
   }
   if (kernel) {
     const TimeNs dur = std::max<TimeNs>(0, e - s);

@@ -29,17 +29,17 @@
 namespace shardscope::core {
 
 struct TopOpRow {
-  std::string name;  // the kernel or operator name; "other" for the other row
-  bool other = false;            // the names past the limit, summed
-  std::int64_t names = 1;        // distinct names in the row (the other row: how many)
+  std::string name;                     // the kernel or operator name; "other" for the other row
+  bool other = false;                   // the names past the limit, summed
+  std::int64_t names = 1;               // distinct names in the row (the other row: how many)
   Category category = Category::Other;  // kernels: the class given at import (HTA's); other row: Other
-  std::int64_t count = 0;        // instances over every rank
-  TimeNs timeNs = 0;             // the ranked time: kernels Σ duration, operators Σ self time
-  TimeNs totalNs = 0;            // Σ duration (operators: inclusive of nested operators)
-  TimeNs meanNs = 0;             // timeNs / count
-  TimeNs maxNs = 0;              // the longest instance (of the ranked time)
-  double share = 0;              // timeNs / the table's timeNs
-  std::vector<TimeNs> perRankNs;  // the ranked time per rank, in TopOps::ranks order
+  std::int64_t count = 0;               // instances over every rank
+  TimeNs timeNs = 0;                    // the ranked time: kernels Σ duration, operators Σ self time
+  TimeNs totalNs = 0;                   // Σ duration (operators: inclusive of nested operators)
+  TimeNs meanNs = 0;                    // timeNs / count
+  TimeNs maxNs = 0;                     // the longest instance (of the ranked time)
+  double share = 0;                     // timeNs / the table's timeNs
+  std::vector<TimeNs> perRankNs;        // the ranked time per rank, in TopOps::ranks order
 };
 
 struct TopOpsTable {
@@ -63,8 +63,7 @@ struct TopOps {
 constexpr std::size_t kTopOpsDefaultLimit = 50;
 
 // One pass over each rank of the run (rank_scan.h). limit 0: every name, no other row.
-TopOps computeTopOps(TraceStore& store, Id runId, std::size_t limit = kTopOpsDefaultLimit,
-                     const CancelToken* cancel = nullptr);
+TopOps computeTopOps(TraceStore& store, Id runId, std::size_t limit = kTopOpsDefaultLimit, const CancelToken* cancel = nullptr);
 
 // As `top --json` prints it: {"run", "ranks", "device_lanes", "limit", "kernels": {...}, "operators": {...}}
 // with times in integer ns and shares as fractions.

@@ -20,17 +20,26 @@ struct StrategyName {
   std::string_view name;
 };
 constexpr StrategyName kStrategyNames[] = {
-    {Strategy::Ddp, "ddp"},           {Strategy::Zero1, "zero1"},           {Strategy::Zero2, "zero2"},
-    {Strategy::Zero3, "zero3"},       {Strategy::FsdpFull, "fsdp"},         {Strategy::FsdpGradOp, "fsdp_grad_op"},
-    {Strategy::Hsdp, "hsdp"},         {Strategy::FsdpFull, "fsdp_full"},    {Strategy::FsdpFull, "full_shard"},
-    {Strategy::FsdpGradOp, "shard_grad_op"}, {Strategy::Hsdp, "hybrid_shard"},
+    {Strategy::Ddp, "ddp"},
+    {Strategy::Zero1, "zero1"},
+    {Strategy::Zero2, "zero2"},
+    {Strategy::Zero3, "zero3"},
+    {Strategy::FsdpFull, "fsdp"},
+    {Strategy::FsdpGradOp, "fsdp_grad_op"},
+    {Strategy::Hsdp, "hsdp"},
+    {Strategy::FsdpFull, "fsdp_full"},
+    {Strategy::FsdpFull, "full_shard"},
+    {Strategy::FsdpGradOp, "shard_grad_op"},
+    {Strategy::Hsdp, "hybrid_shard"},
 };
 
 std::string lowerUnderscore(std::string_view s) {
   std::string out(s);
   for (char& c : out) {
-    if (c == '-') c = '_';
-    else if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c == '-')
+      c = '_';
+    else if (c >= 'A' && c <= 'Z')
+      c = static_cast<char>(c - 'A' + 'a');
   }
   return out;
 }
@@ -82,8 +91,8 @@ std::optional<std::int64_t> parseInteger(std::string_view s) {
   std::int64_t i = 0;
   if (auto [p, ec] = std::from_chars(b, e, i); ec == std::errc() && p == e) return i;
   double d = 0;  // 5e8, 1e9, 2.0
-  if (auto [p, ec] = std::from_chars(b, e, d); ec == std::errc() && p == e && std::isfinite(d) && d == std::floor(d) &&
-                                               std::fabs(d) < 9.2e18)
+  if (auto [p, ec] = std::from_chars(b, e, d);
+      ec == std::errc() && p == e && std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2e18)
     return static_cast<std::int64_t>(d);
   return std::nullopt;
 }
@@ -126,9 +135,8 @@ std::optional<bool> parseBool(std::string_view s) {
 
 enum class Kind { Bool, OptBool, Int, Size, Seed, Number, Text, Path, Choice, Strat };
 
-using Member = std::variant<bool RunConfig::*, std::optional<bool> RunConfig::*, int RunConfig::*,
-                            std::int64_t RunConfig::*, std::uint64_t RunConfig::*, double RunConfig::*,
-                            std::string RunConfig::*, Strategy RunConfig::*>;
+using Member = std::variant<bool RunConfig::*, std::optional<bool> RunConfig::*, int RunConfig::*, std::int64_t RunConfig::*,
+                            std::uint64_t RunConfig::*, double RunConfig::*, std::string RunConfig::*, Strategy RunConfig::*>;
 
 // A check of the knob's own value: "" when fine, else what is wrong ("must be at least 1 (got 0)").
 using Check = std::string (*)(const RunConfig&);
@@ -172,150 +180,311 @@ std::string firstOf(std::string a, std::string b) { return a.empty() ? b : a; }
 const std::vector<Knob>& knobs() {
   static const std::vector<Knob> table = {
       // Model & data
-      {.key = "model", .group = kModel, .kind = Kind::Choice, .member = &RunConfig::model,
-       .help = "runtime model preset", .choices = knownModelPresets()},
-      {.key = "layers", .group = kModel, .kind = Kind::Int, .member = &RunConfig::layers,
+      {.key = "model",
+       .group = kModel,
+       .kind = Kind::Choice,
+       .member = &RunConfig::model,
+       .help = "runtime model preset",
+       .choices = knownModelPresets()},
+      {.key = "layers",
+       .group = kModel,
+       .kind = Kind::Int,
+       .member = &RunConfig::layers,
        .help = "transformer blocks to build (0 = the preset's depth; a smaller number cuts the model)",
        .check = [](const RunConfig& c) { return atLeast(c.layers, 0); }},
-      {.key = "steps", .group = kModel, .kind = Kind::Int, .member = &RunConfig::steps,
-       .help = "optimizer steps to run", .check = [](const RunConfig& c) { return atLeast(c.steps, 1); }},
-      {.key = "seed", .group = kModel, .kind = Kind::Seed, .member = &RunConfig::seed,
+      {.key = "steps",
+       .group = kModel,
+       .kind = Kind::Int,
+       .member = &RunConfig::steps,
+       .help = "optimizer steps to run",
+       .check = [](const RunConfig& c) { return atLeast(c.steps, 1); }},
+      {.key = "seed",
+       .group = kModel,
+       .kind = Kind::Seed,
+       .member = &RunConfig::seed,
        .help = "seed of the initial weights and of the synthetic tokens"},
-      {.key = "micro_batch", .group = kModel, .kind = Kind::Int, .member = &RunConfig::microBatch,
+      {.key = "micro_batch",
+       .group = kModel,
+       .kind = Kind::Int,
+       .member = &RunConfig::microBatch,
        .help = "sequences per rank per micro-step (DeepSpeed train_micro_batch_size_per_gpu)",
        .check = [](const RunConfig& c) { return atLeast(c.microBatch, 1); }},
-      {.key = "seq_len", .group = kModel, .kind = Kind::Int, .member = &RunConfig::seqLen,
-       .help = "tokens per sequence", .check = [](const RunConfig& c) { return atLeast(c.seqLen, 2); }},
-      {.key = "grad_accum", .group = kModel, .kind = Kind::Int, .member = &RunConfig::gradAccum,
+      {.key = "seq_len",
+       .group = kModel,
+       .kind = Kind::Int,
+       .member = &RunConfig::seqLen,
+       .help = "tokens per sequence",
+       .check = [](const RunConfig& c) { return atLeast(c.seqLen, 2); }},
+      {.key = "grad_accum",
+       .group = kModel,
+       .kind = Kind::Int,
+       .member = &RunConfig::gradAccum,
        .help = "micro-steps per optimizer step (gradient accumulation)",
        .check = [](const RunConfig& c) { return atLeast(c.gradAccum, 1); }},
-      {.key = "data_file", .group = kModel, .kind = Kind::Path, .member = &RunConfig::dataFile,
+      {.key = "data_file",
+       .group = kModel,
+       .kind = Kind::Path,
+       .member = &RunConfig::dataFile,
        .help = "UTF-8 text file whose bytes are the tokens (empty = synthetic tokens from the seed)"},
-      {.key = "activation_checkpointing", .group = kModel, .kind = Kind::Bool,
+      {.key = "activation_checkpointing",
+       .group = kModel,
+       .kind = Kind::Bool,
        .member = &RunConfig::activationCheckpointing,
        .help = "recompute each block's activations in backward instead of keeping them"},
       // Parallelism
-      {.key = "strategy", .group = kPar, .kind = Kind::Strat, .member = &RunConfig::strategy,
+      {.key = "strategy",
+       .group = kPar,
+       .kind = Kind::Strat,
+       .member = &RunConfig::strategy,
        .help = "sharding strategy (aliases: fsdp_full, full_shard, shard_grad_op, hybrid_shard)"},
-      {.key = "world_size", .group = kPar, .kind = Kind::Int, .member = &RunConfig::worldSize,
-       .help = "rank processes in the whole job", .check = [](const RunConfig& c) { return atLeast(c.worldSize, 1); }},
-      {.key = "nnodes", .group = kPar, .kind = Kind::Int, .member = &RunConfig::nnodes,
+      {.key = "world_size",
+       .group = kPar,
+       .kind = Kind::Int,
+       .member = &RunConfig::worldSize,
+       .help = "rank processes in the whole job",
+       .check = [](const RunConfig& c) { return atLeast(c.worldSize, 1); }},
+      {.key = "nnodes",
+       .group = kPar,
+       .kind = Kind::Int,
+       .member = &RunConfig::nnodes,
        .help = "nodes the job spans (must divide world_size)",
        .check = [](const RunConfig& c) { return atLeast(c.nnodes, 1); }},
-      {.key = "node_rank", .group = kPar, .kind = Kind::Int, .member = &RunConfig::nodeRank,
-       .help = "index of this node, 0 .. nnodes-1", .check = [](const RunConfig& c) { return atLeast(c.nodeRank, 0); }},
-      {.key = "nproc_per_node", .group = kPar, .kind = Kind::Int, .member = &RunConfig::nprocPerNode,
+      {.key = "node_rank",
+       .group = kPar,
+       .kind = Kind::Int,
+       .member = &RunConfig::nodeRank,
+       .help = "index of this node, 0 .. nnodes-1",
+       .check = [](const RunConfig& c) { return atLeast(c.nodeRank, 0); }},
+      {.key = "nproc_per_node",
+       .group = kPar,
+       .kind = Kind::Int,
+       .member = &RunConfig::nprocPerNode,
        .help = "ranks started on this node (0 = world_size / nnodes)",
        .check = [](const RunConfig& c) { return atLeast(c.nprocPerNode, 0); }},
-      {.key = "device", .group = kPar, .kind = Kind::Choice, .member = &RunConfig::device,
+      {.key = "device",
+       .group = kPar,
+       .kind = Kind::Choice,
+       .member = &RunConfig::device,
        .help = "where the ranks compute (auto = cuda when a GPU is available, else cpu)",
        .choices = {"auto", "cpu", "cuda"}},
-      {.key = "backend", .group = kPar, .kind = Kind::Choice, .member = &RunConfig::backend,
-       .help = "collective backend (auto = nccl on cuda, gloo on cpu)", .choices = {"auto", "gloo", "nccl"}},
+      {.key = "backend",
+       .group = kPar,
+       .kind = Kind::Choice,
+       .member = &RunConfig::backend,
+       .help = "collective backend (auto = nccl on cuda, gloo on cpu)",
+       .choices = {"auto", "gloo", "nccl"}},
       // Optimizer
-      {.key = "optimizer", .group = kOpt, .kind = Kind::Choice, .member = &RunConfig::optimizer,
-       .help = "AdamW (decoupled weight decay) or SGD with momentum", .choices = {"adamw", "sgd"}},
-      {.key = "lr", .group = kOpt, .kind = Kind::Number, .member = &RunConfig::lr, .help = "learning rate",
+      {.key = "optimizer",
+       .group = kOpt,
+       .kind = Kind::Choice,
+       .member = &RunConfig::optimizer,
+       .help = "AdamW (decoupled weight decay) or SGD with momentum",
+       .choices = {"adamw", "sgd"}},
+      {.key = "lr",
+       .group = kOpt,
+       .kind = Kind::Number,
+       .member = &RunConfig::lr,
+       .help = "learning rate",
        .check = [](const RunConfig& c) { return firstOf(finite(c.lr), positive(c.lr)); }},
-      {.key = "weight_decay", .group = kOpt, .kind = Kind::Number, .member = &RunConfig::weightDecay,
+      {.key = "weight_decay",
+       .group = kOpt,
+       .kind = Kind::Number,
+       .member = &RunConfig::weightDecay,
        .help = "weight decay (AdamW: decoupled; SGD: added to the gradient)",
        .check = [](const RunConfig& c) { return firstOf(finite(c.weightDecay), nonNegative(c.weightDecay)); }},
-      {.key = "beta1", .group = kOpt, .kind = Kind::Number, .member = &RunConfig::beta1,
-       .help = "AdamW decay of the first moment", .check = [](const RunConfig& c) { return unitInterval(c.beta1); }},
-      {.key = "beta2", .group = kOpt, .kind = Kind::Number, .member = &RunConfig::beta2,
-       .help = "AdamW decay of the second moment", .check = [](const RunConfig& c) { return unitInterval(c.beta2); }},
-      {.key = "eps", .group = kOpt, .kind = Kind::Number, .member = &RunConfig::eps,
+      {.key = "beta1",
+       .group = kOpt,
+       .kind = Kind::Number,
+       .member = &RunConfig::beta1,
+       .help = "AdamW decay of the first moment",
+       .check = [](const RunConfig& c) { return unitInterval(c.beta1); }},
+      {.key = "beta2",
+       .group = kOpt,
+       .kind = Kind::Number,
+       .member = &RunConfig::beta2,
+       .help = "AdamW decay of the second moment",
+       .check = [](const RunConfig& c) { return unitInterval(c.beta2); }},
+      {.key = "eps",
+       .group = kOpt,
+       .kind = Kind::Number,
+       .member = &RunConfig::eps,
        .help = "AdamW epsilon added to the denominator",
        .check = [](const RunConfig& c) { return firstOf(finite(c.eps), positive(c.eps)); }},
-      {.key = "momentum", .group = kOpt, .kind = Kind::Number, .member = &RunConfig::momentum,
-       .help = "SGD momentum (0 = plain SGD)", .check = [](const RunConfig& c) { return unitInterval(c.momentum); }},
-      {.key = "grad_clip", .group = kOpt, .kind = Kind::Number, .member = &RunConfig::gradClip,
+      {.key = "momentum",
+       .group = kOpt,
+       .kind = Kind::Number,
+       .member = &RunConfig::momentum,
+       .help = "SGD momentum (0 = plain SGD)",
+       .check = [](const RunConfig& c) { return unitInterval(c.momentum); }},
+      {.key = "grad_clip",
+       .group = kOpt,
+       .kind = Kind::Number,
+       .member = &RunConfig::gradClip,
        .help = "clip the global gradient norm to this value (0 = no clipping)",
        .check = [](const RunConfig& c) { return firstOf(finite(c.gradClip), nonNegative(c.gradClip)); }},
       // Precision
-      {.key = "precision", .group = kPrec, .kind = Kind::Choice, .member = &RunConfig::precision,
-       .help = "dtype of parameters and activations in compute", .choices = {"fp32", "bf16"}},
-      {.key = "reduce_dtype", .group = kPrec, .kind = Kind::Choice, .member = &RunConfig::reduceDtype,
+      {.key = "precision",
+       .group = kPrec,
+       .kind = Kind::Choice,
+       .member = &RunConfig::precision,
+       .help = "dtype of parameters and activations in compute",
+       .choices = {"fp32", "bf16"}},
+      {.key = "reduce_dtype",
+       .group = kPrec,
+       .kind = Kind::Choice,
+       .member = &RunConfig::reduceDtype,
        .help = "dtype gradients are reduced in (empty = the parameters' dtype, as FSDP's MixedPrecision; fp32 avoids bf16 drift)",
        .choices = {"", "fp32", "bf16"}},
-      {.key = "attention", .group = kPrec, .kind = Kind::Choice, .member = &RunConfig::attention,
+      {.key = "attention",
+       .group = kPrec,
+       .kind = Kind::Choice,
+       .member = &RunConfig::attention,
        .help = "attention kernel: sdpa (scaled_dot_product_attention, flash / memory-efficient kernels on GPU; "
                "LibTorch >= 2.0), eager (matmul, softmax, matmul), auto (sdpa where this LibTorch has it)",
        .choices = {"auto", "sdpa", "eager"}},
       // DDP
-      {.key = "bucket_cap_mb", .group = kDdp, .kind = Kind::Number, .member = &RunConfig::bucketCapMb,
+      {.key = "bucket_cap_mb",
+       .group = kDdp,
+       .kind = Kind::Number,
+       .member = &RunConfig::bucketCapMb,
        .help = "gradient all-reduce bucket cap in MiB",
        .check = [](const RunConfig& c) { return firstOf(finite(c.bucketCapMb), positive(c.bucketCapMb)); }},
-      {.key = "first_bucket_mb", .group = kDdp, .kind = Kind::Number, .member = &RunConfig::firstBucketMb,
+      {.key = "first_bucket_mb",
+       .group = kDdp,
+       .kind = Kind::Number,
+       .member = &RunConfig::firstBucketMb,
        .help = "cap of the first (deliberately small) bucket in MiB",
        .check = [](const RunConfig& c) { return firstOf(finite(c.firstBucketMb), positive(c.firstBucketMb)); }},
-      {.key = "gradient_as_bucket_view", .group = kDdp, .kind = Kind::Bool,
+      {.key = "gradient_as_bucket_view",
+       .group = kDdp,
+       .kind = Kind::Bool,
        .member = &RunConfig::gradientAsBucketView,
        .help = "make each .grad a view into its bucket (saves one gradient copy)"},
       // ZeRO
-      {.key = "reduce_bucket_size", .group = kZero, .kind = Kind::Size, .member = &RunConfig::reduceBucketSize,
+      {.key = "reduce_bucket_size",
+       .group = kZero,
+       .kind = Kind::Size,
+       .member = &RunConfig::reduceBucketSize,
        .help = "elements per gradient reduce(-scatter) bucket (zero1/2/3)",
        .check = [](const RunConfig& c) { return atLeast(c.reduceBucketSize, 1); }},
-      {.key = "allgather_bucket_size", .group = kZero, .kind = Kind::Size,
+      {.key = "allgather_bucket_size",
+       .group = kZero,
+       .kind = Kind::Size,
        .member = &RunConfig::allgatherBucketSize,
        .help = "elements per all-gather of the updated parameters after the step (zero1/2)",
        .check = [](const RunConfig& c) { return atLeast(c.allgatherBucketSize, 1); }},
-      {.key = "overlap_comm", .group = kZero, .kind = Kind::OptBool, .member = &RunConfig::overlapComm,
+      {.key = "overlap_comm",
+       .group = kZero,
+       .kind = Kind::OptBool,
+       .member = &RunConfig::overlapComm,
        .help = "overlap gradient reduction with backward (auto = on for zero3, off otherwise)"},
-      {.key = "contiguous_gradients", .group = kZero, .kind = Kind::Bool,
+      {.key = "contiguous_gradients",
+       .group = kZero,
+       .kind = Kind::Bool,
        .member = &RunConfig::contiguousGradients,
        .help = "copy gradients into one contiguous buffer as they are produced"},
-      {.key = "prefetch_bucket_size", .group = kZero, .kind = Kind::Size, .member = &RunConfig::prefetchBucketSize,
-       .help = "zero3: most elements fetched ahead of use", .aliases = {"stage3_prefetch_bucket_size"},
+      {.key = "prefetch_bucket_size",
+       .group = kZero,
+       .kind = Kind::Size,
+       .member = &RunConfig::prefetchBucketSize,
+       .help = "zero3: most elements fetched ahead of use",
+       .aliases = {"stage3_prefetch_bucket_size"},
        .check = [](const RunConfig& c) { return atLeast(c.prefetchBucketSize, 0); }},
-      {.key = "param_persistence_threshold", .group = kZero, .kind = Kind::Size,
+      {.key = "param_persistence_threshold",
+       .group = kZero,
+       .kind = Kind::Size,
        .member = &RunConfig::paramPersistenceThreshold,
        .help = "zero3: parameters with fewer elements are never partitioned",
        .aliases = {"stage3_param_persistence_threshold"},
        .check = [](const RunConfig& c) { return atLeast(c.paramPersistenceThreshold, 0); }},
-      {.key = "max_live_parameters", .group = kZero, .kind = Kind::Size, .member = &RunConfig::maxLiveParameters,
+      {.key = "max_live_parameters",
+       .group = kZero,
+       .kind = Kind::Size,
+       .member = &RunConfig::maxLiveParameters,
        .help = "zero3: most gathered elements resident per rank before releasing",
        .aliases = {"stage3_max_live_parameters"},
        .check = [](const RunConfig& c) { return atLeast(c.maxLiveParameters, 0); }},
-      {.key = "max_reuse_distance", .group = kZero, .kind = Kind::Size, .member = &RunConfig::maxReuseDistance,
+      {.key = "max_reuse_distance",
+       .group = kZero,
+       .kind = Kind::Size,
+       .member = &RunConfig::maxReuseDistance,
        .help = "zero3: keep a gathered parameter that is used again within this many elements",
        .aliases = {"stage3_max_reuse_distance"},
        .check = [](const RunConfig& c) { return atLeast(c.maxReuseDistance, 0); }},
-      {.key = "offload_optimizer", .group = kZero, .kind = Kind::Choice, .member = &RunConfig::offloadOptimizer,
-       .help = "keep optimizer state and run the step on the CPU (zero1/2/3)", .choices = {"none", "cpu"}},
-      {.key = "offload_param", .group = kZero, .kind = Kind::Choice, .member = &RunConfig::offloadParam,
+      {.key = "offload_optimizer",
+       .group = kZero,
+       .kind = Kind::Choice,
+       .member = &RunConfig::offloadOptimizer,
+       .help = "keep optimizer state and run the step on the CPU (zero1/2/3)",
+       .choices = {"none", "cpu"}},
+      {.key = "offload_param",
+       .group = kZero,
+       .kind = Kind::Choice,
+       .member = &RunConfig::offloadParam,
        .help = "keep parameters on the CPU between uses (zero3, fsdp, fsdp_grad_op, hsdp)",
        .choices = {"none", "cpu"}},
       // FSDP / HSDP
-      {.key = "backward_prefetch", .group = kFsdp, .kind = Kind::Choice, .member = &RunConfig::backwardPrefetch,
+      {.key = "backward_prefetch",
+       .group = kFsdp,
+       .kind = Kind::Choice,
+       .member = &RunConfig::backwardPrefetch,
        .help = "issue the next unit's backward all-gather before (pre) or after (post) this unit's gradients",
        .choices = {"pre", "post", "none"}},
-      {.key = "forward_prefetch", .group = kFsdp, .kind = Kind::Bool, .member = &RunConfig::forwardPrefetch,
+      {.key = "forward_prefetch",
+       .group = kFsdp,
+       .kind = Kind::Bool,
+       .member = &RunConfig::forwardPrefetch,
        .help = "issue the next unit's forward all-gather before this unit's forward compute"},
-      {.key = "limit_all_gathers", .group = kFsdp, .kind = Kind::Bool, .member = &RunConfig::limitAllGathers,
+      {.key = "limit_all_gathers",
+       .group = kFsdp,
+       .kind = Kind::Bool,
+       .member = &RunConfig::limitAllGathers,
        .help = "rate limiter: at most two units' gathered parameters in flight"},
-      {.key = "shard_group_size", .group = kFsdp, .kind = Kind::Int, .member = &RunConfig::shardGroupSize,
+      {.key = "shard_group_size",
+       .group = kFsdp,
+       .kind = Kind::Int,
+       .member = &RunConfig::shardGroupSize,
        .help = "hsdp: ranks per shard group, divides world_size (0 = ranks per node; one node: world/2 if even and >= 4)",
        .check = [](const RunConfig& c) { return atLeast(c.shardGroupSize, 0); }},
       // Checkpointing & capture
-      {.key = "save_checkpoint", .group = kCkpt, .kind = Kind::Bool, .member = &RunConfig::saveCheckpoint,
+      {.key = "save_checkpoint",
+       .group = kCkpt,
+       .kind = Kind::Bool,
+       .member = &RunConfig::saveCheckpoint,
        .help = "save a sharded checkpoint at the end (needs checkpoint_dir)"},
-      {.key = "consolidate_checkpoint", .group = kCkpt, .kind = Kind::Bool,
+      {.key = "consolidate_checkpoint",
+       .group = kCkpt,
+       .kind = Kind::Bool,
        .member = &RunConfig::consolidateCheckpoint,
        .help = "also write the consolidated full weights (needs save_checkpoint)"},
-      {.key = "checkpoint_dir", .group = kCkpt, .kind = Kind::Path, .member = &RunConfig::checkpointDir,
+      {.key = "checkpoint_dir",
+       .group = kCkpt,
+       .kind = Kind::Path,
+       .member = &RunConfig::checkpointDir,
        .help = "directory the checkpoint is written to"},
-      {.key = "capture", .group = kCkpt, .kind = Kind::Bool, .member = &RunConfig::capture,
+      {.key = "capture",
+       .group = kCkpt,
+       .kind = Kind::Bool,
+       .member = &RunConfig::capture,
        .help = "record host spans, memory counters and (on GPU) kernels into the run"},
-      {.key = "gpu_trace", .group = kCkpt, .kind = Kind::Choice, .member = &RunConfig::gpuTrace,
+      {.key = "gpu_trace",
+       .group = kCkpt,
+       .kind = Kind::Choice,
+       .member = &RunConfig::gpuTrace,
        .help = "what CUPTI records on CUDA: launches (kernels, copies, memory and the API calls that launch or "
                "wait), full (every CUDA runtime and driver call: more host overhead per launch), kernels (device "
                "records only), off (no CUPTI)",
        .choices = {"launches", "full", "kernels", "off"}},
-      {.key = "hang_timeout_s", .group = kCkpt, .kind = Kind::Number, .member = &RunConfig::hangTimeoutS,
+      {.key = "hang_timeout_s",
+       .group = kCkpt,
+       .kind = Kind::Number,
+       .member = &RunConfig::hangTimeoutS,
        .help = "seconds a rank may stay silent before the run is stopped as hung",
        .check = [](const RunConfig& c) { return firstOf(finite(c.hangTimeoutS), positive(c.hangTimeoutS)); }},
-      {.key = "flush_interval_s", .group = kCkpt, .kind = Kind::Number, .member = &RunConfig::flushIntervalS,
+      {.key = "flush_interval_s",
+       .group = kCkpt,
+       .kind = Kind::Number,
+       .member = &RunConfig::flushIntervalS,
        .help = "seconds between flushes of the captured records",
        .check = [](const RunConfig& c) { return firstOf(finite(c.flushIntervalS), positive(c.flushIntervalS)); }},
   };
@@ -349,14 +518,22 @@ const Knob& knob(std::string_view key) {
 
 std::string typeName(const Knob& k) {
   switch (k.kind) {
-    case Kind::Bool: return "bool";
-    case Kind::OptBool: return "bool|auto";
-    case Kind::Int: return "int";
-    case Kind::Size: return "size";
-    case Kind::Seed: return "int";
-    case Kind::Number: return "number";
-    case Kind::Text: return "text";
-    case Kind::Path: return "path";
+    case Kind::Bool:
+      return "bool";
+    case Kind::OptBool:
+      return "bool|auto";
+    case Kind::Int:
+      return "int";
+    case Kind::Size:
+      return "size";
+    case Kind::Seed:
+      return "int";
+    case Kind::Number:
+      return "number";
+    case Kind::Text:
+      return "text";
+    case Kind::Path:
+      return "path";
     case Kind::Choice: {
       std::string s;
       for (auto c : k.choices) {
@@ -380,16 +557,23 @@ std::string typeName(const Knob& k) {
 
 std::string expectedWhat(Kind kind) {
   switch (kind) {
-    case Kind::Bool: return "true or false";
-    case Kind::OptBool: return "true, false or auto";
-    case Kind::Int: return "an integer";
-    case Kind::Size: return "an element count (integer, e.g. 500000000 or 5e8)";
-    case Kind::Seed: return "a non-negative integer";
-    case Kind::Number: return "a number";
+    case Kind::Bool:
+      return "true or false";
+    case Kind::OptBool:
+      return "true, false or auto";
+    case Kind::Int:
+      return "an integer";
+    case Kind::Size:
+      return "an element count (integer, e.g. 500000000 or 5e8)";
+    case Kind::Seed:
+      return "a non-negative integer";
+    case Kind::Number:
+      return "a number";
     case Kind::Text:
     case Kind::Path:
     case Kind::Choice:
-    case Kind::Strat: return "a string";
+    case Kind::Strat:
+      return "a string";
   }
   return "a value";
 }
@@ -409,12 +593,18 @@ std::string valueText(const Knob& k, const RunConfig& c) {
       [&](auto m) -> std::string {
         using T = std::decay_t<decltype(c.*m)>;
         const T& v = c.*m;
-        if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
-        else if constexpr (std::is_same_v<T, std::optional<bool>>) return v ? (*v ? "true" : "false") : "auto";
-        else if constexpr (std::is_same_v<T, double>) return formatDouble(v);
-        else if constexpr (std::is_same_v<T, std::string>) return v;
-        else if constexpr (std::is_same_v<T, Strategy>) return std::string(toString(v));
-        else return std::to_string(v);
+        if constexpr (std::is_same_v<T, bool>)
+          return v ? "true" : "false";
+        else if constexpr (std::is_same_v<T, std::optional<bool>>)
+          return v ? (*v ? "true" : "false") : "auto";
+        else if constexpr (std::is_same_v<T, double>)
+          return formatDouble(v);
+        else if constexpr (std::is_same_v<T, std::string>)
+          return v;
+        else if constexpr (std::is_same_v<T, Strategy>)
+          return std::string(toString(v));
+        else
+          return std::to_string(v);
       },
       k.member);
 }
@@ -424,13 +614,20 @@ JsonValue valueJson(const Knob& k, const RunConfig& c) {
       [&](auto m) -> JsonValue {
         using T = std::decay_t<decltype(c.*m)>;
         const T& v = c.*m;
-        if constexpr (std::is_same_v<T, bool>) return JsonValue::boolean(v);
-        else if constexpr (std::is_same_v<T, std::optional<bool>>) return v ? JsonValue::boolean(*v) : JsonValue();
-        else if constexpr (std::is_same_v<T, double>) return JsonValue::number(v);
-        else if constexpr (std::is_same_v<T, std::string>) return JsonValue::string(v);
-        else if constexpr (std::is_same_v<T, Strategy>) return JsonValue::string(std::string(toString(v)));
-        else if constexpr (std::is_same_v<T, std::uint64_t>) return JsonValue::number(std::to_string(v));
-        else return JsonValue::number(static_cast<std::int64_t>(v));
+        if constexpr (std::is_same_v<T, bool>)
+          return JsonValue::boolean(v);
+        else if constexpr (std::is_same_v<T, std::optional<bool>>)
+          return v ? JsonValue::boolean(*v) : JsonValue();
+        else if constexpr (std::is_same_v<T, double>)
+          return JsonValue::number(v);
+        else if constexpr (std::is_same_v<T, std::string>)
+          return JsonValue::string(v);
+        else if constexpr (std::is_same_v<T, Strategy>)
+          return JsonValue::string(std::string(toString(v)));
+        else if constexpr (std::is_same_v<T, std::uint64_t>)
+          return JsonValue::number(std::to_string(v));
+        else
+          return JsonValue::number(static_cast<std::int64_t>(v));
       },
       k.member);
 }
@@ -448,8 +645,7 @@ std::string ownProblem(const Knob& k, const RunConfig& c) {
 // Sets the knob from its textual form (a flag value, or a JSON number's raw text / string value).
 // `where` starts every message ("--world-size" or "cfg.json: world_size"); `shown` is the value as
 // the user wrote it.
-void setFromText(const Knob& k, RunConfig& c, std::string_view text, const std::string& where,
-                 const std::string& shown) {
+void setFromText(const Knob& k, RunConfig& c, std::string_view text, const std::string& where, const std::string& shown) {
   auto bad = [&]() -> Error { return Error(where + ": expected " + expectedWhat(k.kind) + " (got " + shown + ")"); };
   switch (k.kind) {
     case Kind::Bool: {
@@ -494,7 +690,9 @@ void setFromText(const Knob& k, RunConfig& c, std::string_view text, const std::
       break;
     }
     case Kind::Text:
-    case Kind::Path: c.*std::get<std::string RunConfig::*>(k.member) = std::string(text); break;
+    case Kind::Path:
+      c.*std::get<std::string RunConfig::*>(k.member) = std::string(text);
+      break;
     case Kind::Choice: {
       const std::string v(trim(text));
       if (std::find(k.choices.begin(), k.choices.end(), v) == k.choices.end())
@@ -514,9 +712,7 @@ void setFromText(const Knob& k, RunConfig& c, std::string_view text, const std::
 
 void setFromJson(const Knob& k, RunConfig& c, const JsonValue& v, const std::string& where) {
   const std::string shown = v.dump();
-  auto wrongType = [&]() -> Error {
-    return Error(where + ": expected " + expectedWhat(k.kind) + " (got " + shown + ")");
-  };
+  auto wrongType = [&]() -> Error { return Error(where + ": expected " + expectedWhat(k.kind) + " (got " + shown + ")"); };
   switch (k.kind) {
     case Kind::Bool:
       if (!v.isBool()) throw wrongType();
@@ -600,8 +796,7 @@ std::vector<RunConfigKeyInfo> runConfigKeys() {
   return out;
 }
 
-void applyRunConfigJson(RunConfig& cfg, const JsonValue& json, const std::string& label,
-                        std::vector<std::string>* warnings) {
+void applyRunConfigJson(RunConfig& cfg, const JsonValue& json, const std::string& label, std::vector<std::string>* warnings) {
   applyJsonImpl(cfg, json, label, "", warnings);
 }
 
@@ -638,8 +833,10 @@ std::string runConfigHelp() {
     for (const Knob& k : knobs()) {
       if (k.group != group) continue;
       std::string left = "  " + flagOf(k.key) + " <" + typeName(k) + ">";
-      if (left.size() < 40) left.resize(40, ' ');
-      else left += ' ';
+      if (left.size() < 40)
+        left.resize(40, ' ');
+      else
+        left += ' ';
       std::string dflt = valueText(k, defaults);
       if (dflt.empty()) dflt = "none";
       out += left;
@@ -666,19 +863,19 @@ int effectiveNprocPerNode(const RunConfig& cfg) {
 
 int effectiveShardGroupSize(const RunConfig& cfg) {
   switch (cfg.strategy) {
-    case Strategy::Ddp: return 1;
+    case Strategy::Ddp:
+      return 1;
     case Strategy::Hsdp:
       if (cfg.shardGroupSize > 0) return cfg.shardGroupSize;
       if (cfg.nnodes > 1) return effectiveNprocPerNode(cfg);
       if (cfg.worldSize >= 4 && cfg.worldSize % 2 == 0) return cfg.worldSize / 2;
       return cfg.worldSize;
-    default: return cfg.worldSize;
+    default:
+      return cfg.worldSize;
   }
 }
 
-bool effectiveOverlapComm(const RunConfig& cfg) {
-  return cfg.overlapComm.value_or(cfg.strategy == Strategy::Zero3);
-}
+bool effectiveOverlapComm(const RunConfig& cfg) { return cfg.overlapComm.value_or(cfg.strategy == Strategy::Zero3); }
 
 void validate(const RunConfig& cfg) {
   for (const Knob& k : knobs())
@@ -686,35 +883,30 @@ void validate(const RunConfig& cfg) {
 
   const int w = cfg.worldSize;
   if (w % cfg.nnodes != 0)
-    invalid("nnodes", "must divide world_size (" + num(w) + " ranks cannot be spread evenly over " + num(cfg.nnodes) +
-                          " nodes)");
+    invalid("nnodes", "must divide world_size (" + num(w) + " ranks cannot be spread evenly over " + num(cfg.nnodes) + " nodes)");
   if (cfg.nodeRank >= cfg.nnodes)
     invalid("node_rank", "must be less than nnodes (" + num(cfg.nnodes) + "; got " + num(cfg.nodeRank) + ")");
   if (cfg.nprocPerNode > 0 && cfg.nprocPerNode * cfg.nnodes != w)
     invalid("nproc_per_node", "nproc_per_node x nnodes must equal world_size (" + num(cfg.nprocPerNode) + " x " +
                                   num(cfg.nnodes) + " != " + num(w) + ")");
   if (cfg.shardGroupSize != 0 && cfg.strategy != Strategy::Hsdp)
-    invalid("shard_group_size",
-            "only applies to strategy hsdp (strategy is " + std::string(toString(cfg.strategy)) + ")");
+    invalid("shard_group_size", "only applies to strategy hsdp (strategy is " + std::string(toString(cfg.strategy)) + ")");
   if (cfg.strategy == Strategy::Hsdp) {
     const int g = effectiveShardGroupSize(cfg);
     if (g > w || w % g != 0)
       invalid("shard_group_size", "must divide world_size (" + num(g) + " does not divide " + num(w) + ")");
   }
   if (cfg.offloadParam != "none" && !shardsParams(cfg.strategy))
-    invalid("offload_param", "only with zero3, fsdp, fsdp_grad_op or hsdp (strategy is " +
-                                 std::string(toString(cfg.strategy)) + ")");
+    invalid("offload_param",
+            "only with zero3, fsdp, fsdp_grad_op or hsdp (strategy is " + std::string(toString(cfg.strategy)) + ")");
   if (cfg.offloadOptimizer != "none" && !isZero(cfg.strategy))
     invalid("offload_optimizer",
             "only with zero1, zero2 or zero3 (strategy is " + std::string(toString(cfg.strategy)) +
-                (shardsParams(cfg.strategy) ? "; FSDP moves the optimizer step to the CPU with offload_param cpu)"
-                                            : ")"));
+                (shardsParams(cfg.strategy) ? "; FSDP moves the optimizer step to the CPU with offload_param cpu)" : ")"));
   if (cfg.backend == "nccl" && cfg.device == "cpu")
     invalid("backend", "nccl needs device cuda or auto (device is cpu); use gloo on the CPU");
-  if (cfg.consolidateCheckpoint && !cfg.saveCheckpoint)
-    invalid("consolidate_checkpoint", "needs save_checkpoint");
-  if (cfg.saveCheckpoint && cfg.checkpointDir.empty())
-    invalid("checkpoint_dir", "must be set when save_checkpoint is on");
+  if (cfg.consolidateCheckpoint && !cfg.saveCheckpoint) invalid("consolidate_checkpoint", "needs save_checkpoint");
+  if (cfg.saveCheckpoint && cfg.checkpointDir.empty()) invalid("checkpoint_dir", "must be set when save_checkpoint is on");
 }
 
 JsonValue toJson(const RunConfig& cfg) {
@@ -797,19 +989,23 @@ constexpr IgnoredKey kIgnoredTopKeys[] = {
 
 // Logging and monitoring: nothing to do with what the run computes or sends; accepted silently.
 constexpr std::string_view kSilentTopKeys[] = {
-    "steps_per_print", "wall_clock_breakdown", "memory_breakdown", "dump_state", "tensorboard", "wandb",
-    "csv_monitor", "comet", "flops_profiler", "comms_logger", "timers", "zero_allow_untested_optimizer",
+    "steps_per_print",  "wall_clock_breakdown",
+    "memory_breakdown", "dump_state",
+    "tensorboard",      "wandb",
+    "csv_monitor",      "comet",
+    "flops_profiler",   "comms_logger",
+    "timers",           "zero_allow_untested_optimizer",
 };
 
 constexpr IgnoredKey kIgnoredOffloadKeys[] = {
-    {"pin_memory", "false"},     {"buffer_count", nullptr}, {"buffer_size", "1e8"},     {"max_in_cpu", "1e9"},
-    {"fast_init", "false"},      {"pipeline_read", "false"}, {"pipeline_write", "false"}, {"pipeline", "false"},
-    {"ratio", "1.0"},            {"nvme_path", "null"},
+    {"pin_memory", "false"}, {"buffer_count", nullptr},  {"buffer_size", "1e8"},      {"max_in_cpu", "1e9"},
+    {"fast_init", "false"},  {"pipeline_read", "false"}, {"pipeline_write", "false"}, {"pipeline", "false"},
+    {"ratio", "1.0"},        {"nvme_path", "null"},
 };
 
 constexpr IgnoredKey kIgnoredOptimizerParams[] = {
-    {"adam_w_mode", "true"}, {"torch_adam", "false"}, {"amsgrad", "false"},  {"bias_correction", "true"},
-    {"nesterov", "false"},   {"dampening", "0"},      {"maximize", "false"}, {"foreach", "null"},
+    {"adam_w_mode", "true"}, {"torch_adam", "false"}, {"amsgrad", "false"},        {"bias_correction", "true"},
+    {"nesterov", "false"},   {"dampening", "0"},      {"maximize", "false"},       {"foreach", "null"},
     {"fused", "null"},       {"capturable", "false"}, {"differentiable", "false"},
 };
 
@@ -895,8 +1091,9 @@ class DeepSpeedReader {
   // arguments before DeepSpeed sees the file; we are handed the file itself, so nothing fills them.
   void refuseAuto(const std::string& path, const JsonValue& v) const {
     if (v.isString() && v.asString() == "auto")
-      fail(path, "\"auto\" must be resolved first: it is a Hugging Face Trainer/Accelerate placeholder, not a "
-                 "DeepSpeed value; write the number (or true/false) you want");
+      fail(path,
+           "\"auto\" must be resolved first: it is a Hugging Face Trainer/Accelerate placeholder, not a "
+           "DeepSpeed value; write the number (or true/false) you want");
     if (v.isObject())
       for (const auto& [k, sub] : v.members()) refuseAuto(path + "." + k, sub);
     if (v.isArray())
@@ -938,8 +1135,7 @@ class DeepSpeedReader {
   void readZero(const JsonValue& z) {
     if (z.isBool()) {  // deprecated form: true = stage 1
       cfg_.strategy = z.asBool() ? Strategy::Zero1 : Strategy::Ddp;
-      warn("zero_optimization: true/false is DeepSpeed's deprecated form; read as stage " +
-           std::string(z.asBool() ? "1" : "0"));
+      warn("zero_optimization: true/false is DeepSpeed's deprecated form; read as stage " + std::string(z.asBool() ? "1" : "0"));
       return;
     }
     if (!z.isObject()) fail("zero_optimization", "must be a JSON object (got " + z.dump() + ")");
@@ -956,8 +1152,8 @@ class DeepSpeedReader {
         setKnob(key, path, v);
       } else if (key == "stage3_prefetch_bucket_size" || key == "prefetch_bucket_size" ||
                  key == "stage3_param_persistence_threshold" || key == "param_persistence_threshold" ||
-                 key == "stage3_max_live_parameters" || key == "max_live_parameters" ||
-                 key == "stage3_max_reuse_distance" || key == "max_reuse_distance") {
+                 key == "stage3_max_live_parameters" || key == "max_live_parameters" || key == "stage3_max_reuse_distance" ||
+                 key == "max_reuse_distance") {
         setKnob(key, path, v);  // findKnob() knows the stage3_ aliases
       } else if (key == "offload_optimizer") {
         readOffload(path, v, "offload_optimizer");
@@ -965,8 +1161,7 @@ class DeepSpeedReader {
         readOffload(path, v, "offload_param");
       } else if (key == "cpu_offload") {
         if (boolean(path, v)) cfg_.offloadOptimizer = "cpu";
-        warn(path + " is deprecated in DeepSpeed; read as offload_optimizer.device = " +
-             (v.asBool() ? "cpu" : "none"));
+        warn(path + " is deprecated in DeepSpeed; read as offload_optimizer.device = " + (v.asBool() ? "cpu" : "none"));
       } else if (key == "cpu_offload_param") {
         if (boolean(path, v)) cfg_.offloadParam = "cpu";
         warn(path + " is deprecated in DeepSpeed; read as offload_param.device = " + (v.asBool() ? "cpu" : "none"));
@@ -976,9 +1171,10 @@ class DeepSpeedReader {
         if ((key == "stage3_gather_16bit_weights_on_model_save" || key == "gather_16bit_weights_on_model_save" ||
              key == "stage3_gather_fp16_weights_on_model_save") &&
             v.isBool() && v.asBool()) {
-          warn(path + " is ignored: Shardscope saves consolidated weights with --save-checkpoint "
-                      "--consolidate-checkpoint (or \"save_checkpoint\"/\"consolidate_checkpoint\" in the shardscope "
-                      "object)");
+          warn(path +
+               " is ignored: Shardscope saves consolidated weights with --save-checkpoint "
+               "--consolidate-checkpoint (or \"save_checkpoint\"/\"consolidate_checkpoint\" in the shardscope "
+               "object)");
           continue;
         }
         ignored(path, v, ig->dflt);
@@ -1009,9 +1205,12 @@ class DeepSpeedReader {
     if (!v.isObject()) fail(path, "must be a JSON object such as {\"device\": \"cpu\"} (got " + v.dump() + ")");
     std::string device = "none";
     if (const JsonValue* d = v.find("device")) {
-      if (d->isNull()) device = "none";
-      else if (!d->isString()) fail(path + ".device", "expected \"none\", \"cpu\" or \"nvme\" (got " + d->dump() + ")");
-      else device = d->asString();
+      if (d->isNull())
+        device = "none";
+      else if (!d->isString())
+        fail(path + ".device", "expected \"none\", \"cpu\" or \"nvme\" (got " + d->dump() + ")");
+      else
+        device = d->asString();
       if (device == "nvme")
         fail(path + ".device", "NVMe offload (ZeRO-Infinity) is not supported by Shardscope; use \"cpu\" or \"none\"");
       if (device != "none" && device != "cpu")
@@ -1021,8 +1220,7 @@ class DeepSpeedReader {
     for (const auto& [key, sub] : v.members()) {
       if (key == "device") continue;
       const std::string subPath = path + "." + key;
-      if (const IgnoredKey* ig =
-              findIgnored(key, std::begin(kIgnoredOffloadKeys), std::end(kIgnoredOffloadKeys))) {
+      if (const IgnoredKey* ig = findIgnored(key, std::begin(kIgnoredOffloadKeys), std::end(kIgnoredOffloadKeys))) {
         if (device != "none") ignored(subPath, sub, ig->dflt);  // tuning of an offload that is off: moot
       } else {
         warn("unknown key " + subPath + " (ignored)");
@@ -1039,8 +1237,8 @@ class DeepSpeedReader {
           cfg_.precision = "bf16";
           precisionSet_ = true;
         }
-      } else if (sub == "immediate_grad_update" || sub == "check_grad_overflow" ||
-                 sub == "bf16_master_weights_and_grads" || sub == "bf16_optimizer_states") {
+      } else if (sub == "immediate_grad_update" || sub == "check_grad_overflow" || sub == "bf16_master_weights_and_grads" ||
+                 sub == "bf16_optimizer_states") {
         ignored(path, val, sub == "immediate_grad_update" ? "true" : "false");
       } else {
         warn("unknown key " + path + " (ignored)");
@@ -1062,11 +1260,14 @@ class DeepSpeedReader {
     }
     if (!v.isString()) fail(key, "expected \"fp32\" or \"bf16\" (got " + v.dump() + ")");
     const std::string s = lowerUnderscore(v.asString());
-    if (s == "fp32" || s == "float32" || s == "float") cfg_.reduceDtype = "fp32";
-    else if (s == "bf16" || s == "bfloat16") cfg_.reduceDtype = "bf16";
+    if (s == "fp32" || s == "float32" || s == "float")
+      cfg_.reduceDtype = "fp32";
+    else if (s == "bf16" || s == "bfloat16")
+      cfg_.reduceDtype = "bf16";
     else if (s == "fp16" || s == "float16" || s == "half")
       fail(key, "fp16 reduction is not supported by Shardscope; use \"fp32\" or \"bf16\"");
-    else fail(key, "must be \"fp32\" or \"bf16\" (got " + v.dump() + ")");
+    else
+      fail(key, "must be \"fp32\" or \"bf16\" (got " + v.dump() + ")");
   }
 
   void readOptimizer(const JsonValue& o) {
@@ -1108,8 +1309,8 @@ class DeepSpeedReader {
           setKnob("momentum", path, pv);
         } else if (p == "eps" || p == "betas" || p == "momentum") {
           warn(path + " does not apply to " + cfg_.optimizer + " and is ignored");
-        } else if (const IgnoredKey* ig = findIgnored(p, std::begin(kIgnoredOptimizerParams),
-                                                      std::end(kIgnoredOptimizerParams))) {
+        } else if (const IgnoredKey* ig =
+                       findIgnored(p, std::begin(kIgnoredOptimizerParams), std::end(kIgnoredOptimizerParams))) {
           ignored(path, pv, ig->dflt);
         } else {
           warn("unknown key " + path + " (ignored)");
@@ -1128,21 +1329,22 @@ class DeepSpeedReader {
     if (microSet_ && accumSet_) {
       const std::int64_t want = std::int64_t(cfg_.microBatch) * cfg_.gradAccum * w;
       if (tbs != want)
-        fail("train_batch_size", "must equal train_micro_batch_size_per_gpu x gradient_accumulation_steps x world "
-                                 "size = " + std::to_string(cfg_.microBatch) + " x " + std::to_string(cfg_.gradAccum) +
-                                     " x " + std::to_string(w) + " = " + std::to_string(want) + " (got " +
-                                     std::to_string(tbs) + ")");
+        fail("train_batch_size",
+             "must equal train_micro_batch_size_per_gpu x gradient_accumulation_steps x world "
+             "size = " +
+                 std::to_string(cfg_.microBatch) + " x " + std::to_string(cfg_.gradAccum) + " x " + std::to_string(w) + " = " +
+                 std::to_string(want) + " (got " + std::to_string(tbs) + ")");
     } else if (microSet_) {
       const std::int64_t per = std::int64_t(cfg_.microBatch) * w;
       if (tbs % per != 0)
-        deriveFail("is not a multiple of train_micro_batch_size_per_gpu x world size = " + std::to_string(per) +
-                   " (got " + std::to_string(tbs) + ")");
+        deriveFail("is not a multiple of train_micro_batch_size_per_gpu x world size = " + std::to_string(per) + " (got " +
+                   std::to_string(tbs) + ")");
       cfg_.gradAccum = static_cast<int>(tbs / per);
     } else if (accumSet_) {
       const std::int64_t per = std::int64_t(cfg_.gradAccum) * w;
       if (tbs % per != 0)
-        deriveFail("is not a multiple of gradient_accumulation_steps x world size = " + std::to_string(per) +
-                   " (got " + std::to_string(tbs) + ")");
+        deriveFail("is not a multiple of gradient_accumulation_steps x world size = " + std::to_string(per) + " (got " +
+                   std::to_string(tbs) + ")");
       cfg_.microBatch = static_cast<int>(tbs / per);
     } else {
       if (tbs % w != 0) deriveFail("is not a multiple of the world size (got " + std::to_string(tbs) + ")");
@@ -1162,8 +1364,7 @@ class DeepSpeedReader {
 
 }  // namespace
 
-RunConfig fromDeepSpeedJson(const JsonValue& json, const std::string& label, RunConfig base,
-                            std::vector<std::string>* warnings) {
+RunConfig fromDeepSpeedJson(const JsonValue& json, const std::string& label, RunConfig base, std::vector<std::string>* warnings) {
   DeepSpeedReader(label, base, warnings).read(json);
   return base;
 }
@@ -1213,18 +1414,27 @@ JsonValue toDeepSpeedJson(const RunConfig& cfg) {
   int stage = 0;
   std::string note;
   switch (cfg.strategy) {
-    case Strategy::Ddp: stage = 0; break;
-    case Strategy::Zero1: stage = 1; break;
-    case Strategy::Zero2: stage = 2; break;
-    case Strategy::Zero3: stage = 3; break;
+    case Strategy::Ddp:
+      stage = 0;
+      break;
+    case Strategy::Zero1:
+      stage = 1;
+      break;
+    case Strategy::Zero2:
+      stage = 2;
+      break;
+    case Strategy::Zero3:
+      stage = 3;
+      break;
     case Strategy::FsdpFull:
       stage = 3;
       note = "fsdp (FSDP FULL_SHARD) has no exact DeepSpeed equivalent; the closest is ZeRO stage 3";
       break;
     case Strategy::FsdpGradOp:
       stage = 2;
-      note = "fsdp_grad_op (FSDP SHARD_GRAD_OP: parameters stay gathered from forward to backward) has no exact "
-             "DeepSpeed equivalent; the closest is ZeRO stage 2";
+      note =
+          "fsdp_grad_op (FSDP SHARD_GRAD_OP: parameters stay gathered from forward to backward) has no exact "
+          "DeepSpeed equivalent; the closest is ZeRO stage 2";
       break;
     case Strategy::Hsdp:
       stage = 3;
@@ -1264,8 +1474,7 @@ JsonValue toDeepSpeedJson(const RunConfig& cfg) {
     zero.set("offload_param", std::move(off));
     carried.insert("offload_param");
   }
-  if (cfg.strategy == Strategy::Hsdp)
-    zero.set("mics_shard_size", JsonValue::number(std::int64_t(effectiveShardGroupSize(cfg))));
+  if (cfg.strategy == Strategy::Hsdp) zero.set("mics_shard_size", JsonValue::number(std::int64_t(effectiveShardGroupSize(cfg))));
   ds.set("zero_optimization", std::move(zero));
 
   JsonValue rest = JsonValue::object();

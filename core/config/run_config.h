@@ -89,14 +89,14 @@ struct RunConfig {
 
 // One row of the key table, for help screens, completion and tests.
 struct RunConfigKeyInfo {
-  std::string key;          // JSON key, snake_case ("world_size")
-  std::string flag;         // "--world-size"
-  std::string group;        // "Parallelism", ...
-  std::string type;         // "int", "size", "number", "bool", "bool|auto", "text", "path", or "a|b|c"
-  std::string defaultText;  // the default as the flag would spell it
-  std::string help;         // one line
+  std::string key;                   // JSON key, snake_case ("world_size")
+  std::string flag;                  // "--world-size"
+  std::string group;                 // "Parallelism", ...
+  std::string type;                  // "int", "size", "number", "bool", "bool|auto", "text", "path", or "a|b|c"
+  std::string defaultText;           // the default as the flag would spell it
+  std::string help;                  // one line
   std::vector<std::string> aliases;  // other accepted JSON keys (flags: the same with '-')
-  bool isBool = false;      // a flag that may be given without a value
+  bool isBool = false;               // a flag that may be given without a value
 };
 // Every knob, in table (and help) order.
 std::vector<RunConfigKeyInfo> runConfigKeys();
@@ -107,8 +107,7 @@ std::vector<RunConfigKeyInfo> runConfigKeys();
 // Cross-field rules are validate()'s job.
 RunConfig parseRunConfigJson(const JsonValue& json, const std::string& label, std::vector<std::string>* warnings);
 // The same, applied over an existing config (keys that are absent keep their value in `cfg`).
-void applyRunConfigJson(RunConfig& cfg, const JsonValue& json, const std::string& label,
-                        std::vector<std::string>* warnings);
+void applyRunConfigJson(RunConfig& cfg, const JsonValue& json, const std::string& label, std::vector<std::string>* warnings);
 
 // One CLI flag: `name` is "world-size" or "--world-size" (a snake_case key works too). Booleans
 // accept true/false/1/0/on/off/yes/no (an empty value means true); integers and sizes accept
@@ -148,8 +147,7 @@ JsonValue toJson(const RunConfig& cfg);
 // about; a "shardscope" object (written by toDeepSpeedJson) is applied last with
 // applyRunConfigJson. Refused with Error("<label>: <key path>: ..."): wrong types, negative or
 // out-of-range values, stage 4, fp16, nvme offload, unsupported optimizers, Hugging Face "auto".
-RunConfig fromDeepSpeedJson(const JsonValue& json, const std::string& label, RunConfig base,
-                            std::vector<std::string>* warnings);
+RunConfig fromDeepSpeedJson(const JsonValue& json, const std::string& label, RunConfig base, std::vector<std::string>* warnings);
 
 // The DeepSpeed JSON that reproduces the run: batch sizes, gradient_clipping, bf16,
 // communication_data_type, optimizer and a zero_optimization block with the stage and the keys

@@ -17,9 +17,12 @@ std::int64_t ceilDiv(std::int64_t n, std::int64_t d) { return d <= 0 ? 0 : (n + 
 
 std::string collKindName(CollKind k) {
   switch (k) {
-    case CollKind::AllReduce: return "all_reduce";
-    case CollKind::AllGather: return "all_gather";
-    case CollKind::ReduceScatter: return "reduce_scatter";
+    case CollKind::AllReduce:
+      return "all_reduce";
+    case CollKind::AllGather:
+      return "all_gather";
+    case CollKind::ReduceScatter:
+      return "reduce_scatter";
   }
   return "?";
 }
@@ -32,9 +35,12 @@ double ringFactor(CollKind k, int n) {
 
 std::string phaseName(CommPhase p) {
   switch (p) {
-    case CommPhase::Forward: return "forward";
-    case CommPhase::Backward: return "backward";
-    case CommPhase::AfterStep: return "outside compute";
+    case CommPhase::Forward:
+      return "forward";
+    case CommPhase::Backward:
+      return "backward";
+    case CommPhase::AfterStep:
+      return "outside compute";
   }
   return "?";
 }
@@ -78,8 +84,7 @@ CommEstimate commVolume(const EstimateInput& in, Strategy s, const CommOptions& 
   const bool multiNode = W > gpn;
   CommEstimate c;
   c.strategy = s;
-  auto add = [&](std::string what, CollKind k, CommPhase ph, std::int64_t n, bool inter, std::int64_t count,
-                 std::int64_t bytes) {
+  auto add = [&](std::string what, CollKind k, CommPhase ph, std::int64_t n, bool inter, std::int64_t count, std::int64_t bytes) {
     if (bytes <= 0 || count <= 0 || n <= 1) return;
     Collective col;
     col.what = std::move(what);
@@ -95,7 +100,8 @@ CommEstimate commVolume(const EstimateInput& in, Strategy s, const CommOptions& 
   switch (s) {
     case Strategy::Ddp: {
       const std::int64_t S = g * P;
-      const auto first = static_cast<std::int64_t>(1.0 * 1024 * 1024), cap = static_cast<std::int64_t>(in.bucketCapMb * 1024 * 1024);
+      const auto first = static_cast<std::int64_t>(1.0 * 1024 * 1024),
+                 cap = static_cast<std::int64_t>(in.bucketCapMb * 1024 * 1024);
       const std::int64_t buckets = S <= first ? 1 : 1 + ceilDiv(S - first, std::max<std::int64_t>(1, cap));
       add("gradient all-reduce (buckets)", CollKind::AllReduce, CommPhase::Backward, W, multiNode, buckets, S);
       break;
@@ -135,17 +141,17 @@ CommEstimate commVolume(const EstimateInput& in, Strategy s, const CommOptions& 
           add("backward parameter all-gather (hpZ, inside the node)", CollKind::AllGather, CommPhase::Backward, G, G > gpn,
               modules, w * roundUp(nonPersistent, G));
         } else {
-          add("backward parameter all-gather (per module)", CollKind::AllGather, CommPhase::Backward, W, multiNode,
-              modules, w * nonPersistent);
+          add("backward parameter all-gather (per module)", CollKind::AllGather, CommPhase::Backward, W, multiNode, modules,
+              w * nonPersistent);
         }
       } else {
         c.notes.push_back("2Ψ within stage3_max_reuse_distance: modules stay gathered, no backward all-gather");
       }
       const std::int64_t ipg = std::max<std::int64_t>(1, std::min(in.reduceBucketSize, all));
-      add("gradient reduce-scatter (IPG buckets)", CollKind::ReduceScatter, CommPhase::Backward, W, multiNode,
-          ceilDiv(all, ipg), g * all);
-      add("persistent parameter all-gather (after the step)", CollKind::AllGather, CommPhase::AfterStep, W, multiNode,
-          1, w * persistent);
+      add("gradient reduce-scatter (IPG buckets)", CollKind::ReduceScatter, CommPhase::Backward, W, multiNode, ceilDiv(all, ipg),
+          g * all);
+      add("persistent parameter all-gather (after the step)", CollKind::AllGather, CommPhase::AfterStep, W, multiNode, 1,
+          w * persistent);
       break;
     }
     case Strategy::FsdpFull:
@@ -246,7 +252,12 @@ KindFit fitKind(const std::vector<std::pair<double, double>>& xy, std::optional<
     for (int it = 0; it < 8; ++it) {
       const double a0 = alpha, s0 = slope;
       const double floorY = 1e-9;
-      if (!solve([&](double x, double) { const double p = std::max(floorY, a0 + s0 * x); return 1.0 / (p * p); }, alpha, slope)) {
+      if (!solve(
+              [&](double x, double) {
+                const double p = std::max(floorY, a0 + s0 * x);
+                return 1.0 / (p * p);
+              },
+              alpha, slope)) {
         alpha = a0;
         slope = s0;
         break;
@@ -297,8 +308,8 @@ LinkFit fitLink(const std::vector<CollectiveSample>& samples, const std::string&
     f.link.allReduceBusBwGBps = 1.0 / far.slope / 1e9;
     f.link.allReduceAlphaUs = far.alpha * 1e6;
   }
-  f.link.note = "fitted from " + std::to_string(all.size()) + " collectives (" + std::to_string(ag.size()) + " all-gather/reduce-scatter, " +
-                std::to_string(ar.size()) + " all-reduce)";
+  f.link.note = "fitted from " + std::to_string(all.size()) + " collectives (" + std::to_string(ag.size()) +
+                " all-gather/reduce-scatter, " + std::to_string(ar.size()) + " all-reduce)";
   if (!fag.twoSizes && !far.twoSizes)
     f.link.note += "; no latency could be told from them (one size, or durations not growing with size): bandwidth only";
   f.samples = static_cast<std::int64_t>(all.size());
@@ -362,10 +373,17 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId) {
           if (t.kind == TrackKind::GpuStream && e.category != Category::Communication) return;
           CollectiveSample s;
           switch (e.collOp) {
-            case CollectiveOp::AllReduce: s.kind = CollKind::AllReduce; break;
-            case CollectiveOp::AllGather: s.kind = CollKind::AllGather; break;
-            case CollectiveOp::ReduceScatter: s.kind = CollKind::ReduceScatter; break;
-            default: return;
+            case CollectiveOp::AllReduce:
+              s.kind = CollKind::AllReduce;
+              break;
+            case CollectiveOp::AllGather:
+              s.kind = CollKind::AllGather;
+              break;
+            case CollectiveOp::ReduceScatter:
+              s.kind = CollKind::ReduceScatter;
+              break;
+            default:
+              return;
           }
           s.groupSize = e.groupSize.value_or(0);
           if (s.groupSize <= 1) return;

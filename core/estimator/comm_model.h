@@ -26,11 +26,11 @@ std::string phaseName(CommPhase p);
 
 struct LinkModel {
   std::string name;
-  double busBwGBps = 0;       // all-gather / reduce-scatter bus bandwidth (GB/s = 1e9 B/s)
+  double busBwGBps = 0;           // all-gather / reduce-scatter bus bandwidth (GB/s = 1e9 B/s)
   double allReduceBusBwGBps = 0;  // all-reduce bus bandwidth (NVLS may beat the ring); 0 = busBwGBps
-  double alphaUs = 0;         // per-collective latency
-  std::string note;           // where the figure comes from
-  double allReduceAlphaUs = -1;  // all-reduce latency when fitted apart; < 0 = alphaUs
+  double alphaUs = 0;             // per-collective latency
+  std::string note;               // where the figure comes from
+  double allReduceAlphaUs = -1;   // all-reduce latency when fitted apart; < 0 = alphaUs
   double arBw() const { return allReduceBusBwGBps > 0 ? allReduceBusBwGBps : busBwGBps; }
   double arAlphaUs() const { return allReduceAlphaUs >= 0 ? allReduceAlphaUs : alphaUs; }
 };
@@ -39,13 +39,13 @@ std::optional<LinkModel> linkPreset(std::string_view name);
 const std::vector<std::string>& linkPresetNames();
 
 struct Collective {
-  std::string what;     // "gradient all-reduce", "forward parameter all-gather", ...
+  std::string what;  // "gradient all-reduce", "forward parameter all-gather", ...
   CollKind kind = CollKind::AllReduce;
   CommPhase phase = CommPhase::Backward;
-  int groupSize = 1;    // ranks in the group
-  bool interNode = false;  // the group spans nodes (the slower link)
-  std::int64_t count = 0;  // collectives per step (buckets / units)
-  std::int64_t messageBytes = 0;  // S per step, summed over `count` instances
+  int groupSize = 1;                   // ranks in the group
+  bool interNode = false;              // the group spans nodes (the slower link)
+  std::int64_t count = 0;              // collectives per step (buckets / units)
+  std::int64_t messageBytes = 0;       // S per step, summed over `count` instances
   bool emulatedReduceScatter = false;  // Gloo (LibTorch 1.13): an all-reduce of the whole buffer
   double wireFactor() const;
   double wireBytes() const { return static_cast<double>(messageBytes) * wireFactor(); }
@@ -81,9 +81,9 @@ struct CollectiveSample {
   double durationS = 0;
 };
 struct LinkFit {
-  LinkModel link;           // name "fitted:<run>", alpha and busBw from the fit
+  LinkModel link;  // name "fitted:<run>", alpha and busBw from the fit
   std::int64_t samples = 0;
-  double r2 = 0;            // coefficient of determination of duration vs wire bytes
+  double r2 = 0;  // coefficient of determination of duration vs wire bytes
   double meanAbsRelError = 0;
 };
 // duration = alpha + wire/busBw, fitted apart for all-reduce-like collectives (all-reduce and the

@@ -12,8 +12,8 @@ namespace {
 
 std::int64_t roundUp(std::int64_t n, std::int64_t m) { return m <= 1 ? n : (n + m - 1) / m * m; }
 
-ModelShape make(std::string name, std::int64_t vocab, std::int64_t hidden, int layers, int heads, int kv,
-                std::int64_t headDim, std::int64_t ffn, bool qkNorm, bool qkvBias) {
+ModelShape make(std::string name, std::int64_t vocab, std::int64_t hidden, int layers, int heads, int kv, std::int64_t headDim,
+                std::int64_t ffn, bool qkNorm, bool qkvBias) {
   ModelShape m;
   m.name = std::move(name);
   m.vocab = vocab;
@@ -79,8 +79,8 @@ void validateShape(const ModelShape& m) {
   if (m.layers <= 0) bad("layers must be positive");
   if (m.heads <= 0) bad("heads must be positive");
   if (m.kvHeads <= 0) bad("kv heads must be positive");
-  if (m.heads % m.kvHeads != 0) bad("heads (" + std::to_string(m.heads) + ") must be a multiple of kv heads (" +
-                                    std::to_string(m.kvHeads) + ")");
+  if (m.heads % m.kvHeads != 0)
+    bad("heads (" + std::to_string(m.heads) + ") must be a multiple of kv heads (" + std::to_string(m.kvHeads) + ")");
   if (m.ffn <= 0) bad("ffn must be positive");
   if (m.headDim < 0) bad("head dim must not be negative");
   if (headDimOf(m) <= 0) bad("head dim is zero (hidden smaller than heads)");
@@ -153,14 +153,22 @@ std::vector<std::int64_t> fsdpUnitSizes(const ModelShape& m) {
 
 std::string strategyName(Strategy s) {
   switch (s) {
-    case Strategy::Ddp: return "ddp";
-    case Strategy::Zero1: return "zero1";
-    case Strategy::Zero2: return "zero2";
-    case Strategy::Zero3: return "zero3";
-    case Strategy::FsdpFull: return "fsdp";
-    case Strategy::FsdpGradOp: return "fsdp_grad_op";
-    case Strategy::Hsdp: return "hsdp";
-    case Strategy::ZeroPPHpz: return "zeropp_hpz";
+    case Strategy::Ddp:
+      return "ddp";
+    case Strategy::Zero1:
+      return "zero1";
+    case Strategy::Zero2:
+      return "zero2";
+    case Strategy::Zero3:
+      return "zero3";
+    case Strategy::FsdpFull:
+      return "fsdp";
+    case Strategy::FsdpGradOp:
+      return "fsdp_grad_op";
+    case Strategy::Hsdp:
+      return "hsdp";
+    case Strategy::ZeroPPHpz:
+      return "zeropp_hpz";
   }
   return "?";
 }
@@ -177,9 +185,8 @@ std::optional<Strategy> parseStrategy(std::string_view name) {
 }
 
 const std::vector<Strategy>& allEstimatorStrategies() {
-  static const std::vector<Strategy> all = {Strategy::Ddp,      Strategy::Zero1,      Strategy::Zero2,
-                                            Strategy::Zero3,    Strategy::FsdpFull,   Strategy::FsdpGradOp,
-                                            Strategy::Hsdp,     Strategy::ZeroPPHpz};
+  static const std::vector<Strategy> all = {Strategy::Ddp,      Strategy::Zero1,      Strategy::Zero2, Strategy::Zero3,
+                                            Strategy::FsdpFull, Strategy::FsdpGradOp, Strategy::Hsdp,  Strategy::ZeroPPHpz};
   return all;
 }
 
@@ -271,8 +278,10 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
   if (in.gpusPerNode < 1) throw std::invalid_argument("gpus per node must be at least 1");
   if (in.microBatch < 1 || in.seqLen < 1) throw std::invalid_argument("micro-batch and sequence length must be positive");
   if (in.offloadParam && !shardsParameters(s))
-    throw std::invalid_argument("parameter offload needs a strategy that shards parameters (zero3, fsdp, "
-                                "fsdp_grad_op, hsdp, zeropp_hpz), not " + strategyName(s));
+    throw std::invalid_argument(
+        "parameter offload needs a strategy that shards parameters (zero3, fsdp, "
+        "fsdp_grad_op, hsdp, zeropp_hpz), not " +
+        strategyName(s));
   const bool fp32 = in.precision == Precision::Fp32;
   const std::int64_t w = fp32 ? 4 : 2;       // 16-bit (or fp32) parameter copy
   const std::int64_t g = fp32 ? 4 : 2;       // gradients in the compute dtype
@@ -361,8 +370,8 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
         if (G < 1 || W % G != 0)
           throw std::invalid_argument("hpZ partition size " + std::to_string(G) + " must divide gpus " + std::to_string(W));
         st.parameters += w * roundUp(P, G) / G;  // secondary 16-bit partition inside the node
-        e.notes.push_back("hpZ secondary partition: " + formatBytes(static_cast<double>(w * roundUp(P, G) / G)) +
-                          " (2Ψ/" + std::to_string(G) + ")");
+        e.notes.push_back("hpZ secondary partition: " + formatBytes(static_cast<double>(w * roundUp(P, G) / G)) + " (2Ψ/" +
+                          std::to_string(G) + ")");
       }
       if (in.offloadParam) {
         e.cpuBytes += w * shards + g * shards;
@@ -378,8 +387,7 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
           e.notes.push_back("stage3_max_reuse_distance (" + std::to_string(in.maxReuseDistance) +
                             ") exceeds 2Ψ: gathered modules stay resident from forward to backward");
       } else {
-        peakOnlyGathered = w * std::min(in.maxLiveParameters,
-                                        largestModuleParameters(in.model) + in.prefetchBucketSize);
+        peakOnlyGathered = w * std::min(in.maxLiveParameters, largestModuleParameters(in.model) + in.prefetchBucketSize);
       }
       break;
     }
@@ -414,8 +422,7 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
       peakOnlyBuffers = g * maxUnit;
       unitWeightGrads = g * maxBlock;
       if (s == Strategy::Hsdp)
-        e.notes.push_back("HSDP: sharded over groups of " + std::to_string(N) + ", replicated across " +
-                          std::to_string(W / N));
+        e.notes.push_back("HSDP: sharded over groups of " + std::to_string(N) + ", replicated across " + std::to_string(W / N));
       break;
     }
   }
@@ -477,8 +484,8 @@ DeepSpeedEstimate deepspeedZero2(std::int64_t totalParams, int gpusPerNode, int 
   const double P = static_cast<double>(totalParams);
   if (cpuOffload) {
     r.gpuBytes = 2 * totalParams;
-    r.cpuBytes = static_cast<std::int64_t>(P * static_cast<double>(std::max<std::int64_t>(4 * totalGpus, 16)) *
-                                           additionalBufferFactor);
+    r.cpuBytes =
+        static_cast<std::int64_t>(P * static_cast<double>(std::max<std::int64_t>(4 * totalGpus, 16)) * additionalBufferFactor);
   } else {
     // GPU's total_params multipliers: 2 = params_16bit,
     // 18 = 2_grads_16bit + 4_grads_32bit + 4_params_32bit + 8_optimizer_states_32bit
@@ -546,16 +553,26 @@ std::optional<std::int64_t> parseByteSize(std::string_view text) {
   std::string unit;
   for (std::size_t k = i; k < t.size(); ++k) unit.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(t[k]))));
   double mult = 0;
-  if (unit.empty() || unit == "b") mult = 1;
-  else if (unit == "k" || unit == "kb") mult = 1e3;
-  else if (unit == "m" || unit == "mb") mult = 1e6;
-  else if (unit == "g" || unit == "gb") mult = 1e9;
-  else if (unit == "t" || unit == "tb") mult = 1e12;
-  else if (unit == "kib") mult = 1024.0;
-  else if (unit == "mib") mult = 1024.0 * 1024;
-  else if (unit == "gib") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "tib") mult = 1024.0 * 1024 * 1024 * 1024;
-  else return std::nullopt;
+  if (unit.empty() || unit == "b")
+    mult = 1;
+  else if (unit == "k" || unit == "kb")
+    mult = 1e3;
+  else if (unit == "m" || unit == "mb")
+    mult = 1e6;
+  else if (unit == "g" || unit == "gb")
+    mult = 1e9;
+  else if (unit == "t" || unit == "tb")
+    mult = 1e12;
+  else if (unit == "kib")
+    mult = 1024.0;
+  else if (unit == "mib")
+    mult = 1024.0 * 1024;
+  else if (unit == "gib")
+    mult = 1024.0 * 1024 * 1024;
+  else if (unit == "tib")
+    mult = 1024.0 * 1024 * 1024 * 1024;
+  else
+    return std::nullopt;
   const double bytes = v * mult;
   if (!(bytes > 0) || bytes > 9.0e18) return std::nullopt;
   return static_cast<std::int64_t>(std::llround(bytes));

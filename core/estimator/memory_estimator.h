@@ -48,8 +48,8 @@ struct ModuleShape {
 };
 std::vector<ModuleShape> moduleShapes(const ModelShape& m);
 
-std::int64_t parameterCount(const ModelShape& m);       // Ψ, a tied weight counted once
-std::int64_t blockParameterCount(const ModelShape& m);  // one transformer block
+std::int64_t parameterCount(const ModelShape& m);           // Ψ, a tied weight counted once
+std::int64_t blockParameterCount(const ModelShape& m);      // one transformer block
 std::int64_t largestModuleParameters(const ModelShape& m);  // LL: direct parameters of one module
 // FSDP units (auto-wrap at the block): embedding, each block, final norm + head. Element counts.
 std::vector<std::int64_t> fsdpUnitSizes(const ModelShape& m);
@@ -69,9 +69,9 @@ enum class AttentionKind { Eager, Flash };
 
 struct EstimateInput {
   ModelShape model;
-  int gpus = 1;                 // data-parallel world size W
-  int gpusPerNode = 8;          // ranks per node (hierarchical groups, DeepSpeed's gpn)
-  int shardGroupSize = 0;       // HSDP shard group / hpZ secondary group; 0 = gpusPerNode (capped at gpus)
+  int gpus = 1;            // data-parallel world size W
+  int gpusPerNode = 8;     // ranks per node (hierarchical groups, DeepSpeed's gpn)
+  int shardGroupSize = 0;  // HSDP shard group / hpZ secondary group; 0 = gpusPerNode (capped at gpus)
   Precision precision = Precision::Bf16;
   std::optional<AttentionKind> attention;  // unset: Eager for tiny/odd/small/medium, Flash otherwise
   std::int64_t microBatch = 1;
@@ -95,7 +95,7 @@ AttentionKind effectiveAttention(const EstimateInput& in);
 // G for HSDP and hpZ: shardGroupSize when set; otherwise the GPUs of a node (capped at gpus), except
 // HSDP on a single node of 4 or more (even) devices, which uses gpus/2 (two replicas, as the runtime).
 int effectiveShardGroup(const EstimateInput& in, Strategy s);
-int nodeCount(const EstimateInput& in);            // ceil(gpus / gpusPerNode)
+int nodeCount(const EstimateInput& in);  // ceil(gpus / gpusPerNode)
 // The ranks an FSDP flat parameter is sharded over: every GPU, or HSDP's shard group (which must
 // divide the GPUs; std::invalid_argument otherwise).
 int fsdpShardCount(const EstimateInput& in, Strategy s);

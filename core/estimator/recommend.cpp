@@ -58,7 +58,9 @@ StrategyAssessment assess(const RecommendInput& in, Strategy s) {
         bwdComm += c.timeS;
         lastBwd = std::max(lastBwd, one);
         break;
-      case CommPhase::AfterStep: outside += c.timeS; break;
+      case CommPhase::AfterStep:
+        outside += c.timeS;
+        break;
     }
   }
   const double fwdExposed = fwdComm > 0 ? std::max(firstFwd, fwdComm - fwd) : 0.0;
@@ -112,20 +114,18 @@ std::vector<StrategyAssessment> recommend(const RecommendInput& in) {
     a.rank = ++r;
     a.relativeStepTime = best > 0 ? a.stepS / best : 0.0;
     if (a.fit.fits)
-      a.reasons.push_back("fits: peak " + formatBytes(static_cast<double>(a.memory.peakBytes)) + " = " +
-                          pct(a.fit.usedFraction) + " of the device, " +
-                          formatBytes(static_cast<double>(a.fit.freeBytes)) + " left after the headroom");
+      a.reasons.push_back("fits: peak " + formatBytes(static_cast<double>(a.memory.peakBytes)) + " = " + pct(a.fit.usedFraction) +
+                          " of the device, " + formatBytes(static_cast<double>(a.fit.freeBytes)) + " left after the headroom");
     else
       a.reasons.push_back("does not fit: peak " + formatBytes(static_cast<double>(a.memory.peakBytes)) + " > " +
                           formatBytes(static_cast<double>(a.fit.usableBytes)) + " usable (" +
                           formatBytes(static_cast<double>(-a.fit.freeBytes)) + " short)");
-    a.reasons.push_back("communication " + formatBytes(a.comm.wireBytes) + " on the wire per step, " +
-                        ms(a.comm.timeS) + " (" + ms(a.exposedCommS) + " exposed)");
+    a.reasons.push_back("communication " + formatBytes(a.comm.wireBytes) + " on the wire per step, " + ms(a.comm.timeS) + " (" +
+                        ms(a.exposedCommS) + " exposed)");
     if (a.offloadS > 0) a.reasons.push_back("offload: " + ms(a.offloadS) + " of host transfers and CPU optimizer");
     char buf[96];
-    std::snprintf(buf, sizeof buf, "expected step %.1f ms (%.2fx the fastest %s), %.0f tokens/s per device",
-                  a.stepS * 1e3, a.relativeStepTime, anyFits ? "fitting strategy" : "strategy (none fits)",
-                  a.tokensPerSPerDevice);
+    std::snprintf(buf, sizeof buf, "expected step %.1f ms (%.2fx the fastest %s), %.0f tokens/s per device", a.stepS * 1e3,
+                  a.relativeStepTime, anyFits ? "fitting strategy" : "strategy (none fits)", a.tokensPerSPerDevice);
     a.reasons.push_back(buf);
   }
   return out;

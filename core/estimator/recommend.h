@@ -12,17 +12,17 @@
 namespace shardscope::core::estimator {
 
 struct RecommendInput {
-  EstimateInput model;                 // model, gpus, batch, precision, knobs
-  std::vector<Strategy> candidates;    // empty = allEstimatorStrategies() (hpZ/HSDP only when multi-node)
+  EstimateInput model;               // model, gpus, batch, precision, knobs
+  std::vector<Strategy> candidates;  // empty = allEstimatorStrategies() (hpZ/HSDP only when multi-node)
   std::int64_t deviceBytes = 80LL * 1024 * 1024 * 1024;
-  double headroom = 0.1;               // fraction of the device kept free
-  LinkModel intraNode;                 // link inside a node
-  LinkModel interNode;                 // link between nodes (used when gpus > gpusPerNode)
+  double headroom = 0.1;  // fraction of the device kept free
+  LinkModel intraNode;    // link inside a node
+  LinkModel interNode;    // link between nodes (used when gpus > gpusPerNode)
   CommOptions comm;
-  double deviceTflops = 989;           // dense peak of the compute dtype (H100 SXM bf16)
-  double efficiency = 0.4;             // achieved fraction of the peak (MFU)
-  double hostLinkGBps = 25;            // device <-> host for offload (PCIe 4.0 x16 effective)
-  double cpuOptimizerGBps = 10;        // CPU Adam throughput over the optimizer state (bytes/s·1e-9)
+  double deviceTflops = 989;     // dense peak of the compute dtype (H100 SXM bf16)
+  double efficiency = 0.4;       // achieved fraction of the peak (MFU)
+  double hostLinkGBps = 25;      // device <-> host for offload (PCIe 4.0 x16 effective)
+  double cpuOptimizerGBps = 10;  // CPU Adam throughput over the optimizer state (bytes/s·1e-9)
 };
 
 struct StrategyAssessment {

@@ -203,7 +203,10 @@ struct Builder {
     std::vector<int> handles;
     if (s == Strategy::Ddp) {
       // Buckets in reverse parameter order; the first one small (first_bucket_bytes).
-      struct Bucket { std::int64_t elems = 0; int readyBlock = 0; };
+      struct Bucket {
+        std::int64_t elems = 0;
+        int readyBlock = 0;
+      };
       std::vector<Bucket> buckets;
       std::int64_t cap = static_cast<std::int64_t>(1.0 * 1024 * 1024) / g, fill = 0;
       for (auto it = params.rbegin(); it != params.rend(); ++it) {
@@ -224,8 +227,8 @@ struct Builder {
         actOut(b);
         if (!in.model.gradientAsBucketView) p.mem(MemCat::Gradients, g * sh.blockNumel[static_cast<std::size_t>(b)]);
         while (next < buckets.size() && buckets[next].readyBlock >= b) {
-          handles.push_back(p.issue("all_reduce grad bucket " + std::to_string(next), CollKind::AllReduce, kWorld,
-                                    g * buckets[next].elems));
+          handles.push_back(
+              p.issue("all_reduce grad bucket " + std::to_string(next), CollKind::AllReduce, kWorld, g * buckets[next].elems));
           ++next;
         }
       }
@@ -246,8 +249,8 @@ struct Builder {
       }
       const std::int64_t chunk = std::max<std::int64_t>(1, std::min(in.model.reduceBucketSize, Pp));
       for (std::int64_t lo = 0, k = 0; lo < Pp; lo += chunk, ++k)
-        handles.push_back(p.issue("all_reduce grad bucket " + std::to_string(k), CollKind::AllReduce, kWorld,
-                                  g * std::min(chunk, Pp - lo)));
+        handles.push_back(
+            p.issue("all_reduce grad bucket " + std::to_string(k), CollKind::AllReduce, kWorld, g * std::min(chunk, Pp - lo)));
       for (int h : handles) p.wait(h);
     } else {
       // ZeRO-2: gradients copied into the IPG bucket as they arrive, all-reduced when it is full
@@ -265,7 +268,8 @@ struct Builder {
       };
       auto flush = [&] {
         if (fill == 0) return;
-        ipgFlights.push_back({p.issue("all_reduce grad bucket " + std::to_string(seq++), CollKind::AllReduce, kWorld, g * fill), cur});
+        ipgFlights.push_back(
+            {p.issue("all_reduce grad bucket " + std::to_string(seq++), CollKind::AllReduce, kWorld, g * fill), cur});
         fill = 0;
         if (!overlap) {
           drain(0);
@@ -452,8 +456,8 @@ struct Builder {
     const std::int64_t chunk = g.padded / S, section = ipgCap / S;
     if (chunk > section) {
       flushIpg(S, overlap);
-      flights.push_back(p.issue("reduce_scatter grad bucket " + std::to_string(bucketSeq++), CollKind::ReduceScatter, kWorld,
-                                sh.g * g.padded));
+      flights.push_back(
+          p.issue("reduce_scatter grad bucket " + std::to_string(bucketSeq++), CollKind::ReduceScatter, kWorld, sh.g * g.padded));
       if (!overlap) progressFlights(0);
       return;
     }
@@ -468,7 +472,8 @@ struct Builder {
     tracePos = 0;
     // Modules per block, forward order.
     std::vector<std::vector<int>> byBlock(static_cast<std::size_t>(sh.L + 2));
-    for (std::size_t m = 0; m < sh.modules.size(); ++m) byBlock[static_cast<std::size_t>(sh.modules[m].block)].push_back(static_cast<int>(m));
+    for (std::size_t m = 0; m < sh.modules.size(); ++m)
+      byBlock[static_cast<std::size_t>(sh.modules[m].block)].push_back(static_cast<int>(m));
     p.begin("forward");
     for (int b = 0; b <= sh.L + 1; ++b) {
       const auto& mods = byBlock[static_cast<std::size_t>(b)];
@@ -540,7 +545,8 @@ struct Builder {
   // FSDP full shard, shard-grad-op, HSDP ------------------------------------------------------------
   void fsdpSetup(std::int64_t N) {
     for (int b = 0; b <= sh.L + 1; ++b)
-      groups.push_back({bn(b), sh.blockNumel[static_cast<std::size_t>(b)], roundUp(sh.blockNumel[static_cast<std::size_t>(b)], N), false});
+      groups.push_back(
+          {bn(b), sh.blockNumel[static_cast<std::size_t>(b)], roundUp(sh.blockNumel[static_cast<std::size_t>(b)], N), false});
   }
   void fsdpStep(Strategy s) {
     const bool full = s != Strategy::FsdpGradOp;
@@ -638,21 +644,30 @@ void unionAndOverlap(std::vector<Interval>& iv, const std::vector<Interval>& oth
 
 const char* memCatKey(MemCat c) {
   switch (c) {
-    case MemCat::Parameters: return "parameters";
-    case MemCat::Gradients: return "gradients";
-    case MemCat::Optimizer: return "optimizer_state";
-    case MemCat::Activations: return "activations";
-    case MemCat::CommBuffers: return "comm_buffers";
-    case MemCat::Other: return "other";
+    case MemCat::Parameters:
+      return "parameters";
+    case MemCat::Gradients:
+      return "gradients";
+    case MemCat::Optimizer:
+      return "optimizer_state";
+    case MemCat::Activations:
+      return "activations";
+    case MemCat::CommBuffers:
+      return "comm_buffers";
+    case MemCat::Other:
+      return "other";
   }
   return "other";
 }
 
 const char* computePhaseName(ComputePhase p) {
   switch (p) {
-    case ComputePhase::Forward: return "forward";
-    case ComputePhase::Backward: return "backward";
-    case ComputePhase::Other: return "other";
+    case ComputePhase::Forward:
+      return "forward";
+    case ComputePhase::Backward:
+      return "backward";
+    case ComputePhase::Other:
+      return "other";
   }
   return "other";
 }
@@ -760,12 +775,15 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
   const MemoryEstimate memEst = estimateMemory(em, in.strategy);  // validates the input
   if (in.compute.forwardS.empty()) in.compute = flopsComputeProfile(em, 989, 0.4, 3350);
   const Shape sh = shapeOf(em);
-  if (in.compute.forwardS.size() != static_cast<std::size_t>(sh.L + 2) || in.compute.backwardS.size() != in.compute.forwardS.size())
+  if (in.compute.forwardS.size() != static_cast<std::size_t>(sh.L + 2) ||
+      in.compute.backwardS.size() != in.compute.forwardS.size())
     throw std::invalid_argument("the compute profile does not match the model's " + std::to_string(sh.L) + " layers");
   if (!(in.intraNode.busBwGBps > 0)) throw std::invalid_argument("the link needs a positive bandwidth");
   if (!(in.interNode.busBwGBps > 0)) in.interNode = in.intraNode;
   for (const auto& [r, f] : in.slowRanks)
-    if (r < 0 || r >= em.gpus || !(f > 0)) throw std::invalid_argument("slow rank " + std::to_string(r) + " is not a rank of " + std::to_string(em.gpus) + " with a positive factor");
+    if (r < 0 || r >= em.gpus || !(f > 0))
+      throw std::invalid_argument("slow rank " + std::to_string(r) + " is not a rank of " + std::to_string(em.gpus) +
+                                  " with a positive factor");
 
   const int W = em.gpus;
   const int gpn = std::max(1, std::min(em.gpusPerNode, W));
@@ -795,12 +813,18 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
     switch (in.strategy) {
       case Strategy::Ddp:
       case Strategy::Zero1:
-      case Strategy::Zero2: bld.replicated(in.strategy); break;
+      case Strategy::Zero2:
+        bld.replicated(in.strategy);
+        break;
       case Strategy::Zero3:
-      case Strategy::ZeroPPHpz: bld.zero3Step(in.strategy); break;
+      case Strategy::ZeroPPHpz:
+        bld.zero3Step(in.strategy);
+        break;
       case Strategy::FsdpFull:
       case Strategy::FsdpGradOp:
-      case Strategy::Hsdp: bld.fsdpStep(in.strategy); break;
+      case Strategy::Hsdp:
+        bld.fsdpStep(in.strategy);
+        break;
     }
     prog.compute("host overhead (measured, unattributed)", in.compute.stepOverheadS);
     prog.end();
@@ -818,10 +842,14 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
   // Group instances: for each kind, instance of rank r and its members.
   auto instanceOf = [&](int kind, int r) {
     switch (kind) {
-      case kShard: return r / std::max(1, prog.groupSize[kShard]);
-      case kReplica: return r % std::max(1, G);
-      case kNode: return r / std::max(1, prog.groupSize[kNode]);
-      default: return 0;
+      case kShard:
+        return r / std::max(1, prog.groupSize[kShard]);
+      case kReplica:
+        return r % std::max(1, G);
+      case kNode:
+        return r / std::max(1, prog.groupSize[kNode]);
+      default:
+        return 0;
     }
   };
   auto membersOf = [&](int kind, int inst, std::vector<int>& out) {
@@ -830,13 +858,20 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
     for (int i = 0; i < n; ++i) {
       switch (kind) {
         case kShard:
-        case kNode: out.push_back(inst * n + i); break;
-        case kReplica: out.push_back(i * G + inst); break;
-        default: out.push_back(i); break;
+        case kNode:
+          out.push_back(inst * n + i);
+          break;
+        case kReplica:
+          out.push_back(i * G + inst);
+          break;
+        default:
+          out.push_back(i);
+          break;
       }
     }
   };
-  int instances[kGroupKinds] = {1, W / std::max(1, prog.groupSize[kShard]), std::max(1, G), W / std::max(1, prog.groupSize[kNode])};
+  int instances[kGroupKinds] = {1, W / std::max(1, prog.groupSize[kShard]), std::max(1, G),
+                                W / std::max(1, prog.groupSize[kNode])};
   if (prog.groupSize[kShard] <= 1) instances[kShard] = 0;
   if (prog.groupSize[kReplica] <= 1) instances[kReplica] = 0;
   if (prog.groupSize[kNode] <= 1) instances[kNode] = 0;
@@ -941,7 +976,8 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
   };
   auto complete = [&](int kind, int inst, int c) {
     const CollDef& cd = prog.colls[static_cast<std::size_t>(c)];
-    const double end = maxStart[static_cast<std::size_t>(kind)][static_cast<std::size_t>(inst) * nColl + static_cast<std::size_t>(c)] + cd.durS;
+    const double end =
+        maxStart[static_cast<std::size_t>(kind)][static_cast<std::size_t>(inst) * nColl + static_cast<std::size_t>(c)] + cd.durS;
     membersOf(kind, inst, members);
     for (int m : members) {
       const std::size_t idx = static_cast<std::size_t>(c) * static_cast<std::size_t>(W) + static_cast<std::size_t>(m);
@@ -1016,7 +1052,8 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
           double f = st.slow;
           const double jit = in.jitterOf(prog.comps[static_cast<std::size_t>(op.a)].phase);
           if (jit > 0) {
-            const std::uint64_t h = splitmix(in.seed ^ splitmix(static_cast<std::uint64_t>(r) * 0x100000001b3ULL ^ static_cast<std::uint64_t>(op.a)));
+            const std::uint64_t h =
+                splitmix(in.seed ^ splitmix(static_cast<std::uint64_t>(r) * 0x100000001b3ULL ^ static_cast<std::uint64_t>(op.a)));
             f *= std::max(0.1, 1.0 + jit * normalFrom(h));
           }
           const double d = prog.comps[static_cast<std::size_t>(op.a)].durS * f;
@@ -1061,7 +1098,9 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
           }
           break;
         }
-        case Op::Mem: memApply(r, st, op.a, op.b); break;
+        case Op::Mem:
+          memApply(r, st, op.a, op.b);
+          break;
         case Op::AnnBegin:
           st.annStack.push_back(op.a);
           st.annStart.push_back(st.t);
@@ -1081,8 +1120,12 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
             st.annStart.pop_back();
           }
           break;
-        case Op::StepBegin: st.steps.push_back({st.t, st.t}); break;
-        case Op::StepEnd: st.steps.back().second = st.t; break;
+        case Op::StepBegin:
+          st.steps.push_back({st.t, st.t});
+          break;
+        case Op::StepEnd:
+          st.steps.back().second = st.t;
+          break;
       }
       ++st.pc;
       if (++processed >= nextReport) {
@@ -1107,8 +1150,9 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
   for (int r = 0; r < W; ++r) {
     const auto& st = rs[static_cast<std::size_t>(r)];
     if (st.pc < prog.ops.size())
-      throw std::logic_error("simulation stalled: rank " + std::to_string(r) + " waits on " +
-                             prog.names[static_cast<std::size_t>(prog.colls[static_cast<std::size_t>(std::max(0, st.blockedOn))].name)]);
+      throw std::logic_error(
+          "simulation stalled: rank " + std::to_string(r) + " waits on " +
+          prog.names[static_cast<std::size_t>(prog.colls[static_cast<std::size_t>(std::max(0, st.blockedOn))].name)]);
   }
   res.eventsSimulated = static_cast<std::int64_t>(totalOps);
   res.names = prog.names;
@@ -1160,8 +1204,7 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
   res.steady.commS = sumComm / n;
   res.steady.exposedCommS = sumExp / n;
   std::copy(std::begin(rs[0].atPeak), std::end(rs[0].atPeak), std::begin(res.peakByCategory));
-  res.tokensPerSPerDevice =
-      res.steady.stepS > 0 ? static_cast<double>(em.microBatch * em.seqLen) / res.steady.stepS : 0.0;
+  res.tokensPerSPerDevice = res.steady.stepS > 0 ? static_cast<double>(em.microBatch * em.seqLen) / res.steady.stepS : 0.0;
   for (const auto& c : prog.colls) {
     if (c.step != in.steps - 1) continue;
     const int gs = prog.groupSize[static_cast<std::size_t>(c.group)];
@@ -1173,9 +1216,8 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
   for (auto& tr : res.ranks) {
     const auto& st = rs[static_cast<std::size_t>(tr.rank)];
     tr.steps = st.steps;
-    std::sort(tr.spans.begin(), tr.spans.end(), [](const SimSpan& a, const SimSpan& b) {
-      return a.startS != b.startS ? a.startS < b.startS : a.endS > b.endS;
-    });
+    std::sort(tr.spans.begin(), tr.spans.end(),
+              [](const SimSpan& a, const SimSpan& b) { return a.startS != b.startS ? a.startS < b.startS : a.endS > b.endS; });
   }
   res.notes.push_back("compute: " + in.compute.source);
   res.notes.push_back("link: " + in.intraNode.name + (W > gpn ? ", between nodes " + in.interNode.name : ""));

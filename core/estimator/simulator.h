@@ -22,10 +22,10 @@ namespace shardscope::core::estimator {
 // Compute time of one micro-batch on one device, per block: 0 the embedding, 1..L the transformer
 // blocks, L+1 the final norm, LM head and loss.
 struct ComputeProfile {
-  std::string source;              // "flops: ..." or "run 3 (small, ddp, 2 ranks)"
-  std::vector<double> forwardS;    // L+2 entries
-  std::vector<double> backwardS;   // L+2 entries, without recomputation
-  double optimizerSPerElement = 0; // optimizer step time per parameter element a rank updates
+  std::string source;               // "flops: ..." or "run 3 (small, ddp, 2 ranks)"
+  std::vector<double> forwardS;     // L+2 entries
+  std::vector<double> backwardS;    // L+2 entries, without recomputation
+  double optimizerSPerElement = 0;  // optimizer step time per parameter element a rank updates
   // Host work per step outside any block's compute and outside waits (a measured run's step time
   // less its compute and wait spans: hooks, gradient copies into buckets, the loss read-back); run
   // on the compute thread at the end of each step. 0 in FLOPs mode.
@@ -60,15 +60,15 @@ ComputePhase computePhaseOf(const std::string& spanName);
 struct SimulateInput {
   EstimateInput model;
   Strategy strategy = Strategy::Ddp;
-  ComputeProfile compute;      // empty forwardS: flopsComputeProfile(model, 989, 0.4, 3350)
-  LinkModel intraNode;         // groups inside a node
-  LinkModel interNode;         // groups that span nodes
+  ComputeProfile compute;  // empty forwardS: flopsComputeProfile(model, 989, 0.4, 3350)
+  LinkModel intraNode;     // groups inside a node
+  LinkModel interNode;     // groups that span nodes
   CommOptions comm;
   // FSDP knobs (the runtime's --backward-prefetch, --forward-prefetch, --limit-all-gathers).
   BackwardPrefetch backwardPrefetch = BackwardPrefetch::Pre;
   bool forwardPrefetch = false;
   bool limitAllGathers = true;
-  int steps = 2;               // simulated steps; the first is reported as warm-up like a measured run
+  int steps = 2;  // simulated steps; the first is reported as warm-up like a measured run
   // Per-rank variation: compute durations × (1 + jitter·z), z ~ N(0,1) from (seed, rank, op), and
   // a fixed factor for listed ranks (stragglers).
   double jitter = 0;
@@ -81,23 +81,23 @@ struct SimulateInput {
   }
   std::uint64_t seed = 1;
   std::vector<std::pair<int, double>> slowRanks;
-  int keepRanks = 16;          // ranks whose events are kept in the result (0 = all)
+  int keepRanks = 16;  // ranks whose events are kept in the result (0 = all)
 };
 
 // A simulated span on a lane of one rank (names and categories as our runtime records them).
 struct SimSpan {
   enum class Lane : std::uint8_t { Compute, Comm };
   Lane lane = Lane::Compute;
-  int commLane = 0;            // index into SimulationResult::groups for Comm spans
+  int commLane = 0;  // index into SimulationResult::groups for Comm spans
   double startS = 0, endS = 0;
-  int name = 0;                // index into SimulationResult::names
+  int name = 0;  // index into SimulationResult::names
   enum class Kind : std::uint8_t { Compute, Annotation, Wait, Collective } kind = Kind::Compute;
   int step = 0;
   CollKind op = CollKind::AllReduce;
-  std::int64_t bytes = 0;      // collective message bytes (nccl-tests' S)
+  std::int64_t bytes = 0;  // collective message bytes (nccl-tests' S)
   int groupSize = 0;
-  bool emulated = false;       // reduce-scatter run as an all-reduce (Gloo)
-  double issueS = 0;           // collectives: when the compute thread issued it
+  bool emulated = false;  // reduce-scatter run as an all-reduce (Gloo)
+  double issueS = 0;      // collectives: when the compute thread issued it
 };
 
 struct SimMemorySample {
@@ -119,37 +119,37 @@ struct SimRankTrace {
 };
 
 struct SimStepFigures {
-  double stepS = 0;        // step time
-  double computeS = 0;     // compute busy time
-  double commS = 0;        // union of collective spans
-  double exposedCommS = 0; // communication not overlapped by compute
+  double stepS = 0;         // step time
+  double computeS = 0;      // compute busy time
+  double commS = 0;         // union of collective spans
+  double exposedCommS = 0;  // communication not overlapped by compute
   double overlap() const { return commS > 0 ? 1.0 - exposedCommS / commS : 1.0; }
 };
 
 struct SimProcessGroup {
-  std::string name;   // "world", "shard0", "replica1", "node0"
+  std::string name;  // "world", "shard0", "replica1", "node0"
   int size = 0;
   std::vector<int> ranks;
 };
 
 struct SimulationResult {
   SimulateInput input;
-  std::vector<std::string> names;         // span names
-  std::vector<SimProcessGroup> groups;    // every process group of the run
-  std::vector<std::string> laneGroupKind; // per comm lane index: the group kind's display name
-  std::vector<SimRankTrace> ranks;        // the kept ranks
+  std::vector<std::string> names;          // span names
+  std::vector<SimProcessGroup> groups;     // every process group of the run
+  std::vector<std::string> laneGroupKind;  // per comm lane index: the group kind's display name
+  std::vector<SimRankTrace> ranks;         // the kept ranks
   // Steady state: the mean over ranks of the last step (or of steps after the first).
   SimStepFigures steady;
-  double slowestRankStepS = 0;            // the slowest rank's steady step
+  double slowestRankStepS = 0;  // the slowest rank's steady step
   int slowestRank = 0;
-  std::int64_t peakBytes = 0;             // highest simulated allocation on any rank
+  std::int64_t peakBytes = 0;                  // highest simulated allocation on any rank
   std::int64_t peakByCategory[kMemCats] = {};  // at rank 0's peak
   double tokensPerSPerDevice = 0;
-  std::int64_t messageBytesPerStep = 0;   // per device
-  double wireBytesPerStep = 0;            // per device
+  std::int64_t messageBytesPerStep = 0;  // per device
+  double wireBytesPerStep = 0;           // per device
   std::int64_t collectivesPerStep = 0;
-  std::int64_t eventsSimulated = 0;       // ops × ranks processed
-  double wallS = 0;                       // time the simulation took
+  std::int64_t eventsSimulated = 0;  // ops × ranks processed
+  double wallS = 0;                  // time the simulation took
   std::vector<std::string> notes;
 };
 

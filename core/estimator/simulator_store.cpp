@@ -37,9 +37,12 @@ int blockOf(std::string_view what, int layers) {
 
 core::CollectiveOp collOp(CollKind k) {
   switch (k) {
-    case CollKind::AllReduce: return core::CollectiveOp::AllReduce;
-    case CollKind::AllGather: return core::CollectiveOp::AllGather;
-    case CollKind::ReduceScatter: return core::CollectiveOp::ReduceScatter;
+    case CollKind::AllReduce:
+      return core::CollectiveOp::AllReduce;
+    case CollKind::AllGather:
+      return core::CollectiveOp::AllGather;
+    case CollKind::ReduceScatter:
+      return core::CollectiveOp::ReduceScatter;
   }
   return core::CollectiveOp::None;
 }
@@ -257,7 +260,9 @@ Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::
   cfg.paramPersistenceThreshold = em.paramPersistenceThreshold;
   cfg.maxLiveParameters = em.maxLiveParameters;
   cfg.maxReuseDistance = em.maxReuseDistance;
-  cfg.backwardPrefetch = in.backwardPrefetch == BackwardPrefetch::Pre ? "pre" : in.backwardPrefetch == BackwardPrefetch::Post ? "post" : "none";
+  cfg.backwardPrefetch = in.backwardPrefetch == BackwardPrefetch::Pre    ? "pre"
+                         : in.backwardPrefetch == BackwardPrefetch::Post ? "post"
+                                                                         : "none";
   cfg.forwardPrefetch = in.forwardPrefetch;
   cfg.limitAllGathers = in.limitAllGathers;
   if (in.strategy == Strategy::Hsdp) cfg.shardGroupSize = fsdpShardCount(em, in.strategy);
@@ -265,9 +270,9 @@ Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::
   JsonValue cj = toJson(cfg);
   JsonValue simj = JsonValue::object();
   simj.set("strategy", JsonValue::string(strategyName(in.strategy)));
-  simj.set("model_shape", JsonValue::string(em.model.name + ": L=" + std::to_string(em.model.layers) + " h=" +
-                                            std::to_string(em.model.hidden) + " ffn=" + std::to_string(em.model.ffn) +
-                                            " V=" + std::to_string(em.model.vocab)));
+  simj.set("model_shape",
+           JsonValue::string(em.model.name + ": L=" + std::to_string(em.model.layers) + " h=" + std::to_string(em.model.hidden) +
+                             " ffn=" + std::to_string(em.model.ffn) + " V=" + std::to_string(em.model.vocab)));
   simj.set("compute", JsonValue::string(in.compute.source));
   simj.set("link", JsonValue::string(in.intraNode.name));
   simj.set("link_bus_bw_gbps", JsonValue::number(in.intraNode.busBwGBps));
@@ -413,7 +418,8 @@ Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::
           e.category = Category::Communication;
           e.collOp = collOp(sp.op);
           e.flags |= EventFlags::CollectiveMeta;
-          if (commGroups[static_cast<std::size_t>(sp.commLane)] != 0) e.processGroupId = commGroups[static_cast<std::size_t>(sp.commLane)];
+          if (commGroups[static_cast<std::size_t>(sp.commLane)] != 0)
+            e.processGroupId = commGroups[static_cast<std::size_t>(sp.commLane)];
           e.bytes = sp.bytes;
           e.groupSize = sp.groupSize;
           e.dtypeId = dtype;

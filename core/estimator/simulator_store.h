@@ -12,16 +12,16 @@ namespace shardscope::core::estimator {
 
 struct MeasuredProfile {
   Id runId = 0;
-  EstimateInput input;        // the run's model, world size, tokens, precision and knobs
+  EstimateInput input;  // the run's model, world size, tokens, precision and knobs
   Strategy strategy = Strategy::Ddp;
   // The run's FSDP knobs and step count (what EstimateInput does not hold).
   BackwardPrefetch backwardPrefetch = BackwardPrefetch::Pre;
   bool forwardPrefetch = false;
   bool limitAllGathers = true;
   int steps = 0;
-  bool gloo = false;          // ran on Gloo (LibTorch 1.13: reduce-scatter as an all-reduce)
-  ComputeProfile compute;     // mean per block over ranks and steady steps (the first step left out)
-  double stepS = 0;           // measured steady step time (mean over ranks and steps after the first)
+  bool gloo = false;       // ran on Gloo (LibTorch 1.13: reduce-scatter as an all-reduce)
+  ComputeProfile compute;  // mean per block over ranks and steady steps (the first step left out)
+  double stepS = 0;        // measured steady step time (mean over ranks and steps after the first)
   int steadySteps = 0;
   // The step breakdown's figures (docs/METRICS.md) over the same steady steps, for comparison
   // with a simulation: communication (union of collectives) and its exposed part.
@@ -52,7 +52,7 @@ void applyMeasuredProfile(SimulateInput& si, const MeasuredProfile& mp, bool kee
 
 // Writes the kept ranks of a simulation as one run (source simulated, status completed) in one
 // transaction: nothing is left behind when it fails or is cancelled. Returns the run id.
-Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::string& name,
-                     const CancelToken* cancel = nullptr, const ProgressFn& progress = {});
+Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::string& name, const CancelToken* cancel = nullptr,
+                     const ProgressFn& progress = {});
 
 }  // namespace shardscope::core::estimator

@@ -62,7 +62,9 @@ void appendPythonStyle(std::string& out, const JsonValue& v) {
       out.push_back('}');
       break;
     }
-    default: v.dumpTo(out); break;
+    default:
+      v.dumpTo(out);
+      break;
   }
 }
 
@@ -97,8 +99,8 @@ JsonValue distributedInfo(const exporting::RunContext& ctx, const Rank& rank, co
     g.set("pg_name", JsonValue::string(pg->name));
     g.set("pg_desc", JsonValue::string(pg->description.empty() ? "undefined" : pg->description));
     g.set("backend_config", JsonValue::string(pg->backend));
-    g.set("pg_size", JsonValue::number(static_cast<std::int64_t>(
-                         pg->size > 0 ? pg->size : static_cast<int>(ranks.items().size()))));
+    g.set("pg_size",
+          JsonValue::number(static_cast<std::int64_t>(pg->size > 0 ? pg->size : static_cast<int>(ranks.items().size()))));
     g.set("ranks", std::move(ranks));
     groups.push(std::move(g));
   }
@@ -137,9 +139,9 @@ void writeRank(exporting::RunContext& ctx, const Rank& rank, exporting::OutputFi
   else
     b += "[]";
   // Other top-level scalars the source had (cupti_version, record_shapes, trace_id...), in its order.
-  static constexpr std::string_view kOwn[] = {"schemaVersion", "deviceProperties", "distributedInfo",
-                                              "displayTimeUnit", "baseTimeNanoseconds", "traceEvents",
-                                              "traceName", "json_bytes", "processes", "rank"};
+  static constexpr std::string_view kOwn[] = {
+      "schemaVersion", "deviceProperties", "distributedInfo", "displayTimeUnit", "baseTimeNanoseconds",
+      "traceEvents",   "traceName",        "json_bytes",      "processes",       "rank"};
   for (const auto& [k, v] : meta.members()) {
     if (v.isObject() || v.isArray() || v.isNull()) continue;
     if (std::find(std::begin(kOwn), std::end(kOwn), k) != std::end(kOwn)) continue;
@@ -169,8 +171,7 @@ void writeRank(exporting::RunContext& ctx, const Rank& rank, exporting::OutputFi
 
 ExportResult exportKineto(TraceStore& store, Id runId, const std::string& outDir, const ExportOptions& options) {
   exporting::RunContext ctx(store, runId, options);
-  if (ctx.summary.ranks.empty())
-    throw Error(store.path() + ": run " + std::to_string(runId) + " has no ranks to export");
+  if (ctx.summary.ranks.empty()) throw Error(store.path() + ": run " + std::to_string(runId) + " has no ranks to export");
   std::error_code ec;
   fs::create_directories(outDir, ec);
   if (ec || !fs::is_directory(outDir, ec))

@@ -179,8 +179,7 @@ void OutputFile::commit() {
 // ---------------------------------------------------------------------------------------------
 // RunContext
 
-RunContext::RunContext(TraceStore& s, Id runId, const ExportOptions& o)
-    : store(s), options(o), summary(s.summary(runId)) {
+RunContext::RunContext(TraceStore& s, Id runId, const ExportOptions& o) : store(s), options(o), summary(s.summary(runId)) {
   for (auto& pg : s.processGroups(runId)) groups.emplace(pg.id, pg);
   steps = s.steps(runId);
 }
@@ -266,10 +265,18 @@ void RankWriter::setupLanes() {
     t.summary = &ts;
     t.gpu = ts.track.kind == TrackKind::GpuStream;
     switch (ts.track.kind) {
-      case TrackKind::GpuStream: t.defaultCat = "kernel"; break;
-      case TrackKind::Python: t.defaultCat = "python_function"; break;
-      case TrackKind::Comm: t.defaultCat = "collective_comm"; break;
-      default: t.defaultCat = "cpu_op"; break;
+      case TrackKind::GpuStream:
+        t.defaultCat = "kernel";
+        break;
+      case TrackKind::Python:
+        t.defaultCat = "python_function";
+        break;
+      case TrackKind::Comm:
+        t.defaultCat = "collective_comm";
+        break;
+      default:
+        t.defaultCat = "cpu_op";
+        break;
     }
     trackIndex_[ts.track.id] = tracks_.size();
     tracks_.push_back(t);
@@ -334,10 +341,14 @@ void RankWriter::setupLanes() {
   // CPU threads name their lane before python tracks sharing it (Kineto puts both on one thread).
   auto order = [](TrackKind k) {
     switch (k) {
-      case TrackKind::CpuThread: return 0;
-      case TrackKind::Comm: return 1;
-      case TrackKind::GpuStream: return 2;
-      default: return 3;
+      case TrackKind::CpuThread:
+        return 0;
+      case TrackKind::Comm:
+        return 1;
+      case TrackKind::GpuStream:
+        return 2;
+      default:
+        return 3;
     }
   };
   std::vector<std::size_t> idx(tracks_.size());
@@ -413,8 +424,7 @@ std::uint32_t RankWriter::placeSlice(TrackOut& t, TimeNs start, TimeNs endNs) {
   while (used.count(tid)) ++tid;
   used.insert(tid);
   it->second = tid + 1;
-  const std::uint32_t lane =
-      addLane(pid, tid, base.name + " (overlap " + std::to_string(t.overflow.size() + 1) + ")");
+  const std::uint32_t lane = addLane(pid, tid, base.name + " (overlap " + std::to_string(t.overflow.size() + 1) + ")");
   t.overflow.push_back(lane);
   lanes_[lane].open.push_back(endNs);
   writeThreadName(lanes_[lane]);
@@ -469,8 +479,7 @@ void RankWriter::writeMetadata() {
       auto g = gpuPids.find(pid);
       const bool gpu = g != gpuPids.end() || pid != hostPid_;
       const std::int64_t dev = g != gpuPids.end() ? g->second : pid - hostPid_ - 1;
-      writeProcessMeta(pid, "process_name", gpu ? "rank " + r + " GPU " + std::to_string(dev) : "rank " + r + " host",
-                       true);
+      writeProcessMeta(pid, "process_name", gpu ? "rank " + r + " GPU " + std::to_string(dev) : "rank " + r + " host", true);
       writeProcessMeta(pid, "process_sort_index", std::to_string(pid), false);
     }
   } else {
@@ -541,14 +550,24 @@ void RankWriter::writeSynthesizedArgs(const TrackOut& t, const Event& e) {
     key(R"("correlation":)");
     appendInt(b, *e.correlation);
   }
-  const bool collective = e.collOp != CollectiveOp::None &&
-                          ((e.flags & EventFlags::CollectiveMeta) || e.bytes || !e.dtype.empty() || e.groupSize ||
-                           e.processGroupId);
+  const bool collective = e.collOp != CollectiveOp::None && ((e.flags & EventFlags::CollectiveMeta) || e.bytes ||
+                                                             !e.dtype.empty() || e.groupSize || e.processGroupId);
   if (collective) {
     // c10d spellings (what record_param_comms and Kineto write); our importer maps them back.
-    static constexpr std::string_view kNames[] = {"",        "allreduce", "_allgather_base", "_reduce_scatter_base",
-                                                  "alltoall_base", "broadcast", "reduce", "send", "recv",
-                                                  "sendrecv",      "barrier",   "gather", "scatter", "other"};
+    static constexpr std::string_view kNames[] = {"",
+                                                  "allreduce",
+                                                  "_allgather_base",
+                                                  "_reduce_scatter_base",
+                                                  "alltoall_base",
+                                                  "broadcast",
+                                                  "reduce",
+                                                  "send",
+                                                  "recv",
+                                                  "sendrecv",
+                                                  "barrier",
+                                                  "gather",
+                                                  "scatter",
+                                                  "other"};
     const auto op = static_cast<std::size_t>(e.collOp);
     key(R"("Collective name":)");
     appendJsonString(b, op < std::size(kNames) ? kNames[op] : std::string_view("other"));

@@ -70,7 +70,7 @@ struct RunContext {
   const ExportOptions& options;
   RunSummary summary;
   std::unordered_map<Id, ProcessGroup> groups;  // by id
-  std::vector<Step> steps;                       // all ranks, ordered by rank then step
+  std::vector<Step> steps;                      // all ranks, ordered by rank then step
   std::string stage;
   std::uint64_t eventsDone = 0;
 
@@ -154,7 +154,7 @@ class RankWriter {
   std::unordered_map<Id, std::size_t> trackIndex_;  // track id -> tracks_ index
   std::vector<Lane> lanes_;
   std::map<std::int64_t, std::set<std::int64_t>> usedTids_;  // pid -> tids taken
-  std::map<std::int64_t, std::int64_t> nextOverflowTid_;    // pid -> next candidate
+  std::map<std::int64_t, std::int64_t> nextOverflowTid_;     // pid -> next candidate
   std::optional<std::uint32_t> mainLane_;
   std::vector<Launch> launches_;
   std::set<std::int64_t> stepsSeen_;

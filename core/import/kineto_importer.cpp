@@ -92,7 +92,7 @@ struct PStep {
 };
 
 struct FileHeader {
-  std::optional<int> rank;        // from distributedInfo
+  std::optional<int> rank;  // from distributedInfo
   std::optional<int> worldSize;
   std::string backend;
   std::vector<PGroup> groups;
@@ -101,15 +101,15 @@ struct FileHeader {
   bool tsFloat = false;
   std::string distributedInfoJson;
   std::string devicePropertiesJson;
-  JsonValue metadata = JsonValue::object();   // other top-level scalars
-  JsonValue processes = JsonValue::object();  // pid -> {name, labels} from M events
+  JsonValue metadata = JsonValue::object();                                    // other top-level scalars
+  JsonValue processes = JsonValue::object();                                   // pid -> {name, labels} from M events
   std::vector<std::tuple<std::string, std::string, std::string>> threadNames;  // pid, tid, name
 };
 
 struct Batch {
   int file = 0;
-  int worker = 0;          // whose local string/track/group ids the batch uses
-  std::uint64_t seq = 0;   // batches are written in this order (file order)
+  int worker = 0;         // whose local string/track/group ids the batch uses
+  std::uint64_t seq = 0;  // batches are written in this order (file order)
   std::vector<std::string> warnings;
   std::vector<std::string> newStrings;
   std::vector<PTrack> newTracks;
@@ -119,7 +119,7 @@ struct Batch {
   std::string args;
   std::vector<PCounter> counters;
   std::vector<PFlow> flows;
-  std::vector<MemoryEvent> memory;  // rankId filled by the writer
+  std::vector<MemoryEvent> memory;          // rankId filled by the writer
   std::vector<std::uint32_t> memoryTracks;  // (allocated, reserved) counter tracks per memory event, pairs
   std::uint64_t fileOffset = 0;
   bool fileDone = false;
@@ -203,8 +203,8 @@ struct StringHash {
 using InternMap = std::unordered_map<std::string, std::uint32_t, StringHash, std::equal_to<>>;
 
 bool isGpuCat(std::string_view cat) {
-  return cat == "kernel" || cat == "Kernel" || cat == "gpu_memcpy" || cat == "Memcpy" || cat == "gpu_memset" ||
-         cat == "Memset" || cat == "gpu_user_annotation" || cat == "cuda_sync" || cat == "mtia_ccp_events";
+  return cat == "kernel" || cat == "Kernel" || cat == "gpu_memcpy" || cat == "Memcpy" || cat == "gpu_memset" || cat == "Memset" ||
+         cat == "gpu_user_annotation" || cat == "cuda_sync" || cat == "mtia_ccp_events";
 }
 
 bool isKernelCat(std::string_view cat) { return cat == "kernel" || cat == "Kernel"; }
@@ -233,7 +233,6 @@ std::optional<std::int64_t> parseInt(std::string_view s) {
     return static_cast<std::int64_t>(d);
   return std::nullopt;
 }
-
 
 std::string fileLabel(const std::string& path) { return fs::path(path).filename().string(); }
 
@@ -432,8 +431,8 @@ class KinetoParser {
   }
 
   [[noreturn]] void failEvent(const std::string& msg) const {
-    throw Error(path_ + ": event #" + std::to_string(eventIndex_) + " (byte offset " +
-                std::to_string(eventOffset_) + "): " + msg);
+    throw Error(path_ + ": event #" + std::to_string(eventIndex_) + " (byte offset " + std::to_string(eventOffset_) +
+                "): " + msg);
   }
 
   // Per-event scratch, reused to avoid allocations.
@@ -456,8 +455,7 @@ class KinetoParser {
     std::int64_t inNelems = kNone, outNelems = kNone, groupSize = kNone;
     std::int64_t inputNumel = kNone;  // "Input Dims" of a nccl:/gloo: annotation: elements of its first input
     std::string inputType;            // ... and "Input type"'s first entry
-    std::int64_t totalAllocated = kNone, totalReserved = kNone, bytes = kNone, addr = kNone, devId = kNone,
-                 devType = kNone;
+    std::int64_t totalAllocated = kNone, totalReserved = kNone, bytes = kNone, addr = kNone, devId = kNone, devType = kNone;
     std::vector<std::pair<std::string, double>> counterValues;
     std::string argsJson;
     std::size_t rawArgsOff = 0, rawArgsLen = 0;  // args already appended to the batch
@@ -517,9 +515,27 @@ class KinetoParser {
   }
 
   enum ArgKey : std::uint8_t {
-    kArgOther, kArgExternalId, kArgCorrelation, kArgStream, kArgDevice, kArgCollName, kArgInNelems, kArgOutNelems,
-    kArgGroupSize, kArgDtype, kArgPgName, kArgPgDesc, kArgPgRanks, kArgTotalAllocated, kArgTotalReserved, kArgBytes,
-    kArgAddr, kArgDeviceId, kArgDeviceType, kArgInputDims, kArgInputType
+    kArgOther,
+    kArgExternalId,
+    kArgCorrelation,
+    kArgStream,
+    kArgDevice,
+    kArgCollName,
+    kArgInNelems,
+    kArgOutNelems,
+    kArgGroupSize,
+    kArgDtype,
+    kArgPgName,
+    kArgPgDesc,
+    kArgPgRanks,
+    kArgTotalAllocated,
+    kArgTotalReserved,
+    kArgBytes,
+    kArgAddr,
+    kArgDeviceId,
+    kArgDeviceType,
+    kArgInputDims,
+    kArgInputType
   };
 
   static ArgKey argKey(std::string_view k) {
@@ -527,10 +543,14 @@ class KinetoParser {
     const char* c = k.data();
     auto is = [&](const char* lit, std::size_t n) { return std::memcmp(c, lit, n) == 0; };
     switch (k.size()) {
-      case 4: return c[0] == 'A' && is("Addr", 4) ? kArgAddr : kArgOther;
-      case 5: return c[0] == 'd' && is("dtype", 5) ? kArgDtype : c[0] == 'B' && is("Bytes", 5) ? kArgBytes : kArgOther;
-      case 6: return c[0] == 's' && is("stream", 6) ? kArgStream : c[0] == 'd' && is("device", 6) ? kArgDevice : kArgOther;
-      case 9: return c[0] == 'D' && is("Device Id", 9) ? kArgDeviceId : kArgOther;
+      case 4:
+        return c[0] == 'A' && is("Addr", 4) ? kArgAddr : kArgOther;
+      case 5:
+        return c[0] == 'd' && is("dtype", 5) ? kArgDtype : c[0] == 'B' && is("Bytes", 5) ? kArgBytes : kArgOther;
+      case 6:
+        return c[0] == 's' && is("stream", 6) ? kArgStream : c[0] == 'd' && is("device", 6) ? kArgDevice : kArgOther;
+      case 9:
+        return c[0] == 'D' && is("Device Id", 9) ? kArgDeviceId : kArgOther;
       case 10:
         if (c[0] == 'G' && is("Group size", 10)) return kArgGroupSize;
         if (c[0] == 'I' && is("Input Dims", 10)) return kArgInputDims;
@@ -541,7 +561,8 @@ class KinetoParser {
         if (c[0] == 'c' && is("correlation", 11)) return kArgCorrelation;
         if (c[0] == 'D' && is("Device Type", 11)) return kArgDeviceType;
         return kArgOther;
-      case 13: return c[0] == 'I' && is("In msg nelems", 13) ? kArgInNelems : kArgOther;
+      case 13:
+        return c[0] == 'I' && is("In msg nelems", 13) ? kArgInNelems : kArgOther;
       case 14:
         if (c[0] == 'O' && is("Out msg nelems", 14)) return kArgOutNelems;
         if (c[0] == 'T' && is("Total Reserved", 14)) return kArgTotalReserved;
@@ -550,10 +571,14 @@ class KinetoParser {
         if (c[0] == 'C' && is("Collective name", 15)) return kArgCollName;
         if (c[0] == 'T' && is("Total Allocated", 15)) return kArgTotalAllocated;
         return kArgOther;
-      case 18: return c[0] == 'P' && is("Process Group Name", 18) ? kArgPgName : kArgOther;
-      case 19: return c[0] == 'P' && is("Process Group Ranks", 19) ? kArgPgRanks : kArgOther;
-      case 25: return c[0] == 'P' && is("Process Group Description", 25) ? kArgPgDesc : kArgOther;
-      default: return kArgOther;
+      case 18:
+        return c[0] == 'P' && is("Process Group Name", 18) ? kArgPgName : kArgOther;
+      case 19:
+        return c[0] == 'P' && is("Process Group Ranks", 19) ? kArgPgRanks : kArgOther;
+      case 25:
+        return c[0] == 'P' && is("Process Group Description", 25) ? kArgPgDesc : kArgOther;
+      default:
+        return kArgOther;
     }
   }
 
@@ -662,20 +687,33 @@ class KinetoParser {
   // A scalar arg value; promoted keys fill the event's columns.
   void onArg(ArgKey key, Token t, std::string_view text) {
     switch (key) {
-      case kArgOther: break;
-      case kArgExternalId: ev_.externalId = argInt(t, text); break;
-      case kArgCorrelation: ev_.correlation = argInt(t, text); break;
+      case kArgOther:
+        break;
+      case kArgExternalId:
+        ev_.externalId = argInt(t, text);
+        break;
+      case kArgCorrelation:
+        ev_.correlation = argInt(t, text);
+        break;
       case kArgStream:
         ev_.stream = argInt(t, text);
         ev_.streamArg = ev_.stream != kNone;
         break;
-      case kArgDevice: ev_.device = argInt(t, text); break;
+      case kArgDevice:
+        ev_.device = argInt(t, text);
+        break;
       case kArgCollName:
         if (t == Token::String) ev_.collName.assign(text);
         break;
-      case kArgInNelems: ev_.inNelems = argInt(t, text); break;
-      case kArgOutNelems: ev_.outNelems = argInt(t, text); break;
-      case kArgGroupSize: ev_.groupSize = argInt(t, text); break;
+      case kArgInNelems:
+        ev_.inNelems = argInt(t, text);
+        break;
+      case kArgOutNelems:
+        ev_.outNelems = argInt(t, text);
+        break;
+      case kArgGroupSize:
+        ev_.groupSize = argInt(t, text);
+        break;
       case kArgDtype:
         if (t == Token::String) ev_.dtype.assign(text);
         break;
@@ -688,12 +726,24 @@ class KinetoParser {
       case kArgPgRanks:
         if (t == Token::String) ev_.pgRanks.assign(text);
         break;
-      case kArgTotalAllocated: ev_.totalAllocated = argInt(t, text); break;
-      case kArgTotalReserved: ev_.totalReserved = argInt(t, text); break;
-      case kArgBytes: ev_.bytes = argInt(t, text); break;
-      case kArgAddr: ev_.addr = argInt(t, text); break;
-      case kArgDeviceId: ev_.devId = argInt(t, text); break;
-      case kArgDeviceType: ev_.devType = argInt(t, text); break;
+      case kArgTotalAllocated:
+        ev_.totalAllocated = argInt(t, text);
+        break;
+      case kArgTotalReserved:
+        ev_.totalReserved = argInt(t, text);
+        break;
+      case kArgBytes:
+        ev_.bytes = argInt(t, text);
+        break;
+      case kArgAddr:
+        ev_.addr = argInt(t, text);
+        break;
+      case kArgDeviceId:
+        ev_.devId = argInt(t, text);
+        break;
+      case kArgDeviceType:
+        ev_.devType = argInt(t, text);
+        break;
     }
   }
 
@@ -701,8 +751,7 @@ class KinetoParser {
   // only copies it into its chunk's args block).
   void keepArgs(std::string_view raw, bool keep) {
     if (!keep) return;
-    if (opt_.keepArgs && ev_.ph.size() == 1 && (ev_.ph[0] == 'X' || ev_.ph[0] == 'i' || ev_.ph[0] == 'I') &&
-        raw.size() > 2) {
+    if (opt_.keepArgs && ev_.ph.size() == 1 && (ev_.ph[0] == 'X' || ev_.ph[0] == 'i' || ev_.ph[0] == 'I') && raw.size() > 2) {
       // The common case goes straight into the batch (one copy); appendArgs() keeps or drops it.
       ev_.rawArgsOff = batch_->args.size();
       appendCompactJson(batch_->args, raw);
@@ -714,21 +763,21 @@ class KinetoParser {
 
   // The full tokenizer's reading of one event (its '{' was just returned): every error is precise.
   void parseEventFields(JsonReader& r) {
-      for (;;) {
-        Token t = r.next();
-        if (t == Token::EndObject) break;
-        // Dispatch on the key before reading the value (the view dies at next()).
-        const int which = fieldId(r.text());
-        t = r.next();
-        if (which == 8 && t == Token::BeginObject) {
-          parseArgs(r);
-        } else if (t == Token::BeginObject || t == Token::BeginArray) {
-          if (which >= 1 && which <= 7) onFieldType(which);  // a container where a scalar belongs
-          r.skipValue(t);
-        } else {
-          onField(which, t, r.text());
-        }
+    for (;;) {
+      Token t = r.next();
+      if (t == Token::EndObject) break;
+      // Dispatch on the key before reading the value (the view dies at next()).
+      const int which = fieldId(r.text());
+      t = r.next();
+      if (which == 8 && t == Token::BeginObject) {
+        parseArgs(r);
+      } else if (t == Token::BeginObject || t == Token::BeginArray) {
+        if (which >= 1 && which <= 7) onFieldType(which);  // a container where a scalar belongs
+        r.skipValue(t);
+      } else {
+        onField(which, t, r.text());
       }
+    }
   }
 
   // Reads one event straight from its text for the common, well-formed case: no escapes, plain
@@ -772,9 +821,21 @@ class KinetoParser {
     };
     auto literal = [&](Token& t) -> bool {
       const auto rest = static_cast<std::size_t>(end - p);
-      if (rest >= 4 && std::memcmp(p, "true", 4) == 0) { t = Token::True; p += 4; return true; }
-      if (rest >= 5 && std::memcmp(p, "false", 5) == 0) { t = Token::False; p += 5; return true; }
-      if (rest >= 4 && std::memcmp(p, "null", 4) == 0) { t = Token::Null; p += 4; return true; }
+      if (rest >= 4 && std::memcmp(p, "true", 4) == 0) {
+        t = Token::True;
+        p += 4;
+        return true;
+      }
+      if (rest >= 5 && std::memcmp(p, "false", 5) == 0) {
+        t = Token::False;
+        p += 5;
+        return true;
+      }
+      if (rest >= 4 && std::memcmp(p, "null", 4) == 0) {
+        t = Token::Null;
+        p += 4;
+        return true;
+      }
       return false;
     };
     // A scalar value: its token type and text.
@@ -918,7 +979,8 @@ class KinetoParser {
     // Called for every key of every event: compare characters, not strings.
     const char* c = k.data();
     switch (k.size()) {
-      case 1: return c[0] == 's' ? 11 : 0;
+      case 1:
+        return c[0] == 's' ? 11 : 0;
       case 2:
         if (c[0] == 'p' && c[1] == 'h') return 1;
         if (c[0] == 't' && c[1] == 's') return 4;
@@ -934,21 +996,30 @@ class KinetoParser {
         if (std::memcmp(c, "name", 4) == 0) return 2;
         if (std::memcmp(c, "args", 4) == 0) return 8;
         return 0;
-      default: return 0;
+      default:
+        return 0;
     }
   }
 
   // The error for a container (object/array) where a field needs a scalar.
   [[noreturn]] void onFieldType(int which) {
     switch (which) {
-      case 1: failEvent("field 'ph' must be a string");
-      case 2: failEvent("field 'name' must be a string");
-      case 3: failEvent("field 'cat' must be a string");
-      case 4: failEvent("field 'ts' must be a number");
-      case 5: failEvent("field 'dur' must be a number");
-      case 6: failEvent("field 'pid' must be a number or a string");
-      case 7: failEvent("field 'tid' must be a number or a string");
-      default: failEvent("unexpected value");
+      case 1:
+        failEvent("field 'ph' must be a string");
+      case 2:
+        failEvent("field 'name' must be a string");
+      case 3:
+        failEvent("field 'cat' must be a string");
+      case 4:
+        failEvent("field 'ts' must be a number");
+      case 5:
+        failEvent("field 'dur' must be a number");
+      case 6:
+        failEvent("field 'pid' must be a number or a string");
+      case 7:
+        failEvent("field 'tid' must be a number or a string");
+      default:
+        failEvent("unexpected value");
     }
   }
 
@@ -979,8 +1050,12 @@ class KinetoParser {
         ev_.dur.assign(text);
         ev_.hasDur = true;
         break;
-      case 6: readId(t, text, ev_.pid, "pid"); break;
-      case 7: readId(t, text, ev_.tid, "tid"); break;
+      case 6:
+        readId(t, text, ev_.pid, "pid");
+        break;
+      case 7:
+        readId(t, text, ev_.tid, "tid");
+        break;
       case 9:
         if (t == Token::Number || t == Token::String) {
           auto v = parseInt(text);
@@ -1003,7 +1078,8 @@ class KinetoParser {
       case 11:
         if (t == Token::String) ev_.scope.assign(text);
         break;
-      default: break;  // unknown keys, and "args" that is not an object
+      default:
+        break;  // unknown keys, and "args" that is not an object
     }
   }
 
@@ -1202,7 +1278,12 @@ class KinetoParser {
 
   // Attributes of a `cat` value, computed once per distinct value.
   enum CatBits : std::uint8_t {
-    kCatKnown = 1, kCatGpu = 2, kCatPython = 4, kCatLaunchFlow = 8, kCatKernel = 16, kCatUserAnnotation = 32,
+    kCatKnown = 1,
+    kCatGpu = 2,
+    kCatPython = 4,
+    kCatLaunchFlow = 8,
+    kCatKernel = 16,
+    kCatUserAnnotation = 32,
     kCatGpuAnnotation = 64
   };
   std::uint8_t catBits() {
@@ -1254,7 +1335,8 @@ class KinetoParser {
     if (e.op == CollectiveOp::None) return;
     if (fromArgs) e.flags |= EventFlags::CollectiveMeta;
     if (!ev_.dtype.empty()) e.dtype = str(ev_.dtype);
-    if (ev_.groupSize != kNone && ev_.groupSize > 0 && ev_.groupSize < 10'000'000) e.groupSize = static_cast<std::int32_t>(ev_.groupSize);
+    if (ev_.groupSize != kNone && ev_.groupSize > 0 && ev_.groupSize < 10'000'000)
+      e.groupSize = static_cast<std::int32_t>(ev_.groupSize);
     if (!ev_.pgName.empty()) e.pg = groupFor(ev_.pgName);
     const int sz = dtypeSize(ev_.dtype);
     if (sz > 0) {
@@ -1304,7 +1386,8 @@ class KinetoParser {
     std::int64_t dur = 0;
     if (ev_.hasDur) {
       bool f = false;
-      if (!parseMicrosToNs(ev_.dur, dur, f) || dur > kMaxDurNs) failEvent("duration '" + ev_.dur.substr(0, 32) + "' µs is absurd");
+      if (!parseMicrosToNs(ev_.dur, dur, f) || dur > kMaxDurNs)
+        failEvent("duration '" + ev_.dur.substr(0, 32) + "' µs is absurd");
       if (dur < 0) {
         ++stats_.negativeDurations;  // reported once per file by the writer
         dur = 0;
@@ -1595,11 +1678,11 @@ struct RankState {
   std::vector<std::vector<Id>> groupIds;
   std::unordered_map<std::string, std::pair<Id, bool>> trackByKey;  // key -> (db id, CPU-side)
   std::vector<Id> allTracks, cpuTracks;
-  KinetoFileStats stats;          // summed over the file's batches
-  FileHeader partial;             // tsFloat, thread and process names from the parser threads
+  KinetoFileStats stats;  // summed over the file's batches
+  FileHeader partial;     // tsFloat, thread and process names from the parser threads
   bool anyTime = false;
-  std::int64_t minTime = 0, maxTime = 0;  // for a late baseTimeNanoseconds
-  std::vector<PStep> steps;             // sorted by start
+  std::int64_t minTime = 0, maxTime = 0;                    // for a late baseTimeNanoseconds
+  std::vector<PStep> steps;                                 // sorted by start
   std::unordered_map<std::int64_t, std::int64_t> corrStep;  // CPU correlation -> step
   // The collectives the CPU side names (nccl:all_to_all annotations, c10d ops), per CPU track in
   // file order, and the one enclosing each launch (by its correlation): the kernel it launched is
@@ -1632,8 +1715,8 @@ struct RankState {
     }
     return *lastColl;
   }
-  bool unresolvedCollective = false;  // a collective kernel's launch was not matched yet
-  std::unordered_map<Id, bool> gpuTrack;                    // db track id -> is a GPU track
+  bool unresolvedCollective = false;      // a collective kernel's launch was not matched yet
+  std::unordered_map<Id, bool> gpuTrack;  // db track id -> is a GPU track
   // "pid\x1ftid" (source text) -> (db track id, is python), for thread names from M events.
   std::unordered_multimap<std::string, std::pair<Id, bool>> tracksByIds;
   bool unresolvedGpu = false;
@@ -1762,8 +1845,7 @@ std::vector<std::string> collectTraceFiles(const std::vector<std::string>& input
   return out;
 }
 
-KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string>& files,
-                                const KinetoImportOptions& opt) {
+KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string>& files, const KinetoImportOptions& opt) {
   if (files.empty()) throw Error("import: no trace files given");
   const auto t0 = std::chrono::steady_clock::now();
   KinetoImportResult result;
@@ -1774,8 +1856,7 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
     if (ec) throw Error(f + ": cannot read: " + ec.message());
     // Reading the database as a trace would open and close a descriptor of it: that drops every
     // POSIX lock this process holds on the file (SQLite's own included).
-    if (fs::equivalent(f, store.path(), ec))
-      throw Error(f + ": is the database being imported into, not a trace file");
+    if (fs::equivalent(f, store.path(), ec)) throw Error(f + ": is the database being imported into, not a trace file");
     totalBytes += s;
   }
 
@@ -1901,8 +1982,9 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
     auto ensureRun = [&](int file) -> Id {
       if (!opt.separateRuns && sharedRun) return sharedRun;
       Run run;
-      run.name = opt.runName.empty() ? defaultRunName(opt.separateRuns ? std::vector<std::string>{files[static_cast<std::size_t>(file)]} : files)
-                                     : (opt.separateRuns && files.size() > 1 ? opt.runName + " #" + std::to_string(file + 1) : opt.runName);
+      run.name = opt.runName.empty()
+                     ? defaultRunName(opt.separateRuns ? std::vector<std::string>{files[static_cast<std::size_t>(file)]} : files)
+                     : (opt.separateRuns && files.size() > 1 ? opt.runName + " #" + std::to_string(file + 1) : opt.runName);
       run.source = RunSource::Kineto;
       run.status = RunStatus::Completed;
       const Id id = store.createRun(run);
@@ -2047,7 +2129,7 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
           }
           if (rec.step && rec.correlation) rs.corrStep[*rec.correlation] = *rec.step;
           if (rec.collOp != CollectiveOp::None) {
-            const RankState::CpuCollective cc{e.start, e.end, rec.collOp, rec.bytes, rec.dtypeId, rec.processGroupId,
+            const RankState::CpuCollective cc{e.start,      e.end, rec.collOp, rec.bytes, rec.dtypeId, rec.processGroupId,
                                               rec.groupSize};
             auto& tc = rs.collectivesOf(rec.trackId);
             // Kept sorted by start (file order need not be); the cursor stays on the same spans.
@@ -2193,8 +2275,8 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
       st.worldSize = h.worldSize.value_or(0);
       if (!opt.separateRuns && h.worldSize) {
         if (sharedWorld && *sharedWorld != *h.worldSize)
-          throw Error(path + ": world size " + std::to_string(*h.worldSize) + " differs from " +
-                      std::to_string(*sharedWorld) + " in " + sharedWorldFile +
+          throw Error(path + ": world size " + std::to_string(*h.worldSize) + " differs from " + std::to_string(*sharedWorld) +
+                      " in " + sharedWorldFile +
                       ": these are not ranks of one job (import them separately, or use --separate-runs)");
         sharedWorld = h.worldSize;
         sharedWorldFile = path;
@@ -2218,8 +2300,9 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
       store.updateRank(r);
       {
         // The device a rank used is its GPU tracks' device (deviceProperties lists every visible GPU).
-        Statement dev(db, "UPDATE ranks SET device = COALESCE((SELECT 'cuda:' || MIN(device) FROM tracks WHERE "
-                          "rank_id=?1 AND kind='gpu_stream' AND device IS NOT NULL), 'cpu') WHERE id=?1");
+        Statement dev(db,
+                      "UPDATE ranks SET device = COALESCE((SELECT 'cuda:' || MIN(device) FROM tracks WHERE "
+                      "rank_id=?1 AND kind='gpu_stream' AND device IS NOT NULL), 'cpu') WHERE id=?1");
         dev.bind(1, rs.rankId);
         dev.exec();
       }

@@ -13,11 +13,11 @@
 namespace shardscope::core {
 
 struct KinetoImportOptions {
-  std::string runName;          // default: derived from the inputs
-  bool keepArgs = true;         // store each event's args JSON in event_args
-  bool separateRuns = false;    // one run per file instead of one run for all files
+  std::string runName;        // default: derived from the inputs
+  bool keepArgs = true;       // store each event's args JSON in event_args
+  bool separateRuns = false;  // one run per file instead of one run for all files
   JsonLimits limits;
-  ProgressFn progress;          // called from the calling thread
+  ProgressFn progress;  // called from the calling thread
   const CancelToken* cancel = nullptr;
 };
 
@@ -26,18 +26,18 @@ struct KinetoFileStats {
   int rank = 0;
   bool rankFromFile = false;  // true when distributedInfo (or HTA's "rank": N rule) gave the rank
   int worldSize = 0;
-  std::uint64_t bytes = 0;         // bytes on disk
-  std::uint64_t jsonBytes = 0;     // uncompressed JSON bytes
-  std::uint64_t traceEvents = 0;   // entries of traceEvents
-  std::uint64_t events = 0;        // rows written to events
+  std::uint64_t bytes = 0;        // bytes on disk
+  std::uint64_t jsonBytes = 0;    // uncompressed JSON bytes
+  std::uint64_t traceEvents = 0;  // entries of traceEvents
+  std::uint64_t events = 0;       // rows written to events
   std::uint64_t counters = 0;
-  std::uint64_t flows = 0;         // non-launch flows stored
-  std::uint64_t launchFlows = 0;   // ac2g flow records (implied by correlation)
+  std::uint64_t flows = 0;        // non-launch flows stored
+  std::uint64_t launchFlows = 0;  // ac2g flow records (implied by correlation)
   std::uint64_t memoryEvents = 0;
   std::uint64_t steps = 0;
   std::uint64_t kernels = 0;
   std::uint64_t ncclKernels = 0;
-  std::uint64_t skipped = 0;       // records we do not import (B/E, async, unknown phases)
+  std::uint64_t skipped = 0;  // records we do not import (B/E, async, unknown phases)
   std::uint64_t negativeDurations = 0;
 };
 

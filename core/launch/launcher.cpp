@@ -29,12 +29,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kMaxLine = 1u << 20;      // a "line" longer than this is delivered in pieces
-constexpr std::size_t kReadChunk = 64u << 10;   // per read() call
-constexpr int kReadsPerWake = 16;               // per fd and poll wake-up, so one chatty rank cannot starve the others
-constexpr auto kPollSlice = std::chrono::milliseconds(20);  // exit/cancel/hang checks at least this often
+constexpr std::size_t kMaxLine = 1u << 20;     // a "line" longer than this is delivered in pieces
+constexpr std::size_t kReadChunk = 64u << 10;  // per read() call
+constexpr int kReadsPerWake = 16;              // per fd and poll wake-up, so one chatty rank cannot starve the others
+constexpr auto kPollSlice = std::chrono::milliseconds(20);            // exit/cancel/hang checks at least this often
 constexpr auto kDrainAfterLastExit = std::chrono::milliseconds(500);  // for writers that escaped a rank's group
-constexpr auto kConsequenceGrace = std::chrono::seconds(2);  // how long a "peer went away" exit waits for its cause
+constexpr auto kConsequenceGrace = std::chrono::seconds(2);           // how long a "peer went away" exit waits for its cause
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -181,8 +181,7 @@ bool Supervisor::spawnOne(Rank& r, const std::vector<std::string>& envBase, int 
   posix_spawnattr_setsigmask(&attr, &none);
   sigset_t deflt;
   sigemptyset(&deflt);
-  for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM, SIGTSTP, SIGTTIN,
-                  SIGTTOU})
+  for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU})
     sigaddset(&deflt, sig);
   posix_spawnattr_setsigdefault(&attr, &deflt);
 
@@ -195,8 +194,7 @@ bool Supervisor::spawnOne(Rank& r, const std::vector<std::string>& envBase, int 
   if (rc != 0) {
     ::close(outPipe[0]);
     ::close(errPipe[0]);
-    fail(r.global, "rank " + std::to_string(r.global) + " could not be started: " + spec_.program + ": " +
-                       errnoText(rc));
+    fail(r.global, "rank " + std::to_string(r.global) + " could not be started: " + spec_.program + ": " + errnoText(rc));
     return false;
   }
   for (int fd : {outPipe[0], errPipe[0]}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -263,8 +261,8 @@ void Supervisor::startStop() {
   if (stopping_) return;
   stopping_ = true;
   signalRunning(SIGTERM);
-  killAt_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                               std::chrono::duration<double>(std::max(0.0, spec_.killGraceS)));
+  killAt_ =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, spec_.killGraceS)));
 }
 
 void Supervisor::fail(int rank, std::string reason) {
@@ -379,8 +377,7 @@ LaunchResult Supervisor::run() {
     if (!stopping_ && spec_.hangTimeoutS > 0) {
       for (const Rank& r : ranks_) {
         if (r.running && now - r.lastOutput > hang) {
-          fail(r.global, "rank " + std::to_string(r.global) + " hung: no output for " +
-                             formatDouble(spec_.hangTimeoutS) + " s");
+          fail(r.global, "rank " + std::to_string(r.global) + " hung: no output for " + formatDouble(spec_.hangTimeoutS) + " s");
           break;
         }
       }
@@ -430,29 +427,52 @@ LaunchResult Supervisor::run() {
 
 std::string signalName(int sig) {
   switch (sig) {
-    case SIGHUP: return "SIGHUP";
-    case SIGINT: return "SIGINT";
-    case SIGQUIT: return "SIGQUIT";
-    case SIGILL: return "SIGILL";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGKILL: return "SIGKILL";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGSEGV: return "SIGSEGV";
-    case SIGUSR2: return "SIGUSR2";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGALRM: return "SIGALRM";
-    case SIGTERM: return "SIGTERM";
-    case SIGCHLD: return "SIGCHLD";
-    case SIGCONT: return "SIGCONT";
-    case SIGSTOP: return "SIGSTOP";
-    case SIGTSTP: return "SIGTSTP";
-    case SIGXCPU: return "SIGXCPU";
-    case SIGXFSZ: return "SIGXFSZ";
-    case SIGSYS: return "SIGSYS";
-    default: return "SIG" + std::to_string(sig);
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGINT:
+      return "SIGINT";
+    case SIGQUIT:
+      return "SIGQUIT";
+    case SIGILL:
+      return "SIGILL";
+    case SIGTRAP:
+      return "SIGTRAP";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGUSR2:
+      return "SIGUSR2";
+    case SIGPIPE:
+      return "SIGPIPE";
+    case SIGALRM:
+      return "SIGALRM";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGCHLD:
+      return "SIGCHLD";
+    case SIGCONT:
+      return "SIGCONT";
+    case SIGSTOP:
+      return "SIGSTOP";
+    case SIGTSTP:
+      return "SIGTSTP";
+    case SIGXCPU:
+      return "SIGXCPU";
+    case SIGXFSZ:
+      return "SIGXFSZ";
+    case SIGSYS:
+      return "SIGSYS";
+    default:
+      return "SIG" + std::to_string(sig);
   }
 }
 

@@ -29,7 +29,7 @@ struct LaunchSpec {
   int nprocPerNode = 0;  // ranks on this node; 0 = worldSize (single node)
   int nodeRank = 0;      // RANK = nodeRank * nprocPerNode + local rank
   std::string masterAddr = "127.0.0.1";
-  int masterPort = 0;  // 0 = pickFreePort() (single node only)
+  int masterPort = 0;                                    // 0 = pickFreePort() (single node only)
   std::vector<std::pair<std::string, std::string>> env;  // extra variables for every rank (the torchrun ones win)
   double hangTimeoutS = 300;  // a rank with no output (stdout or stderr) for this long is hung; <= 0: never
   double killGraceS = 3;      // SIGTERM, then SIGKILL after this many seconds

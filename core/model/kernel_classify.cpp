@@ -24,13 +24,12 @@ Category htaKernelCategory(std::string_view name) {
   // 2. MEMORY: (^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)
   if (startsWith(name, "Memcpy") || startsWith(name, "Memset") || startsWith(name, "dma")) return Category::Memory;
   // 3. COMPUTATION unless one of the non-compute patterns matches.
-  const bool nonCompute =
-      startsWith(name, "nccl") || contains(name, "Memcpy") || contains(name, "Memset") || contains(name, "dma") ||
-      contains(name, "Sync") || startsWith(name, "Stream Wait Event") ||
-      (startsWith(name, "cuda") && firstLine(name).find("LaunchKernel", 4) != std::string_view::npos) ||
-      startsWith(name, "runFunction") || startsWith(name, "hip") || startsWith(name, "job_exe") ||
-      startsWith(name, "packet") || startsWith(name, "pe_exe") || startsWith(name, "cpum_exe_subgraph") ||
-      startsWith(name, "hccl") || startsWith(name, "collective_subgraph_execution");
+  const bool nonCompute = startsWith(name, "nccl") || contains(name, "Memcpy") || contains(name, "Memset") ||
+                          contains(name, "dma") || contains(name, "Sync") || startsWith(name, "Stream Wait Event") ||
+                          (startsWith(name, "cuda") && firstLine(name).find("LaunchKernel", 4) != std::string_view::npos) ||
+                          startsWith(name, "runFunction") || startsWith(name, "hip") || startsWith(name, "job_exe") ||
+                          startsWith(name, "packet") || startsWith(name, "pe_exe") || startsWith(name, "cpum_exe_subgraph") ||
+                          startsWith(name, "hccl") || startsWith(name, "collective_subgraph_execution");
   return nonCompute ? Category::Other : Category::Computation;
 }
 

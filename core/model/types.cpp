@@ -12,7 +12,8 @@ std::string lowerAlnum(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
-    if (std::isalnum(static_cast<unsigned char>(c))) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   }
   return out;
 }
@@ -21,61 +22,92 @@ std::string lowerAlnum(std::string_view s) {
 
 std::string_view toString(RunSource s) {
   switch (s) {
-    case RunSource::Runtime: return "runtime";
-    case RunSource::Kineto: return "kineto";
-    case RunSource::Simulated: return "simulated";
+    case RunSource::Runtime:
+      return "runtime";
+    case RunSource::Kineto:
+      return "kineto";
+    case RunSource::Simulated:
+      return "simulated";
   }
   return "kineto";
 }
 
 std::string_view toString(RunStatus s) {
   switch (s) {
-    case RunStatus::Pending: return "pending";
-    case RunStatus::Running: return "running";
-    case RunStatus::Completed: return "completed";
-    case RunStatus::Failed: return "failed";
-    case RunStatus::Cancelled: return "cancelled";
+    case RunStatus::Pending:
+      return "pending";
+    case RunStatus::Running:
+      return "running";
+    case RunStatus::Completed:
+      return "completed";
+    case RunStatus::Failed:
+      return "failed";
+    case RunStatus::Cancelled:
+      return "cancelled";
   }
   return "pending";
 }
 
 std::string_view toString(TrackKind k) {
   switch (k) {
-    case TrackKind::GpuStream: return "gpu_stream";
-    case TrackKind::CpuThread: return "cpu_thread";
-    case TrackKind::Comm: return "comm";
-    case TrackKind::Counter: return "counter";
-    case TrackKind::Python: return "python";
+    case TrackKind::GpuStream:
+      return "gpu_stream";
+    case TrackKind::CpuThread:
+      return "cpu_thread";
+    case TrackKind::Comm:
+      return "comm";
+    case TrackKind::Counter:
+      return "counter";
+    case TrackKind::Python:
+      return "python";
   }
   return "cpu_thread";
 }
 
 std::string_view toString(Category c) {
   switch (c) {
-    case Category::Computation: return "computation";
-    case Category::Communication: return "communication";
-    case Category::Memory: return "memory";
-    case Category::Other: return "other";
+    case Category::Computation:
+      return "computation";
+    case Category::Communication:
+      return "communication";
+    case Category::Memory:
+      return "memory";
+    case Category::Other:
+      return "other";
   }
   return "other";
 }
 
 std::string_view toString(CollectiveOp op) {
   switch (op) {
-    case CollectiveOp::None: return "";
-    case CollectiveOp::AllReduce: return "all_reduce";
-    case CollectiveOp::AllGather: return "all_gather";
-    case CollectiveOp::ReduceScatter: return "reduce_scatter";
-    case CollectiveOp::AllToAll: return "all_to_all";
-    case CollectiveOp::Broadcast: return "broadcast";
-    case CollectiveOp::Reduce: return "reduce";
-    case CollectiveOp::Send: return "send";
-    case CollectiveOp::Recv: return "recv";
-    case CollectiveOp::SendRecv: return "send_recv";
-    case CollectiveOp::Barrier: return "barrier";
-    case CollectiveOp::Gather: return "gather";
-    case CollectiveOp::Scatter: return "scatter";
-    case CollectiveOp::Other: return "other";
+    case CollectiveOp::None:
+      return "";
+    case CollectiveOp::AllReduce:
+      return "all_reduce";
+    case CollectiveOp::AllGather:
+      return "all_gather";
+    case CollectiveOp::ReduceScatter:
+      return "reduce_scatter";
+    case CollectiveOp::AllToAll:
+      return "all_to_all";
+    case CollectiveOp::Broadcast:
+      return "broadcast";
+    case CollectiveOp::Reduce:
+      return "reduce";
+    case CollectiveOp::Send:
+      return "send";
+    case CollectiveOp::Recv:
+      return "recv";
+    case CollectiveOp::SendRecv:
+      return "send_recv";
+    case CollectiveOp::Barrier:
+      return "barrier";
+    case CollectiveOp::Gather:
+      return "gather";
+    case CollectiveOp::Scatter:
+      return "scatter";
+    case CollectiveOp::Other:
+      return "other";
   }
   return "other";
 }
@@ -128,11 +160,11 @@ CollectiveOp collectiveOpFromString(std::string_view s) {
 int dtypeSize(std::string_view dtype) {
   const std::string k = lowerAlnum(dtype);
   static const std::array<std::pair<std::string_view, int>, 30> sizes = {{
-      {"float", 4},     {"float32", 4},  {"f32", 4},     {"fp32", 4},    {"double", 8},   {"float64", 8},
-      {"f64", 8},       {"half", 2},     {"float16", 2}, {"f16", 2},     {"fp16", 2},     {"bfloat16", 2},
-      {"bf16", 2},      {"int", 4},      {"int32", 4},   {"int32t", 4},  {"long", 8},     {"int64", 8},
-      {"int64t", 8},    {"int8", 1},     {"int8t", 1},   {"char", 1},    {"byte", 1},     {"uint8", 1},
-      {"uint8t", 1},    {"bool", 1},     {"short", 2},   {"int16", 2},   {"float8e4m3fn", 1}, {"float8e5m2", 1},
+      {"float", 4},  {"float32", 4}, {"f32", 4},     {"fp32", 4},   {"double", 8},       {"float64", 8},
+      {"f64", 8},    {"half", 2},    {"float16", 2}, {"f16", 2},    {"fp16", 2},         {"bfloat16", 2},
+      {"bf16", 2},   {"int", 4},     {"int32", 4},   {"int32t", 4}, {"long", 8},         {"int64", 8},
+      {"int64t", 8}, {"int8", 1},    {"int8t", 1},   {"char", 1},   {"byte", 1},         {"uint8", 1},
+      {"uint8t", 1}, {"bool", 1},    {"short", 2},   {"int16", 2},  {"float8e4m3fn", 1}, {"float8e5m2", 1},
   }};
   for (const auto& [n, sz] : sizes)
     if (k == n) return sz;

@@ -38,8 +38,8 @@ enum class CollectiveOp : int {
 
 // Bits of events.flags.
 namespace EventFlags {
-constexpr int Instant = 1;      // a ph:"i" instant (start == end)
-constexpr int HtaGpuRow = 2;    // carries a numeric args.stream != -1: HTA counts it as GPU work (§5.9)
+constexpr int Instant = 1;         // a ph:"i" instant (start == end)
+constexpr int HtaGpuRow = 2;       // carries a numeric args.stream != -1: HTA counts it as GPU work (§5.9)
 constexpr int CollectiveMeta = 4;  // collective fields came from args (not guessed from the name)
 }  // namespace EventFlags
 

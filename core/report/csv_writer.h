@@ -22,6 +22,6 @@ std::string comparisonCsv(const Report& report);
 std::string collectivesCsv(const Report& report);
 std::string collectivesCsvPath(const std::string& comparisonPath);
 
-std::string csvNumber(double v);          // a numeric cell ("" for NaN/inf)
+std::string csvNumber(double v);  // a numeric cell ("" for NaN/inf)
 
 }  // namespace shardscope::core

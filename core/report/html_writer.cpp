@@ -80,7 +80,8 @@ struct Writer {
         }
         weight[i] = std::max(1.3 * static_cast<double>(longestWord) + 4.0, 8.0);  // headers are bold
         for (const auto& row : t.rows)
-          if (i < row.size()) weight[i] = std::max(weight[i], static_cast<double>(std::min<std::size_t>(row[i].text.size() + 3, 34)));
+          if (i < row.size())
+            weight[i] = std::max(weight[i], static_cast<double>(std::min<std::size_t>(row[i].text.size() + 3, 34)));
       }
       double sum = 0;
       for (double w : weight) sum += w;
@@ -113,8 +114,11 @@ struct Writer {
             const char* color = c.noteTone > 0 ? "#0a6e2c" : c.noteTone < 0 ? "#a3001b" : "#5a5a5a";
             o += "<br><font color=\"" + std::string(color) + "\" size=\"-1\">" + htmlEscape(c.note) + "</font>";
           } else {
-            o += "<span class=\"delta" + std::string(c.noteTone > 0 ? " better" : c.noteTone < 0 ? " worse" : "") + "\">" +
-                 htmlEscape(c.note) + "</span>";
+            o += "<span class=\"delta" +
+                 std::string(c.noteTone > 0   ? " better"
+                             : c.noteTone < 0 ? " worse"
+                                              : "") +
+                 "\">" + htmlEscape(c.note) + "</span>";
           }
         }
         o += "</td>";
@@ -178,10 +182,16 @@ struct Writer {
     o += "</p>\n";
     if (!qt) {
       o += "<nav><ul>";
-      for (const auto& [id, name] : std::initializer_list<std::pair<const char*, const char*>>{
-               {"recommendation", "Recommendation"}, {"environment", "Environment"}, {"comparison", "Comparison"},
-               {"charts", "Charts"}, {"bottlenecks", "Bottlenecks"}, {"stragglers", "Arrivals"},
-               {"memory", "Memory peaks"}, {"collectives", "Collectives"}, {"configuration", "Configuration"}})
+      for (const auto& [id, name] :
+           std::initializer_list<std::pair<const char*, const char*>>{{"recommendation", "Recommendation"},
+                                                                      {"environment", "Environment"},
+                                                                      {"comparison", "Comparison"},
+                                                                      {"charts", "Charts"},
+                                                                      {"bottlenecks", "Bottlenecks"},
+                                                                      {"stragglers", "Arrivals"},
+                                                                      {"memory", "Memory peaks"},
+                                                                      {"collectives", "Collectives"},
+                                                                      {"configuration", "Configuration"}})
         o += std::string("<li><a href=\"#") + id + "\">" + name + "</a></li>";
       o += "</ul></nav>\n";
     }
@@ -248,9 +258,14 @@ std::string htmlEscape(std::string_view s, bool breaks) {
   for (char ch : s) {
     if (appendMarkupEntity(out, ch)) continue;
     switch (ch) {
-      case '\n': out += breaks ? "<br>" : " "; break;
-      case '\r': break;
-      case '\t': out += ' '; break;
+      case '\n':
+        out += breaks ? "<br>" : " ";
+        break;
+      case '\r':
+        break;
+      case '\t':
+        out += ' ';
+        break;
       default:
         if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) break;  // control characters: dropped
         out += ch;

@@ -120,14 +120,32 @@ std::string markdownEscape(std::string_view s) {
   out.reserve(s.size() + 8);
   for (char ch : s) {
     switch (ch) {
-      case '\\': case '`': case '*': case '_': case '[': case ']': case '|': case '~': case '#':
+      case '\\':
+      case '`':
+      case '*':
+      case '_':
+      case '[':
+      case ']':
+      case '|':
+      case '~':
+      case '#':
         out += '\\';
         out += ch;
         break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '\n': case '\r': case '\t': out += ' '; break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '\n':
+      case '\r':
+      case '\t':
+        out += ' ';
+        break;
       default:
         if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) break;
         out += ch;

@@ -61,11 +61,16 @@ std::optional<JsonValue> tryParse(const std::string& text, const std::string& la
 
 std::string scalarText(const JsonValue& v) {
   switch (v.type()) {
-    case JsonValue::Type::String: return v.asString();
-    case JsonValue::Type::Number: return v.asString();
-    case JsonValue::Type::Bool: return v.asBool() ? "true" : "false";
-    case JsonValue::Type::Null: return "null";
-    default: return v.dump();
+    case JsonValue::Type::String:
+      return v.asString();
+    case JsonValue::Type::Number:
+      return v.asString();
+    case JsonValue::Type::Bool:
+      return v.asBool() ? "true" : "false";
+    case JsonValue::Type::Null:
+      return "null";
+    default:
+      return v.dump();
   }
 }
 
@@ -139,15 +144,15 @@ void fillEnvironment(TraceStore& store, const RunSummary& s, ReportRun& rr) {
       if (!d.isObject()) continue;
       const JsonValue* n = d.find("name");
       std::string text = n && n->isString() ? n->asString() : "unnamed device";
-      if (const JsonValue* mem = d.find("totalGlobalMem"); mem && mem->isNumber())
-        text += ", " + reportBytes(mem->asDouble());
+      if (const JsonValue* mem = d.find("totalGlobalMem"); mem && mem->isNumber()) text += ", " + reportBytes(mem->asDouble());
       if (const JsonValue* cc = d.find("computeMajor"); cc && cc->isNumber()) {
         const JsonValue* minor = d.find("computeMinor");
         text += ", compute capability " + cc->asString() + "." + (minor && minor->isNumber() ? minor->asString() : "0");
       }
       ++names[text];
     }
-    for (const auto& [n, count] : names) env.push_back({"GPU", n + (count > 1 ? " (" + std::to_string(count) + " visible)" : "")});
+    for (const auto& [n, count] : names)
+      env.push_back({"GPU", n + (count > 1 ? " (" + std::to_string(count) + " visible)" : "")});
   }
   // Versions and backends from the rank metadata (first rank that has each), then the run's.
   std::map<std::string, std::string> seen;
@@ -271,8 +276,8 @@ std::optional<std::int64_t> deviceCapacity(const Run& run, int deviceId) {
 
 // Peaks and the memory chart of one run: a line per (rank, device) of the device class that matters
 // (GPU memory when the run has any, else CPU), allocated bytes downsampled max-per-bucket.
-void fillMemory(TraceStore& store, const RunSummary& s, ReportRun& rr, const ReportOptions& opt,
-                const CancelToken* cancel, std::vector<Chart>& charts) {
+void fillMemory(TraceStore& store, const RunSummary& s, ReportRun& rr, const ReportOptions& opt, const CancelToken* cancel,
+                std::vector<Chart>& charts) {
   const auto& peaks = rr.analysis.memoryPeaks;
   if (peaks.empty()) return;
   bool anyDevice = false;
@@ -310,10 +315,13 @@ void fillMemory(TraceStore& store, const RunSummary& s, ReportRun& rr, const Rep
       rankEnd = std::max(rankEnd.value_or(*t.maxEndNs), *t.maxEndNs);
     }
     std::map<std::pair<int, int>, std::vector<CounterSample>> byDevice;
-    store.forEachMemoryEvent(rk.id, [&](const MemoryEvent& m) {
-      if ((m.deviceType != 0) != anyDevice) return;
-      byDevice[{m.deviceType, m.deviceId}].push_back({m.tsNs, static_cast<double>(m.totalAllocated)});
-    }, /*totalsOnly=*/true);
+    store.forEachMemoryEvent(
+        rk.id,
+        [&](const MemoryEvent& m) {
+          if ((m.deviceType != 0) != anyDevice) return;
+          byDevice[{m.deviceType, m.deviceId}].push_back({m.tsNs, static_cast<double>(m.totalAllocated)});
+        },
+        /*totalsOnly=*/true);
     for (auto& [dev, samples] : byDevice) {
       if (samples.empty()) continue;
       raw += samples.size();
@@ -376,9 +384,8 @@ void recommend(Report& rep) {
   };
   std::vector<std::size_t> ranked, unranked;
   for (auto i : completed) (value(i) ? ranked : unranked).push_back(i);
-  std::stable_sort(ranked.begin(), ranked.end(), [&](std::size_t a, std::size_t b) {
-    return useTps ? *value(a) > *value(b) : *value(a) < *value(b);
-  });
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](std::size_t a, std::size_t b) { return useTps ? *value(a) > *value(b) : *value(a) < *value(b); });
 
   // Reasons: the figures of every run, then the rules.
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -390,7 +397,8 @@ void recommend(Report& rep) {
       std::vector<std::string> parts;
       if (r.tokensPerSecond) parts.push_back(reportNumber(*r.tokensPerSecond, 0) + " tokens/s");
       if (r.stepMs) parts.push_back("step " + reportNumber(*r.stepMs, 2) + " ms");
-      if (r.stepMs && r.exposedCommMs) parts.push_back("exposed communication " + pct(100.0 * *r.exposedCommMs / *r.stepMs) + " of the step");
+      if (r.stepMs && r.exposedCommMs)
+        parts.push_back("exposed communication " + pct(100.0 * *r.exposedCommMs / *r.stepMs) + " of the step");
       if (r.peakAllocatedBytes) parts.push_back("peak allocated " + reportBytes(static_cast<double>(*r.peakAllocatedBytes)));
       if (r.analysis.stragglers.straggler) parts.push_back("straggler rank " + std::to_string(*r.analysis.stragglers.straggler));
       if (parts.empty()) parts.push_back("no step or throughput figures");
@@ -407,7 +415,8 @@ void recommend(Report& rep) {
   auto& s = out.sentences;
   if (ranked.empty()) {
     if (runs.size() == 1)
-      s.push_back("Run " + curlyQuoted(runs[0].name) + (runs[0].failed ? " " + runs[0].status : " has no step or throughput figures") +
+      s.push_back("Run " + curlyQuoted(runs[0].name) +
+                  (runs[0].failed ? " " + runs[0].status : " has no step or throughput figures") +
                   ", so there is nothing to rank.");
     else
       s.push_back("No run can be recommended: " + std::to_string(failed.size()) + " of " + std::to_string(runs.size()) +
@@ -441,12 +450,12 @@ void recommend(Report& rep) {
         std::swap(ranked[0], ranked[1]);
         best = next;
         t += "; " + curlyQuoted(n.name) + " is recommended because it needs less memory (" +
-             reportBytes(static_cast<double>(*n.peakAllocatedBytes)) + " vs " + reportBytes(static_cast<double>(*b.peakAllocatedBytes)) +
-             " peak allocated).";
+             reportBytes(static_cast<double>(*n.peakAllocatedBytes)) + " vs " +
+             reportBytes(static_cast<double>(*b.peakAllocatedBytes)) + " peak allocated).";
       } else if (b.peakAllocatedBytes && n.peakAllocatedBytes) {
         t += "; " + curlyQuoted(b.name) + " is recommended because it needs no more memory (" +
-             reportBytes(static_cast<double>(*b.peakAllocatedBytes)) + " vs " + reportBytes(static_cast<double>(*n.peakAllocatedBytes)) +
-             " peak allocated).";
+             reportBytes(static_cast<double>(*b.peakAllocatedBytes)) + " vs " +
+             reportBytes(static_cast<double>(*n.peakAllocatedBytes)) + " peak allocated).";
       } else {
         t += "; " + curlyQuoted(b.name) + " is marginally ahead.";
       }
@@ -454,8 +463,8 @@ void recommend(Report& rep) {
     } else {
       s.push_back(runRef(b) + " is recommended: " +
                   (useTps ? "it has the highest throughput, " + valueText(best) + ", " + pct(margin * 100.0) + " more than"
-                          : "it has the shortest mean step, " + reportNumber(vb, 2) + " ms, " +
-                                pct(100.0 * (vn - vb) / vn) + " less than") +
+                          : "it has the shortest mean step, " + reportNumber(vb, 2) + " ms, " + pct(100.0 * (vn - vb) / vn) +
+                                " less than") +
                   " the next best, " + runRef(runs[next]) + " at " + valueText(next) + ".");
     }
     if (ranked.size() > 2) {
@@ -469,7 +478,8 @@ void recommend(Report& rep) {
   if (r.peakAllocatedBytes) {
     std::optional<std::size_t> leanest;
     for (auto i : ranked)
-      if (runs[i].peakAllocatedBytes && (!leanest || *runs[i].peakAllocatedBytes < *runs[*leanest].peakAllocatedBytes)) leanest = i;
+      if (runs[i].peakAllocatedBytes && (!leanest || *runs[i].peakAllocatedBytes < *runs[*leanest].peakAllocatedBytes))
+        leanest = i;
     const double peak = static_cast<double>(*r.peakAllocatedBytes);
     std::string t;
     if (leanest && *leanest != best && *runs[*leanest].peakAllocatedBytes < *r.peakAllocatedBytes) {
@@ -487,7 +497,8 @@ void recommend(Report& rep) {
       const double cap = static_cast<double>(*r.deviceMemoryBytes);
       const double reserved = static_cast<double>(*r.peakReservedBytes);
       t += " On its " + reportBytes(cap) + " device the reserved peak of " + reportBytes(reserved) + " leaves " +
-           reportBytes(std::max(0.0, cap - reserved)) + " (" + pct(100.0 * std::max(0.0, cap - reserved) / cap) + ") of headroom.";
+           reportBytes(std::max(0.0, cap - reserved)) + " (" + pct(100.0 * std::max(0.0, cap - reserved) / cap) +
+           ") of headroom.";
     }
     s.push_back(t);
   }
@@ -500,9 +511,11 @@ void recommend(Report& rep) {
       if (!r.analysis.bottlenecks.empty()) {
         const Bottleneck& bn = r.analysis.bottlenecks.front();
         t += "; the costliest exposed collective is " + std::string(toString(bn.op)) +
-             (bn.target.empty() ? (bn.bytes ? " of " + reportBytes(static_cast<double>(*bn.bytes)) : std::string()) : " " + bn.target) +
+             (bn.target.empty() ? (bn.bytes ? " of " + reportBytes(static_cast<double>(*bn.bytes)) : std::string())
+                                : " " + bn.target) +
              " with " + reportDuration(static_cast<double>(bn.totalExposedNs)) + " exposed over " + std::to_string(bn.instances) +
-             (bn.instances == 1 ? " instance" : " instances") + " on " + std::to_string(bn.ranks) + (bn.ranks == 1 ? " rank" : " ranks");
+             (bn.instances == 1 ? " instance" : " instances") + " on " + std::to_string(bn.ranks) +
+             (bn.ranks == 1 ? " rank" : " ranks");
         if (!bn.suggestions.empty()) t += ": " + bn.suggestions.front();
       }
       s.push_back(t + ".");
@@ -519,7 +532,8 @@ void recommend(Report& rep) {
       if (os + 5.0 <= lowestShare) lowest = i, lowestShare = os;
     }
     if (lowest)
-      s.push_back(runRef(runs[*lowest]) + " exposes less communication (" + pct(lowestShare) + " of its step) but is slower overall.");
+      s.push_back(runRef(runs[*lowest]) + " exposes less communication (" + pct(lowestShare) +
+                  " of its step) but is slower overall.");
   }
   // Stragglers.
   const StragglerReport& st = r.analysis.stragglers;
@@ -529,12 +543,13 @@ void recommend(Report& rep) {
       s.push_back("Rank " + std::to_string(a.rank) + " is a straggler: it arrived last at " + std::to_string(a.lastCount) +
                   " of " + std::to_string(a.instances) + " matched collectives (chance with " + std::to_string(st.ranks.size()) +
                   " ranks: " + pct(100.0 / static_cast<double>(st.ranks.size())) + ") and the other ranks waited " +
-                  reportDuration(static_cast<double>(a.causedWaitNs)) + " for it in total; fixing it (data loading, host-side "
+                  reportDuration(static_cast<double>(a.causedWaitNs)) +
+                  " for it in total; fixing it (data loading, host-side "
                   "work before the collectives) helps more than tuning communication.");
     }
   } else if (st.matched > 0) {
-    s.push_back("No rank stands out as a straggler (" + std::to_string(st.matched) + " matched collectives, largest arrival spread " +
-                reportDuration(static_cast<double>(st.maxSkewNs)) + ").");
+    s.push_back("No rank stands out as a straggler (" + std::to_string(st.matched) +
+                " matched collectives, largest arrival spread " + reportDuration(static_cast<double>(st.maxSkewNs)) + ").");
   }
   if (!failed.empty()) {
     std::string t = failed.size() == 1 ? "Run " : "Runs ";
@@ -721,7 +736,8 @@ Report buildReport(TraceStore& store, const std::vector<Id>& ids, const ReportOp
     fillSteps(rr);
     rr.tokensPerSecond = rr.figures.tokensPerSecond;
     // How the figures were measured, beside the environment (docs/METRICS.md, "Run figures").
-    if (const std::string how = describeStepTime(rr.figures); !how.empty()) rr.environment.push_back({"step time measured as", how});
+    if (const std::string how = describeStepTime(rr.figures); !how.empty())
+      rr.environment.push_back({"step time measured as", how});
     if (!rr.figures.tokensHow.empty()) rr.environment.push_back({"tokens per step from", rr.figures.tokensHow});
     fillMemory(store, s, rr, opt, cancel, memoryCharts);
     rep.runs.push_back(std::move(rr));
@@ -748,7 +764,6 @@ Report buildReport(TraceStore& store, const std::vector<Id>& ids, const ReportOp
   rep.buildSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rep;
 }
-
 
 std::string reportRunLabel(const ReportRun& run) { return runLabel(run); }
 
@@ -849,19 +864,19 @@ ReportTable knobTable(const ReportRun& run) {
 ReportTable knownConfigTable(const ReportRun& run) {
   ReportTable t;
   t.header = {"item", "value"};
-  if (!run.hasRunConfig)
-    t.caption = "An imported trace carries no training configuration; this is what it tells.";
+  if (!run.hasRunConfig) t.caption = "An imported trace carries no training configuration; this is what it tells.";
   for (const auto& kv : run.knownConfig) t.rows.push_back({text(kv.key), text(kv.value)});
   return t;
 }
 
 ReportTable bottleneckTable(const ReportRun& run) {
   ReportTable t;
-  t.header = {"collective", "target", "group", "instances", "ranks", "steps", "exposed, total", "mean", "main cause", "worst",
-              "size", "kernel", "why", "suggestion"};
-  t.caption = "Costliest exposed collectives (time with no computation on the rank), grouped by what you can change: the "
-              "parameter, bucket, unit or module the run names, else the size and process group; exposed time summed over "
-              "steps and ranks.";
+  t.header = {"collective", "target",     "group", "instances", "ranks",  "steps", "exposed, total",
+              "mean",       "main cause", "worst", "size",      "kernel", "why",   "suggestion"};
+  t.caption =
+      "Costliest exposed collectives (time with no computation on the rank), grouped by what you can change: the "
+      "parameter, bucket, unit or module the run names, else the size and process group; exposed time summed over "
+      "steps and ranks.";
   t.emptyText = "No exposed collective.";
   t.detailColumns = 2;
   for (const auto& b : run.analysis.bottlenecks) {
@@ -870,8 +885,7 @@ ReportTable bottleneckTable(const ReportRun& run) {
     for (std::size_t k = 0; k < b.suggestions.size(); ++k) what += (k ? "\n" : "") + b.suggestions[k];
     t.rows.push_back({text(std::string(toString(b.op))), text(b.target.empty() ? "(unnamed)" : b.target), text(b.processGroup),
                       numberCell(std::to_string(b.instances)), numberCell(std::to_string(b.ranks)),
-                      numberCell(std::to_string(b.stepsSeen)),
-                      numberCell(reportDuration(static_cast<double>(b.totalExposedNs))),
+                      numberCell(std::to_string(b.stepsSeen)), numberCell(reportDuration(static_cast<double>(b.totalExposedNs))),
                       numberCell(reportDuration(static_cast<double>(b.meanExposedNs))), text(toString(b.cause)),
                       numberCell(reportDuration(static_cast<double>(b.exposedNs)) + " (rank " + std::to_string(b.rank) +
                                  (b.step ? ", step " + std::to_string(*b.step) : std::string()) + ")"),
@@ -909,16 +923,18 @@ ReportTable stragglerTable(const ReportRun& run) {
 
 ReportTable arrivalGroupTable(const ReportRun& run) {
   ReportTable t;
-  t.caption = "Arrival skew per collective group (process group and operation): how far apart the ranks arrive, how long they "
-              "waited for the last one, and who is last most often.";
+  t.caption =
+      "Arrival skew per collective group (process group and operation): how far apart the ranks arrive, how long they "
+      "waited for the last one, and who is last most often.";
   t.header = {"collective", "group", "matched", "ranks", "mean skew", "max skew", "waited", "last most often"};
   for (const auto& g : run.analysis.stragglers.groups)
-    t.rows.push_back({text(std::string(toString(g.op))), text(g.processGroup), numberCell(std::to_string(g.matched)),
-                      numberCell(std::to_string(g.ranks)), numberCell(reportDuration(static_cast<double>(g.meanSkewNs))),
-                      numberCell(reportDuration(static_cast<double>(g.maxSkewNs))), numberCell(reportDuration(static_cast<double>(g.waitNs))),
-                      text(g.mostOftenLast >= 0 ? "rank " + std::to_string(g.mostOftenLast) + " (" + std::to_string(g.mostOftenLastCount) +
-                                                      " of " + std::to_string(g.matched) + ")"
-                                                : std::string("\u2013"))});
+    t.rows.push_back(
+        {text(std::string(toString(g.op))), text(g.processGroup), numberCell(std::to_string(g.matched)),
+         numberCell(std::to_string(g.ranks)), numberCell(reportDuration(static_cast<double>(g.meanSkewNs))),
+         numberCell(reportDuration(static_cast<double>(g.maxSkewNs))), numberCell(reportDuration(static_cast<double>(g.waitNs))),
+         text(g.mostOftenLast >= 0 ? "rank " + std::to_string(g.mostOftenLast) + " (" + std::to_string(g.mostOftenLastCount) +
+                                         " of " + std::to_string(g.matched) + ")"
+                                   : std::string("\u2013"))});
   t.emptyText = "No matched collectives.";
   return t;
 }
@@ -931,11 +947,13 @@ ReportTable memoryPeakTable(const ReportRun& run) {
     std::string cause = p.operation;
     if (!p.annotation.empty()) cause += (cause.empty() ? "" : " in ") + p.annotation;
     std::string live;
-    for (const auto& [cat, bytes] : p.breakdown) live += (live.empty() ? "" : ", ") + cat + " " + reportBytes(static_cast<double>(bytes));
+    for (const auto& [cat, bytes] : p.breakdown)
+      live += (live.empty() ? "" : ", ") + cat + " " + reportBytes(static_cast<double>(bytes));
     t.rows.push_back({numberCell(std::to_string(p.rank)), text(deviceName(p.deviceType, p.deviceId)),
                       numberCell(reportBytes(static_cast<double>(p.peakAllocatedBytes))),
                       numberCell(reportBytes(static_cast<double>(p.peakReservedBytes))),
-                      numberCell(p.step ? std::to_string(*p.step) : "\u2013"), code(cause.empty() ? "unknown" : cause), text(live)});
+                      numberCell(p.step ? std::to_string(*p.step) : "\u2013"), code(cause.empty() ? "unknown" : cause),
+                      text(live)});
   }
   return t;
 }

@@ -48,8 +48,8 @@ struct ReportKnob {
 struct ReportRun {
   Id id = 0;
   std::string name;
-  std::string source;  // "runtime", "kineto", ...
-  std::string status;  // "completed", "failed", ...
+  std::string source;   // "runtime", "kineto", ...
+  std::string status;   // "completed", "failed", ...
   bool failed = false;  // failed or cancelled: never recommended
   std::string failureReason;
   std::string strategy;  // "" when unknown (imported traces without a config)
@@ -73,7 +73,7 @@ struct ReportRun {
   // communication + other busy + idle).
   std::optional<double> stepMs, computeMs, exposedCommMs, otherBusyMs, idleMs, commMs;
   std::optional<double> tokensPerSecond;
-  RunFigures figures;  // run_figures: the definitions every surface shares (and how each was measured)
+  RunFigures figures;              // run_figures: the definitions every surface shares (and how each was measured)
   std::int64_t stepsAnalysed = 0;  // distinct step numbers >= 0
   // Memory: peak allocated / reserved over ranks and devices (device memory when any, else CPU) and
   // the device's capacity when the trace names it (deviceProperties totalGlobalMem).
@@ -110,8 +110,8 @@ Report buildReport(TraceStore& store, const std::vector<Id>& runs, const ReportO
                    const CancelToken* cancel = nullptr, const ProgressFn& progress = {});
 
 // Formatting helpers shared by the writers (plain text, not escaped).
-std::string reportBytes(double bytes);       // "1.50 GiB", "312.0 MiB", "12 B"
-std::string reportDuration(double ns);       // "1.234 ms"
+std::string reportBytes(double bytes);             // "1.50 GiB", "312.0 MiB", "12 B"
+std::string reportDuration(double ns);             // "1.234 ms"
 std::string reportNumber(double v, int decimals);  // fixed, no locale
 // "+12.3 %" / "-4.0 %" (always signed).
 std::string reportDelta(double pct);

@@ -108,12 +108,23 @@ const char* chartColor(std::size_t index) {
 
 bool appendMarkupEntity(std::string& out, char ch) {
   switch (ch) {
-    case '&': out += "&amp;"; return true;
-    case '<': out += "&lt;"; return true;
-    case '>': out += "&gt;"; return true;
-    case '"': out += "&quot;"; return true;
-    case '\'': out += "&#39;"; return true;
-    default: return false;
+    case '&':
+      out += "&amp;";
+      return true;
+    case '<':
+      out += "&lt;";
+      return true;
+    case '>':
+      out += "&gt;";
+      return true;
+    case '"':
+      out += "&quot;";
+      return true;
+    case '\'':
+      out += "&#39;";
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -174,8 +185,8 @@ std::string renderSvg(const Chart& c, int width, int height, bool standalone) {
          xmlEscape(tickLabel(v)) + "</text>";
   }
   if (!c.yLabel.empty())
-    o += "<text transform=\"translate(14," + num(f.top + f.plotH() / 2) + ") rotate(-90)\" text-anchor=\"middle\" fill=\"#444\">" +
-         xmlEscape(c.yLabel) + "</text>";
+    o += "<text transform=\"translate(14," + num(f.top + f.plotH() / 2) +
+         ") rotate(-90)\" text-anchor=\"middle\" fill=\"#444\">" + xmlEscape(c.yLabel) + "</text>";
   const double axisY = f.top + f.plotH();
   o += "<line x1=\"" + num(f.left) + "\" y1=\"" + num(axisY) + "\" x2=\"" + num(f.width - f.right) + "\" y2=\"" + num(axisY) +
        "\" stroke=\"#888\" stroke-width=\"1\"/>";
@@ -206,8 +217,8 @@ std::string renderSvg(const Chart& c, int width, int height, bool standalone) {
         }
         pts += (pts.empty() ? "" : " ") + num(xPix(s.x[i])) + "," + num(yPix(*s.y[i]));
         if (n <= 40)
-          o += "<circle cx=\"" + num(xPix(s.x[i])) + "\" cy=\"" + num(yPix(*s.y[i])) + "\" r=\"2.5\" fill=\"" +
-               chartColor(si) + "\"/>";
+          o += "<circle cx=\"" + num(xPix(s.x[i])) + "\" cy=\"" + num(yPix(*s.y[i])) + "\" r=\"2.5\" fill=\"" + chartColor(si) +
+               "\"/>";
       }
       flush();
     }

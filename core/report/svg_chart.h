@@ -13,7 +13,7 @@ namespace shardscope::core {
 
 struct ChartSeries {
   std::string name;
-  std::vector<double> x;  // line charts: x of each point (same length as y)
+  std::vector<double> x;                 // line charts: x of each point (same length as y)
   std::vector<std::optional<double>> y;  // line: y per point; bars: one value per category (nullopt: none)
 };
 

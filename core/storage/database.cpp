@@ -15,8 +15,8 @@
 namespace shardscope::core {
 
 Statement::Statement(Database& db, std::string_view sql) : db_(&db) {
-  const int rc = sqlite3_prepare_v3(db.handle(), sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
-                                    &stmt_, nullptr);
+  const int rc =
+      sqlite3_prepare_v3(db.handle(), sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
   if (rc != SQLITE_OK) db.failWith(rc, "cannot prepare statement '" + std::string(sql.substr(0, 80)) + "'");
 }
 
@@ -132,7 +132,9 @@ std::chrono::milliseconds BusyPolicy::defaultTimeout() {
   return std::chrono::milliseconds(ms);
 }
 
-void BusyPolicy::setDefaultTimeout(std::chrono::milliseconds t) { g_defaultTimeoutMs.store(std::max<std::int64_t>(0, t.count())); }
+void BusyPolicy::setDefaultTimeout(std::chrono::milliseconds t) {
+  g_defaultTimeoutMs.store(std::max<std::int64_t>(0, t.count()));
+}
 
 void BusyPolicy::setReporter(Reporter r) {
   std::lock_guard<std::mutex> l(g_reporterMu);
@@ -209,8 +211,8 @@ Database::Database(const std::string& path, Mode mode) : path_(path), mode_(mode
   // every connection this process already has on it. SQLite itself says SQLITE_NOTADB below.
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw DatabaseError(path + ": is a directory, not a Shardscope database");
-  const int flags = (mode == Mode::ReadOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) |
-                    SQLITE_OPEN_NOMUTEX;
+  const int flags =
+      (mode == Mode::ReadOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX;
   const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";

@@ -32,8 +32,8 @@ struct BusyPolicy {
   static void setDefaultTimeout(std::chrono::milliseconds t);
   // Called (on the waiting thread) about every 2 s while a connection waits: the file and how long
   // it has waited so far. The CLI prints it; nothing is called when no reporter is set.
-  using Reporter = std::function<void(const std::string& path, std::chrono::milliseconds waited,
-                                      std::chrono::milliseconds bound)>;
+  using Reporter =
+      std::function<void(const std::string& path, std::chrono::milliseconds waited, std::chrono::milliseconds bound)>;
   static void setReporter(Reporter r);
   // The longest wait any connection of this process saw, and the number of waits (benchmarks).
   static std::chrono::milliseconds longestWait();

@@ -155,9 +155,8 @@ int version(Database& db) { return static_cast<int>(db.pragmaInt("user_version")
 namespace {
 
 [[noreturn]] void refuseNewer(Database& db, int v) {
-  throw DatabaseError(db.path() + ": database schema version " + std::to_string(v) +
-                      " is newer than this Shardscope supports (" + std::to_string(kCurrentVersion) +
-                      "); open it with a newer Shardscope");
+  throw DatabaseError(db.path() + ": database schema version " + std::to_string(v) + " is newer than this Shardscope supports (" +
+                      std::to_string(kCurrentVersion) + "); open it with a newer Shardscope");
 }
 
 // Brings the file to `target` inside one write transaction. The version is read after BEGIN
@@ -170,7 +169,8 @@ void migrateLocked(Database& db, int target) {
   if (v >= target) return;  // someone else migrated while we waited (the transaction rolls back: nothing written)
   for (; v < target; ++v) db.exec(kMigrations[static_cast<std::size_t>(v)]);
   db.exec("PRAGMA user_version = " + std::to_string(target));
-  if (target >= 1) db.exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_writer', 'shardscope " SHARDSCOPE_VERSION "')");
+  if (target >= 1)
+    db.exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_writer', 'shardscope " SHARDSCOPE_VERSION "')");
   tx.commit();
 }
 
@@ -196,8 +196,7 @@ void ensureWal(Database& db) {
       // Only a busy file is worth waiting for; anything else (no room for the -wal file, an I/O
       // error) is final.
       const int code = sqlite3_errcode(db.handle()) & 0xff;
-      if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) || std::chrono::steady_clock::now() - start >= db.busyTimeout())
-        throw;
+      if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) || std::chrono::steady_clock::now() - start >= db.busyTimeout()) throw;
     }
     if (std::chrono::steady_clock::now() - start >= db.busyTimeout())
       throw DatabaseError(db.path() + ": cannot switch the database to WAL mode: another process kept it busy");
@@ -217,7 +216,7 @@ void migrate(Database& db, int target) {
   if (db.readOnly() && v >= kOldestReadableVersion) return;
   if (db.readOnly())
     throw DatabaseError(db.path() + ": database schema version " + std::to_string(v) + " must be upgraded to " +
-                std::to_string(target) + ", but the file is read-only");
+                        std::to_string(target) + ", but the file is read-only");
   migrateLocked(db, target);
 }
 

@@ -49,8 +49,7 @@ constexpr const char* kRunColumns =
 
 }  // namespace
 
-TraceStore::TraceStore(const std::string& path, Database::Mode mode)
-    : db_(std::make_unique<Database>(path, mode)) {
+TraceStore::TraceStore(const std::string& path, Database::Mode mode) : db_(std::make_unique<Database>(path, mode)) {
   schema::open(*db_);
   argsHaveRawSize_ = schema::version(*db_) >= 3;
 }
@@ -380,8 +379,7 @@ bool eventOrder(const Event& a, const Event& b) {
 }  // namespace
 
 std::vector<Event> TraceStore::eventsInWindow(Id trackId, TimeNs t0, TimeNs t1, bool withArgs) {
-  Statement st(*db_,
-               "SELECT id, data FROM event_chunks WHERE track_id=? AND start_ns < ? AND end_ns >= ? ORDER BY start_ns, id");
+  Statement st(*db_, "SELECT id, data FROM event_chunks WHERE track_id=? AND start_ns < ? AND end_ns >= ? ORDER BY start_ns, id");
   st.bind(1, trackId).bind(2, t1).bind(3, t0);
   std::vector<Event> out;
   while (st.step()) {
@@ -408,8 +406,7 @@ void TraceStore::forEachEvent(Id trackId, const std::function<void(const Event&)
   });
 }
 
-void TraceStore::forEachEventRef(Id trackId,
-                                 const std::function<void(const EventChunk&, std::size_t, std::size_t, Id)>& fn) {
+void TraceStore::forEachEventRef(Id trackId, const std::function<void(const EventChunk&, std::size_t, std::size_t, Id)>& fn) {
   // Chunks are sorted inside and come ordered by their first start; a chunk can only contribute
   // events once the merge frontier has reached its first start, so chunks are opened lazily.
   struct Cursor {
@@ -434,7 +431,8 @@ void TraceStore::forEachEventRef(Id trackId,
       const TimeNs cs = c.chunk.start[c.i], bs = b.chunk.start[b.i];
       if (cs < bs || (cs == bs && c.chunk.end[c.i] > b.chunk.end[b.i])) best = static_cast<int>(k);
     }
-    if (more && (best < 0 || st.int64(1) <= active[static_cast<std::size_t>(best)].chunk.start[active[static_cast<std::size_t>(best)].i])) {
+    if (more && (best < 0 ||
+                 st.int64(1) <= active[static_cast<std::size_t>(best)].chunk.start[active[static_cast<std::size_t>(best)].i])) {
       active.push_back(Cursor{st.int64(0), EventChunk::decode(blobOf(st, 2)), 0});
       if (active.back().chunk.size() == 0) active.pop_back();
       more = st.step();
@@ -475,12 +473,15 @@ const TraceStore::ArgsBlock* TraceStore::argsBlockFor(Id chunkId) {
       b.data.assign(data);
     } else {
       const std::int64_t raw = st.int64(2);
-      if (raw < 0 || raw > std::numeric_limits<int>::max() || data.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-        throw DatabaseError(db_->path() + ": event args block of chunk " + std::to_string(chunkId) + " is damaged (size " + std::to_string(raw) + ")");
+      if (raw < 0 || raw > std::numeric_limits<int>::max() ||
+          data.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+        throw DatabaseError(db_->path() + ": event args block of chunk " + std::to_string(chunkId) + " is damaged (size " +
+                            std::to_string(raw) + ")");
       b.data.resize(static_cast<std::size_t>(raw));
       const int n = LZ4_decompress_safe(data.data(), b.data.data(), static_cast<int>(data.size()), static_cast<int>(raw));
       if (n != raw)
-        throw DatabaseError(db_->path() + ": event args block of chunk " + std::to_string(chunkId) + " is damaged (LZ4 data does not decode)");
+        throw DatabaseError(db_->path() + ": event args block of chunk " + std::to_string(chunkId) +
+                            " is damaged (LZ4 data does not decode)");
     }
   }
   constexpr std::size_t kCacheBlocks = 16;
@@ -603,7 +604,8 @@ RunSummary TraceStore::summary(Id runId) {
   s.ranks = ranks(runId);
   Statement st(*db_,
                "SELECT t.id, t.rank_id, t.kind, t.name, t.pid, t.tid, t.device, t.stream, t.sort_index, t.event_count, "
-               "t.min_start_ns, t.max_end_ns, t.max_dur_ns, t.collective_count, IFNULL(t.derived_from, '') FROM tracks t JOIN ranks r ON r.id = t.rank_id "
+               "t.min_start_ns, t.max_end_ns, t.max_dur_ns, t.collective_count, IFNULL(t.derived_from, '') FROM tracks t JOIN "
+               "ranks r ON r.id = t.rank_id "
                "WHERE r.run_id=? ORDER BY r.rank, t.sort_index, t.id");
   st.bind(1, runId);
   while (st.step()) {
@@ -699,10 +701,7 @@ void BulkWriter::writeChunk(Id trackId, OpenChunk& oc) {
   for (auto v : oc.chunk.end) maxEnd = std::max(maxEnd, v);
   const std::string blob = oc.chunk.encode();
   auto* h = insChunk_.handle();
-  insChunk_.bind(1, trackId)
-      .bind(2, static_cast<std::int64_t>(oc.chunk.size()))
-      .bind(3, oc.chunk.start.front())
-      .bind(4, maxEnd);
+  insChunk_.bind(1, trackId).bind(2, static_cast<std::int64_t>(oc.chunk.size())).bind(3, oc.chunk.start.front()).bind(4, maxEnd);
   if (sqlite3_bind_blob(h, 5, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC) != SQLITE_OK)
     store_.db().fail("cannot bind event chunk");
   insChunk_.exec();
@@ -750,8 +749,8 @@ void BulkWriter::writeChunk(Id trackId, OpenChunk& oc) {
 std::string_view BulkWriter::compressArgs(std::string_view data) {
   if (data.size() < 256 || data.size() > static_cast<std::size_t>(LZ4_MAX_INPUT_SIZE)) return data;
   compressed_.resize(static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(data.size()))));
-  const int n = LZ4_compress_default(data.data(), compressed_.data(), static_cast<int>(data.size()),
-                                     static_cast<int>(compressed_.size()));
+  const int n =
+      LZ4_compress_default(data.data(), compressed_.data(), static_cast<int>(data.size()), static_cast<int>(compressed_.size()));
   if (n <= 0 || static_cast<std::size_t>(n) > data.size() - data.size() / 8) return data;
   return {compressed_.data(), static_cast<std::size_t>(n)};
 }
@@ -813,8 +812,7 @@ void BulkWriter::rewriteChunks(Id trackId, TimeNs t0, TimeNs t1, const std::func
   for (auto& [id, blob] : chunks) rewriteChunk(id, blob, fn, upd);
 }
 
-void BulkWriter::rewriteChunk(Id chunkId, std::string_view blob, const std::function<bool(EventChunk&)>& fn,
-                              Statement& upd) {
+void BulkWriter::rewriteChunk(Id chunkId, std::string_view blob, const std::function<bool(EventChunk&)>& fn, Statement& upd) {
   EventChunk c = EventChunk::decode(blob);
   if (!fn(c) || c.size() == 0) return;
   TimeNs maxEnd = c.end[0];

@@ -25,8 +25,9 @@ std::uint32_t gallop(const std::vector<TimeNs>& v, std::uint32_t from, std::uint
     step *= 2;
   }
   // The answer is in (lo, probe].
-  return static_cast<std::uint32_t>(std::lower_bound(v.begin() + static_cast<std::ptrdiff_t>(lo) + 1,
-                                                     v.begin() + static_cast<std::ptrdiff_t>(probe), x) - v.begin());
+  return static_cast<std::uint32_t>(
+      std::lower_bound(v.begin() + static_cast<std::ptrdiff_t>(lo) + 1, v.begin() + static_cast<std::ptrdiff_t>(probe), x) -
+      v.begin());
 }
 
 struct Frame {
@@ -174,8 +175,7 @@ std::uint32_t foldRun(const Lane& l, std::uint32_t i, std::uint32_t hi, TimeNs G
                 [&](std::uint32_t k) { return l.end[k] - l.start[k] >= G || l.start[k] - l.end[k - 1] >= G; });
 }
 
-void drawRow(const Frame& f, const Lane& l, std::uint32_t laneIndex, std::uint32_t viewLane, std::uint32_t depth,
-             Partial& out) {
+void drawRow(const Frame& f, const Lane& l, std::uint32_t laneIndex, std::uint32_t viewLane, std::uint32_t depth, Partial& out) {
   const IndexRange w = f.index.window(laneIndex, depth, f.t0, f.t1);
   const TimeNs G = f.fold;
   std::uint32_t i = w.begin;
@@ -211,9 +211,7 @@ void drawRow(const Frame& f, const Lane& l, std::uint32_t laneIndex, std::uint32
       r.flags |= DrawFlags::Folded;
       if (a.keyOr != a.keyAnd) r.flags |= DrawFlags::Mixed;
       const TimeNs span = foldEnd - s;
-      r.density = span <= 0 ? 255
-                            : static_cast<std::uint8_t>(std::clamp<TimeNs>(
-                                  (a.covered * 255 + span / 2) / span, 1, 255));
+      r.density = span <= 0 ? 255 : static_cast<std::uint8_t>(std::clamp<TimeNs>((a.covered * 255 + span / 2) / span, 1, 255));
     }
     f.place(r, s, foldEnd);
     if (r.count == 1)
@@ -325,7 +323,8 @@ RankSummary buildRankSummary(const TimelineIndex& index, int rankIndex, TimeNs t
   const TimeNs busyTo = r.workCover.empty() ? t0 : r.workCover.end(r.workCover.size() - 1);
   std::size_t hp = 0, hw = 0, he = 0;
   TimeNs a = t0;
-  TimeNs cp = r.computeCover.coveredBefore(a, hp), cw = r.workCover.coveredBefore(a, hw), ce = r.exposedCover.coveredBefore(a, he);
+  TimeNs cp = r.computeCover.coveredBefore(a, hp), cw = r.workCover.coveredBefore(a, hw),
+         ce = r.exposedCover.coveredBefore(a, he);
   for (std::size_t c = 0; c < width; ++c) {
     const TimeNs b = c + 1 == width ? t1 : t0 + static_cast<TimeNs>(static_cast<double>(c + 1) * npp);
     if (b <= a) {  // under a nanosecond per pixel: the column repeats its neighbour
@@ -361,12 +360,18 @@ DrawList buildDrawList(const TimelineIndex& index, const Viewport& view) {
   out.t1 = std::max(view.t1, view.t0 + 1);
   out.widthPx = std::max(1, view.widthPx);
   out.nsPerPx = static_cast<double>(out.t1 - out.t0) / out.widthPx;
-  Frame f{index, view, out.t0, out.t1, out.nsPerPx, static_cast<float>(out.widthPx),
+  Frame f{index,
+          view,
+          out.t0,
+          out.t1,
+          out.nsPerPx,
+          static_cast<float>(out.widthPx),
           std::max<TimeNs>(1, static_cast<TimeNs>(std::ceil(static_cast<double>(view.minPx) * out.nsPerPx)))};
 
   const auto nv = static_cast<std::uint32_t>(view.lanes.size());
   unsigned threads = view.threads ? view.threads : std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min<unsigned>(threads, std::max<std::uint32_t>(1, std::max<std::uint32_t>(nv, static_cast<std::uint32_t>(view.summaryRanks.size()))));
+  threads = std::min<unsigned>(
+      threads, std::max<std::uint32_t>(1, std::max<std::uint32_t>(nv, static_cast<std::uint32_t>(view.summaryRanks.size()))));
   std::vector<Partial> parts(threads);
   std::vector<std::uint32_t> bounds{0};
   if (threads == 1) {
@@ -438,8 +443,8 @@ DrawList buildDrawList(const TimelineIndex& index, const Viewport& view) {
     if (view.exposedSpans) drawExposed(f, info, static_cast<int>(r), out.exposed);
     for (const Step& s : info.steps) {
       if (s.endNs <= out.t0 || s.startNs >= out.t1) continue;
-      out.steps.push_back(StepMark{static_cast<int>(r), s.step, f.px(s.startNs), f.px(s.endNs), s.startNs < out.t0,
-                                   s.endNs > out.t1});
+      out.steps.push_back(
+          StepMark{static_cast<int>(r), s.step, f.px(s.startNs), f.px(s.endNs), s.startNs<out.t0, s.endNs> out.t1});
     }
   }
   return out;
@@ -457,8 +462,8 @@ Hit hitTest(const DrawList& list, const Viewport& view, float x, float y, float 
       if (y >= vl.y + vl.rowHeight) continue;
       for (const auto& c : list.counters) {
         if (c.viewLane != v || c.points.empty() || x < c.points.front().x || x >= c.xEnd) continue;
-        const auto it = std::upper_bound(c.points.begin(), c.points.end(), x,
-                                         [](float t, const CounterPoint& p) { return t < p.x; });
+        const auto it =
+            std::upper_bound(c.points.begin(), c.points.end(), x, [](float t, const CounterPoint& p) { return t < p.x; });
         h.kind = Hit::Kind::Counter;
         h.viewLane = v;
         h.lane = vl.lane;

@@ -26,45 +26,45 @@
 namespace shardscope::core::timeline {
 
 struct ViewLane {
-  std::uint32_t lane = 0;     // into TimelineIndex::lanes()
-  float y = 0;                // top of depth row 0 (a counter lane: top of its curve), px
-  float rowHeight = 16;       // height of one depth row (a counter lane: of the whole curve), px
+  std::uint32_t lane = 0;  // into TimelineIndex::lanes()
+  float y = 0;             // top of depth row 0 (a counter lane: top of its curve), px
+  float rowHeight = 16;    // height of one depth row (a counter lane: of the whole curve), px
   std::uint32_t maxDepth = std::numeric_limits<std::uint32_t>::max();  // rows drawn: min(maxDepth, depthCount)
 };
 
 struct Viewport {
-  TimeNs t0 = 0, t1 = 1;      // the visible time window [t0, t1)
+  TimeNs t0 = 0, t1 = 1;  // the visible time window [t0, t1)
   int widthPx = 1;
-  std::vector<ViewLane> lanes;  // the visible lanes (any order; y decides where they are)
-  float minPx = 3;            // narrower events fold with their neighbours
-  float charWidthPx = 7;      // average glyph width, for "text fits"
-  float textPaddingPx = 3;    // on each side of a label
-  int minTextChars = 3;       // an elided label needs room for this many characters and "…"
-  bool exposedSpans = true;   // compute DrawList::exposed
+  std::vector<ViewLane> lanes;    // the visible lanes (any order; y decides where they are)
+  float minPx = 3;                // narrower events fold with their neighbours
+  float charWidthPx = 7;          // average glyph width, for "text fits"
+  float textPaddingPx = 3;        // on each side of a label
+  int minTextChars = 3;           // an elided label needs room for this many characters and "…"
+  bool exposedSpans = true;       // compute DrawList::exposed
   std::vector<int> summaryRanks;  // ranks drawn as summary tracks (DrawList::summaries, same order)
-  unsigned threads = 1;       // lanes are split among this many threads; 0 = one per hardware thread
+  unsigned threads = 1;           // lanes are split among this many threads; 0 = one per hardware thread
 };
 
 namespace DrawFlags {
-constexpr std::uint8_t Folded = 1;        // a block of `count` events
-constexpr std::uint8_t TextFull = 2;      // the whole label fits (the name; "N events" for a block)
-constexpr std::uint8_t TextElided = 4;    // an elided label fits
-constexpr std::uint8_t ClippedLeft = 8;   // starts before the window
-constexpr std::uint8_t ClippedRight = 16; // ends after the window
-constexpr std::uint8_t Widened = 32;      // drawn 1 px wide although shorter (zero-length, sub-pixel)
-constexpr std::uint8_t Mixed = 64;        // a block whose events have several keys (key: the dominant one)
+constexpr std::uint8_t Folded = 1;         // a block of `count` events
+constexpr std::uint8_t TextFull = 2;       // the whole label fits (the name; "N events" for a block)
+constexpr std::uint8_t TextElided = 4;     // an elided label fits
+constexpr std::uint8_t ClippedLeft = 8;    // starts before the window
+constexpr std::uint8_t ClippedRight = 16;  // ends after the window
+constexpr std::uint8_t Widened = 32;       // drawn 1 px wide although shorter (zero-length, sub-pixel)
+constexpr std::uint8_t Mixed = 64;         // a block whose events have several keys (key: the dominant one)
 }  // namespace DrawFlags
 
 struct DrawRect {
-  float x0 = 0, x1 = 0;       // px, within [0, widthPx]
-  std::uint32_t viewLane = 0; // into Viewport::lanes
+  float x0 = 0, x1 = 0;        // px, within [0, widthPx]
+  std::uint32_t viewLane = 0;  // into Viewport::lanes
   std::uint32_t depth = 0;
-  std::uint32_t first = 0;    // lane index of the event, or of the block's first event
-  std::uint32_t count = 1;    // 1, or the events of a folded block ([first, first + count) of the lane)
-  std::uint8_t key = 0;       // makeKey(category, op); a block: the key covering the most time in it
-  std::uint8_t bits = 0;      // EventBits; a block ORs its events' bits
-  std::uint8_t flags = 0;     // DrawFlags
-  std::uint8_t density = 255; // a block: share of its span covered by its events, in 1/255 (an event: 255)
+  std::uint32_t first = 0;     // lane index of the event, or of the block's first event
+  std::uint32_t count = 1;     // 1, or the events of a folded block ([first, first + count) of the lane)
+  std::uint8_t key = 0;        // makeKey(category, op); a block: the key covering the most time in it
+  std::uint8_t bits = 0;       // EventBits; a block ORs its events' bits
+  std::uint8_t flags = 0;      // DrawFlags
+  std::uint8_t density = 255;  // a block: share of its span covered by its events, in 1/255 (an event: 255)
 };
 
 // The rectangles of one depth row of a view lane, by x: DrawList::rects[begin, end).
@@ -81,7 +81,7 @@ struct ExposedSpan {
 struct StepMark {
   int rankIndex = 0;
   std::int64_t step = 0;
-  float x0 = 0, x1 = 0;       // clipped to the window
+  float x0 = 0, x1 = 0;  // clipped to the window
   bool clippedLeft = false, clippedRight = false;
 };
 
@@ -96,7 +96,7 @@ struct CounterLine {
   std::uint32_t viewLane = 0;
   std::vector<CounterPoint> points;
   float xEnd = 0;
-  double windowMax = 0;       // largest value drawn
+  double windowMax = 0;  // largest value drawn
 };
 
 // One pixel column of a summary track: shares of the column's time, in 1/255, spent computing (any
@@ -136,10 +136,10 @@ struct Hit {
   enum class Kind { None, Event, Folded, Counter };
   Kind kind = Kind::None;
   std::uint32_t viewLane = 0, lane = 0, depth = 0;
-  std::uint32_t index = 0;    // Event: lane index; Folded: first event of the block; Counter: point index
-  std::uint32_t count = 0;    // events of a block
-  DrawRect rect;              // the rectangle hit (Event, Folded)
-  double value = 0;           // Counter: the value drawn at x
+  std::uint32_t index = 0;  // Event: lane index; Folded: first event of the block; Counter: point index
+  std::uint32_t count = 0;  // events of a block
+  DrawRect rect;            // the rectangle hit (Event, Folded)
+  double value = 0;         // Counter: the value drawn at x
 };
 
 // What is drawn at (x, y): y picks the view lane and depth row, x the rectangle of that row that

@@ -23,15 +23,15 @@ struct RangeCollectives {
 struct RangeStats {
   int rankIndex = 0;
   TimeNs t0 = 0, t1 = 0;
-  TimeNs rangeNs = 0;            // t1 - t0
-  TimeNs computeNs = 0;          // union of computation on the rank's device lanes, within the range
-  TimeNs commNs = 0;             // union of communication
-  TimeNs overlappedCommNs = 0;   // communication while computation runs
-  TimeNs exposedCommNs = 0;      // communication while no computation runs
-  TimeNs busyNs = 0;             // union of all work on the device lanes
-  TimeNs otherBusyNs = 0;        // busy - compute - exposed communication
-  TimeNs idleNs = 0;             // range - busy
-  std::optional<double> overlap; // overlapped / communication; none without communication
+  TimeNs rangeNs = 0;             // t1 - t0
+  TimeNs computeNs = 0;           // union of computation on the rank's device lanes, within the range
+  TimeNs commNs = 0;              // union of communication
+  TimeNs overlappedCommNs = 0;    // communication while computation runs
+  TimeNs exposedCommNs = 0;       // communication while no computation runs
+  TimeNs busyNs = 0;              // union of all work on the device lanes
+  TimeNs otherBusyNs = 0;         // busy - compute - exposed communication
+  TimeNs idleNs = 0;              // range - busy
+  std::optional<double> overlap;  // overlapped / communication; none without communication
   // Collective instances overlapping the range (counted whole; bytes = their message sizes).
   std::int64_t collectives = 0;
   std::int64_t collectivesWithBytes = 0;

@@ -23,11 +23,16 @@ std::size_t capacityBytes(const std::vector<T>& v) {
 
 LaneKind laneKindOf(TrackKind k) {
   switch (k) {
-    case TrackKind::GpuStream: return LaneKind::GpuStream;
-    case TrackKind::CpuThread: return LaneKind::CpuThread;
-    case TrackKind::Comm: return LaneKind::Comm;
-    case TrackKind::Counter: return LaneKind::Counter;
-    case TrackKind::Python: return LaneKind::Python;
+    case TrackKind::GpuStream:
+      return LaneKind::GpuStream;
+    case TrackKind::CpuThread:
+      return LaneKind::CpuThread;
+    case TrackKind::Comm:
+      return LaneKind::Comm;
+    case TrackKind::Counter:
+      return LaneKind::Counter;
+    case TrackKind::Python:
+      return LaneKind::Python;
   }
   return LaneKind::CpuThread;
 }
@@ -194,12 +199,18 @@ void finishSummaries(Lane& lane) {
 // the store's order (stable sort).
 int kindOrder(LaneKind k) {
   switch (k) {
-    case LaneKind::CpuThread: return 0;
-    case LaneKind::GpuStream: return 1;
-    case LaneKind::CommGroup: return 2;
-    case LaneKind::Comm: return 3;
-    case LaneKind::Python: return 4;
-    case LaneKind::Counter: return 5;
+    case LaneKind::CpuThread:
+      return 0;
+    case LaneKind::GpuStream:
+      return 1;
+    case LaneKind::CommGroup:
+      return 2;
+    case LaneKind::Comm:
+      return 3;
+    case LaneKind::Python:
+      return 4;
+    case LaneKind::Counter:
+      return 5;
   }
   return 6;
 }
@@ -255,9 +266,9 @@ TimeNs Coverage::coveredBefore(TimeNs t, std::size_t& hint) const {
     hi = lo + step;
   }
   hi = std::min(hi, n);
-  const std::size_t k = static_cast<std::size_t>(std::lower_bound(start.begin() + static_cast<std::ptrdiff_t>(lo),
-                                                                  start.begin() + static_cast<std::ptrdiff_t>(hi), t) -
-                                                 start.begin());
+  const std::size_t k = static_cast<std::size_t>(
+      std::lower_bound(start.begin() + static_cast<std::ptrdiff_t>(lo), start.begin() + static_cast<std::ptrdiff_t>(hi), t) -
+      start.begin());
   hint = k - 1;
   const std::size_t i = k - 1;  // the last span starting before t
   const TimeNs before = i ? cumEnd[i - 1] : 0;
@@ -276,8 +287,7 @@ std::size_t Lane::memoryBytes() const {
          capacityBytes(nameIdx) + capacityBytes(key) + capacityBytes(bits) + capacityBytes(depthBegin) +
          capacityBytes(blockKeyOr) + capacityBytes(blockKeyAnd) + capacityBytes(blockBitsOr) + capacityBytes(reach1) +
          capacityBytes(reach2) + capacityBytes(blockDur) + capacityBytes(blockTopKey) + capacityBytes(blockTopDur) +
-         capacityBytes(bytes) + capacityBytes(sampleTs) + capacityBytes(sampleValue) +
-         capacityBytes(sampleLevels) + levels;
+         capacityBytes(bytes) + capacityBytes(sampleTs) + capacityBytes(sampleValue) + capacityBytes(sampleLevels) + levels;
 }
 
 std::size_t TimelineIndex::memoryBytes() const {
@@ -286,8 +296,8 @@ std::size_t TimelineIndex::memoryBytes() const {
   b += capacityBytes(ranks_);
   for (const auto& r : ranks_)
     b += r.host.capacity() + r.device.capacity() + capacityBytes(r.lanes) + capacityBytes(r.steps) + capacityBytes(r.exposed) +
-         capacityBytes(r.exposedGap1) + capacityBytes(r.exposedGap2) + r.computeCover.memoryBytes() +
-         r.workCover.memoryBytes() + r.exposedCover.memoryBytes();
+         capacityBytes(r.exposedGap1) + capacityBytes(r.exposedGap2) + r.computeCover.memoryBytes() + r.workCover.memoryBytes() +
+         r.exposedCover.memoryBytes();
   b += capacityBytes(groups_);
   for (const auto& g : groups_) b += g.name.capacity() + g.description.capacity() + g.backend.capacity() + g.ranksJson.capacity();
   b += capacityBytes(names_);
@@ -363,8 +373,7 @@ double TimelineIndex::sampleMax(std::uint32_t laneIndex, std::uint32_t begin, st
 
 class TimelineBuilder {
  public:
-  TimelineBuilder(TraceStore& store, Id runId, const BuildOptions& options, const CancelToken* cancel,
-                  const ProgressFn& progress)
+  TimelineBuilder(TraceStore& store, Id runId, const BuildOptions& options, const CancelToken* cancel, const ProgressFn& progress)
       : store_(store), runId_(runId), options_(options), cancel_(cancel), progress_(progress), classes_(store) {}
 
   std::shared_ptr<const TimelineIndex> run() {
@@ -557,9 +566,8 @@ class TimelineBuilder {
         if (pg == 0 && std::all_of(list.begin(), list.end(), [&](const CommCopy& c) { return c.lane == list.front().lane; }) &&
             out_->lanes_[list.front().lane].eventCount() == list.size())
           continue;
-        std::sort(list.begin(), list.end(), [](const CommCopy& a, const CommCopy& b) {
-          return a.s != b.s ? a.s < b.s : a.e > b.e;
-        });
+        std::sort(list.begin(), list.end(),
+                  [](const CommCopy& a, const CommCopy& b) { return a.s != b.s ? a.s < b.s : a.e > b.e; });
         Lane lane;
         lane.kind = LaneKind::CommGroup;
         lane.rankIndex = rankIndex;
@@ -614,8 +622,9 @@ class TimelineBuilder {
         if (device && !(bits & (EventBits::Instant | EventBits::Annotation))) {
           bits |= EventBits::Work;
           // A collective among one rank is local work, not communication (step_breakdown's rule).
-          const bool isComm = (category == Category::Communication || (op != CollectiveOp::None && kind != TrackKind::CpuThread)) &&
-                              !isLocalCollective(worldOfOne_, c.groupSize[i]);
+          const bool isComm =
+              (category == Category::Communication || (op != CollectiveOp::None && kind != TrackKind::CpuThread)) &&
+              !isLocalCollective(worldOfOne_, c.groupSize[i]);
           if (isComm) {
             bits |= EventBits::Comm;
             comm.push_back({s, e});
@@ -653,7 +662,8 @@ class TimelineBuilder {
     if (!std::is_sorted(lane.sampleTs.begin(), lane.sampleTs.end())) {
       std::vector<std::uint32_t> order(samples.size());
       std::iota(order.begin(), order.end(), 0u);
-      std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return samples[a].tsNs < samples[b].tsNs; });
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::uint32_t a, std::uint32_t b) { return samples[a].tsNs < samples[b].tsNs; });
       for (std::size_t i = 0; i < order.size(); ++i) {
         lane.sampleTs[i] = samples[order[i]].tsNs;
         lane.sampleValue[i] = samples[order[i]].value;

@@ -50,14 +50,14 @@ constexpr std::uint32_t kKeyCount = 64;  // makeKey values are 6 bits
 
 // What an event is, as the analyses see it (docs/METRICS.md), decided once at build time.
 namespace EventBits {
-constexpr std::uint8_t Instant = 1;       // a ph:"i" instant
-constexpr std::uint8_t Annotation = 2;    // cat user_annotation / gpu_user_annotation: brackets work, is not work
-constexpr std::uint8_t Work = 4;          // device-lane work (step breakdown's "all")
-constexpr std::uint8_t Compute = 8;       // device-lane computation
-constexpr std::uint8_t Comm = 16;         // device-lane communication (step breakdown's definition)
-constexpr std::uint8_t Collective = 32;   // a collective instance (the collectives table's definition)
-constexpr std::uint8_t Exposed = 64;      // communication with some time while no computation runs on its rank
-constexpr std::uint8_t HasBytes = 128;    // a message size is known (TimelineIndex::bytes)
+constexpr std::uint8_t Instant = 1;      // a ph:"i" instant
+constexpr std::uint8_t Annotation = 2;   // cat user_annotation / gpu_user_annotation: brackets work, is not work
+constexpr std::uint8_t Work = 4;         // device-lane work (step breakdown's "all")
+constexpr std::uint8_t Compute = 8;      // device-lane computation
+constexpr std::uint8_t Comm = 16;        // device-lane communication (step breakdown's definition)
+constexpr std::uint8_t Collective = 32;  // a collective instance (the collectives table's definition)
+constexpr std::uint8_t Exposed = 64;     // communication with some time while no computation runs on its rank
+constexpr std::uint8_t HasBytes = 128;   // a message size is known (TimelineIndex::bytes)
 }  // namespace EventBits
 
 enum class LaneKind : std::uint8_t { GpuStream, CpuThread, Comm, CommGroup, Counter, Python };
@@ -85,24 +85,24 @@ struct Coverage {
 };
 
 struct Lane {
-  Id trackId = 0;                // 0 for a derived CommGroup lane
+  Id trackId = 0;  // 0 for a derived CommGroup lane
   LaneKind kind = LaneKind::CpuThread;
-  int rankIndex = 0;             // into TimelineIndex::ranks()
+  int rankIndex = 0;  // into TimelineIndex::ranks()
   std::string name;
   int sortIndex = 0;
   std::optional<int> device;
   std::optional<std::int64_t> stream;
-  Id processGroupId = 0;         // CommGroup lanes: the group (0: collectives without a group)
-  bool deviceLane = false;       // counted by the range statistics (METRICS.md "device lanes")
-  bool loaded = true;            // false: a python lane skipped at build (BuildOptions::withPython)
+  Id processGroupId = 0;            // CommGroup lanes: the group (0: collectives without a group)
+  bool deviceLane = false;          // counted by the range statistics (METRICS.md "device lanes")
+  bool loaded = true;               // false: a python lane skipped at build (BuildOptions::withPython)
   TimeNs minStart = 0, maxEnd = 0;  // extent of the events / samples (0, 0 when empty)
 
   // Events (not Counter lanes), grouped by depth, each depth sorted by start.
   std::vector<TimeNs> start, end;
-  std::vector<Id> eventId;          // the store's event id (chunk << 16 | index); copies keep the original's
-  std::vector<std::uint32_t> nameIdx;  // index into TimelineIndex::names()
-  std::vector<std::uint8_t> key;    // makeKey(category, collOp)
-  std::vector<std::uint8_t> bits;   // EventBits
+  std::vector<Id> eventId;                // the store's event id (chunk << 16 | index); copies keep the original's
+  std::vector<std::uint32_t> nameIdx;     // index into TimelineIndex::names()
+  std::vector<std::uint8_t> key;          // makeKey(category, collOp)
+  std::vector<std::uint8_t> bits;         // EventBits
   std::vector<std::uint32_t> depthBegin;  // size depthCount() + 1
 
   // Level-of-detail summaries over the lane index, per block of 2^kBlockShift events: OR and AND of
@@ -149,9 +149,9 @@ struct RankInfo {
   Id rankId = 0;
   int rank = 0;
   std::string host, device;
-  bool hasGpu = false;                 // device lanes are the GPU streams (else CPU threads + comm lanes)
-  std::vector<std::uint32_t> lanes;    // into TimelineIndex::lanes(), display order
-  std::vector<Step> steps;             // ProfilerStep#N / runtime steps, by step number
+  bool hasGpu = false;                   // device lanes are the GPU streams (else CPU threads + comm lanes)
+  std::vector<std::uint32_t> lanes;      // into TimelineIndex::lanes(), display order
+  std::vector<Step> steps;               // ProfilerStep#N / runtime steps, by step number
   std::vector<intervals::Span> exposed;  // exposed communication: comm union minus compute union (device lanes)
   // The largest gap before a span of `exposed` (to the previous one), per 64 and per 4096 spans: the
   // draw list merges sub-pixel gaps by skipping whole blocks (as Lane::reach1/reach2).
@@ -164,9 +164,9 @@ struct RankInfo {
 };
 
 struct BuildOptions {
-  bool withPython = false;      // python_function tracks (the store keeps them apart so they load lazily)
-  bool withCounters = true;     // counter lanes (memory curves)
-  bool commGroupLanes = true;   // a communication lane per process group derived from GPU collectives
+  bool withPython = false;     // python_function tracks (the store keeps them apart so they load lazily)
+  bool withCounters = true;    // counter lanes (memory curves)
+  bool commGroupLanes = true;  // a communication lane per process group derived from GPU collectives
 };
 
 // A half-open range of lane indices.
@@ -184,8 +184,7 @@ class TimelineIndex {
   // worker thread with its own TraceStore; progress counts events (and counter samples); throws
   // core::Cancelled when cancelled.
   static std::shared_ptr<const TimelineIndex> build(TraceStore& store, Id runId, const BuildOptions& options = {},
-                                                    const CancelToken* cancel = nullptr,
-                                                    const ProgressFn& progress = {});
+                                                    const CancelToken* cancel = nullptr, const ProgressFn& progress = {});
 
   Id runId() const { return runId_; }
   const std::vector<Lane>& lanes() const { return lanes_; }
@@ -194,7 +193,9 @@ class TimelineIndex {
   const std::vector<ProcessGroup>& processGroups() const { return groups_; }
   // Event names, by the index stored in Lane::nameIdx.
   const std::vector<std::string>& names() const { return names_; }
-  std::string_view name(std::uint32_t nameIndex) const { return nameIndex < names_.size() ? names_[nameIndex] : std::string_view(); }
+  std::string_view name(std::uint32_t nameIndex) const {
+    return nameIndex < names_.size() ? names_[nameIndex] : std::string_view();
+  }
   TimeNs minStart() const { return minStart_; }
   TimeNs maxEnd() const { return maxEnd_; }
   // The training steps of every rank (steps >= 0: not the initialisation or a trace's setup before

@@ -204,13 +204,20 @@ class IsalGzipSource final : public GzipSourceBase {
  private:
   static std::string isalError(int rc) {
     switch (rc) {
-      case ISAL_INVALID_BLOCK: return "invalid deflate block";
-      case ISAL_INVALID_SYMBOL: return "invalid deflate symbol";
-      case ISAL_INVALID_LOOKBACK: return "invalid distance too far back";
-      case ISAL_INVALID_WRAPPER: return "incorrect header check";
-      case ISAL_UNSUPPORTED_METHOD: return "unknown compression method";
-      case ISAL_INCORRECT_CHECKSUM: return "incorrect data check";
-      default: return "inflate error " + std::to_string(rc);
+      case ISAL_INVALID_BLOCK:
+        return "invalid deflate block";
+      case ISAL_INVALID_SYMBOL:
+        return "invalid deflate symbol";
+      case ISAL_INVALID_LOOKBACK:
+        return "invalid distance too far back";
+      case ISAL_INVALID_WRAPPER:
+        return "incorrect header check";
+      case ISAL_UNSUPPORTED_METHOD:
+        return "unknown compression method";
+      case ISAL_INCORRECT_CHECKSUM:
+        return "incorrect data check";
+      default:
+        return "inflate error " + std::to_string(rc);
     }
   }
   std::unique_ptr<inflate_state> st_;
@@ -332,8 +339,7 @@ std::string readAll(InputSource& in, std::size_t maxBytes) {
   std::string out;
   char buf[65536];
   while (std::size_t n = in.read(buf, sizeof buf)) {
-    if (out.size() + n > maxBytes)
-      throw Error(in.path() + ": file is larger than " + std::to_string(maxBytes) + " bytes");
+    if (out.size() + n > maxBytes) throw Error(in.path() + ": file is larger than " + std::to_string(maxBytes) + " bytes");
     out.append(buf, n);
   }
   return out;

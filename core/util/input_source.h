@@ -28,8 +28,7 @@ std::unique_ptr<InputSource> openInput(const std::string& path);
 
 // Reads (and inflates) `inner` ahead on its own thread into a few fixed buffers, so decompression
 // and the kernel copy overlap with parsing. Errors of the inner source surface from read().
-std::unique_ptr<InputSource> prefetch(std::unique_ptr<InputSource> inner, std::size_t bufferBytes = 1u << 20,
-                                      int buffers = 4);
+std::unique_ptr<InputSource> prefetch(std::unique_ptr<InputSource> inner, std::size_t bufferBytes = 1u << 20, int buffers = 4);
 
 // Reads a whole source into memory, refusing more than maxBytes. For small files (configs) only.
 std::string readAll(InputSource& in, std::size_t maxBytes);

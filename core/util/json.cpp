@@ -86,10 +86,18 @@ JsonValue& JsonValue::set(std::string key, JsonValue v) {
 
 void JsonValue::dumpTo(std::string& out) const {
   switch (type_) {
-    case Type::Null: out += "null"; break;
-    case Type::Bool: out += b_ ? "true" : "false"; break;
-    case Type::Number: out += s_; break;
-    case Type::String: appendJsonString(out, s_); break;
+    case Type::Null:
+      out += "null";
+      break;
+    case Type::Bool:
+      out += b_ ? "true" : "false";
+      break;
+    case Type::Number:
+      out += s_;
+      break;
+    case Type::String:
+      appendJsonString(out, s_);
+      break;
     case Type::Array: {
       out.push_back('[');
       bool first = true;
@@ -131,11 +139,16 @@ JsonValue readJsonValue(JsonReader& r, JsonReader::Token first, std::size_t maxN
   JsonValue root;
   auto scalar = [&](T t) -> JsonValue {
     switch (t) {
-      case T::String: return JsonValue::string(std::string(r.text()));
-      case T::Number: return JsonValue::number(std::string(r.text()));
-      case T::True: return JsonValue::boolean(true);
-      case T::False: return JsonValue::boolean(false);
-      default: return JsonValue();
+      case T::String:
+        return JsonValue::string(std::string(r.text()));
+      case T::Number:
+        return JsonValue::number(std::string(r.text()));
+      case T::True:
+        return JsonValue::boolean(true);
+      case T::False:
+        return JsonValue::boolean(false);
+      default:
+        return JsonValue();
     }
   };
   T t = first;

@@ -38,7 +38,7 @@ class JsonValue {
 
   bool asBool() const { return b_; }
   double asDouble() const;
-  std::optional<std::int64_t> asInt() const;  // integral numbers only (or integral doubles)
+  std::optional<std::int64_t> asInt() const;          // integral numbers only (or integral doubles)
   const std::string& asString() const { return s_; }  // string value, or raw number text
   const std::vector<JsonValue>& items() const { return items_; }
   const std::vector<std::pair<std::string, JsonValue>>& members() const { return members_; }

@@ -15,7 +15,6 @@ constexpr std::size_t kChunk = 1 << 20;
 
 inline bool isWs(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
-
 inline bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
 void appendUtf8(std::string& out, std::uint32_t cp) {
@@ -85,13 +84,27 @@ void appendJsonString(std::string& out, std::string_view s) {
     }
     out.append(s.data() + run, i - run);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           out += "\\u00";
@@ -108,9 +121,7 @@ void appendJsonString(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
-JsonReader::JsonReader(InputSource& in, JsonLimits limits) : in_(&in), limits_(limits), buf_(kChunk) {
-  data_ = buf_.data();
-}
+JsonReader::JsonReader(InputSource& in, JsonLimits limits) : in_(&in), limits_(limits), buf_(kChunk) { data_ = buf_.data(); }
 
 JsonReader::JsonReader(std::string_view text, std::string label, JsonLimits limits)
     : in_(nullptr), label_(std::move(label)), limits_(limits) {
@@ -358,14 +369,30 @@ JsonReader::Token JsonReader::lexString(bool isKey) {
     const char e = data_[i + 1];
     i += 2;
     switch (e) {
-      case '"': scratch_.push_back('"'); break;
-      case '\\': scratch_.push_back('\\'); break;
-      case '/': scratch_.push_back('/'); break;
-      case 'b': scratch_.push_back('\b'); break;
-      case 'f': scratch_.push_back('\f'); break;
-      case 'n': scratch_.push_back('\n'); break;
-      case 'r': scratch_.push_back('\r'); break;
-      case 't': scratch_.push_back('\t'); break;
+      case '"':
+        scratch_.push_back('"');
+        break;
+      case '\\':
+        scratch_.push_back('\\');
+        break;
+      case '/':
+        scratch_.push_back('/');
+        break;
+      case 'b':
+        scratch_.push_back('\b');
+        break;
+      case 'f':
+        scratch_.push_back('\f');
+        break;
+      case 'n':
+        scratch_.push_back('\n');
+        break;
+      case 'r':
+        scratch_.push_back('\r');
+        break;
+      case 't':
+        scratch_.push_back('\t');
+        break;
       case 'u': {
         std::uint32_t cp = hex4();
         if (cp >= 0xD800 && cp <= 0xDBFF) {
@@ -491,7 +518,9 @@ void JsonReader::skipContainerFast() {
       return false;
     }
     switch (c) {
-      case '"': inString = true; return false;
+      case '"':
+        inString = true;
+        return false;
       case '{':
       case '[':
         if (stack_.size() + open.size() >= limits_.maxDepth) {
@@ -517,7 +546,8 @@ void JsonReader::skipContainerFast() {
           return true;
         }
         return false;
-      default: return false;
+      default:
+        return false;
     }
   };
   for (;;) {
@@ -540,8 +570,9 @@ void JsonReader::skipContainerFast() {
              << (16 * k);
         bs |= static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')))))
               << (16 * k);
-        const __m128i b = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('{')), _mm_cmpeq_epi8(v, _mm_set1_epi8('}'))),
-                                       _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('[')), _mm_cmpeq_epi8(v, _mm_set1_epi8(']'))));
+        const __m128i b =
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('{')), _mm_cmpeq_epi8(v, _mm_set1_epi8('}'))),
+                         _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('[')), _mm_cmpeq_epi8(v, _mm_set1_epi8(']'))));
         br |= static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(b))) << (16 * k);
       }
       if (bs == 0) {
@@ -570,10 +601,10 @@ void JsonReader::skipContainerFast() {
     // ignored by visit()).
     if (i + 16 <= end_) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data_ + i));
-      const __m128i m = _mm_or_si128(
-          _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
-          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('{')), _mm_cmpeq_epi8(v, _mm_set1_epi8('}'))),
-                       _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('[')), _mm_cmpeq_epi8(v, _mm_set1_epi8(']')))));
+      const __m128i m =
+          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                       _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('{')), _mm_cmpeq_epi8(v, _mm_set1_epi8('}'))),
+                                    _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('[')), _mm_cmpeq_epi8(v, _mm_set1_epi8(']')))));
       unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(m));
       while (mask) {
         if (visit(i + static_cast<std::size_t>(__builtin_ctz(mask)))) return;
@@ -601,8 +632,8 @@ std::string_view JsonReader::endCapture() {
 void appendCompactJson(std::string& out, std::string_view raw) {
   const char* p = raw.data();
   const std::size_t n = raw.size();
-  std::size_t run = 0;       // start of the pending copy
-  std::size_t skip = 0;      // an escaped character sits before this index
+  std::size_t run = 0;   // start of the pending copy
+  std::size_t skip = 0;  // an escaped character sits before this index
   bool inString = false;
   auto visit = [&](std::size_t j) {
     if (j < skip) return;
@@ -664,21 +695,44 @@ void JsonReader::copyValue(Token first, std::string& out) {
     }
     afterKey = false;
     switch (t) {
-      case Token::BeginObject: out.push_back('{'); needComma.push_back(false); break;
-      case Token::BeginArray: out.push_back('['); needComma.push_back(false); break;
-      case Token::EndObject: out.push_back('}'); needComma.pop_back(); break;
-      case Token::EndArray: out.push_back(']'); needComma.pop_back(); break;
+      case Token::BeginObject:
+        out.push_back('{');
+        needComma.push_back(false);
+        break;
+      case Token::BeginArray:
+        out.push_back('[');
+        needComma.push_back(false);
+        break;
+      case Token::EndObject:
+        out.push_back('}');
+        needComma.pop_back();
+        break;
+      case Token::EndArray:
+        out.push_back(']');
+        needComma.pop_back();
+        break;
       case Token::Key:
         appendJsonString(out, text_);
         out.push_back(':');
         afterKey = true;
         break;
-      case Token::String: appendJsonString(out, text_); break;
-      case Token::Number: out.append(text_); break;
-      case Token::True: out += "true"; break;
-      case Token::False: out += "false"; break;
-      case Token::Null: out += "null"; break;
-      case Token::End: fail("unexpected end of input");
+      case Token::String:
+        appendJsonString(out, text_);
+        break;
+      case Token::Number:
+        out.append(text_);
+        break;
+      case Token::True:
+        out += "true";
+        break;
+      case Token::False:
+        out += "false";
+        break;
+      case Token::Null:
+        out += "null";
+        break;
+      case Token::End:
+        fail("unexpected end of input");
     }
     if (needComma.empty()) return;
     t = next();

@@ -25,10 +25,10 @@ class CancelToken {
 };
 
 struct Progress {
-  std::string stage;      // e.g. "import rank0.json.gz"
-  std::uint64_t done = 0; // units processed (bytes, events, ...)
+  std::string stage;        // e.g. "import rank0.json.gz"
+  std::uint64_t done = 0;   // units processed (bytes, events, ...)
   std::uint64_t total = 0;  // 0 when unknown
-  std::string unit;       // "bytes", "events"
+  std::string unit;         // "bytes", "events"
 };
 
 using ProgressFn = std::function<void(const Progress&)>;

@@ -16,13 +16,19 @@ MemoryTracker* gInstance = nullptr;
 
 const char* toString(MemCategory c) {
   switch (c) {
-    case MemCategory::Parameters: return "parameters";
-    case MemCategory::Gradients: return "gradients";
-    case MemCategory::OptimizerState: return "optimizer_state";
-    case MemCategory::Activations: return "activations";
-    case MemCategory::CommBuffers: return "comm_buffers";
+    case MemCategory::Parameters:
+      return "parameters";
+    case MemCategory::Gradients:
+      return "gradients";
+    case MemCategory::OptimizerState:
+      return "optimizer_state";
+    case MemCategory::Activations:
+      return "activations";
+    case MemCategory::CommBuffers:
+      return "comm_buffers";
     case MemCategory::Other:
-    case MemCategory::Count: break;
+    case MemCategory::Count:
+      break;
   }
   return "other";
 }

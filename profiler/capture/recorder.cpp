@@ -102,8 +102,8 @@ void Recorder::counter(const std::string& name, TimeNs ts, double value) {
   pending_.counters.emplace_back(name, ts, value);
 }
 
-void Recorder::memory(TimeNs ts, std::int64_t bytes, std::int64_t totalAllocated, std::int64_t totalReserved,
-                      int deviceType, int deviceId) {
+void Recorder::memory(TimeNs ts, std::int64_t bytes, std::int64_t totalAllocated, std::int64_t totalReserved, int deviceType,
+                      int deviceId) {
   if (!opts_.enabled) return;
   core::MemoryEvent m;
   m.rankId = rankId_;
@@ -165,8 +165,7 @@ void Recorder::flush() {
     store_->invalidateCaches();
     // Put it back in front of what came since, so nothing is lost if the next attempt succeeds.
     std::lock_guard<std::mutex> l(mu_);
-    p.spans.insert(p.spans.end(), std::make_move_iterator(pending_.spans.begin()),
-                   std::make_move_iterator(pending_.spans.end()));
+    p.spans.insert(p.spans.end(), std::make_move_iterator(pending_.spans.begin()), std::make_move_iterator(pending_.spans.end()));
     p.steps.insert(p.steps.end(), pending_.steps.begin(), pending_.steps.end());
     p.memory.insert(p.memory.end(), pending_.memory.begin(), pending_.memory.end());
     p.counters.insert(p.counters.end(), pending_.counters.begin(), pending_.counters.end());

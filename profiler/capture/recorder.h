@@ -42,10 +42,10 @@ struct SpanRecord {
   std::optional<std::int64_t> bytes;
   std::optional<int> groupSize;
   std::string dtype;
-  std::string argsJson;  // "" or a JSON object
+  std::string argsJson;                     // "" or a JSON object
   std::optional<std::int64_t> correlation;  // GPU records: the launch's CUPTI correlation id
   std::optional<std::int64_t> externalId;   // GPU records: our span that launched it
-  bool gpuRow = false;   // a GPU stream record (EventFlags::HtaGpuRow: HTA counts it as GPU work)
+  bool gpuRow = false;                      // a GPU stream record (EventFlags::HtaGpuRow: HTA counts it as GPU work)
 };
 
 class Recorder {

@@ -9,19 +9,28 @@
 
 namespace shardscope::cupti {
 
-
 std::string_view toString(ActivityKind k) {
   switch (k) {
-    case ActivityKind::Kernel: return "kernel";
-    case ActivityKind::Memcpy: return "gpu_memcpy";
-    case ActivityKind::MemcpyPeer: return "gpu_memcpy";
-    case ActivityKind::Memset: return "gpu_memset";
-    case ActivityKind::RuntimeApi: return "cuda_runtime";
-    case ActivityKind::DriverApi: return "cuda_driver";
-    case ActivityKind::Synchronization: return "cuda_sync";
-    case ActivityKind::MemoryAlloc: return "gpu_malloc";
-    case ActivityKind::MemoryFree: return "gpu_free";
-    case ActivityKind::Overhead: return "overhead";
+    case ActivityKind::Kernel:
+      return "kernel";
+    case ActivityKind::Memcpy:
+      return "gpu_memcpy";
+    case ActivityKind::MemcpyPeer:
+      return "gpu_memcpy";
+    case ActivityKind::Memset:
+      return "gpu_memset";
+    case ActivityKind::RuntimeApi:
+      return "cuda_runtime";
+    case ActivityKind::DriverApi:
+      return "cuda_driver";
+    case ActivityKind::Synchronization:
+      return "cuda_sync";
+    case ActivityKind::MemoryAlloc:
+      return "gpu_malloc";
+    case ActivityKind::MemoryFree:
+      return "gpu_free";
+    case ActivityKind::Overhead:
+      return "overhead";
   }
   return "other";
 }
@@ -93,8 +102,7 @@ bool keepDriverApi(std::uint32_t cbid) {
 
 std::string apiName(bool runtime, std::uint32_t cbid) {
   const char* name = nullptr;
-  const CUptiResult r =
-      cuptiGetCallbackName(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name);
+  const CUptiResult r = cuptiGetCallbackName(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name);
   if (r != CUPTI_SUCCESS || !name) return std::string(runtime ? "cudaRuntime#" : "cuDriver#") + std::to_string(cbid);
   std::string s(name);
   // "cudaLaunchKernel_v7000" -> "cudaLaunchKernel" (Kineto's names carry no version suffix).
@@ -109,30 +117,49 @@ namespace {
 
 const char* copyKindName(std::uint8_t k) {
   switch (k) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "HtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "AtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "AtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "AtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "DtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
-    default: return "Unknown";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+      return "HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+      return "DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
+      return "HtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
+      return "AtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+      return "AtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+      return "AtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
+      return "DtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+      return "DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+      return "HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+      return "PtoP";
+    default:
+      return "Unknown";
   }
 }
 
 const char* memoryKindName(std::uint8_t k) {
   switch (k) {
-    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return "Pageable";
-    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return "Pinned";
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return "Device";
-    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return "Array";
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return "Managed";
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return "Device Static";
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return "Managed Static";
-    default: return "Unknown";
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE:
+      return "Pageable";
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED:
+      return "Pinned";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
+      return "Device";
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY:
+      return "Array";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
+      return "Managed";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC:
+      return "Device Static";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC:
+      return "Managed Static";
+    default:
+      return "Unknown";
   }
 }
 
@@ -141,8 +168,8 @@ core::TimeNs asTime(std::uint64_t t) { return static_cast<core::TimeNs>(t); }
 }  // namespace
 
 std::string memcpyName(std::uint8_t copyKind, std::uint8_t srcKind, std::uint8_t dstKind) {
-  return std::string("Memcpy ") + copyKindName(copyKind) + " (" + memoryKindName(srcKind) + " -> " +
-         memoryKindName(dstKind) + ")";
+  return std::string("Memcpy ") + copyKindName(copyKind) + " (" + memoryKindName(srcKind) + " -> " + memoryKindName(dstKind) +
+         ")";
 }
 
 std::string memsetName(std::uint8_t memoryKind) { return std::string("Memset (") + memoryKindName(memoryKind) + ")"; }
@@ -219,8 +246,7 @@ void ActivityDecoder::decodeRecord(const CUpti_Activity* record) {
       a->block[0] = k->blockX, a->block[1] = k->blockY, a->block[2] = k->blockZ;
       a->registersPerThread = k->registersPerThread;
       a->sharedMemoryBytes = k->staticSharedMemory + k->dynamicSharedMemory;
-      if (auto it = launchStart_.find(a->correlation); it != launchStart_.end() && a->startNs < it->second)
-        ++stats_.beforeLaunch;
+      if (auto it = launchStart_.find(a->correlation); it != launchStart_.end() && a->startNs < it->second) ++stats_.beforeLaunch;
       ++stats_.kernels;
       deliver(std::move(*a));
       return;
@@ -310,11 +336,21 @@ void ActivityDecoder::decodeRecord(const CUpti_Activity* record) {
       a.stream = s->streamId;
       a.correlation = s->correlationId;
       switch (s->type) {
-        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: a.name = "Event Sync"; break;
-        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: a.name = "Stream Wait Event"; break;
-        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: a.name = "Stream Sync"; break;
-        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: a.name = "Context Sync"; break;
-        default: a.name = "Sync"; break;
+        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE:
+          a.name = "Event Sync";
+          break;
+        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT:
+          a.name = "Stream Wait Event";
+          break;
+        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE:
+          a.name = "Stream Sync";
+          break;
+        case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE:
+          a.name = "Context Sync";
+          break;
+        default:
+          a.name = "Sync";
+          break;
       }
       tagCorrelation(a);
       ++stats_.syncs;
@@ -354,11 +390,21 @@ void ActivityDecoder::decodeRecord(const CUpti_Activity* record) {
       a.startNs = asTime(o->start);
       a.endNs = asTime(o->end);
       switch (o->overheadKind) {
-        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: a.name = "CUPTI buffer flush"; break;
-        case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: a.name = "Driver compiler"; break;
-        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: a.name = "CUPTI instrumentation"; break;
-        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: a.name = "CUPTI resource"; break;
-        default: a.name = "CUPTI overhead"; break;
+        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH:
+          a.name = "CUPTI buffer flush";
+          break;
+        case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER:
+          a.name = "Driver compiler";
+          break;
+        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION:
+          a.name = "CUPTI instrumentation";
+          break;
+        case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE:
+          a.name = "CUPTI resource";
+          break;
+        default:
+          a.name = "CUPTI overhead";
+          break;
       }
       ++stats_.overheads;
       deliver(std::move(a));

@@ -55,7 +55,6 @@ using OverheadRecord = CUpti_ActivityOverhead;
 using PeerRecord = CUpti_ActivityMemcpyPtoP4;
 using MemsetRecord = CUpti_ActivityMemset4;
 
-
 class ActivityDecoder {
  public:
   using Sink = std::function<void(GpuActivity&&)>;
@@ -88,8 +87,8 @@ class ActivityDecoder {
   core::TimeNs windowEnd_ = std::numeric_limits<core::TimeNs>::max();
   core::TimeNs offset_ = 0;
   CaptureStats stats_;
-  std::unordered_map<std::uint32_t, std::uint64_t> external_;   // correlationId -> external id
-  std::unordered_map<std::uint32_t, core::TimeNs> launchStart_; // correlationId -> API start (CUPTI time)
+  std::unordered_map<std::uint32_t, std::uint64_t> external_;    // correlationId -> external id
+  std::unordered_map<std::uint32_t, core::TimeNs> launchStart_;  // correlationId -> API start (CUPTI time)
 };
 
 // True for the API callbacks we keep (launches, copies, syncs, allocations); false for the noise.

@@ -62,23 +62,35 @@ void CuptiTracer::initialize(const TracerOptions& options) {
 // The API calls TracerOptions::ApiRecords::Launches records, one by one (CUPTI of CUDA 12.5 and later).
 void CuptiTracer::enableLaunchApis([[maybe_unused]] bool enable) {
 #if CUPTI_API_VERSION >= 23
-  static constexpr CUpti_CallbackId kRuntime[] = {
-      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
-      CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
-      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
-      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
-      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
-      CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
-      CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
-      CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
-      CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
-      CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000,
-      CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010,
-      CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
-      CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020};
+  static constexpr CUpti_CallbackId kRuntime[] = {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+                                                  CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020};
   static constexpr CUpti_CallbackId kDriver[] = {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
                                                  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx};
   for (auto cbid : kRuntime) check(cuptiActivityEnableRuntimeApi(cbid, enable ? 1 : 0), "cuptiActivityEnableRuntimeApi");
@@ -112,7 +124,8 @@ void CuptiTracer::start(ActivityDecoder::Sink sink) {
                                            CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET};
   bool perCall = false;
   if (options_.api == TracerOptions::ApiRecords::All) {
-    kinds.insert(kinds.end(), {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION});
+    kinds.insert(kinds.end(),
+                 {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION});
   } else if (options_.api == TracerOptions::ApiRecords::Launches) {
 #if CUPTI_API_VERSION >= 23  // CUDA 12.5: cuptiActivityEnableRuntimeApi / DriverApi
     perCall = true;

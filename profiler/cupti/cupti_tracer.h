@@ -37,9 +37,9 @@ struct TracerOptions {
   std::size_t bufferBytes = 4u << 20;
   std::size_t maxBufferedBytes = 128u << 20;
   int flushPeriodMs = 100;
-  bool memory = true;      // MEMORY2 (allocator segments)
-  bool overhead = true;    // OVERHEAD
-  bool syncs = true;       // SYNCHRONIZATION
+  bool memory = true;    // MEMORY2 (allocator segments)
+  bool overhead = true;  // OVERHEAD
+  bool syncs = true;     // SYNCHRONIZATION
   // Which CUDA API calls are recorded (each recorded call costs host time on every launch):
   //   Launches: only the calls that put work on a device or wait for it (kernel launches, copies,
   //     memsets, synchronisations, event records and waits, cudaMalloc/cudaFree; the driver's
@@ -49,7 +49,7 @@ struct TracerOptions {
   //   None: no API record (kernels, copies and memory only; GPU work is placed in steps by time).
   enum class ApiRecords { Launches, All, None };
   ApiRecords api = ApiRecords::Launches;
-  int clockSamples = 32;   // clock pairs at start (and at stop, for the drift figure)
+  int clockSamples = 32;  // clock pairs at start (and at stop, for the drift figure)
 };
 
 class CuptiTracer {
@@ -84,7 +84,8 @@ class CuptiTracer {
     std::uint32_t streamId = 0;
   };
   static void bufferRequested(std::uint8_t** buffer, std::size_t* size, std::size_t* maxNumRecords);
-  static void bufferCompleted(CUcontext ctx, std::uint32_t streamId, std::uint8_t* buffer, std::size_t size, std::size_t validSize);
+  static void bufferCompleted(CUcontext ctx, std::uint32_t streamId, std::uint8_t* buffer, std::size_t size,
+                              std::size_t validSize);
   void consume();
   void sampleClock(ClockAlignment& c, int n) const;
   static void enableLaunchApis(bool enable);
@@ -97,10 +98,10 @@ class CuptiTracer {
   core::TimeNs drift_ = 0;
 
   std::unique_ptr<ActivityDecoder> decoder_;
-  std::mutex mu_;                 // queue_, outstanding_, stopConsumer_
+  std::mutex mu_;  // queue_, outstanding_, stopConsumer_
   std::condition_variable cv_;
   std::deque<Completed> queue_;
-  std::size_t outstanding_ = 0;   // bytes handed to CUPTI and not yet decoded
+  std::size_t outstanding_ = 0;  // bytes handed to CUPTI and not yet decoded
   std::uint64_t refused_ = 0, completedBuffers_ = 0, completedBytes_ = 0;
   bool stopConsumer_ = false;
   bool stopFlusher_ = false;

@@ -21,9 +21,9 @@ int GpuCapture::streamLane(int device, std::uint32_t stream) {
 
 int GpuCapture::threadLane(std::uint32_t tid) {
   if (auto it = threadLanes_.find(tid); it != threadLanes_.end()) return it->second;
-  const int lane = rec_.lane("CUDA API (thread " + std::to_string(tid) + ")", core::TrackKind::CpuThread,
-                             500 + static_cast<int>(threadLanes_.size()), std::nullopt, std::nullopt,
-                             static_cast<std::int64_t>(tid));
+  const int lane =
+      rec_.lane("CUDA API (thread " + std::to_string(tid) + ")", core::TrackKind::CpuThread,
+                500 + static_cast<int>(threadLanes_.size()), std::nullopt, std::nullopt, static_cast<std::int64_t>(tid));
   threadLanes_.emplace(tid, lane);
   return lane;
 }

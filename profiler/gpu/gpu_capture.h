@@ -44,7 +44,7 @@ class GpuCapture {
   std::map<std::uint32_t, int> threadLanes_;
   int overheadLane_ = -1;
   int syncLane_ = -1;
-  std::map<int, std::int64_t> segments_;  // device -> bytes
+  std::map<int, std::int64_t> segments_;                           // device -> bytes
   std::vector<std::pair<core::TimeNs, std::int64_t>> stepStarts_;  // (host start, step), by time
   std::map<std::uint32_t, core::TimeNs> launchNs_;                 // correlation -> launch API start
 };

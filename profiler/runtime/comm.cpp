@@ -60,9 +60,9 @@ struct CommHandle::State {
     if (reported || !recorder) return;
     reported = true;
     const TimeNs wait = waitEnd - waitStart;
-    span.argsJson = "{\"issue_ns\":" + std::to_string(issueNs) + ",\"queue_ns\":" +
-                    std::to_string(span.startNs - issueNs) + ",\"wait_ns\":" + std::to_string(wait) +
-                    (emulation.empty() ? "" : ",\"emulated_by\":\"" + emulation + "\"") + "}";
+    span.argsJson = "{\"issue_ns\":" + std::to_string(issueNs) + ",\"queue_ns\":" + std::to_string(span.startNs - issueNs) +
+                    ",\"wait_ns\":" + std::to_string(wait) + (emulation.empty() ? "" : ",\"emulated_by\":\"" + emulation + "\"") +
+                    "}";
     if (wait > 0 && computeLane >= 0) {
       capture::SpanRecord w;
       w.lane = computeLane;
@@ -102,10 +102,17 @@ bool CommHandle::done() const {
 
 class GroupImpl final : public Group {
  public:
-  GroupImpl(std::string name, int rank, std::vector<int> ranks, c10::intrusive_ptr<PgBase> pg, bool gloo,
-            capture::Recorder* rec, int lane, int* computeLane, torch::Device device)
-      : name_(std::move(name)), rank_(rank), ranks_(std::move(ranks)), pg_(std::move(pg)), gloo_(gloo),
-        recorder_(rec), lane_(lane), computeLane_(computeLane), device_(device) {
+  GroupImpl(std::string name, int rank, std::vector<int> ranks, c10::intrusive_ptr<PgBase> pg, bool gloo, capture::Recorder* rec,
+            int lane, int* computeLane, torch::Device device)
+      : name_(std::move(name)),
+        rank_(rank),
+        ranks_(std::move(ranks)),
+        pg_(std::move(pg)),
+        gloo_(gloo),
+        recorder_(rec),
+        lane_(lane),
+        computeLane_(computeLane),
+        device_(device) {
     thread_ = std::thread([this] { loop(); });
   }
   ~GroupImpl() override {
@@ -242,9 +249,7 @@ class GroupImpl final : public Group {
     return info.bf16Reduce && t.scalar_type() == torch::kFloat32;
   }
   // What the span's dtype says: the tensor as sent.
-  static torch::Tensor bf16Sample(const torch::Tensor& t) {
-    return torch::empty({0}, t.options().dtype(torch::kBFloat16));
-  }
+  static torch::Tensor bf16Sample(const torch::Tensor& t) { return torch::empty({0}, t.options().dtype(torch::kBFloat16)); }
 
   CommHandle enqueue(CollectiveOp op, const std::string& opName, std::int64_t bytes, const torch::Tensor& sample,
                      const CollectiveInfo& info, std::string emulation, std::function<void()> run) {
@@ -281,11 +286,20 @@ class GroupImpl final : public Group {
       const double n = size(), S = static_cast<double>(bytes);
       double wire = 0;
       switch (op) {
-        case CollectiveOp::AllReduce: wire = 2 * (n - 1) / n * S; break;
-        case CollectiveOp::ReduceScatter: wire = (st->emulation.empty() ? 1 : 2) * (n - 1) / n * S; break;
-        case CollectiveOp::AllGather: wire = (n - 1) / n * S; break;
-        case CollectiveOp::Broadcast: wire = S; break;
-        default: break;
+        case CollectiveOp::AllReduce:
+          wire = 2 * (n - 1) / n * S;
+          break;
+        case CollectiveOp::ReduceScatter:
+          wire = (st->emulation.empty() ? 1 : 2) * (n - 1) / n * S;
+          break;
+        case CollectiveOp::AllGather:
+          wire = (n - 1) / n * S;
+          break;
+        case CollectiveOp::Broadcast:
+          wire = S;
+          break;
+        default:
+          break;
       }
       volume_.messageBytes[opName] += S;
       volume_.wireBytes[opName] += wire;

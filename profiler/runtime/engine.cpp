@@ -220,7 +220,8 @@ void Engine::applyOptimizer(torch::Tensor param, const torch::Tensor& grad, Flat
       return;
     } catch (const c10::Error& e) {
       fusedAdamRefused_ = true;
-      std::fprintf(stderr, "shardscope-worker: fused AdamW refused (%s); element-wise AdamW instead\n", e.what_without_backtrace());
+      std::fprintf(stderr, "shardscope-worker: fused AdamW refused (%s); element-wise AdamW instead\n",
+                   e.what_without_backtrace());
     }
   }
 #endif
@@ -242,8 +243,8 @@ void Engine::applyOptimizer(torch::Tensor param, const torch::Tensor& grad, Flat
   // multiply the kernel launches.
   constexpr std::int64_t kSlice = 1 << 18;
   const std::int64_t n = param.numel();
-  if (n <= kSlice || !param.device().is_cpu() || !param.is_contiguous() || !g.is_contiguous() ||
-      !st.m.is_contiguous() || !st.v.is_contiguous() || g.numel() != n || st.m.numel() != n || st.v.numel() != n) {
+  if (n <= kSlice || !param.device().is_cpu() || !param.is_contiguous() || !g.is_contiguous() || !st.m.is_contiguous() ||
+      !st.v.is_contiguous() || g.numel() != n || st.m.numel() != n || st.v.numel() != n) {
     update(param, g, st.m, st.v);
     return;
   }
@@ -323,8 +324,7 @@ std::int64_t Engine::saveShard(const std::string& dir) {
   std::int64_t total = 0;
   const std::string base = dir + "/rank" + std::to_string(ctx_.comm->env().rank);
   std::ofstream manifest(base + ".json");
-  manifest << "{\"rank\":" << ctx_.comm->env().rank << ",\"strategy\":\"" << core::toString(cfg_.strategy)
-           << "\",\"tensors\":[";
+  manifest << "{\"rank\":" << ctx_.comm->env().rank << ",\"strategy\":\"" << core::toString(cfg_.strategy) << "\",\"tensors\":[";
   bool first = true;
   std::ofstream data(base + ".bin", std::ios::binary);
   for (auto& [name, t] : shardTensors()) {
@@ -378,9 +378,9 @@ class ReplicatedEngine final : public Engine {
       MemScope ms(MemCategory::CommBuffers);
       for (int b = 0; b < (core::effectiveOverlapComm(cfg_) ? 2 : 1); ++b) ipg_.push_back(torch::zeros({cap}, opts));
     }
-    description_ = std::string(core::toString(cfg_.strategy)) + ": " + std::to_string(layout_.params.size()) +
-                   " parameters, " + (stage_ == 0 ? std::to_string(buckets_.size()) + " gradient buckets"
-                                                 : "partition of " + std::to_string(part_) + " elements per rank");
+    description_ = std::string(core::toString(cfg_.strategy)) + ": " + std::to_string(layout_.params.size()) + " parameters, " +
+                   (stage_ == 0 ? std::to_string(buckets_.size()) + " gradient buckets"
+                                : "partition of " + std::to_string(part_) + " elements per rank");
   }
 
   torch::Tensor param(int p) override {
@@ -570,8 +570,8 @@ class ReplicatedEngine final : public Engine {
     const std::int64_t chunk = std::max<std::int64_t>(1, std::min(cfg_.reduceBucketSize, padded_));
     std::vector<CommHandle> hs;
     for (std::int64_t lo = 0, k = 0; lo < padded_; lo += chunk, ++k)
-      hs.push_back(world_.allReduce(flatGrad_.narrow(0, lo, std::min(chunk, padded_ - lo)),
-                                    gradInfo("grad bucket " + std::to_string(k))));
+      hs.push_back(
+          world_.allReduce(flatGrad_.narrow(0, lo, std::min(chunk, padded_ - lo)), gradInfo("grad bucket " + std::to_string(k))));
     for (auto& h : hs) h.wait();
     flatGrad_.div_(N);
   }
@@ -606,7 +606,8 @@ class ReplicatedEngine final : public Engine {
       const std::int64_t len = std::min(chunk, part_ - c0);
       std::vector<torch::Tensor> outs;
       for (std::int64_t q = 0; q < world_.size(); ++q) outs.push_back(flatParams_.narrow(0, q * part_ + c0, len));
-      waitOutsideCompute(world_.allGatherInto(outs, outs[static_cast<std::size_t>(r)], info("param gather " + std::to_string(k))));
+      waitOutsideCompute(
+          world_.allGatherInto(outs, outs[static_cast<std::size_t>(r)], info("param gather " + std::to_string(k))));
     }
     return norm;
   }
@@ -993,8 +994,7 @@ class ShardedEngine final : public Engine {
     }
     const std::size_t here = tracePos_++;
     if (!traceValid_) return;
-    const std::int64_t budget =
-        std::min(cfg_.maxLiveParameters - availableElems_, cfg_.prefetchBucketSize);
+    const std::int64_t budget = std::min(cfg_.maxLiveParameters - availableElems_, cfg_.prefetchBucketSize);
     std::int64_t ahead = 0;
     int launched = 0;
     for (std::size_t j = here + 1; j < trace_.size() && ahead < budget && launched < 2; ++j) {
@@ -1092,7 +1092,9 @@ class ShardedEngine final : public Engine {
       f.h.wait();
       if (replica_ && !f.replicaStage) {
         f.replicaStage = true;
-        f.h = replica_->allReduce(f.out, gradInfo("grad replicas " + (f.group >= 0 ? groups_[static_cast<std::size_t>(f.group)].name : std::string("bucket"))));
+        f.h =
+            replica_->allReduce(f.out, gradInfo("grad replicas " + (f.group >= 0 ? groups_[static_cast<std::size_t>(f.group)].name
+                                                                                 : std::string("bucket"))));
         flights_.push_front(std::move(f));
         if (!block) return;
         continue;
@@ -1178,7 +1180,8 @@ class ShardedEngine final : public Engine {
       shard_->allGather(full, g.shard, info("consolidate " + g.name)).wait();
       for (int p : g.params) {
         const auto& info = layout_.params[static_cast<std::size_t>(p)];
-        out[static_cast<std::size_t>(p)] = full.narrow(0, offsetIn_[static_cast<std::size_t>(p)], info.numel).view(info.shape).clone();
+        out[static_cast<std::size_t>(p)] =
+            full.narrow(0, offsetIn_[static_cast<std::size_t>(p)], info.numel).view(info.shape).clone();
       }
     }
   }

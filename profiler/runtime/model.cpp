@@ -20,8 +20,8 @@
 namespace shardscope::runtime {
 
 namespace {
-ModelConfig make(std::string name, std::int64_t vocab, std::int64_t hidden, int layers, int heads, int kv,
-                 std::int64_t headDim, std::int64_t ffn, double theta, double eps, bool qkNorm, bool qkvBias) {
+ModelConfig make(std::string name, std::int64_t vocab, std::int64_t hidden, int layers, int heads, int kv, std::int64_t headDim,
+                 std::int64_t ffn, double theta, double eps, bool qkNorm, bool qkvBias) {
   ModelConfig c;
   c.name = std::move(name);
   c.vocab = vocab;
@@ -86,8 +86,7 @@ ModelLayout buildLayout(const ModelConfig& cfg) {
     L.modules.push_back(std::move(m));
     return static_cast<int>(L.modules.size() - 1);
   };
-  auto addParam = [&](int module, const std::string& leaf, std::vector<std::int64_t> shape, InitKind init,
-                      double stdev = 0.02) {
+  auto addParam = [&](int module, const std::string& leaf, std::vector<std::int64_t> shape, InitKind init, double stdev = 0.02) {
     ParamInfo p;
     p.name = L.modules[static_cast<std::size_t>(module)].name + "." + leaf;
     p.shape = std::move(shape);
@@ -223,8 +222,8 @@ void Transformer::ensureRope(std::int64_t seq) {
   auto idx = torch::arange(0, half, opts);
   auto invFreq = torch::pow(layout_.config.ropeTheta, -idx * 2.0 / static_cast<double>(layout_.config.headDim));
   auto pos = torch::arange(0, seq, opts);
-  auto freqs = torch::outer(pos, invFreq);                 // [s, d/2]
-  auto emb = torch::cat({freqs, freqs}, -1);               // [s, d]
+  auto freqs = torch::outer(pos, invFreq);    // [s, d/2]
+  auto emb = torch::cat({freqs, freqs}, -1);  // [s, d]
   cos_ = emb.cos().to(torch::TensorOptions().dtype(dtype_).device(device_));
   sin_ = emb.sin().to(torch::TensorOptions().dtype(dtype_).device(device_));
   ropeLen_ = seq;
@@ -320,13 +319,12 @@ torch::Tensor Transformer::loss(const Batch& batch, ForwardHooks& h) {
     auto w = h.param(layout_.modules[static_cast<std::size_t>(embedModule_)].params[0]);
     return h.endModule(embedModule_, torch::embedding(w, tokens));
   });
-  for (int l = 0; l < layout_.config.layers; ++l)
-    x = h.runBlock(l + 1, x, [&, l](torch::Tensor in) { return block(l, in, h); });
+  for (int l = 0; l < layout_.config.layers; ++l) x = h.runBlock(l + 1, x, [&, l](torch::Tensor in) { return block(l, in, h); });
   return h.runBlock(layout_.config.layers + 1, x, [&](torch::Tensor in) {
     auto y = rmsnorm(finalNorm_, in, h);
     auto logits = linear(lmHead_, y, h);
     return torch::nn::functional::cross_entropy(logits.reshape({-1, layout_.config.vocab}).to(torch::kFloat32),
-                                               batch.targets.reshape({-1}));
+                                                batch.targets.reshape({-1}));
   });
 }
 

@@ -107,10 +107,10 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
     core::validate(cfg);
     torch::manual_seed(static_cast<std::uint64_t>(cfg.seed));
     const bool cuda = cfg.device == "cuda" || (cfg.device == "auto" && torch::cuda::is_available());
-    if (cuda && !torch::cuda::is_available())
-      throw core::Error("--device cuda: no CUDA device is visible to this worker");
-    const torch::Device device = cuda ? torch::Device(torch::kCUDA, env.localRank % std::max<int>(1, static_cast<int>(torch::cuda::device_count())))
-                                      : torch::Device(torch::kCPU);
+    if (cuda && !torch::cuda::is_available()) throw core::Error("--device cuda: no CUDA device is visible to this worker");
+    const torch::Device device =
+        cuda ? torch::Device(torch::kCUDA, env.localRank % std::max<int>(1, static_cast<int>(torch::cuda::device_count())))
+             : torch::Device(torch::kCPU);
     // One GPU, several ranks: NCCL refuses two ranks on one device, so "auto" falls back to Gloo over
     // CUDA tensors (every strategy still runs and is captured; the run's metadata says so).
     const int visibleGpus = cuda ? static_cast<int>(torch::cuda::device_count()) : 0;
@@ -118,7 +118,8 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
     std::string backend = cfg.backend == "auto" ? (cuda && !sharedDevice ? "nccl" : "gloo") : cfg.backend;
     if (backend == "nccl" && sharedDevice)
       throw core::Error("--backend nccl: " + std::to_string(env.localWorldSize) + " ranks on this node share " +
-                        std::to_string(visibleGpus) + " GPU(s), and NCCL refuses two ranks on one device; use --backend gloo "
+                        std::to_string(visibleGpus) +
+                        " GPU(s), and NCCL refuses two ranks on one device; use --backend gloo "
                         "(or auto) or one rank per GPU");
     // Mixed precision: parameters and activations in bf16 in the compute graph, fp32 master weights,
     // gradients and optimizer state (Engine::compute); gradients reduced in --reduce-dtype
@@ -130,8 +131,9 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
       torch::set_num_threads(omp && std::atoi(omp) > 0 ? std::atoi(omp) : 1);
     }
     if (!cuda && (cfg.offloadOptimizer != "none" || cfg.offloadParam != "none") && env.rank == 0)
-      std::fprintf(stderr, "shardscope-worker: warning: offload_optimizer/offload_param move state to host memory; "
-                           "on a CPU run everything already lives there, so they change nothing\n");
+      std::fprintf(stderr,
+                   "shardscope-worker: warning: offload_optimizer/offload_param move state to host memory; "
+                   "on a CPU run everything already lives there, so they change nothing\n");
     auto& tracker = capture::MemoryTracker::install();
     tracker.setGranularity(16 * 1024);
 
@@ -145,7 +147,7 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
         run.strategy = std::string(core::toString(cfg.strategy));
         run.configJson = core::toJson(cfg).dump();
         run.worldSize = cfg.worldSize;
-            run.status = core::RunStatus::Running;
+        run.status = core::RunStatus::Running;
         core::Transaction tx(store.db());
         runId = store.createRun(run);
         tx.commit();
@@ -199,8 +201,8 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
         canSumBf16 = false;
       }
       if (!canSumBf16 && cfg.reduceDtype == "bf16")
-        throw core::Error("--reduce-dtype bf16: the " + backend + " backend of this LibTorch (" TORCH_VERSION
-                          ") cannot sum bf16 tensors; use --reduce-dtype fp32");
+        throw core::Error("--reduce-dtype bf16: the " + backend +
+                          " backend of this LibTorch (" TORCH_VERSION ") cannot sum bf16 tensors; use --reduce-dtype fp32");
       bf16Reduce = canSumBf16;
     }
     ectx.bf16Reduce = bf16Reduce;
@@ -211,14 +213,15 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
     {
       std::ostringstream meta;
       meta << "{\"backend\":\"" << backend << "\",\"device\":\"" << ro.device << "\",\"torch\":\"" << TORCH_VERSION
-           << "\",\"engine\":\"" << engine->describe() << "\",\"params\":" << model.layout().totalNumel
-           << ",\"attention\":\"" << (model.sdpa() ? "sdpa" : "eager") << "\",\"precision\":\"" << cfg.precision << "\""
+           << "\",\"engine\":\"" << engine->describe() << "\",\"params\":" << model.layout().totalNumel << ",\"attention\":\""
+           << (model.sdpa() ? "sdpa" : "eager") << "\",\"precision\":\"" << cfg.precision << "\""
            << ",\"reduce_dtype\":\"" << (bf16Reduce ? "bf16" : "fp32") << "\""
            << ",\"step_timing\":\"" << (cuda ? "device-synchronised at the step boundary" : "host clock (CPU)") << "\""
            << ",\"local_rank\":" << env.localRank << ",\"node_rank\":" << env.nodeRank
-           << ",\"shared_device\":" << (sharedDevice ? "true" : "false")
-           << ",\"gpu_trace\":\"" << (cuda && cfg.capture ? cfg.gpuTrace : std::string("off")) << "\""
-           << ",\"collectives_on\":\"" << (cuda ? (backend == "gloo" ? "gloo over CUDA tensors" : "nccl") : "gloo (cpu)") << "\"}";
+           << ",\"shared_device\":" << (sharedDevice ? "true" : "false") << ",\"gpu_trace\":\""
+           << (cuda && cfg.capture ? cfg.gpuTrace : std::string("off")) << "\""
+           << ",\"collectives_on\":\"" << (cuda ? (backend == "gloo" ? "gloo over CUDA tensors" : "nccl") : "gloo (cpu)")
+           << "\"}";
       rec->rankMetadata(meta.str());
     }
 
@@ -231,7 +234,8 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
       if (!in) throw core::Error("--data-file " + cfg.dataFile + ": cannot open");
       data.text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
       if (data.text.size() < static_cast<std::size_t>(cfg.seqLen) + 2)
-        throw core::Error("--data-file " + cfg.dataFile + ": shorter than one sequence (" + std::to_string(cfg.seqLen + 1) + " bytes)");
+        throw core::Error("--data-file " + cfg.dataFile + ": shorter than one sequence (" + std::to_string(cfg.seqLen + 1) +
+                          " bytes)");
       if (mc.vocab < 256) throw core::Error("--data-file needs a model vocabulary of at least 256 (bytes)");
     }
 
@@ -429,8 +433,8 @@ int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
       tx.commit();
     }
     if (opts.progressLines) {
-      std::printf("@ss {\"rank\":%d,\"event\":\"done\",\"run_id\":%lld,\"step_ms\":%.3f}\n", rank,
-                  static_cast<long long>(runId), meanMs);
+      std::printf("@ss {\"rank\":%d,\"event\":\"done\",\"run_id\":%lld,\"step_ms\":%.3f}\n", rank, static_cast<long long>(runId),
+                  meanMs);
       std::fflush(stdout);
     }
     return 0;

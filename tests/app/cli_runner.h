@@ -48,8 +48,6 @@ inline std::unique_ptr<QProcess> startCli(const QStringList& args) {
 
 // Whether shardscope-worker was built beside the CLI (it needs LibTorch): tests that launch real
 // runs skip without it.
-inline bool workerBuilt() {
-  return QFileInfo::exists(QFileInfo(SHARDSCOPE_CLI).dir().filePath("../profiler/shardscope-worker"));
-}
+inline bool workerBuilt() { return QFileInfo::exists(QFileInfo(SHARDSCOPE_CLI).dir().filePath("../profiler/shardscope-worker")); }
 
 }  // namespace shardscope::test

@@ -136,8 +136,7 @@ class TestCli : public QObject {
       const double sum = rk.find("idle_time_pctg")->asDouble() + rk.find("compute_time_pctg")->asDouble() +
                          rk.find("non_compute_time_pctg")->asDouble();
       QVERIFY2(std::abs(sum - 100.0) < 0.02, qPrintable(QString::number(sum)));
-      QCOMPARE(num(rk, "idle_time_us") + num(rk, "compute_time_us") + num(rk, "non_compute_time_us"),
-               num(rk, "kernel_time_us"));
+      QCOMPARE(num(rk, "idle_time_us") + num(rk, "compute_time_us") + num(rk, "non_compute_time_us"), num(rk, "kernel_time_us"));
       // HTA drops the last step from its GPU-side start (the gpu_user_annotation twin of
       // ProfilerStep#N starts after the CPU one), so CPU rows of the last step that come before it
       // keep their iteration tag: all 10 generated steps appear.

@@ -53,8 +53,8 @@ class TestCliEstimator : public QObject {
   }
 
   void jsonMatchesFormulas() {
-    const Result r = runCli({"estimate", "--model", "llama3-8b", "--gpus", "8", "--strategy", "zero3", "--strategy",
-                             "fsdp,ddp", "--param-persistence-threshold", "0", "--json"});
+    const Result r = runCli({"estimate", "--model", "llama3-8b", "--gpus", "8", "--strategy", "zero3", "--strategy", "fsdp,ddp",
+                             "--param-persistence-threshold", "0", "--json"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     const auto o = json(r);
     QCOMPARE(o["model"].toObject()["parameters"].toDouble(), 8030261248.0);
@@ -106,13 +106,13 @@ class TestCliEstimator : public QObject {
     // docs/RUNTIME.md's measured FSDP wire bytes on Gloo.
     QCOMPARE(strategy(o, "fsdp")["comm"].toObject()["wire_bytes"].toDouble(), 969088.0);
     // A custom shape equal to tiny gives tiny's numbers.
-    const Result c = runCli({"estimate", "--model", "custom", "--layers", "2", "--hidden", "64", "--heads", "4",
-                             "--kv-heads", "2", "--ffn", "176", "--vocab", "256", "--gpus", "2", "--json"});
+    const Result c = runCli({"estimate", "--model", "custom", "--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads",
+                             "2", "--ffn", "176", "--vocab", "256", "--gpus", "2", "--json"});
     QVERIFY2(c.code == 0, qPrintable(c.err));
     QCOMPARE(json(c)["model"].toObject()["parameters"].toDouble(), 125248.0);
     // Multi-node: hybrid strategies appear, the cross-node all-reduce runs on the inter-node link.
-    const Result m = runCli({"estimate", "--model", "qwen3-8b", "--gpus", "16", "--gpus-per-node", "8", "--link",
-                             "nvlink-h200", "--inter-link", "ib-hdr", "--json"});
+    const Result m = runCli({"estimate", "--model", "qwen3-8b", "--gpus", "16", "--gpus-per-node", "8", "--link", "nvlink-h200",
+                             "--inter-link", "ib-hdr", "--json"});
     QVERIFY2(m.code == 0, qPrintable(m.err));
     const auto mo = json(m);
     QCOMPARE(mo["nodes"].toInt(), 2);
@@ -162,8 +162,8 @@ class TestCliEstimator : public QObject {
         {{"estimate", "--model", "llama3-8b", "--gpus", "8", "--precision", "int3"}, "--precision expects"},
         {{"estimate", "--model", "llama3-8b", "--gpus", "8", "--hidden", "10"}, "only goes with --model custom"},
         {{"estimate", "--model", "custom", "--gpus", "8", "--layers", "2"}, "--model custom needs --hidden"},
-        {{"estimate", "--model", "custom", "--gpus", "2", "--layers", "2", "--hidden", "64", "--heads", "6", "--kv-heads",
-          "4", "--ffn", "10", "--vocab", "10"},
+        {{"estimate", "--model", "custom", "--gpus", "2", "--layers", "2", "--hidden", "64", "--heads", "6", "--kv-heads", "4",
+          "--ffn", "10", "--vocab", "10"},
          "multiple of kv heads"},
         {{"estimate", "--model", "llama3-8b", "--gpus", "8", "--strategy", "ddp", "--offload-param"}, "parameter offload"},
         {{"estimate", "--model", "llama3-8b", "--gpus", "12", "--strategy", "hsdp", "--shard-group-size", "5"},

@@ -76,7 +76,8 @@ class TestCliReport : public QObject {
   }
 
   void html() {
-    const Result r = runCli({"report", "--db", db_, "--runs", "1,2", "--format", "html", "-o", out("r.html"), "--title", "Team & <i>"});
+    const Result r =
+        runCli({"report", "--db", db_, "--runs", "1,2", "--format", "html", "-o", out("r.html"), "--title", "Team & <i>"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QVERIFY(r.out.contains("recommended: run 2"));
     const QByteArray html = readAll(out("r.html"));
@@ -110,15 +111,18 @@ class TestCliReport : public QObject {
   void pdf_data() {
     QTest::addColumn<QString>("size");
     QTest::addColumn<QString>("mediaBox");
-    QTest::newRow("a4") << "a4" << "595 x 842 pts (A4)";
-    QTest::newRow("letter") << "letter" << "612 x 792 pts (letter)";
+    QTest::newRow("a4") << "a4"
+                        << "595 x 842 pts (A4)";
+    QTest::newRow("letter") << "letter"
+                            << "612 x 792 pts (letter)";
   }
 
   void pdf() {
     QFETCH(QString, size);
     QFETCH(QString, mediaBox);
     const QString path = out("r-" + size + ".pdf");
-    const Result r = runCli({"report", "--db", db_, "--runs", "1,2", "--format", "pdf", "--page-size", size, "-o", path, "--json"});
+    const Result r =
+        runCli({"report", "--db", db_, "--runs", "1,2", "--format", "pdf", "--page-size", size, "-o", path, "--json"});
     if (r.code == 2 && r.err.contains("built without Qt Gui")) QSKIP("this shardscope-cli has no PDF support (GUI off)");
     QVERIFY2(r.code == 0, qPrintable(r.err));
     const JsonValue j = core::parseJson(r.out.toStdString(), "cli");

@@ -19,8 +19,8 @@ class TestCliSimulator : public QObject {
 
  private Q_SLOTS:
   void flopsModeJson() {
-    const auto r = runCli({"simulate", "--model", "llama3-8b", "--gpus", "16", "--gpus-per-node", "8", "--strategy",
-                           "fsdp,zero3,hsdp", "--json"});
+    const auto r = runCli(
+        {"simulate", "--model", "llama3-8b", "--gpus", "16", "--gpus-per-node", "8", "--strategy", "fsdp,zero3,hsdp", "--json"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     const auto doc = QJsonDocument::fromJson(r.out.toUtf8()).object();
     const auto sims = doc["simulations"].toArray();

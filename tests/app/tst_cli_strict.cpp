@@ -77,15 +77,18 @@ class TestCliStrict : public QObject {
 
   void flagsTakeTheirValueThreeWays() {
     // --json, --json=true, --json true: JSON; --json=false, --json false, --json=0: the text.
-    for (const QStringList& on : {QStringList{"--json"}, QStringList{"--json=true"}, QStringList{"--json", "true"}, QStringList{"--json=on"}}) {
+    for (const QStringList& on :
+         {QStringList{"--json"}, QStringList{"--json=true"}, QStringList{"--json", "true"}, QStringList{"--json=on"}}) {
       const auto r = runCli(QStringList{"info", "--db", db_} + on);
       QVERIFY2(r.code == 0, qPrintable(r.err));
       QVERIFY2(oneJsonDocument(r.out).isEmpty(), qPrintable(on.join(' ') + ": " + oneJsonDocument(r.out)));
     }
-    for (const QStringList& off : {QStringList{"--json=false"}, QStringList{"--json", "false"}, QStringList{"--json=0"}, QStringList{"--json", "off"}}) {
+    for (const QStringList& off :
+         {QStringList{"--json=false"}, QStringList{"--json", "false"}, QStringList{"--json=0"}, QStringList{"--json", "off"}}) {
       const auto r = runCli(QStringList{"info", "--db", db_} + off);
       QVERIFY2(r.code == 0, qPrintable(r.err));
-      QVERIFY2(r.out.startsWith(QFileInfo(db_).filePath()) || r.out.contains("run(s)"), qPrintable(off.join(' ') + ": " + r.out.left(200)));
+      QVERIFY2(r.out.startsWith(QFileInfo(db_).filePath()) || r.out.contains("run(s)"),
+               qPrintable(off.join(' ') + ": " + r.out.left(200)));
       QVERIFY2(!oneJsonDocument(r.out).isEmpty(), qPrintable(off.join(' ') + " printed JSON"));
     }
     const auto bad = runCli({"info", "--db", db_, "--json=maybe"});
@@ -99,10 +102,12 @@ class TestCliStrict : public QObject {
     QTest::newRow("info") << QStringList{"info", "--db", db_, "--json"};
     QTest::newRow("analyze") << QStringList{"analyze", "--db", db_, "--run", "1", "--json"};
     QTest::newRow("compare-runs") << QStringList{"compare-runs", "--db", db_, "--json"};
-    QTest::newRow("export") << QStringList{"export", "--db", db_, "--run", "1", "--format", "perfetto", "-o", dir_.filePath("p.json.gz"), "--json"};
+    QTest::newRow("export") << QStringList{
+        "export", "--db", db_, "--run", "1", "--format", "perfetto", "-o", dir_.filePath("p.json.gz"), "--json"};
     QTest::newRow("estimate") << QStringList{"estimate", "--model", "llama3-8b", "--gpus", "8", "--json"};
     QTest::newRow("simulate") << QStringList{"simulate", "--model", "small", "--gpus", "4", "--strategy", "ddp,fsdp", "--json"};
-    QTest::newRow("report") << QStringList{"report", "--db", db_, "--runs", "1,2", "--format", "md", "-o", dir_.filePath("r.md"), "--json"};
+    QTest::newRow("report") << QStringList{"report", "--db", db_, "--runs", "1,2", "--format", "md", "-o", dir_.filePath("r.md"),
+                                           "--json"};
   }
   void jsonIsTheOnlyThingOnStdout() {
     QFETCH(QStringList, args);
@@ -115,7 +120,8 @@ class TestCliStrict : public QObject {
   void runAndCompareWithJson() {
     if (!workerBuilt()) QSKIP("shardscope-worker is not built (no LibTorch)");
     const QString db = dir_.filePath("runs.db");
-    const QStringList common{"--db", db, "--model", "tiny", "--world-size", "2", "--steps", "2", "--seq-len", "16", "--micro-batch", "2"};
+    const QStringList common{"--db",    db,  "--model",   "tiny", "--world-size",  "2",
+                             "--steps", "2", "--seq-len", "16",   "--micro-batch", "2"};
     // --capture false really turns capture off (it used to be read as --capture and a stray 'false').
     auto r = runCli(QStringList{"run", "--strategy", "ddp", "--capture", "false", "--json"} + common, 180000);
     QVERIFY2(r.code == 0, qPrintable(r.err));

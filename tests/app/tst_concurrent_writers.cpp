@@ -41,8 +41,8 @@ QString finishAll(std::vector<Proc>& procs, int timeoutMs) {
       continue;
     }
     if (pr.p->exitStatus() != QProcess::NormalExit || pr.p->exitCode() != 0)
-      failures += pr.what + ": exit " + QString::number(pr.p->exitCode()) + ": " +
-                  QString::fromUtf8(pr.p->readAllStandardError()) + "\n";
+      failures +=
+          pr.what + ": exit " + QString::number(pr.p->exitCode()) + ": " + QString::fromUtf8(pr.p->readAllStandardError()) + "\n";
   }
   return failures;
 }
@@ -108,13 +108,13 @@ class TestConcurrentWriters : public QObject {
     std::vector<Proc> procs;
     int expected = 1;
     for (int i = 0; i < 3; ++i, ++expected)
-      procs.push_back(startCli(QStringList{"import", "--db", db, "--name", QString("import %1").arg(i)} + job_,
-                               QString("import %1").arg(i)));
+      procs.push_back(
+          startCli(QStringList{"import", "--db", db, "--name", QString("import %1").arg(i)} + job_, QString("import %1").arg(i)));
     const bool runs = test::workerBuilt();
     if (runs) {
       for (const char* strategy : {"ddp", "zero3"}) {
-        procs.push_back(startCli({"run", "--db", db, "--strategy", strategy, "--world-size", "2", "--model", "tiny",
-                                  "--steps", "3", "--seq-len", "16", "--micro-batch", "2"},
+        procs.push_back(startCli({"run", "--db", db, "--strategy", strategy, "--world-size", "2", "--model", "tiny", "--steps",
+                                  "3", "--seq-len", "16", "--micro-batch", "2"},
                                  QString("run %1").arg(strategy)));
         ++expected;
       }
@@ -146,7 +146,8 @@ class TestConcurrentWriters : public QObject {
       holder.setRunStatus(1, core::RunStatus::Completed);
       const auto r = test::runCli(QStringList{"import", "--db", db, "--busy-timeout", "1.5", "--name", "late"} + job_, 60000);
       QCOMPARE(r.code, 3);
-      QVERIFY2(r.err.contains("held.db") && r.err.contains("stayed locked by another writer") && r.err.contains("for 1.5 s"), qPrintable(r.err));
+      QVERIFY2(r.err.contains("held.db") && r.err.contains("stayed locked by another writer") && r.err.contains("for 1.5 s"),
+               qPrintable(r.err));
       tx.commit();
     }
     {

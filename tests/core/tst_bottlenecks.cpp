@@ -25,13 +25,17 @@ std::string skewRank(int rank, long clock, long stepStart, long arrival) {
          ", \"world_size\": 2, \"pg_config\": [{\"pg_name\": \"0\", \"pg_size\": 2, \"ranks\": [0, 1]}]}, "
          "\"traceEvents\": [\n"
          "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 1, \"tid\": 1, \"ts\": " +
-         t(stepStart) + ", \"dur\": 1000},\n"
+         t(stepStart) +
+         ", \"dur\": 1000},\n"
          "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": " +
-         t(stepStart + 1) + ", \"dur\": 1, \"args\": {\"correlation\": 10}},\n"
+         t(stepStart + 1) +
+         ", \"dur\": 1, \"args\": {\"correlation\": 10}},\n"
          "{\"ph\": \"X\", \"cat\": \"cuda_driver\", \"name\": \"cuLaunchKernelEx\", \"pid\": 1, \"tid\": 1, \"ts\": " +
-         t(stepStart + 5) + ", \"dur\": 1, \"args\": {\"correlation\": 11}},\n"
-         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": " + t(stepStart + 2) +
-         ", \"dur\": " + std::to_string(arrival - stepStart - 2) + ", \"args\": {\"stream\": 7, \"correlation\": 10}},\n"
+         t(stepStart + 5) +
+         ", \"dur\": 1, \"args\": {\"correlation\": 11}},\n"
+         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": " +
+         t(stepStart + 2) + ", \"dur\": " + std::to_string(arrival - stepStart - 2) +
+         ", \"args\": {\"stream\": 7, \"correlation\": 10}},\n"
          "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_AllGather_RING_LL\", \"pid\": 0, \"tid\": 21, \"ts\": " +
          t(arrival) + ", \"dur\": " + std::to_string(400 - arrival) +
          ", \"args\": {\"stream\": 21, \"correlation\": 11, \"Collective name\": \"_allgather_base\", \"In msg nelems\": "
@@ -119,8 +123,9 @@ class TestBottlenecks : public QObject {
   void groupedByTargetAcrossRanks() {
     QTemporaryDir dir;
     auto rankTrace = [](int rank) {
-      std::string s = "{\"distributedInfo\": {\"rank\": " + std::to_string(rank) +
-                      ", \"world_size\": 2, \"pg_config\": [{\"pg_name\": \"0\", \"pg_size\": 2, \"ranks\": [0, 1]}]}, \"traceEvents\": [";
+      std::string s =
+          "{\"distributedInfo\": {\"rank\": " + std::to_string(rank) +
+          ", \"world_size\": 2, \"pg_config\": [{\"pg_name\": \"0\", \"pg_size\": 2, \"ranks\": [0, 1]}]}, \"traceEvents\": [";
       int corr = 1;
       for (int k = 0; k < 2; ++k) {
         const long t0 = 1000L * k;
@@ -137,7 +142,8 @@ class TestBottlenecks : public QObject {
           ev("cuda_driver", "cuLaunchKernelEx", t0 + at + 5, 1, 1, "\"correlation\": " + std::to_string(c));
           ev("kernel", "ncclDevKernel_AllGather_RING_LL", t0 + at + 10, exposed, 21,
              "\"stream\": 21, \"correlation\": " + std::to_string(c) +
-                 ", \"Collective name\": \"_allgather_base\", \"In msg nelems\": 1000, \"Out msg nelems\": 2000, \"Group size\": 2, "
+                 ", \"Collective name\": \"_allgather_base\", \"In msg nelems\": 1000, \"Out msg nelems\": 2000, \"Group size\": "
+                 "2, "
                  "\"dtype\": \"Float\", \"Process Group Name\": \"0\"");
         }
       }
@@ -179,7 +185,8 @@ class TestBottlenecks : public QObject {
       QVERIFY(mentions(list[0].suggestions, "bucket_cap_mb"));
     }
     QTemporaryDir dir;
-    const std::string s = R"J({"distributedInfo": {"rank": 0, "world_size": 2, "pg_config": [{"pg_name": "0", "pg_size": 2, "ranks": [0,1]}]}, "traceEvents": [
+    const std::string s =
+        R"J({"distributedInfo": {"rank": 0, "world_size": 2, "pg_config": [{"pg_name": "0", "pg_size": 2, "ranks": [0,1]}]}, "traceEvents": [
 {"ph": "X", "cat": "user_annotation", "name": "## sparse_data_dist ##", "pid": 1, "tid": 1, "ts": 0, "dur": 300},
 {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "pid": 1, "tid": 1, "ts": 5, "dur": 1, "args": {"correlation": 1}},
 {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "pid": 1, "tid": 1, "ts": 150, "dur": 1, "args": {"correlation": 2}},
@@ -207,7 +214,8 @@ class TestBottlenecks : public QObject {
 
   void allGatherQueuedBehindReduceScatter() {
     QTemporaryDir dir;
-    const std::string s = R"J({"distributedInfo": {"rank": 1, "world_size": 8, "pg_config": [{"pg_name": "0", "pg_size": 8, "ranks": [0,1,2,3,4,5,6,7]}]}, "traceEvents": [
+    const std::string s =
+        R"J({"distributedInfo": {"rank": 1, "world_size": 8, "pg_config": [{"pg_name": "0", "pg_size": 8, "ranks": [0,1,2,3,4,5,6,7]}]}, "traceEvents": [
 {"ph": "X", "cat": "user_annotation", "name": "FSDP unit layers.3", "pid": 1, "tid": 1, "ts": 0, "dur": 200},
 {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 1, "args": {"correlation": 10}},
 {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "pid": 1, "tid": 1, "ts": 12, "dur": 1, "args": {"correlation": 11}},

@@ -63,7 +63,8 @@ class TestCollectives : public QObject {
     QTemporaryDir dir;
     // Two all-reduces of 1,000,000 floats (4 MB) in a group of 2: 40 µs (half hidden behind a gemm)
     // and 20 µs (fully exposed); one all-gather without size information.
-    const std::string s = R"J({"distributedInfo": {"rank": 0, "world_size": 2, "pg_config": [{"pg_name": "0", "pg_size": 2, "ranks": [0, 1]}]},
+    const std::string s =
+        R"J({"distributedInfo": {"rank": 0, "world_size": 2, "pg_config": [{"pg_name": "0", "pg_size": 2, "ranks": [0, 1]}]},
 "traceEvents": [
 {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": 40, "args": {"stream": 7}},
 {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 21, "ts": 40, "dur": 40, "args": {"stream": 21, "Collective name": "allreduce", "In msg nelems": 1000000, "Out msg nelems": 1000000, "Group size": 2, "dtype": "Float", "Process Group Name": "0"}},

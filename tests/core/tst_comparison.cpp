@@ -53,7 +53,8 @@ class TestComparison : public QObject {
     o.runName = "trained";
     const Id trained = importKineto(store, {writeFile(dir, "b.json", trace(true))}, o).runIds.at(0);
     // The source is fixed when a run is created (updateRun leaves it): set it as the worker would have.
-    store.db().exec("UPDATE runs SET source='" + std::string(toString(RunSource::Runtime)) + "' WHERE id=" + std::to_string(trained));
+    store.db().exec("UPDATE runs SET source='" + std::string(toString(RunSource::Runtime)) +
+                    "' WHERE id=" + std::to_string(trained));
     QVERIFY(store.run(trained)->source == RunSource::Runtime);
     const Comparison c = compareRuns(store, {imported, trained}, 0);
     const auto& compute = rowOf(c, "compute_pct");
@@ -96,7 +97,7 @@ class TestComparison : public QObject {
     QVERIFY(std::abs(*exposed.deltaPp[1] - 7.1) < 1e-9);  // +7.1 pp, not +83.5 %
     QVERIFY(std::abs(*exposed.deltaPct[1] - 7.1 / 8.5 * 100.0) < 1e-9);
     QVERIFY(!step.deltaPp[1]);  // not a share
-    rebase(c, 2);  // another baseline: the same rules against it
+    rebase(c, 2);               // another baseline: the same rules against it
     QVERIFY(!rowOf(c, "step_time_ms").withinNoise[0]);
     QVERIFY(std::abs(*rowOf(c, "exposed_comm_pct").deltaPp[1] - 7.1) < 1e-9);
   }
@@ -112,7 +113,7 @@ class TestComparison : public QObject {
     QCOMPARE(QString::fromStdString(d[1].key), QString("strategy"));
     QCOMPARE(*d[1].values[1], std::string("\"fsdp\""));
     QCOMPARE(QString::fromStdString(d[2].key), QString("zero.stage"));
-    QVERIFY(configDiff({R"({"a":1})"}).empty());         // one run: nothing to compare
+    QVERIFY(configDiff({R"({"a":1})"}).empty());                  // one run: nothing to compare
     QVERIFY(configDiff({R"({"a":1})", "not json"}).size() == 1);  // unreadable: compares as empty
   }
 
@@ -134,7 +135,7 @@ class TestComparison : public QObject {
     QCOMPARE(*step.values[0], 0.075);
     QCOMPARE(*step.values[1], 0.065);
     const auto& exposed = rowOf(c, "exposed_comm_pct");
-    QCOMPARE(*exposed.values[0], 40.0 / 1.5);  // 20 + 20 µs of 150
+    QCOMPARE(*exposed.values[0], 40.0 / 1.5);      // 20 + 20 µs of 150
     QCOMPARE(*exposed.values[1], 2000.0 / 130.0);  // 20 µs of 130
     QVERIFY(std::abs(*exposed.deltaPct[1] - (2000.0 / 130.0 - 40.0 / 1.5) / (40.0 / 1.5) * 100.0) < 1e-9);
     QCOMPARE(*exposed.best, std::size_t(1));

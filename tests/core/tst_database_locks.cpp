@@ -191,9 +191,9 @@ class TestDatabaseLocks : public QObject {
         QVERIFY2(waited >= std::chrono::milliseconds(380), "gave up before its bound");
         QVERIFY2(waited < std::chrono::milliseconds(3000), "waited far past its bound");
         const QString msg = e.what();
-        QVERIFY2(msg.contains("busy.db") && msg.contains("stayed locked by another writer") &&
-                     msg.contains("SHARDSCOPE_BUSY_TIMEOUT"),
-                 e.what());
+        QVERIFY2(
+            msg.contains("busy.db") && msg.contains("stayed locked by another writer") && msg.contains("SHARDSCOPE_BUSY_TIMEOUT"),
+            e.what());
       }
       QVERIFY(waiter.db().longestWait() >= std::chrono::milliseconds(350));
       tx.commit();

@@ -36,8 +36,8 @@ EstimateInput input(const char* model, int gpus, Precision p) {
 
 // Independent count from the shape (strategies.md §2.7): Ψ = V·h·2 + h + L·(2h + 2·h·q + 2·h·kv + 3·h·f)
 // for untied models without biases or q/k norms.
-std::int64_t handCount(std::int64_t V, std::int64_t h, std::int64_t L, std::int64_t heads, std::int64_t kv,
-                       std::int64_t d, std::int64_t f) {
+std::int64_t handCount(std::int64_t V, std::int64_t h, std::int64_t L, std::int64_t heads, std::int64_t kv, std::int64_t d,
+                       std::int64_t f) {
   const std::int64_t q = heads * d, kvd = kv * d;
   return 2 * V * h + h + L * (2 * h + 2 * h * q + 2 * h * kvd + 3 * h * f);
 }
@@ -176,7 +176,7 @@ class TestEstimator : public QObject {
     QCOMPARE(ddp.state.parameters, S);
     QCOMPARE(ddp.state.gradients, 2 * S);  // flat gradients + param.grad copies
     QCOMPARE(ddp.state.optimizer, 2 * S);
-    QCOMPARE(ddp.atPeak.gradients, S);     // the copies are made after the activation peak
+    QCOMPARE(ddp.atPeak.gradients, S);  // the copies are made after the activation peak
     const auto z1 = estimateMemory(in, Strategy::Zero1);
     QCOMPARE(z1.state.gradients, S);
     QCOMPARE(z1.state.optimizer, S);
@@ -192,7 +192,7 @@ class TestEstimator : public QObject {
     const auto fsdp = estimateMemory(in, Strategy::FsdpFull);
     QCOMPARE(fsdp.state.parameters, S / 2);
     QCOMPARE(fsdp.atPeak.gathered, 4 * (16448 + 46208));  // head + the last block
-    QCOMPARE(fsdp.atPeak.buffers, 4 * 46208);            // one block's unsharded gradient
+    QCOMPARE(fsdp.atPeak.buffers, 4 * 46208);             // one block's unsharded gradient
     // odd on 2 ranks: Ψ = 75,120 is even, but FSDP pads each unit to a multiple of the ranks.
     const auto odd = input("odd", 2, Precision::Fp32);
     std::int64_t shard = 0;
@@ -278,7 +278,7 @@ class TestEstimator : public QObject {
     const std::int64_t P = 2851000000, LL = 32000000;
     auto z2 = deepspeedZero2(P, 8, 1, /*cpuOffload=*/false);
     QCOMPARE(z2.gpuBytes, std::int64_t{5702000000} + 6414750000);  // 2Ψ + int(18Ψ/8)
-    QCOMPARE(z2.cpuBytes, std::int64_t{136848000000});              // Ψ·4·gpn·1.5 (127.45 GiB)
+    QCOMPARE(z2.cpuBytes, std::int64_t{136848000000});             // Ψ·4·gpn·1.5 (127.45 GiB)
     z2 = deepspeedZero2(P, 8, 1, true);
     QCOMPARE(z2.gpuBytes, 2 * P);
     QCOMPARE(z2.cpuBytes, std::int64_t{136848000000});  // Ψ·max(4·8, 16)·1.5
@@ -439,7 +439,8 @@ class TestEstimator : public QObject {
     same.durationS *= 3;
     const auto one = fitLink({s[0], same}, "x");
     QCOMPARE(one.link.arAlphaUs(), 0.0);
-    QVERIFY(std::abs(static_cast<double>(s[0].messageBytes) * ringFactor(s[0].kind, 4) / (one.link.arBw() * 1e9) - 2 * s[0].durationS) < 1e-12);
+    QVERIFY(std::abs(static_cast<double>(s[0].messageBytes) * ringFactor(s[0].kind, 4) / (one.link.arBw() * 1e9) -
+                     2 * s[0].durationS) < 1e-12);
     QVERIFY2(one.link.note.find("bandwidth only") != std::string::npos, one.link.note.c_str());
   }
 
@@ -476,12 +477,14 @@ class TestEstimator : public QObject {
     // observations would have followed the fast ones.
     s.clear();
     for (std::int64_t bytes : {100000, 1000000, 4000000, 16000000})
-      for (double stretch : {1.0, 1.0, 1.0, 3.0}) add(CollKind::AllGather, bytes, stretch * (100e-6 + static_cast<double>(bytes) * 0.75 / 1e9));
+      for (double stretch : {1.0, 1.0, 1.0, 3.0})
+        add(CollKind::AllGather, bytes, stretch * (100e-6 + static_cast<double>(bytes) * 0.75 / 1e9));
     f = fitLink(s, "stretched");
     for (std::int64_t bytes : {100000, 16000000}) {
       const double pred = f.link.alphaUs * 1e-6 + static_cast<double>(bytes) * 0.75 / (f.link.busBwGBps * 1e9);
       const double mean = 1.5 * (100e-6 + static_cast<double>(bytes) * 0.75 / 1e9);
-      QVERIFY2(std::abs(pred - mean) < 0.01 * mean, qPrintable(QString("%1 B: fit %2 s, mean %3 s").arg(bytes).arg(pred).arg(mean)));
+      QVERIFY2(std::abs(pred - mean) < 0.01 * mean,
+               qPrintable(QString("%1 B: fit %2 s, mean %3 s").arg(bytes).arg(pred).arg(mean)));
     }
     // A narrow range of sizes whose line would need a negative latency (the larger ones happened
     // to run slower): the line through the origin, which keeps the total time, not a clipped
@@ -493,8 +496,10 @@ class TestEstimator : public QObject {
     f = fitLink(s, "narrow");
     QCOMPARE(f.link.arAlphaUs(), 0.0);
     double predicted = 0;
-    for (const auto& x : s) predicted += static_cast<double>(x.messageBytes) * ringFactor(CollKind::AllReduce, 4) / (f.link.arBw() * 1e9);
-    QVERIFY2(std::abs(predicted - total) < 0.1 * total, qPrintable(QString("fit %1 s in all, measured %2 s").arg(predicted).arg(total)));
+    for (const auto& x : s)
+      predicted += static_cast<double>(x.messageBytes) * ringFactor(CollKind::AllReduce, 4) / (f.link.arBw() * 1e9);
+    QVERIFY2(std::abs(predicted - total) < 0.1 * total,
+             qPrintable(QString("fit %1 s in all, measured %2 s").arg(predicted).arg(total)));
   }
 
   void fits() {
@@ -562,8 +567,7 @@ class TestEstimator : public QObject {
     r = recommend(ri);
     QVERIFY(r.front().strategy == Strategy::FsdpFull || r.front().strategy == Strategy::Zero3);
     for (const auto& a : r)
-      if (a.strategy == Strategy::Zero1 || a.strategy == Strategy::Zero2 || a.strategy == Strategy::Ddp)
-        QVERIFY(!a.fit.fits);
+      if (a.strategy == Strategy::Zero1 || a.strategy == Strategy::Zero2 || a.strategy == Strategy::Ddp) QVERIFY(!a.fit.fits);
     // Everything fits (small model) and the link is slow: the least traffic wins. DDP all-reduces 2Ψ,
     // ZeRO-1 moves 3Ψ after backward, so DDP ranks first.
     RecommendInput slow;

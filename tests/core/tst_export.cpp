@@ -90,38 +90,47 @@ std::string rankTrace(int r) {
       ev("M", "", "process_labels", D, 0, none, none, "{\"labels\": \"GPU " + R + "\"}"),
       ev("M", "", "thread_name", D, 7, none, none, "{\"name\": \"stream 7 \"}"),
       ev("M", "", "thread_name", D, 20, none, none, "{\"name\": \"stream 20 \"}"),
-      ev("X", "python_function", "train.py(10): <module>", P, P, t(99500), 1000000, "{\"Python id\": 1, \"Python parent id\": 0}"),
+      ev("X", "python_function", "train.py(10): <module>", P, P, t(99500), 1000000,
+         "{\"Python id\": 1, \"Python parent id\": 0}"),
       ev("X", "user_annotation", "ProfilerStep#1", P, P, t(100000), 500250, "{\"External id\": 1}"),
       ev("X", "cpu_op", "aten::mm", P, P, t(110125), 50500,
-         "{\"External id\": 11, \"Record function id\": 0, \"Input Dims\": [[4, 4], [4, 4]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]}"),
-      ev("X", "cuda_runtime", "cudaLaunchKernel", P, P, t(120001), 5002, "{\"cbid\": 211, \"correlation\": 101, \"External id\": 11}"),
+         "{\"External id\": 11, \"Record function id\": 0, \"Input Dims\": [[4, 4], [4, 4]], \"Input type\": [\"c10::BFloat16\", "
+         "\"c10::BFloat16\"]}"),
+      ev("X", "cuda_runtime", "cudaLaunchKernel", P, P, t(120001), 5002,
+         "{\"cbid\": 211, \"correlation\": 101, \"External id\": 11}"),
       ev("X", "kernel", "sm90_xmma_gemm_bf16bf16_bf16f32", D, 7, t(130333), 40667,
-         "{\"External id\": 11, \"queued\": 0, \"device\": " + R + ", \"context\": 1, \"stream\": 7, \"correlation\": 101, "
-         "\"registers per thread\": 128, \"shared memory\": 0, \"grid\": [1, 2, 3], \"block\": [128, 1, 1]}"),
+         "{\"External id\": 11, \"queued\": 0, \"device\": " + R +
+             ", \"context\": 1, \"stream\": 7, \"correlation\": 101, "
+             "\"registers per thread\": 128, \"shared memory\": 0, \"grid\": [1, 2, 3], \"block\": [128, 1, 1]}"),
       // Kineto's GPU twin of an annotation: no stream arg (HTA must keep ignoring it after a round trip).
       ev("X", "gpu_user_annotation", "nccl:_all_gather_base", D, 7, t(130332), 40669, "{\"External id\": 11}"),
       flow("s", 101, P, P, 120001, "ac2g"),
       flow("f", 101, D, 7, 130333, "ac2g"),
       flow("s", 7, P, P, 110125, "fwdbwd"),
       ev("i", "cpu_instant_event", "[memory]", P, P, t(150000), none,
-         "{\"Total Reserved\": 2097152, \"Total Allocated\": 1048576, \"Bytes\": 1048576, \"Addr\": 140000000" + mem + ", \"Ev Idx\": 5}",
+         "{\"Total Reserved\": 2097152, \"Total Allocated\": 1048576, \"Bytes\": 1048576, \"Addr\": 140000000" + mem +
+             ", \"Ev Idx\": 5}",
          ", \"s\": \"t\""),
       ev("X", "cpu_op", "record_param_comms", P, P, t(200000), 30000, "{\"External id\": 12, " + coll + "}"),
-      ev("X", "cuda_driver", "cuLaunchKernelEx", P, P, t(210500), 3250, "{\"cbid\": 652, \"correlation\": 102, \"External id\": 12}"),
+      ev("X", "cuda_driver", "cuLaunchKernelEx", P, P, t(210500), 3250,
+         "{\"cbid\": 652, \"correlation\": 102, \"External id\": 12}"),
       ev("X", "kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", D, 20, t(220000), 60125,
-         "{\"External id\": 12, \"device\": " + R + ", \"stream\": 20, \"correlation\": 102, \"In split size\": \"[]\", " + coll + "}"),
+         "{\"External id\": 12, \"device\": " + R + ", \"stream\": 20, \"correlation\": 102, \"In split size\": \"[]\", " + coll +
+             "}"),
       flow("s", 102, P, P, 210500, "ac2g"),
       flow("f", 102, D, 20, 220000, "ac2g"),
       ev("C", "", "gpu_util", D, none, t(300000), none, "{\"value\": 87.5}"),
       ev("i", "cpu_instant_event", "[memory]", P, P, t(450000), none,
-         "{\"Total Reserved\": 2097152, \"Total Allocated\": 0, \"Bytes\": -1048576, \"Addr\": 140000000" + mem + ", \"Ev Idx\": 6}",
+         "{\"Total Reserved\": 2097152, \"Total Allocated\": 0, \"Bytes\": -1048576, \"Addr\": 140000000" + mem +
+             ", \"Ev Idx\": 6}",
          ", \"s\": \"t\""),
       ev("X", "user_annotation", "ProfilerStep#2", P, P, t(600500), 400000, "{\"External id\": 20}"),
       ev("X", "cpu_op", "autograd::engine::evaluate_function: MmBackward0", P, P2, t(650000), 20000,
          "{\"External id\": 13, \"Sequence number\": 5}"),
       flow("f", 7, P, P2, 650000, "fwdbwd"),
       ev("X", "cpu_op", "aten::add_", P, P, t(700000), 30000, "{\"External id\": 21}"),
-      ev("X", "cuda_runtime", "cudaLaunchKernel", P, P, t(705000), 4000, "{\"cbid\": 211, \"correlation\": 103, \"External id\": 21}"),
+      ev("X", "cuda_runtime", "cudaLaunchKernel", P, P, t(705000), 4000,
+         "{\"cbid\": 211, \"correlation\": 103, \"External id\": 21}"),
       ev("X", "kernel", "void at::native::vectorized_elementwise_kernel<4>", D, 7, t(720000), 10001,
          "{\"External id\": 21, \"device\": " + R + ", \"stream\": 7, \"correlation\": 103}"),
       flow("s", 103, P, P, 705000, "ac2g"),
@@ -132,19 +141,24 @@ std::string rankTrace(int r) {
       ev("X", "cpu_op", "overlap_b", P, P, t(820000), 50000, "{\"External id\": 31}"),
       ev("i", "cpu_instant_event", "marker \"quoted\"", P, P, t(900000), none, "{\"note\": \"x\"}", ", \"s\": \"t\""),
       ev("X", "gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", D, 7, t(900000), 4000,
-         "{\"device\": " + R + ", \"context\": 1, \"stream\": 7, \"correlation\": 104, \"bytes\": 4096, \"memory bandwidth (GB/s)\": 1.024}"),
+         "{\"device\": " + R +
+             ", \"context\": 1, \"stream\": 7, \"correlation\": 104, \"bytes\": 4096, \"memory bandwidth (GB/s)\": 1.024}"),
       ev("X", "cpu_op", "no_args_op", P, P, t(950000), 1000, {}),
   };
   std::string s =
       "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H100\", \"totalGlobalMem\": 85000000000, "
       "\"numSms\": 132}, {\"id\": 1, \"name\": \"NVIDIA H100\", \"totalGlobalMem\": 85000000000, \"numSms\": 132}],\n"
       "\"cupti_version\": 24, \"record_shapes\": 1,\n"
-      "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": " + R + ", \"world_size\": 2, \"pg_count\": 3, \"pg_config\": ["
+      "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": " +
+      R +
+      ", \"world_size\": 2, \"pg_count\": 3, \"pg_config\": ["
       "{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", \"pg_size\": 2, \"ranks\": [0, 1]}, "
-      "{\"pg_name\": \"1\", \"pg_desc\": \"undefined\", \"backend_config\": \"cpu:gloo,cuda:gloo\", \"pg_size\": 2, \"ranks\": [0, 1]}], "
+      "{\"pg_name\": \"1\", \"pg_desc\": \"undefined\", \"backend_config\": \"cpu:gloo,cuda:gloo\", \"pg_size\": 2, \"ranks\": "
+      "[0, 1]}], "
       "\"nccl_version\": \"2.21.5\"},\n"
       "\"displayTimeUnit\": \"ms\",\n"
-      "\"baseTimeNanoseconds\": " + std::to_string(kBase) + ",\n\"traceEvents\": [\n";
+      "\"baseTimeNanoseconds\": " +
+      std::to_string(kBase) + ",\n\"traceEvents\": [\n";
   for (std::size_t i = 0; i < events.size(); ++i) s += (i ? ",\n" : "") + events[i];
   return s + "\n],\n\"traceName\": \"rank" + R + ".json\"}";
 }
@@ -181,19 +195,19 @@ Snapshot snapshot(TraceStore& store, Id runId) {
   std::map<Id, std::string> pgName;
   for (const auto& pg : store.processGroups(runId)) {
     pgName[pg.id] = pg.name;
-    s.groups << QString::fromStdString(pg.name + " | " + pg.description + " | " + pg.backend + " | " +
-                                       std::to_string(pg.size) + " | " + pg.ranksJson);
+    s.groups << QString::fromStdString(pg.name + " | " + pg.description + " | " + pg.backend + " | " + std::to_string(pg.size) +
+                                       " | " + pg.ranksJson);
   }
   for (const auto& ts : sum.tracks) {
     const Track& t = ts.track;
     const int r = rankOf[t.rankId];
-    s.tracks << QString::fromStdString("r" + std::to_string(r) + " " + std::string(toString(t.kind)) + " '" + t.name +
-                                       "' pid " + opt(t.pid) + " tid " + opt(t.tid) + " dev " +
+    s.tracks << QString::fromStdString("r" + std::to_string(r) + " " + std::string(toString(t.kind)) + " '" + t.name + "' pid " +
+                                       opt(t.pid) + " tid " + opt(t.tid) + " dev " +
                                        (t.device ? std::to_string(*t.device) : "-") + " stream " + opt(t.stream));
     if (t.kind == TrackKind::Counter) {
       for (const auto& c : store.counterSamples(t.id))
-        s.counters << QString::fromStdString("r" + std::to_string(r) + " '" + t.name + "' " + std::to_string(c.tsNs) +
-                                             " " + formatDouble(c.value));
+        s.counters << QString::fromStdString("r" + std::to_string(r) + " '" + t.name + "' " + std::to_string(c.tsNs) + " " +
+                                             formatDouble(c.value));
       continue;
     }
     const std::string lane = t.kind == TrackKind::GpuStream ? "s" + opt(t.stream) : "t" + opt(t.tid);
@@ -201,8 +215,8 @@ Snapshot snapshot(TraceStore& store, Id runId) {
         t.id,
         [&](const Event& e) {
           s.events << QString::fromStdString(
-              "r" + std::to_string(r) + " " + std::string(toString(t.kind)) + " " + lane + " " +
-              std::to_string(e.startNs) + " " + std::to_string(e.endNs) + " '" + std::string(e.name) + "' cat=" + std::string(e.cat) +
+              "r" + std::to_string(r) + " " + std::string(toString(t.kind)) + " " + lane + " " + std::to_string(e.startNs) + " " +
+              std::to_string(e.endNs) + " '" + std::string(e.name) + "' cat=" + std::string(e.cat) +
               " op=" + std::to_string(static_cast<int>(e.collOp)) + " bytes=" + opt(e.bytes) + " dtype=" + std::string(e.dtype) +
               " gs=" + (e.groupSize ? std::to_string(*e.groupSize) : "-") +
               " pg=" + (e.processGroupId ? pgName[*e.processGroupId] : "-") + " corr=" + opt(e.correlation) +
@@ -228,10 +242,9 @@ Snapshot snapshot(TraceStore& store, Id runId) {
     for (const auto& f : store.flows(r.id)) {
       const Track* t = trackById[f.trackId];
       s.flows << QString::fromStdString("r" + std::to_string(r.rank) + " id " + std::to_string(f.flowId) + " " +
-                                        std::string(1, f.phase) + " " + std::to_string(f.tsNs) + " " +
-                                        store.string(f.catId) + "/" + store.string(f.nameId) +
-                                        (f.bindEnclosing ? " bp=e" : "") + " on " + (t ? t->name : "?") + " tid " +
-                                        (t ? opt(t->tid) : "?"));
+                                        std::string(1, f.phase) + " " + std::to_string(f.tsNs) + " " + store.string(f.catId) +
+                                        "/" + store.string(f.nameId) + (f.bindEnclosing ? " bp=e" : "") + " on " +
+                                        (t ? t->name : "?") + " tid " + (t ? opt(t->tid) : "?"));
     }
   }
   for (const auto& st : store.steps(runId))
@@ -287,9 +300,8 @@ QString nestingViolation(const JsonValue& events) {
     threads[{*e.find("pid")->asInt(), *e.find("tid")->asInt()}].emplace_back(start, start + ns(*e.find("dur")));
   }
   for (auto& [key, v] : threads) {
-    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first < b.first : a.second > b.second;
-    });
+    std::sort(v.begin(), v.end(),
+              [](const auto& a, const auto& b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
     std::vector<std::int64_t> open;
     for (const auto& [s, e] : v) {
       while (!open.empty() && open.back() <= s) open.pop_back();
@@ -310,7 +322,8 @@ QString nestingViolation(const JsonValue& events) {
 void forAllEvents(TraceStore& s, Id runId, const std::function<void(const Track&, const Event&)>& fn, bool withArgs = false) {
   for (const auto& ts : s.summary(runId).tracks)
     if (ts.track.kind != TrackKind::Counter)
-      s.forEachEvent(ts.track.id, [&](const Event& e) { fn(ts.track, e); }, withArgs);
+      s.forEachEvent(
+          ts.track.id, [&](const Event& e) { fn(ts.track, e); }, withArgs);
 }
 
 }  // namespace
@@ -373,7 +386,8 @@ class TestExport : public QObject {
     TraceStore store(pathIn(dir, "a.db"));
     const Id run = importRun(store, writeFixture(dir), false);
     int withArgs = 0;
-    forAllEvents(store, run, [&](const Track&, const Event& e) { withArgs += !e.argsJson.empty(); }, true);
+    forAllEvents(
+        store, run, [&](const Track&, const Event& e) { withArgs += !e.argsJson.empty(); }, true);
     QCOMPARE(withArgs, 0);
     const auto res = exportKineto(store, run, pathIn(dir, "out"));
     TraceStore again(pathIn(dir, "b.db"));
@@ -794,7 +808,8 @@ class TestExport : public QObject {
     auto tuples = [](TraceStore& s, Id r) {
       std::vector<std::tuple<std::int64_t, std::int64_t, std::string>> v;
       for (const auto& ts : s.summary(r).tracks)
-        s.forEachEvent(ts.track.id, [&](const Event& e) { v.emplace_back(e.startNs, e.endNs, e.name); }, false);
+        s.forEachEvent(
+            ts.track.id, [&](const Event& e) { v.emplace_back(e.startNs, e.endNs, e.name); }, false);
       std::sort(v.begin(), v.end());
       return v;
     };

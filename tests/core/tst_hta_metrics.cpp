@@ -28,13 +28,19 @@ std::int64_t label(const HtaFigures& f, const std::string& l) {
 // A rank with one ProfilerStep#step window [20, 120) µs: a kernel launched before it ([0, 10) µs)
 // and one launched inside it ([40, 60) µs).
 std::string oneStepRank(int rank, int step) {
-  return "{\"distributedInfo\": {\"rank\": " + std::to_string(rank) + ", \"world_size\": 2}, \"traceEvents\": [\n"
-         "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 2, \"args\": {\"correlation\": 1}},\n"
-         "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#" + std::to_string(step) +
+  return "{\"distributedInfo\": {\"rank\": " + std::to_string(rank) +
+         ", \"world_size\": 2}, \"traceEvents\": [\n"
+         "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": "
+         "2, \"args\": {\"correlation\": 1}},\n"
+         "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#" +
+         std::to_string(step) +
          "\", \"pid\": 1, \"tid\": 1, \"ts\": 20, \"dur\": 100},\n"
-         "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 30, \"dur\": 2, \"args\": {\"correlation\": 2}},\n"
-         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 0, \"dur\": 10, \"args\": {\"stream\": 7, \"correlation\": 1}},\n"
-         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 40, \"dur\": 20, \"args\": {\"stream\": 7, \"correlation\": 2}}\n"
+         "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 30, "
+         "\"dur\": 2, \"args\": {\"correlation\": 2}},\n"
+         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 0, \"dur\": 10, \"args\": "
+         "{\"stream\": 7, \"correlation\": 1}},\n"
+         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 40, \"dur\": 20, \"args\": "
+         "{\"stream\": 7, \"correlation\": 2}}\n"
          "]}";
 }
 

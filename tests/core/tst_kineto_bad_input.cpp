@@ -171,83 +171,127 @@ void TestKinetoBadInput::rejected_data() {
   const QByteArray ev(kEvent);
   auto trace = [](const QByteArray& events) { return QByteArray("{\"traceEvents\": [") + events + "]}"; };
 
-  QTest::newRow("empty file") << QByteArray() << false << "empty" << "";
-  QTest::newRow("empty gzip member") << QByteArray() << true << "" << "";
-  QTest::newRow("whitespace only") << QByteArray(" \n ") << false << "" << "byte offset";
-  QTest::newRow("binary (PNG header)") << QByteArray("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16) << false << "0x89" << "byte offset";
-  QTest::newRow("invalid JSON") << QByteArray(R"({"traceEvents": [{"ph": "X",]})") << false << "expected an object key" << "byte offset";
-  QTest::newRow("invalid JSON, gzip") << QByteArray(R"({"traceEvents": [{"ph": "X",]})") << true << "expected an object key" << "byte offset";
-  QTest::newRow("text") << QByteArray("hello") << false << "unexpected character" << "byte offset";
-  QTest::newRow("not a trace: object") << QByteArray(R"({"foo": 1})") << false << "not a Chrome/Kineto trace" << "byte offset";
-  QTest::newRow("not a trace: array") << QByteArray("[1, 2, 3]") << false << "is not a JSON object" << "event #0";
-  QTest::newRow("not a trace: string") << QByteArray(R"("str")") << false << "not a trace" << "byte offset";
-  QTest::newRow("not a trace: number") << QByteArray("42") << false << "not a trace" << "byte offset";
-  QTest::newRow("trailing data") << trace(ev) + " x" << false << "unexpected data after" << "byte offset";
-  QTest::newRow("second document") << trace(ev) + trace(ev) << false << "unexpected data after" << "byte offset";
-  QTest::newRow("truncated") << trace(ev + "," + ev).left(60) << false << "end of input" << "byte offset";
+  QTest::newRow("empty file") << QByteArray() << false << "empty"
+                              << "";
+  QTest::newRow("empty gzip member") << QByteArray() << true << ""
+                                     << "";
+  QTest::newRow("whitespace only") << QByteArray(" \n ") << false << ""
+                                   << "byte offset";
+  QTest::newRow("binary (PNG header)") << QByteArray("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16) << false << "0x89"
+                                       << "byte offset";
+  QTest::newRow("invalid JSON") << QByteArray(R"({"traceEvents": [{"ph": "X",]})") << false << "expected an object key"
+                                << "byte offset";
+  QTest::newRow("invalid JSON, gzip") << QByteArray(R"({"traceEvents": [{"ph": "X",]})") << true << "expected an object key"
+                                      << "byte offset";
+  QTest::newRow("text") << QByteArray("hello") << false << "unexpected character"
+                        << "byte offset";
+  QTest::newRow("not a trace: object") << QByteArray(R"({"foo": 1})") << false << "not a Chrome/Kineto trace"
+                                       << "byte offset";
+  QTest::newRow("not a trace: array") << QByteArray("[1, 2, 3]") << false << "is not a JSON object"
+                                      << "event #0";
+  QTest::newRow("not a trace: string") << QByteArray(R"("str")") << false << "not a trace"
+                                       << "byte offset";
+  QTest::newRow("not a trace: number") << QByteArray("42") << false << "not a trace"
+                                       << "byte offset";
+  QTest::newRow("trailing data") << trace(ev) + " x" << false << "unexpected data after"
+                                 << "byte offset";
+  QTest::newRow("second document") << trace(ev) + trace(ev) << false << "unexpected data after"
+                                   << "byte offset";
+  QTest::newRow("truncated") << trace(ev + "," + ev).left(60) << false << "end of input"
+                             << "byte offset";
   // Truncated right after a number (BUG: "malformed number '12{"traceEvents...'" with stale buffer bytes).
   QTest::newRow("truncated after a number") << QByteArray(R"({"traceEvents": [{"ph": "X", "ts": 12)") << false
-                                            << "unexpected end of input" << "byte offset";
+                                            << "unexpected end of input"
+                                            << "byte offset";
   QTest::newRow("bad escape") << trace(R"({"ph": "X", "name": "a\qb", "ts": 1, "dur": 1, "pid": 1, "tid": 1})") << false
-                              << "invalid escape" << "byte offset";
+                              << "invalid escape"
+                              << "byte offset";
   QTest::newRow("traceEvents is an object") << QByteArray(R"({"traceEvents": {"ph": "X"}})") << false
-                                            << "'traceEvents' must be an array" << "byte offset";
-  QTest::newRow("traceEvents is a string") << QByteArray(R"({"traceEvents": "[]"})") << false << "must be an array" << "byte offset";
-  QTest::newRow("event is a number") << trace(ev + ", 7") << false << "is not a JSON object" << "event #1";
+                                            << "'traceEvents' must be an array"
+                                            << "byte offset";
+  QTest::newRow("traceEvents is a string") << QByteArray(R"({"traceEvents": "[]"})") << false << "must be an array"
+                                           << "byte offset";
+  QTest::newRow("event is a number") << trace(ev + ", 7") << false << "is not a JSON object"
+                                     << "event #1";
   QTest::newRow("ts as string") << trace(R"({"ph": "X", "name": "a", "ts": "100", "dur": 1, "pid": 1, "tid": 1})") << false
-                                << "'ts' must be a number" << "event #0";
+                                << "'ts' must be a number"
+                                << "event #0";
   QTest::newRow("dur as array") << trace(ev + R"(, {"ph": "X", "name": "a", "ts": 1, "dur": [1], "pid": 1, "tid": 1})") << false
-                                << "'dur' must be a number" << "event #1";
+                                << "'dur' must be a number"
+                                << "event #1";
   QTest::newRow("pid as object") << trace(R"({"ph": "X", "name": "a", "ts": 1, "dur": 1, "pid": {"a": 1}, "tid": 1})") << false
-                                 << "'pid' must be a number or a string" << "event #0";
+                                 << "'pid' must be a number or a string"
+                                 << "event #0";
   QTest::newRow("tid as bool") << trace(R"({"ph": "X", "name": "a", "ts": 1, "dur": 1, "pid": 1, "tid": true})") << false
-                               << "'tid'" << "event #0";
-  QTest::newRow("ph as number") << trace(R"({"ph": 88, "name": "a", "ts": 1})") << false << "'ph' must be a string" << "event #0";
-  QTest::newRow("name as object") << trace(R"({"ph": "X", "name": {}, "ts": 1})") << false << "'name' must be a string" << "event #0";
-  QTest::newRow("no ph") << trace(R"({"name": "a", "ts": 1})") << false << "no 'ph'" << "event #0";
-  QTest::newRow("unknown phase") << trace(R"({"ph": "Q", "name": "a", "ts": 1})") << false << "unknown phase" << "event #0";
+                               << "'tid'"
+                               << "event #0";
+  QTest::newRow("ph as number") << trace(R"({"ph": 88, "name": "a", "ts": 1})") << false << "'ph' must be a string"
+                                << "event #0";
+  QTest::newRow("name as object") << trace(R"({"ph": "X", "name": {}, "ts": 1})") << false << "'name' must be a string"
+                                  << "event #0";
+  QTest::newRow("no ph") << trace(R"({"name": "a", "ts": 1})") << false << "no 'ph'"
+                         << "event #0";
+  QTest::newRow("unknown phase") << trace(R"({"ph": "Q", "name": "a", "ts": 1})") << false << "unknown phase"
+                                 << "event #0";
   QTest::newRow("ts 1e300") << trace(R"({"ph": "X", "name": "a", "ts": 1e300, "dur": 1, "pid": 1, "tid": 1})") << false
-                            << "out of range" << "event #0";
-  QTest::newRow("ts -1e300") << trace(R"({"ph": "i", "name": "a", "ts": -1e300, "pid": 1, "tid": 1})") << false
-                             << "out of range" << "event #0";
-  QTest::newRow("ts 30 digits") << trace(R"({"ph": "X", "name": "a", "ts": 123456789012345678901234567890, "dur": 1, "pid": 1, "tid": 1})")
-                                << false << "out of range" << "event #0";
+                            << "out of range"
+                            << "event #0";
+  QTest::newRow("ts -1e300") << trace(R"({"ph": "i", "name": "a", "ts": -1e300, "pid": 1, "tid": 1})") << false << "out of range"
+                             << "event #0";
+  QTest::newRow("ts 30 digits")
+      << trace(R"({"ph": "X", "name": "a", "ts": 123456789012345678901234567890, "dur": 1, "pid": 1, "tid": 1})") << false
+      << "out of range"
+      << "event #0";
   QTest::newRow("dur 1e20") << trace(R"({"ph": "X", "name": "a", "ts": 1, "dur": 1e20, "pid": 1, "tid": 1})") << false << "absurd"
                             << "event #0";
-  QTest::newRow("dur 1e20 integer") << trace(R"({"ph": "X", "name": "a", "ts": 1, "dur": 100000000000000000000, "pid": 1, "tid": 1})")
-                                    << false << "absurd" << "event #0";
+  QTest::newRow("dur 1e20 integer")
+      << trace(R"({"ph": "X", "name": "a", "ts": 1, "dur": 100000000000000000000, "pid": 1, "tid": 1})") << false << "absurd"
+      << "event #0";
   // 16 integer digits: 9.3e15 µs is 9.3e18 ns, past INT64_MAX (BUG: parseMicrosToNs overflows a signed
   // int64, the duration wraps negative and is clamped to 0 with a warning instead of being refused).
-  QTest::newRow("dur 9.3e15 us (16 digits)") << trace(R"({"ph": "X", "name": "a", "ts": 1, "dur": 9300000000000000, "pid": 1, "tid": 1})")
-                                             << false << "absurd" << "event #0";
-  QTest::newRow("dur 2e15 us (> 11 days)") << trace(R"({"ph": "X", "name": "a", "ts": 1, "dur": 2000000000000000, "pid": 1, "tid": 1})")
-                                           << false << "absurd" << "event #0";
-  QTest::newRow("baseTimeNanoseconds 1e300") << QByteArray(R"({"baseTimeNanoseconds": 1e300, "traceEvents": []})") << false
-                                             << "baseTimeNanoseconds" << "byte offset";
-  QTest::newRow("baseTimeNanoseconds string") << QByteArray(R"({"baseTimeNanoseconds": "1", "traceEvents": []})") << false
-                                              << "baseTimeNanoseconds" << "byte offset";
+  QTest::newRow("dur 9.3e15 us (16 digits)")
+      << trace(R"({"ph": "X", "name": "a", "ts": 1, "dur": 9300000000000000, "pid": 1, "tid": 1})") << false << "absurd"
+      << "event #0";
+  QTest::newRow("dur 2e15 us (> 11 days)")
+      << trace(R"({"ph": "X", "name": "a", "ts": 1, "dur": 2000000000000000, "pid": 1, "tid": 1})") << false << "absurd"
+      << "event #0";
+  QTest::newRow("baseTimeNanoseconds 1e300")
+      << QByteArray(R"({"baseTimeNanoseconds": 1e300, "traceEvents": []})") << false << "baseTimeNanoseconds"
+      << "byte offset";
+  QTest::newRow("baseTimeNanoseconds string")
+      << QByteArray(R"({"baseTimeNanoseconds": "1", "traceEvents": []})") << false << "baseTimeNanoseconds"
+      << "byte offset";
   QTest::newRow("ts + base out of range")
-      << QByteArray(R"({"baseTimeNanoseconds": 4000000000000000000, "traceEvents": [{"ph": "X", "name": "a", "ts": 1000000000000000, "dur": 1, "pid": 1, "tid": 1}]})")
-      << false << "out of range" << "event #0";
+      << QByteArray(
+             R"({"baseTimeNanoseconds": 4000000000000000000, "traceEvents": [{"ph": "X", "name": "a", "ts": 1000000000000000, "dur": 1, "pid": 1, "tid": 1}]})")
+      << false << "out of range"
+      << "event #0";
   // The same with baseTimeNanoseconds after traceEvents (BUG: the shift applied at the end of the file
   // skips the range check, so the event lands at 9.1e18 ns instead of being refused).
   QTest::newRow("ts + base out of range, base last")
-      << QByteArray(R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 4500000000000000, "dur": 1, "pid": 1, "tid": 1}], "baseTimeNanoseconds": 4600000000000000000})")
-      << false << "out of range" << "";
+      << QByteArray(
+             R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 4500000000000000, "dur": 1, "pid": 1, "tid": 1}], "baseTimeNanoseconds": 4600000000000000000})")
+      << false << "out of range"
+      << "";
   QTest::newRow("rank -1") << QByteArray(R"({"distributedInfo": {"rank": -1, "world_size": 2}, "traceEvents": []})") << false
-                           << "distributedInfo.rank" << "";
+                           << "distributedInfo.rank"
+                           << "";
   QTest::newRow("world_size 0") << QByteArray(R"({"distributedInfo": {"rank": 0, "world_size": 0}, "traceEvents": []})") << false
-                                << "world size" << "";
+                                << "world size"
+                                << "";
   {
     QByteArray deep = "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"args\": {\"x\": ";
     deep += QByteArray(100000, '[');
-    QTest::newRow("100000 nested arrays in args") << deep << false << "nested deeper than" << "byte offset";
-    QTest::newRow("100000 nested arrays in args, gzip") << deep << true << "nested deeper than" << "byte offset";
+    QTest::newRow("100000 nested arrays in args") << deep << false << "nested deeper than"
+                                                  << "byte offset";
+    QTest::newRow("100000 nested arrays in args, gzip") << deep << true << "nested deeper than"
+                                                        << "byte offset";
   }
   {
     QByteArray deep = "{\"traceEvents\": [], \"metadata\": ";
     deep += QByteArray(100000, '{').replace("{", "{\"a\":");
-    QTest::newRow("100000 nested objects at top level") << deep << false << "nested deeper than" << "byte offset";
+    QTest::newRow("100000 nested objects at top level") << deep << false << "nested deeper than"
+                                                        << "byte offset";
   }
 }
 
@@ -325,8 +369,10 @@ void TestKinetoBadInput::corruptGzip() {
 void TestKinetoBadInput::hugeString_data() {
   QTest::addColumn<QByteArray>("prefix");
   QTest::newRow("plain") << QByteArray(R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "pid": 1, "tid": 1, "name": ")");
-  QTest::newRow("after an escape") << QByteArray(R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "pid": 1, "tid": 1, "name": "\n)");
-  QTest::newRow("in args") << QByteArray(R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "pid": 1, "tid": 1, "name": "a", "args": {"Call stack": ")");
+  QTest::newRow("after an escape") << QByteArray(
+      R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "pid": 1, "tid": 1, "name": "\n)");
+  QTest::newRow("in args") << QByteArray(
+      R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "pid": 1, "tid": 1, "name": "a", "args": {"Call stack": ")");
 }
 
 void TestKinetoBadInput::hugeString() {

@@ -35,7 +35,12 @@ struct Row {
 std::vector<Row> allEvents(TraceStore& store, Id run, bool withArgs = false) {
   std::vector<Row> out;
   for (const auto& t : store.summary(run).tracks)
-    store.forEachEvent(t.track.id, [&](const Event& e) { out.push_back(Row{t.track, e}); }, withArgs);
+    store.forEachEvent(
+        t.track.id,
+        [&](const Event& e) {
+          out.push_back(Row{t.track, e});
+        },
+        withArgs);
   return out;
 }
 
@@ -55,7 +60,8 @@ const Event& named(const std::vector<Row>& rows, const std::string& name) {
 std::string modernTrace(int rank, bool baseLast = false) {
   const std::string base = R"J("baseTimeNanoseconds": 1767189312000000000)J";
   std::string s = R"J({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100", "totalGlobalMem": 85000000000}],
-"distributedInfo": {"backend": "nccl", "rank": )J" + std::to_string(rank) + R"J(, "world_size": 2, "pg_count": 2,
+"distributedInfo": {"backend": "nccl", "rank": )J" +
+                  std::to_string(rank) + R"J(, "world_size": 2, "pg_count": 2,
   "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "pg_size": 2, "ranks": [0, 1]}],
   "nccl_version": "2.27.5"},
 )J";
@@ -99,8 +105,8 @@ class TestKinetoImport : public QObject {
     std::string json = "{\"traceEvents\": [";
     for (int i = 0; i < 3000; ++i)
       json += std::string(i ? "," : "") + "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::op" + std::to_string(i % 17) +
-              "\",\"pid\":1,\"tid\":1,\"ts\":" + std::to_string(1000 + i * 10) + ",\"dur\":5,\"args\":{\"External id\":" +
-              std::to_string(i) + "}}";
+              "\",\"pid\":1,\"tid\":1,\"ts\":" + std::to_string(1000 + i * 10) +
+              ",\"dur\":5,\"args\":{\"External id\":" + std::to_string(i) + "}}";
     json += "]}";
     const std::string plain = writeFile(dir, "t.json", json);
     const std::size_t half = json.size() / 2;
@@ -116,14 +122,21 @@ class TestKinetoImport : public QObject {
       }
     }
     auto digest = [&](const std::string& file, const char* inflater) {
-      if (inflater) qputenv("SHARDSCOPE_INFLATE", inflater);
-      else qunsetenv("SHARDSCOPE_INFLATE");
+      if (inflater)
+        qputenv("SHARDSCOPE_INFLATE", inflater);
+      else
+        qunsetenv("SHARDSCOPE_INFLATE");
       TraceStore store(pathIn(dir, std::string("d") + (inflater ? inflater : "default") + std::to_string(file.size()) + ".db"));
       const auto res = importKineto(store, {file});
       qunsetenv("SHARDSCOPE_INFLATE");
       std::string out = std::to_string(res.events) + ":";
       for (const auto& t : store.tracks(res.runIds.at(0)))
-        store.forEachEvent(t.id, [&](const Event& e) { out += std::to_string(e.startNs); out += e.name; out += e.argsJson; out += ";"; });
+        store.forEachEvent(t.id, [&](const Event& e) {
+          out += std::to_string(e.startNs);
+          out += e.name;
+          out += e.argsJson;
+          out += ";";
+        });
       return out;
     };
     const std::string ref = digest(plain, nullptr);
@@ -233,7 +246,8 @@ class TestKinetoImport : public QObject {
     QCOMPARE(gpu, 2);       // streams 7 and 21
     QCOMPARE(python, 1);
     // Args are kept (whitespace removed, nested arrays included), also through a window query.
-    QCOMPARE(QString::fromStdString(named(rows, "aten::mm").argsJson), QString(R"J({"External id":2,"Input Dims":[[4,4],[4,4]]})J"));
+    QCOMPARE(QString::fromStdString(named(rows, "aten::mm").argsJson),
+             QString(R"J({"External id":2,"Input Dims":[[4,4],[4,4]]})J"));
     const auto evs = store.eventsInWindow(named(rows, "aten::mm").trackId, base + 1010500, base + 1010501, true);
     QCOMPARE(evs.size(), std::size_t(2));  // ProfilerStep#7 (the parent first) and aten::mm
     QCOMPARE(QString::fromStdString(std::string(evs[0].name)), QString("ProfilerStep#7"));
@@ -450,9 +464,8 @@ class TestKinetoImport : public QObject {
     const auto rows = allEvents(store, run);
     QCOMPARE(countIf(rows, [](const Row& r) { return r.event.cat == "gpu_memcpy"; }), memcpy);
     QCOMPARE(countIf(rows, [](const Row& r) { return r.event.cat == "gpu_memset"; }), memset);
-    QCOMPARE(countIf(rows, [&](const Row& r) {
-               return r.track.stream == ncclStream && r.event.name.rfind("nccl", 0) == 0;
-             }), nccl);
+    QCOMPARE(countIf(rows, [&](const Row& r) { return r.track.stream == ncclStream && r.event.name.rfind("nccl", 0) == 0; }),
+             nccl);
     const auto steps = store.steps(run);
     QCOMPARE(steps.size(), std::size_t(stepDurUs.size()));
     for (int i = 0; i < stepDurUs.size(); ++i) {
@@ -462,17 +475,21 @@ class TestKinetoImport : public QObject {
     // Every NCCL kernel has a collective op (old traces have no collective args): all-reduce from its
     // name; the SendRecv kernels are the all-to-alls their nccl:all_to_all annotations name, with the
     // size of the annotation's input (DLRM's embedding exchange).
-    QCOMPARE(countIf(rows, [](const Row& r) {
-               return r.track.kind == TrackKind::GpuStream && r.event.name.rfind("nccl", 0) == 0 &&
-                      (r.event.collOp == CollectiveOp::AllReduce || r.event.collOp == CollectiveOp::AllToAll ||
-                       r.event.collOp == CollectiveOp::SendRecv);
-             }), nccl);
+    QCOMPARE(countIf(rows,
+                     [](const Row& r) {
+                       return r.track.kind == TrackKind::GpuStream && r.event.name.rfind("nccl", 0) == 0 &&
+                              (r.event.collOp == CollectiveOp::AllReduce || r.event.collOp == CollectiveOp::AllToAll ||
+                               r.event.collOp == CollectiveOp::SendRecv);
+                     }),
+             nccl);
     // Both traces have 42 nccl:all_to_all annotations; "test" has one more SendRecv kernel, launched
     // outside any annotation, which stays a send/recv.
-    QCOMPARE(countIf(rows, [](const Row& r) {
-               return r.track.kind == TrackKind::GpuStream && r.event.collOp == CollectiveOp::AllToAll && r.event.bytes &&
-                      *r.event.bytes > 0;
-             }), 42);
+    QCOMPARE(countIf(rows,
+                     [](const Row& r) {
+                       return r.track.kind == TrackKind::GpuStream && r.event.collOp == CollectiveOp::AllToAll && r.event.bytes &&
+                              *r.event.bytes > 0;
+                     }),
+             42);
     QCOMPARE(store.summary(run).collectiveCount, std::int64_t(nccl));
     // Kernels get the step of their launch: every step window has kernels, and kernels inside a
     // window's time on the CPU side are tagged with a step.

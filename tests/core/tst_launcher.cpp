@@ -118,10 +118,10 @@ class TestLauncher : public QObject {
 
   void linesInOrderAndPartialLines() {
     Captured cap;
-    const auto r = launchRanks(shSpec(
-        "i=0; while [ $i -lt 300 ]; do echo \"$RANK line $i\"; i=$((i+1)); done; "
-        "printf 'abc'; sleep 0.05; printf 'def\\r\\nlast-without-newline'",
-        2, &cap));
+    const auto r =
+        launchRanks(shSpec("i=0; while [ $i -lt 300 ]; do echo \"$RANK line $i\"; i=$((i+1)); done; "
+                           "printf 'abc'; sleep 0.05; printf 'def\\r\\nlast-without-newline'",
+                           2, &cap));
     QVERIFY2(r.ok, r.reason.c_str());
     for (int rank = 0; rank < 2; ++rank) {
       const auto& lines = cap.out[rank];
@@ -135,10 +135,10 @@ class TestLauncher : public QObject {
   void rankExitsWithError() {
     Captured cap;
     const auto t0 = Clock::now();
-    const auto r = launchRanks(shSpec(
-        "echo pid $$; if [ \"$RANK\" = 1 ]; then sleep 0.2; echo starting >&2; echo 'boom: bad things' >&2; exit 3; fi; "
-        "sleep 1000 & echo child $!; wait",
-        3, &cap));
+    const auto r = launchRanks(
+        shSpec("echo pid $$; if [ \"$RANK\" = 1 ]; then sleep 0.2; echo starting >&2; echo 'boom: bad things' >&2; exit 3; fi; "
+               "sleep 1000 & echo child $!; wait",
+               3, &cap));
     QVERIFY(!r.ok);
     QCOMPARE(r.failedRank, 1);
     QCOMPARE(r.reason, std::string("rank 1 exited with code 3: boom: bad things"));
@@ -157,17 +157,18 @@ class TestLauncher : public QObject {
   // A rank that fails because its peer went away is not the cause: the rank that crashed is named,
   // even when it exits a moment later (it was still cleaning up when its sockets closed).
   void peerConsequenceIsNotTheCause() {
-    const auto r = launchRanks(shSpec(
-        "if [ \"$RANK\" = 0 ]; then echo '[gloo/transport/tcp/pair.cc:589] Read error: Connection reset by peer' >&2; exit 1; fi; "
-        "sleep 0.4; echo 'injected fault at step 10' >&2; exit 1",
-        2, nullptr));
+    const auto r =
+        launchRanks(shSpec("if [ \"$RANK\" = 0 ]; then echo '[gloo/transport/tcp/pair.cc:589] Read error: Connection reset by "
+                           "peer' >&2; exit 1; fi; "
+                           "sleep 0.4; echo 'injected fault at step 10' >&2; exit 1",
+                           2, nullptr));
     QVERIFY(!r.ok);
     QCOMPARE(r.failedRank, 1);
     QCOMPARE(r.reason, std::string("rank 1 exited with code 1: injected fault at step 10"));
     // When nobody else fails, the consequence-looking failure is reported after all.
     const auto t0 = Clock::now();
-    const auto alone = launchRanks(shSpec(
-        "if [ \"$RANK\" = 0 ]; then echo 'Connection reset by peer' >&2; exit 1; fi; sleep 1000", 2, nullptr));
+    const auto alone =
+        launchRanks(shSpec("if [ \"$RANK\" = 0 ]; then echo 'Connection reset by peer' >&2; exit 1; fi; sleep 1000", 2, nullptr));
     QVERIFY(!alone.ok);
     QCOMPARE(alone.failedRank, 0);
     QVERIFY(alone.reason.find("Connection reset by peer") != std::string::npos);
@@ -253,8 +254,7 @@ class TestLauncher : public QObject {
     const auto r = launchRanks(s);
     QVERIFY(!r.ok);
     QCOMPARE(r.failedRank, 0);
-    QVERIFY2(r.reason.find("rank 0 could not be started: /nonexistent/shardscope-worker: No such file") == 0,
-             r.reason.c_str());
+    QVERIFY2(r.reason.find("rank 0 could not be started: /nonexistent/shardscope-worker: No such file") == 0, r.reason.c_str());
     QCOMPARE(r.exitCodes, (std::vector<int>{127, 127}));
   }
 

@@ -104,27 +104,36 @@ const std::string kOp = "aten::<iframe>|x|";
 // One rank of a 2-rank job whose strings are all hostile: the all-gather kernel's name, its process
 // group, the annotation that issued it, and the CPU op running at the memory peak.
 std::string hostileRank(int rank) {
-  return "{\"distributedInfo\": {\"rank\": " + std::to_string(rank) +
-         ", \"world_size\": 2, \"backend\": " + jsonString(kScript) + ", \"pg_config\": [{\"pg_name\": " + jsonString(kFormula) +
+  return "{\"distributedInfo\": {\"rank\": " + std::to_string(rank) + ", \"world_size\": 2, \"backend\": " + jsonString(kScript) +
+         ", \"pg_config\": [{\"pg_name\": " + jsonString(kFormula) +
          ", \"pg_size\": 2, \"ranks\": [0, 1]}]}, \"traceEvents\": [\n"
-         "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 300},\n"
-         "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": " + jsonString(kUnit) +
+         "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 1, \"tid\": 1, \"ts\": 0, "
+         "\"dur\": 300},\n"
+         "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": " +
+         jsonString(kUnit) +
          ", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 200},\n"
-         "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": " + jsonString(kOp) + ", \"pid\": 1, \"tid\": 1, \"ts\": 2, \"dur\": 50},\n"
-         "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", \"pid\": 1, \"tid\": 1, \"ts\": 5, "
-         "\"args\": {\"Total Reserved\": 4194304, \"Total Allocated\": 3145728, \"Bytes\": 3145728, \"Addr\": 1, \"Device Type\": 1, "
+         "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": " +
+         jsonString(kOp) +
+         ", \"pid\": 1, \"tid\": 1, \"ts\": 2, \"dur\": 50},\n"
+         "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", \"pid\": 1, \"tid\": 1, \"ts\": "
+         "5, "
+         "\"args\": {\"Total Reserved\": 4194304, \"Total Allocated\": 3145728, \"Bytes\": 3145728, \"Addr\": 1, \"Device "
+         "Type\": 1, "
          "\"Device Id\": 0}},\n"
-         "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 10, \"dur\": 1, "
+         "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 10, "
+         "\"dur\": 1, "
          "\"args\": {\"correlation\": 10}},\n"
-         "{\"ph\": \"X\", \"cat\": \"cuda_driver\", \"name\": \"cuLaunchKernelEx\", \"pid\": 1, \"tid\": 1, \"ts\": 12, \"dur\": 1, "
+         "{\"ph\": \"X\", \"cat\": \"cuda_driver\", \"name\": \"cuLaunchKernelEx\", \"pid\": 1, \"tid\": 1, \"ts\": 12, \"dur\": "
+         "1, "
          "\"args\": {\"correlation\": 11}},\n"
          "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 20, \"dur\": 40, \"args\": "
          "{\"stream\": 7, \"correlation\": 10}},\n"
-         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": " + jsonString(kKernel) +
-         ", \"pid\": 0, \"tid\": 21, \"ts\": " + std::to_string(70 + rank * 30) + ", \"dur\": " + std::to_string(100 - rank * 30) +
+         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": " +
+         jsonString(kKernel) + ", \"pid\": 0, \"tid\": 21, \"ts\": " + std::to_string(70 + rank * 30) +
+         ", \"dur\": " + std::to_string(100 - rank * 30) +
          ", \"args\": {\"stream\": 21, \"correlation\": 11, \"Collective name\": \"_allgather_base\", \"In msg nelems\": 250000, "
-         "\"Out msg nelems\": 500000, \"Group size\": 2, \"dtype\": \"BFloat16\", \"Process Group Name\": " + jsonString(kFormula) +
-         "}}\n]}";
+         "\"Out msg nelems\": 500000, \"Group size\": 2, \"dtype\": \"BFloat16\", \"Process Group Name\": " +
+         jsonString(kFormula) + "}}\n]}";
 }
 
 // Pipes that split a Markdown table row (not backslash-escaped).
@@ -209,7 +218,8 @@ class TestReport : public QObject {
       const RunAnalysis an = analyzeRun(store, r.id);
       QCOMPARE(r.analysis.collectives.size(), an.collectives.size());
       QCOMPARE(r.analysis.bottlenecks.size(), an.bottlenecks.size());
-      for (std::size_t k = 0; k < an.bottlenecks.size(); ++k) QCOMPARE(r.analysis.bottlenecks[k].exposedNs, an.bottlenecks[k].exposedNs);
+      for (std::size_t k = 0; k < an.bottlenecks.size(); ++k)
+        QCOMPARE(r.analysis.bottlenecks[k].exposedNs, an.bottlenecks[k].exposedNs);
       QCOMPARE(r.analysis.stragglers.matched, an.stragglers.matched);
       const auto peaks = computeMemoryPeaks(store, r.id);
       QVERIFY(!peaks.empty());
@@ -284,13 +294,15 @@ class TestReport : public QObject {
                  para.contains("1000 tokens/s"),
              qPrintable(para));
     bool failedNamed = false;
-    for (const auto& s : rec.sentences) failedNamed = failedNamed || (s.find("job-failed") != std::string::npos && s.find("not ranked") != std::string::npos);
+    for (const auto& s : rec.sentences)
+      failedNamed = failedNamed || (s.find("job-failed") != std::string::npos && s.find("not ranked") != std::string::npos);
     QVERIFY(failedNamed);
     QCOMPARE(rec.reasons.size(), std::size_t(3 + 2));
     QVERIFY(QString::fromStdString(rec.reasons[2]).contains("rank 1 exited with code 1"));
     // Memory is discussed with the computed figures.
     bool memory = false;
-    for (const auto& s : rec.sentences) memory = memory || s.find(reportBytes(double(*rep.runs[1].peakAllocatedBytes))) != std::string::npos;
+    for (const auto& s : rec.sentences)
+      memory = memory || s.find(reportBytes(double(*rep.runs[1].peakAllocatedBytes))) != std::string::npos;
     QVERIFY(memory);
 
     // Swap the throughputs: the other run wins (nothing is canned).
@@ -341,7 +353,8 @@ class TestReport : public QObject {
     QCOMPARE(*rep.runs[1].peakAllocatedBytes, 2 * peakA);
     QCOMPARE(rep.recommendation.recommended.value_or(99), std::size_t(0));
     const QString first = QString::fromStdString(rep.recommendation.sentences[0]);
-    QVERIFY2(first.contains("within 2.0 %") && first.contains("tie") && first.contains("\u201Cjob-a\u201D is recommended because it needs less memory"),
+    QVERIFY2(first.contains("within 2.0 %") && first.contains("tie") &&
+                 first.contains("\u201Cjob-a\u201D is recommended because it needs less memory"),
              qPrintable(first));
     // 5 % apart is not a tie: speed decides although b needs more memory, and the memory cost is named.
     store.setMetric(b_, std::nullopt, metric_keys::kTokensPerSecond, 1050);
@@ -396,9 +409,8 @@ class TestReport : public QObject {
     QVERIFY(world);
 
     const QString md = QString::fromStdString(writeMarkdown(rep));
-    for (const char* h : {"## Recommendation", "## Environment", "## Comparison", "## Charts",
-                          "## Collective bottlenecks", "## Arrivals and stragglers", "## Memory peaks", "## Collectives",
-                          "## Configuration", "```json"})
+    for (const char* h : {"## Recommendation", "## Environment", "## Comparison", "## Charts", "## Collective bottlenecks",
+                          "## Arrivals and stragglers", "## Memory peaks", "## Collectives", "## Configuration", "```json"})
       QVERIFY2(md.contains(h), h);
 
     const auto csv = parseCsv(comparisonCsv(rep));
@@ -526,7 +538,8 @@ class TestReport : public QObject {
         if (!cell.empty() && std::string("=+-@\t\r").find(cell[0]) != std::string::npos)
           QVERIFY2(isNumber(cell), cell.c_str());  // only numbers may start with - (or +)
     }
-    QCOMPARE(QString::fromStdString(cmp[0][4]), QString::fromStdString("'-12 " + kFormula + " (run " + std::to_string(other) + ")"));
+    QCOMPARE(QString::fromStdString(cmp[0][4]),
+             QString::fromStdString("'-12 " + kFormula + " (run " + std::to_string(other) + ")"));
     // Negative numbers stay numeric: a delta below zero is written as a plain number.
     QCOMPARE(csvText("-5"), std::string("'-5"));
     QCOMPARE(csvNumber(-5.25), std::string("-5.25"));
@@ -566,7 +579,7 @@ class TestReport : public QObject {
     bars.series.push_back({"y", {}, {3.0, std::nullopt}});
     QCOMPARE(chartRange(bars).y1, 4.0);
     const QString svgBars = QString::fromStdString(renderSvg(bars));
-    QCOMPARE(svgBars.count("</rect>"), 3);  // one rectangle per present value, each with its tooltip
+    QCOMPARE(svgBars.count("</rect>"), 3);   // one rectangle per present value, each with its tooltip
     QVERIFY(svgBars.contains(">4</text>"));  // the stack's total
   }
 };

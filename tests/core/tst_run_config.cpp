@@ -257,20 +257,48 @@ class TestRunConfig : public QObject {
     QTest::addColumn<QString>("flag");
     QTest::addColumn<QString>("value");
     QTest::addColumn<QString>("expected");
-    QTest::newRow("unknown") << "--wrold-size" << "2" << "unknown option --wrold-size";
-    QTest::newRow("not an int") << "--world-size" << "two" << "--world-size: expected an integer (got 'two')";
-    QTest::newRow("fraction") << "--steps" << "2.5" << "--steps: expected an integer";
-    QTest::newRow("int overflow") << "--steps" << "1e12" << "--steps: expected an integer";
-    QTest::newRow("below min") << "--world-size" << "0" << "--world-size: must be at least 1 (got 0)";
-    QTest::newRow("bad bool") << "--capture" << "maybe" << "--capture: expected true or false (got 'maybe')";
-    QTest::newRow("bad choice") << "--optimizer" << "adam" << "--optimizer: must be adamw or sgd (got 'adam')";
-    QTest::newRow("bad model") << "--model" << "qwen3-7b" << "--model: must be tiny, odd, small, medium";
-    QTest::newRow("bad strategy") << "--strategy" << "zero4" << "--strategy: must be one of ddp|zero1";
-    QTest::newRow("negative size") << "--reduce-bucket-size" << "-5" << "--reduce-bucket-size: must be at least 1";
-    QTest::newRow("nan") << "--lr" << "nan" << "--lr: expected a number";
-    QTest::newRow("lr zero") << "--lr" << "0" << "--lr: must be greater than 0";
-    QTest::newRow("beta") << "--beta2" << "1" << "--beta2: must be in [0, 1) (got 1)";
-    QTest::newRow("negative seed") << "--seed" << "-1" << "--seed: expected a non-negative integer";
+    QTest::newRow("unknown") << "--wrold-size"
+                             << "2"
+                             << "unknown option --wrold-size";
+    QTest::newRow("not an int") << "--world-size"
+                                << "two"
+                                << "--world-size: expected an integer (got 'two')";
+    QTest::newRow("fraction") << "--steps"
+                              << "2.5"
+                              << "--steps: expected an integer";
+    QTest::newRow("int overflow") << "--steps"
+                                  << "1e12"
+                                  << "--steps: expected an integer";
+    QTest::newRow("below min") << "--world-size"
+                               << "0"
+                               << "--world-size: must be at least 1 (got 0)";
+    QTest::newRow("bad bool") << "--capture"
+                              << "maybe"
+                              << "--capture: expected true or false (got 'maybe')";
+    QTest::newRow("bad choice") << "--optimizer"
+                                << "adam"
+                                << "--optimizer: must be adamw or sgd (got 'adam')";
+    QTest::newRow("bad model") << "--model"
+                               << "qwen3-7b"
+                               << "--model: must be tiny, odd, small, medium";
+    QTest::newRow("bad strategy") << "--strategy"
+                                  << "zero4"
+                                  << "--strategy: must be one of ddp|zero1";
+    QTest::newRow("negative size") << "--reduce-bucket-size"
+                                   << "-5"
+                                   << "--reduce-bucket-size: must be at least 1";
+    QTest::newRow("nan") << "--lr"
+                         << "nan"
+                         << "--lr: expected a number";
+    QTest::newRow("lr zero") << "--lr"
+                             << "0"
+                             << "--lr: must be greater than 0";
+    QTest::newRow("beta") << "--beta2"
+                          << "1"
+                          << "--beta2: must be in [0, 1) (got 1)";
+    QTest::newRow("negative seed") << "--seed"
+                                   << "-1"
+                                   << "--seed: expected a non-negative integer";
   }
   void flagErrors() {
     QFETCH(QString, flag);
@@ -300,11 +328,11 @@ class TestRunConfig : public QObject {
 
   void jsonPartialAndAliases() {
     std::vector<std::string> warnings;
-    const RunConfig c = parseRunConfigJson(
-        parseJson(R"({"strategy": "zero3", "world_size": 4, "stage3_param_persistence_threshold": 1e4,
+    const RunConfig c =
+        parseRunConfigJson(parseJson(R"({"strategy": "zero3", "world_size": 4, "stage3_param_persistence_threshold": 1e4,
                       "reduce_bucket_size": 5e8, "overlap_comm": null, "wrold_size": 8})",
-                  "cfg.json"),
-        "cfg.json", &warnings);
+                                     "cfg.json"),
+                           "cfg.json", &warnings);
     QCOMPARE(name(c.strategy), name(Strategy::Zero3));
     QCOMPARE(c.worldSize, 4);
     QCOMPARE(c.paramPersistenceThreshold, std::int64_t(10000));
@@ -318,39 +346,53 @@ class TestRunConfig : public QObject {
     QTest::addColumn<QString>("expected");
     QTest::newRow("string for int") << R"({"world_size": "2"})"
                                     << R"(cfg.json: world_size: expected an integer (got "2"))";
-    QTest::newRow("number for bool") << R"({"capture": 1})" << "cfg.json: capture: expected true or false (got 1)";
-    QTest::newRow("bad choice") << R"({"precision": "fp16"})" << R"(cfg.json: precision: must be fp32 or bf16 (got "fp16"))";
+    QTest::newRow("number for bool") << R"({"capture": 1})"
+                                     << "cfg.json: capture: expected true or false (got 1)";
+    QTest::newRow("bad choice") << R"({"precision": "fp16"})"
+                                << R"(cfg.json: precision: must be fp32 or bf16 (got "fp16"))";
     QTest::newRow("bad gpu_trace") << R"({"gpu_trace": "all"})"
                                    << R"(cfg.json: gpu_trace: must be launches, full, kernels or off (got "all"))";
-    QTest::newRow("bad strategy") << R"({"strategy": 3})" << "cfg.json: strategy: expected a string (got 3)";
+    QTest::newRow("bad strategy") << R"({"strategy": 3})"
+                                  << "cfg.json: strategy: expected a string (got 3)";
     QTest::newRow("negative") << R"({"max_live_parameters": -1})"
                               << "cfg.json: max_live_parameters: must be at least 0 (got -1)";
     QTest::newRow("alias names itself") << R"({"stage3_max_reuse_distance": -1})"
                                         << "cfg.json: stage3_max_reuse_distance: must be at least 0";
-    QTest::newRow("not an object") << "[1]" << "cfg.json: the run config must be a JSON object";
+    QTest::newRow("not an object") << "[1]"
+                                   << "cfg.json: the run config must be a JSON object";
   }
   void jsonErrors() {
     QFETCH(QString, json);
     QFETCH(QString, expected);
-    const std::string msg =
-        errorOf([&] { parseRunConfigJson(parseJson(json.toStdString(), "cfg.json"), "cfg.json", nullptr); });
+    const std::string msg = errorOf([&] { parseRunConfigJson(parseJson(json.toStdString(), "cfg.json"), "cfg.json", nullptr); });
     QVERIFY2(contains(msg, expected.toStdString()), msg.c_str());
   }
 
   void validation_data() {
     QTest::addColumn<QString>("flags");  // "name=value;name=value"
     QTest::addColumn<QString>("expected");
-    QTest::newRow("nnodes divides") << "world-size=4;nnodes=3" << "nnodes (--nnodes): must divide world_size";
-    QTest::newRow("node rank") << "world-size=4;nnodes=2;node-rank=2" << "node_rank (--node-rank): must be less than nnodes";
-    QTest::newRow("nproc") << "world-size=4;nnodes=2;nproc-per-node=4" << "nproc_per_node (--nproc-per-node)";
-    QTest::newRow("group divides") << "strategy=hsdp;world-size=6;shard-group-size=4" << "shard_group_size (--shard-group-size): must divide world_size";
-    QTest::newRow("group not hsdp") << "strategy=zero3;world-size=4;shard-group-size=2" << "shard_group_size (--shard-group-size): only applies to strategy hsdp";
-    QTest::newRow("offload param ddp") << "offload-param=cpu" << "offload_param (--offload-param): only with zero3";
-    QTest::newRow("offload param zero2") << "strategy=zero2;offload-param=cpu" << "offload_param";
-    QTest::newRow("offload optimizer fsdp") << "strategy=fsdp;offload-optimizer=cpu" << "offload_optimizer (--offload-optimizer): only with zero1, zero2 or zero3";
-    QTest::newRow("nccl on cpu") << "device=cpu;backend=nccl" << "backend (--backend): nccl needs";
-    QTest::newRow("consolidate alone") << "consolidate-checkpoint=true" << "consolidate_checkpoint (--consolidate-checkpoint): needs save_checkpoint";
-    QTest::newRow("save without dir") << "save-checkpoint=true" << "checkpoint_dir (--checkpoint-dir): must be set";
+    QTest::newRow("nnodes divides") << "world-size=4;nnodes=3"
+                                    << "nnodes (--nnodes): must divide world_size";
+    QTest::newRow("node rank") << "world-size=4;nnodes=2;node-rank=2"
+                               << "node_rank (--node-rank): must be less than nnodes";
+    QTest::newRow("nproc") << "world-size=4;nnodes=2;nproc-per-node=4"
+                           << "nproc_per_node (--nproc-per-node)";
+    QTest::newRow("group divides") << "strategy=hsdp;world-size=6;shard-group-size=4"
+                                   << "shard_group_size (--shard-group-size): must divide world_size";
+    QTest::newRow("group not hsdp") << "strategy=zero3;world-size=4;shard-group-size=2"
+                                    << "shard_group_size (--shard-group-size): only applies to strategy hsdp";
+    QTest::newRow("offload param ddp") << "offload-param=cpu"
+                                       << "offload_param (--offload-param): only with zero3";
+    QTest::newRow("offload param zero2") << "strategy=zero2;offload-param=cpu"
+                                         << "offload_param";
+    QTest::newRow("offload optimizer fsdp") << "strategy=fsdp;offload-optimizer=cpu"
+                                            << "offload_optimizer (--offload-optimizer): only with zero1, zero2 or zero3";
+    QTest::newRow("nccl on cpu") << "device=cpu;backend=nccl"
+                                 << "backend (--backend): nccl needs";
+    QTest::newRow("consolidate alone") << "consolidate-checkpoint=true"
+                                       << "consolidate_checkpoint (--consolidate-checkpoint): needs save_checkpoint";
+    QTest::newRow("save without dir") << "save-checkpoint=true"
+                                      << "checkpoint_dir (--checkpoint-dir): must be set";
   }
   void validation() {
     QFETCH(QString, flags);
@@ -371,7 +413,9 @@ class TestRunConfig : public QObject {
     QVERIFY(contains(errorOf([&] { validate(c); }), "seq_len (--seq-len): must be at least 2 (got 1)"));
     c = RunConfig{};
     c.model = "gpt2";
-    QVERIFY(contains(errorOf([&] { validate(c); }), "model (--model): must be tiny, odd, small, medium, llama3-8b, llama3-70b, qwen3-8b or qwen2.5-7b (got \"gpt2\")"));
+    QVERIFY(contains(
+        errorOf([&] { validate(c); }),
+        "model (--model): must be tiny, odd, small, medium, llama3-8b, llama3-70b, qwen3-8b or qwen2.5-7b (got \"gpt2\")"));
     c = RunConfig{};
     c.worldSize = 0;
     QVERIFY(contains(errorOf([&] { validate(c); }), "world_size (--world-size): must be at least 1 (got 0)"));
@@ -424,7 +468,9 @@ class TestRunConfig : public QObject {
     QCOMPARE(c.worldSize, 8);  // not DeepSpeed's business: kept from base
     validate(c);
     // sub_group_size is ignored (default value: nothing changes); the 16-bit gather on save has our own flags.
-    QVERIFY2(anyContains(warnings, "ds.json: zero_optimization.sub_group_size is not implemented by Shardscope and is ignored (1e9 is DeepSpeed's default"),
+    QVERIFY2(anyContains(warnings,
+                         "ds.json: zero_optimization.sub_group_size is not implemented by Shardscope and is ignored (1e9 is "
+                         "DeepSpeed's default"),
              joined(warnings).c_str());
     QVERIFY2(anyContains(warnings, "zero_optimization.stage3_gather_16bit_weights_on_model_save is ignored"),
              joined(warnings).c_str());
@@ -437,29 +483,36 @@ class TestRunConfig : public QObject {
 
   void deepSpeedWarnings() {
     std::vector<std::string> warnings;
-    const RunConfig c = fromDeepSpeedJson(
-        parseJson(R"({"zero_optimization": {"stage": 2, "reduce_scatter": false, "allgather_partitions": true,
+    const RunConfig c =
+        fromDeepSpeedJson(parseJson(R"({"zero_optimization": {"stage": 2, "reduce_scatter": false, "allgather_partitions": true,
                        "zero_quantized_weights": true, "foo": 1,
                        "offload_optimizer": {"device": "cpu", "pin_memory": true, "bar": 2}},
                      "scheduler": {"type": "WarmupLR"}, "mystery": true,
                      "optimizer": {"type": "Adam", "params": {"lr": 1e-4, "adam_w_mode": false, "momentum": 0.9}}})",
-                  "ds.json"),
-        "ds.json", RunConfig{}, &warnings);
+                                    "ds.json"),
+                          "ds.json", RunConfig{}, &warnings);
     QCOMPARE(name(c.strategy), name(Strategy::Zero2));
     QCOMPARE(c.offloadOptimizer, std::string("cpu"));
     QCOMPARE(c.precision, std::string("fp32"));
     const std::string all = joined(warnings);
-    QVERIFY2(contains(all, "ds.json: zero_optimization.reduce_scatter is not implemented by Shardscope and is ignored: "
-                           "the value false changes DeepSpeed's behaviour (default true)"),
+    QVERIFY2(contains(all,
+                      "ds.json: zero_optimization.reduce_scatter is not implemented by Shardscope and is ignored: "
+                      "the value false changes DeepSpeed's behaviour (default true)"),
              all.c_str());
-    QVERIFY2(contains(all, "zero_optimization.allgather_partitions is not implemented by Shardscope and is ignored (true is DeepSpeed's default"), all.c_str());
-    QVERIFY2(contains(all, "zero_optimization.zero_quantized_weights is not implemented by Shardscope and is ignored: the value true"), all.c_str());
+    QVERIFY2(contains(all,
+                      "zero_optimization.allgather_partitions is not implemented by Shardscope and is ignored (true is "
+                      "DeepSpeed's default"),
+             all.c_str());
+    QVERIFY2(
+        contains(all, "zero_optimization.zero_quantized_weights is not implemented by Shardscope and is ignored: the value true"),
+        all.c_str());
     QVERIFY2(contains(all, "ds.json: unknown key zero_optimization.foo (ignored)"), all.c_str());
     QVERIFY2(contains(all, "zero_optimization.offload_optimizer.pin_memory is not implemented"), all.c_str());
     QVERIFY2(contains(all, "unknown key zero_optimization.offload_optimizer.bar"), all.c_str());
     QVERIFY2(contains(all, "scheduler is not implemented by Shardscope and is ignored"), all.c_str());
     QVERIFY2(contains(all, "ds.json: unknown key mystery (ignored)"), all.c_str());
-    QVERIFY2(contains(all, "optimizer.params.adam_w_mode is not implemented by Shardscope and is ignored: the value false"), all.c_str());
+    QVERIFY2(contains(all, "optimizer.params.adam_w_mode is not implemented by Shardscope and is ignored: the value false"),
+             all.c_str());
     QVERIFY2(contains(all, "optimizer.params.momentum does not apply to adamw"), all.c_str());
     QCOMPARE(warnings.size(), std::size_t(10));
   }
@@ -482,8 +535,7 @@ class TestRunConfig : public QObject {
     const RunConfig old = ds(R"({"zero_optimization": {"stage": 2, "cpu_offload": true, "prefetch_bucket_size": 7}})");
     QCOMPARE(old.offloadOptimizer, std::string("cpu"));
     QCOMPARE(old.prefetchBucketSize, std::int64_t(7));
-    QCOMPARE(ds(R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})").offloadParam,
-             std::string("cpu"));
+    QCOMPARE(ds(R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})").offloadParam, std::string("cpu"));
     // Batch sizes derived the way DeepSpeed does.
     RunConfig four;
     four.worldSize = 4;
@@ -523,7 +575,8 @@ class TestRunConfig : public QObject {
                           << "ds.json: zero_optimization.reduce_bucket_size: \"auto\" must be resolved first";
     QTest::newRow("auto top") << R"({"train_micro_batch_size_per_gpu": "auto"})"
                               << "ds.json: train_micro_batch_size_per_gpu: \"auto\" must be resolved";
-    QTest::newRow("auto nested") << R"({"bf16": {"enabled": "auto"}})" << "ds.json: bf16.enabled: \"auto\" must be resolved";
+    QTest::newRow("auto nested") << R"({"bf16": {"enabled": "auto"}})"
+                                 << "ds.json: bf16.enabled: \"auto\" must be resolved";
     QTest::newRow("fp16") << R"({"fp16": {"enabled": true}})"
                           << "ds.json: fp16.enabled: fp16 training is not supported by Shardscope; use bf16";
     QTest::newRow("nvme") << R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme", "nvme_path": "/x"}}})"
@@ -540,24 +593,28 @@ class TestRunConfig : public QObject {
                         << "ds.json: optimizer.params.lr: must be greater than 0";
     QTest::newRow("inconsistent batch")
         << R"({"train_batch_size": 30, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4})"
-        << "ds.json: train_batch_size: must equal train_micro_batch_size_per_gpu x gradient_accumulation_steps x world size = 2 x 4 x 2 = 16 (got 30)";
+        << "ds.json: train_batch_size: must equal train_micro_batch_size_per_gpu x gradient_accumulation_steps x world size = 2 "
+           "x 4 x 2 = 16 (got 30)";
     QTest::newRow("indivisible batch") << R"({"train_batch_size": 7, "train_micro_batch_size_per_gpu": 2})"
                                        << "ds.json: train_batch_size: is not a multiple";
     QTest::newRow("micro zero") << R"({"train_micro_batch_size_per_gpu": 0})"
                                 << "ds.json: train_micro_batch_size_per_gpu: must be at least 1 (got 0)";
-    QTest::newRow("clip") << R"({"gradient_clipping": -1})" << "ds.json: gradient_clipping: must be at least 0";
+    QTest::newRow("clip") << R"({"gradient_clipping": -1})"
+                          << "ds.json: gradient_clipping: must be at least 0";
     QTest::newRow("fp16 comm") << R"({"communication_data_type": "fp16"})"
                                << "ds.json: communication_data_type: fp16 reduction is not supported";
-    QTest::newRow("zero type") << R"({"zero_optimization": 3})" << "ds.json: zero_optimization: must be a JSON object";
+    QTest::newRow("zero type") << R"({"zero_optimization": 3})"
+                               << "ds.json: zero_optimization: must be a JSON object";
     QTest::newRow("shardscope object") << R"({"shardscope": {"world_size": "x"}})"
                                        << R"(ds.json: shardscope.world_size: expected an integer (got "x"))";
-    QTest::newRow("root") << "[]" << "ds.json: a DeepSpeed config must be a JSON object";
+    QTest::newRow("root") << "[]"
+                          << "ds.json: a DeepSpeed config must be a JSON object";
   }
   void deepSpeedRefusals() {
     QFETCH(QString, json);
     QFETCH(QString, expected);
-    const std::string msg = errorOf(
-        [&] { fromDeepSpeedJson(parseJson(json.toStdString(), "ds.json"), "ds.json", RunConfig{}, nullptr); });
+    const std::string msg =
+        errorOf([&] { fromDeepSpeedJson(parseJson(json.toStdString(), "ds.json"), "ds.json", RunConfig{}, nullptr); });
     QVERIFY2(contains(msg, expected.toStdString()), msg.c_str());
   }
 
@@ -582,8 +639,7 @@ class TestRunConfig : public QObject {
     for (const RunConfig& c : configs) {
       const JsonValue ds = toDeepSpeedJson(c);
       std::vector<std::string> warnings;
-      const RunConfig back =
-          fromDeepSpeedJson(parseJson(ds.dump(), "ds.json"), "ds.json", RunConfig{}, &warnings);
+      const RunConfig back = fromDeepSpeedJson(parseJson(ds.dump(), "ds.json"), "ds.json", RunConfig{}, &warnings);
       QVERIFY2(back == c, ds.dump().c_str());
       QVERIFY2(warnings.empty(), (joined(warnings) + ds.dump()).c_str());
     }

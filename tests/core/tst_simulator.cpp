@@ -89,8 +89,8 @@ class TestSimulator : public QObject {
     const int blocks = em.model.layers + 2;
     const double expected = blocks * 1e-3 + blocks * 2e-3 + ar + P * 1e-9;
     QCOMPARE(r.collectivesPerStep, 1);
-    QVERIFY2(std::abs(r.steady.stepS - expected) < 1e-9, qPrintable(QString::number(r.steady.stepS, 'g', 12) + " vs " +
-                                                                      QString::number(expected, 'g', 12)));
+    QVERIFY2(std::abs(r.steady.stepS - expected) < 1e-9,
+             qPrintable(QString::number(r.steady.stepS, 'g', 12) + " vs " + QString::number(expected, 'g', 12)));
     QVERIFY(std::abs(r.steady.exposedCommS - ar) < 1e-9);
     QVERIFY(std::abs(r.steady.commS - ar) < 1e-9);
     QCOMPARE(r.steady.overlap(), 0.0);

@@ -26,7 +26,8 @@ std::string rankTrace(int rank, int world, int n, const std::function<int(int)>&
     const long end = clock + 1000 * k + 400;  // a collective ends together everywhere
     if (k) s += ",";
     s += "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_AllReduce_Sum_f32_RING_LL\", \"pid\": 0, "
-         "\"tid\": 21, \"ts\": " + std::to_string(start) + ", \"dur\": " + std::to_string(end - start) +
+         "\"tid\": 21, \"ts\": " +
+         std::to_string(start) + ", \"dur\": " + std::to_string(end - start) +
          ", \"args\": {\"stream\": 21, \"Collective name\": \"allreduce\", \"Process Group Name\": \"0\", \"Group size\": " +
          std::to_string(world) + "}}";
   }
@@ -34,14 +35,17 @@ std::string rankTrace(int rank, int world, int n, const std::function<int(int)>&
 }
 
 std::string rankTrace(int rank, int late, long clock, int n = 3) {
-  return rankTrace(rank, 2, n, [late](int) { return late; }, clock);
+  return rankTrace(
+      rank, 2, n, [late](int) { return late; }, clock);
 }
 
 StragglerReport importAndDetect(QTemporaryDir& dir, int world, int n, const std::function<int(int rank, int k)>& late) {
   TraceStore store(pathIn(dir, "t.db"));
   std::vector<std::string> files;
   for (int r = 0; r < world; ++r)
-    files.push_back(writeFile(dir, "rank" + std::to_string(r) + ".json", rankTrace(r, world, n, [&](int k) { return late(r, k); }, 0)));
+    files.push_back(writeFile(dir, "rank" + std::to_string(r) + ".json",
+                              rankTrace(
+                                  r, world, n, [&](int k) { return late(r, k); }, 0)));
   const auto res = importKineto(store, files);
   return detectStragglers(store, res.runIds.at(0));
 }
@@ -62,8 +66,8 @@ class TestStragglers : public QObject {
     QFETCH(long, clock);
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "t.db"));
-    const auto res = importKineto(store, {writeFile(dir, "rank0.json", rankTrace(0, 0, 0)),
-                                          writeFile(dir, "rank1.json", rankTrace(1, 30, clock))});
+    const auto res = importKineto(
+        store, {writeFile(dir, "rank0.json", rankTrace(0, 0, 0)), writeFile(dir, "rank1.json", rankTrace(1, 30, clock))});
     const auto r = detectStragglers(store, res.runIds.at(0));
     QCOMPARE(r.matched, std::int64_t(3));
     QCOMPARE(r.ranks.size(), std::size_t(2));
@@ -97,7 +101,8 @@ class TestStragglers : public QObject {
     {
       // A coin toss: each rank last about half the time (rank 0 at 21 of 40): nobody.
       QTemporaryDir dir;
-      const auto r = importAndDetect(dir, 2, 40, [](int rank, int k) { return (rank == 0) == (k % 2 == 0 || k % 7 == 0) ? 20 : 0; });
+      const auto r =
+          importAndDetect(dir, 2, 40, [](int rank, int k) { return (rank == 0) == (k % 2 == 0 || k % 7 == 0) ? 20 : 0; });
       QVERIFY(!r.straggler.has_value());
       QVERIFY(r.mostWaitedFor.has_value());
       QVERIFY(QString::fromStdString(r.evidence).contains("no straggler"));

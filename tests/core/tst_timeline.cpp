@@ -66,8 +66,8 @@ struct Fixture {
     pg.size = size;
     return store->addProcessGroup(pg);
   }
-  EventRecord& ev(Id trackId, TimeNs s, TimeNs e, const std::string& name = "k",
-                  Category category = Category::Computation, const std::string& cat = "kernel") {
+  EventRecord& ev(Id trackId, TimeNs s, TimeNs e, const std::string& name = "k", Category category = Category::Computation,
+                  const std::string& cat = "kernel") {
     EventRecord r;
     r.trackId = trackId;
     r.startNs = s;
@@ -214,8 +214,8 @@ Reference analyseRange(TraceStore& store, Id runId, int rankNumber, TimeNs t0, T
 void compareRange(const TimelineIndex& idx, TraceStore& store, int rankIndex, TimeNs t0, TimeNs t1) {
   const RangeStats s = rangeStatistics(idx, rankIndex, t0, t1);
   const Reference ref = analyseRange(store, idx.runId(), idx.ranks()[static_cast<std::size_t>(rankIndex)].rank, t0, t1);
-  const QByteArray where = QByteArray("rank ") + QByteArray::number(rankIndex) + " [" + QByteArray::number(qint64(t0)) +
-                           ", " + QByteArray::number(qint64(t1)) + ")";
+  const QByteArray where = QByteArray("rank ") + QByteArray::number(rankIndex) + " [" + QByteArray::number(qint64(t0)) + ", " +
+                           QByteArray::number(qint64(t1)) + ")";
   QVERIFY2(s.computeNs == ref.compute, where);
   QVERIFY2(s.commNs == ref.comm, where);
   QVERIFY2(s.overlappedCommNs == ref.overlapped, where);
@@ -355,14 +355,14 @@ class TestTimeline : public QObject {
     const Id r = f.rank(0);
     const Id t = f.track(r, TrackKind::GpuStream, "stream 7");
     // Window [0, 10000) ns at 1000 px: 10 ns a pixel, events under 3 px (30 ns) fold.
-    for (int i = 0; i < 100; ++i) f.ev(t, i * 10, i * 10 + 1, "tiny");          // 0 .. 991: one block
-    f.ev(t, 2000, 3000, "wide");                                                  // 100 px
+    for (int i = 0; i < 100; ++i) f.ev(t, i * 10, i * 10 + 1, "tiny");                // 0 .. 991: one block
+    f.ev(t, 2000, 3000, "wide");                                                      // 100 px
     for (int i = 0; i < 50; ++i) f.ev(t, 5000 + i * 10, 5000 + i * 10 + 1, "tiny2");  // 5000 .. 5491
-    f.ev(t, 6000, 6010, "pairA");                                                 // gap of exactly 30 ns:
-    f.ev(t, 6040, 6050, "pairB");                                                 // not folded together
-    f.ev(t, 8000, 8001, "lonely");                                                // narrow, alone: 1 px
-    f.ev(t, 9000, 9000, "zero");                                                  // zero-length: 1 px
-    f.ev(t, 9500, 12'000, "past the end");                                        // clipped right
+    f.ev(t, 6000, 6010, "pairA");                                                     // gap of exactly 30 ns:
+    f.ev(t, 6040, 6050, "pairB");                                                     // not folded together
+    f.ev(t, 8000, 8001, "lonely");                                                    // narrow, alone: 1 px
+    f.ev(t, 9000, 9000, "zero");                                                      // zero-length: 1 px
+    f.ev(t, 9500, 12'000, "past the end");                                            // clipped right
     const auto idx = f.index();
     const Viewport v = viewOf(*idx, 0, 10'000, 1000);
     const DrawList dl = buildDrawList(*idx, v);
@@ -430,12 +430,16 @@ class TestTimeline : public QObject {
     const Lane& l = idx->lane(L);
     for (int k = 0; k < 60; ++k) {
       const TimeNs span = std::max<TimeNs>(100, static_cast<TimeNs>(idx->maxEnd() >> (k % 20)));
-      const TimeNs t0 = idx->minStart() + static_cast<TimeNs>(rng() % static_cast<std::uint64_t>(std::max<TimeNs>(1, idx->maxEnd() - idx->minStart()))) - span / 2;
+      const TimeNs t0 =
+          idx->minStart() +
+          static_cast<TimeNs>(rng() % static_cast<std::uint64_t>(std::max<TimeNs>(1, idx->maxEnd() - idx->minStart()))) -
+          span / 2;
       Viewport v = viewOf(*idx, t0, t0 + span, 800 + k * 17);
       const DrawList dl = buildDrawList(*idx, v);
       for (std::uint32_t d = 0; d < l.depthCount(); ++d) {
         const DrawRow& row = dl.rows[dl.rowBegin[0] + d];
-        const auto ref = naiveRow(l, idx->window(L, d, v.t0, v.t1), std::max<TimeNs>(1, static_cast<TimeNs>(std::ceil(3.0 * dl.nsPerPx))));
+        const auto ref =
+            naiveRow(l, idx->window(L, d, v.t0, v.t1), std::max<TimeNs>(1, static_cast<TimeNs>(std::ceil(3.0 * dl.nsPerPx))));
         QCOMPARE(std::size_t(row.end - row.begin), ref.size());
         for (std::size_t q = 0; q < ref.size(); ++q) {
           const DrawRect& rc = dl.rects[row.begin + q];
@@ -456,7 +460,7 @@ class TestTimeline : public QObject {
     const Id t = f.track(r, TrackKind::GpuStream, "stream 7");
     TimeNs now = 0;
     for (int i = 0; i < 50'000; ++i) {
-      if (i == 30'001) now += 20'000;  // a gap of 20 µs
+      if (i == 30'001) now += 20'000;                // a gap of 20 µs
       const TimeNs d = i == 10'007 ? 1'000'000 : 1;  // one wide event
       f.ev(t, now, now + d, i == 20'000 ? "other" : "k", i == 20'000 ? Category::Memory : Category::Computation);
       now += d + 9;
@@ -483,7 +487,8 @@ class TestTimeline : public QObject {
       const TimeNs t0 = static_cast<TimeNs>(k) * 40'000;
       const Viewport v = viewOf(*idx, t0, t0 + 1'500'000 - k * 70'000, 700 + k);
       const DrawList d = buildDrawList(*idx, v);
-      const auto ref = naiveRow(l, idx->window(L, 0, v.t0, v.t1), std::max<TimeNs>(1, static_cast<TimeNs>(std::ceil(3.0 * d.nsPerPx))));
+      const auto ref =
+          naiveRow(l, idx->window(L, 0, v.t0, v.t1), std::max<TimeNs>(1, static_cast<TimeNs>(std::ceil(3.0 * d.nsPerPx))));
       QCOMPARE(d.rects.size(), ref.size());
       for (std::size_t q = 0; q < ref.size(); ++q) QCOMPARE(d.rects[q].count, ref[q].count);
     }
@@ -556,8 +561,10 @@ class TestTimeline : public QObject {
     for (int i = 0; i < 12'800; ++i) {
       const bool ag = i % 5 >= 3;
       const TimeNs d = ag ? 2 : 1;
-      if (ag) f.coll(t, now, now + d, CollectiveOp::AllGather, 8);
-      else f.ev(t, now, now + d, "gemm");
+      if (ag)
+        f.coll(t, now, now + d, CollectiveOp::AllGather, 8);
+      else
+        f.ev(t, now, now + d, "gemm");
       covered += d;
       now += d + 3;  // 3 ns gaps
     }
@@ -589,8 +596,10 @@ class TestTimeline : public QObject {
     for (int i = 0; i < 1000; ++i) {
       const bool ag = i % 5 >= 3;
       const TimeNs d = ag ? 2 : 4;
-      if (ag) g.coll(t2, now, now + d, CollectiveOp::AllGather, 8);
-      else g.ev(t2, now, now + d, "gemm");
+      if (ag)
+        g.coll(t2, now, now + d, CollectiveOp::AllGather, 8);
+      else
+        g.ev(t2, now, now + d, "gemm");
       now += d + 3;
     }
     const auto idx2 = g.index();
@@ -874,7 +883,8 @@ class TestTimeline : public QObject {
       if (i % 4 == 0) f.ev(main, now + 5, now + 5, "mark", Category::Other, "instant");
       if (i % 6 == 0) f.ev(main, now, now + d + 40, "annotation", Category::Other, "user_annotation");  // not work
       if (i % 2 == 0) {
-        EventRecord& c = f.ev(comm, now + d / 3, now + d + static_cast<TimeNs>(rng() % 700), "all_reduce", Category::Communication, "");
+        EventRecord& c =
+            f.ev(comm, now + d / 3, now + d + static_cast<TimeNs>(rng() % 700), "all_reduce", Category::Communication, "");
         c.collOp = CollectiveOp::AllReduce;
         c.processGroupId = pg;
         if (i % 8) c.bytes = 4096 * (i + 1);
@@ -944,7 +954,8 @@ class TestTimeline : public QObject {
         const TimeNs t0 = idx->minStart() + static_cast<TimeNs>(rng() % static_cast<std::uint64_t>(span));
         compareRange(*idx, store, rank, t0, t0 + static_cast<TimeNs>(rng() % static_cast<std::uint64_t>(span / 4)));
       }
-      for (const Step& s : idx->ranks()[static_cast<std::size_t>(rank)].steps) compareRange(*idx, store, rank, s.startNs, s.endNs);
+      for (const Step& s : idx->ranks()[static_cast<std::size_t>(rank)].steps)
+        compareRange(*idx, store, rank, s.startNs, s.endNs);
     }
     // Comm-group lanes were derived from the NCCL kernels; the whole index stays compact.
     bool commGroup = false;
@@ -952,7 +963,8 @@ class TestTimeline : public QObject {
     QVERIFY(commGroup);
     QVERIFY(idx->eventCount() > 5000);
     QVERIFY2(idx->memoryBytes() < 64 * idx->eventCount() + 64 * 1024,
-             QByteArray::number(qulonglong(idx->memoryBytes())) + " bytes for " + QByteArray::number(qulonglong(idx->eventCount())) + " events");
+             QByteArray::number(qulonglong(idx->memoryBytes())) + " bytes for " +
+                 QByteArray::number(qulonglong(idx->eventCount())) + " events");
     // The full zoom-out draws every event once: the rectangles' counts add up to the events in view.
     const Viewport v = viewOf(*idx, idx->minStart(), idx->maxEnd(), 1920);
     const DrawList dl = buildDrawList(*idx, v);

@@ -102,9 +102,9 @@ Id runtimeRun(TraceStore& store, int ranks) {
 // gpu_user_annotation of 80 on stream 7 (not work).
 std::string gpuRank() {
   auto x = [](const char* cat, const char* name, int pid, int tid, long ts, long dur, const std::string& args = "") {
-    return std::string("{\"ph\": \"X\", \"cat\": \"") + cat + "\", \"name\": \"" + name + "\", \"pid\": " +
-           std::to_string(pid) + ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + std::to_string(1000 + ts) +
-           ", \"dur\": " + std::to_string(dur) + ", \"args\": {" + args + "}}";
+    return std::string("{\"ph\": \"X\", \"cat\": \"") + cat + "\", \"name\": \"" + name + "\", \"pid\": " + std::to_string(pid) +
+           ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + std::to_string(1000 + ts) + ", \"dur\": " + std::to_string(dur) +
+           ", \"args\": {" + args + "}}";
   };
   const std::vector<std::string> ev = {
       x("user_annotation", "## forward ##", 1, 1, 0, 200),
@@ -314,8 +314,8 @@ class TestTopOps : public QObject {
     QCOMPARE(order, (std::vector<std::string>{"k5", "k3", "k4", "k2", "k1"}));
     QCOMPARE(all.kernels.rows[0].perRankNs, (std::vector<TimeNs>{50'000, 5'000}));
     QCOMPARE(all.kernels.rows[1].count, std::int64_t(3));
-    QCOMPARE(all.kernels.perRankNs, (std::vector<TimeNs>{50'000 + 20'000 + 30'000 + 10'000 + 5'000,
-                                                          5'000 + 20'000 + 15'000 + 10'000 + 5'000}));
+    QCOMPARE(all.kernels.perRankNs,
+             (std::vector<TimeNs>{50'000 + 20'000 + 30'000 + 10'000 + 5'000, 5'000 + 20'000 + 15'000 + 10'000 + 5'000}));
     QVERIFY(all.operators.rows.empty());
 
     const TopOps two = computeTopOps(store, runId, 2);
@@ -325,8 +325,8 @@ class TestTopOps : public QObject {
     QVERIFY(other.other);
     QCOMPARE(other.name, std::string("other"));
     QCOMPARE(other.names, std::int64_t(3));
-    QCOMPARE(other.count, std::int64_t(6));   // k4, k2, k1 on both ranks
-    QCOMPARE(other.timeNs, TimeNs(70'000));   // 40 + 20 + 10
+    QCOMPARE(other.count, std::int64_t(6));  // k4, k2, k1 on both ranks
+    QCOMPARE(other.timeNs, TimeNs(70'000));  // 40 + 20 + 10
     QCOMPARE(other.maxNs, TimeNs(20'000));
     QCOMPARE(other.meanNs, TimeNs(70'000 / 6));
     QCOMPARE(other.perRankNs, (std::vector<TimeNs>{35'000, 35'000}));

@@ -90,11 +90,23 @@ class TestTraceStore : public QObject {
       e.trackId = f.track;
       e.nameId = store.intern("parent");
       // A long parent [0, 1000), children, and later events inserted out of order.
-      e.startNs = 500; e.endNs = 600; w.addEvent(e);
-      e.startNs = 0; e.endNs = 1000; w.addEvent(e);
-      e.startNs = 100; e.endNs = 200; w.addEvent(e);
-      e.startNs = 2000; e.endNs = 2000; e.flags = EventFlags::Instant; w.addEvent(e);
-      e.startNs = 3000; e.endNs = 3500; e.flags = 0; w.addEvent(e);
+      e.startNs = 500;
+      e.endNs = 600;
+      w.addEvent(e);
+      e.startNs = 0;
+      e.endNs = 1000;
+      w.addEvent(e);
+      e.startNs = 100;
+      e.endNs = 200;
+      w.addEvent(e);
+      e.startNs = 2000;
+      e.endNs = 2000;
+      e.flags = EventFlags::Instant;
+      w.addEvent(e);
+      e.startNs = 3000;
+      e.endNs = 3500;
+      e.flags = 0;
+      w.addEvent(e);
       w.finish();
       tx.commit();
     }
@@ -145,8 +157,9 @@ class TestTraceStore : public QObject {
     store.setMetric(a.run, std::nullopt, "tokens_per_s", 123.5);
     store.deleteRun(a.run);
     QVERIFY(!store.run(a.run));
-    Statement c(store.db(), "SELECT (SELECT SUM(count) FROM event_chunks), (SELECT COUNT(*) FROM event_args), "
-                            "(SELECT COUNT(*) FROM counters), (SELECT COUNT(*) FROM steps), (SELECT COUNT(*) FROM metrics)");
+    Statement c(store.db(),
+                "SELECT (SELECT SUM(count) FROM event_chunks), (SELECT COUNT(*) FROM event_args), "
+                "(SELECT COUNT(*) FROM counters), (SELECT COUNT(*) FROM steps), (SELECT COUNT(*) FROM metrics)");
     QVERIFY(c.step());
     QCOMPARE(c.int64(0), std::int64_t(50));
     QCOMPARE(c.int64(1), std::int64_t(1));  // one args block for b's single chunk
@@ -199,7 +212,8 @@ class TestTraceStore : public QObject {
     TraceStore store(pathIn(dir, "a.db"));
     const auto f = makeRun(store, "args");
     auto argsOf = [](int i) {
-      return "{\"External id\":" + std::to_string(i) + ",\"Input Dims\":[[512],[],[]],\"Input type\":[\"long int\",\"\",\"Scalar\"]}";
+      return "{\"External id\":" + std::to_string(i) +
+             ",\"Input Dims\":[[512],[],[]],\"Input type\":[\"long int\",\"\",\"Scalar\"]}";
     };
     {
       Transaction tx(store.db());
@@ -321,7 +335,8 @@ class TestTraceStore : public QObject {
       Database db(path, Database::Mode::ReadWrite);
       schema::migrate(db, 1);
       QCOMPARE(schema::version(db), 1);
-      db.exec("INSERT INTO runs(name, source, created_at, status) VALUES('v1 run', 'kineto', '2025-01-01T00:00:00Z', 'completed')");
+      db.exec(
+          "INSERT INTO runs(name, source, created_at, status) VALUES('v1 run', 'kineto', '2025-01-01T00:00:00Z', 'completed')");
     }
     TraceStore store(path);
     QCOMPARE(schema::version(store.db()), schema::kCurrentVersion);
@@ -339,7 +354,8 @@ class TestTraceStore : public QObject {
     for (const auto& [path, version] : {std::pair{v2, 2}, std::pair{v1, 1}}) {
       Database db(path, Database::Mode::ReadWrite);
       schema::migrate(db, version);
-      db.exec("INSERT INTO runs(name, source, created_at, status) VALUES('old run', 'kineto', '2025-01-01T00:00:00Z', 'completed')");
+      db.exec(
+          "INSERT INTO runs(name, source, created_at, status) VALUES('old run', 'kineto', '2025-01-01T00:00:00Z', 'completed')");
     }
     {
       TraceStore store(v2, Database::Mode::ReadOnly);

@@ -254,7 +254,7 @@ void TestCuptiDecode::windowAndZeroTimestamps() {
   append(buf, kernel("straddles", 900, 1100, 2));  // overlaps the window: kept whole
   append(buf, kernel("lost", 0, 0, 3));            // device timestamp buffer overflowed
   append(buf, kernel("inside", 1500, 1600, 4));
-  append(buf, kernel("late", 2500, 2600, 5));      // after the window closed
+  append(buf, kernel("late", 2500, 2600, 5));  // after the window closed
   std::vector<std::string> names;
   ActivityDecoder d([&](GpuActivity&& a) { names.push_back(a.name); });
   d.setWindow(1000, 2000);

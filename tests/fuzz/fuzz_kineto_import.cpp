@@ -97,8 +97,7 @@ void checkReader(std::string_view text) {
     wholeErr = e.what();
   }
   if (!ignored("chunking")) {
-    if (firstOk != wholeOk)
-      invariant("accepting the input depends on the read size", firstOk ? wholeErr : firstErr);
+    if (firstOk != wholeOk) invariant("accepting the input depends on the read size", firstOk ? wholeErr : firstErr);
     if (firstOk && first != whole) invariant("the value depends on the read size", first + " vs " + whole);
   }
   if (!firstOk) return;
@@ -131,7 +130,8 @@ void checkStore(shardscope::core::TraceStore& store, const shardscope::core::Kin
       for (std::size_t i = 0; i < events.size(); ++i) {
         if (events[i].endNs < events[i].startNs)
           invariant("event ends before it starts", std::string(events[i].name) + " " + std::to_string(events[i].startNs));
-        if (i > 0 && events[i].startNs < events[i - 1].startNs) invariant("eventsInWindow is not ordered", std::string(events[i].name));
+        if (i > 0 && events[i].startNs < events[i - 1].startNs)
+          invariant("eventsInWindow is not ordered", std::string(events[i].name));
       }
       store.counterSamples(ts.track.id);
     }

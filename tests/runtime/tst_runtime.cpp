@@ -96,9 +96,22 @@ class TestRuntime : public QObject {
   std::map<QString, Ref> refs_;  // per optimizer/model/accum
 
   QStringList common(const QString& model, const QString& optimizer, int accum) const {
-    return {"--model", model, "--steps", QString::number(kSteps), "--seq-len", "16", "--optimizer", optimizer,
-            "--lr", optimizer == "sgd" ? "0.05" : "0.003", "--grad-accum", QString::number(accum), "--seed", "3",
-            "--hang-timeout-s", "60"};
+    return {"--model",
+            model,
+            "--steps",
+            QString::number(kSteps),
+            "--seq-len",
+            "16",
+            "--optimizer",
+            optimizer,
+            "--lr",
+            optimizer == "sgd" ? "0.05" : "0.003",
+            "--grad-accum",
+            QString::number(accum),
+            "--seed",
+            "3",
+            "--hang-timeout-s",
+            "60"};
   }
 
   const Ref& reference(const QString& model, const QString& optimizer, int world, int accum) {
@@ -106,9 +119,19 @@ class TestRuntime : public QObject {
     auto it = refs_.find(key);
     if (it != refs_.end()) return it->second;
     const std::string base = test::pathIn(dir_, "ref" + std::to_string(refs_.size()));
-    QStringList args = {"run", "--db", QString::fromStdString(db_), "--strategy", "ddp", "--world-size", "1",
-                        "--micro-batch", QString::number(kMicro * world), "--dump-params",
-                        QString::fromStdString(base + ".params"), "--dump-losses", QString::fromStdString(base + ".loss")};
+    QStringList args = {"run",
+                        "--db",
+                        QString::fromStdString(db_),
+                        "--strategy",
+                        "ddp",
+                        "--world-size",
+                        "1",
+                        "--micro-batch",
+                        QString::number(kMicro * world),
+                        "--dump-params",
+                        QString::fromStdString(base + ".params"),
+                        "--dump-losses",
+                        QString::fromStdString(base + ".loss")};
     args << common(model, optimizer, accum);
     const Result r = runCli(args);
     if (r.code != 0) qWarning() << r.err;
@@ -124,9 +147,19 @@ class TestRuntime : public QObject {
     QCOMPARE(static_cast<int>(ref.losses.size()), kSteps);
     QVERIFY(!ref.params.empty());
     const std::string base = test::pathIn(dir_, "run" + std::to_string(++runs_));
-    QStringList args = {"run", "--db", QString::fromStdString(db_), "--strategy", strategy, "--world-size",
-                        QString::number(world), "--micro-batch", QString::number(kMicro), "--dump-params",
-                        QString::fromStdString(base + ".params"), "--dump-losses", QString::fromStdString(base + ".loss")};
+    QStringList args = {"run",
+                        "--db",
+                        QString::fromStdString(db_),
+                        "--strategy",
+                        strategy,
+                        "--world-size",
+                        QString::number(world),
+                        "--micro-batch",
+                        QString::number(kMicro),
+                        "--dump-params",
+                        QString::fromStdString(base + ".params"),
+                        "--dump-losses",
+                        QString::fromStdString(base + ".loss")};
     args << common(model, optimizer, accum) << knobs;
     const Result r = runCli(args);
     QVERIFY2(r.code == 0, qPrintable(strategy + " " + knobs.join(' ') + ": " + r.err.right(2000)));
@@ -135,7 +168,10 @@ class TestRuntime : public QObject {
     for (std::size_t i = 0; i < losses.size(); ++i)
       QVERIFY2(std::abs(losses[i] - ref.losses[i]) <= 1e-5 * std::abs(ref.losses[i]) + 1e-6,
                qPrintable(QString("%1 %2 step %3: loss %4 vs reference %5")
-                              .arg(strategy, knobs.join(' ')).arg(i + 1).arg(losses[i], 0, 'g', 10).arg(ref.losses[i], 0, 'g', 10)));
+                              .arg(strategy, knobs.join(' '))
+                              .arg(i + 1)
+                              .arg(losses[i], 0, 'g', 10)
+                              .arg(ref.losses[i], 0, 'g', 10)));
     const auto params = readFloats(base + ".params");
     QCOMPARE(params.size(), ref.params.size());
     double worst = 0;
@@ -148,7 +184,9 @@ class TestRuntime : public QObject {
       }
     }
     QVERIFY2(worst <= 2e-5, qPrintable(QString("%1 %2: parameter %3 differs from the reference by %4")
-                                           .arg(strategy, knobs.join(' ')).arg(worstAt).arg(worst)));
+                                           .arg(strategy, knobs.join(' '))
+                                           .arg(worstAt)
+                                           .arg(worst)));
   }
   int runs_ = 0;
 
@@ -166,17 +204,32 @@ class TestRuntime : public QObject {
     QTest::addColumn<int>("accum");
     const QStringList none;
     QTest::newRow("ddp") << "ddp" << 2 << none << "sgd" << 1;
-    QTest::newRow("ddp tiny buckets, bucket views") << "ddp" << 2 << QStringList{"--bucket-cap-mb", "0.004", "--first-bucket-mb", "0.001", "--gradient-as-bucket-view"} << "sgd" << 1;
+    QTest::newRow("ddp tiny buckets, bucket views")
+        << "ddp" << 2 << QStringList{"--bucket-cap-mb", "0.004", "--first-bucket-mb", "0.001", "--gradient-as-bucket-view"}
+        << "sgd" << 1;
     QTest::newRow("ddp adamw accum 2 checkpointing") << "ddp" << 2 << QStringList{"--activation-checkpointing"} << "adamw" << 2;
-    QTest::newRow("zero1 small buckets") << "zero1" << 2 << QStringList{"--reduce-bucket-size", "3000", "--allgather-bucket-size", "2000"} << "sgd" << 1;
-    QTest::newRow("zero2 overlap") << "zero2" << 2 << QStringList{"--reduce-bucket-size", "5000", "--overlap-comm", "true"} << "adamw" << 1;
-    QTest::newRow("zero2 no overlap accum 2") << "zero2" << 2 << QStringList{"--reduce-bucket-size", "5000", "--overlap-comm", "false"} << "sgd" << 2;
+    QTest::newRow("zero1 small buckets") << "zero1" << 2
+                                         << QStringList{"--reduce-bucket-size", "3000", "--allgather-bucket-size", "2000"}
+                                         << "sgd" << 1;
+    QTest::newRow("zero2 overlap") << "zero2" << 2 << QStringList{"--reduce-bucket-size", "5000", "--overlap-comm", "true"}
+                                   << "adamw" << 1;
+    QTest::newRow("zero2 no overlap accum 2")
+        << "zero2" << 2 << QStringList{"--reduce-bucket-size", "5000", "--overlap-comm", "false"} << "sgd" << 2;
     QTest::newRow("zero3 defaults") << "zero3" << 2 << none << "sgd" << 1;
-    QTest::newRow("zero3 partitioned, prefetch, release") << "zero3" << 2 << QStringList{"--stage3-param-persistence-threshold", "100", "--max-reuse-distance", "0", "--stage3-prefetch-bucket-size", "4000", "--reduce-bucket-size", "3000"} << "adamw" << 1;
-    QTest::newRow("zero3 4 ranks checkpointing accum 2") << "zero3" << 4 << QStringList{"--param-persistence-threshold", "0", "--activation-checkpointing", "--overlap-comm", "false"} << "sgd" << 2;
+    QTest::newRow("zero3 partitioned, prefetch, release")
+        << "zero3" << 2 << QStringList{"--stage3-param-persistence-threshold", "100",  "--max-reuse-distance", "0",
+                                       "--stage3-prefetch-bucket-size",        "4000", "--reduce-bucket-size", "3000"}
+        << "adamw" << 1;
+    QTest::newRow("zero3 4 ranks checkpointing accum 2")
+        << "zero3" << 4
+        << QStringList{"--param-persistence-threshold", "0", "--activation-checkpointing", "--overlap-comm", "false"} << "sgd"
+        << 2;
     QTest::newRow("fsdp") << "fsdp" << 2 << none << "adamw" << 1;
-    QTest::newRow("fsdp post, forward prefetch, no limit") << "fsdp" << 2 << QStringList{"--backward-prefetch", "post", "--forward-prefetch", "--limit-all-gathers", "false"} << "sgd" << 1;
-    QTest::newRow("fsdp no prefetch, checkpointing, 4 ranks") << "fsdp" << 4 << QStringList{"--backward-prefetch", "none", "--activation-checkpointing"} << "sgd" << 1;
+    QTest::newRow("fsdp post, forward prefetch, no limit")
+        << "fsdp" << 2 << QStringList{"--backward-prefetch", "post", "--forward-prefetch", "--limit-all-gathers", "false"}
+        << "sgd" << 1;
+    QTest::newRow("fsdp no prefetch, checkpointing, 4 ranks")
+        << "fsdp" << 4 << QStringList{"--backward-prefetch", "none", "--activation-checkpointing"} << "sgd" << 1;
     QTest::newRow("fsdp_grad_op") << "fsdp_grad_op" << 2 << none << "sgd" << 2;
     QTest::newRow("hsdp 2x2") << "hsdp" << 4 << QStringList{"--shard-group-size", "2"} << "adamw" << 1;
   }
@@ -191,13 +244,13 @@ class TestRuntime : public QObject {
 
   // A DeepSpeed JSON is an accepted input: its zero_optimization block picks ZeRO-3 and its knobs.
   void deepspeedConfig() {
-    const std::string ds = test::writeFile(
-        dir_, "ds_zero3.json",
-        "{\"train_micro_batch_size_per_gpu\": 2, \"gradient_accumulation_steps\": 1,"
-        " \"optimizer\": {\"type\": \"SGD\", \"params\": {\"lr\": 0.05, \"momentum\": 0.9}},"
-        " \"zero_optimization\": {\"stage\": 3, \"overlap_comm\": true, \"reduce_bucket_size\": 4000,"
-        " \"stage3_param_persistence_threshold\": 50, \"stage3_prefetch_bucket_size\": 3000,"
-        " \"stage3_max_reuse_distance\": 0}}");
+    const std::string ds =
+        test::writeFile(dir_, "ds_zero3.json",
+                        "{\"train_micro_batch_size_per_gpu\": 2, \"gradient_accumulation_steps\": 1,"
+                        " \"optimizer\": {\"type\": \"SGD\", \"params\": {\"lr\": 0.05, \"momentum\": 0.9}},"
+                        " \"zero_optimization\": {\"stage\": 3, \"overlap_comm\": true, \"reduce_bucket_size\": 4000,"
+                        " \"stage3_param_persistence_threshold\": 50, \"stage3_prefetch_bucket_size\": 3000,"
+                        " \"stage3_max_reuse_distance\": 0}}");
     checkParity("zero3", 2, {"--deepspeed", QString::fromStdString(ds)});
     core::TraceStore store(db_, core::Database::Mode::ReadOnly);
     const auto runs = store.runs();
@@ -224,9 +277,9 @@ class TestRuntime : public QObject {
       env.insert("LOCAL_RANK", QString::number(r));
       env.insert("OMP_NUM_THREADS", "1");
       p->setProcessEnvironment(env);
-      p->start(worker, {"--db", QString::fromStdString(db_), "--run-name", "external", "--strategy", "fsdp", "--model",
-                        "tiny", "--steps", "3", "--seq-len", "16", "--micro-batch", "2", "--save-checkpoint",
-                        "--consolidate-checkpoint", "--checkpoint-dir", QString::fromStdString(ckpt)});
+      p->start(worker, {"--db", QString::fromStdString(db_), "--run-name", "external", "--strategy", "fsdp", "--model", "tiny",
+                        "--steps", "3", "--seq-len", "16", "--micro-batch", "2", "--save-checkpoint", "--consolidate-checkpoint",
+                        "--checkpoint-dir", QString::fromStdString(ckpt)});
       procs.push_back(std::move(p));
     }
     for (auto& p : procs) {
@@ -244,7 +297,8 @@ class TestRuntime : public QObject {
     // Shards: parameters + two Adam moments, 4 bytes each, half of the (padded) model per rank.
     const double psi = 125248;
     std::int64_t shardBytes = 0;
-    for (int r = 0; r < 2; ++r) shardBytes += QFileInfo(QString::fromStdString(ckpt + "/rank" + std::to_string(r) + ".bin")).size();
+    for (int r = 0; r < 2; ++r)
+      shardBytes += QFileInfo(QString::fromStdString(ckpt + "/rank" + std::to_string(r) + ".bin")).size();
     QVERIFY2(std::abs(static_cast<double>(shardBytes) - 12 * psi) < 12 * 64, qPrintable(QString::number(shardBytes)));
     QCOMPARE(QFileInfo(QString::fromStdString(ckpt + "/consolidated.bin")).size(), static_cast<qint64>(4 * psi));
   }
@@ -285,8 +339,15 @@ class TestRuntime : public QObject {
         }
         QVERIFY2(std::abs(p - ep) <= slack && std::abs(g - eg) <= slack && std::abs(o - eo) <= slack,
                  qPrintable(QString("run %1 (%2) rank %3: params %4 grads %5 optimizer %6; expected %7 %8 %9")
-                                .arg(run.id).arg(QString::fromStdString(s)).arg(rank.rank)
-                                .arg(p).arg(g).arg(o).arg(ep).arg(eg).arg(eo)));
+                                .arg(run.id)
+                                .arg(QString::fromStdString(s))
+                                .arg(rank.rank)
+                                .arg(p)
+                                .arg(g)
+                                .arg(o)
+                                .arg(ep)
+                                .arg(eg)
+                                .arg(eo)));
         ++checked;
       }
     }
@@ -316,7 +377,8 @@ class TestRuntime : public QObject {
         QVERIFY(e.endNs >= e.startNs);
         ag += e.collOp == core::CollectiveOp::AllGather;
         rs += e.collOp == core::CollectiveOp::ReduceScatter;
-        if (e.collOp == core::CollectiveOp::ReduceScatter) QVERIFY(e.argsJson.find("\"emulated_by\":\"all_reduce\"") != std::string::npos);
+        if (e.collOp == core::CollectiveOp::ReduceScatter)
+          QVERIFY(e.argsJson.find("\"emulated_by\":\"all_reduce\"") != std::string::npos);
       });
     }
     // FSDP full shard, 4 units (embedding, 2 blocks, head): per step 4 forward all-gathers, 2 more
@@ -357,9 +419,28 @@ class TestRuntime : public QObject {
     for (const QString precision : {"fp32", "bf16"}) {
       const std::string base = test::pathIn(dir_, "bf16_" + strategy.toStdString() + "_" + precision.toStdString());
       const QString name = "mp " + strategy + " " + precision;
-      const Result r = runCli({"run", "--db", QString::fromStdString(db_), "--name", name, "--strategy", strategy,
-                               "--world-size", "2", "--model", "tiny", "--steps", "10", "--seq-len", "32",
-                               "--micro-batch", "2", "--seed", "5", "--precision", precision, "--dump-losses",
+      const Result r = runCli({"run",
+                               "--db",
+                               QString::fromStdString(db_),
+                               "--name",
+                               name,
+                               "--strategy",
+                               strategy,
+                               "--world-size",
+                               "2",
+                               "--model",
+                               "tiny",
+                               "--steps",
+                               "10",
+                               "--seq-len",
+                               "32",
+                               "--micro-batch",
+                               "2",
+                               "--seed",
+                               "5",
+                               "--precision",
+                               precision,
+                               "--dump-losses",
                                QString::fromStdString(base)});
       QVERIFY2(r.code == 0, qPrintable(precision + ": " + r.err.right(1500)));
       losses[precision] = meanLosses(base, 2);
@@ -372,7 +453,8 @@ class TestRuntime : public QObject {
     QCOMPARE(a.size(), std::size_t(10));
     QCOMPARE(b.size(), std::size_t(10));
     for (std::size_t i = 0; i < a.size(); ++i)
-      QVERIFY2(std::abs(a[i] - b[i]) <= 0.02 * std::abs(a[i]), qPrintable(QString("step %1: fp32 %2, bf16 %3").arg(i).arg(a[i]).arg(b[i])));
+      QVERIFY2(std::abs(a[i] - b[i]) <= 0.02 * std::abs(a[i]),
+               qPrintable(QString("step %1: fp32 %2, bf16 %3").arg(i).arg(a[i]).arg(b[i])));
     QVERIFY2(b.back() < b.front() - 0.1, "bf16 training does not learn");
     QVERIFY2(a != b, "bf16 gave exactly the fp32 losses: it did not compute in bf16");
     // What the compute graph got: 2-byte parameters and activations in bf16, 4-byte in fp32.
@@ -392,9 +474,27 @@ class TestRuntime : public QObject {
     std::map<QString, std::vector<double>> losses;
     for (const QString attention : {"eager", "sdpa"}) {
       const std::string base = test::pathIn(dir_, "attn_" + attention.toStdString());
-      const Result r = runCli({"run", "--db", QString::fromStdString(db_), "--strategy", "fsdp", "--world-size", "2",
-                               "--model", "tiny", "--steps", "5", "--seq-len", "32", "--micro-batch", "2", "--seed", "9",
-                               "--attention", attention, "--dump-losses", QString::fromStdString(base)});
+      const Result r = runCli({"run",
+                               "--db",
+                               QString::fromStdString(db_),
+                               "--strategy",
+                               "fsdp",
+                               "--world-size",
+                               "2",
+                               "--model",
+                               "tiny",
+                               "--steps",
+                               "5",
+                               "--seq-len",
+                               "32",
+                               "--micro-batch",
+                               "2",
+                               "--seed",
+                               "9",
+                               "--attention",
+                               attention,
+                               "--dump-losses",
+                               QString::fromStdString(base)});
       if (attention == "sdpa" && r.code != 0 && r.err.contains("needs LibTorch 2.0")) {
         QVERIFY2(r.err.contains("use --attention eager"), qPrintable(r.err));
         QSKIP("this LibTorch has no scaled_dot_product_attention (1.x): refused with a clear message");
@@ -412,15 +512,24 @@ class TestRuntime : public QObject {
   // LibTorch 2.x), and the losses still track fp32 reduction. Gloo in LibTorch 1.13 cannot: an
   // explicit bf16 is refused naming the backend, and unset falls back to fp32 (rank metadata).
   void bf16GradientReduction() {
-    const QStringList common{"--db", QString::fromStdString(db_), "--strategy", "zero2", "--world-size", "2", "--model",
-                             "tiny", "--steps", "6", "--seq-len", "32", "--micro-batch", "2", "--seed", "4", "--precision", "bf16"};
+    const QStringList common{"--db",          QString::fromStdString(db_),
+                             "--strategy",    "zero2",
+                             "--world-size",  "2",
+                             "--model",       "tiny",
+                             "--steps",       "6",
+                             "--seq-len",     "32",
+                             "--micro-batch", "2",
+                             "--seed",        "4",
+                             "--precision",   "bf16"};
     const std::string fp32Base = test::pathIn(dir_, "rd_fp32");
-    Result r = runCli(QStringList{"run", "--name", "rd fp32", "--reduce-dtype", "fp32", "--dump-losses",
-                                  QString::fromStdString(fp32Base)} + common);
+    Result r = runCli(
+        QStringList{"run", "--name", "rd fp32", "--reduce-dtype", "fp32", "--dump-losses", QString::fromStdString(fp32Base)} +
+        common);
     QVERIFY2(r.code == 0, qPrintable(r.err.right(1500)));
     const std::string bf16Base = test::pathIn(dir_, "rd_bf16");
-    r = runCli(QStringList{"run", "--name", "rd bf16", "--reduce-dtype", "bf16", "--dump-losses",
-                           QString::fromStdString(bf16Base)} + common);
+    r = runCli(
+        QStringList{"run", "--name", "rd bf16", "--reduce-dtype", "bf16", "--dump-losses", QString::fromStdString(bf16Base)} +
+        common);
     if (r.code != 0 && r.err.contains("cannot sum bf16")) {
       QVERIFY2(r.err.contains("use --reduce-dtype fp32"), qPrintable(r.err));
       // Unset under bf16: falls back to fp32 and says so.
@@ -443,8 +552,8 @@ class TestRuntime : public QObject {
     std::map<QString, double> act;
     for (const QString precision : {"fp32", "bf16"}) {
       const QString name = "act " + precision;
-      const Result r = runCli({"run", "--db", QString::fromStdString(db_), "--name", name, "--strategy", "ddp",
-                               "--world-size", "2", "--model", "small", "--steps", "2", "--precision", precision});
+      const Result r = runCli({"run", "--db", QString::fromStdString(db_), "--name", name, "--strategy", "ddp", "--world-size",
+                               "2", "--model", "small", "--steps", "2", "--precision", precision});
       QVERIFY2(r.code == 0, qPrintable(r.err.right(1500)));
       core::TraceStore store(db_, core::Database::Mode::ReadOnly);
       for (const auto& run : store.runs())
@@ -453,7 +562,8 @@ class TestRuntime : public QObject {
     }
     QVERIFY(act["fp32"] > 0);
     QVERIFY2(act["bf16"] <= 0.6 * act["fp32"], qPrintable(QString("activations at the peak: bf16 %1 MiB, fp32 %2 MiB")
-                                                               .arg(act["bf16"] / 1048576.0).arg(act["fp32"] / 1048576.0)));
+                                                              .arg(act["bf16"] / 1048576.0)
+                                                              .arg(act["fp32"] / 1048576.0)));
   }
 
   void badConfigRefusedBeforeLaunch() {
@@ -461,8 +571,8 @@ class TestRuntime : public QObject {
       core::TraceStore store(db_, core::Database::Mode::ReadOnly);
       return store.runs().size();
     }();
-    Result r = runCli({"run", "--db", QString::fromStdString(db_), "--strategy", "hsdp", "--world-size", "4",
-                       "--shard-group-size", "3"});
+    Result r = runCli(
+        {"run", "--db", QString::fromStdString(db_), "--strategy", "hsdp", "--world-size", "4", "--shard-group-size", "3"});
     QVERIFY(r.code != 0);
     QVERIFY2(r.err.contains("shard_group_size"), qPrintable(r.err));
     const std::string ds = test::writeFile(dir_, "bad-ds.json", "{\"zero_optimization\": {\"stage\": 4}}");
@@ -483,13 +593,13 @@ class TestRuntime : public QObject {
     QFETCH(QString, kind);
     QProcessEnvironment env;
     env.insert("SHARDSCOPE_FAULT", "1:30:" + kind);
-    const Result r = runCli({"run", "--db", QString::fromStdString(db_), "--strategy", "fsdp", "--world-size", "2",
-                             "--model", "tiny", "--steps", "34", "--seq-len", "16", "--micro-batch", "2",
-                             // Only the hang case needs the short hang timeout; for the others a slow start on a
-                             // loaded machine must not be mistaken for a hang before the fault happens.
-                             "--hang-timeout-s", kind == "hang" ? "4" : "30", "--flush-interval-s", "0.05", "--name",
-                             "fault " + kind},
-                            env, 60000);
+    const Result r =
+        runCli({"run", "--db", QString::fromStdString(db_), "--strategy", "fsdp", "--world-size", "2", "--model", "tiny",
+                "--steps", "34", "--seq-len", "16", "--micro-batch", "2",
+                // Only the hang case needs the short hang timeout; for the others a slow start on a
+                // loaded machine must not be mistaken for a hang before the fault happens.
+                "--hang-timeout-s", kind == "hang" ? "4" : "30", "--flush-interval-s", "0.05", "--name", "fault " + kind},
+               env, 60000);
     QCOMPARE(r.code, 1);
     QVERIFY2(r.seconds < 30, qPrintable(QString::number(r.seconds)));
     core::TraceStore store(db_, core::Database::Mode::ReadOnly);

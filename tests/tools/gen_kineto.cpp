@@ -111,14 +111,14 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     const auto st = shardscope::test::generateKinetoTrace(out, opt);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("%s: %llu traceEvents (%llu complete, %llu cpu_op, %llu runtime, %llu kernels of which %llu NCCL, "
-                "%llu steps, %llu [memory], %llu launch flows), %.1f MB JSON in %.2f s\n",
-                out.c_str(), static_cast<unsigned long long>(st.traceEvents),
-                static_cast<unsigned long long>(st.completeEvents), static_cast<unsigned long long>(st.cpuOps),
-                static_cast<unsigned long long>(st.runtimeEvents), static_cast<unsigned long long>(st.kernels),
-                static_cast<unsigned long long>(st.ncclKernels), static_cast<unsigned long long>(st.steps),
-                static_cast<unsigned long long>(st.memoryEvents), static_cast<unsigned long long>(st.launchFlows),
-                static_cast<double>(st.bytes) / 1e6, s);
+    std::printf(
+        "%s: %llu traceEvents (%llu complete, %llu cpu_op, %llu runtime, %llu kernels of which %llu NCCL, "
+        "%llu steps, %llu [memory], %llu launch flows), %.1f MB JSON in %.2f s\n",
+        out.c_str(), static_cast<unsigned long long>(st.traceEvents), static_cast<unsigned long long>(st.completeEvents),
+        static_cast<unsigned long long>(st.cpuOps), static_cast<unsigned long long>(st.runtimeEvents),
+        static_cast<unsigned long long>(st.kernels), static_cast<unsigned long long>(st.ncclKernels),
+        static_cast<unsigned long long>(st.steps), static_cast<unsigned long long>(st.memoryEvents),
+        static_cast<unsigned long long>(st.launchFlows), static_cast<double>(st.bytes) / 1e6, s);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "shardscope-gen-kineto: %s\n", e.what());
     return 1;

@@ -107,7 +107,8 @@ void appendPretty(std::string& out, std::string_view json, int depth) {
       case ' ':
       case '\n':
       case '\t':
-      case '\r': break;
+      case '\r':
+        break;
       case '"':
         inStr = true;
         out.push_back(c);
@@ -135,8 +136,11 @@ void appendPretty(std::string& out, std::string_view json, int depth) {
         out.push_back(',');
         newline(depth);
         break;
-      case ':': out += ": "; break;
-      default: out.push_back(c);
+      case ':':
+        out += ": ";
+        break;
+      default:
+        out.push_back(c);
     }
   }
 }
@@ -300,15 +304,18 @@ constexpr std::string_view kForeach[6] = {
     "1, 1, 0>, std::multiplies<float>, float)",
     "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<2>, "
     "at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float>"
-    "(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, "
+    "(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous "
+    "namespace)::BinaryOpListAlphaFunctor<float, "
     "2, 2, 0>, std::plus<float>, float)",
     "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<3>, "
     "at::native::(anonymous namespace)::PointwiseOpScalarFunctor<float, 3, 3, 0>, std::multiplies<float>, float>"
-    "(at::native::(anonymous namespace)::TensorListMetadata<3>, at::native::(anonymous namespace)::PointwiseOpScalarFunctor<float, "
+    "(at::native::(anonymous namespace)::TensorListMetadata<3>, at::native::(anonymous "
+    "namespace)::PointwiseOpScalarFunctor<float, "
     "3, 3, 0>, std::multiplies<float>, float)",
     "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<2>, "
     "at::native::(anonymous namespace)::UnaryOpFunctor<float, 2, 1, 1>, at::native::(anonymous namespace)::Sqrt<float> >"
-    "(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::UnaryOpFunctor<float, 2, 1, 1>, "
+    "(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::UnaryOpFunctor<float, 2, 1, "
+    "1>, "
     "at::native::(anonymous namespace)::Sqrt<float>)",
     "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<1>, "
     "at::native::(anonymous namespace)::BinaryOpScalarFunctor<float, 1, 1, 0>, std::plus<float>, float>"
@@ -316,10 +323,11 @@ constexpr std::string_view kForeach[6] = {
     "1, 1, 0>, std::plus<float>, float)",
     "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<3>, "
     "at::native::(anonymous namespace)::PointwiseOpScalarFunctor<float, 3, 3, 0>, std::divides<float>, float>"
-    "(at::native::(anonymous namespace)::TensorListMetadata<3>, at::native::(anonymous namespace)::PointwiseOpScalarFunctor<float, "
+    "(at::native::(anonymous namespace)::TensorListMetadata<3>, at::native::(anonymous "
+    "namespace)::PointwiseOpScalarFunctor<float, "
     "3, 3, 0>, std::divides<float>, float)"};
-constexpr std::string_view kForeachOps[6] = {"aten::_foreach_mul_", "aten::_foreach_add_",   "aten::_foreach_addcmul_",
-                                             "aten::_foreach_sqrt", "aten::_foreach_add_",   "aten::_foreach_addcdiv_"};
+constexpr std::string_view kForeachOps[6] = {"aten::_foreach_mul_", "aten::_foreach_add_", "aten::_foreach_addcmul_",
+                                             "aten::_foreach_sqrt", "aten::_foreach_add_", "aten::_foreach_addcdiv_"};
 
 constexpr int kComputeStream = 7;
 constexpr int kNcclStream = 21;
@@ -376,8 +384,7 @@ class Generator {
     const double layersPerStep = std::max(1.0, (budget / steps - a) / b);
     // Activation memory must fit an 80 GB GPU: more layers per step means fewer tokens per layer.
     tokens_ = 4096;
-    while (tokens_ > 128 && 2.0 * layersPerStep * static_cast<double>(tokens_ * kFfn * 2) > 40.0 * (1ull << 30))
-      tokens_ /= 2;
+    while (tokens_ > 128 && 2.0 * layersPerStep * static_cast<double>(tokens_ * kFfn * 2) > 40.0 * (1ull << 30)) tokens_ /= 2;
     buildDims();
 
     for (int i = 0; i < steps; ++i) {
@@ -528,8 +535,8 @@ class Generator {
       topMember("cuda_driver_version", "12040");
       v = "{\"backend\": \"nccl\", \"rank\": " + std::to_string(o_.rank) + ", \"world_size\": " + std::to_string(world_) +
           ", \"pg_count\": 3, \"pg_config\": [";
-      const char* groups[3][3] = {{"0", "default_pg", "cuda:nccl"}, {"1", "undefined", "cuda:nccl"},
-                                  {"2", "undefined", "cpu:gloo,cuda:gloo"}};
+      const char* groups[3][3] = {
+          {"0", "default_pg", "cuda:nccl"}, {"1", "undefined", "cuda:nccl"}, {"2", "undefined", "cpu:gloo,cuda:gloo"}};
       for (int g = 0; g < 3; ++g) {
         if (g) v += ", ";
         v += std::string("{\"pg_name\": \"") + groups[g][0] + "\", \"pg_desc\": \"" + groups[g][1] +
@@ -628,9 +635,12 @@ class Generator {
 
   static std::string_view catName(Cat c) {
     switch (c) {
-      case Cat::CpuOp: return "cpu_op";
-      case Cat::Annotation: return "user_annotation";
-      case Cat::Python: return "python_function";
+      case Cat::CpuOp:
+        return "cpu_op";
+      case Cat::Annotation:
+        return "user_annotation";
+      case Cat::Python:
+        return "python_function";
     }
     return "cpu_op";
   }
@@ -956,9 +966,9 @@ class Generator {
   }
 
   void collectiveArgs(Args& a, const CollInfo& c, bool cpuSide) const {
-    const std::string_view name = c.kind == Coll::AllGather ? "_allgather_base"
+    const std::string_view name = c.kind == Coll::AllGather       ? "_allgather_base"
                                   : c.kind == Coll::ReduceScatter ? "_reduce_scatter_base"
-                                                                   : "allreduce";
+                                                                  : "allreduce";
     const std::string_view dtype = c.kind == Coll::AllReduce ? "Float" : "BFloat16";
     a.s("Collective name", name).i("In msg nelems", c.inElems).i("Out msg nelems", c.outElems).i("Group size", world_);
     a.s("dtype", dtype).s("In split size", "[]").s("Out split size", "[]").s("Process Group Name", c.pgName);
@@ -969,18 +979,18 @@ class Generator {
   // record_param_comms → nccl:* annotation → event record / stream wait / NCCL launch; the NCCL kernel
   // runs on stream 21 after `dep` (the compute it needs). Returns the CPU end; *kernelEnd the GPU end.
   i64 collective(i64 tid, i64 t, const CollInfo& c, i64 dep, i64* kernelEnd) {
-    const std::string_view ann = c.kind == Coll::AllGather ? "nccl:_all_gather_base"
+    const std::string_view ann = c.kind == Coll::AllGather       ? "nccl:_all_gather_base"
                                  : c.kind == Coll::ReduceScatter ? "nccl:_reduce_scatter_base"
-                                                                  : "nccl:all_reduce";
+                                                                 : "nccl:all_reduce";
     std::string_view kernel;
     if (nw_)
-      kernel = c.kind == Coll::AllGather ? "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+      kernel = c.kind == Coll::AllGather       ? "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
                : c.kind == Coll::ReduceScatter ? "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
-                                                : "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+                                               : "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
     else
-      kernel = c.kind == Coll::AllGather ? "ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclWorkElem)"
+      kernel = c.kind == Coll::AllGather       ? "ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclWorkElem)"
                : c.kind == Coll::ReduceScatter ? "ncclKernel_ReduceScatter_RING_LL_Sum_bf16(ncclWorkElem)"
-                                                : "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)";
+                                               : "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)";
     const i64 elemBytes = c.kind == Coll::AllReduce ? 4 : 2;
     const i64 bytes = (c.kind == Coll::AllGather ? c.outElems : c.inElems) * elemBytes;
     double dur = 9'000;
@@ -1060,9 +1070,11 @@ class Generator {
     const std::string& d = dimsT_[k];
     const Span st = op(tid, "aten::t", t, [&](Args& a) { shapes(a, d, "[\"c10::BFloat16\"]"); });
     t += rr(1'500, 4'000);
-    const Span tr = op(tid, "aten::transpose", t, [&](Args& a) { shapes(a, "[[], [], []]", "[\"c10::BFloat16\", \"Scalar\", \"Scalar\"]"); });
+    const Span tr =
+        op(tid, "aten::transpose", t, [&](Args& a) { shapes(a, "[[], [], []]", "[\"c10::BFloat16\", \"Scalar\", \"Scalar\"]"); });
     t += rr(1'000, 3'000);
-    const Span as = op(tid, "aten::as_strided", t, [&](Args& a) { shapes(a, "[[], [], [], []]", "[\"c10::BFloat16\", \"\", \"\", \"\"]"); });
+    const Span as =
+        op(tid, "aten::as_strided", t, [&](Args& a) { shapes(a, "[[], [], [], []]", "[\"c10::BFloat16\", \"\", \"\", \"\"]"); });
     t += rr(1'000, 3'000);
     close(as, t);
     t += rr(300, 1'200);
@@ -1113,9 +1125,8 @@ class Generator {
       t += rr(500, 1'500);
       ++nPy;
     }
-    const Span lin = op(tid, "aten::linear", t, [&](Args& a) {
-      shapes(a, dimsLinear_[k], "[\"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\"]");
-    });
+    const Span lin = op(tid, "aten::linear", t,
+                        [&](Args& a) { shapes(a, dimsLinear_[k], "[\"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\"]"); });
     t += rr(2'000, 5'000);
     t = transposeOps(tid, t, k);
     t += rr(1'000, 3'000);
@@ -1148,8 +1159,9 @@ class Generator {
       close(g, t);
     } else {
       const Span ad = op(tid, "aten::add_", t, [&](Args& a) {
-        shapes(a, "[[" + std::to_string(tokens_) + ", " + std::to_string(L.out) + "], [" + std::to_string(tokens_) + ", " +
-                      std::to_string(L.out) + "], []]",
+        shapes(a,
+               "[[" + std::to_string(tokens_) + ", " + std::to_string(L.out) + "], [" + std::to_string(tokens_) + ", " +
+                   std::to_string(L.out) + "], []]",
                "[\"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\"]", seq + 1);
       });
       t += rr(3'000, 7'000);
@@ -1160,9 +1172,11 @@ class Generator {
     if (l % 8 == 5) {
       // FSDP flat-parameter padding: a small zero-filled buffer (a gpu_memset).
       t += rr(2'000, 5'000);
-      const Span z = op(tid, "aten::zeros", t, [&](Args& a) { shapes(a, "[[], [], [], [], []]", "[\"\", \"Scalar\", \"\", \"\", \"\"]"); });
+      const Span z =
+          op(tid, "aten::zeros", t, [&](Args& a) { shapes(a, "[[], [], [], [], []]", "[\"\", \"Scalar\", \"\", \"\", \"\"]"); });
       t += rr(1'500, 3'000);
-      const Span e = op(tid, "aten::empty", t, [&](Args& a) { shapes(a, "[[], [], [], [], [], []]", "[\"\", \"Scalar\", \"\", \"\", \"\", \"\"]"); });
+      const Span e = op(tid, "aten::empty", t,
+                        [&](Args& a) { shapes(a, "[[], [], [], [], [], []]", "[\"\", \"Scalar\", \"\", \"\", \"\", \"\"]"); });
       t += rr(1'000, 3'000);
       close(e, t);
       t += rr(500, 1'500);
@@ -1203,8 +1217,9 @@ class Generator {
     if (L.gelu) {
       t = evaluate(tid, t, "GeluBackward0", seq + 1, [&](i64 u) {
         const Span g = op(tid, "aten::gelu_backward", u, [&](Args& a) {
-          shapes(a, "[[" + std::to_string(tokens_) + ", " + std::to_string(L.out) + "], [" + std::to_string(tokens_) + ", " +
-                        std::to_string(L.out) + "], []]",
+          shapes(a,
+                 "[[" + std::to_string(tokens_) + ", " + std::to_string(L.out) + "], [" + std::to_string(tokens_) + ", " +
+                     std::to_string(L.out) + "], []]",
                  "[\"c10::BFloat16\", \"c10::BFloat16\", \"\"]");
         });
         u += rr(2'000, 5'000);
@@ -1229,8 +1244,9 @@ class Generator {
       u = transposeOps(tid, u, k);
       u += rr(1'000, 3'000);
       const Span m1 = op(tid, "aten::mm", u, [&](Args& a) {
-        shapes(a, "[[" + std::to_string(tokens_) + ", " + std::to_string(L.out) + "], [" + std::to_string(L.out) + ", " +
-                      std::to_string(L.in) + "]]",
+        shapes(a,
+               "[[" + std::to_string(tokens_) + ", " + std::to_string(L.out) + "], [" + std::to_string(L.out) + ", " +
+                   std::to_string(L.in) + "]]",
                "[\"c10::BFloat16\", \"c10::BFloat16\"]");
       });
       u += rr(2'500, 6'000);
@@ -1244,8 +1260,9 @@ class Generator {
       u = transposeOps(tid, u, k);
       u += rr(1'000, 3'000);
       const Span m2 = op(tid, "aten::mm", u, [&](Args& a) {
-        shapes(a, "[[" + std::to_string(L.out) + ", " + std::to_string(tokens_) + "], [" + std::to_string(tokens_) + ", " +
-                      std::to_string(L.in) + "]]",
+        shapes(a,
+               "[[" + std::to_string(L.out) + ", " + std::to_string(tokens_) + "], [" + std::to_string(tokens_) + ", " +
+                   std::to_string(L.in) + "]]",
                "[\"c10::BFloat16\", \"c10::BFloat16\"]");
       });
       u += rr(2'500, 6'000);
@@ -1255,7 +1272,10 @@ class Generator {
       u += rr(1'500, 4'000);
       close(m2, u);
       u += rr(1'000, 3'000);
-      const Span sm = op(tid, "aten::sum", u, [&](Args& a) { shapes(a, "[[" + std::to_string(tokens_) + ", " + std::to_string(L.out) + "], [], [], []]", "[\"c10::BFloat16\", \"\", \"\", \"\"]"); });
+      const Span sm = op(tid, "aten::sum", u, [&](Args& a) {
+        shapes(a, "[[" + std::to_string(tokens_) + ", " + std::to_string(L.out) + "], [], [], []]",
+               "[\"c10::BFloat16\", \"\", \"\", \"\"]");
+      });
       u += rr(2'500, 6'000);
       u = launch(tid, u, sm.ext, kSum, KernelShape{{std::max<i64>(1, L.out / 32), 1, 1}, {32, 16, 1}, 32, 16},
                  jit(memNs(static_cast<double>(outBytes)), 0.1));
@@ -1280,8 +1300,9 @@ class Generator {
     t += rr(2'000, 5'000);
     t = evaluate(tid, t, "torch::autograd::AccumulateGrad", -1, [&](i64 u) {
       const Span ad = op(tid, "aten::add_", u, [&](Args& a) {
-        shapes(a, "[[" + std::to_string(L.in) + ", " + std::to_string(L.out) + "], [" + std::to_string(L.in) + ", " +
-                      std::to_string(L.out) + "], []]",
+        shapes(a,
+               "[[" + std::to_string(L.in) + ", " + std::to_string(L.out) + "], [" + std::to_string(L.in) + ", " +
+                   std::to_string(L.out) + "], []]",
                "[\"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\"]");
       });
       u += rr(2'500, 6'000);
@@ -1303,8 +1324,8 @@ class Generator {
   }
 
   // A small op with one kernel: name → (optional child) → launch.
-  i64 simpleKernelOp(i64 tid, i64 t, std::string_view name, std::string_view dims, std::string_view types, std::string_view kernel,
-                     i64 elems, double ns) {
+  i64 simpleKernelOp(i64 tid, i64 t, std::string_view name, std::string_view dims, std::string_view types,
+                     std::string_view kernel, i64 elems, double ns) {
     const Span s = op(tid, name, t, [&](Args& a) { shapes(a, dims, types); });
     t += rr(2'500, 6'000);
     t = launch(tid, t, s.ext, kernel, eltShape(elems), jit(ns, 0.1));
@@ -1339,17 +1360,26 @@ class Generator {
     t += rr(5'000, 15'000);
     {
       const std::string dims = "[[" + std::to_string(tokens_) + "], [], [], [], [], [], [], []]";
-      const Span to = op(tid, "aten::to", t, [&](Args& a) { shapes(a, dims, "[\"long int\", \"\", \"\", \"\", \"\", \"Scalar\", \"Scalar\", \"\"]"); });
+      const Span to = op(tid, "aten::to", t, [&](Args& a) {
+        shapes(a, dims, "[\"long int\", \"\", \"\", \"\", \"\", \"Scalar\", \"Scalar\", \"\"]");
+      });
       t += rr(2'000, 4'000);
-      const Span tc = op(tid, "aten::_to_copy", t, [&](Args& a) { shapes(a, "[[" + std::to_string(tokens_) + "], [], [], [], [], [], []]", "[\"long int\", \"\", \"\", \"\", \"\", \"Scalar\", \"\"]"); });
+      const Span tc = op(tid, "aten::_to_copy", t, [&](Args& a) {
+        shapes(a, "[[" + std::to_string(tokens_) + "], [], [], [], [], [], []]",
+               "[\"long int\", \"\", \"\", \"\", \"\", \"Scalar\", \"\"]");
+      });
       t += rr(2'000, 4'000);
-      const Span es = op(tid, "aten::empty_strided", t, [&](Args& a) { shapes(a, "[[], [], [], [], [], []]", "[\"\", \"\", \"\", \"\", \"\", \"\"]"); });
+      const Span es = op(tid, "aten::empty_strided", t,
+                         [&](Args& a) { shapes(a, "[[], [], [], [], [], []]", "[\"\", \"\", \"\", \"\", \"\", \"\"]"); });
       t += rr(1'500, 4'000);
       const i64 inAddr = alloc(tid, t, tokens_ * 8);
       t += rr(1'000, 2'000);
       close(es, t);
       t += rr(1'000, 3'000);
-      const Span cp = op(tid, "aten::copy_", t, [&](Args& a) { shapes(a, "[[" + std::to_string(tokens_) + "], [" + std::to_string(tokens_) + "], []]", "[\"long int\", \"long int\", \"Scalar\"]"); });
+      const Span cp = op(tid, "aten::copy_", t, [&](Args& a) {
+        shapes(a, "[[" + std::to_string(tokens_) + "], [" + std::to_string(tokens_) + "], []]",
+               "[\"long int\", \"long int\", \"Scalar\"]");
+      });
       t += rr(3'000, 6'000);
       t = copy(tid, t, cp.ext, false, "Memcpy HtoD (Pinned -> Device)", tokens_ * 8, 22.0);
       t += rr(2'000, 5'000);
@@ -1381,17 +1411,23 @@ class Generator {
     const i64 logitElems = tokens_ * 32000;
     {
       const Span ce = op(tid, "aten::cross_entropy_loss", t, [&](Args& a) {
-        shapes(a, logits + ", [" + std::to_string(tokens_) + "], [], [], [], []]", "[\"float\", \"long int\", \"\", \"Scalar\", \"Scalar\", \"Scalar\"]");
+        shapes(a, logits + ", [" + std::to_string(tokens_) + "], [], [], [], []]",
+               "[\"float\", \"long int\", \"\", \"Scalar\", \"Scalar\", \"Scalar\"]");
       });
       t += rr(3'000, 6'000);
-      const Span ls = op(tid, "aten::log_softmax", t, [&](Args& a) { shapes(a, logits + ", [], []]", "[\"float\", \"Scalar\", \"\"]", s_.seq + layers * 4 + 1); });
+      const Span ls = op(tid, "aten::log_softmax", t, [&](Args& a) {
+        shapes(a, logits + ", [], []]", "[\"float\", \"Scalar\", \"\"]", s_.seq + layers * 4 + 1);
+      });
       t += rr(2'000, 4'000);
-      t = simpleKernelOp(tid, t, "aten::_log_softmax", logits + ", [], []]", "[\"float\", \"Scalar\", \"Scalar\"]", kSoftmax, logitElems,
-                         memNs(static_cast<double>(logitElems) * 8.0));
+      t = simpleKernelOp(tid, t, "aten::_log_softmax", logits + ", [], []]", "[\"float\", \"Scalar\", \"Scalar\"]", kSoftmax,
+                         logitElems, memNs(static_cast<double>(logitElems) * 8.0));
       t += rr(1'000, 2'000);
       close(ls, t);
       t += rr(2'000, 4'000);
-      const Span nl = op(tid, "aten::nll_loss_nd", t, [&](Args& a) { shapes(a, logits + ", [" + std::to_string(tokens_) + "], [], [], []]", "[\"float\", \"long int\", \"\", \"Scalar\", \"Scalar\"]"); });
+      const Span nl = op(tid, "aten::nll_loss_nd", t, [&](Args& a) {
+        shapes(a, logits + ", [" + std::to_string(tokens_) + "], [], [], []]",
+               "[\"float\", \"long int\", \"\", \"Scalar\", \"Scalar\"]");
+      });
       t += rr(2'000, 4'000);
       t = simpleKernelOp(tid, t, "aten::nll_loss_forward", logits + ", [" + std::to_string(tokens_) + "], [], [], []]",
                          "[\"float\", \"long int\", \"\", \"Scalar\", \"Scalar\"]", kNll, 1, 6'000);
@@ -1403,7 +1439,8 @@ class Generator {
     // loss.backward(): the seed gradient on the main thread, the graph on the autograd thread.
     t += rr(10'000, 30'000);
     {
-      const Span ol = op(tid, "aten::ones_like", t, [&](Args& a) { shapes(a, "[[], [], [], [], [], []]", "[\"float\", \"\", \"\", \"\", \"\", \"\"]"); });
+      const Span ol = op(tid, "aten::ones_like", t,
+                         [&](Args& a) { shapes(a, "[[], [], [], [], [], []]", "[\"float\", \"\", \"\", \"\", \"\", \"\"]"); });
       t += rr(2'000, 4'000);
       t = simpleKernelOp(tid, t, "aten::fill_", "[[], []]", "[\"float\", \"Scalar\"]", kFill, 1, 2'000);
       t += rr(1'000, 2'000);
@@ -1411,7 +1448,8 @@ class Generator {
     }
     i64 b = t + rr(15'000, 40'000);
     b = evaluate(bwdTid_, b, "NllLossBackward0", s_.seq + layers * 4 + 2, [&](i64 u) {
-      return simpleKernelOp(bwdTid_, u, "aten::nll_loss_backward", "[[], " + logits.substr(1) + ", [" + std::to_string(tokens_) + "], [], [], [], []]",
+      return simpleKernelOp(bwdTid_, u, "aten::nll_loss_backward",
+                            "[[], " + logits.substr(1) + ", [" + std::to_string(tokens_) + "], [], [], [], []]",
                             "[\"float\", \"float\", \"long int\", \"\", \"Scalar\", \"Scalar\", \"float\"]", kNllBwd, logitElems,
                             memNs(static_cast<double>(logitElems) * 4.0));
     });
@@ -1451,7 +1489,8 @@ class Generator {
       for (i64 done = 0; done < tensors; done += 48) {
         const i64 n = std::min<i64>(48, tensors - done);
         const double bytes = static_cast<double>(n) * static_cast<double>(kHidden * kFfn) / world_ * 4.0 * (f % 3 + 2);
-        t = launch(tid, t, fo.ext, kForeach[f], KernelShape{{std::max<i64>(1, n * 8), 1, 1}, {512, 1, 1}, 40, 0}, jit(memNs(bytes), 0.1));
+        t = launch(tid, t, fo.ext, kForeach[f], KernelShape{{std::max<i64>(1, n * 8), 1, 1}, {512, 1, 1}, 40, 0},
+                   jit(memNs(bytes), 0.1));
         t += rr(1'500, 4'000);
       }
       t += rr(2'000, 6'000);
@@ -1568,8 +1607,7 @@ class Generator {
     }
     for (i64 tid : {mainTid_, bwdTid_}) {
       const std::string ts = std::to_string(tid);
-      meta("thread_name", pid, ts,
-           "\"name\": \"thread " + ts + (tid == mainTid_ ? " (python3)\"" : " (pt_autograd_0)\""));
+      meta("thread_name", pid, ts, "\"name\": \"thread " + ts + (tid == mainTid_ ? " (python3)\"" : " (pt_autograd_0)\""));
       meta("thread_sort_index", pid, ts, "\"sort_index\": " + ts);
     }
     meta("process_sort_index", "\"Spans\"", "0", "\"sort_index\": 536870912");
@@ -1584,8 +1622,9 @@ class Generator {
     s_.st.traceEvents += 2;
     if (!dry_) {
       line_.clear();
-      line_ += "{\"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\", \"pid\": \"Traces\", \"tid\": "
-               "\"Trace PyTorch Profiler\", \"ts\": ";
+      line_ +=
+          "{\"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\", \"pid\": \"Traces\", \"tid\": "
+          "\"Trace PyTorch Profiler\", \"ts\": ";
       appendTs(line_, traceStart_);
       line_ += "}";
       writeEventLine(line_);

@@ -46,12 +46,12 @@ struct KinetoGenStats {
   std::uint64_t completeEvents = 0;  // ph "X" (including the Trace span and gpu_user_annotation)
   std::uint64_t kernels = 0;         // cat "kernel", NCCL included
   std::uint64_t ncclKernels = 0;
-  std::uint64_t steps = 0;           // ProfilerStep#N annotations
-  std::uint64_t memoryEvents = 0;    // "[memory]" instants
-  std::uint64_t launchFlows = 0;     // ac2g / async_cpu_to_gpu flow events, s and f counted separately
-  std::uint64_t cpuOps = 0;          // cat "cpu_op"
-  std::uint64_t runtimeEvents = 0;   // cat "cuda_runtime" and "cuda_driver"
-  std::uint64_t bytes = 0;           // uncompressed JSON bytes written
+  std::uint64_t steps = 0;          // ProfilerStep#N annotations
+  std::uint64_t memoryEvents = 0;   // "[memory]" instants
+  std::uint64_t launchFlows = 0;    // ac2g / async_cpu_to_gpu flow events, s and f counted separately
+  std::uint64_t cpuOps = 0;         // cat "cpu_op"
+  std::uint64_t runtimeEvents = 0;  // cat "cuda_runtime" and "cuda_driver"
+  std::uint64_t bytes = 0;          // uncompressed JSON bytes written
 };
 
 // Writes the trace to `path`, gzip-compressed when the path ends with ".gz". Throws

@@ -29,8 +29,8 @@ inline std::string trace(int rank) {
 {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 110, "dur": 1, "args": {"correlation": 4}},
 {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 112, "dur": 1, "args": {"correlation": 5}},
 {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 120, "dur": 30, "args": {"stream": 7, "correlation": 4}},
-{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 21, "ts": )J" + ar2s +
-         R"J(, "dur": 20, "args": {"stream": 21, "correlation": 5}}]})J";
+{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 21, "ts": )J" +
+         ar2s + R"J(, "dur": 20, "args": {"stream": 21, "correlation": 5}}]})J";
 }
 
 // Rank r of a `world`-rank job with the lanes of a real multi-rank torch.profiler trace (µs): two CPU
@@ -62,8 +62,10 @@ inline std::string traceMany(int rank, int world) {
   const int streams[5] = {7, 13, 22, 24, 84};
   for (int k = 0; k < 5; ++k) {
     const int s = streams[(k + rank) % 5];
-    if (s == 84) kernel("kernel", "ncclDevKernel_AllGather_RING_LL", s, 1 + k, 0.5, 90 + k);
-    else kernel("gpu_memcpy", "Memcpy HtoD", s, 1 + k, 0.5, 90 + k);
+    if (s == 84)
+      kernel("kernel", "ncclDevKernel_AllGather_RING_LL", s, 1 + k, 0.5, 90 + k);
+    else
+      kernel("gpu_memcpy", "Memcpy HtoD", s, 1 + k, 0.5, 90 + k);
   }
   for (int step = 0; step < 10; ++step) {
     const double t = 10 + step * 100.0;

@@ -102,11 +102,11 @@ core::Id makeRun(core::TraceStore& store, const std::string& name, int ranks, in
            CollectiveOp::AllGather, 4'000'000, pgWorld, ranks);
       span(commId, "reduce_scatter layers.0", "collective", core::Category::Communication, 350 * kUs, 500 * kUs,
            CollectiveOp::ReduceScatter, 8'000'000, pgWorld, ranks);
-      span(commId, "all_reduce grads", "collective", core::Category::Communication, 850 * kUs,
-           (850 + 50 * scale) * kUs, CollectiveOp::AllReduce, 1'000'000, pgWorld, ranks);
+      span(commId, "all_reduce grads", "collective", core::Category::Communication, 850 * kUs, (850 + 50 * scale) * kUs,
+           CollectiveOp::AllReduce, 1'000'000, pgWorld, ranks);
       if (r == 1)
-        span(commId, "all_gather extra", "collective", core::Category::Communication, (900 + 10 * s) * kUs,
-             (960 + 10 * s) * kUs, CollectiveOp::AllGather, 2'000'000, pgSub, 2);
+        span(commId, "all_gather extra", "collective", core::Category::Communication, (900 + 10 * s) * kUs, (960 + 10 * s) * kUs,
+             CollectiveOp::AllGather, 2'000'000, pgSub, 2);
     }
     w.finish();
     for (int s = 1; s <= steps; ++s) {
@@ -180,8 +180,8 @@ class TestCommunicationPage : public QObject {
       QCOMPARE(cell(C::AlgBw).toString(), ui::units::gbps(*e.algBwGBps));
     }
     // Known values of the fixture: reduce-scatters 150 µs each, 100 µs exposed, 4 steps x 2 ranks.
-    const auto rs = std::find_if(expected.begin(), expected.end(),
-                                 [](const auto& s) { return s.op == CollectiveOp::ReduceScatter; });
+    const auto rs =
+        std::find_if(expected.begin(), expected.end(), [](const auto& s) { return s.op == CollectiveOp::ReduceScatter; });
     QCOMPARE(rs->count, std::int64_t(8));
     QCOMPARE(rs->totalNs, 8 * 150 * kUs);
     QCOMPARE(rs->exposedNs, 8 * 100 * kUs);
@@ -335,9 +335,12 @@ class TestCommunicationPage : public QObject {
 
   void modelsPassTheTester() {
     ui::CommunicationPage page;
-    auto* t1 = new QAbstractItemModelTester(page.collectivesModel(), QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
-    auto* t2 = new QAbstractItemModelTester(page.collectivesProxy(), QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
-    auto* t3 = new QAbstractItemModelTester(page.bottleneckModel(), QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
+    auto* t1 =
+        new QAbstractItemModelTester(page.collectivesModel(), QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
+    auto* t2 =
+        new QAbstractItemModelTester(page.collectivesProxy(), QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
+    auto* t3 =
+        new QAbstractItemModelTester(page.bottleneckModel(), QAbstractItemModelTester::FailureReportingMode::QtTest, &page);
     Q_UNUSED(t1);
     Q_UNUSED(t2);
     Q_UNUSED(t3);

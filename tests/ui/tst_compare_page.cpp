@@ -88,8 +88,8 @@ void compareWithCore(const ui::ComparePage& page, const core::Comparison& c) {
       if (expectDelta) {
         QCOMPARE(delta.toDouble(), *row.deltaPct[i]);
         // Shares change in percentage points (core's deltaPp), the rest in percent.
-        const QString expected = row.deltaPp[i] ? ComparisonModel::formatDeltaPp(*row.deltaPp[i])
-                                                : ComparisonModel::formatDelta(*row.deltaPct[i]);
+        const QString expected =
+            row.deltaPp[i] ? ComparisonModel::formatDeltaPp(*row.deltaPp[i]) : ComparisonModel::formatDelta(*row.deltaPct[i]);
         QVERIFY2(m->data(idx).toString().endsWith(expected), qPrintable(m->data(idx).toString()));
         // Coloured as a change only beyond the runs' step-to-step spread.
         if (row.withinNoise[i])
@@ -181,8 +181,8 @@ class TestComparePage : public QObject {
     // CSV: a header and a row per shown figure, exact values.
     const QStringList lines = page.csv().trimmed().split('\n');
     QCOMPARE(lines.size(), 1 + page.model()->rowCount());
-    QVERIFY(lines[1].startsWith(QString("\"step time (ms, mean of counted steps)\",step_time_ms,%1,")
-                                    .arg(QString::number(*stepRow.values[0], 'g', 17))));
+    QVERIFY(lines[1].startsWith(
+        QString("\"step time (ms, mean of counted steps)\",step_time_ms,%1,").arg(QString::number(*stepRow.values[0], 'g', 17))));
     QApplication::clipboard()->clear();
     page.copyCsv();
     QCOMPARE(QApplication::clipboard()->text(), page.csv());

@@ -108,7 +108,8 @@ class TestComparisonModel : public QObject {
     QCOMPARE(m.data(m.index(init, 3)).toString(), QString("1.50 s"));
     QVERIFY(!m.data(m.index(init, 2), ComparisonModel::DeltaPctRole).isValid());
 
-    QCOMPARE(m.headerData(1, Qt::Horizontal).toString(), QString("ddp #11 (baseline)"));  // name and id: two runs may share a name
+    QCOMPARE(m.headerData(1, Qt::Horizontal).toString(),
+             QString("ddp #11 (baseline)"));  // name and id: two runs may share a name
     QCOMPARE(m.headerData(2, Qt::Horizontal).toString(), QString("fsdp, full shard #12"));
   }
 

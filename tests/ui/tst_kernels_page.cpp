@@ -265,8 +265,10 @@ class TestKernelsPage : public QObject {
       for (auto order : {Qt::AscendingOrder, Qt::DescendingOrder}) {
         proxy.sort(model.columnOf(ui::TopOpsModel::Column::Time), order);
         QVERIFY(proxy.index(proxy.rowCount() - 1, 0).data(ui::TopOpsModel::OtherRole).toBool());
-        const qlonglong a = proxy.index(0, model.columnOf(ui::TopOpsModel::Column::Time)).data(ui::TopOpsModel::SortRole).toLongLong();
-        const qlonglong b = proxy.index(1, model.columnOf(ui::TopOpsModel::Column::Time)).data(ui::TopOpsModel::SortRole).toLongLong();
+        const qlonglong a =
+            proxy.index(0, model.columnOf(ui::TopOpsModel::Column::Time)).data(ui::TopOpsModel::SortRole).toLongLong();
+        const qlonglong b =
+            proxy.index(1, model.columnOf(ui::TopOpsModel::Column::Time)).data(ui::TopOpsModel::SortRole).toLongLong();
         QVERIFY(order == Qt::AscendingOrder ? a <= b : a >= b);
       }
       proxy.setText(QStringLiteral("zzz-no-such-name"));

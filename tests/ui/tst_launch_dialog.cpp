@@ -294,8 +294,8 @@ class TestLaunchDialog : public QObject {
 
   void refusedDeepSpeedLeavesTheFields() {
     QTemporaryDir dir;
-    const std::string path = test::writeFile(dir, "fp16.json",
-                                             "{\"fp16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 2}}");
+    const std::string path =
+        test::writeFile(dir, "fp16.json", "{\"fp16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 2}}");
     ui::LaunchDialog d;
     const QStringList before = d.arguments();
     QVERIFY(!d.loadDeepSpeedJson(QString::fromStdString(path)));

@@ -85,8 +85,8 @@ class TestLiveFollow : public QObject {
     if (withRuns)
       // 300 steps of `tiny` (~2 s a run): long enough that the window's 1 s poll sees each run running;
       // with 4 steps a run lasted ~0.4 s and a poll could miss both (a flaky "never showed as running").
-      compare = startCli({"compare", "--db", db, "--strategies", "ddp,zero3", "--world-size", "2", "--model", "tiny",
-                          "--steps", "300", "--seq-len", "16", "--micro-batch", "2"});
+      compare = startCli({"compare", "--db", db, "--strategies", "ddp,zero3", "--world-size", "2", "--model", "tiny", "--steps",
+                          "300", "--seq-len", "16", "--micro-batch", "2"});
     QTest::qWait(500);  // the import lands while the compare writes
     auto import = startCli(QStringList{"import", "--db", db, "--name", "from a shell"} + job_);
 

@@ -101,7 +101,8 @@ class TestMainWindow : public QObject {
     QCOMPARE(overview->ranksTable()->rowCount(), 2);
     QCOMPARE(overview->keyMetrics().size(), std::size_t(1));
     QVERIFY(overview->keyMetrics()[0].tokensPerS.has_value());
-    QCOMPARE(overview->configView()->toPlainText(), QString("{\n  \"strategy\": \"zero3\",\n  \"world_size\": 2,\n  \"buckets\": [1, 2]\n}"));
+    QCOMPARE(overview->configView()->toPlainText(),
+             QString("{\n  \"strategy\": \"zero3\",\n  \"world_size\": 2,\n  \"buckets\": [1, 2]\n}"));
     QCOMPARE(ui::prettyJson("{}"), QString("{}"));
     QCOMPARE(ui::prettyJson("not json"), QString("not json"));
     // Status bar: the path and the count; window title: the file.
@@ -345,7 +346,7 @@ class TestMainWindow : public QObject {
     QVERIFY(w.importRunning());
     QVERIFY(w.busy());
     QVERIFY(w.cancelButton()->isEnabled());
-    QCOMPARE(w.progressBar()->maximum(), 0);  // indeterminate while the CLI works
+    QCOMPARE(w.progressBar()->maximum(), 0);                       // indeterminate while the CLI works
     QVERIFY(!w.importTraces({QString::fromStdString(files[0])}));  // one at a time
     QVERIFY(finished.wait(60000));
     QCOMPARE(finished.at(0).at(0).toBool(), true);
@@ -406,16 +407,17 @@ class TestMainWindow : public QObject {
     // needs the LibTorch workers; RunController's own tests and the runtime tests cover it).
     QTemporaryDir dir;
     const std::string path = makeDb(dir);
-    const std::string fake = test::writeFile(dir, "fake-cli.sh",
-                                             "#!/bin/sh\n"
-                                             "for s in ddp fsdp; do\n"
-                                             "  echo \"== $s: tiny, 2 ranks, 3 steps\" >&2\n"
-                                             "  for i in 1 2 3; do echo \"@ss {\\\"rank\\\":0,\\\"event\\\":\\\"step\\\",\\\"step\\\":$i,"
-                                             "\\\"steps\\\":3,\\\"loss\\\":5.$i,\\\"step_ms\\\":12.5}\"; done\n"
-                                             "  if [ $s = ddp ]; then id=1; else id=2; fi\n"
-                                             "  echo \"@ss {\\\"rank\\\":0,\\\"event\\\":\\\"done\\\",\\\"run_id\\\":$id}\"\n"
-                                             "done\n"
-                                             "if [ -n \"$FAKE_HANG\" ]; then sleep 30 & p=$!; trap 'kill $p; exit 130' TERM; wait $p; fi\n");
+    const std::string fake =
+        test::writeFile(dir, "fake-cli.sh",
+                        "#!/bin/sh\n"
+                        "for s in ddp fsdp; do\n"
+                        "  echo \"== $s: tiny, 2 ranks, 3 steps\" >&2\n"
+                        "  for i in 1 2 3; do echo \"@ss {\\\"rank\\\":0,\\\"event\\\":\\\"step\\\",\\\"step\\\":$i,"
+                        "\\\"steps\\\":3,\\\"loss\\\":5.$i,\\\"step_ms\\\":12.5}\"; done\n"
+                        "  if [ $s = ddp ]; then id=1; else id=2; fi\n"
+                        "  echo \"@ss {\\\"rank\\\":0,\\\"event\\\":\\\"done\\\",\\\"run_id\\\":$id}\"\n"
+                        "done\n"
+                        "if [ -n \"$FAKE_HANG\" ]; then sleep 30 & p=$!; trap 'kill $p; exit 130' TERM; wait $p; fi\n");
     QFile::setPermissions(QString::fromStdString(fake), QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
     const QByteArray oldCli = qgetenv("SHARDSCOPE_CLI");
     qputenv("SHARDSCOPE_CLI", QByteArray::fromStdString(fake));

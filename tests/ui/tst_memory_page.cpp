@@ -114,7 +114,9 @@ class TestMemoryPage : public QObject {
 
     // The peaks table.
     QCOMPARE(page.peaksModel()->rowCount(), 3);
-    QCOMPARE(page.peaksModel()->data(page.peaksModel()->index(1, ui::MemoryPeaksModel::PeakAllocated), ui::MemoryPeaksModel::RawValueRole).toLongLong(),
+    QCOMPARE(page.peaksModel()
+                 ->data(page.peaksModel()->index(1, ui::MemoryPeaksModel::PeakAllocated), ui::MemoryPeaksModel::RawValueRole)
+                 .toLongLong(),
              peaks[1].peakAllocatedBytes);
 
     // Only reserved shown: the markers are the reserved peaks.
@@ -161,7 +163,8 @@ class TestMemoryPage : public QObject {
         QVERIFY2(g->dataCount() <= chart->bucketCount() + 3, what);
         const double x = chart->toPlotX(p.allocatedAtNs), y = chart->toPlotY(static_cast<double>(p.peakAllocatedBytes));
         if (x < r.lower || x > r.upper) continue;
-        QVERIFY2(graphHasPoint(g, x, y), qPrintable(QString("%1: rank %2 peak lost in [%3, %4]").arg(what).arg(p.rank).arg(r.lower).arg(r.upper)));
+        QVERIFY2(graphHasPoint(g, x, y),
+                 qPrintable(QString("%1: rank %2 peak lost in [%3, %4]").arg(what).arg(p.rank).arg(r.lower).arg(r.upper)));
         QCOMPARE(graphMax(g), y);
       }
     };
@@ -483,7 +486,8 @@ class TestMemoryPage : public QObject {
     MemoryChart* chart = page.chart();
     const QCPRange x0 = chart->xAxis->range(), y0 = chart->yAxis->range();
     const QPointF at = chart->axisRect()->center();
-    QWheelEvent wheel(at, chart->mapToGlobal(at), QPoint(), QPoint(0, 240), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+    QWheelEvent wheel(at, chart->mapToGlobal(at), QPoint(), QPoint(0, 240), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase,
+                      false);
     QApplication::sendEvent(chart, &wheel);
     QVERIFY(chart->xAxis->range().size() < x0.size() * 0.8);
     QCOMPARE(chart->yAxis->range().lower, y0.lower);

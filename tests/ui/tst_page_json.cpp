@@ -200,7 +200,8 @@ class TestPageJson : public QObject {
     QVERIFY(!j.isEmpty());
     // The baseline's own table is analyze's collectives.
     std::map<QString, QJsonObject> cli;
-    for (const auto& v : analyze_[1]["collectives"].toArray()) cli[v.toObject()["op"].toString() + "/" + v.toObject()["process_group"].toString()] = v.toObject();
+    for (const auto& v : analyze_[1]["collectives"].toArray())
+      cli[v.toObject()["op"].toString() + "/" + v.toObject()["process_group"].toString()] = v.toObject();
     const QJsonArray rows = j["collectives"].toArray();
     QCOMPARE(rows.size(), static_cast<int>(cli.size()));
     for (const auto& v : rows) {
@@ -251,7 +252,8 @@ class TestPageJson : public QObject {
   }
 
   void timelineTakesTheViewAskedFor() {
-    const QJsonObject j = page("timeline", {"--timeline-view", "one", "--range", "5:25", "--collapse-ranks", "1", "--hide-lanes", "counter"});
+    const QJsonObject j =
+        page("timeline", {"--timeline-view", "one", "--range", "5:25", "--collapse-ranks", "1", "--hide-lanes", "counter"});
     QVERIFY(!j.isEmpty());
     QCOMPARE(j["view"].toString(), QString("one_run"));
     QCOMPARE(j["collapsed_ranks"].toArray(), QJsonArray{1});

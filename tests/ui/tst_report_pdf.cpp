@@ -43,7 +43,9 @@ Proc run(const QString& program, const QStringList& args) {
   return {p.exitCode(), p.readAllStandardOutput()};
 }
 
-bool havePoppler() { return !QStandardPaths::findExecutable("pdftoppm").isEmpty() && !QStandardPaths::findExecutable("pdfinfo").isEmpty(); }
+bool havePoppler() {
+  return !QStandardPaths::findExecutable("pdftoppm").isEmpty() && !QStandardPaths::findExecutable("pdfinfo").isEmpty();
+}
 
 // Share of pixels that are not (near) white, and whether a chart colour (#0072B2, series 0) shows.
 struct Ink {
@@ -57,7 +59,8 @@ Ink inkOf(const QImage& img) {
     for (int x = 0; x < img.width(); ++x) {
       const QColor c = img.pixelColor(x, y);
       if (c.red() < 235 || c.green() < 235 || c.blue() < 235) ++ink;
-      if (std::abs(c.red() - 0x00) < 30 && std::abs(c.green() - 0x72) < 30 && std::abs(c.blue() - 0xB2) < 30) out.chartBlue = true;
+      if (std::abs(c.red() - 0x00) < 30 && std::abs(c.green() - 0x72) < 30 && std::abs(c.blue() - 0xB2) < 30)
+        out.chartBlue = true;
     }
   out.share = static_cast<double>(ink) / (static_cast<double>(img.width()) * img.height());
   return out;
@@ -192,8 +195,9 @@ class TestReportPdf : public QObject {
     QVERIFY(p.waitForFinished(30000));
     // The PDF's fonts use ligatures: pdftotext gives "ﬁ" for "fi".
     const QString text = QString::fromUtf8(p.readAllStandardOutput()).replace(QChar(0xFB01), "fi").replace(QChar(0xFB02), "fl");
-    for (const char* s : {"Recommendation", "Reasons", "Environment", "Comparison", "Charts", "Collective bottlenecks",
-                          "Arrivals and stragglers", "Memory peaks", "Collectives", "Configuration", "Definitions of every figure"})
+    for (const char* s :
+         {"Recommendation", "Reasons", "Environment", "Comparison", "Charts", "Collective bottlenecks", "Arrivals and stragglers",
+          "Memory peaks", "Collectives", "Configuration", "Definitions of every figure"})
       QVERIFY2(text.contains(s), s);
     QCOMPARE(text.count("Costliest exposed collectives"), 2);
     QCOMPARE(text.count("collectives matched across ranks"), 2);
@@ -262,7 +266,8 @@ class TestReportPdf : public QObject {
       QFile f(path);
       QVERIFY(f.open(QIODevice::ReadOnly));
       const QByteArray head = f.read(64);
-      QVERIFY2(head.startsWith(c.expect) || (c.f == ui::ExportReportDialog::Format::Markdown && head.startsWith("# Team &lt;b&gt;report")),
+      QVERIFY2(head.startsWith(c.expect) ||
+                   (c.f == ui::ExportReportDialog::Format::Markdown && head.startsWith("# Team &lt;b&gt;report")),
                head.constData());
     }
     QVERIFY(QFile::exists(base + ".collectives.csv"));

@@ -106,12 +106,11 @@ QString workerPath() {
   return {};
 }
 
-#define REQUIRE_RUNTIME()                                                                          \
-  do {                                                                                             \
-    if (cliPath().isEmpty() || !QFileInfo(cliPath()).isExecutable())                               \
-      QSKIP("shardscope-cli is not built");                                                        \
-    if (workerPath().isEmpty() || !QFileInfo(workerPath()).isExecutable())                         \
-      QSKIP("shardscope-worker is not built (it needs LibTorch): no real comparison to run");     \
+#define REQUIRE_RUNTIME()                                                                                  \
+  do {                                                                                                     \
+    if (cliPath().isEmpty() || !QFileInfo(cliPath()).isExecutable()) QSKIP("shardscope-cli is not built"); \
+    if (workerPath().isEmpty() || !QFileInfo(workerPath()).isExecutable())                                 \
+      QSKIP("shardscope-worker is not built (it needs LibTorch): no real comparison to run");              \
   } while (0)
 
 }  // namespace
@@ -125,19 +124,20 @@ class TestRunController : public QObject {
   void readsTheProtocol() {
     // Progress of the second strategy arrives before its header (separate pipes), rank 1 lines are
     // ignored, the last line has no newline.
-    const QString cli = writeScript(dir_, "fake-ok",
-                                    "echo '== ddp: tiny, 2 ranks, 2 steps' >&2\n"
-                                    "echo '@ss {\"rank\":0,\"event\":\"step\",\"step\":1,\"steps\":2,\"loss\":5.5,\"step_ms\":12.5}'\n"
-                                    "echo '@ss {\"rank\":1,\"event\":\"step\",\"step\":1,\"steps\":2,\"loss\":9.9,\"step_ms\":99}'\n"
-                                    "echo '@ss {\"rank\":0,\"event\":\"step\",\"step\":2,\"steps\":2,\"loss\":5.25,\"step_ms\":11}'\n"
-                                    "echo '@ss {\"rank\":0,\"event\":\"done\",\"run_id\":7,\"step_ms\":11}'\n"
-                                    "echo 'run 7 (ddp): completed'\n"
-                                    "echo '@ss {\"rank\":0,\"event\":\"step\",\"step\":1,\"steps\":2,\"loss\":5.5,\"step_ms\":20}'\n"
-                                    "sleep 0.3\n"
-                                    "echo '== fsdp: tiny, 2 ranks, 2 steps' >&2\n"
-                                    "echo '@ss {\"rank\":0,\"event\":\"step\",\"step\":2,\"steps\":2,\"loss\":5.2,\"step_ms\":21}'\n"
-                                    "echo '@ss {\"rank\":0,\"event\":\"done\",\"run_id\":8,\"step_ms\":21}'\n"
-                                    "printf 'no newline at the end'\n");
+    const QString cli =
+        writeScript(dir_, "fake-ok",
+                    "echo '== ddp: tiny, 2 ranks, 2 steps' >&2\n"
+                    "echo '@ss {\"rank\":0,\"event\":\"step\",\"step\":1,\"steps\":2,\"loss\":5.5,\"step_ms\":12.5}'\n"
+                    "echo '@ss {\"rank\":1,\"event\":\"step\",\"step\":1,\"steps\":2,\"loss\":9.9,\"step_ms\":99}'\n"
+                    "echo '@ss {\"rank\":0,\"event\":\"step\",\"step\":2,\"steps\":2,\"loss\":5.25,\"step_ms\":11}'\n"
+                    "echo '@ss {\"rank\":0,\"event\":\"done\",\"run_id\":7,\"step_ms\":11}'\n"
+                    "echo 'run 7 (ddp): completed'\n"
+                    "echo '@ss {\"rank\":0,\"event\":\"step\",\"step\":1,\"steps\":2,\"loss\":5.5,\"step_ms\":20}'\n"
+                    "sleep 0.3\n"
+                    "echo '== fsdp: tiny, 2 ranks, 2 steps' >&2\n"
+                    "echo '@ss {\"rank\":0,\"event\":\"step\",\"step\":2,\"steps\":2,\"loss\":5.2,\"step_ms\":21}'\n"
+                    "echo '@ss {\"rank\":0,\"event\":\"done\",\"run_id\":8,\"step_ms\":21}'\n"
+                    "printf 'no newline at the end'\n");
     ui::RunController rc;
     rc.setCliPath(cli);
     QSignalSpy started(&rc, &ui::RunController::strategyStarted);
@@ -181,13 +181,14 @@ class TestRunController : public QObject {
   }
 
   void failureCarriesTheLastErrorLine() {
-    const QString cli = writeScript(dir_, "fake-fail",
-                                    "echo '== zero3: tiny, 2 ranks, 5 steps' >&2\n"
-                                    "echo '@ss {\"rank\":0,\"event\":\"step\",\"step\":1,\"steps\":5,\"loss\":5.5,\"step_ms\":12.5}'\n"
-                                    "echo '[rank 1] RuntimeError: boom' >&2\n"
-                                    "echo 'error: run 3 failed: rank 1 exited with code 1: RuntimeError: boom (events captured before are kept)' >&2\n"
-                                    "echo 'a later line' >&2\n"
-                                    "exit 1\n");
+    const QString cli = writeScript(
+        dir_, "fake-fail",
+        "echo '== zero3: tiny, 2 ranks, 5 steps' >&2\n"
+        "echo '@ss {\"rank\":0,\"event\":\"step\",\"step\":1,\"steps\":5,\"loss\":5.5,\"step_ms\":12.5}'\n"
+        "echo '[rank 1] RuntimeError: boom' >&2\n"
+        "echo 'error: run 3 failed: rank 1 exited with code 1: RuntimeError: boom (events captured before are kept)' >&2\n"
+        "echo 'a later line' >&2\n"
+        "exit 1\n");
     ui::RunController rc;
     rc.setCliPath(cli);
     QSignalSpy failed(&rc, &ui::RunController::failed);
@@ -226,12 +227,14 @@ class TestRunController : public QObject {
     const qint64 pid = rc.processId();
     QVERIFY(pid > 0);
     QList<qint64> rank;
-    QVERIFY(waitFor([&] {
-      rank.clear();
-      for (const auto& c : childrenOf(pid))
-        if (c.comm == "sleep") rank << c.pid;
-      return !rank.isEmpty();
-    }, 5000));
+    QVERIFY(waitFor(
+        [&] {
+          rank.clear();
+          for (const auto& c : childrenOf(pid))
+            if (c.comm == "sleep") rank << c.pid;
+          return !rank.isEmpty();
+        },
+        5000));
     QElapsedTimer t;
     t.start();
     rc.cancel();
@@ -271,9 +274,7 @@ class TestRunController : public QObject {
     qint64 worstGap = 0;
     QTimer tick;
     tick.setInterval(20);
-    connect(&tick, &QTimer::timeout, this, [&] {
-      worstGap = std::max(worstGap, sinceTick.restart());
-    });
+    connect(&tick, &QTimer::timeout, this, [&] { worstGap = std::max(worstGap, sinceTick.restart()); });
     QVERIFY(rc.start(db, dialog.arguments()));
     sinceTick.start();
     tick.start();
@@ -337,12 +338,14 @@ class TestRunController : public QObject {
     QVERIFY(waitFor([&] { return steps.count() >= 2; }, 120000));
     // The ranks are the CLI's children.
     QList<qint64> workers;
-    QVERIFY(waitFor([&] {
-      workers.clear();
-      for (const auto& c : childrenOf(cli))
-        if (c.comm.startsWith("shardscope-work")) workers << c.pid;
-      return workers.size() == 2;
-    }, 10000));
+    QVERIFY(waitFor(
+        [&] {
+          workers.clear();
+          for (const auto& c : childrenOf(cli))
+            if (c.comm.startsWith("shardscope-work")) workers << c.pid;
+          return workers.size() == 2;
+        },
+        10000));
     QVERIFY(view.cancelButton()->isEnabled());
     QTest::mouseClick(view.cancelButton(), Qt::LeftButton);  // as the user does
     QVERIFY(rc.isCancelling());

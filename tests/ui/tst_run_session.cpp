@@ -46,7 +46,9 @@ std::string makeDb(const QTemporaryDir& dir, int runs) {
   return path;
 }
 
-bool settle(ui::MainWindow& w) { return QTest::qWaitFor([&] { return !w.busy(); }, 30000); }
+bool settle(ui::MainWindow& w) {
+  return QTest::qWaitFor([&] { return !w.busy(); }, 30000);
+}
 
 }  // namespace
 
@@ -137,8 +139,7 @@ class TestRunSession : public QObject {
     };
     std::vector<std::thread> threads;
     std::atomic<int> sum{0};
-    for (int i = 0; i < 4; ++i)
-      threads.emplace_back([&] { sum += *cache.get<int>("x", 7, nullptr, compute); });
+    for (int i = 0; i < 4; ++i) threads.emplace_back([&] { sum += *cache.get<int>("x", 7, nullptr, compute); });
     for (auto& t : threads) t.join();
     QCOMPARE(computed.load(), 1);
     QCOMPARE(sum.load(), 4 * 42);
@@ -174,7 +175,8 @@ class TestRunSession : public QObject {
     QCOMPARE(got, 5);  // b waited, saw the cancellation, computed it itself
     QCOMPARE(cache.computedCount("x", 1), 2);
     // A failure is not cached: the next call tries again.
-    QVERIFY_THROWS_EXCEPTION(core::Error, cache.get<int>("y", 1, nullptr, []() -> std::shared_ptr<const int> { throw core::Error("no"); }));
+    QVERIFY_THROWS_EXCEPTION(core::Error,
+                             cache.get<int>("y", 1, nullptr, []() -> std::shared_ptr<const int> { throw core::Error("no"); }));
     QCOMPARE(*cache.get<int>("y", 1, nullptr, [] { return std::make_shared<const int>(3); }), 3);
   }
 
@@ -217,15 +219,16 @@ class TestRunSession : public QObject {
     ui::TaskRunner runner;
     QList<int> delivered;
     std::atomic<bool> release{false};
-    runner.start<int>(&runner, "page", "first",
-                      [&](core::CancelToken&, const core::ProgressFn&) {
-                        while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-                        return 1;  // ends late, after it was replaced: dropped
-                      },
-                      [&](int v) { delivered << v; });
+    runner.start<int>(
+        &runner, "page", "first",
+        [&](core::CancelToken&, const core::ProgressFn&) {
+          while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          return 1;  // ends late, after it was replaced: dropped
+        },
+        [&](int v) { delivered << v; });
     QVERIFY(runner.busy("page"));
-    runner.start<int>(&runner, "page", "second", [](core::CancelToken&, const core::ProgressFn&) { return 2; },
-                      [&](int v) { delivered << v; });
+    runner.start<int>(
+        &runner, "page", "second", [](core::CancelToken&, const core::ProgressFn&) { return 2; }, [&](int v) { delivered << v; });
     release = true;
     QVERIFY(QTest::qWaitFor([&] { return !runner.busy(); }, 5000));
     QTest::qWait(50);
@@ -235,13 +238,14 @@ class TestRunSession : public QObject {
     ui::TaskCentre centre;
     centre.setRunner(&runner);
     std::atomic<bool> stop{false};
-    runner.start<int>(&runner, "memory", "Loading the memory",
-                      [&](core::CancelToken& c, const core::ProgressFn&) {
-                        while (!c.isCancelled() && !stop) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-                        c.throwIfCancelled();
-                        return 0;
-                      },
-                      [](int) {});
+    runner.start<int>(
+        &runner, "memory", "Loading the memory",
+        [&](core::CancelToken& c, const core::ProgressFn&) {
+          while (!c.isCancelled() && !stop) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          c.throwIfCancelled();
+          return 0;
+        },
+        [](int) {});
     QCOMPARE(centre.shownKey(), QString("task:memory"));
     QVERIFY(centre.shownLabel().startsWith("Loading the memory"));
     centre.setActivity("import", "Importing 2 path(s)…", -1, true, 100);

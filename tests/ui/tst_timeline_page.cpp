@@ -32,8 +32,8 @@ using shardscope::test::writeFile;
 
 namespace {
 
-using shardscope::test::timeline::Found;
 using shardscope::test::timeline::findNamed;
+using shardscope::test::timeline::Found;
 using shardscope::test::timeline::trace;
 
 }  // namespace

@@ -27,8 +27,8 @@ using shardscope::test::writeFile;
 
 namespace {
 
-using shardscope::test::timeline::Found;
 using shardscope::test::timeline::findNamed;
+using shardscope::test::timeline::Found;
 using shardscope::test::timeline::trace;
 using shardscope::test::timeline::traceMany;
 
@@ -130,9 +130,10 @@ class TestTimelineWidget : public QObject {
               std::to_string(10 + 100 * i) + ", \"dur\": 50, \"args\": {\"stream\": 7, \"device\": 0}}";
     for (int st = 20; st < 25; ++st)  // five copy streams, two events each
       for (int i = 0; i < 2; ++i)
-        json += ",\n{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy DtoD\", \"pid\": 0, \"tid\": " +
-                std::to_string(st) + ", \"ts\": " + std::to_string(1000 * st + 10 * i) + ", \"dur\": 5, \"args\": {\"stream\": " +
-                std::to_string(st) + ", \"device\": 0}}";
+        json +=
+            ",\n{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy DtoD\", \"pid\": 0, \"tid\": " + std::to_string(st) +
+            ", \"ts\": " + std::to_string(1000 * st + 10 * i) + ", \"dur\": 5, \"args\": {\"stream\": " + std::to_string(st) +
+            ", \"device\": 0}}";
     json += "]}";
     const Id run = importKineto(store, {writeFile(dir, "streams.json", json)}).runIds.at(0);
     const auto index = tl::TimelineIndex::build(store, run);
@@ -278,9 +279,9 @@ class TestTimelineWidget : public QObject {
     double t = 1;
     for (int i = 0; i < 2000; ++i) {
       const bool ag = i % 5 >= 3;  // 3 gemms of 1 µs for 2 all-gathers of 2 µs
-      json += std::string(",\n{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"") + (ag ? "ncclDevKernel_AllGather_RING_LL" : "gemm") +
-              "\", \"pid\": 0, \"tid\": 7, \"ts\": " + std::to_string(t) + ", \"dur\": " + (ag ? "2" : "1") +
-              ", \"args\": {\"stream\": 7, \"device\": 0}}";
+      json += std::string(",\n{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"") +
+              (ag ? "ncclDevKernel_AllGather_RING_LL" : "gemm") + "\", \"pid\": 0, \"tid\": 7, \"ts\": " + std::to_string(t) +
+              ", \"dur\": " + (ag ? "2" : "1") + ", \"args\": {\"stream\": 7, \"device\": 0}}";
       t += (ag ? 2 : 1) + 3;
     }
     json += "]}";
@@ -332,7 +333,8 @@ class TestTimelineWidget : public QObject {
     QVERIFY(line);
     QVERIFY(std::abs(line->p1().x() - w.xOf(t0_ + 11'000)) <= 1.0);  // the launch [10, 11) µs ends
     QVERIFY(std::abs(line->p2().x() - w.xOf(t0_ + 20'000)) <= 1.0);  // the gemm starts
-    QVERIFY(std::abs(line->p1().y() - (*w.laneY(launch.lane, index_->lane(launch.lane).depthOf(launch.index)) + w.rowHeight() / 2.0)) <= 1.0);
+    QVERIFY(std::abs(line->p1().y() -
+                     (*w.laneY(launch.lane, index_->lane(launch.lane).depthOf(launch.index)) + w.rowHeight() / 2.0)) <= 1.0);
     QVERIFY(std::abs(line->p2().y() - (*w.laneY(gemm.lane) + w.rowHeight() / 2.0)) <= 1.0);
     // Drawn: dark pixels along the curve, just before the arrow head.
     const QImage img = w.grab().toImage();
@@ -603,7 +605,7 @@ class TestTimelineWidget : public QObject {
   void paletteIsConsistentAndDistinct() {
     // Every communication op its own colour, distinct from computation, memory and folded mixed blocks.
     const CollectiveOp ops[] = {CollectiveOp::AllReduce, CollectiveOp::AllGather, CollectiveOp::ReduceScatter,
-                                CollectiveOp::Broadcast, CollectiveOp::AllToAll, CollectiveOp::SendRecv,
+                                CollectiveOp::Broadcast, CollectiveOp::AllToAll,  CollectiveOp::SendRecv,
                                 CollectiveOp::Barrier};
     std::vector<QRgb> seen = {timelineColor(tl::makeKey(Category::Computation, CollectiveOp::None)).rgb(),
                               timelineColor(tl::makeKey(Category::Memory, CollectiveOp::None)).rgb(),
@@ -621,8 +623,7 @@ class TestTimelineWidget : public QObject {
     if (eight_) return eight_;
     TraceStore store(pathIn(dir_, "eight.db"));
     std::vector<std::string> files;
-    for (int r = 0; r < 8; ++r)
-      files.push_back(writeFile(dir_, "e" + std::to_string(r) + ".json", traceMany(r, 8)));
+    for (int r = 0; r < 8; ++r) files.push_back(writeFile(dir_, "e" + std::to_string(r) + ".json", traceMany(r, 8)));
     const Id run = importKineto(store, files).runIds.at(0);
     eight_ = tl::TimelineIndex::build(store, run);
     return eight_;

@@ -23,10 +23,10 @@ struct RunSpec {
   core::TimeNs computeNs = 6'000'000;
   core::TimeNs commStartNs = 5'000'000;  // within the step
   core::TimeNs commNs = 3'000'000;
-  int memorySamples = 400;                  // per rank; 0: no memory records
-  std::int64_t peakBytes = 96ll << 20;      // rank 0's peak; rank r adds r MiB
-  double peakAt = 0.62;                     // where the peak falls, as a fraction of the run
-  bool breakdown = true;                    // peak_breakdown.* and model_state.* metrics
+  int memorySamples = 400;              // per rank; 0: no memory records
+  std::int64_t peakBytes = 96ll << 20;  // rank 0's peak; rank r adds r MiB
+  double peakAt = 0.62;                 // where the peak falls, as a fraction of the run
+  bool breakdown = true;                // peak_breakdown.* and model_state.* metrics
   double tokensPerS = 1000;
   double initS = 0.5;
   std::string commName = "allreduce";  // the runtime names its collectives "all_reduce grad bucket 0"
@@ -127,7 +127,8 @@ inline core::Id writeRun(core::TraceStore& store, const RunSpec& s) {
       m.totalReserved = reserved;
       w.addMemoryEvent(m);
       if (i + 1 < s.memorySamples && m.tsNs < peakT &&
-          s.t0 + static_cast<TimeNs>((static_cast<double>(i) + 1.5) / s.memorySamples * static_cast<double>(end - s.t0)) >= peakT) {
+          s.t0 + static_cast<TimeNs>((static_cast<double>(i) + 1.5) / s.memorySamples * static_cast<double>(end - s.t0)) >=
+              peakT) {
         MemoryEvent p = m;
         p.tsNs = peakT;
         p.totalAllocated = peak;
@@ -145,7 +146,8 @@ inline core::Id writeRun(core::TraceStore& store, const RunSpec& s) {
       store.setMetric(runId, rankId, "peak_breakdown.optimizer_state", static_cast<double>(optim));
       store.setMetric(runId, rankId, "peak_breakdown.comm_buffers", static_cast<double>(buffers));
       store.setMetric(runId, rankId, "peak_breakdown.other", static_cast<double>(other));
-      store.setMetric(runId, rankId, "peak_breakdown.activations", static_cast<double>(peak - params - grads - optim - buffers - other));
+      store.setMetric(runId, rankId, "peak_breakdown.activations",
+                      static_cast<double>(peak - params - grads - optim - buffers - other));
       store.setMetric(runId, rankId, "model_state.parameters_bytes", static_cast<double>(params / (r + 1)));
       store.setMetric(runId, rankId, "model_state.gradients_bytes", static_cast<double>(grads));
       store.setMetric(runId, rankId, "model_state.optimizer_bytes", static_cast<double>(optim));

@@ -71,14 +71,15 @@ BarChart::BarChart(QWidget* parent) : QCustomPlot(parent) {
 QString BarChart::title() const { return title_->text(); }
 
 void BarChart::clearBars(const QString& title, const QString& emptyText) {
-  setBars(title, {}, {}, std::nullopt, [](double v) { return QString::number(v); }, QString(), 1.0, emptyText);
+  setBars(
+      title, {}, {}, std::nullopt, [](double v) { return QString::number(v); }, QString(), 1.0, emptyText);
 }
 
 QString BarChart::emptyNote() const { return empty_->visible() ? empty_->text() : QString(); }
 
 void BarChart::setBars(const QString& title, const QStringList& labels, const std::vector<std::optional<double>>& values,
-                       std::optional<std::size_t> best, const std::function<QString(double)>& valueText,
-                       const QString& axisLabel, double axisScale, const QString& emptyText) {
+                       std::optional<std::size_t> best, const std::function<QString(double)>& valueText, const QString& axisLabel,
+                       double axisScale, const QString& emptyText) {
   title_->setText(title);
   for (QCPItemText* l : labels_) removeItem(l);
   labels_.clear();
@@ -156,7 +157,8 @@ void BarChart::mouseMoveEvent(QMouseEvent* event) {
   if (axisRect()->rect().contains(pos.toPoint()) && i >= 0 && i < static_cast<long>(values_.size()) &&
       std::abs(key - static_cast<double>(i + 1)) <= 0.3) {
     QToolTip::showText(event->globalPosition().toPoint(),
-                       QStringLiteral("%1\n%2").arg(names_.value(static_cast<int>(i)), valueTexts_.value(static_cast<int>(i))), this);
+                       QStringLiteral("%1\n%2").arg(names_.value(static_cast<int>(i)), valueTexts_.value(static_cast<int>(i))),
+                       this);
   } else {
     QToolTip::hideText();
   }

@@ -21,8 +21,8 @@ class BarChart : public QCustomPlot {
   // valueText formats a value for its label above the bar; the y axis is labelled axisLabel and
   // plots value * axisScale (e.g. GiB values shown in MiB).
   void setBars(const QString& title, const QStringList& labels, const std::vector<std::optional<double>>& values,
-               std::optional<std::size_t> best, const std::function<QString(double)>& valueText,
-               const QString& axisLabel, double axisScale = 1.0, const QString& emptyText = QString());
+               std::optional<std::size_t> best, const std::function<QString(double)>& valueText, const QString& axisLabel,
+               double axisScale = 1.0, const QString& emptyText = QString());
   void clearBars(const QString& title, const QString& emptyText = QString());
 
   QString title() const;

@@ -19,19 +19,19 @@ struct ByteScale {
 // The largest binary unit (B, KiB, MiB, GiB, TiB) in which maxBytes is at least 1.
 ByteScale byteScaleFor(double maxBytes);
 
-QString formatBytes(double bytes, int decimals = 1);   // "127.9 MiB"
-QString formatMs(double ms);                           // "0.85 ms", "605.2 ms", "12.35 s"
-QString formatSeconds(double s);                       // "312 ms", "1.82 s"
-QString formatNumber(double v, int decimals = 0);      // "1,710"
-QString formatPercent(double pct, int decimals = 1);   // "18.2 %"
+QString formatBytes(double bytes, int decimals = 1);  // "127.9 MiB"
+QString formatMs(double ms);                          // "0.85 ms", "605.2 ms", "12.35 s"
+QString formatSeconds(double s);                      // "312 ms", "1.82 s"
+QString formatNumber(double v, int decimals = 0);     // "1,710"
+QString formatPercent(double pct, int decimals = 1);  // "18.2 %"
 
 // Colour of the i-th series (ranks, runs): Tableau 10, then cycling.
 QColor seriesColor(int i);
 // Colours for the chart's states.
-QColor barColor();         // an ordinary bar
-QColor bestBarColor();     // the best run's bar
-QColor betterColor();      // a delta in the good direction
-QColor worseColor();       // a delta in the bad direction
+QColor barColor();      // an ordinary bar
+QColor bestBarColor();  // the best run's bar
+QColor betterColor();   // a delta in the good direction
+QColor worseColor();    // a delta in the bad direction
 QColor mutedTextColor();
 
 // Fonts, grid and margins shared by every plot.

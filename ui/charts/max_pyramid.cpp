@@ -55,11 +55,14 @@ std::vector<core::CounterSample> MaxPyramid::downsample(core::TimeNs t0, core::T
   if (raw.empty() || buckets <= 0 || t1 <= t0) return {};
   auto before = [](const core::CounterSample& s, core::TimeNs t) { return s.tsNs < t; };
   const std::size_t lo = static_cast<std::size_t>(std::lower_bound(raw.begin(), raw.end(), t0, before) - raw.begin());
-  const std::size_t hi = static_cast<std::size_t>(std::lower_bound(raw.begin() + static_cast<std::ptrdiff_t>(lo), raw.end(), t1, before) - raw.begin());
+  const std::size_t hi = static_cast<std::size_t>(
+      std::lower_bound(raw.begin() + static_cast<std::ptrdiff_t>(lo), raw.end(), t1, before) - raw.begin());
   const std::size_t k = levelFor(hi - lo, buckets);
   if (k == 0) {
     if (lo == 0 && hi == raw.size()) return core::downsampleMax(raw, t0, t1, buckets);
-    return core::downsampleMax(std::vector<core::CounterSample>(raw.begin() + static_cast<std::ptrdiff_t>(lo), raw.begin() + static_cast<std::ptrdiff_t>(hi)), t0, t1, buckets);
+    return core::downsampleMax(std::vector<core::CounterSample>(raw.begin() + static_cast<std::ptrdiff_t>(lo),
+                                                                raw.begin() + static_cast<std::ptrdiff_t>(hi)),
+                               t0, t1, buckets);
   }
   std::size_t block = 1;
   for (std::size_t i = 0; i < k; ++i) block *= kFanout;
@@ -68,9 +71,11 @@ std::vector<core::CounterSample> MaxPyramid::downsample(core::TimeNs t0, core::T
   const auto& level = levels_[k];
   std::vector<core::CounterSample> merged;
   merged.reserve((a * block - lo) + (b - a) + (hi - b * block));
-  merged.insert(merged.end(), raw.begin() + static_cast<std::ptrdiff_t>(lo), raw.begin() + static_cast<std::ptrdiff_t>(a * block));
+  merged.insert(merged.end(), raw.begin() + static_cast<std::ptrdiff_t>(lo),
+                raw.begin() + static_cast<std::ptrdiff_t>(a * block));
   merged.insert(merged.end(), level.begin() + static_cast<std::ptrdiff_t>(a), level.begin() + static_cast<std::ptrdiff_t>(b));
-  merged.insert(merged.end(), raw.begin() + static_cast<std::ptrdiff_t>(b * block), raw.begin() + static_cast<std::ptrdiff_t>(hi));
+  merged.insert(merged.end(), raw.begin() + static_cast<std::ptrdiff_t>(b * block),
+                raw.begin() + static_cast<std::ptrdiff_t>(hi));
   return core::downsampleMax(merged, t0, t1, buckets);
 }
 

@@ -63,8 +63,8 @@ std::size_t MemoryChart::sampleBytes() const {
 
 void MemoryChart::clearSeries() { setSeries(0, 0, {}, {}, {}); }
 
-void MemoryChart::setSeries(core::TimeNs origin, core::TimeNs endNs, std::vector<Series> series,
-                            std::vector<Peak> allocatedPeaks, std::vector<Peak> reservedPeaks) {
+void MemoryChart::setSeries(core::TimeNs origin, core::TimeNs endNs, std::vector<Series> series, std::vector<Peak> allocatedPeaks,
+                            std::vector<Peak> reservedPeaks) {
   clearGraphs();
   for (auto& m : markers_) {
     removeItem(m.tracer);
@@ -186,7 +186,8 @@ void MemoryChart::resizeEvent(QResizeEvent* event) {
 
 int MemoryChart::bucketCount() const { return std::max(64, axisRect()->width()); }
 
-void MemoryChart::fill(QCPGraph* graph, const MaxPyramid* pyramid, core::TimeNs shift, core::TimeNs t0, core::TimeNs t1, int buckets) {
+void MemoryChart::fill(QCPGraph* graph, const MaxPyramid* pyramid, core::TimeNs shift, core::TimeNs t0, core::TimeNs t1,
+                       int buckets) {
   QVector<double> keys, values;
   // The window in the series' own clock.
   t0 += shift;
@@ -249,7 +250,8 @@ void MemoryChart::rebuildMarkers() {
   QFont font = xAxis->tickLabelFont();
   font.setPointSizeF(8.5);
   for (const Peak& p : *peaks) {
-    if (p.series < 0 || static_cast<std::size_t>(p.series) >= series_.size() || !visible_[static_cast<std::size_t>(p.series)]) continue;
+    if (p.series < 0 || static_cast<std::size_t>(p.series) >= series_.size() || !visible_[static_cast<std::size_t>(p.series)])
+      continue;
     const QColor color = series_[static_cast<std::size_t>(p.series)].color;
     Marker m;
     m.peak = p;
@@ -277,7 +279,8 @@ void MemoryChart::rebuildMarkers() {
     markers_.push_back(m);
   }
   // The tallest peaks get their labels placed first (closest to their marker).
-  std::stable_sort(markers_.begin(), markers_.end(), [](const Marker& a, const Marker& b) { return a.peak.bytes > b.peak.bytes; });
+  std::stable_sort(markers_.begin(), markers_.end(),
+                   [](const Marker& a, const Marker& b) { return a.peak.bytes > b.peak.bytes; });
 }
 
 void MemoryChart::layoutLabels() {

@@ -112,7 +112,8 @@ void StackedBarChart::setLimit(std::optional<std::int64_t> amount, const QString
   const std::size_t n = totals_.size();
   for (std::size_t g = 0; g < n && g < labels_.size(); ++g) {
     const bool over = amount && totals_[g] > *amount;
-    QString text = unit_ == Unit::Nanoseconds ? formatMs(static_cast<double>(totals_[g]) / 1e6) : formatBytes(static_cast<double>(totals_[g]));
+    QString text = unit_ == Unit::Nanoseconds ? formatMs(static_cast<double>(totals_[g]) / 1e6)
+                                              : formatBytes(static_cast<double>(totals_[g]));
     if (over && !overNote.isEmpty()) text += QStringLiteral("\n") + overNote;
     labels_[g]->setText(text);
     labels_[g]->setColor(over ? QColor::fromRgb(0xc6, 0x28, 0x28) : QColor::fromRgb(0x24292f));
@@ -136,7 +137,8 @@ void StackedBarChart::setLimit(std::optional<std::int64_t> amount, const QString
 }
 
 QString StackedBarChart::totalLabel(int group) const {
-  return group >= 0 && static_cast<std::size_t>(group) < labels_.size() ? labels_[static_cast<std::size_t>(group)]->text() : QString();
+  return group >= 0 && static_cast<std::size_t>(group) < labels_.size() ? labels_[static_cast<std::size_t>(group)]->text()
+                                                                        : QString();
 }
 
 double StackedBarChart::plottedTotal(int group) const {

@@ -63,9 +63,12 @@ class BackgroundTask : public QObject {
         core::ProgressFn progress = [self](const core::Progress& p) {
           if (!self) return;
           const int pct = p.total ? static_cast<int>(100.0 * static_cast<double>(p.done) / static_cast<double>(p.total)) : -1;
-          QMetaObject::invokeMethod(self, [self, pct, stage = QString::fromStdString(p.stage)] {
-            if (self) Q_EMIT self->progress(pct, stage);
-          }, Qt::QueuedConnection);
+          QMetaObject::invokeMethod(
+              self,
+              [self, pct, stage = QString::fromStdString(p.stage)] {
+                if (self) Q_EMIT self->progress(pct, stage);
+              },
+              Qt::QueuedConnection);
         };
         *result = work(*token, progress);
       } catch (const core::Cancelled&) {

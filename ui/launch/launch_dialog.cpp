@@ -111,8 +111,8 @@ QString strategyHelp(const QString& s) {
 }
 
 // Tab order: the strategy knobs first.
-const QStringList kGroupOrder = {"DDP", "ZeRO", "FSDP/HSDP", "Checkpointing & capture", "Model & data",
-                                 "Optimizer", "Precision", "Parallelism"};
+const QStringList kGroupOrder = {"DDP",          "ZeRO",      "FSDP/HSDP", "Checkpointing & capture",
+                                 "Model & data", "Optimizer", "Precision", "Parallelism"};
 
 QString jsonText(const core::JsonValue& v) {
   if (v.isBool()) return v.asBool() ? QStringLiteral("true") : QStringLiteral("false");
@@ -353,8 +353,7 @@ void LaunchDialog::buildUi() {
   tabs_->setDocumentMode(false);
   QStringList groups;
   for (const auto& f : fields_)
-    if (!kMainModel.contains(qs(f.info.key)) && !kMainParallel.contains(qs(f.info.key)) &&
-        !groups.contains(qs(f.info.group)))
+    if (!kMainModel.contains(qs(f.info.key)) && !kMainParallel.contains(qs(f.info.key)) && !groups.contains(qs(f.info.group)))
       groups << qs(f.info.group);
   std::stable_sort(groups.begin(), groups.end(), [](const QString& a, const QString& b) {
     auto rank = [](const QString& g) {
@@ -546,8 +545,10 @@ void LaunchDialog::revalidate() {
       } catch (const std::exception& e) {
         const QString msg = QString::fromUtf8(e.what());
         const auto m = re.match(msg);
-        if (m.hasMatch() && field(m.captured(1))) byKey[m.captured(1)].append({name, m.captured(2)});
-        else byKey[QStringLiteral("strategies")].append({name, msg});
+        if (m.hasMatch() && field(m.captured(1)))
+          byKey[m.captured(1)].append({name, m.captured(2)});
+        else
+          byKey[QStringLiteral("strategies")].append({name, msg});
       }
     }
     for (auto it = byKey.begin(); it != byKey.end(); ++it) {
@@ -580,8 +581,7 @@ void LaunchDialog::revalidate() {
 bool LaunchDialog::isMarked(const QString& key) const {
   if (key == QLatin1String("strategies")) return strategyFrame_->property("invalid").toBool();
   const Field* f = field(key);
-  return f && f->frame->property("invalid").toBool() && !f->error->isHidden() &&
-         !f->error->text().isEmpty();
+  return f && f->frame->property("invalid").toBool() && !f->error->isHidden() && !f->error->text().isEmpty();
 }
 
 void LaunchDialog::showErrors() {
@@ -625,12 +625,12 @@ void LaunchDialog::showErrors() {
   if (errors_.isEmpty()) {
     const QStringList s = strategies();
     const core::RunConfig c = config();
-    summary_->setText(tr("<span style='color:#1a7f37'>✔</span> Ready: %1 on <b>%2</b>%3, %4 rank(s), %5 step(s) each. "
-                         "Runs one after another; each appears in the run browser when it starts.")
-                          .arg(s.join(QStringLiteral(", ")), qs(c.model),
-                               c.layers > 0 ? tr(" (%1 layers)").arg(c.layers) : QString())
-                          .arg(c.worldSize)
-                          .arg(c.steps));
+    summary_->setText(
+        tr("<span style='color:#1a7f37'>✔</span> Ready: %1 on <b>%2</b>%3, %4 rank(s), %5 step(s) each. "
+           "Runs one after another; each appears in the run browser when it starts.")
+            .arg(s.join(QStringLiteral(", ")), qs(c.model), c.layers > 0 ? tr(" (%1 layers)").arg(c.layers) : QString())
+            .arg(c.worldSize)
+            .arg(c.steps));
     return;
   }
   // Name the first problem and where it is (the tab), so a hidden field is found.
@@ -671,8 +671,10 @@ QStringList LaunchDialog::arguments() const {
       args << flag + QStringLiteral("=auto");
     } else {
       const QString s = QString::fromStdString(v.asString());
-      if (s.isEmpty()) args << flag + QLatin1Char('=');
-      else args << flag << s;
+      if (s.isEmpty())
+        args << flag + QLatin1Char('=');
+      else
+        args << flag << s;
     }
   }
   return args;
@@ -712,23 +714,26 @@ bool LaunchDialog::loadDeepSpeedJson(const QString& path) {
     dsError_ = QString::fromUtf8(e.what());
   }
   if (!dsError_.isEmpty()) {
-    dsMessages_->setText(QStringLiteral("<span style='color:#c62828'><b>%1</b> %2</span>")
-                             .arg(tr("Not loaded:"), dsError_.toHtmlEscaped()));
-    dsMessages_->setStyleSheet(QStringLiteral("QLabel { background: #fdecea; border: 1px solid #f5c2c0; border-radius: 3px; padding: 4px; }"));
+    dsMessages_->setText(
+        QStringLiteral("<span style='color:#c62828'><b>%1</b> %2</span>").arg(tr("Not loaded:"), dsError_.toHtmlEscaped()));
+    dsMessages_->setStyleSheet(
+        QStringLiteral("QLabel { background: #fdecea; border: 1px solid #f5c2c0; border-radius: 3px; padding: 4px; }"));
     dsMessages_->setVisible(true);
     return false;
   }
   if (dsWarnings_.isEmpty()) {
-    dsMessages_->setText(tr("Loaded: the fields now hold the file's configuration (strategy %1).")
-                             .arg(strategies().join(QStringLiteral(", "))));
-    dsMessages_->setStyleSheet(QStringLiteral("QLabel { background: #eef6ee; border: 1px solid #c3e0c5; border-radius: 3px; padding: 4px; }"));
+    dsMessages_->setText(
+        tr("Loaded: the fields now hold the file's configuration (strategy %1).").arg(strategies().join(QStringLiteral(", "))));
+    dsMessages_->setStyleSheet(
+        QStringLiteral("QLabel { background: #eef6ee; border: 1px solid #c3e0c5; border-radius: 3px; padding: 4px; }"));
   } else {
     QString html = tr("<b>Loaded with %n warning(s):</b>", nullptr, static_cast<int>(dsWarnings_.size()));
     html += QStringLiteral("<ul style='margin:0; -qt-list-indent:1'>");
     for (const QString& w : dsWarnings_) html += QStringLiteral("<li>%1</li>").arg(w.toHtmlEscaped());
     html += QStringLiteral("</ul>");
     dsMessages_->setText(html);
-    dsMessages_->setStyleSheet(QStringLiteral("QLabel { background: #fff8e1; border: 1px solid #f0d98c; border-radius: 3px; padding: 4px; }"));
+    dsMessages_->setStyleSheet(
+        QStringLiteral("QLabel { background: #fff8e1; border: 1px solid #f0d98c; border-radius: 3px; padding: 4px; }"));
   }
   dsMessages_->setVisible(true);
   return true;

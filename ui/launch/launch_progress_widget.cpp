@@ -180,7 +180,8 @@ void LaunchProgressWidget::rebuild() {
     for (int i = 0; i < states.size(); ++i) {
       const QColor color = charts::seriesColor(i);
       Row r;
-      r.name = new QLabel(QStringLiteral("<span style='color:%1'>&#9632;</span> %2").arg(color.name(), states[i].name.toHtmlEscaped()));
+      r.name = new QLabel(
+          QStringLiteral("<span style='color:%1'>&#9632;</span> %2").arg(color.name(), states[i].name.toHtmlEscaped()));
       r.bar = new QProgressBar;
       r.bar->setTextVisible(true);
       r.bar->setMaximumHeight(r.bar->fontMetrics().height() + 6);
@@ -237,30 +238,46 @@ void LaunchProgressWidget::refresh() {
     QString text;
     QString color = QStringLiteral("#57606a");
     switch (s.status) {
-      case S::Queued: text = tr("queued"); break;
-      case S::Running: text = s.steps ? tr("running") : tr("starting…"); color = QStringLiteral("#0969da"); break;
+      case S::Queued:
+        text = tr("queued");
+        break;
+      case S::Running:
+        text = s.steps ? tr("running") : tr("starting…");
+        color = QStringLiteral("#0969da");
+        break;
       case S::Done:
         text = s.runId ? tr("done · run #%1").arg(s.runId) : tr("done");
         color = QStringLiteral("#1a7f37");
         ++finished;
         break;
-      case S::Failed: text = tr("failed"); color = QStringLiteral("#c62828"); break;
-      case S::Cancelled: text = tr("cancelled"); break;
-      case S::NotRun: text = tr("not run"); break;
+      case S::Failed:
+        text = tr("failed");
+        color = QStringLiteral("#c62828");
+        break;
+      case S::Cancelled:
+        text = tr("cancelled");
+        break;
+      case S::NotRun:
+        text = tr("not run");
+        break;
     }
     r.status->setText(text);
     r.status->setStyleSheet(QStringLiteral("color: %1;").arg(color));
-    if (s.status == S::Done) done += 1;
-    else if (s.steps > 0) done += static_cast<double>(s.step) / s.steps;
+    if (s.status == S::Done)
+      done += 1;
+    else if (s.steps > 0)
+      done += static_cast<double>(s.step) / s.steps;
   }
   overall_->setValue(static_cast<int>(1000.0 * done / static_cast<double>(states.size())));
   const QString elapsed = clock(c->elapsedMs());
   if (c->isRunning()) {
     const int cur = c->currentStrategy();
-    if (c->isCancelling()) state_->setText(tr("Cancelling… stopping the ranks (%1)").arg(elapsed));
+    if (c->isCancelling())
+      state_->setText(tr("Cancelling… stopping the ranks (%1)").arg(elapsed));
     else if (cur >= 0)
       state_->setText(tr("Running %1 (%2 of %3) · %4").arg(states[cur].name).arg(cur + 1).arg(states.size()).arg(elapsed));
-    else state_->setText(tr("Starting… · %1").arg(elapsed));
+    else
+      state_->setText(tr("Starting… · %1").arg(elapsed));
   } else if (outcome_ == Outcome::Cancelled) {
     state_->setText(tr("Cancelled after %1").arg(elapsed));
   } else if (outcome_ == Outcome::Failed) {

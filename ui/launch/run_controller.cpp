@@ -34,8 +34,10 @@ bool isExecutable(const QString& path) {
 QStringList strategiesOf(const QStringList& args) {
   QString list = QStringLiteral("ddp,fsdp,zero3");
   for (int i = 0; i < args.size(); ++i) {
-    if (args[i] == QLatin1String("--strategies") && i + 1 < args.size()) list = args[i + 1];
-    else if (args[i].startsWith(QLatin1String("--strategies="))) list = args[i].mid(13);
+    if (args[i] == QLatin1String("--strategies") && i + 1 < args.size())
+      list = args[i + 1];
+    else if (args[i].startsWith(QLatin1String("--strategies=")))
+      list = args[i].mid(13);
   }
   QStringList out;
   for (const QString& item : list.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
@@ -75,8 +77,7 @@ RunController::RunController(QObject* parent) : QObject(parent) {
   killTimer_->setSingleShot(true);
   connect(killTimer_, &QTimer::timeout, this, [this] {
     if (!process_) return;
-    Q_EMIT logLine(tr("shardscope-cli did not stop within %1 s: killing it and its ranks").arg(graceMs_ / 1000.0),
-                   true);
+    Q_EMIT logLine(tr("shardscope-cli did not stop within %1 s: killing it and its ranks").arg(graceMs_ / 1000.0), true);
     killTree();
   });
 }
@@ -131,8 +132,7 @@ bool RunController::start(const QString& dbPath, const QStringList& compareArgs)
   lastStderr_.clear();
   outBuf_.clear();
   errBuf_.clear();
-  args_ = QStringList{QStringLiteral("compare"), QStringLiteral("--db"), dbPath, QStringLiteral("--progress-json")} +
-          compareArgs;
+  args_ = QStringList{QStringLiteral("compare"), QStringLiteral("--db"), dbPath, QStringLiteral("--progress-json")} + compareArgs;
   const QString cli = cliPath();
   if (cli.isEmpty() || !isExecutable(cli)) {
     exitCode_ = -1;
@@ -154,7 +154,8 @@ bool RunController::start(const QString& dbPath, const QStringList& compareArgs)
     if (e != QProcess::FailedToStart || !process_) return;
     exitCode_ = -1;
     lastError_ = tr("cannot start %1: %2").arg(process_->program(), process_->errorString());
-    QMetaObject::invokeMethod(this, [this] { finish(); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this] { finish(); }, Qt::QueuedConnection);
   });
   clock_.start();
   process_->start();
@@ -299,8 +300,10 @@ void RunController::finish() {
   const bool ok = exitCode_ == 0 && lastError_.isEmpty();
   const bool wasCancelled = !ok && (cancelling_ || exitCode_ == 130) && lastError_.isEmpty();
   for (auto& s : strategies_) {
-    if (s.status == Status::Running) s.status = ok ? Status::Done : (wasCancelled ? Status::Cancelled : Status::Failed);
-    else if (s.status == Status::Queued && !ok) s.status = Status::NotRun;
+    if (s.status == Status::Running)
+      s.status = ok ? Status::Done : (wasCancelled ? Status::Cancelled : Status::Failed);
+    else if (s.status == Status::Queued && !ok)
+      s.status = Status::NotRun;
   }
   if (!ok && !wasCancelled && lastError_.isEmpty()) {
     lastError_ = !lastErrLine_.isEmpty() ? lastErrLine_ : lastStderr_;

@@ -58,7 +58,7 @@
 #include "ui/report/export_dialog.h"
 
 #if __has_include("ui/launch/launch_dialog.h") && __has_include("ui/launch/run_controller.h") && \
-    __has_include("ui/launch/launch_progress_widget.h")
+                                                                __has_include("ui/launch/launch_progress_widget.h")
 #include "ui/launch/launch_dialog.h"
 #include "ui/launch/launch_progress_widget.h"
 #include "ui/launch/run_controller.h"
@@ -101,24 +101,25 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(import_, &ImportProcess::output, this, [this](const QString& line, bool isError) {
     log(QStringLiteral("import: ") + line, isError && line.startsWith(QLatin1String("error")));
   });
-  connect(import_, &ImportProcess::finished, this, [this](bool ok, bool cancelled, const QString& message, const QList<qint64>& ids) {
-    if (ok) {
-      log(tr("Import finished: %1").arg(message));
-      statusBar()->showMessage(message, 10000);
-      if (import_->dbPath() == dbPath_) {
-        if (!ids.isEmpty()) browser_->selectAfterNextLoad(QList<core::Id>(ids.begin(), ids.end()));
-        reloadRuns();
-      }
-    } else if (cancelled) {
-      log(message);
-      statusBar()->showMessage(message, 10000);
-    } else {
-      showError(tr("Import failed: %1").arg(message));
-    }
-    updateTaskUi();
-    updateActions();
-    Q_EMIT importFinished(ok, ids);
-  });
+  connect(import_, &ImportProcess::finished, this,
+          [this](bool ok, bool cancelled, const QString& message, const QList<qint64>& ids) {
+            if (ok) {
+              log(tr("Import finished: %1").arg(message));
+              statusBar()->showMessage(message, 10000);
+              if (import_->dbPath() == dbPath_) {
+                if (!ids.isEmpty()) browser_->selectAfterNextLoad(QList<core::Id>(ids.begin(), ids.end()));
+                reloadRuns();
+              }
+            } else if (cancelled) {
+              log(message);
+              statusBar()->showMessage(message, 10000);
+            } else {
+              showError(tr("Import failed: %1").arg(message));
+            }
+            updateTaskUi();
+            updateActions();
+            Q_EMIT importFinished(ok, ids);
+          });
 
   updateTitle();
   updateActions();
@@ -257,7 +258,8 @@ void MainWindow::buildActions() {
     // The report reads the analyses the pages already made (the session's cache).
     auto* dialog = new ExportReportDialog(dbPath_, selectedRuns(), this, session_);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
-    connect(dialog, &ExportReportDialog::exported, this, [this](const QString& path) { log(tr("Report written to %1").arg(path)); });
+    connect(dialog, &ExportReportDialog::exported, this,
+            [this](const QString& path) { log(tr("Report written to %1").arg(path)); });
     dialog->open();
   });
   file->addAction(reportAction);
@@ -354,7 +356,8 @@ void MainWindow::restoreSettings() {
   if (s.contains(settingsKey("window/geometry"))) restoreGeometry(s.value(settingsKey("window/geometry")).toByteArray());
   if (s.contains(settingsKey("window/state"))) restoreState(s.value(settingsKey("window/state")).toByteArray());
   if (s.contains(settingsKey("window/splitter"))) splitter_->restoreState(s.value(settingsKey("window/splitter")).toByteArray());
-  if (s.contains(settingsKey("runs/header"))) runView()->header()->restoreState(s.value(settingsKey("runs/header")).toByteArray());
+  if (s.contains(settingsKey("runs/header")))
+    runView()->header()->restoreState(s.value(settingsKey("runs/header")).toByteArray());
   recent_ = s.value(settingsKey("recentFiles")).toStringList();
   while (recent_.size() > kMaxRecent) recent_.removeLast();
   updateRecentMenu();
@@ -429,10 +432,9 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 // Database
 
 void MainWindow::chooseNewDatabase() {
-  const QString path = QFileDialog::getSaveFileName(this, tr("New Shardscope database"),
-                                                    dbPath_.isEmpty() ? QString() : QFileInfo(dbPath_).absolutePath(),
-                                                    tr("Shardscope databases (*.db);;All files (*)"), nullptr,
-                                                    QFileDialog::DontConfirmOverwrite);
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("New Shardscope database"), dbPath_.isEmpty() ? QString() : QFileInfo(dbPath_).absolutePath(),
+      tr("Shardscope databases (*.db);;All files (*)"), nullptr, QFileDialog::DontConfirmOverwrite);
   if (path.isEmpty()) return;
   if (QFileInfo::exists(path)) {
     // A database is never truncated: an existing file is opened.
@@ -528,8 +530,9 @@ void MainWindow::closeDatabase() {
 }
 
 void MainWindow::updateTitle() {
-  setWindowTitle(dbPath_.isEmpty() ? tr("Shardscope")
-                                   : tr("%1%2 — Shardscope").arg(QFileInfo(dbPath_).fileName(), readOnly_ ? tr(" (read-only)") : QString()));
+  setWindowTitle(dbPath_.isEmpty()
+                     ? tr("Shardscope")
+                     : tr("%1%2 — Shardscope").arg(QFileInfo(dbPath_).fileName(), readOnly_ ? tr(" (read-only)") : QString()));
 }
 
 void MainWindow::updateActions() {
@@ -538,7 +541,8 @@ void MainWindow::updateActions() {
   const bool hasSelection = !browser_->selectedInView().isEmpty();
   importAction_->setEnabled(writable && !importRunning());
   if (QAction* report = action(QStringLiteral("actionExportReport"))) report->setEnabled(open && !selectedRuns().isEmpty());
-  if (QAction* pf = action(QStringLiteral("actionExportPerfetto"))) pf->setEnabled(open && !selectedRuns().isEmpty() && !exportRunning());
+  if (QAction* pf = action(QStringLiteral("actionExportPerfetto")))
+    pf->setEnabled(open && !selectedRuns().isEmpty() && !exportRunning());
 #ifdef SHARDSCOPE_HAVE_LAUNCH
   launchAction_->setEnabled(writable && !launchRunning());
   launchAction_->setToolTip(tr("Launch training runs of the embedded runtime and compare them (Ctrl+R)"));
@@ -679,8 +683,9 @@ void MainWindow::chooseTraces() {
     showError(tr("Open or create a database first (File ▸ Open)"));
     return;
   }
-  const QStringList files = QFileDialog::getOpenFileNames(this, tr("Import torch.profiler traces (one run: all ranks of a job)"),
-                                                          QString(), tr("Kineto traces (*.json *.json.gz *.pt.trace.json);;All files (*)"));
+  const QStringList files =
+      QFileDialog::getOpenFileNames(this, tr("Import torch.profiler traces (one run: all ranks of a job)"), QString(),
+                                    tr("Kineto traces (*.json *.json.gz *.pt.trace.json);;All files (*)"));
   if (!files.isEmpty()) importTraces(files);
 }
 
@@ -695,9 +700,10 @@ void MainWindow::choosePerfettoExport() {
   QString name = QStringLiteral("run%1").arg(run);
   if (const auto* r = runModel()->runRow(run)) name = QString::fromStdString(r->run.name) + QStringLiteral("_%1").arg(run);
   name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9._-]")), QStringLiteral("_"));
-  const QString path = QFileDialog::getSaveFileName(this, tr("Export run %1 to Perfetto").arg(run),
-                                                    QFileInfo(dbPath_).absoluteDir().filePath(name + QStringLiteral(".perfetto.json.gz")),
-                                                    tr("Perfetto / Chrome trace (*.json.gz *.json)"));
+  const QString path =
+      QFileDialog::getSaveFileName(this, tr("Export run %1 to Perfetto").arg(run),
+                                   QFileInfo(dbPath_).absoluteDir().filePath(name + QStringLiteral(".perfetto.json.gz")),
+                                   tr("Perfetto / Chrome trace (*.json.gz *.json)"));
   if (!path.isEmpty()) exportPerfetto(run, path);
 }
 
@@ -942,11 +948,10 @@ void MainWindow::onCancelRequested(const QString& key) {
 }
 
 void MainWindow::about() {
-  const QString text =
-      tr("<h3>Shardscope %1</h3><p>Profiler and strategy explorer for sharded training (DDP, FSDP, ZeRO).</p>"
-         "<p>Runs are stored in one SQLite file; traces from torch.profiler (Kineto) are imported, and "
-         "<code>shardscope-cli run/compare</code> trains and captures runs of its own.</p>")
-          .arg(QStringLiteral(SHARDSCOPE_VERSION));
+  const QString text = tr("<h3>Shardscope %1</h3><p>Profiler and strategy explorer for sharded training (DDP, FSDP, ZeRO).</p>"
+                          "<p>Runs are stored in one SQLite file; traces from torch.profiler (Kineto) are imported, and "
+                          "<code>shardscope-cli run/compare</code> trains and captures runs of its own.</p>")
+                           .arg(QStringLiteral(SHARDSCOPE_VERSION));
   if (interactive_)
     QMessageBox::about(this, tr("About Shardscope"), text);
   else
@@ -976,8 +981,8 @@ void MainWindow::updateTaskUi() {
   // What is not the session's: the import, the launch, deleting, the run list. The task centre shows
   // the most important of these and of the session's tasks (the current page's first).
   if (importRunning())
-    tasks_->setActivity(QStringLiteral("import"), tr("Importing %n path(s)…", nullptr, static_cast<int>(import_->paths().size())), -1,
-                        true, kImportPriority);
+    tasks_->setActivity(QStringLiteral("import"), tr("Importing %n path(s)…", nullptr, static_cast<int>(import_->paths().size())),
+                        -1, true, kImportPriority);
   else
     tasks_->clearActivity(QStringLiteral("import"));
 #ifdef SHARDSCOPE_HAVE_LAUNCH
@@ -995,8 +1000,9 @@ void MainWindow::updateTaskUi() {
     QString what = tr("starting");
     if (cur >= 0 && cur < states.size()) {
       const auto& st = states[cur];
-      what = st.steps > 0 ? tr("%1 step %2 of %3 (%4 of %5)").arg(st.name).arg(st.step).arg(st.steps).arg(cur + 1).arg(states.size())
-                          : tr("%1 starting (%2 of %3)").arg(st.name).arg(cur + 1).arg(states.size());
+      what = st.steps > 0
+                 ? tr("%1 step %2 of %3 (%4 of %5)").arg(st.name).arg(st.step).arg(st.steps).arg(cur + 1).arg(states.size())
+                 : tr("%1 starting (%2 of %3)").arg(st.name).arg(cur + 1).arg(states.size());
     }
     const int pct = done <= 0 || states.isEmpty() ? -1 : static_cast<int>(100.0 * done / static_cast<double>(states.size()));
     tasks_->setActivity(QStringLiteral("launch"), tr("Comparing: %1").arg(what), pct, true, kLaunchPriority);

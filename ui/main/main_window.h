@@ -95,8 +95,8 @@ class MainWindow : public QMainWindow {
   // Asks first (setAutoConfirm when not interactive), then deletes on a thread; runsDeleted when done.
   void deleteRuns(const QList<core::Id>& ids);
   bool deleting() const;
-  void renameRun(core::Id id);                   // inline editor on the name
-  void editTags(core::Id id);                    // inline editor on the tags
+  void renameRun(core::Id id);  // inline editor on the name
+  void editTags(core::Id id);   // inline editor on the tags
 
   // Pages.
   const std::vector<Page*>& pages() const { return pages_; }
@@ -125,12 +125,12 @@ class MainWindow : public QMainWindow {
   bool launchComparison(const QStringList& compareArgs);
   bool launchRunning() const;
   RunController* runController() const { return runController_; }  // null without the launch code
-  QWidget* launchProgress() const { return launchProgress_; }         // its LaunchProgressWidget
+  QWidget* launchProgress() const { return launchProgress_; }      // its LaunchProgressWidget
   QDockWidget* launchDock() const { return launchDock_; }
 
   // Behaviour switches.
   bool isInteractive() const { return interactive_; }
-  void setInteractive(bool on) { interactive_ = on; }  // message boxes and confirmation questions
+  void setInteractive(bool on) { interactive_ = on; }    // message boxes and confirmation questions
   void setAutoConfirm(bool yes) { autoConfirm_ = yes; }  // the answer when not interactive
   void setPollInterval(int ms);
   // Select the latest run when a database is opened (default on; the screenshot mode selects its own).

@@ -75,9 +75,8 @@ RunBrowser::RunBrowser(RunSession* session, QWidget* parent) : QWidget(parent), 
   connect(selectionTimer_, &QTimer::timeout, this, &RunBrowser::applySelectionNow);
 
   connect(model_, &RunListModel::errorOccurred, this, [this](const QString& m) { Q_EMIT errorOccurred(m, true); });
-  connect(groupCombo_, &QComboBox::currentIndexChanged, this, [this](int i) {
-    setGrouping(static_cast<RunListModel::Grouping>(groupCombo_->itemData(i).toInt()));
-  });
+  connect(groupCombo_, &QComboBox::currentIndexChanged, this,
+          [this](int i) { setGrouping(static_cast<RunListModel::Grouping>(groupCombo_->itemData(i).toInt())); });
   connect(view_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &RunBrowser::onSelectionChanged);
   connect(view_, &QTreeView::customContextMenuRequested, this, [this](const QPoint& pos) {
     if (model_->runId(view_->indexAt(pos))) Q_EMIT contextMenuRequested(view_->viewport()->mapToGlobal(pos));
@@ -378,9 +377,8 @@ void RunBrowser::applySelectionNow() {
   else if (runs.size() == 1)
     selectionLabel_->setText(tr("Selected: %1").arg(names.value(0)));
   else
-    selectionLabel_->setText(tr("%1 runs selected; baseline: %2 (Ctrl+B makes the current run the baseline)")
-                                 .arg(runs.size())
-                                 .arg(names.value(0)));
+    selectionLabel_->setText(
+        tr("%1 runs selected; baseline: %2 (Ctrl+B makes the current run the baseline)").arg(runs.size()).arg(names.value(0)));
   if (runs == applied_) return;
   applied_ = runs;
   Q_EMIT selectionApplied(runs);
@@ -442,8 +440,9 @@ void RunBrowser::deleteRuns(const QList<core::Id>& ids) {
   // Its own slot: a second deletion never drops the first's result. Not cancellable: one transaction.
   const QString slot = QStringLiteral("delete.%1").arg(++deleteSerial_);
   auto finished = [this, db, what](QList<qint64> deleted, const QString& error) {
-    deleteTasks_.erase(std::remove_if(deleteTasks_.begin(), deleteTasks_.end(), [](const auto& t) { return t.isNull() || t->isCancelled(); }),
-                       deleteTasks_.end());
+    deleteTasks_.erase(
+        std::remove_if(deleteTasks_.begin(), deleteTasks_.end(), [](const auto& t) { return t.isNull() || t->isCancelled(); }),
+        deleteTasks_.end());
     for (auto id : deleted) session_->cache()->invalidate(id);
     if (error.isEmpty())
       Q_EMIT message(tr("Deleted %n run(s): %1", nullptr, static_cast<int>(deleted.size())).arg(what));
@@ -468,7 +467,8 @@ void RunBrowser::deleteRuns(const QList<core::Id>& ids) {
       [finished, deleted](QString error) { finished(*deleted, error); });
   deleteTasks_ << QPointer<BackgroundTask>(task);
   connect(task, &QObject::destroyed, this, [this] {
-    deleteTasks_.erase(std::remove_if(deleteTasks_.begin(), deleteTasks_.end(), [](const auto& t) { return t.isNull(); }), deleteTasks_.end());
+    deleteTasks_.erase(std::remove_if(deleteTasks_.begin(), deleteTasks_.end(), [](const auto& t) { return t.isNull(); }),
+                       deleteTasks_.end());
     Q_EMIT activityChanged();
   });
   Q_EMIT activityChanged();

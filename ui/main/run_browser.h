@@ -63,7 +63,7 @@ class RunBrowser : public QWidget {
   void applySelectionNow();
   bool selectionPending() const;
   void makeBaseline(core::Id id);
-  core::Id currentRun() const;     // the current row when selected, else the baseline
+  core::Id currentRun() const;             // the current row when selected, else the baseline
   QList<core::Id> selectedInView() const;  // sorted by id
   void setAutoSelectLatest(bool on) { autoSelect_ = on; }
 

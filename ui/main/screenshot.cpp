@@ -50,10 +50,14 @@ QString applyTimelineOptions(MainWindow& w, const ScreenshotOptions& o) {
   auto* t = qobject_cast<TimelinePage*>(w.page(QStringLiteral("timeline")));
   if (!t) return {};
   if (!o.timelineView.isEmpty()) {
-    if (o.timelineView == QLatin1String("one")) t->setView(TimelinePage::View::OneRun);
-    else if (o.timelineView == QLatin1String("step")) t->setView(TimelinePage::View::SameStep);
-    else if (o.timelineView == QLatin1String("stacked")) t->setView(TimelinePage::View::WholeRuns);
-    else return QStringLiteral("--timeline-view expects one, step or stacked, got '%1'").arg(o.timelineView);
+    if (o.timelineView == QLatin1String("one"))
+      t->setView(TimelinePage::View::OneRun);
+    else if (o.timelineView == QLatin1String("step"))
+      t->setView(TimelinePage::View::SameStep);
+    else if (o.timelineView == QLatin1String("stacked"))
+      t->setView(TimelinePage::View::WholeRuns);
+    else
+      return QStringLiteral("--timeline-view expects one, step or stacked, got '%1'").arg(o.timelineView);
   }
   return {};
 }
@@ -80,12 +84,13 @@ QString applyLaneOptions(MainWindow& w, const ScreenshotOptions& o) {
     if (!found) return QStringLiteral("--collapse-ranks: the run has no rank %1").arg(r);
   }
   using core::timeline::LaneKind;
-  const std::pair<const char*, LaneKind> kinds[] = {{"gpu", LaneKind::GpuStream}, {"cpu", LaneKind::CpuThread},
-                                                     {"comm", LaneKind::Comm},     {"group", LaneKind::CommGroup},
-                                                     {"counter", LaneKind::Counter}, {"python", LaneKind::Python}};
+  const std::pair<const char*, LaneKind> kinds[] = {{"gpu", LaneKind::GpuStream},   {"cpu", LaneKind::CpuThread},
+                                                    {"comm", LaneKind::Comm},       {"group", LaneKind::CommGroup},
+                                                    {"counter", LaneKind::Counter}, {"python", LaneKind::Python}};
   for (const QString& name : o.hiddenLanes) {
     auto it = std::find_if(std::begin(kinds), std::end(kinds), [&](const auto& k) { return name == QLatin1String(k.first); });
-    if (it == std::end(kinds)) return QStringLiteral("--hide-lanes: unknown lane kind '%1' (gpu, cpu, comm, group, counter, python)").arg(name);
+    if (it == std::end(kinds))
+      return QStringLiteral("--hide-lanes: unknown lane kind '%1' (gpu, cpu, comm, group, counter, python)").arg(name);
     tw->setLaneKindHidden(it->second, true);
   }
   return {};
@@ -186,13 +191,15 @@ int takeScreenshot(MainWindow& w, const ScreenshotOptions& o) {
     // ms after the start of the first run's steps: the session's range, which the pages follow.
     core::TimeNs origin = 0;
     bool known = false;
-    if (auto* t = qobject_cast<TimelinePage*>(w.page(QStringLiteral("timeline"))); t && t->index() && t->index()->runId() == runs.first()) {
+    if (auto* t = qobject_cast<TimelinePage*>(w.page(QStringLiteral("timeline")));
+        t && t->index() && t->index()->runId() == runs.first()) {
       const auto extent = t->index()->stepsExtent();
       origin = extent ? extent->first : t->index()->minStart();
       known = true;
     }
     if (!known) {
-      err(QStringLiteral("--range needs the timeline of run %1 (use --page timeline with --timeline-view one)").arg(runs.first()));
+      err(QStringLiteral("--range needs the timeline of run %1 (use --page timeline with --timeline-view one)")
+              .arg(runs.first()));
       return 2;
     }
     RunSession::TimeRange r;
@@ -219,8 +226,9 @@ int takeScreenshot(MainWindow& w, const ScreenshotOptions& o) {
     QJsonArray selected;
     for (core::Id id : w.selectedRuns()) {
       const auto* row = w.runModel()->runRow(id);
-      selected.append(QJsonObject{{QStringLiteral("id"), static_cast<double>(id)},
-                                  {QStringLiteral("label"), row ? QString::fromStdString(core::runLabel(row->run.name, id)) : QString()}});
+      selected.append(
+          QJsonObject{{QStringLiteral("id"), static_cast<double>(id)},
+                      {QStringLiteral("label"), row ? QString::fromStdString(core::runLabel(row->run.name, id)) : QString()}});
     }
     j[QStringLiteral("selected_runs")] = selected;
     j[QStringLiteral("database")] = w.databasePath();

@@ -83,7 +83,8 @@ void TaskCentre::log(const QString& text, bool error) {
   const QString time = QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss"));
   const QString escaped = text.toHtmlEscaped();
   if (error)
-    log_->appendHtml(QStringLiteral("<span style='color:gray'>%1</span> <span style='color:#c62828'>%2</span>").arg(time, escaped));
+    log_->appendHtml(
+        QStringLiteral("<span style='color:gray'>%1</span> <span style='color:#c62828'>%2</span>").arg(time, escaped));
   else
     log_->appendHtml(QStringLiteral("<span style='color:gray'>%1</span> %2").arg(time, escaped));
 }
@@ -111,7 +112,8 @@ void TaskCentre::refresh() {
       all.push_back({QStringLiteral("task:") + t.slot, label, t.percent, cancellable, priority});
     }
   }
-  const auto best = std::max_element(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return a.priority < b.priority; });
+  const auto best =
+      std::max_element(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return a.priority < b.priority; });
   if (best == all.end()) {
     shownKey_.clear();
     label_->setText(tr("Ready"));
@@ -121,7 +123,8 @@ void TaskCentre::refresh() {
     return;
   }
   shownKey_ = best->key;
-  label_->setText(all.size() > 1 ? tr("%1 (and %n more)", nullptr, static_cast<int>(all.size() - 1)).arg(best->label) : best->label);
+  label_->setText(all.size() > 1 ? tr("%1 (and %n more)", nullptr, static_cast<int>(all.size() - 1)).arg(best->label)
+                                 : best->label);
   if (best->percent < 0) {
     bar_->setRange(0, 0);
   } else {

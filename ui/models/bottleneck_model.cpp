@@ -15,10 +15,14 @@ QString targetText(const core::Bottleneck& b) {
 
 QString causeName(core::ExposedCause c) {
   switch (c) {
-    case core::ExposedCause::LateRank: return QObject::tr("waiting for a late rank");
-    case core::ExposedCause::Queued: return QObject::tr("queued behind another collective");
-    case core::ExposedCause::SlowTransfer: return QObject::tr("slow transfer");
-    case core::ExposedCause::NothingToOverlap: return QObject::tr("nothing to overlap (issued late)");
+    case core::ExposedCause::LateRank:
+      return QObject::tr("waiting for a late rank");
+    case core::ExposedCause::Queued:
+      return QObject::tr("queued behind another collective");
+    case core::ExposedCause::SlowTransfer:
+      return QObject::tr("slow transfer");
+    case core::ExposedCause::NothingToOverlap:
+      return QObject::tr("nothing to overlap (issued late)");
   }
   return {};
 }
@@ -29,7 +33,8 @@ QString BottleneckModel::causeLabel(const core::Bottleneck& b) {
   QString s = causeName(b.cause);
   if (b.cause == core::ExposedCause::LateRank && b.lateRank) s += tr(" (rank %1)").arg(*b.lateRank);
   if (b.totalExposedNs > 0 && !b.causes.empty())
-    s += QStringLiteral(", %1").arg(units::percent(static_cast<double>(b.causes.front().exposedNs) / static_cast<double>(b.totalExposedNs)));
+    s += QStringLiteral(", %1").arg(
+        units::percent(static_cast<double>(b.causes.front().exposedNs) / static_cast<double>(b.totalExposedNs)));
   return s;
 }
 
@@ -46,7 +51,8 @@ int BottleneckModel::rowCount(const QModelIndex& parent) const { return parent.i
 int BottleneckModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant BottleneckModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || index.row() < 0 || index.row() >= rowCount() || index.column() < 0 || index.column() >= ColumnCount) return {};
+  if (!index.isValid() || index.row() < 0 || index.row() >= rowCount() || index.column() < 0 || index.column() >= ColumnCount)
+    return {};
   const core::Bottleneck& b = rows_[static_cast<std::size_t>(index.row())].b;
   const QString none = QStringLiteral("—");
   if (role == CollectivesModel::OpRole) return units::opName(b.op);
@@ -55,37 +61,58 @@ QVariant BottleneckModel::data(const QModelIndex& index, int role) const {
   if (role == CollectivesModel::TargetRole) return QString::fromStdString(b.target);
   if (role == SortRole) {
     switch (index.column()) {
-      case Op: return units::opName(b.op);
-      case Target: return targetText(b);
-      case Group: return QString::fromStdString(b.processGroup);
-      case Instances: return static_cast<qlonglong>(b.instances);
-      case Ranks: return b.ranks;
-      case Steps: return static_cast<qlonglong>(b.stepsSeen);
-      case Total: return static_cast<qlonglong>(b.totalExposedNs);
-      case Mean: return static_cast<qlonglong>(b.meanExposedNs);
-      case Cause: return causeLabel(b);
-      case Worst: return static_cast<qlonglong>(b.exposedNs);
-      case Bytes: return b.bytes ? QVariant(static_cast<qlonglong>(*b.bytes)) : QVariant(-1LL);
+      case Op:
+        return units::opName(b.op);
+      case Target:
+        return targetText(b);
+      case Group:
+        return QString::fromStdString(b.processGroup);
+      case Instances:
+        return static_cast<qlonglong>(b.instances);
+      case Ranks:
+        return b.ranks;
+      case Steps:
+        return static_cast<qlonglong>(b.stepsSeen);
+      case Total:
+        return static_cast<qlonglong>(b.totalExposedNs);
+      case Mean:
+        return static_cast<qlonglong>(b.meanExposedNs);
+      case Cause:
+        return causeLabel(b);
+      case Worst:
+        return static_cast<qlonglong>(b.exposedNs);
+      case Bytes:
+        return b.bytes ? QVariant(static_cast<qlonglong>(*b.bytes)) : QVariant(-1LL);
     }
     return {};
   }
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
-      case Op: return units::opName(b.op);
-      case Target: return targetText(b);
-      case Group: return b.processGroup.empty() ? none : QString::fromStdString(b.processGroup);
-      case Instances: return units::count(b.instances);
-      case Ranks: return QString::number(b.ranks);
-      case Steps: return QString::number(b.stepsSeen);
-      case Total: return units::ms(b.totalExposedNs);
-      case Mean: return units::ms(b.meanExposedNs);
-      case Cause: return causeLabel(b);
+      case Op:
+        return units::opName(b.op);
+      case Target:
+        return targetText(b);
+      case Group:
+        return b.processGroup.empty() ? none : QString::fromStdString(b.processGroup);
+      case Instances:
+        return units::count(b.instances);
+      case Ranks:
+        return QString::number(b.ranks);
+      case Steps:
+        return QString::number(b.stepsSeen);
+      case Total:
+        return units::ms(b.totalExposedNs);
+      case Mean:
+        return units::ms(b.meanExposedNs);
+      case Cause:
+        return causeLabel(b);
       case Worst:
         return tr("%1 of %2 (rank %3%4)")
             .arg(units::ms(b.exposedNs), units::ms(b.durNs))
             .arg(b.rank)
             .arg(b.step ? tr(", step %1").arg(*b.step) : QString());
-      case Bytes: return b.bytes ? units::bytes(*b.bytes) : none;
+      case Bytes:
+        return b.bytes ? units::bytes(*b.bytes) : none;
     }
     return {};
   }
@@ -94,8 +121,10 @@ QVariant BottleneckModel::data(const QModelIndex& index, int role) const {
       case Op:
       case Target:
       case Group:
-      case Cause: return QVariant(Qt::AlignLeft | Qt::AlignVCenter);
-      default: return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+      case Cause:
+        return QVariant(Qt::AlignLeft | Qt::AlignVCenter);
+      default:
+        return QVariant(Qt::AlignRight | Qt::AlignVCenter);
     }
   }
   if (role == Qt::ToolTipRole) {
@@ -119,26 +148,42 @@ QVariant BottleneckModel::headerData(int section, Qt::Orientation orientation, i
   if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
   if (role == Qt::DisplayRole) {
     switch (section) {
-      case Op: return tr("Operation");
-      case Target: return tr("Target");
-      case Group: return tr("Group");
-      case Instances: return tr("Instances");
-      case Ranks: return tr("Ranks");
-      case Steps: return tr("Steps");
-      case Total: return tr("Exposed, total (ms)");
-      case Mean: return tr("Mean (ms)");
-      case Cause: return tr("Main cause");
-      case Worst: return tr("Worst: exposed of duration (ms)");
-      case Bytes: return tr("Size");
+      case Op:
+        return tr("Operation");
+      case Target:
+        return tr("Target");
+      case Group:
+        return tr("Group");
+      case Instances:
+        return tr("Instances");
+      case Ranks:
+        return tr("Ranks");
+      case Steps:
+        return tr("Steps");
+      case Total:
+        return tr("Exposed, total (ms)");
+      case Mean:
+        return tr("Mean (ms)");
+      case Cause:
+        return tr("Main cause");
+      case Worst:
+        return tr("Worst: exposed of duration (ms)");
+      case Bytes:
+        return tr("Size");
     }
   }
   if (role == Qt::ToolTipRole) {
     switch (section) {
-      case Target: return tr("What one change acts on: the parameter, bucket or unit the run names, else the module annotated at launch");
-      case Instances: return tr("Exposed instances in the group, over every step and rank");
-      case Total: return tr("Exposed time summed over the group: what removing it would save per run");
-      case Cause: return tr("The cause holding most of the exposed time (docs/METRICS.md); select the row for every cause and what to try");
-      default: return {};
+      case Target:
+        return tr("What one change acts on: the parameter, bucket or unit the run names, else the module annotated at launch");
+      case Instances:
+        return tr("Exposed instances in the group, over every step and rank");
+      case Total:
+        return tr("Exposed time summed over the group: what removing it would save per run");
+      case Cause:
+        return tr("The cause holding most of the exposed time (docs/METRICS.md); select the row for every cause and what to try");
+      default:
+        return {};
     }
   }
   if (role == Qt::TextAlignmentRole) {
@@ -164,13 +209,21 @@ QString BottleneckModel::detailsHtml(const BottleneckRow& row) {
                           .arg(b.ranks)
                           .arg(b.stepsSeen)
                           .arg(units::msWithUnit(b.meanExposedNs)));
-  line(tr("Worst"), tr("%1 of %2, rank %3%4").arg(units::msWithUnit(b.exposedNs), units::msWithUnit(b.durNs)).arg(b.rank).arg(b.step ? tr(", step %1").arg(*b.step) : QString()));
+  line(tr("Worst"), tr("%1 of %2, rank %3%4")
+                        .arg(units::msWithUnit(b.exposedNs), units::msWithUnit(b.durNs))
+                        .arg(b.rank)
+                        .arg(b.step ? tr(", step %1").arg(*b.step) : QString()));
   if (b.bytes) {
     QString size = units::bytes(*b.bytes);
     if (b.elements) size += tr(" (%1 elements)").arg(units::count(*b.elements));
     line(tr("Message"), size);
   }
-  if (b.busBwGBps) line(tr("Bus bandwidth"), tr("%1 GB/s%2").arg(units::gbps(*b.busBwGBps), b.linkBwGBps ? tr(" (this run's link: %1 GB/s on large messages)").arg(units::gbps(*b.linkBwGBps)) : QString()));
+  if (b.busBwGBps)
+    line(
+        tr("Bus bandwidth"),
+        tr("%1 GB/s%2")
+            .arg(units::gbps(*b.busBwGBps),
+                 b.linkBwGBps ? tr(" (this run's link: %1 GB/s on large messages)").arg(units::gbps(*b.linkBwGBps)) : QString()));
   if (!b.kernel.empty()) line(tr("Kernel"), esc(b.kernel));
   if (b.lateRank) line(tr("Waited for"), tr("rank %1, %2 in total").arg(*b.lateRank).arg(units::msWithUnit(b.waitForLateRankNs)));
   h += QStringLiteral("</table>");

@@ -28,7 +28,9 @@ QString gbps(double v) { return QLocale(QLocale::English).toString(v, 'f', 2); }
 
 QString percent(double share) { return QStringLiteral("%1 %").arg(share * 100.0, 0, 'f', 1); }
 
-QString opName(core::CollectiveOp op) { return QString::fromUtf8(core::toString(op).data(), static_cast<qsizetype>(core::toString(op).size())); }
+QString opName(core::CollectiveOp op) {
+  return QString::fromUtf8(core::toString(op).data(), static_cast<qsizetype>(core::toString(op).size()));
+}
 
 }  // namespace units
 
@@ -58,15 +60,12 @@ QStringList CollectivesModel::groups() const {
   return out;
 }
 
-int CollectivesModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
-}
+int CollectivesModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(rows_.size()); }
 
 int CollectivesModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant CollectivesModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || index.row() < 0 || index.row() >= rowCount() || index.column() < 0 ||
-      index.column() >= ColumnCount)
+  if (!index.isValid() || index.row() < 0 || index.row() >= rowCount() || index.column() < 0 || index.column() >= ColumnCount)
     return {};
   const core::CollectiveStats& s = rows_[static_cast<std::size_t>(index.row())];
   if (role == OpRole) return units::opName(s.op);
@@ -75,36 +74,57 @@ QVariant CollectivesModel::data(const QModelIndex& index, int role) const {
   const double exposedShare = s.totalNs > 0 ? static_cast<double>(s.exposedNs) / static_cast<double>(s.totalNs) : 0.0;
   if (role == SortRole) {
     switch (index.column()) {
-      case Op: return units::opName(s.op);
-      case Group: return groupLabel(s);
-      case Ranks: return s.groupSize;
-      case Count: return static_cast<qlonglong>(s.count);
-      case Bytes: return hasBytes ? QVariant(static_cast<qlonglong>(s.bytes)) : QVariant(-1LL);
-      case Total: return static_cast<qlonglong>(s.totalNs);
-      case Mean: return static_cast<qlonglong>(s.meanNs);
-      case Exposed: return static_cast<qlonglong>(s.exposedNs);
-      case ExposedShare: return exposedShare;
-      case AlgBw: return s.algBwGBps ? *s.algBwGBps : -1.0;
-      case BusBw: return s.busBwGBps ? *s.busBwGBps : -1.0;
+      case Op:
+        return units::opName(s.op);
+      case Group:
+        return groupLabel(s);
+      case Ranks:
+        return s.groupSize;
+      case Count:
+        return static_cast<qlonglong>(s.count);
+      case Bytes:
+        return hasBytes ? QVariant(static_cast<qlonglong>(s.bytes)) : QVariant(-1LL);
+      case Total:
+        return static_cast<qlonglong>(s.totalNs);
+      case Mean:
+        return static_cast<qlonglong>(s.meanNs);
+      case Exposed:
+        return static_cast<qlonglong>(s.exposedNs);
+      case ExposedShare:
+        return exposedShare;
+      case AlgBw:
+        return s.algBwGBps ? *s.algBwGBps : -1.0;
+      case BusBw:
+        return s.busBwGBps ? *s.busBwGBps : -1.0;
     }
     return {};
   }
   if (role == Qt::DisplayRole) {
     const QString none = QStringLiteral("—");
     switch (index.column()) {
-      case Op: return units::opName(s.op);
-      case Group: return groupLabel(s);
-      case Ranks: return s.groupSize > 0 ? QString::number(s.groupSize) : none;
-      case Count: return units::count(s.count);
+      case Op:
+        return units::opName(s.op);
+      case Group:
+        return groupLabel(s);
+      case Ranks:
+        return s.groupSize > 0 ? QString::number(s.groupSize) : none;
+      case Count:
+        return units::count(s.count);
       case Bytes:
         if (!hasBytes) return none;
         return s.countWithBytes < s.count ? units::bytes(s.bytes) + QStringLiteral("*") : units::bytes(s.bytes);
-      case Total: return units::ms(s.totalNs);
-      case Mean: return units::ms(s.meanNs);
-      case Exposed: return units::ms(s.exposedNs);
-      case ExposedShare: return s.totalNs > 0 ? units::percent(exposedShare) : none;
-      case AlgBw: return s.algBwGBps ? units::gbps(*s.algBwGBps) : none;
-      case BusBw: return s.busBwGBps ? units::gbps(*s.busBwGBps) : none;
+      case Total:
+        return units::ms(s.totalNs);
+      case Mean:
+        return units::ms(s.meanNs);
+      case Exposed:
+        return units::ms(s.exposedNs);
+      case ExposedShare:
+        return s.totalNs > 0 ? units::percent(exposedShare) : none;
+      case AlgBw:
+        return s.algBwGBps ? units::gbps(*s.algBwGBps) : none;
+      case BusBw:
+        return s.busBwGBps ? units::gbps(*s.busBwGBps) : none;
     }
     return {};
   }
@@ -124,7 +144,8 @@ QVariant CollectivesModel::data(const QModelIndex& index, int role) const {
       case BusBw:
         if (!s.algBwGBps) return tr("Undefined: not every instance has a message size");
         return {};
-      default: return {};
+      default:
+        return {};
     }
   }
   return {};
@@ -134,32 +155,56 @@ QVariant CollectivesModel::headerData(int section, Qt::Orientation orientation, 
   if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
   if (role == Qt::DisplayRole) {
     switch (section) {
-      case Op: return tr("Operation");
-      case Group: return tr("Group");
-      case Ranks: return tr("Ranks");
-      case Count: return tr("Count");
-      case Bytes: return tr("Bytes");
-      case Total: return tr("Total (ms)");
-      case Mean: return tr("Mean (ms)");
-      case Exposed: return tr("Exposed (ms)");
-      case ExposedShare: return tr("Exposed %");
-      case AlgBw: return tr("algBw (GB/s)");
-      case BusBw: return tr("busBw (GB/s)");
+      case Op:
+        return tr("Operation");
+      case Group:
+        return tr("Group");
+      case Ranks:
+        return tr("Ranks");
+      case Count:
+        return tr("Count");
+      case Bytes:
+        return tr("Bytes");
+      case Total:
+        return tr("Total (ms)");
+      case Mean:
+        return tr("Mean (ms)");
+      case Exposed:
+        return tr("Exposed (ms)");
+      case ExposedShare:
+        return tr("Exposed %");
+      case AlgBw:
+        return tr("algBw (GB/s)");
+      case BusBw:
+        return tr("busBw (GB/s)");
     }
   }
   if (role == Qt::ToolTipRole) {
     switch (section) {
-      case Op: return tr("Collective operation");
-      case Group: return tr("Process group (c10d name)");
-      case Ranks: return tr("Ranks in the process group (n)");
-      case Count: return tr("Instances over all ranks");
-      case Bytes: return tr("Σ message size S as nccl-tests defines it: the gathered output for all-gather, the full input for reduce-scatter and all-reduce");
-      case Total: return tr("Σ duration of the instances");
-      case Mean: return tr("Mean duration of an instance");
-      case Exposed: return tr("Σ of each instance's time not covered by computation on its rank");
-      case ExposedShare: return tr("Exposed / total time");
-      case AlgBw: return tr("Algorithm bandwidth: Σ bytes / Σ time over the instances");
-      case BusBw: return tr("Bus bandwidth: algBw × 2(n−1)/n (all-reduce), (n−1)/n (all-gather, reduce-scatter, all-to-all), 1 (others)");
+      case Op:
+        return tr("Collective operation");
+      case Group:
+        return tr("Process group (c10d name)");
+      case Ranks:
+        return tr("Ranks in the process group (n)");
+      case Count:
+        return tr("Instances over all ranks");
+      case Bytes:
+        return tr(
+            "Σ message size S as nccl-tests defines it: the gathered output for all-gather, the full input for reduce-scatter "
+            "and all-reduce");
+      case Total:
+        return tr("Σ duration of the instances");
+      case Mean:
+        return tr("Mean duration of an instance");
+      case Exposed:
+        return tr("Σ of each instance's time not covered by computation on its rank");
+      case ExposedShare:
+        return tr("Exposed / total time");
+      case AlgBw:
+        return tr("Algorithm bandwidth: Σ bytes / Σ time over the instances");
+      case BusBw:
+        return tr("Bus bandwidth: algBw × 2(n−1)/n (all-reduce), (n−1)/n (all-gather, reduce-scatter, all-to-all), 1 (others)");
     }
   }
   if (role == Qt::TextAlignmentRole)

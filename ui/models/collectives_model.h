@@ -18,13 +18,13 @@ namespace shardscope::ui {
 
 // Display helpers shared by the Communication page's models and chart.
 namespace units {
-QString bytes(std::int64_t bytes);          // "2.90 MB" (decimal units, as the CLI prints them)
-QString count(std::int64_t n);              // "1,234"
-QString ms(core::TimeNs ns);                // "3,714.625" (milliseconds, 3 decimals, grouped)
-QString msWithUnit(core::TimeNs ns);        // "3,714.625 ms"
-QString gbps(double gbPerS);                // "12.34"
-QString percent(double share);              // share 0..1 -> "48.2 %"
-QString opName(core::CollectiveOp op);      // core's spelling: "all_gather"
+QString bytes(std::int64_t bytes);      // "2.90 MB" (decimal units, as the CLI prints them)
+QString count(std::int64_t n);          // "1,234"
+QString ms(core::TimeNs ns);            // "3,714.625" (milliseconds, 3 decimals, grouped)
+QString msWithUnit(core::TimeNs ns);    // "3,714.625 ms"
+QString gbps(double gbPerS);            // "12.34"
+QString percent(double share);          // share 0..1 -> "48.2 %"
+QString opName(core::CollectiveOp op);  // core's spelling: "all_gather"
 }  // namespace units
 
 class CollectivesModel : public QAbstractTableModel {

@@ -59,7 +59,9 @@ void ComparisonModel::setBaseline(std::size_t baselineIndex) {
   if (columnCount() > 1) Q_EMIT headerDataChanged(Qt::Horizontal, 1, columnCount() - 1);
 }
 
-const core::ComparisonRow& ComparisonModel::rowAt(int row) const { return comparison_.rows.at(shown_.at(static_cast<std::size_t>(row))); }
+const core::ComparisonRow& ComparisonModel::rowAt(int row) const {
+  return comparison_.rows.at(shown_.at(static_cast<std::size_t>(row)));
+}
 
 int ComparisonModel::rowOfKey(const QString& key) const {
   const std::string k = key.toStdString();
@@ -128,41 +130,52 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
   const auto& row = rowAt(index.row());
   if (index.column() == 0) {
     switch (role) {
-      case Qt::DisplayRole: return displayLabel(row);
+      case Qt::DisplayRole:
+        return displayLabel(row);
       case Qt::ToolTipRole:
         return QStringLiteral("%1\nkey: %2\n%3 is better")
             .arg(QString::fromStdString(row.label), QString::fromStdString(row.key),
                  row.lowerIsBetter ? QStringLiteral("lower") : QStringLiteral("higher"));
-      case RowKeyRole: return QString::fromStdString(row.key);
-      case LowerIsBetterRole: return row.lowerIsBetter;
-      default: return {};
+      case RowKeyRole:
+        return QString::fromStdString(row.key);
+      case LowerIsBetterRole:
+        return row.lowerIsBetter;
+      default:
+        return {};
     }
   }
   const std::size_t run = static_cast<std::size_t>(index.column() - 1);
   const auto& value = row.values[run];
   const bool best = row.best && *row.best == run;
   std::optional<double> delta;
-  if (run != comparison_.baseline && run < row.deltaPct.size() && row.deltaPct[run].has_value()) delta = row.deltaPct[run].value();
+  if (run != comparison_.baseline && run < row.deltaPct.size() && row.deltaPct[run].has_value())
+    delta = row.deltaPct[run].value();
   const QString valueText = value ? formatValue(row.key, *value) : QStringLiteral("—");
   // Shares change in percentage points; other figures in percent of the baseline.
-  const std::optional<double> pp =
-      run != comparison_.baseline && run < row.deltaPp.size() ? row.deltaPp[run] : std::nullopt;
-  const QString deltaText = pp      ? formatDeltaPp(*pp)
-                            : delta ? formatDelta(*delta)
-                                    : QString();
+  const std::optional<double> pp = run != comparison_.baseline && run < row.deltaPp.size() ? row.deltaPp[run] : std::nullopt;
+  const QString deltaText = pp ? formatDeltaPp(*pp) : delta ? formatDelta(*delta) : QString();
   switch (role) {
     case Qt::DisplayRole:
     case Qt::AccessibleTextRole:
       return deltaText.isEmpty() ? valueText : valueText + QLatin1Char(' ') + deltaText;
-    case ValueTextRole: return valueText;
-    case DeltaTextRole: return deltaText;
-    case ExactValueRole: return value ? QVariant(*value) : QVariant();
-    case DeltaPctRole: return delta ? QVariant(*delta) : QVariant();
-    case IsBestRole: return best;
-    case DeltaStateRole: return static_cast<int>(deltaState(row, run));
-    case RowKeyRole: return QString::fromStdString(row.key);
-    case LowerIsBetterRole: return row.lowerIsBetter;
-    case Qt::TextAlignmentRole: return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
+    case ValueTextRole:
+      return valueText;
+    case DeltaTextRole:
+      return deltaText;
+    case ExactValueRole:
+      return value ? QVariant(*value) : QVariant();
+    case DeltaPctRole:
+      return delta ? QVariant(*delta) : QVariant();
+    case IsBestRole:
+      return best;
+    case DeltaStateRole:
+      return static_cast<int>(deltaState(row, run));
+    case RowKeyRole:
+      return QString::fromStdString(row.key);
+    case LowerIsBetterRole:
+      return row.lowerIsBetter;
+    case Qt::TextAlignmentRole:
+      return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
     case Qt::FontRole:
       if (best) {
         QFont f;
@@ -178,8 +191,8 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
       return {};
     case Qt::ToolTipRole: {
       if (!value) return QStringLiteral("%1: no value for this run").arg(QString::fromStdString(comparison_.names[run]));
-      QString tip = QStringLiteral("%1\n%2 = %3").arg(QString::fromStdString(comparison_.names[run]),
-                                                      QString::fromStdString(row.key), exact(*value));
+      QString tip = QStringLiteral("%1\n%2 = %3")
+                        .arg(QString::fromStdString(comparison_.names[run]), QString::fromStdString(row.key), exact(*value));
       if (delta)
         tip += QStringLiteral("\n%1% vs baseline (%2)")
                    .arg(exact(delta.value_or(0.0)), QString::fromStdString(comparison_.names[comparison_.baseline]));
@@ -188,7 +201,8 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
       if (best) tip += QStringLiteral("\nbest of the compared runs");
       return tip;
     }
-    default: return {};
+    default:
+      return {};
   }
 }
 
@@ -206,9 +220,12 @@ QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, i
   const std::size_t run = static_cast<std::size_t>(section - 1);
   const QString name = QString::fromStdString(core::runLabel(comparison_.names[run], comparison_.runs[run]));
   switch (role) {
-    case Qt::DisplayRole: return run == comparison_.baseline ? tr("%1 (baseline)").arg(name) : name;
-    case Qt::ToolTipRole: return tr("run %1: %2").arg(comparison_.runs[run]).arg(name);
-    case Qt::TextAlignmentRole: return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
+    case Qt::DisplayRole:
+      return run == comparison_.baseline ? tr("%1 (baseline)").arg(name) : name;
+    case Qt::ToolTipRole:
+      return tr("run %1: %2").arg(comparison_.runs[run]).arg(name);
+    case Qt::TextAlignmentRole:
+      return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
     case Qt::FontRole:
       if (run == comparison_.baseline) {
         QFont f;
@@ -216,7 +233,8 @@ QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, i
         return f;
       }
       return {};
-    default: return {};
+    default:
+      return {};
   }
 }
 

@@ -32,8 +32,9 @@ QString formatCreated(const std::string& iso) {
 }
 
 int strategyOrder(const QString& s) {
-  static const QStringList known = {QStringLiteral("ddp"), QStringLiteral("zero1"), QStringLiteral("zero2"),
-                                    QStringLiteral("zero3"), QStringLiteral("fsdp"), QStringLiteral("fsdp_full_shard"),
+  static const QStringList known = {QStringLiteral("ddp"),          QStringLiteral("zero1"),
+                                    QStringLiteral("zero2"),        QStringLiteral("zero3"),
+                                    QStringLiteral("fsdp"),         QStringLiteral("fsdp_full_shard"),
                                     QStringLiteral("fsdp_grad_op"), QStringLiteral("fsdp_shard_grad_op"),
                                     QStringLiteral("hsdp")};
   if (s.isEmpty()) return 1000;  // imported traces last
@@ -99,10 +100,14 @@ RunListModel::~RunListModel() = default;
 
 QString RunListModel::groupingName(Grouping g) {
   switch (g) {
-    case Grouping::None: return QStringLiteral("none");
-    case Grouping::Source: return QStringLiteral("source");
-    case Grouping::Strategy: return QStringLiteral("strategy");
-    case Grouping::Status: return QStringLiteral("status");
+    case Grouping::None:
+      return QStringLiteral("none");
+    case Grouping::Source:
+      return QStringLiteral("source");
+    case Grouping::Strategy:
+      return QStringLiteral("strategy");
+    case Grouping::Status:
+      return QStringLiteral("status");
   }
   return QStringLiteral("source");
 }
@@ -115,23 +120,29 @@ RunListModel::Grouping RunListModel::groupingFromName(const QString& name) {
 
 QString RunListModel::groupKeyOf(const core::Run& run) const {
   switch (grouping_) {
-    case Grouping::None: return {};
-    case Grouping::Source: return qs(core::toString(run.source));
-    case Grouping::Strategy: return qs(run.strategy);
-    case Grouping::Status: return qs(core::toString(run.status));
+    case Grouping::None:
+      return {};
+    case Grouping::Source:
+      return qs(core::toString(run.source));
+    case Grouping::Strategy:
+      return qs(run.strategy);
+    case Grouping::Status:
+      return qs(core::toString(run.status));
   }
   return {};
 }
 
 int RunListModel::groupOrder(const QString& key) const {
   switch (grouping_) {
-    case Grouping::None: return 0;
+    case Grouping::None:
+      return 0;
     case Grouping::Source: {
       if (key == QLatin1String("runtime")) return 0;
       if (key == QLatin1String("kineto")) return 1;
       return 2;
     }
-    case Grouping::Strategy: return strategyOrder(key);
+    case Grouping::Strategy:
+      return strategyOrder(key);
     case Grouping::Status: {
       static const QStringList order = {QStringLiteral("running"), QStringLiteral("pending"), QStringLiteral("completed"),
                                         QStringLiteral("failed"), QStringLiteral("cancelled")};
@@ -150,7 +161,8 @@ bool RunListModel::groupLess(const QString& a, const QString& b) const {
 QString RunListModel::groupLabel(const Group& g) const {
   QString label;
   switch (grouping_) {
-    case Grouping::None: break;
+    case Grouping::None:
+      break;
     case Grouping::Source:
       if (g.key == QLatin1String("runtime"))
         label = tr("Runtime runs");
@@ -161,8 +173,12 @@ QString RunListModel::groupLabel(const Group& g) const {
       else
         label = g.key;
       break;
-    case Grouping::Strategy: label = g.key.isEmpty() ? tr("No strategy (imported)") : g.key; break;
-    case Grouping::Status: label = g.key.isEmpty() ? tr("(unknown)") : g.key.left(1).toUpper() + g.key.mid(1); break;
+    case Grouping::Strategy:
+      label = g.key.isEmpty() ? tr("No strategy (imported)") : g.key;
+      break;
+    case Grouping::Status:
+      label = g.key.isEmpty() ? tr("(unknown)") : g.key.left(1).toUpper() + g.key.mid(1);
+      break;
   }
   return QStringLiteral("%1 (%2)").arg(label).arg(g.runs.size());
 }
@@ -237,11 +253,16 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
   if (isGroup(index)) {
     const auto& g = groups_[index.row()];
     switch (role) {
-      case Qt::DisplayRole: return index.column() == NameColumn ? groupLabel(g) : QVariant();
-      case IsGroupRole: return true;
-      case GroupKeyRole: return g.key;
-      case RunIdRole: return qlonglong(0);
-      case SortRole: return index.column() == NameColumn ? QVariant(groupOrder(g.key)) : QVariant();
+      case Qt::DisplayRole:
+        return index.column() == NameColumn ? groupLabel(g) : QVariant();
+      case IsGroupRole:
+        return true;
+      case GroupKeyRole:
+        return g.key;
+      case RunIdRole:
+        return qlonglong(0);
+      case SortRole:
+        return index.column() == NameColumn ? QVariant(groupOrder(g.key)) : QVariant();
       case Qt::FontRole:
         if (index.column() == NameColumn) {
           QFont f;
@@ -249,7 +270,8 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
           return f;
         }
         return {};
-      default: return {};
+      default:
+        return {};
     }
   }
   const RunRow* row = rowAt(index);
@@ -258,27 +280,42 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
   switch (role) {
     case Qt::DisplayRole:
       switch (index.column()) {
-        case NameColumn: return qs(r.name);
-        case StrategyColumn: return r.strategy.empty() ? QStringLiteral("—") : qs(r.strategy);
-        case StatusColumn: return qs(core::toString(r.status));
-        case WorldSizeColumn: return r.worldSize;
-        case EventsColumn: return formatCount(row->events);
-        case CreatedColumn: return formatCreated(r.createdAt);
-        case TagsColumn: return qs(r.tags);
-        default: return {};
+        case NameColumn:
+          return qs(r.name);
+        case StrategyColumn:
+          return r.strategy.empty() ? QStringLiteral("—") : qs(r.strategy);
+        case StatusColumn:
+          return qs(core::toString(r.status));
+        case WorldSizeColumn:
+          return r.worldSize;
+        case EventsColumn:
+          return formatCount(row->events);
+        case CreatedColumn:
+          return formatCreated(r.createdAt);
+        case TagsColumn:
+          return qs(r.tags);
+        default:
+          return {};
       }
     case Qt::EditRole:
       switch (index.column()) {
-        case NameColumn: return qs(r.name);
-        case TagsColumn: return qs(r.tags);
-        default: return data(index, Qt::DisplayRole);
+        case NameColumn:
+          return qs(r.name);
+        case TagsColumn:
+          return qs(r.tags);
+        default:
+          return data(index, Qt::DisplayRole);
       }
     case SortRole:
       switch (index.column()) {
-        case WorldSizeColumn: return r.worldSize;
-        case EventsColumn: return qlonglong(row->events);
-        case NameColumn: return qs(r.name);
-        default: return data(index, Qt::DisplayRole);
+        case WorldSizeColumn:
+          return r.worldSize;
+        case EventsColumn:
+          return qlonglong(row->events);
+        case NameColumn:
+          return qs(r.name);
+        default:
+          return data(index, Qt::DisplayRole);
       }
     case Qt::ToolTipRole: {
       QStringList lines;
@@ -291,11 +328,15 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     case Qt::ForegroundRole:
       if (index.column() == StatusColumn) {
         switch (r.status) {
-          case core::RunStatus::Failed: return QBrush(QColor(0xc6, 0x28, 0x28));
-          case core::RunStatus::Running: return QBrush(QColor(0x15, 0x65, 0xc0));
+          case core::RunStatus::Failed:
+            return QBrush(QColor(0xc6, 0x28, 0x28));
+          case core::RunStatus::Running:
+            return QBrush(QColor(0x15, 0x65, 0xc0));
           case core::RunStatus::Pending:
-          case core::RunStatus::Cancelled: return QBrush(QColor(0x75, 0x75, 0x75));
-          case core::RunStatus::Completed: return {};
+          case core::RunStatus::Cancelled:
+            return QBrush(QColor(0x75, 0x75, 0x75));
+          case core::RunStatus::Completed:
+            return {};
         }
       }
       return {};
@@ -303,10 +344,14 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
       if (index.column() == WorldSizeColumn || index.column() == EventsColumn)
         return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
       return {};
-    case RunIdRole: return qlonglong(r.id);
-    case IsGroupRole: return false;
-    case GroupKeyRole: return groupKeyOf(r);
-    default: return {};
+    case RunIdRole:
+      return qlonglong(r.id);
+    case IsGroupRole:
+      return false;
+    case GroupKeyRole:
+      return groupKeyOf(r);
+    default:
+      return {};
   }
 }
 
@@ -329,14 +374,22 @@ bool RunListModel::setData(const QModelIndex& index, const QVariant& value, int 
 QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
   switch (section) {
-    case NameColumn: return tr("Run");
-    case StrategyColumn: return tr("Strategy");
-    case StatusColumn: return tr("Status");
-    case WorldSizeColumn: return tr("World");
-    case EventsColumn: return tr("Events");
-    case CreatedColumn: return tr("Created");
-    case TagsColumn: return tr("Tags");
-    default: return {};
+    case NameColumn:
+      return tr("Run");
+    case StrategyColumn:
+      return tr("Strategy");
+    case StatusColumn:
+      return tr("Status");
+    case WorldSizeColumn:
+      return tr("World");
+    case EventsColumn:
+      return tr("Events");
+    case CreatedColumn:
+      return tr("Created");
+    case TagsColumn:
+      return tr("Tags");
+    default:
+      return {};
   }
 }
 

@@ -69,7 +69,7 @@ class RunListModel : public QAbstractItemModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
   Grouping grouping() const { return grouping_; }
-  void setGrouping(Grouping g);  // a model reset (views restore selection by run id)
+  void setGrouping(Grouping g);             // a model reset (views restore selection by run id)
   static QString groupingName(Grouping g);  // "none", "source", "strategy", "status" (QSettings)
   static Grouping groupingFromName(const QString& name);
 
@@ -89,7 +89,7 @@ class RunListModel : public QAbstractItemModel {
 
   QModelIndex indexOfRun(core::Id id, int column = NameColumn) const;
   QModelIndex indexOfGroup(const QString& key) const;  // invalid when not grouped or absent
-  core::Id runId(const QModelIndex& index) const;        // 0 for group rows / invalid
+  core::Id runId(const QModelIndex& index) const;      // 0 for group rows / invalid
   bool isGroup(const QModelIndex& index) const;
   const RunRow* runRow(core::Id id) const;
   int runCount() const;

@@ -16,7 +16,6 @@
 #include <QTextBrowser>
 #include <QVBoxLayout>
 
-
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -35,13 +34,13 @@ namespace shardscope::ui {
 struct CommunicationPage::Loaded {
   core::Id runId = 0;
   std::vector<std::pair<core::Id, QString>> names;  // every run of the selection
-  QString info;                                      // "fsdp · runtime · 2 ranks · completed"
+  QString info;                                     // "fsdp · runtime · 2 ranks · completed"
   std::vector<core::CollectiveStats> collectives;
   std::vector<core::StepBreakdown> steps;
   std::vector<BottleneckRow> bottlenecks;
   std::optional<core::CollectiveComparison> runsCompared;  // two or more runs selected
   core::StragglerReport stragglers;
-  QStringList runLabels;                                    // "ddp #7", in the selection's order
+  QStringList runLabels;  // "ddp #7", in the selection's order
 };
 
 namespace {
@@ -80,8 +79,8 @@ QTableView* makeTable(QAbstractItemModel* model) {
 }
 
 // The event a bottleneck is, looked up on its rank's device lanes (Bottleneck does not carry its id).
-core::Id findEventId(core::TraceStore& store, const std::vector<core::Rank>& ranks,
-                     const std::vector<core::Track>& tracks, const core::Bottleneck& b) {
+core::Id findEventId(core::TraceStore& store, const std::vector<core::Rank>& ranks, const std::vector<core::Track>& tracks,
+                     const core::Bottleneck& b) {
   core::Id rankId = 0;
   for (const auto& r : ranks)
     if (r.rank == b.rank) rankId = r.id;
@@ -443,11 +442,9 @@ void CommunicationPage::load() {
         if (!run) throw core::Error("run " + std::to_string(runId) + " is not in the database");
         QStringList info;
         if (!run->strategy.empty()) info << QString::fromStdString(run->strategy);
-        info << QString::fromUtf8(core::toString(run->source).data(),
-                                  static_cast<qsizetype>(core::toString(run->source).size()));
+        info << QString::fromUtf8(core::toString(run->source).data(), static_cast<qsizetype>(core::toString(run->source).size()));
         if (run->worldSize > 0) info << QObject::tr("world size %1").arg(run->worldSize);
-        info << QString::fromUtf8(core::toString(run->status).data(),
-                                  static_cast<qsizetype>(core::toString(run->status).size()));
+        info << QString::fromUtf8(core::toString(run->status).data(), static_cast<qsizetype>(core::toString(run->status).size()));
         out.info = info.join(QStringLiteral(" · "));
         // The session's analysis of the run (shared with every page), then the other runs' for the
         // side-by-side table.
@@ -475,7 +472,8 @@ void CommunicationPage::load() {
             figures.push_back(core::runFigures(store, id, all.back()->steps, all.back()->memoryPeaks));
           }
           out.runsCompared = core::compareCollectives(ids, raw, figures, 0);
-          for (const auto& [id, name] : out.names) out.runLabels << QString::fromStdString(core::runLabel(name.toStdString(), id));
+          for (const auto& [id, name] : out.names)
+            out.runLabels << QString::fromStdString(core::runLabel(name.toStdString(), id));
         }
         return out;
       },
@@ -545,8 +543,8 @@ void CommunicationPage::apply(Loaded loaded) {
 void CommunicationPage::rebuildFilters() {
   const QString op = opCombo_->currentData().toString();
   const QString group = groupCombo_->currentData().toString();
-  for (auto [combo, items, current] : {std::tuple{opCombo_, collectives_->operations(), op},
-                                       std::tuple{groupCombo_, collectives_->groups(), group}}) {
+  for (auto [combo, items, current] :
+       {std::tuple{opCombo_, collectives_->operations(), op}, std::tuple{groupCombo_, collectives_->groups(), group}}) {
     QSignalBlocker block(combo);
     combo->clear();
     combo->addItem(tr("All"), QString());
@@ -633,9 +631,12 @@ void CommunicationPage::rebuildChart() {
     chart_->yAxis->setRange(0, top > 0 ? top * 1.12 : 1);
   }
   QString note;
-  if (steps_.empty()) note = tr("no steps");
-  else if (!anyStep) note = tr("(the trace has no step windows)");
-  else if (chartRank_ < 0 && rankCombo_->count() > 2) note = tr("(mean over ranks; overlap time-weighted)");
+  if (steps_.empty())
+    note = tr("no steps");
+  else if (!anyStep)
+    note = tr("(the trace has no step windows)");
+  else if (chartRank_ < 0 && rankCombo_->count() > 2)
+    note = tr("(mean over ranks; overlap time-weighted)");
   chartNote_->setText(note);
   chart_->replot();
 }
@@ -682,7 +683,8 @@ void CommunicationPage::showRunsCompared() {
   const QLocale en(QLocale::English);
   for (int r = 0; r < static_cast<int>(cc.rows.size()); ++r) {
     const auto& row = cc.rows[static_cast<std::size_t>(r)];
-    auto* op = new QTableWidgetItem(QString::fromUtf8(core::toString(row.op).data(), static_cast<qsizetype>(core::toString(row.op).size())));
+    auto* op = new QTableWidgetItem(
+        QString::fromUtf8(core::toString(row.op).data(), static_cast<qsizetype>(core::toString(row.op).size())));
     runsTable_->setItem(r, 0, op);
     for (int i = 0; i < n; ++i) {
       const auto k = static_cast<std::size_t>(i);
@@ -695,8 +697,9 @@ void CommunicationPage::showRunsCompared() {
         if (row.bytes[k] && *row.bytes[k] > 0) text += QStringLiteral(" · ") + charts::formatBytes(*row.bytes[k]);
         if (k != cc.baseline && row.deltaPct[k]) {
           const double d = *row.deltaPct[k];
-          text += QStringLiteral(" (%1%2 %%3)").arg(d >= 0 ? QStringLiteral("+") : QString(), en.toString(d, 'f', 1),
-                                                     row.withinNoise[k] ? tr(", within noise") : QString());
+          text += QStringLiteral(" (%1%2 %%3)")
+                      .arg(d >= 0 ? QStringLiteral("+") : QString(), en.toString(d, 'f', 1),
+                           row.withinNoise[k] ? tr(", within noise") : QString());
           // Coloured only when the change is larger than the runs' step-to-step spread.
           if (!row.withinNoise[k]) color = d > 0 ? QColor(0xc6, 0x28, 0x28) : QColor(0x2e, 0x7d, 0x32);
         }
@@ -710,8 +713,8 @@ void CommunicationPage::showRunsCompared() {
   runsTable_->resizeColumnsToContents();
   // Tall enough for every operation (up to 6) without scrolling.
   const int shown = std::min(6, runsTable_->rowCount());
-  runsPanel_->setMinimumHeight(runsTable_->horizontalHeader()->sizeHint().height() + shown * runsTable_->verticalHeader()->defaultSectionSize() +
-                               2 * runsTable_->frameWidth() + 28);
+  runsPanel_->setMinimumHeight(runsTable_->horizontalHeader()->sizeHint().height() +
+                               shown * runsTable_->verticalHeader()->defaultSectionSize() + 2 * runsTable_->frameWidth() + 28);
   bool perStep = true;
   for (auto rs : cc.rankSteps) perStep = perStep && rs > 0;
   runsNote_->setText(perStep ? tr("per rank and step (the change: of the time, against the baseline)")
@@ -747,10 +750,14 @@ void CommunicationPage::showArrivals() {
   for (const auto& a : st.ranks) {
     const int row = arrivals_->rowCount();
     arrivals_->insertRow(row);
-    auto* r = cell(row, 0, tr("rank %1").arg(a.rank) + (st.straggler && *st.straggler == a.rank ? tr(" (straggler)") : QString()), true);
+    auto* r = cell(row, 0, tr("rank %1").arg(a.rank) + (st.straggler && *st.straggler == a.rank ? tr(" (straggler)") : QString()),
+                   true);
     if (st.straggler && *st.straggler == a.rank) r->setForeground(QColor(0xc6, 0x28, 0x28));
     cell(row, 1, units::count(a.instances));
-    cell(row, 2, a.instances ? tr("%1 (%2)").arg(units::count(a.lastCount), units::percent(static_cast<double>(a.lastCount) / static_cast<double>(a.instances))) : QStringLiteral("–"));
+    cell(row, 2,
+         a.instances ? tr("%1 (%2)").arg(units::count(a.lastCount),
+                                         units::percent(static_cast<double>(a.lastCount) / static_cast<double>(a.instances)))
+                     : QStringLiteral("–"));
     cell(row, 3, units::ms(a.lateNs));
     cell(row, 4, units::ms(a.causedWaitNs));
     cell(row, 5, QString());
@@ -758,16 +765,20 @@ void CommunicationPage::showArrivals() {
   for (const auto& g : st.groups) {
     const int row = arrivals_->rowCount();
     arrivals_->insertRow(row);
-    cell(row, 0, units::opName(g.op) + (g.processGroup.empty() ? QString() : QStringLiteral(" (%1)").arg(QString::fromStdString(g.processGroup))), true);
+    cell(row, 0,
+         units::opName(g.op) +
+             (g.processGroup.empty() ? QString() : QStringLiteral(" (%1)").arg(QString::fromStdString(g.processGroup))),
+         true);
     cell(row, 1, units::count(g.matched));
-    cell(row, 2, g.mostOftenLast >= 0 ? tr("rank %1: %2").arg(g.mostOftenLast).arg(units::count(g.mostOftenLastCount)) : QStringLiteral("–"));
+    cell(row, 2,
+         g.mostOftenLast >= 0 ? tr("rank %1: %2").arg(g.mostOftenLast).arg(units::count(g.mostOftenLastCount))
+                              : QStringLiteral("–"));
     cell(row, 3, QString());
     cell(row, 4, units::ms(g.waitNs));
     cell(row, 5, QStringLiteral("%1 / %2").arg(units::ms(g.meanSkewNs), units::ms(g.maxSkewNs)));
   }
   arrivals_->resizeColumnsToContents();
 }
-
 
 QJsonObject CommunicationPage::describe() const {
   using namespace describe;
@@ -785,12 +796,13 @@ QJsonObject CommunicationPage::describe() const {
   }
   out[QStringLiteral("collectives")] = rows;
   out[QStringLiteral("bottlenecks")] = bottlenecks_->rowCount();
-  out[QStringLiteral("chart_series")] = QJsonArray{
-      QJsonObject{{QStringLiteral("name"), QStringLiteral("per step")}, {QStringLiteral("length"), static_cast<int>(series_.size())}}};
+  out[QStringLiteral("chart_series")] = QJsonArray{QJsonObject{{QStringLiteral("name"), QStringLiteral("per step")},
+                                                               {QStringLiteral("length"), static_cast<int>(series_.size())}}};
   if (runsCompared_) {
     QJsonArray runs;
     for (std::size_t i = 0; i < runsCompared_->runs.size(); ++i)
-      runs.append(runRef(runsCompared_->runs[i], static_cast<int>(i) < runLabels_.size() ? runLabels_[static_cast<int>(i)] : QString()));
+      runs.append(
+          runRef(runsCompared_->runs[i], static_cast<int>(i) < runLabels_.size() ? runLabels_[static_cast<int>(i)] : QString()));
     out[QStringLiteral("runs")] = runs;
     QJsonArray byRun;
     for (const auto& r : runsCompared_->rows) {

@@ -61,7 +61,8 @@ class ComparisonDelegate : public QStyledItemDelegate {
     const int slot = deltaSlot(opt.font);
     painter->setFont(opt.font);
     QColor valueColor = selected ? opt.palette.color(QPalette::HighlightedText) : opt.palette.color(QPalette::Text);
-    if (const QVariant fg = index.data(Qt::ForegroundRole); fg.isValid()) valueColor = index.data(Qt::ForegroundRole).value<QBrush>().color();
+    if (const QVariant fg = index.data(Qt::ForegroundRole); fg.isValid())
+      valueColor = index.data(Qt::ForegroundRole).value<QBrush>().color();
     painter->setPen(valueColor);
     QRect valueRect = r;
     if (!isBaselineColumn(index)) valueRect.setRight(r.right() - slot - 6);
@@ -69,9 +70,14 @@ class ComparisonDelegate : public QStyledItemDelegate {
     if (!delta.isEmpty()) {
       QColor c = charts::mutedTextColor();
       switch (static_cast<ComparisonModel::DeltaState>(index.data(ComparisonModel::DeltaStateRole).toInt())) {
-        case ComparisonModel::DeltaState::Better: c = charts::betterColor(); break;
-        case ComparisonModel::DeltaState::Worse: c = charts::worseColor(); break;
-        default: break;
+        case ComparisonModel::DeltaState::Better:
+          c = charts::betterColor();
+          break;
+        case ComparisonModel::DeltaState::Worse:
+          c = charts::worseColor();
+          break;
+        default:
+          break;
       }
       if (selected) c = opt.palette.color(QPalette::HighlightedText);
       QFont f = opt.font;
@@ -140,7 +146,8 @@ ComparePage::ComparePage(QWidget* parent) : Page(parent), model_(new ComparisonM
 
   note_ = new QLabel(this);
   note_->setWordWrap(true);
-  note_->setStyleSheet(QStringLiteral("QLabel { background: #fff8e1; border: 1px solid #f0d999; border-radius: 3px; padding: 6px; color: #5d4b00; }"));
+  note_->setStyleSheet(QStringLiteral(
+      "QLabel { background: #fff8e1; border: 1px solid #f0d999; border-radius: 3px; padding: 6px; color: #5d4b00; }"));
   layout->addWidget(note_);
   measured_ = new QLabel(this);
   measured_->setWordWrap(true);
@@ -165,7 +172,8 @@ ComparePage::ComparePage(QWidget* parent) : Page(parent), model_(new ComparisonM
   errorLabel_ = new QLabel(this);
   errorLabel_->setWordWrap(true);
   errorLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  errorLabel_->setStyleSheet(QStringLiteral("QLabel { background: #fdecea; border: 1px solid #f5c2c0; border-radius: 3px; padding: 6px; color: #8a1c1c; }"));
+  errorLabel_->setStyleSheet(QStringLiteral(
+      "QLabel { background: #fdecea; border: 1px solid #f5c2c0; border-radius: 3px; padding: 6px; color: #8a1c1c; }"));
   errorLabel_->hide();
   layout->addWidget(errorLabel_);
 
@@ -303,7 +311,8 @@ void ComparePage::showRecommendation(const core::Report& r) {
   }
   QStringList sentences;
   for (const auto& s : rec.sentences) sentences << QString::fromStdString(s).toHtmlEscaped();
-  QString html = QStringLiteral("<b>%1</b> %2").arg(r.runs.size() > 1 ? tr("Verdict:") : tr("Summary:"), sentences.join(QLatin1Char(' ')));
+  QString html =
+      QStringLiteral("<b>%1</b> %2").arg(r.runs.size() > 1 ? tr("Verdict:") : tr("Summary:"), sentences.join(QLatin1Char(' ')));
   if (!rec.reasons.empty()) {
     html += QStringLiteral("<br><span style='color:#555'>%1</span><ul style='margin:0'>").arg(tr("Why:"));
     for (const auto& s : rec.reasons) html += QStringLiteral("<li>%1</li>").arg(QString::fromStdString(s).toHtmlEscaped());
@@ -340,8 +349,7 @@ void ComparePage::showComparison(core::Comparison c) {
   {
     const QSignalBlocker block(baseline_);
     baseline_->clear();
-    for (std::size_t i = 0; i < runs; ++i)
-      baseline_->addItem(names[static_cast<int>(i)]);
+    for (std::size_t i = 0; i < runs; ++i) baseline_->addItem(names[static_cast<int>(i)]);
     baseline_->setCurrentIndex(0);
   }
   table_->resizeColumnsToContents();
@@ -429,8 +437,9 @@ void ComparePage::updateNote() {
   else if (runs_.isEmpty())
     text = tr("Select two or more runs in the run browser to compare them.");
   else if (runs_.size() < 2)
-    text = tr("Only one run is selected: select at least one more run in the run browser (Ctrl+click) to see deltas "
-              "and the best run per figure.");
+    text =
+        tr("Only one run is selected: select at least one more run in the run browser (Ctrl+click) to see deltas "
+           "and the best run per figure.");
   note_->setText(text);
   note_->setHidden(text.isEmpty());
   baseline_->setEnabled(baseline_->count() > 1);
@@ -461,8 +470,10 @@ void ComparePage::updateCharts() {
       cats[3].bytes.push_back(static_cast<std::int64_t>(m.idleNs));
     }
     const QString title = tr("Where a step goes (mean of counted steps)");
-    if (any) breakdown_->setStacks(title, names.mid(0, static_cast<int>(cats[0].bytes.size())), cats);
-    else breakdown_->clearStacks(title);
+    if (any)
+      breakdown_->setStacks(title, names.mid(0, static_cast<int>(cats[0].bytes.size())), cats);
+    else
+      breakdown_->clearStacks(title);
   }
   for (std::size_t i = 0; i < charts_.size(); ++i) {
     const ChartSpec& spec = kCharts[i];
@@ -479,15 +490,20 @@ void ComparePage::updateCharts() {
       double maxV = 0;
       for (const auto& v : row->values) maxV = std::max(maxV, v.value_or(0.0));
       const charts::ByteScale scale = charts::byteScaleFor(maxV * kGiB);
-      chart->setBars(tr(spec.title), names, row->values, row->best,
-                     [](double v) { return charts::formatBytes(v * kGiB); }, scale.suffix, kGiB / scale.factor, tr(spec.empty));
+      chart->setBars(
+          tr(spec.title), names, row->values, row->best, [](double v) { return charts::formatBytes(v * kGiB); }, scale.suffix,
+          kGiB / scale.factor, tr(spec.empty));
     } else {
       QString axis;
-      if (key == "step_time_ms") axis = tr("ms per step");
-      else if (key == core::metric_keys::kTokensPerSecond) axis = tr("tokens/s");
-      else if (key == "exposed_comm_pct") axis = tr("% of step time");
-      chart->setBars(tr(spec.title), names, row->values, row->best,
-                     [key](double v) { return ComparisonModel::formatValue(key, v); }, axis, 1.0, tr(spec.empty));
+      if (key == "step_time_ms")
+        axis = tr("ms per step");
+      else if (key == core::metric_keys::kTokensPerSecond)
+        axis = tr("tokens/s");
+      else if (key == "exposed_comm_pct")
+        axis = tr("% of step time");
+      chart->setBars(
+          tr(spec.title), names, row->values, row->best, [key](double v) { return ComparisonModel::formatValue(key, v); }, axis,
+          1.0, tr(spec.empty));
     }
   }
 }
@@ -508,12 +524,12 @@ void ComparePage::showContextMenu(const QPoint& pos) {
   const QModelIndex index = table_->indexAt(pos);
   if (index.isValid() && index.column() > 0) {
     const int run = index.column() - 1;
-    menu.addAction(tr("Use “%1” as baseline").arg(QString::fromStdString(model_->comparison().names[static_cast<std::size_t>(run)])),
-                   this, [this, run] { setBaselineIndex(run); });
+    menu.addAction(
+        tr("Use “%1” as baseline").arg(QString::fromStdString(model_->comparison().names[static_cast<std::size_t>(run)])), this,
+        [this, run] { setBaselineIndex(run); });
   }
   menu.exec(table_->viewport()->mapToGlobal(pos));
 }
-
 
 QJsonObject ComparePage::describe() const {
   using namespace describe;
@@ -560,10 +576,11 @@ QJsonObject ComparePage::describe() const {
   for (const auto* chart : charts_) {
     QJsonArray values;
     for (std::size_t i = 0; i < chart->barCount(); ++i) values.append(number(chart->plottedValue(i)));
-    charts.append(QJsonObject{{QStringLiteral("title"), chart->title()},
-                              {QStringLiteral("series"), QJsonArray{QJsonObject{{QStringLiteral("name"), chart->title()},
-                                                                                {QStringLiteral("length"), static_cast<int>(chart->barCount())},
-                                                                                {QStringLiteral("values"), values}}}}});
+    charts.append(QJsonObject{
+        {QStringLiteral("title"), chart->title()},
+        {QStringLiteral("series"), QJsonArray{QJsonObject{{QStringLiteral("name"), chart->title()},
+                                                          {QStringLiteral("length"), static_cast<int>(chart->barCount())},
+                                                          {QStringLiteral("values"), values}}}}});
   }
   out[QStringLiteral("charts")] = charts;
   out[QStringLiteral("verdict")] = recommendationText();

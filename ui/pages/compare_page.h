@@ -29,7 +29,7 @@ class ComparisonModel;
 namespace charts {
 class BarChart;
 class StackedBarChart;
-}
+}  // namespace charts
 
 class ComparePage : public Page {
   Q_OBJECT
@@ -86,7 +86,6 @@ class ComparePage : public Page {
   void showEvent(QShowEvent* event) override;
 
  private:
-
   QString dbPath_;
   QList<core::Id> runs_;
   bool loaded_ = false;

@@ -143,8 +143,9 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
   auto* sv = new QVBoxLayout(simBox);
   auto* controls = new QHBoxLayout;
   simulate_ = new QPushButton(tr("Simulate"), simBox);
-  simulate_->setToolTip(tr("Simulate training steps of every strategy that fits: compute per block from FLOPs, "
-                           "collectives on their own streams with the strategy's dependencies and prefetch, memory over time"));
+  simulate_->setToolTip(
+      tr("Simulate training steps of every strategy that fits: compute per block from FLOPs, "
+         "collectives on their own streams with the strategy's dependencies and prefetch, memory over time"));
   simCancel_ = new QPushButton(tr("Cancel"), simBox);
   simCancel_->setEnabled(false);
   simSteps_ = spin(1, 50, 3, simBox);
@@ -158,8 +159,9 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
   simStore_->setToolTip(tr("Write each simulation into the open database as a run with source 'simulated'"));
   simStore_->setEnabled(false);
   simFromRun_ = new QCheckBox(tr("Profile from the selected run"), simBox);
-  simFromRun_->setToolTip(tr("Compute per block, link and rank-to-rank jitter measured in the first selected run of our "
-                             "runtime, carried to this model by FLOPs (select a run in the browser)"));
+  simFromRun_->setToolTip(
+      tr("Compute per block, link and rank-to-rank jitter measured in the first selected run of our "
+         "runtime, carried to this model by FLOPs (select a run in the browser)"));
   simFromRun_->setEnabled(false);
   controls->addWidget(simulate_);
   controls->addWidget(simCancel_);
@@ -308,10 +310,9 @@ void EstimatorPage::simulate() {
       row.peakBytes = r.peakBytes;
       row.collectivesPerStep = r.collectivesPerStep;
       if (store)
-        row.runId = est::writeSimulatedRun(*store, r,
-                                           "sim " + est::strategyName(si.strategy) + " " + ri.model.model.name + " x" +
-                                               std::to_string(ri.model.gpus),
-                                           &cancel);
+        row.runId = est::writeSimulatedRun(
+            *store, r, "sim " + est::strategyName(si.strategy) + " " + ri.model.model.name + " x" + std::to_string(ri.model.gpus),
+            &cancel);
       rows.push_back(row);
     }
     return rows;
@@ -327,7 +328,8 @@ void EstimatorPage::simulate() {
                            .arg(simRows_.size())
                            .arg(simRows_.size() == 1 ? "y" : "ies")
                            .arg(profileRun ? tr("per block, link and jitter from run %1").arg(profileRun) : tr("from FLOPs"));
-        if (!skipped.isEmpty()) text += QLatin1Char(' ') + tr("Not simulated (does not fit): %1.").arg(skipped.join(QStringLiteral(", ")));
+        if (!skipped.isEmpty())
+          text += QLatin1Char(' ') + tr("Not simulated (does not fit): %1.").arg(skipped.join(QStringLiteral(", ")));
         if (stored) text += QLatin1Char(' ') + tr("Stored as runs in the database.");
         simStatus_->setText(text);
         if (stored) Q_EMIT runsAdded();
@@ -361,9 +363,10 @@ void EstimatorPage::cancelSimulation() {
 }
 
 void EstimatorPage::showSimulation() {
-  const QStringList headers = {tr("strategy"),    tr("simulated step"), tr("estimated step"), tr("compute"),
-                               tr("communication"), tr("exposed"),       tr("overlap"),        tr("slowest rank"),
-                               tr("peak / device"), tr("tokens/s / device"), tr("collectives / step"), tr("run")};
+  const QStringList headers = {tr("strategy"),          tr("simulated step"),     tr("estimated step"),
+                               tr("compute"),           tr("communication"),      tr("exposed"),
+                               tr("overlap"),           tr("slowest rank"),       tr("peak / device"),
+                               tr("tokens/s / device"), tr("collectives / step"), tr("run")};
   simTable_->clear();
   simTable_->setColumnCount(static_cast<int>(headers.size()));
   simTable_->setHorizontalHeaderLabels(headers);
@@ -437,7 +440,8 @@ est::RecommendInput EstimatorPage::input() const {
   in.model.offloadOptimizer = offloadOptimizer_->isChecked();
   in.model.offloadParam = offloadParam_->isChecked();
   const auto bytes = est::parseByteSize(memory_->text().trimmed().toStdString());
-  if (!bytes || *bytes <= 0) throw std::invalid_argument("GPU memory: '" + memory_->text().toStdString() + "' is not a size (80GiB, 141 GB, …)");
+  if (!bytes || *bytes <= 0)
+    throw std::invalid_argument("GPU memory: '" + memory_->text().toStdString() + "' is not a size (80GiB, 141 GB, …)");
   in.deviceBytes = *bytes;
   in.headroom = headroom_->value() / 100.0;
   if (auto l = est::linkPreset(link_->currentText().toStdString())) in.intraNode = *l;
@@ -474,16 +478,17 @@ void EstimatorPage::showResult() {
   // Charts in ranking order.
   QStringList names;
   std::vector<charts::StackedBarChart::Category> cats = {
-      {tr("parameters"), QColor(0x4e, 0x79, 0xa7), {}}, {tr("gradients"), QColor(0xf2, 0x8e, 0x2b), {}},
+      {tr("parameters"), QColor(0x4e, 0x79, 0xa7), {}},      {tr("gradients"), QColor(0xf2, 0x8e, 0x2b), {}},
       {tr("optimizer state"), QColor(0x59, 0xa1, 0x4f), {}}, {tr("comm buffers"), QColor(0x76, 0xb7, 0xb2), {}},
-      {tr("gathered units"), QColor(0xb0, 0x7a, 0xa1), {}}, {tr("activations"), QColor(0xe1, 0x57, 0x59), {}}};
+      {tr("gathered units"), QColor(0xb0, 0x7a, 0xa1), {}},  {tr("activations"), QColor(0xe1, 0x57, 0x59), {}}};
   std::vector<std::optional<double>> steps;
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < result_.size(); ++i) {
     const auto& a = result_[i];
     // Short axis labels (the table has the full names).
     QString label = QString::fromStdString(est::strategyName(a.strategy));
-    label.replace(QStringLiteral("fsdp_grad_op"), QStringLiteral("grad-op")).replace(QStringLiteral("zeropp_hpz"), QStringLiteral("hpZ"));
+    label.replace(QStringLiteral("fsdp_grad_op"), QStringLiteral("grad-op"))
+        .replace(QStringLiteral("zeropp_hpz"), QStringLiteral("hpZ"));
     names << label;
     const auto& p = a.memory.atPeak;
     cats[0].bytes.push_back(p.parameters);
@@ -496,20 +501,23 @@ void EstimatorPage::showResult() {
     if (a.rank == 1 && a.fit.fits) best = i;
   }
   // Ranked left to right: the rank and, for a strategy that does not fit, why it is last.
-  for (std::size_t i = 0; i < result_.size(); ++i) names[static_cast<int>(i)] = QStringLiteral("%1. %2").arg(result_[i].rank).arg(names[static_cast<int>(i)]);
+  for (std::size_t i = 0; i < result_.size(); ++i)
+    names[static_cast<int>(i)] = QStringLiteral("%1. %2").arg(result_[i].rank).arg(names[static_cast<int>(i)]);
   memoryChart_->setStacks(tr("Peak memory per device (ranked: fits first, then by step time)"), names, cats);
   if (!result_.empty() && result_.front().fit.deviceBytes > 0) {
     const auto& f = result_.front().fit;
     // The line is what the fit test uses: the device's memory less the headroom.
     memoryChart_->setLimit(f.usableBytes > 0 ? f.usableBytes : f.deviceBytes,
                            tr("usable memory %1 of the device's %2 (headroom kept free)")
-                               .arg(charts::formatBytes(static_cast<double>(f.usableBytes)), charts::formatBytes(static_cast<double>(f.deviceBytes))),
+                               .arg(charts::formatBytes(static_cast<double>(f.usableBytes)),
+                                    charts::formatBytes(static_cast<double>(f.deviceBytes))),
                            tr("no fit"));
   }
-  stepChart_->setBars(tr("Expected step time"), names, steps, best, [](double ms) { return charts::formatMs(ms); },
-                      tr("ms per step"));
-  const QStringList headers = {tr("rank"), tr("strategy"), tr("peak / device"), tr("fits"), tr("free after headroom"),
-                               tr("comm / step"), tr("comm time"), tr("exposed"), tr("step"), tr("tokens/s / device"), tr("why")};
+  stepChart_->setBars(
+      tr("Expected step time"), names, steps, best, [](double ms) { return charts::formatMs(ms); }, tr("ms per step"));
+  const QStringList headers = {tr("rank"),        tr("strategy"),  tr("peak / device"), tr("fits"), tr("free after headroom"),
+                               tr("comm / step"), tr("comm time"), tr("exposed"),       tr("step"), tr("tokens/s / device"),
+                               tr("why")};
   table_->clear();
   table_->setColumnCount(static_cast<int>(headers.size()));
   table_->setHorizontalHeaderLabels(headers);
@@ -518,11 +526,17 @@ void EstimatorPage::showResult() {
     const auto& a = result_[i];
     QString why;
     for (const auto& r : a.reasons) why += (why.isEmpty() ? QString() : QStringLiteral("; ")) + QString::fromStdString(r);
-    const QStringList cells = {QString::number(a.rank), QString::fromStdString(est::strategyName(a.strategy)),
-                               gib(static_cast<double>(a.memory.peakBytes)), a.fit.fits ? tr("yes") : tr("no"),
-                               gib(static_cast<double>(a.fit.freeBytes)), gib(a.comm.wireBytes), charts::formatMs(a.comm.timeS * 1e3),
-                               charts::formatMs(a.exposedCommS * 1e3), charts::formatMs(a.stepS * 1e3),
-                               charts::formatNumber(a.tokensPerSPerDevice), why};
+    const QStringList cells = {QString::number(a.rank),
+                               QString::fromStdString(est::strategyName(a.strategy)),
+                               gib(static_cast<double>(a.memory.peakBytes)),
+                               a.fit.fits ? tr("yes") : tr("no"),
+                               gib(static_cast<double>(a.fit.freeBytes)),
+                               gib(a.comm.wireBytes),
+                               charts::formatMs(a.comm.timeS * 1e3),
+                               charts::formatMs(a.exposedCommS * 1e3),
+                               charts::formatMs(a.stepS * 1e3),
+                               charts::formatNumber(a.tokensPerSPerDevice),
+                               why};
     for (int c = 0; c < cells.size(); ++c) {
       auto* item = new QTableWidgetItem(cells[c]);
       if (c == 10) item->setToolTip(why);
@@ -532,18 +546,17 @@ void EstimatorPage::showResult() {
   }
   table_->resizeColumnsToContents();
   const auto& top = result_.front();
-  summary_->setText(top.fit.fits
-                        ? tr("<b>%1</b> is recommended for %2 on %3 GPU(s): peak %4 per device of %5 usable (%6 with "
-                             "%7 headroom), %8 per step expected.")
-                              .arg(QString::fromStdString(est::strategyName(top.strategy)),
-                                   QString::fromStdString(in.model.model.name), QString::number(in.model.gpus),
-                                   gib(static_cast<double>(top.memory.peakBytes)),
-                                   gib(static_cast<double>(in.deviceBytes) * (1 - in.headroom)),
-                                   gib(static_cast<double>(in.deviceBytes)), charts::formatPercent(in.headroom * 100, 0),
-                                   charts::formatMs(top.stepS * 1e3))
-                        : tr("<b>No strategy fits</b> %1 on %2 GPU(s) of %3: try more GPUs, activation checkpointing or offload.")
-                              .arg(QString::fromStdString(in.model.model.name), QString::number(in.model.gpus),
-                                   gib(static_cast<double>(in.deviceBytes))));
+  summary_->setText(
+      top.fit.fits
+          ? tr("<b>%1</b> is recommended for %2 on %3 GPU(s): peak %4 per device of %5 usable (%6 with "
+               "%7 headroom), %8 per step expected.")
+                .arg(QString::fromStdString(est::strategyName(top.strategy)), QString::fromStdString(in.model.model.name),
+                     QString::number(in.model.gpus), gib(static_cast<double>(top.memory.peakBytes)),
+                     gib(static_cast<double>(in.deviceBytes) * (1 - in.headroom)), gib(static_cast<double>(in.deviceBytes)),
+                     charts::formatPercent(in.headroom * 100, 0), charts::formatMs(top.stepS * 1e3))
+          : tr("<b>No strategy fits</b> %1 on %2 GPU(s) of %3: try more GPUs, activation checkpointing or offload.")
+                .arg(QString::fromStdString(in.model.model.name), QString::number(in.model.gpus),
+                     gib(static_cast<double>(in.deviceBytes))));
 }
 
 }  // namespace shardscope::ui

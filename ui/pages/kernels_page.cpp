@@ -27,7 +27,7 @@ namespace shardscope::ui {
 struct KernelsPage::Loaded {
   core::Id runId = 0;
   std::vector<std::pair<core::Id, QString>> names;  // every run of the selection
-  QString info;                                      // "fsdp · runtime · world size 2 · completed"
+  QString info;                                     // "fsdp · runtime · world size 2 · completed"
   std::shared_ptr<const core::TopOps> top;
   core::HtaFigures hta;
 };
@@ -385,8 +385,8 @@ QString KernelsPage::operatorsNote() const {
   if (!top_) return {};
   const auto& t = top_->operators;
   if (t.rows.empty()) return tr("No cpu_op events in this run.");
-  QString s = tr("Self time: duration minus the nested cpu_op time on the same thread. Σ self time %1.")
-                  .arg(units::msWithUnit(t.timeNs));
+  QString s =
+      tr("Self time: duration minus the nested cpu_op time on the same thread. Σ self time %1.").arg(units::msWithUnit(t.timeNs));
   const QString ranks = perRankLine(top_->ranks, t.perRankNs);
   if (!ranks.isEmpty()) s += QStringLiteral("\n") + tr("Per rank: %1").arg(ranks);
   return s;
@@ -461,10 +461,12 @@ void KernelsPage::rebuildCharts() {
     labels << label;
     values.push_back(static_cast<double>(k.sumUs) / 1000.0);
   }
-  kernelTypes_->setBars(typesTitle, labels, values, std::nullopt, [](double msV) { return charts::formatMs(msV); },
-                        tr("ms"), 1.0, tr("no kernels"));
-  htaNote_->setText(tr("HTA @f4d0062c rules (µs; the last ProfilerStep dropped when there are several): the figures "
-                       "shardscope-cli analyze prints."));
+  kernelTypes_->setBars(
+      typesTitle, labels, values, std::nullopt, [](double msV) { return charts::formatMs(msV); }, tr("ms"), 1.0,
+      tr("no kernels"));
+  htaNote_->setText(
+      tr("HTA @f4d0062c rules (µs; the last ProfilerStep dropped when there are several): the figures "
+         "shardscope-cli analyze prints."));
 }
 
 QJsonObject KernelsPage::describe() const {
@@ -477,11 +479,11 @@ QJsonObject KernelsPage::describe() const {
   QJsonArray ranks;
   for (int r : top_->ranks) ranks.append(r);
   out[QStringLiteral("ranks")] = ranks;
-  out[QStringLiteral("figures")] = QJsonArray{
-      figure(QStringLiteral("device_time"), static_cast<double>(top_->kernels.timeNs), QStringLiteral("ns")),
-      figure(QStringLiteral("cpu_op_self_time"), static_cast<double>(top_->operators.timeNs), QStringLiteral("ns")),
-      figure(QStringLiteral("kernel_names"), static_cast<double>(top_->kernels.distinctNames), QString()),
-      figure(QStringLiteral("operator_names"), static_cast<double>(top_->operators.distinctNames), QString())};
+  out[QStringLiteral("figures")] =
+      QJsonArray{figure(QStringLiteral("device_time"), static_cast<double>(top_->kernels.timeNs), QStringLiteral("ns")),
+                 figure(QStringLiteral("cpu_op_self_time"), static_cast<double>(top_->operators.timeNs), QStringLiteral("ns")),
+                 figure(QStringLiteral("kernel_names"), static_cast<double>(top_->kernels.distinctNames), QString()),
+                 figure(QStringLiteral("operator_names"), static_cast<double>(top_->operators.distinctNames), QString())};
   // The rows shown (after the filter, in the view's order).
   auto rows = [](const TopOpsModel* m, const TopOpsFilterProxy* p) {
     QJsonArray a;
@@ -516,11 +518,11 @@ QJsonObject KernelsPage::describe() const {
                              {QStringLiteral("sum_us"), static_cast<double>(k.sumUs)},
                              {QStringLiteral("pct"), k.pct}});
   out[QStringLiteral("kernel_types")] = types;
-  out[QStringLiteral("chart_series")] = QJsonArray{
-      QJsonObject{{QStringLiteral("name"), QStringLiteral("temporal breakdown per rank")},
-                  {QStringLiteral("length"), temporal_->groupCount()}},
-      QJsonObject{{QStringLiteral("name"), QStringLiteral("kernel types")},
-                  {QStringLiteral("length"), static_cast<int>(kernelTypes_->barCount())}}};
+  out[QStringLiteral("chart_series")] =
+      QJsonArray{QJsonObject{{QStringLiteral("name"), QStringLiteral("temporal breakdown per rank")},
+                             {QStringLiteral("length"), temporal_->groupCount()}},
+                 QJsonObject{{QStringLiteral("name"), QStringLiteral("kernel types")},
+                             {QStringLiteral("length"), static_cast<int>(kernelTypes_->barCount())}}};
   return out;
 }
 

@@ -33,17 +33,21 @@ struct BreakdownCategory {
   QRgb color;
 };
 constexpr BreakdownCategory kBreakdown[] = {
-    {"parameters", "parameters", 0x4e79a7},    {"gradients", "gradients", 0xf28e2b},
+    {"parameters", "parameters", 0x4e79a7},           {"gradients", "gradients", 0xf28e2b},
     {"optimizer_state", "optimizer state", 0x59a14f}, {"activations", "activations", 0xe15759},
-    {"comm_buffers", "comm buffers", 0x76b7b2}, {"other", "other", 0xbab0ac},
+    {"comm_buffers", "comm buffers", 0x76b7b2},       {"other", "other", 0xbab0ac},
 };
 
 QString deviceTypeName(int type) {
   switch (type) {
-    case 0: return QObject::tr("CPU");
-    case 1: return QObject::tr("GPU (CUDA)");
-    case 6: return QObject::tr("GPU (HIP)");
-    default: return QObject::tr("device type %1").arg(type);
+    case 0:
+      return QObject::tr("CPU");
+    case 1:
+      return QObject::tr("GPU (CUDA)");
+    case 6:
+      return QObject::tr("GPU (HIP)");
+    default:
+      return QObject::tr("device type %1").arg(type);
   }
 }
 
@@ -77,23 +81,26 @@ MemoryRunData loadMemoryRun(core::TraceStore& store, core::Id runId, const std::
     std::vector<Raw> raw;  // this rank's devices
     Raw* cur = nullptr;
     std::uint64_t n = 0;
-    store.forEachMemoryEvent(rank.id, [&](const core::MemoryEvent& m) {
-      if ((++n & 0xFFFF) == 0 && cancel) cancel->throwIfCancelled();
-      if (!cur || cur->deviceType != m.deviceType || cur->deviceId != m.deviceId) {
-        cur = nullptr;
-        for (auto& r : raw)
-          if (r.deviceType == m.deviceType && r.deviceId == m.deviceId) cur = &r;
-        if (!cur) {
-          raw.push_back(Raw{m.deviceType, m.deviceId, {}, {}});
-          cur = &raw.back();
-        }
-      }
-      cur->allocated.push_back({m.tsNs, static_cast<double>(m.totalAllocated)});
-      const double reserved = static_cast<double>(m.totalReserved);
-      if (cur->reserved.empty() || cur->reserved.back().value != reserved) cur->reserved.push_back({m.tsNs, reserved});
-      if (!first || m.tsNs < *first) first = m.tsNs;
-      if (!last || m.tsNs > *last) last = m.tsNs;
-    }, /*totalsOnly=*/true);
+    store.forEachMemoryEvent(
+        rank.id,
+        [&](const core::MemoryEvent& m) {
+          if ((++n & 0xFFFF) == 0 && cancel) cancel->throwIfCancelled();
+          if (!cur || cur->deviceType != m.deviceType || cur->deviceId != m.deviceId) {
+            cur = nullptr;
+            for (auto& r : raw)
+              if (r.deviceType == m.deviceType && r.deviceId == m.deviceId) cur = &r;
+            if (!cur) {
+              raw.push_back(Raw{m.deviceType, m.deviceId, {}, {}});
+              cur = &raw.back();
+            }
+          }
+          cur->allocated.push_back({m.tsNs, static_cast<double>(m.totalAllocated)});
+          const double reserved = static_cast<double>(m.totalReserved);
+          if (cur->reserved.empty() || cur->reserved.back().value != reserved) cur->reserved.push_back({m.tsNs, reserved});
+          if (!first || m.tsNs < *first) first = m.tsNs;
+          if (!last || m.tsNs > *last) last = m.tsNs;
+        },
+        /*totalsOnly=*/true);
     d.records += n;
     ++done;
     for (auto& r : raw) {
@@ -210,7 +217,8 @@ MemoryPage::MemoryPage(QWidget* parent) : Page(parent), peaksModel_(new MemoryPe
   bl->addWidget(breakdownNote_);
   modelState_ = new QTableWidget(breakdownPanel_);
   modelState_->setColumnCount(6);
-  modelState_->setHorizontalHeaderLabels({tr("Rank"), tr("Parameters"), tr("Gradients"), tr("Optimizer"), tr("Buffers"), tr("Model state")});
+  modelState_->setHorizontalHeaderLabels(
+      {tr("Rank"), tr("Parameters"), tr("Gradients"), tr("Optimizer"), tr("Buffers"), tr("Model state")});
   modelState_->verticalHeader()->hide();
   modelState_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   modelState_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
@@ -627,7 +635,8 @@ void MemoryPage::updateBreakdown() {
         cats[k].bytes.push_back(v);
       }
     }
-    breakdown_->setStacks(overlayRuns_.empty() ? tr("Live memory at each rank's peak") : tr("Live memory at each run's peak"), groups, cats);
+    breakdown_->setStacks(overlayRuns_.empty() ? tr("Live memory at each rank's peak") : tr("Live memory at each run's peak"),
+                          groups, cats);
     breakdown_->show();
     breakdownNote_->setText(tr("What the runtime's allocator held at the moment of the allocated peak."));
   } else {
@@ -688,8 +697,9 @@ void MemoryPage::updateInfo() {
     if (chart_->allocatedGraph(i)->visible()) drawn += chart_->allocatedGraph(i)->dataCount();
     if (chart_->reservedGraph(i)->visible()) drawn += chart_->reservedGraph(i)->dataCount();
   }
-  info_->setText(tr("%1 records · %2 points drawn").arg(charts::formatNumber(static_cast<double>(data_->records)),
-                                                      charts::formatNumber(static_cast<double>(drawn))));
+  info_->setText(
+      tr("%1 records · %2 points drawn")
+          .arg(charts::formatNumber(static_cast<double>(data_->records)), charts::formatNumber(static_cast<double>(drawn))));
 }
 
 void MemoryPage::zoomToPeak(int row) {
@@ -735,7 +745,9 @@ void MemoryPage::showOverlayData(std::vector<OverlayRun> runs) {
     lines << (p.step ? tr("%1 · step %2").arg(charts::formatMs(atMs)).arg(*p.step) : charts::formatMs(atMs));
     a.label = lines.join(QLatin1Char('\n'));
     a.tooltip = tr("%1, rank %2: peak allocated %3\n%4 ms after the start of its first counted step")
-                    .arg(o.label).arg(p.rank).arg(charts::formatBytes(a.bytes, 2), charts::formatNumber(atMs, 3));
+                    .arg(o.label)
+                    .arg(p.rank)
+                    .arg(charts::formatBytes(a.bytes, 2), charts::formatNumber(atMs, 3));
     allocatedPeaks.push_back(a);
     charts::MemoryChart::Peak r;
     r.series = si;
@@ -771,8 +783,10 @@ void MemoryPage::showOverlayData(std::vector<OverlayRun> runs) {
                                  : QStringLiteral("—"));
     QString change;
     if (row > 0 && base && *base > 0 && f.peakAllocatedBytes) {
-      const double d = 100.0 * (static_cast<double>(*f.peakAllocatedBytes) - static_cast<double>(*base)) / static_cast<double>(*base);
-      change = QStringLiteral("%1%2 %").arg(d >= 0 ? QStringLiteral("+") : QString(), QLocale(QLocale::English).toString(d, 'f', 1));
+      const double d =
+          100.0 * (static_cast<double>(*f.peakAllocatedBytes) - static_cast<double>(*base)) / static_cast<double>(*base);
+      change =
+          QStringLiteral("%1%2 %").arg(d >= 0 ? QStringLiteral("+") : QString(), QLocale(QLocale::English).toString(d, 'f', 1));
     }
     cell(2, change);
     cell(3, f.peakReservedBytes && *f.peakReservedBytes > 0 ? charts::formatBytes(static_cast<double>(*f.peakReservedBytes), 2)
@@ -781,8 +795,9 @@ void MemoryPage::showOverlayData(std::vector<OverlayRun> runs) {
       const auto& p = o.data->peaks[static_cast<std::size_t>(o.peak)];
       cell(4, QString::number(p.rank));
       cell(5, p.step ? QString::number(*p.step) : QStringLiteral("—"));
-      cell(6, p.step && o.peakStepStartNs ? charts::formatNumber(static_cast<double>(p.allocatedAtNs - *o.peakStepStartNs) / 1e6, 3)
-                                          : QStringLiteral("—"));
+      cell(6, p.step && o.peakStepStartNs
+                  ? charts::formatNumber(static_cast<double>(p.allocatedAtNs - *o.peakStepStartNs) / 1e6, 3)
+                  : QStringLiteral("—"));
       cell(7, phaseText(p), Qt::AlignLeft | Qt::AlignVCenter);
     } else {
       cell(7, tr("no memory records"), Qt::AlignLeft | Qt::AlignVCenter);
@@ -800,7 +815,6 @@ void MemoryPage::showOverlayData(std::vector<OverlayRun> runs) {
   Q_EMIT statusMessage(tr("%1 runs overlaid").arg(overlayRuns_.size()));
 }
 
-
 QJsonObject MemoryPage::describe() const {
   using namespace describe;
   QJsonObject out = Page::describe();
@@ -813,15 +827,16 @@ QJsonObject MemoryPage::describe() const {
   out[QStringLiteral("series")] = series;
   QJsonArray markers;
   for (int i = 0; i < chart_->markerCount(); ++i)
-    markers.append(QJsonObject{{QStringLiteral("bytes"), chart_->markerPeak(i).bytes}, {QStringLiteral("label"), chart_->markerPeak(i).label}});
+    markers.append(QJsonObject{{QStringLiteral("bytes"), chart_->markerPeak(i).bytes},
+                               {QStringLiteral("label"), chart_->markerPeak(i).label}});
   out[QStringLiteral("peak_markers")] = markers;
   QJsonArray runs;
   if (overlay_) {
     for (const auto& o : overlayRuns_) {
       QJsonObject r = runRef(o.id, o.label);
-      r[QStringLiteral("figures")] = QJsonArray{
-          figure(QStringLiteral("peak_allocated_bytes"), number(o.figures.peakAllocatedBytes), QStringLiteral("B")),
-          figure(QStringLiteral("peak_reserved_bytes"), number(o.figures.peakReservedBytes), QStringLiteral("B"))};
+      r[QStringLiteral("figures")] =
+          QJsonArray{figure(QStringLiteral("peak_allocated_bytes"), number(o.figures.peakAllocatedBytes), QStringLiteral("B")),
+                     figure(QStringLiteral("peak_reserved_bytes"), number(o.figures.peakReservedBytes), QStringLiteral("B"))};
       r[QStringLiteral("peak_device")] = qs(o.figures.peakDevice);
       if (o.peak >= 0) {
         const auto& p = o.data->peaks[static_cast<std::size_t>(o.peak)];
@@ -841,7 +856,8 @@ QJsonObject MemoryPage::describe() const {
   if (overlay_) {
     for (int r = 0; r < runPeaks_->rowCount(); ++r) {
       QJsonArray cells;
-      for (int c = 0; c < runPeaks_->columnCount(); ++c) cells.append(runPeaks_->item(r, c) ? runPeaks_->item(r, c)->text() : QString());
+      for (int c = 0; c < runPeaks_->columnCount(); ++c)
+        cells.append(runPeaks_->item(r, c) ? runPeaks_->item(r, c)->text() : QString());
       rows.append(cells);
     }
   } else {

@@ -40,7 +40,7 @@ class StackedBarChart;
 struct MemoryRunData {
   core::Run run;
   std::vector<std::pair<core::Id, std::string>> runNames;  // the context's runs, for the run selector
-  core::TimeNs origin = 0;  // run start: 0 ms on the time axis
+  core::TimeNs origin = 0;                                 // run start: 0 ms on the time axis
   core::TimeNs end = 0;
   struct Series {
     int rank = 0;
@@ -71,9 +71,9 @@ struct MemoryOverlayRun {
   QString label;  // "ddp #7"
   std::shared_ptr<const MemoryRunData> data;
   core::RunFigures figures;
-  int peak = -1;    // into data->peaks: the peak the run figure is about; -1: no memory records
-  int series = -1;  // into data->series: the curve of that peak's rank and device
-  core::TimeNs alignNs = 0;  // drawn as 0 ms: the start of the first counted step on that rank
+  int peak = -1;                                // into data->peaks: the peak the run figure is about; -1: no memory records
+  int series = -1;                              // into data->series: the curve of that peak's rank and device
+  core::TimeNs alignNs = 0;                     // drawn as 0 ms: the start of the first counted step on that rank
   std::optional<core::TimeNs> peakStepStartNs;  // the start of the peak's step on that rank
 };
 

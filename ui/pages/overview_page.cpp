@@ -203,9 +203,8 @@ std::vector<RunOverview> loadRunOverviews(core::TraceStore& store, const QList<c
   return out;
 }
 
-std::vector<RunKeyMetrics> loadKeyMetrics(core::TraceStore& store, const QList<core::Id>& runs,
-                                          const core::CancelToken* cancel, const core::ProgressFn& progress,
-                                          const core::AnalysisSource& source) {
+std::vector<RunKeyMetrics> loadKeyMetrics(core::TraceStore& store, const QList<core::Id>& runs, const core::CancelToken* cancel,
+                                          const core::ProgressFn& progress, const core::AnalysisSource& source) {
   if (progress) {
     core::Progress p;
     p.stage = "analysing " + std::to_string(runs.size()) + " run(s)";
@@ -222,13 +221,20 @@ std::vector<RunKeyMetrics> loadKeyMetrics(core::TraceStore& store, const QList<c
     m.id = ids[i];
     for (const auto& row : c.rows) {
       const auto& v = row.values.at(i);
-      if (row.key == "step_time_ms") m.stepTimeMs = v;
-      else if (row.key == core::metric_keys::kTokensPerSecond) m.tokensPerS = v;
-      else if (row.key == core::metric_keys::kInitSeconds) m.initS = v;
-      else if (row.key == "peak_allocated_gib") m.peakAllocatedGiB = v;
-      else if (row.key == "peak_reserved_gib") m.peakReservedGiB = v;
-      else if (row.key == "exposed_comm_pct") m.exposedCommPct = v;
-      else if (row.key == "overlap_pct") m.overlapPct = v;
+      if (row.key == "step_time_ms")
+        m.stepTimeMs = v;
+      else if (row.key == core::metric_keys::kTokensPerSecond)
+        m.tokensPerS = v;
+      else if (row.key == core::metric_keys::kInitSeconds)
+        m.initS = v;
+      else if (row.key == "peak_allocated_gib")
+        m.peakAllocatedGiB = v;
+      else if (row.key == "peak_reserved_gib")
+        m.peakReservedGiB = v;
+      else if (row.key == "exposed_comm_pct")
+        m.exposedCommPct = v;
+      else if (row.key == "overlap_pct")
+        m.overlapPct = v;
     }
     out.push_back(m);
   }
@@ -275,7 +281,8 @@ OverviewPage::OverviewPage(QWidget* parent) : Page(parent) {
   failure_ = new QLabel(content);
   failure_->setWordWrap(true);
   failure_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  failure_->setStyleSheet(QStringLiteral("QLabel { color: #b71c1c; background: #fdecea; border: 1px solid #f5c6c4; padding: 6px; }"));
+  failure_->setStyleSheet(
+      QStringLiteral("QLabel { color: #b71c1c; background: #fdecea; border: 1px solid #f5c6c4; padding: 6px; }"));
   failure_->hide();
   layout->addWidget(failure_);
 
@@ -478,9 +485,12 @@ void OverviewPage::showDetails(int index) {
   const auto& r = o.run;
   const QString status = qs(core::toString(r.status));
   QString color = QStringLiteral("#2e7d32");
-  if (r.status == core::RunStatus::Failed) color = QStringLiteral("#c62828");
-  else if (r.status == core::RunStatus::Running) color = QStringLiteral("#1565c0");
-  else if (r.status != core::RunStatus::Completed) color = QStringLiteral("#757575");
+  if (r.status == core::RunStatus::Failed)
+    color = QStringLiteral("#c62828");
+  else if (r.status == core::RunStatus::Running)
+    color = QStringLiteral("#1565c0");
+  else if (r.status != core::RunStatus::Completed)
+    color = QStringLiteral("#757575");
   heading_->setText(QStringLiteral("<span style='font-size:15pt; font-weight:600'>%1</span>"
                                    "&nbsp;&nbsp;<span style='color:%2; font-weight:600'>%3</span>"
                                    "&nbsp;&nbsp;<span style='color:gray'>run %4%5</span>")
@@ -495,21 +505,24 @@ void OverviewPage::showDetails(int index) {
   }
 
   auto row = [](const QString& k, const QString& v) {
-    return QStringLiteral("<tr><td style='color:gray; padding-right:12px'>%1</td><td>%2</td></tr>").arg(k.toHtmlEscaped(), v.toHtmlEscaped());
+    return QStringLiteral("<tr><td style='color:gray; padding-right:12px'>%1</td><td>%2</td></tr>")
+        .arg(k.toHtmlEscaped(), v.toHtmlEscaped());
   };
   QString html = QStringLiteral("<table cellspacing='2'>");
   html += row(tr("Source"), r.source == core::RunSource::Kineto ? tr("kineto (imported trace)") : qs(core::toString(r.source)));
   html += row(tr("Strategy"), r.strategy.empty() ? tr("— (not recorded in the trace)") : qs(r.strategy));
-  html += row(tr("World size"), QString::number(r.worldSize) +
-                                    (static_cast<int>(o.ranks.size()) != r.worldSize ? tr(" (%1 rank(s) stored)").arg(o.ranks.size()) : QString()));
+  html += row(tr("World size"),
+              QString::number(r.worldSize) +
+                  (static_cast<int>(o.ranks.size()) != r.worldSize ? tr(" (%1 rank(s) stored)").arg(o.ranks.size()) : QString()));
   html += row(tr("Devices"), describeDevices(o));
   html += row(tr("Created"), qs(r.createdAt));
   html += row(tr("Events"), tr("%1 (%2 counter samples)").arg(count(o.events), count(o.counterSamples)));
   // Counts say what they count: per rank where ranks differ only in their copy of the same work.
   const int nRanks = std::max<int>(1, static_cast<int>(o.ranks.size()));
-  html += row(tr("Steps"), nRanks > 1 && o.steps % nRanks == 0
-                               ? tr("%1 per rank (%2 step windows over %3 ranks)").arg(count(o.steps / nRanks), count(o.steps)).arg(nRanks)
-                               : tr("%1 step windows over %2 rank(s)").arg(count(o.steps)).arg(nRanks));
+  html += row(tr("Steps"),
+              nRanks > 1 && o.steps % nRanks == 0
+                  ? tr("%1 per rank (%2 step windows over %3 ranks)").arg(count(o.steps / nRanks), count(o.steps)).arg(nRanks)
+                  : tr("%1 step windows over %2 rank(s)").arg(count(o.steps)).arg(nRanks));
   html += row(tr("Collectives"), tr("%1 instances over %2 rank(s), ~%3 per rank%4")
                                      .arg(count(o.collectives))
                                      .arg(nRanks)
@@ -541,8 +554,9 @@ void OverviewPage::showDetails(int index) {
 
   const bool noConfig = r.configJson.empty() || r.configJson == "{}";
   config_->setPlainText(noConfig ? tr("(no configuration recorded: %1)")
-                                       .arg(r.source == core::RunSource::Kineto ? tr("an imported trace has none; see Devices and Metadata")
-                                                                                : tr("empty"))
+                                       .arg(r.source == core::RunSource::Kineto
+                                                ? tr("an imported trace has none; see Devices and Metadata")
+                                                : tr("empty"))
                                  : prettyJson(r.configJson));
   jsonTabs_->setCurrentWidget(noConfig ? devices_ : config_);
   devices_->setPlainText(prettyJson(r.devicesJson));
@@ -559,10 +573,15 @@ void OverviewPage::showMetrics() {
       {tr("Throughput"), [](const RunKeyMetrics& m) { return metricText(m.tokensPerS, 0, QStringLiteral("tokens/s")); }},
       {tr("Initialisation"), [](const RunKeyMetrics& m) { return metricText(m.initS, 2, QStringLiteral("s")); }},
       {tr("Peak memory allocated"),
-       [](const RunKeyMetrics& m) { return m.peakAllocatedGiB ? gib(*m.peakAllocatedGiB * 1024.0 * 1024.0 * 1024.0) : QStringLiteral("n/a"); }},
+       [](const RunKeyMetrics& m) {
+         return m.peakAllocatedGiB ? gib(*m.peakAllocatedGiB * 1024.0 * 1024.0 * 1024.0) : QStringLiteral("n/a");
+       }},
       {tr("Peak memory reserved"),
-       [](const RunKeyMetrics& m) { return m.peakReservedGiB ? gib(*m.peakReservedGiB * 1024.0 * 1024.0 * 1024.0) : QStringLiteral("n/a"); }},
-      {tr("Exposed communication"), [](const RunKeyMetrics& m) { return metricText(m.exposedCommPct, 1, QStringLiteral("% of step")); }},
+       [](const RunKeyMetrics& m) {
+         return m.peakReservedGiB ? gib(*m.peakReservedGiB * 1024.0 * 1024.0 * 1024.0) : QStringLiteral("n/a");
+       }},
+      {tr("Exposed communication"),
+       [](const RunKeyMetrics& m) { return metricText(m.exposedCommPct, 1, QStringLiteral("% of step")); }},
       {tr("Communication overlapped"), [](const RunKeyMetrics& m) { return metricText(m.overlapPct, 1, QStringLiteral("%")); }},
   };
   metricsTable_->clear();
@@ -581,14 +600,15 @@ void OverviewPage::showMetrics() {
   metricsTable_->setVerticalHeaderLabels(labels);
   for (int i = 0; i < static_cast<int>(rows.size()); ++i)
     for (int c = 0; c < static_cast<int>(metrics_.size()); ++c)
-      metricsTable_->setItem(i, c, item(rows[static_cast<std::size_t>(i)].text(metrics_[static_cast<std::size_t>(c)]),
-                                        Qt::AlignRight | Qt::AlignVCenter));
-  metricsNote_->setText(tr("Step time: mean over ranks and counted steps (runs we trained leave their warm-up step "
-                           "out; GPU traces follow the GPU work of each step); shares and overlap: docs/METRICS.md. "
-                           "Throughput: tokens per step of the run's config over that step time (n/a for imported "
-                           "traces); initialisation is measured by the runtime."));
+      metricsTable_->setItem(
+          i, c,
+          item(rows[static_cast<std::size_t>(i)].text(metrics_[static_cast<std::size_t>(c)]), Qt::AlignRight | Qt::AlignVCenter));
+  metricsNote_->setText(
+      tr("Step time: mean over ranks and counted steps (runs we trained leave their warm-up step "
+         "out; GPU traces follow the GPU work of each step); shares and overlap: docs/METRICS.md. "
+         "Throughput: tokens per step of the run's config over that step time (n/a for imported "
+         "traces); initialisation is measured by the runtime."));
 }
-
 
 QJsonObject OverviewPage::describe() const {
   using namespace describe;

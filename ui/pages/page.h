@@ -54,8 +54,8 @@ class Page : public QWidget {
 
  Q_SIGNALS:
   void statusMessage(const QString& text);
-  void errorMessage(const QString& text);               // shown in the window (log dock + status bar)
-  void progress(int percent, const QString& stage);     // -1 percent: unknown; 100: done
+  void errorMessage(const QString& text);            // shown in the window (log dock + status bar)
+  void progress(int percent, const QString& stage);  // -1 percent: unknown; 100: done
   void busyChanged(bool busy);
   // Ask the main window to show an event in the timeline (Communication page rows).
   void jumpToEvent(core::Id runId, core::Id eventId, qint64 startNs, qint64 endNs);

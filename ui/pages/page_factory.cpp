@@ -24,16 +24,15 @@ bool invokeIfPresent(Page* page, const char* signature, const char* name) {
 }  // namespace
 
 const std::vector<QString>& pageIds() {
-  static const std::vector<QString> ids = {QStringLiteral("overview"), QStringLiteral("compare"), QStringLiteral("timeline"),
-                                           QStringLiteral("memory"), QStringLiteral("communication"),
-                                           QStringLiteral("kernels"), QStringLiteral("estimator")};
+  static const std::vector<QString> ids = {
+      QStringLiteral("overview"),      QStringLiteral("compare"), QStringLiteral("timeline"), QStringLiteral("memory"),
+      QStringLiteral("communication"), QStringLiteral("kernels"), QStringLiteral("estimator")};
   return ids;
 }
 
 std::vector<Page*> createPages(QWidget* parent) {
-  return {new OverviewPage(parent), new ComparePage(parent),       new TimelinePage(parent),
-          new MemoryPage(parent),   new CommunicationPage(parent), new KernelsPage(parent),
-          new EstimatorPage(parent)};
+  return {new OverviewPage(parent),      new ComparePage(parent), new TimelinePage(parent), new MemoryPage(parent),
+          new CommunicationPage(parent), new KernelsPage(parent), new EstimatorPage(parent)};
 }
 
 bool cancelPageLoading(Page* page) {

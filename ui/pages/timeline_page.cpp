@@ -52,8 +52,8 @@ std::vector<CollectivePeer> sameCollectiveOnOtherRanks(const tl::TimelineIndex& 
     const tl::Lane& o = index.lane(li);
     if (o.rankIndex == l.rankIndex || o.kind != l.kind) continue;
     const bool sameGroup = l.kind == tl::LaneKind::CommGroup ? o.processGroupId == l.processGroupId
-                           : l.kind == tl::LaneKind::Comm   ? o.name == l.name
-                                                            : o.stream == l.stream && o.name == l.name;
+                           : l.kind == tl::LaneKind::Comm    ? o.name == l.name
+                                                             : o.stream == l.stream && o.name == l.name;
     if (!sameGroup) continue;
     const auto theirs = instances(o);
     if (k >= theirs.size()) continue;
@@ -87,8 +87,9 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
   viewCombo_->addItem(tr("One run"));
   viewCombo_->addItem(tr("Same step of each run"));
   viewCombo_->addItem(tr("Runs stacked (counted steps)"));
-  viewCombo_->setToolTip(tr("With several runs selected: one run's full timeline, the same counted step of every run on "
-                            "one relative axis, or every run's counted steps one above the other"));
+  viewCombo_->setToolTip(
+      tr("With several runs selected: one run's full timeline, the same counted step of every run on "
+         "one relative axis, or every run's counted steps one above the other"));
   bar->addWidget(viewCombo_);
   stepLabel_ = new QLabel(tr("Step:"), this);
   bar->addWidget(stepLabel_);
@@ -118,8 +119,10 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
   next_ = toolButton(tr("▼"), tr("Next match (Enter)"), this);
   bar->addWidget(prev_);
   bar->addWidget(next_);
-  lanes_ = toolButton(tr("Lanes"), tr("Show or hide lanes by kind, collapse or expand every rank "
-                                      "(right-click a lane label to hide or move one lane)"), this);
+  lanes_ = toolButton(tr("Lanes"),
+                      tr("Show or hide lanes by kind, collapse or expand every rank "
+                         "(right-click a lane label to hide or move one lane)"),
+                      this);
   lanes_->setPopupMode(QToolButton::InstantPopup);
   lanesMenu_ = new QMenu(lanes_);
   lanes_->setMenu(lanesMenu_);
@@ -139,10 +142,11 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
   legend_->setTextFormat(Qt::RichText);
   legend_->setWordWrap(true);
   legend_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-  legend_->setToolTip(tr("Colours of this run's events. A folded block (events too narrow to draw, \"N events\") takes the "
-                         "colour of the operation covering most of its time, paler the less of its span they cover. "
-                         "A compact or collapsed rank's header is its summary track: per pixel, the share of time "
-                         "computing, in exposed communication, in other work; idle above."));
+  legend_->setToolTip(
+      tr("Colours of this run's events. A folded block (events too narrow to draw, \"N events\") takes the "
+         "colour of the operation covering most of its time, paler the less of its span they cover. "
+         "A compact or collapsed rank's header is its summary track: per pixel, the share of time "
+         "computing, in exposed communication, in other work; idle above."));
   layout->addWidget(legend_);
 
   auto* split = new QSplitter(Qt::Vertical, this);
@@ -173,8 +177,9 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
   split->setStretchFactor(1, 1);
   split->setSizes({700, 160});
   layout->addWidget(split, 1);
-  details_->setHtml(tr("<span style='color:#777'>Click an event for its details; Shift+drag selects a range for its "
-                       "statistics. wheel or W/S zoom, A/D or drag pan, Alt+wheel scrolls the lanes, F fits the run.</span>"));
+  details_->setHtml(
+      tr("<span style='color:#777'>Click an event for its details; Shift+drag selects a range for its "
+         "statistics. wheel or W/S zoom, A/D or drag pan, Alt+wheel scrolls the lanes, F fits the run.</span>"));
 
   connect(runCombo_, &QComboBox::currentIndexChanged, this, &TimelinePage::showRun);
   connect(viewCombo_, &QComboBox::activated, this, [this](int i) { setView(static_cast<View>(i)); });
@@ -205,12 +210,12 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
     if (!idx) return;
     using tl::LaneKind;
     const std::pair<LaneKind, QString> kinds[] = {
-        {LaneKind::GpuStream, tr("GPU streams")},        {LaneKind::CpuThread, tr("CPU threads")},
-        {LaneKind::Comm, tr("Communication threads")},   {LaneKind::CommGroup, tr("Process-group lanes")},
-        {LaneKind::Counter, tr("Memory counters")},      {LaneKind::Python, tr("Python lanes")}};
+        {LaneKind::GpuStream, tr("GPU streams")},      {LaneKind::CpuThread, tr("CPU threads")},
+        {LaneKind::Comm, tr("Communication threads")}, {LaneKind::CommGroup, tr("Process-group lanes")},
+        {LaneKind::Counter, tr("Memory counters")},    {LaneKind::Python, tr("Python lanes")}};
     for (const auto& [kind, label] : kinds) {
-      const bool present = std::any_of(idx->lanes().begin(), idx->lanes().end(),
-                                       [kind = kind](const tl::Lane& l) { return l.kind == kind; });
+      const bool present =
+          std::any_of(idx->lanes().begin(), idx->lanes().end(), [kind = kind](const tl::Lane& l) { return l.kind == kind; });
       if (!present) continue;
       QAction* a = lanesMenu_->addAction(label);
       a->setCheckable(true);
@@ -290,8 +295,10 @@ void TimelinePage::setContext(const QString& dbPath, const QList<core::Id>& runs
       const QSignalBlocker block(runCombo_);
       runCombo_->setCurrentIndex(static_cast<int>(runs_.indexOf(current_)));
     }
-    if (!sameRuns || compare_->runs().empty()) loadCompare();
-    else stack_->setCurrentWidget(compareScroll_);
+    if (!sameRuns || compare_->runs().empty())
+      loadCompare();
+    else
+      stack_->setCurrentWidget(compareScroll_);
     return;
   }
   {
@@ -423,7 +430,8 @@ void TimelinePage::updateLegend() {
   QStringList parts;
   for (const auto& e : timelineLegend(index_->keyMask())) parts << swatch(e.color, e.label);
   QString html = parts.join(QStringLiteral(" &nbsp; "));
-  html += tr(" &nbsp;|&nbsp; summary track: %1 &nbsp; %2 &nbsp; %3 &nbsp; %4 &nbsp;|&nbsp; folded blocks: dominant operation, paler = sparser")
+  html += tr(" &nbsp;|&nbsp; summary track: %1 &nbsp; %2 &nbsp; %3 &nbsp; %4 &nbsp;|&nbsp; folded blocks: dominant operation, "
+             "paler = sparser")
               .arg(swatch(timeline_palette::summaryCompute(), tr("computation")),
                    swatch(timeline_palette::exposed(), tr("exposed communication")),
                    swatch(timeline_palette::summaryOther(), tr("other work")),
@@ -489,9 +497,10 @@ void TimelinePage::onEventSelected(quint32 lane, quint32 index) {
   QString html = widget_->describeEvent(lane, index);
   const auto peers = sameCollectiveOnOtherRanks(*index_, lane, index);
   if (!peers.empty()) {
-    html += tr("<p><b>The same collective on every rank</b> (the same instance of its operation on its group's lane):</p>"
-               "<table cellspacing=4><tr><th align=left>rank</th><th align=right>start</th><th align=right>duration</th>"
-               "<th align=right>ends after the first</th></tr>");
+    html +=
+        tr("<p><b>The same collective on every rank</b> (the same instance of its operation on its group's lane):</p>"
+           "<table cellspacing=4><tr><th align=left>rank</th><th align=right>start</th><th align=right>duration</th>"
+           "<th align=right>ends after the first</th></tr>");
     TimeNs firstEnd = INT64_MAX;
     std::vector<CollectivePeer> all = peers;
     all.push_back({index_->ranks()[static_cast<std::size_t>(l.rankIndex)].rank, lane, index, l.start[index], l.end[index]});
@@ -524,16 +533,19 @@ void TimelinePage::onEventSelected(quint32 lane, quint32 index) {
         QString more;
         if (!x.launchName.empty())
           more += tr("<p>launched by <b>%1</b> on %2, %3 before it started (correlation %4)</p>")
-                      .arg(QString::fromStdString(x.launchName).toHtmlEscaped(), QString::fromStdString(x.launchTrack).toHtmlEscaped(),
-                           ms(x.launchLeadNs))
+                      .arg(QString::fromStdString(x.launchName).toHtmlEscaped(),
+                           QString::fromStdString(x.launchTrack).toHtmlEscaped(), ms(x.launchLeadNs))
                       .arg(x.correlation);
         else if (x.correlation)
           more += tr("<p style='color:#777'>correlation %1 (no launch found on the rank's CPU threads)</p>").arg(x.correlation);
-        more += x.args.empty() ? tr("<p style='color:#777'>no args</p>")
-                               : QStringLiteral("<p><b>args</b></p><pre>%1</pre>").arg(QString::fromStdString(x.args).toHtmlEscaped());
+        more += x.args.empty()
+                    ? tr("<p style='color:#777'>no args</p>")
+                    : QStringLiteral("<p><b>args</b></p><pre>%1</pre>").arg(QString::fromStdString(x.args).toHtmlEscaped());
         details_->setHtml(html + more);
       },
-      [this, html](QString message) { details_->setHtml(html + tr("<p style='color:#d62728'>args: %1</p>").arg(message.toHtmlEscaped())); });
+      [this, html](QString message) {
+        details_->setHtml(html + tr("<p style='color:#d62728'>args: %1</p>").arg(message.toHtmlEscaped()));
+      });
 }
 
 EventExtras loadEventExtras(core::TraceStore& store, core::Id runId, core::Id eventId) {
@@ -567,17 +579,22 @@ EventExtras loadEventExtras(core::TraceStore& store, core::Id runId, core::Id ev
 void TimelinePage::onRangeSelected(qint64 t0, qint64 t1) {
   if (!index_) return;
   detailStack_->setCurrentWidget(rangeTable_);
-  const QStringList headers = {tr("rank"), tr("range"), tr("compute"), tr("communication"), tr("overlapped"), tr("exposed comm"),
-                               tr("overlap"), tr("idle"), tr("collectives"), tr("bytes")};
+  const QStringList headers = {tr("rank"),         tr("range"),   tr("compute"), tr("communication"), tr("overlapped"),
+                               tr("exposed comm"), tr("overlap"), tr("idle"),    tr("collectives"),   tr("bytes")};
   rangeTable_->clear();
   rangeTable_->setColumnCount(static_cast<int>(headers.size()));
   rangeTable_->setHorizontalHeaderLabels(headers);
   rangeTable_->setRowCount(static_cast<int>(index_->ranks().size()));
   for (std::size_t r = 0; r < index_->ranks().size(); ++r) {
     const tl::RangeStats s = tl::rangeStatistics(*index_, static_cast<int>(r), t0, t1);
-    const QStringList cells = {QString::number(index_->ranks()[r].rank), ms(s.rangeNs), ms(s.computeNs), ms(s.commNs),
-                               ms(s.overlappedCommNs), ms(s.exposedCommNs),
-                               s.overlap ? charts::formatPercent(*s.overlap * 100.0) : QStringLiteral("—"), ms(s.idleNs),
+    const QStringList cells = {QString::number(index_->ranks()[r].rank),
+                               ms(s.rangeNs),
+                               ms(s.computeNs),
+                               ms(s.commNs),
+                               ms(s.overlappedCommNs),
+                               ms(s.exposedCommNs),
+                               s.overlap ? charts::formatPercent(*s.overlap * 100.0) : QStringLiteral("—"),
+                               ms(s.idleNs),
                                QString::number(s.collectives),
                                s.collectivesWithBytes ? charts::formatBytes(static_cast<double>(s.bytes)) : QStringLiteral("—")};
     for (int c = 0; c < cells.size(); ++c) {
@@ -605,7 +622,8 @@ void TimelinePage::updateViewControls() {
   stepSpin_->setVisible(view_ == View::SameStep);
   runLabel_->setVisible(one);
   runCombo_->setVisible(one);
-  for (QWidget* w : std::initializer_list<QWidget*>{fit_, fitAll_, back_, forward_, zoomSel_, search_, prev_, next_, lanes_, python_})
+  for (QWidget* w :
+       std::initializer_list<QWidget*>{fit_, fitAll_, back_, forward_, zoomSel_, search_, prev_, next_, lanes_, python_})
     w->setEnabled(one);
   detailStack_->setVisible(one);  // the details are about one run's events
   if (legend_) legend_->setVisible(one && index_ && !legend_->text().isEmpty());
@@ -690,7 +708,6 @@ void TimelinePage::loadCompare() {
   setBusy(true);
 }
 
-
 QJsonObject TimelinePage::describe() const {
   using namespace describe;
   QJsonObject out = Page::describe();
@@ -705,9 +722,10 @@ QJsonObject TimelinePage::describe() const {
       for (std::uint32_t i = 0; i < idx->lanes().size(); ++i) {
         const auto& l = idx->lane(i);
         if (widget_->laneHidden(i) || widget_->laneFolded(i)) continue;
-        lanes.append(QJsonObject{{QStringLiteral("name"), qs(l.name)},
-                                 {QStringLiteral("rank"), idx->ranks()[static_cast<std::size_t>(l.rankIndex)].rank},
-                                 {QStringLiteral("events"), static_cast<double>(l.isCounter() ? l.sampleTs.size() : l.eventCount())}});
+        lanes.append(
+            QJsonObject{{QStringLiteral("name"), qs(l.name)},
+                        {QStringLiteral("rank"), idx->ranks()[static_cast<std::size_t>(l.rankIndex)].rank},
+                        {QStringLiteral("events"), static_cast<double>(l.isCounter() ? l.sampleTs.size() : l.eventCount())}});
       }
       QJsonArray compact, legend;
       for (std::size_t r = 0; r < idx->ranks().size(); ++r) {

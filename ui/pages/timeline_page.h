@@ -55,7 +55,7 @@ struct EventExtras {
   std::string args;
   std::int64_t correlation = 0;
   std::string launchName, launchTrack;
-  core::TimeNs launchLeadNs = 0;  // kernel start - launch start
+  core::TimeNs launchLeadNs = 0;                  // kernel start - launch start
   core::Id launchTrackId = 0, launchEventId = 0;  // the launch in the store (the widget's flow arrow)
   core::TimeNs launchStartNs = 0;
 };

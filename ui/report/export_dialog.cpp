@@ -29,18 +29,22 @@ namespace {
 
 const char* extensionOf(ExportReportDialog::Format f) {
   switch (f) {
-    case ExportReportDialog::Format::Html: return "html";
-    case ExportReportDialog::Format::Pdf: return "pdf";
-    case ExportReportDialog::Format::Markdown: return "md";
-    case ExportReportDialog::Format::Csv: return "csv";
+    case ExportReportDialog::Format::Html:
+      return "html";
+    case ExportReportDialog::Format::Pdf:
+      return "pdf";
+    case ExportReportDialog::Format::Markdown:
+      return "md";
+    case ExportReportDialog::Format::Csv:
+      return "csv";
   }
   return "html";
 }
 
 void saveText(const QString& path, const std::string& bytes) {
   QSaveFile f(path);
-  if (!f.open(QIODevice::WriteOnly) || f.write(bytes.data(), static_cast<qint64>(bytes.size())) != static_cast<qint64>(bytes.size()) ||
-      !f.commit())
+  if (!f.open(QIODevice::WriteOnly) ||
+      f.write(bytes.data(), static_cast<qint64>(bytes.size())) != static_cast<qint64>(bytes.size()) || !f.commit())
     throw core::Error(path.toStdString() + ": cannot write: " + f.errorString().toStdString());
 }
 
@@ -73,7 +77,9 @@ ExportReportDialog::ExportReportDialog(const QString& dbPath, const QList<core::
   pathRow->addWidget(browse);
   QString runsText;
   for (int i = 0; i < runs_.size(); ++i) runsText += (i ? QStringLiteral(", ") : QString()) + QString::number(runs_[i]);
-  auto* runsLabel = new QLabel(runs_.isEmpty() ? tr("no run selected") : runsText + (runs_.size() > 1 ? tr("  (the first is the baseline)") : QString()), this);
+  auto* runsLabel = new QLabel(
+      runs_.isEmpty() ? tr("no run selected") : runsText + (runs_.size() > 1 ? tr("  (the first is the baseline)") : QString()),
+      this);
   form->addRow(tr("Runs:"), runsLabel);
   form->addRow(tr("Format:"), format_);
   form->addRow(tr("Page size:"), pageSize_);
@@ -140,14 +146,15 @@ void ExportReportDialog::formatChanged() {
   // Keep the chosen name, change the extension.
   QFileInfo fi(path_->text());
   if (!path_->text().isEmpty())
-    path_->setText(QDir(fi.absolutePath()).filePath(fi.completeBaseName() + QLatin1Char('.') + QLatin1String(extensionOf(format()))));
+    path_->setText(
+        QDir(fi.absolutePath()).filePath(fi.completeBaseName() + QLatin1Char('.') + QLatin1String(extensionOf(format()))));
   updateState();
 }
 
 void ExportReportDialog::browse() {
   const QString ext = QLatin1String(extensionOf(format()));
-  const QString chosen = QFileDialog::getSaveFileName(this, tr("Export Report"), path_->text(),
-                                                      tr("%1 files (*.%2)").arg(ext.toUpper(), ext));
+  const QString chosen =
+      QFileDialog::getSaveFileName(this, tr("Export Report"), path_->text(), tr("%1 files (*.%2)").arg(ext.toUpper(), ext));
   if (!chosen.isEmpty()) path_->setText(chosen);
 }
 
@@ -160,17 +167,17 @@ void ExportReportDialog::build() {
   status_->setText(tr("Analysing %n run(s)…", nullptr, static_cast<int>(runs_.size())));
   const std::vector<core::Id> ids(runs_.begin(), runs_.end());
   auto done = [this](core::Report r) {
-        report_ = std::move(r);
-        defaultTitle_ = report_->title;
-        status_->setText(tr("Report ready (analysed in %1 s).").arg(report_->buildSeconds, 0, 'f', 2));
-        updatePreview();
-        updateState();
-        Q_EMIT reportBuilt();
+    report_ = std::move(r);
+    defaultTitle_ = report_->title;
+    status_->setText(tr("Report ready (analysed in %1 s).").arg(report_->buildSeconds, 0, 'f', 2));
+    updatePreview();
+    updateState();
+    Q_EMIT reportBuilt();
   };
   auto failed = [this](const QString& error) {
-        status_->setText(tr("Cannot build the report: %1").arg(error));
-        updateState();
-        Q_EMIT buildFailed(error);
+    status_->setText(tr("Cannot build the report: %1").arg(error));
+    updateState();
+    Q_EMIT buildFailed(error);
   };
   if (session_ && session_->dbPath() == dbPath_) {
     task_ = session_->run<core::Report>(
@@ -222,15 +229,20 @@ bool ExportReportDialog::exportNow() {
   report_->title = title.empty() ? defaultTitle_ : title;
   try {
     switch (format()) {
-      case Format::Html: saveText(path, core::writeHtml(*report_)); break;
-      case Format::Markdown: saveText(path, core::writeMarkdown(*report_)); break;
+      case Format::Html:
+        saveText(path, core::writeHtml(*report_));
+        break;
+      case Format::Markdown:
+        saveText(path, core::writeMarkdown(*report_));
+        break;
       case Format::Csv:
         saveText(path, core::comparisonCsv(*report_));
         saveText(QString::fromStdString(core::collectivesCsvPath(path.toStdString())), core::collectivesCsv(*report_));
         break;
       case Format::Pdf:
-        writeReportPdf(*report_, path,
-                       pageSize_->currentData().toString() == QStringLiteral("letter") ? ReportPageSize::Letter : ReportPageSize::A4);
+        writeReportPdf(
+            *report_, path,
+            pageSize_->currentData().toString() == QStringLiteral("letter") ? ReportPageSize::Letter : ReportPageSize::A4);
         break;
     }
   } catch (const std::exception& e) {

@@ -33,7 +33,8 @@ class ExportReportDialog : public QDialog {
  public:
   // With the window's session, the report reads the analyses the pages made (each run is analysed
   // once); without one it analyses the runs itself.
-  ExportReportDialog(const QString& dbPath, const QList<core::Id>& runs, QWidget* parent = nullptr, RunSession* session = nullptr);
+  ExportReportDialog(const QString& dbPath, const QList<core::Id>& runs, QWidget* parent = nullptr,
+                     RunSession* session = nullptr);
   ~ExportReportDialog() override;
 
   enum class Format { Html, Pdf, Markdown, Csv };

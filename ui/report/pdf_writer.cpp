@@ -133,9 +133,7 @@ std::optional<ReportPageSize> reportPageSizeFromString(std::string_view name) {
   return std::nullopt;
 }
 
-double chartAspect(const core::Chart& chart) {
-  return kDesignWidth / (kDesignHeight + legendRows(chart) * 18.0 + 8);
-}
+double chartAspect(const core::Chart& chart) { return kDesignWidth / (kDesignHeight + legendRows(chart) * 18.0 + 8); }
 
 void paintChart(QPainter& p, const QRectF& rect, const core::Chart& c) {
   const int rows = legendRows(c);
@@ -326,7 +324,8 @@ void registerChartPainter(QTextDocument* document) {
 
 PdfResult writeReportPdf(const core::Report& report, const QString& path, ReportPageSize pageSize) {
   QSaveFile file(path);
-  if (!file.open(QIODevice::WriteOnly)) throw core::Error(path.toStdString() + ": cannot write: " + file.errorString().toStdString());
+  if (!file.open(QIODevice::WriteOnly))
+    throw core::Error(path.toStdString() + ": cannot write: " + file.errorString().toStdString());
   PdfResult result;
   {
     QPdfWriter pdf(&file);

@@ -95,7 +95,7 @@ class RunCache {
   // How many times `kind` of `run` was computed (started) since the cache was made.
   int computedCount(const std::string& kind, core::Id run) const;
   int computedCount(const std::string& kind) const;  // over all runs
-  std::vector<core::Id> runs() const;  // runs with at least one cached product
+  std::vector<core::Id> runs() const;                // runs with at least one cached product
   void invalidate(core::Id run);
   void clear();
 

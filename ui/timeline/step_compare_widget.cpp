@@ -67,7 +67,8 @@ int StepCompareWidget::ordinalCount() const {
 
 QString StepCompareWidget::rowLabel(const Row& row) const {
   const QString run = row.run < runs_.size() ? runs_[row.run].label : QString();
-  return row.step >= 0 ? tr("%1 · rank %2 · step %3").arg(run).arg(row.rank).arg(row.step) : tr("%1 · rank %2").arg(run).arg(row.rank);
+  return row.step >= 0 ? tr("%1 · rank %2 · step %3").arg(run).arg(row.rank).arg(row.step)
+                       : tr("%1 · rank %2").arg(run).arg(row.rank);
 }
 
 void StepCompareWidget::rebuildRows() {
@@ -80,7 +81,8 @@ void StepCompareWidget::rebuildRows() {
     if (numbers.empty()) continue;
     std::map<int, Row> byRank;
     for (const auto& s : run.analysis->steps) {
-      const bool take = mode_ == Mode::OneStep ? (static_cast<std::size_t>(ordinal_) < numbers.size() && s.step == numbers[static_cast<std::size_t>(ordinal_)])
+      const bool take = mode_ == Mode::OneStep ? (static_cast<std::size_t>(ordinal_) < numbers.size() &&
+                                                  s.step == numbers[static_cast<std::size_t>(ordinal_)])
                                                : run.counted.counts(s.step);
       if (!take) continue;
       auto it = byRank.find(s.rank);
@@ -153,7 +155,10 @@ void StepCompareWidget::rasterize() {
         const tl::IndexRange r = run.index->window(li, d, row.startNs, row.endNs);
         for (std::uint32_t i = r.begin; i < r.end; ++i) {
           const std::uint8_t bits = lane.bits[i];
-          const std::uint8_t level = (bits & tl::EventBits::Comm) ? 3 : (bits & tl::EventBits::Compute) ? 2 : (bits & tl::EventBits::Work) ? 1 : 0;
+          const std::uint8_t level = (bits & tl::EventBits::Comm)      ? 3
+                                     : (bits & tl::EventBits::Compute) ? 2
+                                     : (bits & tl::EventBits::Work)    ? 1
+                                                                       : 0;
           if (level) paint(lane.start[i], lane.end[i], level, out);
         }
       }
@@ -206,7 +211,8 @@ void StepCompareWidget::paintEvent(QPaintEvent*) {
       p.drawLine(0, y, width(), y);
     }
     p.setPen(charts::seriesColor(static_cast<int>(row.run)));
-    p.drawText(QRect(4, y, lw - 8, rowHeight()), Qt::AlignVCenter | Qt::AlignLeft, fm.elidedText(rowLabel(row), Qt::ElideMiddle, lw - 8));
+    p.drawText(QRect(4, y, lw - 8, rowHeight()), Qt::AlignVCenter | Qt::AlignLeft,
+               fm.elidedText(rowLabel(row), Qt::ElideMiddle, lw - 8));
     // The row's window length, then its events pixel by pixel.
     const int wEnd = x0 + static_cast<int>(static_cast<double>(row.endNs - row.startNs) / static_cast<double>(span_) * plotW);
     p.fillRect(QRect(x0, y + 3, std::max(1, wEnd - x0), rowHeight() - 6), QColor(0xf2, 0xf2, 0xf2));
@@ -236,8 +242,9 @@ void StepCompareWidget::paintEvent(QPaintEvent*) {
   // Legend.
   int lx = x0;
   const int ly = top() + static_cast<int>(rows_.size()) * rowHeight() + 8;
-  for (const auto& [color, text] : {std::pair{kCompute, tr("compute")}, std::pair{kComm, tr("communication")},
-                                    std::pair{kOther, tr("other device work")}, std::pair{kExposed, tr("exposed communication")}}) {
+  for (const auto& [color, text] :
+       {std::pair{kCompute, tr("compute")}, std::pair{kComm, tr("communication")}, std::pair{kOther, tr("other device work")},
+        std::pair{kExposed, tr("exposed communication")}}) {
     p.fillRect(QRect(lx, ly + 3, 12, 10), color);
     p.setPen(palette().color(QPalette::Text));
     p.drawText(lx + 16, ly + 12, text);
@@ -252,14 +259,17 @@ bool StepCompareWidget::event(QEvent* e) {
     if (he->pos().y() >= top() && k >= 0 && k < static_cast<int>(rows_.size())) {
       const Row& r = rows_[static_cast<std::size_t>(k)];
       const double len = static_cast<double>(r.endNs - r.startNs);
-      auto pct = [&](core::TimeNs v) { return len > 0 ? QString::number(100.0 * static_cast<double>(v) / len, 'f', 1) : QStringLiteral("–"); };
-      QToolTip::showText(he->globalPos(),
-                         tr("%1\n%2: compute %3 (%4 %), communication %5, exposed %6 (%7 %), idle %8")
-                             .arg(rowLabel(r), charts::formatMs(len / 1e6), charts::formatMs(static_cast<double>(r.computeNs) / 1e6),
-                                  pct(r.computeNs), charts::formatMs(static_cast<double>(r.commNs) / 1e6),
-                                  charts::formatMs(static_cast<double>(r.exposedNs) / 1e6), pct(r.exposedNs),
-                                  charts::formatMs(static_cast<double>(r.idleNs) / 1e6)),
-                         this);
+      auto pct = [&](core::TimeNs v) {
+        return len > 0 ? QString::number(100.0 * static_cast<double>(v) / len, 'f', 1) : QStringLiteral("–");
+      };
+      QToolTip::showText(
+          he->globalPos(),
+          tr("%1\n%2: compute %3 (%4 %), communication %5, exposed %6 (%7 %), idle %8")
+              .arg(rowLabel(r), charts::formatMs(len / 1e6), charts::formatMs(static_cast<double>(r.computeNs) / 1e6),
+                   pct(r.computeNs), charts::formatMs(static_cast<double>(r.commNs) / 1e6),
+                   charts::formatMs(static_cast<double>(r.exposedNs) / 1e6), pct(r.exposedNs),
+                   charts::formatMs(static_cast<double>(r.idleNs) / 1e6)),
+          this);
     } else {
       QToolTip::hideText();
     }

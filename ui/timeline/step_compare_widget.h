@@ -40,8 +40,8 @@ class StepCompareWidget : public QWidget {
   struct Row {
     std::size_t run = 0;  // into runs()
     int rank = 0;
-    std::int64_t step = -1;  // -1 in WholeRuns mode
-    core::TimeNs startNs = 0, endNs = 0;  // the window on this rank (its own clock)
+    std::int64_t step = -1;                                             // -1 in WholeRuns mode
+    core::TimeNs startNs = 0, endNs = 0;                                // the window on this rank (its own clock)
     core::TimeNs computeNs = 0, commNs = 0, exposedNs = 0, idleNs = 0;  // StepBreakdown (sums in WholeRuns)
   };
 

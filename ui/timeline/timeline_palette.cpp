@@ -13,21 +13,32 @@ using core::CollectiveOp;
 QColor timelineColor(std::uint8_t key) {
   if (key == tl::kMixedKey) return QColor(0x9d, 0x9d, 0x9d);
   switch (tl::keyCategory(key)) {
-    case Category::Computation: return QColor(0x4e, 0x79, 0xa7);
-    case Category::Memory: return QColor(0x8c, 0xa2, 0x52);
-    case Category::Other: return QColor(0xba, 0xb0, 0xac);
+    case Category::Computation:
+      return QColor(0x4e, 0x79, 0xa7);
+    case Category::Memory:
+      return QColor(0x8c, 0xa2, 0x52);
+    case Category::Other:
+      return QColor(0xba, 0xb0, 0xac);
     case Category::Communication:
       switch (tl::keyOp(key)) {
-        case CollectiveOp::AllReduce: return QColor(0xf2, 0x8e, 0x2b);
-        case CollectiveOp::AllGather: return QColor(0x59, 0xa1, 0x4f);
-        case CollectiveOp::ReduceScatter: return QColor(0xb0, 0x7a, 0xa1);
-        case CollectiveOp::Broadcast: return QColor(0x76, 0xb7, 0xb2);
-        case CollectiveOp::AllToAll: return QColor(0x9c, 0x75, 0x5f);
+        case CollectiveOp::AllReduce:
+          return QColor(0xf2, 0x8e, 0x2b);
+        case CollectiveOp::AllGather:
+          return QColor(0x59, 0xa1, 0x4f);
+        case CollectiveOp::ReduceScatter:
+          return QColor(0xb0, 0x7a, 0xa1);
+        case CollectiveOp::Broadcast:
+          return QColor(0x76, 0xb7, 0xb2);
+        case CollectiveOp::AllToAll:
+          return QColor(0x9c, 0x75, 0x5f);
         case CollectiveOp::Send:
         case CollectiveOp::Recv:
-        case CollectiveOp::SendRecv: return QColor(0xff, 0x9d, 0xa7);
-        case CollectiveOp::Barrier: return QColor(0x79, 0x70, 0x6e);
-        default: return QColor(0xed, 0xc9, 0x48);
+        case CollectiveOp::SendRecv:
+          return QColor(0xff, 0x9d, 0xa7);
+        case CollectiveOp::Barrier:
+          return QColor(0x79, 0x70, 0x6e);
+        default:
+          return QColor(0xed, 0xc9, 0x48);
       }
   }
   return QColor(0xba, 0xb0, 0xac);
@@ -36,13 +47,17 @@ QColor timelineColor(std::uint8_t key) {
 QString timelineKeyLabel(std::uint8_t key) {
   if (key == tl::kMixedKey) return QStringLiteral("mixed");
   switch (tl::keyCategory(key)) {
-    case Category::Computation: return QStringLiteral("computation");
-    case Category::Memory: return QStringLiteral("memory");
-    case Category::Other: return QStringLiteral("other");
+    case Category::Computation:
+      return QStringLiteral("computation");
+    case Category::Memory:
+      return QStringLiteral("memory");
+    case Category::Other:
+      return QStringLiteral("other");
     case Category::Communication: {
       const CollectiveOp op = tl::keyOp(key);
       if (op == CollectiveOp::None) return QStringLiteral("communication");
-      if (op == CollectiveOp::Send || op == CollectiveOp::Recv || op == CollectiveOp::SendRecv) return QStringLiteral("send/recv");
+      if (op == CollectiveOp::Send || op == CollectiveOp::Recv || op == CollectiveOp::SendRecv)
+        return QStringLiteral("send/recv");
       return QString::fromUtf8(core::toString(op).data(), static_cast<qsizetype>(core::toString(op).size()));
     }
   }
@@ -56,10 +71,14 @@ std::vector<LegendEntry> timelineLegend(std::uint64_t keyMask) {
   // Categories in a fixed order (computation, communication, memory, other), then the operation.
   auto rank = [](std::uint8_t k) {
     switch (tl::keyCategory(k)) {
-      case Category::Computation: return 0;
-      case Category::Communication: return 1;
-      case Category::Memory: return 2;
-      case Category::Other: return 3;
+      case Category::Computation:
+        return 0;
+      case Category::Communication:
+        return 1;
+      case Category::Memory:
+        return 2;
+      case Category::Other:
+        return 3;
     }
     return 4;
   };

@@ -68,9 +68,7 @@ double niceStep(double raw) {
   return 10 * p;
 }
 
-QString laneTitle(const tl::Lane& l) {
-  return QString::fromStdString(l.name);
-}
+QString laneTitle(const tl::Lane& l) { return QString::fromStdString(l.name); }
 
 }  // namespace
 
@@ -346,8 +344,9 @@ tl::Viewport TimelineWidget::viewport() const {
 bool TimelineWidget::drawListCurrent() const {
   if (!list_) return false;
   const tl::Viewport v = viewport();
-  return listView_.t0 == t0_ && listView_.t1 == std::max(t1_, t0_ + 1) && listView_.widthPx == std::max(1, width() - kLabelWidth) &&
-         listScroll_ == scroll_ && listView_.lanes.size() == v.lanes.size() && listView_.summaryRanks == v.summaryRanks;
+  return listView_.t0 == t0_ && listView_.t1 == std::max(t1_, t0_ + 1) &&
+         listView_.widthPx == std::max(1, width() - kLabelWidth) && listScroll_ == scroll_ &&
+         listView_.lanes.size() == v.lanes.size() && listView_.summaryRanks == v.summaryRanks;
 }
 
 void TimelineWidget::requestDrawList() {
@@ -570,7 +569,7 @@ namespace {
 // Every event whose name contains `text` (case-insensitive), by start time: the names are matched
 // once, then each lane's name indexes are looked up.
 std::vector<std::pair<TimeNs, std::pair<std::uint32_t, std::uint32_t>>> searchIndex(const tl::TimelineIndex& index,
-                                                                                   const QString& text) {
+                                                                                    const QString& text) {
   std::vector<std::pair<TimeNs, std::pair<std::uint32_t, std::uint32_t>>> matches;
   if (text.isEmpty()) return matches;
   const std::string needle = text.toLower().toStdString();
@@ -615,8 +614,8 @@ bool TimelineWidget::findNext(const QString& query, bool forward) {
     auto alive = alive_;
     QThreadPool::globalInstance()->start([self, alive, index, text, gen]() {
       if (!alive->load()) return;
-      auto found = std::make_shared<std::vector<std::pair<TimeNs, std::pair<std::uint32_t, std::uint32_t>>>>(
-          searchIndex(*index, text));
+      auto found =
+          std::make_shared<std::vector<std::pair<TimeNs, std::pair<std::uint32_t, std::uint32_t>>>>(searchIndex(*index, text));
       QMetaObject::invokeMethod(
           qApp,
           [self, index, text, gen, found]() {
@@ -678,8 +677,10 @@ void TimelineWidget::setAllRanksMode(RankMode mode) {
 }
 
 void TimelineWidget::setStreamGroupOpen(int rankIndex, int device, bool open) {
-  if (open) groupOpen_.insert({rankIndex, device});
-  else groupOpen_.erase({rankIndex, device});
+  if (open)
+    groupOpen_.insert({rankIndex, device});
+  else
+    groupOpen_.erase({rankIndex, device});
   relayout();
   requestDrawList();
   update();
@@ -687,8 +688,10 @@ void TimelineWidget::setStreamGroupOpen(int rankIndex, int device, bool open) {
 
 void TimelineWidget::setLaneHidden(std::uint32_t lane, bool hidden) {
   userLayout();
-  if (hidden) hidden_.insert(lane);
-  else hidden_.erase(lane);
+  if (hidden)
+    hidden_.insert(lane);
+  else
+    hidden_.erase(lane);
   relayout();
   requestDrawList();
   update();
@@ -708,8 +711,10 @@ void TimelineWidget::setLaneKindHidden(tl::LaneKind kind, bool hidden) {
   userLayout();
   for (std::uint32_t li = 0; li < index_->lanes().size(); ++li) {
     if (index_->lane(li).kind != kind) continue;
-    if (hidden) hidden_.insert(li);
-    else hidden_.erase(li);
+    if (hidden)
+      hidden_.insert(li);
+    else
+      hidden_.erase(li);
   }
   relayout();
   requestDrawList();
@@ -727,7 +732,9 @@ bool TimelineWidget::laneKindHidden(tl::LaneKind kind) const {
   return any;
 }
 
-void TimelineWidget::setAllRanksCollapsed(bool collapsed) { setAllRanksMode(collapsed ? RankMode::Collapsed : RankMode::Expanded); }
+void TimelineWidget::setAllRanksCollapsed(bool collapsed) {
+  setAllRanksMode(collapsed ? RankMode::Collapsed : RankMode::Expanded);
+}
 
 void TimelineWidget::moveLane(std::uint32_t lane, int delta) {
   auto it = std::find(laneOrder_.begin(), laneOrder_.end(), lane);
@@ -752,8 +759,9 @@ QString TimelineWidget::describeEvent(std::uint32_t lane, std::uint32_t index) c
   if (!index_) return {};
   const tl::Lane& l = index_->lane(lane);
   const TimeNs s = l.start[index], e = l.end[index];
-  QString text = QStringLiteral("<b>%1</b><br>%2").arg(QString::fromStdString(std::string(index_->name(l.nameIdx[index]))).toHtmlEscaped(),
-                                                       formatDuration(static_cast<double>(e - s)));
+  QString text = QStringLiteral("<b>%1</b><br>%2")
+                     .arg(QString::fromStdString(std::string(index_->name(l.nameIdx[index]))).toHtmlEscaped(),
+                          formatDuration(static_cast<double>(e - s)));
   const std::uint8_t key = l.key[index];
   const auto op = tl::keyOp(key);
   if (op != CollectiveOp::None) text += QStringLiteral(" · %1").arg(QString::fromUtf8(core::toString(op).data()));
@@ -761,8 +769,10 @@ QString TimelineWidget::describeEvent(std::uint32_t lane, std::uint32_t index) c
     text += QStringLiteral("<br>%1").arg(charts::formatBytes(static_cast<double>(*b)));
     // A bandwidth only from a transfer's own time: a device-side collective (a kernel, or the
     // runtime's communication span), never a CPU call or annotation that only enqueues it.
-    const bool transfer = l.deviceLane && (l.kind == tl::LaneKind::GpuStream || l.kind == tl::LaneKind::Comm || l.kind == tl::LaneKind::CommGroup) &&
-                          !(l.bits[index] & tl::EventBits::Annotation);
+    const bool transfer =
+        l.deviceLane &&
+        (l.kind == tl::LaneKind::GpuStream || l.kind == tl::LaneKind::Comm || l.kind == tl::LaneKind::CommGroup) &&
+        !(l.bits[index] & tl::EventBits::Annotation);
     if (e > s && transfer)
       text += QStringLiteral(" · %1 GB/s").arg(static_cast<double>(*b) / static_cast<double>(e - s), 0, 'f', 2);
     else if (!transfer)
@@ -774,7 +784,8 @@ QString TimelineWidget::describeEvent(std::uint32_t lane, std::uint32_t index) c
       text += QStringLiteral("<br>step %1").arg(st.step);
       break;
     }
-  if (l.bits[index] & tl::EventBits::Exposed) text += QStringLiteral("<br><span style='color:#d62728'>exposed communication</span>");
+  if (l.bits[index] & tl::EventBits::Exposed)
+    text += QStringLiteral("<br><span style='color:#d62728'>exposed communication</span>");
   text += QStringLiteral("<br><span style='color:#777'>rank %1 · %2 · +%3</span>")
               .arg(rank.rank)
               .arg(laneTitle(l).toHtmlEscaped(), formatDuration(static_cast<double>(s - index_->minStart())));
@@ -826,10 +837,12 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     if (y + r.height < kAxisHeight || y > height()) continue;
     if (r.kind == Row::Kind::RankHeader) {
       p.fillRect(QRect(kLabelWidth, y, width() - kLabelWidth, r.height), kHeaderBackground);
-      if (rankHasSummary(r.rankIndex)) p.fillRect(QRect(kLabelWidth, y + r.height - 1, width() - kLabelWidth, 1), QColor(0xc8, 0xcd, 0xd6));
-    }
-    else p.fillRect(QRect(kLabelWidth, y + r.height - 1, width() - kLabelWidth, 1), kGrid);
-    if (r.kind == Row::Kind::StreamGroup) p.fillRect(QRect(kLabelWidth, y, width() - kLabelWidth, r.height - 1), kLabelBackground);
+      if (rankHasSummary(r.rankIndex))
+        p.fillRect(QRect(kLabelWidth, y + r.height - 1, width() - kLabelWidth, 1), QColor(0xc8, 0xcd, 0xd6));
+    } else
+      p.fillRect(QRect(kLabelWidth, y + r.height - 1, width() - kLabelWidth, 1), kGrid);
+    if (r.kind == Row::Kind::StreamGroup)
+      p.fillRect(QRect(kLabelWidth, y, width() - kLabelWidth, r.height - 1), kLabelBackground);
   }
   paintList(p);
   if (range_) {
@@ -1088,7 +1101,8 @@ void TimelineWidget::paintLabels(QPainter& p) {
         p.setFont(bold);
       }
       const QFontMetrics hm(p.font());
-      p.drawText(QRect(4, y, kLabelWidth - 8, r.height), Qt::AlignVCenter | Qt::AlignLeft, hm.elidedText(t, Qt::ElideRight, kLabelWidth - 8));
+      p.drawText(QRect(4, y, kLabelWidth - 8, r.height), Qt::AlignVCenter | Qt::AlignLeft,
+                 hm.elidedText(t, Qt::ElideRight, kLabelWidth - 8));
       p.setFont(font());
     } else if (r.kind == Row::Kind::StreamGroup) {
       p.setPen(QColor(0x33, 0x33, 0x33));
@@ -1101,7 +1115,8 @@ void TimelineWidget::paintLabels(QPainter& p) {
       const tl::Lane& l = index_->lane(r.lane);
       p.setPen(QColor(0x33, 0x33, 0x33));
       QString t = laneTitle(l);
-      if (!l.isCounter() && l.depthCount() > r.depthRows) t += QStringLiteral(" (%1 of %2 levels)").arg(r.depthRows).arg(l.depthCount());
+      if (!l.isCounter() && l.depthCount() > r.depthRows)
+        t += QStringLiteral(" (%1 of %2 levels)").arg(r.depthRows).arg(l.depthCount());
       int room = kLabelWidth - 18;
       if (l.isCounter()) {
         // The curve's scale: its top is the lane's largest value, its baseline 0.
@@ -1113,7 +1128,8 @@ void TimelineWidget::paintLabels(QPainter& p) {
         const int sw = sm.horizontalAdvance(top) + 6;
         p.setPen(QColor(0x66, 0x66, 0x66));
         p.drawText(QRect(kLabelWidth - sw - 2, y + 1, sw, sm.height()), Qt::AlignRight | Qt::AlignTop, top);
-        p.drawText(QRect(kLabelWidth - sw - 2, y + r.height - sm.height() - 2, sw, sm.height()), Qt::AlignRight | Qt::AlignBottom, bottom);
+        p.drawText(QRect(kLabelWidth - sw - 2, y + r.height - sm.height() - 2, sw, sm.height()), Qt::AlignRight | Qt::AlignBottom,
+                   bottom);
         p.fillRect(QRect(kLabelWidth - 4, y + 2, 3, 1), QColor(0x99, 0x99, 0x99));
         p.fillRect(QRect(kLabelWidth - 4, y + r.height - 4, 3, 1), QColor(0x99, 0x99, 0x99));
         p.setFont(font());
@@ -1174,8 +1190,10 @@ void TimelineWidget::paintAxis(QPainter& p) {
 // ---- input --------------------------------------------------------------------------------------
 
 void TimelineWidget::resizeEvent(QResizeEvent*) {
-  if (autoLayout_) applyAutoLayout();
-  else relayout();
+  if (autoLayout_)
+    applyAutoLayout();
+  else
+    relayout();
   requestDrawList();
 }
 
@@ -1294,29 +1312,58 @@ void TimelineWidget::mouseDoubleClickEvent(QMouseEvent* e) {
 }
 
 void TimelineWidget::keyPressEvent(QKeyEvent* e) {
-  const double x = (hoverPos_.x() >= kLabelWidth && hoverPos_.x() < width()) ? hoverPos_.x() : kLabelWidth + (width() - kLabelWidth) / 2.0;
+  const double x =
+      (hoverPos_.x() >= kLabelWidth && hoverPos_.x() < width()) ? hoverPos_.x() : kLabelWidth + (width() - kLabelWidth) / 2.0;
   const bool alt = e->modifiers() & Qt::AltModifier;
   switch (e->key()) {
-    case Qt::Key_W: zoomAt(0.8, x); break;
-    case Qt::Key_S: zoomAt(1.25, x); break;
-    case Qt::Key_A: panBy(-0.2); break;
-    case Qt::Key_D: panBy(0.2); break;
-    case Qt::Key_F: fitSteps(); break;
-    case Qt::Key_Home: fitAll(); break;
-    case Qt::Key_Z: zoomToSelection(); break;
-    case Qt::Key_Backspace: zoomBack(); break;
+    case Qt::Key_W:
+      zoomAt(0.8, x);
+      break;
+    case Qt::Key_S:
+      zoomAt(1.25, x);
+      break;
+    case Qt::Key_A:
+      panBy(-0.2);
+      break;
+    case Qt::Key_D:
+      panBy(0.2);
+      break;
+    case Qt::Key_F:
+      fitSteps();
+      break;
+    case Qt::Key_Home:
+      fitAll();
+      break;
+    case Qt::Key_Z:
+      zoomToSelection();
+      break;
+    case Qt::Key_Backspace:
+      zoomBack();
+      break;
     case Qt::Key_Left:
-      if (alt) zoomBack();
-      else panBy(-0.1);
+      if (alt)
+        zoomBack();
+      else
+        panBy(-0.1);
       break;
     case Qt::Key_Right:
-      if (alt) zoomForward();
-      else panBy(0.1);
+      if (alt)
+        zoomForward();
+      else
+        panBy(0.1);
       break;
-    case Qt::Key_Escape: clearSelection(); break;
-    case Qt::Key_PageDown: scrollBy(height() - kAxisHeight - kRowHeight); break;
-    case Qt::Key_PageUp: scrollBy(-(height() - kAxisHeight - kRowHeight)); break;
-    default: QWidget::keyPressEvent(e); return;
+    case Qt::Key_Escape:
+      clearSelection();
+      break;
+    case Qt::Key_PageDown:
+      scrollBy(height() - kAxisHeight - kRowHeight);
+      break;
+    case Qt::Key_PageUp:
+      scrollBy(-(height() - kAxisHeight - kRowHeight));
+      break;
+    default:
+      QWidget::keyPressEvent(e);
+      return;
   }
   e->accept();
 }
@@ -1328,9 +1375,11 @@ void TimelineWidget::contextMenuEvent(QContextMenuEvent* e) {
   if (r && r->kind == Row::Kind::RankHeader) {
     const int rank = r->rankIndex;
     const RankMode mode = rankMode(rank);
-    if (mode != RankMode::Expanded) menu.addAction(tr("Expand rank"), this, [this, rank] { setRankMode(rank, RankMode::Expanded); });
+    if (mode != RankMode::Expanded)
+      menu.addAction(tr("Expand rank"), this, [this, rank] { setRankMode(rank, RankMode::Expanded); });
     if (mode != RankMode::Compact)
-      menu.addAction(tr("Compact rank (compute and communication lanes)"), this, [this, rank] { setRankMode(rank, RankMode::Compact); });
+      menu.addAction(tr("Compact rank (compute and communication lanes)"), this,
+                     [this, rank] { setRankMode(rank, RankMode::Compact); });
     if (mode != RankMode::Collapsed)
       menu.addAction(tr("Collapse rank (summary track)"), this, [this, rank] { setRankMode(rank, RankMode::Collapsed); });
   } else if (r && r->kind == Row::Kind::StreamGroup) {

@@ -136,7 +136,7 @@ class TimelineWidget : public QWidget {
   double lastBuildMs() const { return lastBuildMs_; }
 
   QString describeEvent(std::uint32_t lane, std::uint32_t index) const;  // the hover text
-  QString describeSummaryAt(const QPoint& pos) const;  // hover text over a summary track (empty elsewhere)
+  QString describeSummaryAt(const QPoint& pos) const;                    // hover text over a summary track (empty elsewhere)
 
   // The flow arrow from a CPU launch to the GPU kernel it launched (the page sets it for the
   // selected kernel once the store found its launch); cleared when the selection changes.
@@ -181,9 +181,9 @@ class TimelineWidget : public QWidget {
   static constexpr int kRankHeaderHeight = 18;
   static constexpr int kCounterHeight = 36;
   static constexpr int kMaxDepth = 12;
-  static constexpr int kCompactDepth = 3;        // depth rows of a lane in the compact layout (at most)
-  static constexpr int kMinSummaryHeight = 6;    // collapsed ranks shrink to this to fit the height
-  static constexpr int kAutoCompactRanks = 4;    // runs with fewer ranks always open expanded
+  static constexpr int kCompactDepth = 3;      // depth rows of a lane in the compact layout (at most)
+  static constexpr int kMinSummaryHeight = 6;  // collapsed ranks shrink to this to fit the height
+  static constexpr int kAutoCompactRanks = 4;  // runs with fewer ranks always open expanded
 
   struct Row {  // one laid-out row of the lane area
     enum class Kind { RankHeader, StreamGroup, Lane } kind = Kind::Lane;
@@ -191,7 +191,7 @@ class TimelineWidget : public QWidget {
     int device = 0;                // StreamGroup: its device
     std::uint32_t groupLanes = 0;  // StreamGroup: the lanes folded into it
     std::uint32_t lane = 0;
-    int y = 0;       // content y (before scrolling)
+    int y = 0;  // content y (before scrolling)
     int height = 0;
     std::uint32_t depthRows = 0;
   };
@@ -222,26 +222,26 @@ class TimelineWidget : public QWidget {
   core::TimeNs t0_ = 0, t1_ = 1;
   int scroll_ = 0;
   std::vector<Row> rows_;
-  std::vector<std::uint32_t> laneOrder_;  // display order of every lane (per rank contiguous)
-  std::vector<RankMode> modes_;           // per rank
+  std::vector<std::uint32_t> laneOrder_;             // display order of every lane (per rank contiguous)
+  std::vector<RankMode> modes_;                      // per rank
   std::vector<std::vector<std::uint32_t>> compact_;  // per rank: compactLanes()
   bool autoLayout_ = true;
   int collapsedHeight_ = kRankHeaderHeight;  // height of a collapsed rank's row
-  int compactDepth_ = kCompactDepth;  // fewer when the compact layout must shrink to fit
+  int compactDepth_ = kCompactDepth;         // fewer when the compact layout must shrink to fit
   std::optional<Flow> flow_;
   // The summary tracks of the painted list as images (built once per list and height).
   std::vector<QImage> summaryImages_;
   std::uint64_t listSerial_ = 0, summaryImagesSerial_ = ~std::uint64_t{0};  // list_ changes bump listSerial_
   std::vector<int> summaryImageHeights_;
   std::set<std::uint32_t> hidden_;
-  std::set<std::uint32_t> folded_;             // sparse GPU streams (chosen when a run opens)
-  std::set<std::pair<int, int>> groupOpen_;    // (rank index, device) stream groups shown open
+  std::set<std::uint32_t> folded_;           // sparse GPU streams (chosen when a run opens)
+  std::set<std::pair<int, int>> groupOpen_;  // (rank index, device) stream groups shown open
 
   // The last draw list and the viewport it was built for (painted transformed when the view moved).
   std::shared_ptr<core::timeline::DrawList> list_;
   core::timeline::Viewport listView_;
   int listScroll_ = 0;
-  std::uint64_t generation_ = 0;   // of the latest request
+  std::uint64_t generation_ = 0;  // of the latest request
   bool building_ = false, pending_ = false;
   double lastBuildMs_ = 0;
   std::shared_ptr<std::atomic<bool>> alive_;
