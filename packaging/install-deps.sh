@@ -10,6 +10,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3 zlib1g-dev liblz4-dev libisal-dev
   qt6-base-dev qt6-base-dev-tools libqcustomplot-dev libgl-dev
   clang libclang-rt-14-dev            # libFuzzer harness for the importer
+  clang-format                        # the CTest `format` (packaging/format.sh --check)
   time                                # /usr/bin/time: CPU time in benchmarks/capture_overhead.sh
   libtorch-dev libgloo-dev            # the embedded runtime (LibTorch 1.13 with c10d/Gloo)
   libopenblas0-pthread                # an optimised BLAS for LibTorch (the reference BLAS is ~15x slower)
