@@ -447,12 +447,14 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
               " GB/s here): fewer, larger messages (bucket_cap_mb / reduce_bucket_size / coarser wrapping); on GPUs "
               "use NCCL");
         else
+          // Large only when its messages are at least the size the link's reference is measured on.
           b.suggestions.push_back(
-              small ? "latency-bound messages: gather or reduce bigger pieces (coarser FSDP wrapping, larger ZeRO "
-                      "buckets, DDP bucket_cap_mb)"
-                    : "large messages below the link's bandwidth: look for concurrent collectives on the same link "
-                      "(other process groups, NCCL_MAX_NCHANNELS), the topology (NVLink vs PCIe/network) and "
-                      "NCCL_ALGO / NCCL_PROTO");
+              !small && b.bytes && *b.bytes >= kLinkReferenceBytes
+                  ? "large messages below the link's bandwidth: look for concurrent collectives on the same link "
+                    "(other process groups, NCCL_MAX_NCHANNELS), the topology (NVLink vs PCIe/network) and "
+                    "NCCL_ALGO / NCCL_PROTO"
+                  : "small, latency-bound messages: send fewer, bigger ones (coarser FSDP wrapping, larger ZeRO or DDP "
+                    "buckets; for all-to-all, batch the exchanges of several features or tables)");
         break;
       case ExposedCause::NothingToOverlap:
         switch (b.op) {
