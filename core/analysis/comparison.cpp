@@ -151,7 +151,8 @@ bool noiseJudged(const std::string& key) {
 void rebase(Comparison& c, std::size_t baseline) {
   const std::size_t n = c.runs.size();
   c.baseline = baseline;
-  auto spread = [&](std::size_t i) -> double { return i < c.figures.size() ? c.figures[i].stepSpreadPct.value_or(0.0) : 0.0; };
+  const RunFigures none;  // a run without figures has no spread
+  auto figures = [&](std::size_t i) -> const RunFigures& { return i < c.figures.size() ? c.figures[i] : none; };
   for (auto& r : c.rows) {
     r.deltaPct.assign(n, std::nullopt);
     r.deltaPp.assign(n, std::nullopt);
@@ -163,7 +164,7 @@ void rebase(Comparison& c, std::size_t baseline) {
       if (*base != 0) r.deltaPct[i] = (*r.values[i] - *base) / *base * 100.0;
       if (share) r.deltaPp[i] = *r.values[i] - *base;
       if (noiseJudged(r.key) && r.key != metric_keys::kTokensPerSecond && r.deltaPct[i])
-        r.withinNoise[i] = std::abs(*r.deltaPct[i]) <= std::max(spread(i), spread(baseline));  // changeWithinNoise
+        r.withinNoise[i] = changeWithinNoise(*r.deltaPct[i], figures(i), figures(baseline));
     }
   }
   // Throughput is tokens per step over the step time: its change is noise when the step time's is.
