@@ -440,12 +440,7 @@ void CommunicationPage::load() {
         }
         const auto run = store.run(runId);
         if (!run) throw core::Error("run " + std::to_string(runId) + " is not in the database");
-        QStringList info;
-        if (!run->strategy.empty()) info << QString::fromStdString(run->strategy);
-        info << QString::fromUtf8(core::toString(run->source).data(), static_cast<qsizetype>(core::toString(run->source).size()));
-        if (run->worldSize > 0) info << QObject::tr("world size %1").arg(run->worldSize);
-        info << QString::fromUtf8(core::toString(run->status).data(), static_cast<qsizetype>(core::toString(run->status).size()));
-        out.info = info.join(QStringLiteral(" · "));
+        out.info = Page::runInfoText(*run);
         // The session's analysis of the run (shared with every page), then the other runs' for the
         // side-by-side table.
         const auto a = RunSession::analysis(cache, store, runId, &cancel);

@@ -7,6 +7,7 @@
 #include <QJsonObject>
 #include <QList>
 #include <QString>
+#include <QStringList>
 #include <QWidget>
 
 #include "core/model/types.h"
@@ -51,6 +52,16 @@ class Page : public QWidget {
   }
   // The page's slot in the session's task runner.
   QString taskSlot() const { return pageId(); }
+  // "fsdp · runtime · world size 2 · completed": what a page says of the run it shows.
+  static QString runInfoText(const core::Run& run) {
+    auto sv = [](std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); };
+    QStringList info;
+    if (!run.strategy.empty()) info << QString::fromStdString(run.strategy);
+    info << sv(core::toString(run.source));
+    if (run.worldSize > 0) info << tr("world size %1").arg(run.worldSize);
+    info << sv(core::toString(run.status));
+    return info.join(QStringLiteral(" · "));
+  }
 
  Q_SIGNALS:
   void statusMessage(const QString& text);
