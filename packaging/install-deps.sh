@@ -11,6 +11,8 @@ PACKAGES=(
   qt6-base-dev qt6-base-dev-tools libqcustomplot-dev libgl-dev
   clang libclang-rt-14-dev            # libFuzzer harness for the importer
   clang-format                        # the CTest `format` (packaging/format.sh --check)
+  clang-tidy                          # the CTest `tidy` (packaging/tidy.sh --check, .clang-tidy)
+  xz-utils gzip                       # tests/data: the committed real traces are xz-compressed
   time                                # /usr/bin/time: CPU time in benchmarks/capture_overhead.sh
   libtorch-dev libgloo-dev            # the embedded runtime (LibTorch 1.13 with c10d/Gloo)
   libopenblas0-pthread                # an optimised BLAS for LibTorch (the reference BLAS is ~15x slower)

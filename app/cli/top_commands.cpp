@@ -14,6 +14,7 @@
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
+#include "core/util/units.h"
 
 namespace shardscope::cli {
 namespace {
@@ -33,17 +34,9 @@ std::optional<long long> positiveInt(const std::string& s, bool allowZero) {
   }
 }
 
-std::string ms(core::TimeNs ns) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1e6);
-  return buf;
-}
+std::string ms(core::TimeNs ns) { return core::formatFixed(static_cast<double>(ns) / 1e6, 3); }
 
-std::string pct(double share) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", share * 100.0);
-  return buf;
-}
+std::string pct(double share) { return core::formatFixed(share * 100.0, 1); }
 
 // A UTF-8-safe cut to `width` bytes with "..." (kernel names run to hundreds of characters).
 std::string cut(const std::string& s, std::size_t width) {

@@ -12,6 +12,7 @@
 #include "core/analysis/lanes.h"
 #include "core/analysis/rank_scan.h"
 #include "core/analysis/stragglers.h"
+#include "core/util/units.h"
 
 namespace shardscope::core {
 namespace {
@@ -22,18 +23,6 @@ using intervals::unite;
 
 constexpr TimeNs kBackToBackNs = 5'000;  // a kernel starting within 5 µs of another's end was queued
 constexpr TimeNs kNoLaunch = INT64_MIN;
-
-std::string ms(TimeNs ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns) / 1e6);
-  return buf;
-}
-
-std::string fixed(double v, int decimals) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
 
 std::string opName(CollectiveOp op) { return std::string(toString(op)); }
 
@@ -48,8 +37,6 @@ double busBw(std::int64_t bytes, TimeNs dur, CollectiveOp op, int groupSize) {
   const double alg = static_cast<double>(bytes) / static_cast<double>(dur);  // bytes/ns = GB/s
   return alg * busBandwidthFactor(op, groupSize).value_or(1.0);
 }
-
-std::string pct(double v) { return fixed(v, 0) + " %"; }
 
 }  // namespace
 
@@ -301,6 +288,7 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
     }
   }
   std::vector<const Group*> ranked;
+  ranked.reserve(groups.size());
   for (const auto& [key, g] : groups) ranked.push_back(&g);
   std::sort(ranked.begin(), ranked.end(), [&](const Group* a, const Group* b) {
     return a->total != b->total ? a->total > b->total : candidates_[a->worst].eventId < candidates_[b->worst].eventId;
@@ -361,13 +349,13 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
     for (const auto& cs : b.causes) {
       const double share = g.total > 0 ? 100.0 * static_cast<double>(cs.exposedNs) / static_cast<double>(g.total) : 0;
       if (share < 10 && &cs != &b.causes.front()) continue;
-      const std::string head = pct(share) + " of its exposed time (" + ms(cs.exposedNs) + ", " + std::to_string(cs.instances) +
-                               " of " + std::to_string(g.instances) + " instances): ";
+      const std::string head = formatPercent(share, 0) + " of its exposed time (" + formatMsFromNs(cs.exposedNs) + ", " +
+                               std::to_string(cs.instances) + " of " + std::to_string(g.instances) + " instances): ";
       switch (cs.cause) {
         case ExposedCause::LateRank:
           b.reasons.push_back(head + "waiting for a late rank" +
                               (b.lateRank ? ": rank " + std::to_string(*b.lateRank) + " arrived last, the others waited " +
-                                                ms(b.waitForLateRankNs) + " for it"
+                                                formatMsFromNs(b.waitForLateRankNs) + " for it"
                                           : std::string()));
           break;
         case ExposedCause::Queued:
@@ -375,8 +363,9 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
                               "queued behind another collective on the same communication stream (it started as that one ended)");
           break;
         case ExposedCause::SlowTransfer:
-          b.reasons.push_back(head + "slow transfer: " + (b.busBwGBps ? fixed(*b.busBwGBps, 2) : std::string("?")) +
-                              " GB/s bus bandwidth against the " + (b.linkBwGBps ? fixed(*b.linkBwGBps, 2) : std::string("?")) +
+          b.reasons.push_back(head + "slow transfer: " + (b.busBwGBps ? formatFixed(*b.busBwGBps, 2) : std::string("?")) +
+                              " GB/s bus bandwidth against the " +
+                              (b.linkBwGBps ? formatFixed(*b.linkBwGBps, 2) : std::string("?")) +
                               " GB/s this run's link reached on messages of 1 MiB or more");
           break;
         case ExposedCause::NothingToOverlap:
@@ -413,12 +402,12 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
             const TimeNs startDelay =
                 (*theirs - stragglers->clockOffset(jw.lateRankIndex)) - (*mine - stragglers->clockOffset(w.rankIndex));
             if (static_cast<double>(startDelay) >= 0.5 * static_cast<double>(jw.wait))
-              why = late + " started step " + std::to_string(w.step) + " " + ms(startDelay) + " later than rank " +
+              why = late + " started step " + std::to_string(w.step) + " " + formatMsFromNs(startDelay) + " later than rank " +
                     std::to_string(waiting.rank) +
                     ": look at what delays its step start (data loading, host-side work, the previous "
                     "step's tail)";
             else
-              why = late + " took " + ms(jw.wait - startDelay) + " longer than rank " + std::to_string(waiting.rank) +
+              why = late + " took " + formatMsFromNs(jw.wait - startDelay) + " longer than rank " + std::to_string(waiting.rank) +
                     " from the step start to this collective: more or slower work before it there (load imbalance, a slower or "
                     "throttled GPU, host-side stalls)";
           } else {
@@ -443,7 +432,7 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
       case ExposedCause::SlowTransfer:
         if (!nccl)
           b.suggestions.push_back(
-              "Gloo moves data through the host (" + (b.busBwGBps ? fixed(*b.busBwGBps, 2) : std::string("?")) +
+              "Gloo moves data through the host (" + (b.busBwGBps ? formatFixed(*b.busBwGBps, 2) : std::string("?")) +
               " GB/s here): fewer, larger messages (bucket_cap_mb / reduce_bucket_size / coarser wrapping); on GPUs "
               "use NCCL");
         else

@@ -9,39 +9,6 @@
 
 namespace shardscope::core {
 
-CountedSteps countedSteps(const std::vector<StepBreakdown>& steps, RunSource source) {
-  CountedSteps c;
-  std::set<std::int64_t> numbers;
-  for (const auto& b : steps)
-    if (b.step >= 0) numbers.insert(b.step);
-  if (numbers.empty()) {
-    // A trace without steps: its whole extent (the one "step -1" row) is what there is.
-    for (const auto& b : steps)
-      if (b.step < 0) {
-        c.first = c.last = -1;
-        c.count = 1;
-        break;
-      }
-    return c;
-  }
-  c.first = *numbers.begin();
-  c.last = *numbers.rbegin();
-  const bool trained = source == RunSource::Runtime || source == RunSource::Simulated;
-  if (trained && numbers.size() > 1) {
-    numbers.erase(numbers.begin());
-    c.first = *numbers.begin();
-    c.warmupLeftOut = true;
-  }
-  c.count = static_cast<std::int64_t>(numbers.size());
-  return c;
-}
-
-const char* describeStepRule(const CountedSteps& c) {
-  if (c.count == 0) return "no steps";
-  if (c.first < 0) return "the whole trace (it has no steps)";
-  return c.warmupLeftOut ? "steps after the first (warm-up) step, mean over ranks" : "every step, mean over ranks";
-}
-
 StepMeans meanOverSteps(const std::vector<StepBreakdown>& steps, const CountedSteps& counted) {
   StepMeans m;
   for (const auto& b : steps) {

@@ -17,19 +17,6 @@
 
 namespace shardscope::core {
 
-// Which steps count. Events outside any step (before the first optimizer step: initialisation,
-// the setup of a trace) are never a step. Runs we trained or simulated begin with a warm-up step
-// (lazy optimizer state, ZeRO-3's first gathers, cuBLAS autotuning) that is left out when there are
-// later ones; imported traces keep every step (the profiler's schedule already skipped its warm-up).
-struct CountedSteps {
-  std::int64_t first = 0, last = -1;  // the counted step numbers are [first, last] present in the run
-  std::int64_t count = 0;             // distinct step numbers counted
-  bool warmupLeftOut = false;
-  bool counts(std::int64_t step) const { return count > 0 && step >= first && step <= last; }
-};
-CountedSteps countedSteps(const std::vector<StepBreakdown>& steps, RunSource source);
-const char* describeStepRule(const CountedSteps& c);
-
 // Means over ranks and counted steps (each (rank, step) row weighs the same).
 struct StepMeans {
   std::int64_t rows = 0;

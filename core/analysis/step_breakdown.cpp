@@ -3,6 +3,7 @@
 #include "core/analysis/lanes.h"
 
 #include <algorithm>
+#include <set>
 
 #include "core/analysis/intervals.h"
 #include "core/analysis/rank_scan.h"
@@ -156,6 +157,50 @@ std::vector<StepBreakdown> computeStepBreakdown(TraceStore& store, Id runId, con
   StepBreakdownAccumulator steps(ctx);
   scanRun(ctx, cancel, steps);
   return steps.finish();
+}
+
+bool leavesOutWarmup(RunSource source) { return source == RunSource::Runtime || source == RunSource::Simulated; }
+
+CountedSteps countedStepNumbers(const std::vector<std::int64_t>& stepNumbers, RunSource source) {
+  CountedSteps c;
+  std::set<std::int64_t> numbers;
+  bool stepless = false;
+  for (const std::int64_t n : stepNumbers) {
+    if (n >= 0)
+      numbers.insert(n);
+    else
+      stepless = true;
+  }
+  if (numbers.empty()) {
+    // A trace without steps: its whole extent (the one "step -1" row) is what there is.
+    if (stepless) {
+      c.first = c.last = -1;
+      c.count = 1;
+    }
+    return c;
+  }
+  c.first = *numbers.begin();
+  c.last = *numbers.rbegin();
+  if (leavesOutWarmup(source) && numbers.size() > 1) {
+    numbers.erase(numbers.begin());
+    c.first = *numbers.begin();
+    c.warmupLeftOut = true;
+  }
+  c.count = static_cast<std::int64_t>(numbers.size());
+  return c;
+}
+
+CountedSteps countedSteps(const std::vector<StepBreakdown>& steps, RunSource source) {
+  std::vector<std::int64_t> numbers;
+  numbers.reserve(steps.size());
+  for (const auto& b : steps) numbers.push_back(b.step);
+  return countedStepNumbers(numbers, source);
+}
+
+const char* describeStepRule(const CountedSteps& c) {
+  if (c.count == 0) return "no steps";
+  if (c.first < 0) return "the whole trace (it has no steps)";
+  return c.warmupLeftOut ? "steps after the first (warm-up) step, mean over ranks" : "every step, mean over ranks";
 }
 
 }  // namespace shardscope::core

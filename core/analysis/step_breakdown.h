@@ -43,6 +43,27 @@ struct StepBreakdown {
   std::optional<double> overlap;
 };
 
+// THE steady-state rule: which steps count, for every figure that is a mean over steps (the run's
+// figures, the step breakdown's means, the runtime's step_time_ms, the simulator's steady state,
+// the link fit's samples). Events outside any step (before the first optimizer step:
+// initialisation, the setup of a trace) are never a step. Runs we trained or simulated begin with a
+// warm-up step (lazy optimizer state, ZeRO-3's first gathers, cuBLAS autotuning) that is left out
+// when there are later ones; imported traces keep every step (the profiler's schedule already
+// skipped its warm-up).
+struct CountedSteps {
+  std::int64_t first = 0, last = -1;  // the counted step numbers are [first, last] present in the run
+  std::int64_t count = 0;             // distinct step numbers counted
+  bool warmupLeftOut = false;
+  bool counts(std::int64_t step) const { return count > 0 && step >= first && step <= last; }
+};
+// True for runs that begin with a warm-up step (runtime and simulated runs).
+bool leavesOutWarmup(RunSource source);
+// The rule over the step numbers present (any order, repeats allowed; negative = "no step").
+CountedSteps countedStepNumbers(const std::vector<std::int64_t>& stepNumbers, RunSource source);
+CountedSteps countedSteps(const std::vector<StepBreakdown>& steps, RunSource source);
+// "steps after the first (warm-up) step, mean over ranks", ...: how a figure was measured.
+const char* describeStepRule(const CountedSteps& c);
+
 // One row per (rank, step) with events, ordered by rank then step. Device lanes are the rank's GPU
 // streams, or, for a CPU run without any, its CPU threads and communication lanes.
 std::vector<StepBreakdown> computeStepBreakdown(TraceStore& store, Id runId, const CancelToken* cancel = nullptr);

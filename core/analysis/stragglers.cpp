@@ -2,6 +2,7 @@
 
 #include "core/analysis/lanes.h"
 #include "core/analysis/rank_scan.h"
+#include "core/util/units.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,18 +19,6 @@ TimeNs median(std::vector<TimeNs> v) {
   if (v.empty()) return 0;
   std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
   return v[v.size() / 2];
-}
-
-std::string msText(TimeNs ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns) / 1e6);
-  return buf;
-}
-
-std::string pctText(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f %%", v);
-  return buf;
 }
 
 }  // namespace
@@ -181,10 +170,10 @@ StragglerReport StragglerAccumulator::finish() {
   const bool dominant = waitShare >= kStragglerMinShareOfWait;
   const std::string who = "rank " + std::to_string(worst->rank);
   const std::string facts = who + " arrived last at " + std::to_string(worst->lastCount) + " of " +
-                            std::to_string(worst->instances) + " matched collectives (" + pctText(100.0 * share) +
-                            "; chance with " + std::to_string(nRanks) + " ranks: " + pctText(100.0 / n) +
-                            ") and the others waited " + msText(worst->causedWaitNs) + " for it (" + pctText(100.0 * waitShare) +
-                            " of all waiting)";
+                            std::to_string(worst->instances) + " matched collectives (" + formatPercent(100.0 * share, 1) +
+                            "; chance with " + std::to_string(nRanks) + " ranks: " + formatPercent(100.0 / n, 1) +
+                            ") and the others waited " + formatMsFromNs(worst->causedWaitNs) + " for it (" +
+                            formatPercent(100.0 * waitShare, 1) + " of all waiting)";
   if (often && significant && dominant) {
     report.straggler = worst->rank;
     report.evidence = facts + ": the straggler";

@@ -175,7 +175,7 @@ std::string unitInterval(double v) {  // [0, 1)
   return (v >= 0 && v < 1) ? std::string() : "must be in [0, 1) (got " + num(v) + ")";
 }
 std::string finite(double v) { return std::isfinite(v) ? std::string() : "must be a finite number"; }
-std::string firstOf(std::string a, std::string b) { return a.empty() ? b : a; }
+std::string firstOf(const std::string& a, const std::string& b) { return a.empty() ? b : a; }
 
 const std::vector<Knob>& knobs() {
   static const std::vector<Knob> table = {

@@ -143,6 +143,7 @@ bool Supervisor::spawnOne(Rank& r, const std::vector<std::string>& envBase, int 
   std::erase_if(env, [&](const std::string& e) { return vars.count(e.substr(0, e.find('='))) != 0; });
   for (const auto& [k, v] : vars) env.push_back(k + "=" + v);
   std::vector<char*> envp;
+  envp.reserve(env.size() + 1);
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
 
@@ -150,6 +151,7 @@ bool Supervisor::spawnOne(Rank& r, const std::vector<std::string>& envBase, int 
   argvStore.push_back(spec_.program);
   for (const auto& a : spec_.args) argvStore.push_back(a);
   std::vector<char*> argv;
+  argv.reserve(argvStore.size() + 1);
   for (auto& a : argvStore) argv.push_back(a.data());
   argv.push_back(nullptr);
 

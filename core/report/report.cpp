@@ -15,6 +15,7 @@
 #include "core/config/run_config.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
+#include "core/util/units.h"
 
 #ifndef SHARDSCOPE_VERSION
 #define SHARDSCOPE_VERSION "unknown"
@@ -644,9 +645,7 @@ void buildCharts(Report& rep) {
 }  // namespace
 
 std::string reportNumber(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  std::string s = buf;
+  std::string s = formatFixed(v, decimals);
   if (s == "-0" || s.find_first_not_of("-0.") == std::string::npos) {
     if (!s.empty() && s[0] == '-') s.erase(0, 1);
   }

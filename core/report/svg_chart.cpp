@@ -1,4 +1,5 @@
 #include "core/report/svg_chart.h"
+#include "core/util/units.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,11 +8,7 @@
 namespace shardscope::core {
 namespace {
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
+std::string num(double v) { return formatFixed(v, 1); }
 
 // Cuts a label to about `maxChars` characters (by bytes, never inside a UTF-8 sequence).
 std::string shorten(const std::string& s, std::size_t maxChars) {

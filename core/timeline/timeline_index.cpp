@@ -562,8 +562,10 @@ class TimelineBuilder {
       std::vector<std::uint32_t> derived;
       for (auto& [pg, list] : byGroup) {
         // Collectives without a process group that are all of one stream's events, and only them: the
-        // lane would repeat that stream event for event.
-        if (pg == 0 && std::all_of(list.begin(), list.end(), [&](const CommCopy& c) { return c.lane == list.front().lane; }) &&
+        // lane would repeat that stream event for event. (The lambda captures a plain variable: C++20
+        // lets a lambda name a structured binding, clang 14 does not.)
+        const std::uint32_t firstLane = list.front().lane;
+        if (pg == 0 && std::all_of(list.begin(), list.end(), [firstLane](const CommCopy& c) { return c.lane == firstLane; }) &&
             out_->lanes_[list.front().lane].eventCount() == list.size())
           continue;
         std::sort(list.begin(), list.end(),

@@ -186,7 +186,8 @@ class TestCommunicationPage : public QObject {
     QCOMPARE(rs->totalNs, 8 * 150 * kUs);
     QCOMPARE(rs->exposedNs, 8 * 100 * kUs);
     QCOMPARE(ui::units::ms(rs->totalNs), QString("1.200"));
-    QCOMPARE(ui::units::bytes(rs->bytes), QString("64.00 MB"));
+    QCOMPARE(ui::units::bytes(rs->bytes), QString("61.04 MiB"));  // 8 x 8 MB: binary units (core/util/units.h)
+    QCOMPARE(ui::units::bytes(64 << 20), QString("64.00 MiB"));
 
     // The view shows them through the proxy, sorted by total time (descending) to begin with.
     QTableView* view = page.collectivesView();

@@ -8,6 +8,8 @@
 
 #include "ui/charts/qcp.h"
 
+#include "core/util/units.h"
+
 namespace shardscope::ui::charts {
 
 ByteScale byteScaleFor(double maxBytes) {
@@ -22,32 +24,17 @@ ByteScale byteScaleFor(double maxBytes) {
   return {factor, QString::fromLatin1(kSuffix[i])};
 }
 
-QString formatBytes(double bytes, int decimals) {
-  const ByteScale s = byteScaleFor(bytes);
-  if (s.factor == 1.0) return QStringLiteral("%1 B").arg(formatNumber(bytes, 0));
-  return QStringLiteral("%1 %2").arg(formatNumber(bytes / s.factor, decimals), s.suffix);
-}
+// The formats themselves are core's (core/util/units.h): one convention for the app, the CLI and
+// the reports.
+QString formatBytes(double bytes, int decimals) { return QString::fromStdString(core::formatBytes(bytes, decimals)); }
 
-QString formatNumber(double v, int decimals) {
-  static const QLocale locale(QLocale::English, QLocale::UnitedStates);
-  return locale.toString(v, 'f', decimals);
-}
+QString formatNumber(double v, int decimals) { return QString::fromStdString(core::formatGrouped(v, decimals)); }
 
-QString formatMs(double ms) {
-  const double a = std::abs(ms);
-  if (a >= 10'000.0) return QStringLiteral("%1 s").arg(formatNumber(ms / 1000.0, 2));
-  if (a >= 100.0) return QStringLiteral("%1 ms").arg(formatNumber(ms, 1));
-  if (a >= 1.0) return QStringLiteral("%1 ms").arg(formatNumber(ms, 2));
-  if (a >= 0.01 || a == 0.0) return QStringLiteral("%1 ms").arg(formatNumber(ms, 3));
-  return QStringLiteral("%1 µs").arg(formatNumber(ms * 1000.0, 2));
-}
+QString formatMs(double ms) { return QString::fromStdString(core::formatMs(ms)); }
 
-QString formatSeconds(double s) {
-  if (std::abs(s) < 1.0) return QStringLiteral("%1 ms").arg(formatNumber(s * 1000.0, 0));
-  return QStringLiteral("%1 s").arg(formatNumber(s, 2));
-}
+QString formatSeconds(double s) { return QString::fromStdString(core::formatSeconds(s)); }
 
-QString formatPercent(double pct, int decimals) { return QStringLiteral("%1 %").arg(formatNumber(pct, decimals)); }
+QString formatPercent(double pct, int decimals) { return QString::fromStdString(core::formatPercent(pct, decimals)); }
 
 QColor seriesColor(int i) {
   static const std::array<QRgb, 10> kTableau = {0x4e79a7, 0xf28e2b, 0xe15759, 0x76b7b2, 0x59a14f,

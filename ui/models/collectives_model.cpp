@@ -2,35 +2,21 @@
 
 #include <QLocale>
 
+#include "core/util/units.h"
+
 #include <cmath>
 
 namespace shardscope::ui {
 
 namespace units {
 
-QString bytes(std::int64_t b) {
-  const double v = static_cast<double>(b);
-  const double a = std::fabs(v);
-  if (a < 1e3) return QStringLiteral("%1 B").arg(b);
-  if (a < 1e6) return QStringLiteral("%1 kB").arg(v / 1e3, 0, 'f', 2);
-  if (a < 1e9) return QStringLiteral("%1 MB").arg(v / 1e6, 0, 'f', 2);
-  if (a < 1e12) return QStringLiteral("%1 GB").arg(v / 1e9, 0, 'f', 2);
-  return QStringLiteral("%1 TB").arg(v / 1e12, 0, 'f', 2);
-}
+QString bytes(std::int64_t b) { return QString::fromStdString(core::formatBytes(static_cast<double>(b))); }
 
-QString count(std::int64_t n) { return QLocale(QLocale::English).toString(static_cast<qlonglong>(n)); }
+QString count(std::int64_t n) { return QString::fromStdString(core::formatCount(n)); }
 
-QString ms(core::TimeNs ns) { return QLocale(QLocale::English).toString(static_cast<double>(ns) / 1e6, 'f', 3); }
+QString ms(core::TimeNs ns) { return QString::fromStdString(core::formatGrouped(static_cast<double>(ns) / 1e6, 3)); }
 
 QString msWithUnit(core::TimeNs ns) { return ms(ns) + QStringLiteral(" ms"); }
-
-QString gbps(double v) { return QLocale(QLocale::English).toString(v, 'f', 2); }
-
-QString percent(double share) { return QStringLiteral("%1 %").arg(share * 100.0, 0, 'f', 1); }
-
-QString opName(core::CollectiveOp op) {
-  return QString::fromUtf8(core::toString(op).data(), static_cast<qsizetype>(core::toString(op).size()));
-}
 
 }  // namespace units
 

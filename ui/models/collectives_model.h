@@ -18,7 +18,7 @@ namespace shardscope::ui {
 
 // Display helpers shared by the Communication page's models and chart.
 namespace units {
-QString bytes(std::int64_t bytes);      // "2.90 MB" (decimal units, as the CLI prints them)
+QString bytes(std::int64_t bytes);      // "2.77 MiB" (core/util/units.h: binary units)
 QString count(std::int64_t n);          // "1,234"
 QString ms(core::TimeNs ns);            // "3,714.625" (milliseconds, 3 decimals, grouped)
 QString msWithUnit(core::TimeNs ns);    // "3,714.625 ms"

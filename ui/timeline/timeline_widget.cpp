@@ -19,6 +19,7 @@
 #include <map>
 #include <cmath>
 
+#include "core/util/units.h"
 #include "ui/charts/chart_style.h"
 
 namespace shardscope::ui {
@@ -39,13 +40,7 @@ const QColor kRange = timeline_palette::range();
 const QColor kGrid = timeline_palette::grid();
 const QColor kStepLine = timeline_palette::stepLine();
 
-QString formatDuration(double ns) {
-  const double a = std::abs(ns);
-  if (a < 1e3) return QString::number(ns, 'f', 0) + QStringLiteral(" ns");
-  if (a < 1e6) return QString::number(ns / 1e3, 'f', a < 1e4 ? 2 : 1) + QStringLiteral(" µs");
-  if (a < 1e9) return QString::number(ns / 1e6, 'f', a < 1e7 ? 3 : (a < 1e8 ? 2 : 1)) + QStringLiteral(" ms");
-  return QString::number(ns / 1e9, 'f', 3) + QStringLiteral(" s");
-}
+QString formatDuration(double ns) { return QString::fromStdString(core::formatDurationNs(ns)); }
 
 // Tick label of an axis whose ticks are `step` ns apart: no more decimals than the step needs.
 QString formatTick(double ns, double step) {
