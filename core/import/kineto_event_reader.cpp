@@ -28,8 +28,7 @@ void EventReader::read(std::string_view text, std::uint64_t fileOffset, std::uin
 }
 
 void EventReader::failEvent(const std::string& msg) const {
-  throw Error(path_ + ": event #" + std::to_string(eventIndex_) + " (byte offset " + std::to_string(eventOffset_) +
-              "): " + msg);
+  throw Error(path_ + ": event #" + std::to_string(eventIndex_) + " (byte offset " + std::to_string(eventOffset_) + "): " + msg);
 }
 
 void EventReader::resetRaw() {
@@ -84,7 +83,6 @@ std::int64_t EventReader::argInt(Token t, std::string_view text) {
   }
   return kNone;
 }
-
 
 EventReader::ArgKey EventReader::argKey(std::string_view k) {
   // Most args are not promoted: a length switch and a first-character test reject them cheaply.

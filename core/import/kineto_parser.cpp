@@ -50,7 +50,6 @@ bool isGpuCat(std::string_view cat) {
 
 bool isKernelCat(std::string_view cat) { return cat == "kernel" || cat == "Kernel"; }
 
-
 }  // namespace
 
 // Parses segments of events (on one of several threads). Its string, track and process-group ids are
@@ -95,7 +94,6 @@ class KinetoParser::Impl {
     warnings_.clear();
     return std::move(batch_);
   }
-
 
   // Top-level keys of a file (everything but the events), shared with the splitter.
   static void parseDistributedInfo(const JsonValue& v, FileHeader& header, const std::string& path) {

@@ -24,9 +24,9 @@ struct RankState {
   std::vector<std::vector<Id>> groupIds;
   std::unordered_map<std::string, std::pair<Id, bool>> trackByKey;  // key -> (db id, CPU-side)
   std::vector<Id> allTracks, cpuTracks;
-  ImportFileStats stats;  // summed over the file's batches
+  ImportFileStats stats;              // summed over the file's batches
   std::vector<std::string> warnings;  // this file's, as they reach the result's
-  FileHeader partial;     // tsFloat, thread and process names from the parser threads
+  FileHeader partial;                 // tsFloat, thread and process names from the parser threads
   bool anyTime = false;
   std::int64_t minTime = 0, maxTime = 0;                    // for a late baseTimeNanoseconds
   std::vector<PStep> steps;                                 // sorted by start
@@ -166,7 +166,6 @@ std::optional<int> rankFromFileName(const std::string& path) {
   return rank;
 }
 
-
 void noteTime(RankState& rs, std::int64_t t) {
   if (!rs.anyTime || t < rs.minTime) rs.minTime = t;
   if (!rs.anyTime || t > rs.maxTime) rs.maxTime = t;
@@ -239,9 +238,9 @@ void KinetoWriter::write(Batch& batch) {
   mapIds(rs, *b);
   for (const auto& st : b->steps) {
     if (rs.cpuEventsSeen && st.end > rs.cpuMin && st.start <= rs.cpuMax) rs.lateSteps.push_back(st);
-    rs.steps.insert(std::upper_bound(rs.steps.begin(), rs.steps.end(), st,
-                                     [](const PStep& a, const PStep& c) { return a.start < c.start; }),
-                    st);
+    rs.steps.insert(
+        std::upper_bound(rs.steps.begin(), rs.steps.end(), st, [](const PStep& a, const PStep& c) { return a.start < c.start; }),
+        st);
     store_.addStep(Step{rs.rankId, st.step, st.start, st.end});
   }
   if (!b->fileDone) {
@@ -389,8 +388,7 @@ void KinetoWriter::writeEvents(RankState& rs, const Batch& batch) {
       }
       if (rec.step && rec.correlation) rs.corrStep[*rec.correlation] = *rec.step;
       if (rec.collOp != CollectiveOp::None) {
-        const RankState::CpuCollective cc{e.start,      e.end, rec.collOp, rec.bytes, rec.dtypeId, rec.processGroupId,
-                                          rec.groupSize};
+        const RankState::CpuCollective cc{e.start, e.end, rec.collOp, rec.bytes, rec.dtypeId, rec.processGroupId, rec.groupSize};
         auto& tc = rs.collectivesOf(rec.trackId);
         // Kept sorted by start (file order need not be); the cursor stays on the same spans.
         const auto pos = std::upper_bound(tc.spans.begin(), tc.spans.end(), cc.start,
@@ -469,8 +467,7 @@ void KinetoWriter::endFile(RankState& rs, Batch& batch) {
   h.threadNames = std::move(rs.partial.threadNames);
   h.processes = std::move(rs.partial.processes);
   if (st.negativeDurations)
-    warnFile(rs, fileLabel(path) + ": " + std::to_string(st.negativeDurations) +
-                              " negative durations clamped to 0");
+    warnFile(rs, fileLabel(path) + ": " + std::to_string(st.negativeDurations) + " negative durations clamped to 0");
   if (h.baseAfterEvents && h.baseTimeNs && rs.anyTime &&
       (rs.maxTime > kMaxAbsNs - *h.baseTimeNs || rs.minTime < -kMaxAbsNs - *h.baseTimeNs))
     throw Error(path + ": 'baseTimeNanoseconds' (after the events) puts event timestamps out of range");
@@ -486,8 +483,7 @@ void KinetoWriter::endFile(RankState& rs, Batch& batch) {
     st.rankFromFile = true;
   } else if (auto fr = rankFromFileName(path)) {
     r.rank = *fr;
-    warnFile(rs, fileLabel(path) + ": no distributedInfo; rank " + std::to_string(r.rank) +
-                              " taken from the file name");
+    warnFile(rs, fileLabel(path) + ": no distributedInfo; rank " + std::to_string(r.rank) + " taken from the file name");
   } else {
     int guess = 0;
     while (usedRanks_.count(guess)) ++guess;
@@ -567,7 +563,7 @@ void KinetoWriter::endFile(RankState& rs, Batch& batch) {
     // Late windows may give steps to launches of any GPU chunk.
     for (Id t : gpuTracks) {
       bulk_.rewriteChunks(t, std::numeric_limits<TimeNs>::min(), std::numeric_limits<TimeNs>::max(),
-                           [&](EventChunk& c) { return fillFromLaunch(rs, c); });
+                          [&](EventChunk& c) { return fillFromLaunch(rs, c); });
     }
   }
   // Chunks written while some of their launches were still unknown.

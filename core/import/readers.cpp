@@ -8,8 +8,7 @@
 #include "core/util/input_source.h"
 
 // Every reader's factory, one per line; on a tie of sniff scores the earlier reader wins.
-#define SHARDSCOPE_TRACE_READERS(X) \
-  X(makeKinetoReader)
+#define SHARDSCOPE_TRACE_READERS(X) X(makeKinetoReader)
 
 namespace shardscope::core {
 
@@ -78,7 +77,8 @@ const TraceReader& chooseReader(const std::vector<std::string>& files, const std
     if (!best) {
       std::string names;
       for (const TraceReader* r : traceReaders()) names += (names.empty() ? "" : ", ") + std::string(r->name());
-      throw Error(f + ": not a trace format Shardscope reads (" + (head.empty() ? "the file is empty" : "its content is none of: " + names) + ")");
+      throw Error(f + ": not a trace format Shardscope reads (" +
+                  (head.empty() ? "the file is empty" : "its content is none of: " + names) + ")");
     }
     if (chosen && chosen != best)
       throw Error(f + ": is a " + std::string(best->name()) + " file but " + chosenBy + " is " + std::string(chosen->name()) +

@@ -44,7 +44,7 @@ struct ImportFileStats {
   std::uint64_t steps = 0;
   std::uint64_t kernels = 0;
   std::uint64_t ncclKernels = 0;
-  std::uint64_t skipped = 0;                            // records not imported, all reasons
+  std::uint64_t skipped = 0;                             // records not imported, all reasons
   std::map<std::string, std::uint64_t> skippedByReason;  // e.g. "phase 'B'" -> count
   std::uint64_t negativeDurations = 0;
   std::vector<std::string> warnings;  // this file's warnings, as in ImportResult::warnings

@@ -49,8 +49,8 @@ class TestImportLog : public QObject {
   void registryPicksKinetoByContent() {
     QTemporaryDir dir;
     const std::string json = rankTrace(0, "");
-    const std::string odd = writeFile(dir, "trace.data", json);        // no .json in the name
-    const std::string gz = writeGzip(dir, "trace.bin", json);          // gzip, by its magic bytes
+    const std::string odd = writeFile(dir, "trace.data", json);  // no .json in the name
+    const std::string gz = writeGzip(dir, "trace.bin", json);    // gzip, by its magic bytes
     const std::string bare = writeFile(dir, "events.txt", R"([{"ph": "X", "name": "a", "ts": 1, "dur": 1}])");
     QVERIFY(traceReader("kineto") != nullptr);
     QCOMPARE(traceReaders().front()->name(), std::string_view("kineto"));
@@ -85,8 +85,7 @@ class TestImportLog : public QObject {
     QTemporaryDir dir;
     // Rank 1's file has records the importer skips (B/E pairs) and a negative duration (clamped).
     const std::string r0 = writeFile(dir, "rank0.json", rankTrace(0, ""));
-    const std::string r1 = writeFile(dir, "rank1.json",
-                                     rankTrace(1, R"(,
+    const std::string r1 = writeFile(dir, "rank1.json", rankTrace(1, R"(,
   {"ph": "B", "name": "open", "pid": 1, "tid": 1, "ts": 20},
   {"ph": "E", "name": "open", "pid": 1, "tid": 1, "ts": 21},
   {"ph": "B", "name": "again", "pid": 1, "tid": 1, "ts": 22},

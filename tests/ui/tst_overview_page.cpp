@@ -34,7 +34,8 @@ class TestOverviewPage : public QObject {
     QTemporaryDir dir;
     const std::string db = test::pathIn(dir, "o.db");
     const std::string r0 = test::writeFile(dir, "rank0.json", rankTrace(0, ""));
-    const std::string r1 = test::writeFile(dir, "rank1.json", rankTrace(1, R"(, {"ph": "B", "name": "b", "pid": 1, "tid": 1, "ts": 2})"));
+    const std::string r1 =
+        test::writeFile(dir, "rank1.json", rankTrace(1, R"(, {"ph": "B", "name": "b", "pid": 1, "tid": 1, "ts": 2})"));
     core::Id imported = 0, measured = 0;
     {
       core::TraceStore store(db);
