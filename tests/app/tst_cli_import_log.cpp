@@ -59,7 +59,8 @@ class TestCliImportLog : public QObject {
     QTemporaryDir dir;
     const QString db = dir.filePath("u.db");
     const QString good = QString::fromStdString(shardscope::test::writeFile(dir, "rank1.json", kRank1));
-    const QString odd = QString::fromStdString(shardscope::test::writeFile(dir, "profile.bin", std::string("\x01\x02garbage", 9)));
+    const QString odd =
+        QString::fromStdString(shardscope::test::writeFile(dir, "profile.bin", std::string("\x01\x02garbage", 9)));
     const auto r = runCli({"import", "--db", db, good, odd});
     QCOMPARE(r.code, 1);
     QVERIFY2(r.err.contains(odd) && r.err.contains("not a trace format"), qPrintable(r.err));
