@@ -30,6 +30,8 @@
 #include "core/export/kineto_exporter.h"
 #include "core/export/perfetto_exporter.h"
 #include "core/import/kineto_importer.h"
+#include "core/import/trace_reader.h"
+#include "core/storage/import_log.h"
 #include "core/storage/trace_store.h"
 #include "core/util/csv.h"
 #include "core/util/error.h"
@@ -107,14 +109,16 @@ int cmdImport(const Args& a, core::CancelToken& cancel) {
   if (a.positional.empty()) throw std::invalid_argument("import: give at least one trace file or directory");
   const auto files = core::collectTraceFiles(a.positional);
   core::TraceStore store(dbPath(a));
+  // The reader is chosen by each file's content (core/import/trace_reader.h), whatever its name.
+  const core::TraceReader& reader = core::chooseReader(files, store.path());
   TerminalProgress bar;
-  core::KinetoImportOptions opt;
+  core::ImportOptions opt;
   opt.runName = a.get("name");
   opt.separateRuns = a.has("separate-runs");
   opt.keepArgs = !a.has("no-args");
   opt.progress = bar.callback();
   opt.cancel = &cancel;
-  const auto res = core::importKineto(store, files, opt);
+  const auto res = reader.import(store, files, opt);
   bar.finish();
   const double eps = res.seconds > 0 ? static_cast<double>(res.events) / res.seconds : 0;
   if (a.has("json")) {
@@ -122,6 +126,7 @@ int cmdImport(const Args& a, core::CancelToken& cancel) {
     JsonValue runs = JsonValue::array();
     for (auto id : res.runIds) runs.push(JsonValue::number(static_cast<std::int64_t>(id)));
     out.set("db", JsonValue::string(store.path()));
+    out.set("format", JsonValue::string(std::string(reader.name())));
     out.set("runs", std::move(runs));
     out.set("events", JsonValue::number(static_cast<std::int64_t>(res.events)));
     out.set("bytes", JsonValue::number(static_cast<std::int64_t>(res.bytes)));
@@ -238,6 +243,28 @@ int cmdInfo(const Args& a, core::CancelToken& cancel) {
     JsonValue runs = JsonValue::array();
     for (auto id : ids) {
       JsonValue r = runJson(store.summary(id), detail);
+      const auto log = core::importLog(store, id);
+      if (!log.empty()) {
+        JsonValue files = JsonValue::array();
+        for (const auto& e : log) {
+          JsonValue f = JsonValue::object();
+          f.set("path", JsonValue::string(e.path));
+          f.set("format", JsonValue::string(e.format));
+          if (e.rank) f.set("rank", JsonValue::number(static_cast<std::int64_t>(*e.rank)));
+          f.set("bytes", JsonValue::number(e.bytes));
+          f.set("events", JsonValue::number(e.events));
+          f.set("skipped", JsonValue::number(e.skipped));
+          JsonValue reasons = JsonValue::object();
+          for (const auto& [reason, n] : e.skippedByReason) reasons.set(reason, JsonValue::number(n));
+          f.set("skipped_by_reason", std::move(reasons));
+          JsonValue warnings = JsonValue::array();
+          for (const auto& w : e.warnings) warnings.push(JsonValue::string(w));
+          f.set("warnings", std::move(warnings));
+          f.set("seconds", JsonValue::number(e.seconds));
+          files.push(std::move(f));
+        }
+        r.set("import_log", std::move(files));
+      }
       // One run asked for: its figures too (run_figures.h; a pass over its events).
       if (detail) r.set("figures", core::toJson(core::computeRunFigures(store, id, &cancel)));
       runs.push(std::move(r));
@@ -265,6 +292,19 @@ int cmdInfo(const Args& a, core::CancelToken& cancel) {
       if (f.peakAllocatedBytes)
         std::cout << ", peak " << f.peakDevice << " memory " << core::formatBytes(static_cast<double>(*f.peakAllocatedBytes));
       if (f.stepTimeMs || f.peakAllocatedBytes) std::cout << "\n";
+    }
+    for (const auto& e : core::importLog(store, id)) {  // what each imported file gave
+      std::cout << "  imported " << std::filesystem::path(e.path).filename().string() << " (" << e.format
+                << (e.rank ? ", rank " + std::to_string(*e.rank) : std::string()) << "): " << e.events << " events, " << e.skipped
+                << " skipped";
+      const char* sep = " (";
+      for (const auto& [reason, n] : e.skippedByReason) {
+        std::cout << sep << reason << ": " << n;
+        sep = ", ";
+      }
+      if (!e.skippedByReason.empty()) std::cout << ")";
+      std::cout << ", " << e.warnings.size() << " warning(s), " << fixed(e.seconds, 2) << " s\n";
+      for (const auto& w : e.warnings) std::cout << "    warning: " << w << "\n";
     }
     for (const auto& rk : s.ranks) {
       std::int64_t events = 0, tracks = 0;

@@ -146,7 +146,26 @@ constexpr const char* kV3 = R"SQL(
 ALTER TABLE event_args ADD COLUMN raw_size INTEGER;
 )SQL";
 
-constexpr std::array<const char*, kCurrentVersion> kMigrations = {kV1, kV2, kV3};
+// Version 4: import_log, one row per imported file (which reader, what it stored and skipped, its
+// warnings), written in the import's transaction. Readers of older files read it as empty.
+constexpr const char* kV4 = R"SQL(
+CREATE TABLE import_log(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  rank INTEGER,
+  path TEXT NOT NULL,
+  format TEXT NOT NULL,
+  bytes INTEGER NOT NULL DEFAULT 0,
+  events INTEGER NOT NULL DEFAULT 0,
+  skipped INTEGER NOT NULL DEFAULT 0,
+  skipped_json TEXT NOT NULL DEFAULT '{}',
+  warnings_json TEXT NOT NULL DEFAULT '[]',
+  seconds REAL NOT NULL DEFAULT 0
+);
+CREATE INDEX import_log_run ON import_log(run_id);
+)SQL";
+
+constexpr std::array<const char*, kCurrentVersion> kMigrations = {kV1, kV2, kV3, kV4};
 
 }  // namespace
 

@@ -17,6 +17,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <map>
 
@@ -186,6 +187,7 @@ std::vector<RunOverview> loadRunOverviews(core::TraceStore& store, const QList<c
     o.startNs = s.startNs;
     o.endNs = s.endNs;
     o.processGroups = static_cast<int>(store.processGroups(id).size());
+    o.imported = core::importLog(store, id);
     for (const auto& rk : s.ranks) {
       RankOverview ro;
       ro.rank = rk.rank;
@@ -333,6 +335,17 @@ OverviewPage::OverviewPage(QWidget* parent) : Page(parent) {
   ranksTable_->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Stretch);
   ranksTable_->setSortingEnabled(true);
   ranksLayout->addWidget(ranksTable_);
+  importLabel_ = new QLabel(tr("<b>Imported from</b>"), ranksBox);
+  ranksLayout->addWidget(importLabel_);
+  importTable_ = new QTableWidget(0, 6, ranksBox);
+  importTable_->setObjectName(QStringLiteral("overviewImported"));
+  importTable_->setHorizontalHeaderLabels({tr("File"), tr("Format"), tr("Rank"), tr("Events"), tr("Skipped"), tr("Warnings")});
+  importTable_->verticalHeader()->hide();
+  importTable_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  importTable_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  importTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  importTable_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  ranksLayout->addWidget(importTable_);
   jsonTabs_ = new QTabWidget(split);
   config_ = jsonView(jsonTabs_);
   config_->setObjectName(QStringLiteral("overviewConfig"));
@@ -552,6 +565,30 @@ void OverviewPage::showDetails(int index) {
   ranksTable_->setSortingEnabled(true);
   ranksTable_->sortByColumn(0, Qt::AscendingOrder);
 
+  // Imported from: one row per file of the import (import_log), its warnings in the tooltip.
+  importTable_->setRowCount(static_cast<int>(o.imported.size()));
+  for (int i = 0; i < static_cast<int>(o.imported.size()); ++i) {
+    const auto& f = o.imported[static_cast<std::size_t>(i)];
+    auto* file = item(qs(std::filesystem::path(f.path).filename().string()));
+    file->setToolTip(qs(f.path));
+    importTable_->setItem(i, 0, file);
+    importTable_->setItem(i, 1, item(qs(f.format)));
+    importTable_->setItem(i, 2, item(f.rank ? QString::number(*f.rank) : QStringLiteral("—"), right));
+    importTable_->setItem(i, 3, item(count(f.events), right));
+    auto* skipped = item(count(f.skipped), right);
+    QStringList reasons;
+    for (const auto& [reason, n] : f.skippedByReason) reasons << QStringLiteral("%1: %2").arg(qs(reason)).arg(n);
+    skipped->setToolTip(reasons.join(QLatin1Char('\n')));
+    importTable_->setItem(i, 4, skipped);
+    auto* warnings = item(QString::number(f.warnings.size()), right);
+    QStringList lines;
+    for (const auto& w : f.warnings) lines << qs(w);
+    warnings->setToolTip(lines.join(QLatin1Char('\n')));
+    importTable_->setItem(i, 5, warnings);
+  }
+  importLabel_->setVisible(!o.imported.empty());
+  importTable_->setVisible(!o.imported.empty());
+
   const bool noConfig = r.configJson.empty() || r.configJson == "{}";
   config_->setPlainText(noConfig ? tr("(no configuration recorded: %1)")
                                        .arg(r.source == core::RunSource::Kineto
@@ -618,6 +655,22 @@ QJsonObject OverviewPage::describe() const {
     QJsonObject r = runRef(o.run.id, describe::qs(core::runLabel(o.run.name, o.run.id)));
     r[QStringLiteral("events")] = static_cast<double>(o.events);
     r[QStringLiteral("ranks")] = static_cast<int>(o.ranks.size());
+    if (!o.imported.empty()) {
+      QJsonArray files;
+      for (const auto& f : o.imported) {
+        QJsonObject fj;
+        fj[QStringLiteral("path")] = describe::qs(f.path);
+        fj[QStringLiteral("format")] = describe::qs(f.format);
+        if (f.rank) fj[QStringLiteral("rank")] = *f.rank;
+        fj[QStringLiteral("events")] = static_cast<double>(f.events);
+        fj[QStringLiteral("skipped")] = static_cast<double>(f.skipped);
+        QJsonArray warnings;
+        for (const auto& w : f.warnings) warnings.append(describe::qs(w));
+        fj[QStringLiteral("warnings")] = warnings;
+        files.append(fj);
+      }
+      r[QStringLiteral("imported_from")] = files;
+    }
     for (const auto& m : metrics_) {
       if (m.id != o.run.id) continue;
       r[QStringLiteral("figures")] = QJsonArray{

@@ -1,6 +1,7 @@
 #pragma once
 // Overview: what a run is. For the selected runs: name, source, strategy, status and failure reason,
-// world size, devices, configuration JSON, per-rank table (rank, host, device, events, tracks) and
+// world size, devices, configuration JSON, per-rank table (rank, host, device, events, tracks), the
+// files an imported run came from (import_log: file, format, events, skipped, warnings) and
 // key metrics (step time, tokens/s, initialisation, peak memory) side by side. Loaded off the GUI
 // thread in two steps: the summary (instant, from the store's statistics), then the metrics (one
 // pass over each run's events).
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "core/model/types.h"
+#include "core/storage/import_log.h"
 #include "core/util/progress.h"
 #include "ui/pages/page.h"
 
@@ -49,6 +51,7 @@ struct RunOverview {
   std::optional<core::TimeNs> startNs;
   std::optional<core::TimeNs> endNs;
   int processGroups = 0;
+  std::vector<core::ImportLogEntry> imported;  // the files an imported run came from (import_log)
 };
 
 struct RunKeyMetrics {
@@ -89,6 +92,7 @@ class OverviewPage : public Page {
   const std::vector<RunOverview>& overviews() const { return overviews_; }
   const std::vector<RunKeyMetrics>& keyMetrics() const { return metrics_; }
   QTableWidget* ranksTable() const { return ranksTable_; }
+  QTableWidget* importTable() const { return importTable_; }  // "Imported from"; hidden when empty
   QTableWidget* metricsTable() const { return metricsTable_; }
   QPlainTextEdit* configView() const { return config_; }
   core::Id shownRun() const;
@@ -125,6 +129,8 @@ class OverviewPage : public Page {
   QTableWidget* metricsTable_ = nullptr;
   QLabel* metricsNote_ = nullptr;
   QTableWidget* ranksTable_ = nullptr;
+  QLabel* importLabel_ = nullptr;
+  QTableWidget* importTable_ = nullptr;
   QTabWidget* jsonTabs_ = nullptr;
   QPlainTextEdit* config_ = nullptr;
   QPlainTextEdit* devices_ = nullptr;

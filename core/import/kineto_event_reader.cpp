@@ -1,0 +1,634 @@
+#include "core/import/kineto_event_reader.h"
+
+#include <charconv>
+#include <cstring>
+#include <functional>
+
+#include "core/util/error.h"
+#include "core/util/json.h"
+
+namespace shardscope::core::kineto {
+
+void EventReader::beginSegment(const std::string& path, std::string& args) {
+  if (path_ != path) path_ = path;
+  args_ = &args;
+}
+
+void EventReader::read(std::string_view text, std::uint64_t fileOffset, std::uint64_t index) {
+  eventIndex_ = index;
+  eventOffset_ = fileOffset;
+  resetRaw();
+  if (fastEvent(text)) return;
+  resetRaw();
+  JsonReader r(text, path_, opt_.limits);
+  r.setOffsetMap([fileOffset](std::uint64_t local) { return fileOffset + local; });
+  if (r.next() != Token::BeginObject) failEvent("is not a JSON object");
+  parseEventFields(r);
+  if (r.next() != Token::End) r.fail("unexpected data after an event");
+}
+
+void EventReader::failEvent(const std::string& msg) const {
+  throw Error(path_ + ": event #" + std::to_string(eventIndex_) + " (byte offset " + std::to_string(eventOffset_) + "): " + msg);
+}
+
+void EventReader::resetRaw() {
+  ev_.hasName = ev_.hasCat = ev_.hasTs = ev_.hasDur = ev_.hasId = false;
+  ev_.name.clear();
+  ev_.cat.clear();
+  ev_.ph.clear();
+  ev_.bp.clear();
+  ev_.scope.clear();
+  ev_.pid.present = ev_.tid.present = false;
+  ev_.externalId = ev_.correlation = ev_.stream = ev_.device = kNone;
+  ev_.streamArg = false;
+  ev_.collName.clear();
+  ev_.dtype.clear();
+  ev_.pgName.clear();
+  ev_.pgDesc.clear();
+  ev_.pgRanks.clear();
+  ev_.inNelems = ev_.outNelems = ev_.groupSize = kNone;
+  ev_.inputNumel = kNone;
+  ev_.inputType.clear();
+  ev_.totalAllocated = ev_.totalReserved = ev_.bytes = ev_.addr = ev_.devId = ev_.devType = kNone;
+  ev_.counterValues.clear();
+  ev_.argsJson.clear();
+  if (ev_.rawArgsLen) {
+    // The previous event did not keep its args (e.g. an ac2g X event): drop them from the batch.
+    if (ev_.rawArgsOff + ev_.rawArgsLen == (*args_).size()) (*args_).resize(ev_.rawArgsOff);
+    ev_.rawArgsLen = 0;
+  }
+}
+
+void EventReader::readId(Token t, std::string_view text, RawId& id, const char* field) {
+  id.present = true;
+  if (t == Token::Number) {
+    auto v = parseInt(text);
+    if (!v) failEvent(std::string("field '") + field + "' is not an integer");
+    id.isNum = true;
+    id.num = *v;
+    id.text.assign(text);
+  } else if (t == Token::String) {
+    id.text.assign(text);
+    auto v = parseInt(id.text);
+    id.isNum = false;
+    id.num = v.value_or(0);
+  } else {
+    failEvent(std::string("field '") + field + "' must be a number or a string");
+  }
+}
+
+std::int64_t EventReader::argInt(Token t, std::string_view text) {
+  if (t == Token::Number || t == Token::String) {
+    if (auto v = parseInt(text)) return *v;
+  }
+  return kNone;
+}
+
+EventReader::ArgKey EventReader::argKey(std::string_view k) {
+  // Most args are not promoted: a length switch and a first-character test reject them cheaply.
+  const char* c = k.data();
+  auto is = [&](const char* lit, std::size_t n) { return std::memcmp(c, lit, n) == 0; };
+  switch (k.size()) {
+    case 4:
+      return c[0] == 'A' && is("Addr", 4) ? kArgAddr : kArgOther;
+    case 5:
+      return c[0] == 'd' && is("dtype", 5) ? kArgDtype : c[0] == 'B' && is("Bytes", 5) ? kArgBytes : kArgOther;
+    case 6:
+      return c[0] == 's' && is("stream", 6) ? kArgStream : c[0] == 'd' && is("device", 6) ? kArgDevice : kArgOther;
+    case 9:
+      return c[0] == 'D' && is("Device Id", 9) ? kArgDeviceId : kArgOther;
+    case 10:
+      if (c[0] == 'G' && is("Group size", 10)) return kArgGroupSize;
+      if (c[0] == 'I' && is("Input Dims", 10)) return kArgInputDims;
+      if (c[0] == 'I' && is("Input type", 10)) return kArgInputType;
+      return kArgOther;
+    case 11:
+      if (c[0] == 'E' && is("External id", 11)) return kArgExternalId;
+      if (c[0] == 'c' && is("correlation", 11)) return kArgCorrelation;
+      if (c[0] == 'D' && is("Device Type", 11)) return kArgDeviceType;
+      return kArgOther;
+    case 13:
+      return c[0] == 'I' && is("In msg nelems", 13) ? kArgInNelems : kArgOther;
+    case 14:
+      if (c[0] == 'O' && is("Out msg nelems", 14)) return kArgOutNelems;
+      if (c[0] == 'T' && is("Total Reserved", 14)) return kArgTotalReserved;
+      return kArgOther;
+    case 15:
+      if (c[0] == 'C' && is("Collective name", 15)) return kArgCollName;
+      if (c[0] == 'T' && is("Total Allocated", 15)) return kArgTotalAllocated;
+      return kArgOther;
+    case 18:
+      return c[0] == 'P' && is("Process Group Name", 18) ? kArgPgName : kArgOther;
+    case 19:
+      return c[0] == 'P' && is("Process Group Ranks", 19) ? kArgPgRanks : kArgOther;
+    case 25:
+      return c[0] == 'P' && is("Process Group Description", 25) ? kArgPgDesc : kArgOther;
+    default:
+      return kArgOther;
+  }
+}
+
+// Reads the args object (its '{' was just returned) picking the promoted fields, and keeps the
+// object's raw text (whitespace removed) rather than re-serialising it token by token.
+void EventReader::parseArgs(JsonReader& r) {
+  // Counter (C) and metadata (M) events need their args later; 'ph' usually comes first.
+  const bool keep = opt_.keepArgs || ev_.ph.size() != 1 || ev_.ph[0] == 'M' || ev_.ph[0] == 'C';
+  r.beginCapture();
+  for (;;) {
+    Token t = r.next();
+    if (t == Token::EndObject) break;
+    const ArgKey key = argKey(r.text());
+    t = r.next();
+    if (t == Token::BeginArray && (key == kArgInputDims || key == kArgInputType) && collectiveAnnotationName()) {
+      readInputArray(r, key);  // the size of a 2022-era nccl:all_to_all (no "In msg nelems")
+      continue;
+    }
+    if (t == Token::BeginObject || t == Token::BeginArray) {
+      r.skipValue(t);
+      continue;
+    }
+    onArg(key, t, r.text());
+  }
+  keepArgs(r.endCapture(), keep);
+}
+
+bool EventReader::collectiveAnnotationName() const { return startsWith(ev_.name, "nccl:") || startsWith(ev_.name, "gloo:"); }
+
+// "Input Dims": [[8, 1024, 8816], ...] -> the element count of the first input; "Input type":
+// ["float", ...] -> its first entry. Consumes the array (its '[' was just read).
+void EventReader::readInputArray(JsonReader& r, ArgKey key) {
+  int depth = 1;
+  bool inFirst = false, firstDone = false, any = false, ok = true;
+  std::int64_t numel = 1;
+  for (;;) {
+    const Token t = r.next();
+    if (t == Token::End) return;  // the reader reports the truncated input
+    if (t == Token::BeginObject) {
+      r.skipValue(t);
+      continue;
+    }
+    if (t == Token::BeginArray) {
+      if (++depth == 2 && !firstDone) inFirst = true;
+      continue;
+    }
+    if (t == Token::EndArray) {
+      if (depth == 2 && inFirst) inFirst = false, firstDone = true;
+      if (--depth == 0) break;
+      continue;
+    }
+    if (key == kArgInputDims && inFirst && t == Token::Number) {
+      const auto v = parseInt(r.text());
+      if (v && *v >= 0 && (*v == 0 || numel <= (std::int64_t{1} << 50) / std::max<std::int64_t>(1, *v))) {
+        numel *= *v;
+        any = true;
+      } else {
+        ok = false;
+      }
+    } else if (key == kArgInputType && depth == 1 && t == Token::String && ev_.inputType.empty()) {
+      ev_.inputType.assign(r.text());
+    }
+  }
+  if (key == kArgInputDims && any && ok) ev_.inputNumel = numel;
+}
+
+// The same from the text of a validated array (the fast path): "[[8, 1024, 8816], [2]]" or
+// "[\"float\", \"int\"]".
+void EventReader::inputFromText(std::string_view a, ArgKey key) {
+  std::size_t i = 1;  // past '['
+  auto ws = [&] {
+    while (i < a.size() && (a[i] == ' ' || a[i] == '\t' || a[i] == '\n' || a[i] == '\r')) ++i;
+  };
+  ws();
+  if (key == kArgInputType) {
+    if (i >= a.size() || a[i] != '"' || !ev_.inputType.empty()) return;
+    const std::size_t close = a.find('"', i + 1);
+    if (close != std::string_view::npos) ev_.inputType.assign(a.substr(i + 1, close - i - 1));
+    return;
+  }
+  if (i >= a.size() || a[i] != '[') return;
+  ++i;
+  std::int64_t numel = 1;
+  bool any = false;
+  for (;;) {
+    ws();
+    if (i < a.size() && a[i] == ']') break;
+    std::size_t j = i;
+    while (j < a.size() && a[j] >= '0' && a[j] <= '9') ++j;
+    const auto v = j > i ? parseInt(a.substr(i, j - i)) : std::nullopt;
+    if (!v || (*v > 0 && numel > (std::int64_t{1} << 50) / *v)) return;  // not a size we can use
+    numel *= *v;
+    any = true;
+    i = j;
+    ws();
+    if (i < a.size() && a[i] == ',') {
+      ++i;
+      continue;
+    }
+    if (i < a.size() && a[i] == ']') break;
+    return;
+  }
+  if (any) ev_.inputNumel = numel;
+}
+
+// A scalar arg value; promoted keys fill the event's columns.
+void EventReader::onArg(ArgKey key, Token t, std::string_view text) {
+  switch (key) {
+    case kArgOther:
+    case kArgInputDims:  // arrays (readInputArray); a scalar there means nothing
+    case kArgInputType:
+      break;
+    case kArgExternalId:
+      ev_.externalId = argInt(t, text);
+      break;
+    case kArgCorrelation:
+      ev_.correlation = argInt(t, text);
+      break;
+    case kArgStream:
+      ev_.stream = argInt(t, text);
+      ev_.streamArg = ev_.stream != kNone;
+      break;
+    case kArgDevice:
+      ev_.device = argInt(t, text);
+      break;
+    case kArgCollName:
+      if (t == Token::String) ev_.collName.assign(text);
+      break;
+    case kArgInNelems:
+      ev_.inNelems = argInt(t, text);
+      break;
+    case kArgOutNelems:
+      ev_.outNelems = argInt(t, text);
+      break;
+    case kArgGroupSize:
+      ev_.groupSize = argInt(t, text);
+      break;
+    case kArgDtype:
+      if (t == Token::String) ev_.dtype.assign(text);
+      break;
+    case kArgPgName:
+      if (t == Token::String || t == Token::Number) ev_.pgName.assign(text);
+      break;
+    case kArgPgDesc:
+      if (t == Token::String) ev_.pgDesc.assign(text);
+      break;
+    case kArgPgRanks:
+      if (t == Token::String) ev_.pgRanks.assign(text);
+      break;
+    case kArgTotalAllocated:
+      ev_.totalAllocated = argInt(t, text);
+      break;
+    case kArgTotalReserved:
+      ev_.totalReserved = argInt(t, text);
+      break;
+    case kArgBytes:
+      ev_.bytes = argInt(t, text);
+      break;
+    case kArgAddr:
+      ev_.addr = argInt(t, text);
+      break;
+    case kArgDeviceId:
+      ev_.devId = argInt(t, text);
+      break;
+    case kArgDeviceType:
+      ev_.devType = argInt(t, text);
+      break;
+  }
+}
+
+// Keeps the args object's text, whitespace removed here on the parser threads (the writer thread
+// only copies it into its chunk's args block).
+void EventReader::keepArgs(std::string_view raw, bool keep) {
+  if (!keep) return;
+  if (opt_.keepArgs && ev_.ph.size() == 1 && (ev_.ph[0] == 'X' || ev_.ph[0] == 'i' || ev_.ph[0] == 'I') && raw.size() > 2) {
+    // The common case goes straight into the batch (one copy); appendArgs() keeps or drops it.
+    ev_.rawArgsOff = (*args_).size();
+    appendCompactJson((*args_), raw);
+    ev_.rawArgsLen = (*args_).size() - ev_.rawArgsOff;
+  } else {
+    ev_.argsJson.assign(raw);
+  }
+}
+
+// The full tokenizer's reading of one event (its '{' was just returned): every error is precise.
+void EventReader::parseEventFields(JsonReader& r) {
+  for (;;) {
+    Token t = r.next();
+    if (t == Token::EndObject) break;
+    // Dispatch on the key before reading the value (the view dies at next()).
+    const int which = fieldId(r.text());
+    t = r.next();
+    if (which == 8 && t == Token::BeginObject) {
+      parseArgs(r);
+    } else if (t == Token::BeginObject || t == Token::BeginArray) {
+      if (which >= 1 && which <= 7) onFieldType(which);  // a container where a scalar belongs
+      r.skipValue(t);
+    } else {
+      onField(which, t, r.text());
+    }
+  }
+}
+
+// Reads one event straight from its text for the common, well-formed case: no escapes, plain
+// numbers, nesting only inside args. Returns false as soon as anything else shows up; the caller
+// then re-reads the event with the full tokenizer, which also produces the precise error.
+bool EventReader::fastEvent(std::string_view ev) {
+  const char* p = ev.data();
+  const char* const end = p + ev.size();
+  auto ws = [&]() {
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
+  };
+  // A string without escapes; p is at its opening quote.
+  auto str = [&](std::string_view& out) -> bool {
+    const auto at = findQuoteOrBackslash(p, 1, static_cast<std::size_t>(end - p));
+    const char* q = p + at;
+    if (q >= end || *q == '\\') return false;
+    out = std::string_view(p + 1, static_cast<std::size_t>(q - p - 1));
+    p = q + 1;
+    return true;
+  };
+  // A number in the JSON grammar without exponent: -?(0|[1-9][0-9]*)(.[0-9]+)?
+  auto num = [&](std::string_view& out) -> bool {
+    const char* q = p;
+    if (q < end && *q == '-') ++q;
+    if (q >= end || *q < '0' || *q > '9') return false;
+    if (*q == '0') {
+      ++q;
+    } else {
+      while (q < end && *q >= '0' && *q <= '9') ++q;
+    }
+    if (q < end && *q == '.') {
+      ++q;
+      const char* d = q;
+      while (q < end && *q >= '0' && *q <= '9') ++q;
+      if (q == d) return false;
+    }
+    if (q < end && (*q == 'e' || *q == 'E' || (*q >= '0' && *q <= '9'))) return false;
+    out = std::string_view(p, static_cast<std::size_t>(q - p));
+    p = q;
+    return true;
+  };
+  auto literal = [&](Token& t) -> bool {
+    const auto rest = static_cast<std::size_t>(end - p);
+    if (rest >= 4 && std::memcmp(p, "true", 4) == 0) {
+      t = Token::True;
+      p += 4;
+      return true;
+    }
+    if (rest >= 5 && std::memcmp(p, "false", 5) == 0) {
+      t = Token::False;
+      p += 5;
+      return true;
+    }
+    if (rest >= 4 && std::memcmp(p, "null", 4) == 0) {
+      t = Token::Null;
+      p += 4;
+      return true;
+    }
+    return false;
+  };
+  // A scalar value: its token type and text.
+  auto scalar = [&](Token& t, std::string_view& text) -> bool {
+    if (p >= end) return false;
+    if (*p == '"') {
+      t = Token::String;
+      return str(text);
+    }
+    if (*p == '-' || (*p >= '0' && *p <= '9')) {
+      t = Token::Number;
+      return num(text);
+    }
+    text = {};
+    return literal(t);
+  };
+  // Validates and skips a nested array/object (args like "Input Dims": [[1, 2], [3]]).
+  std::function<bool(int)> nested = [&](int depth) -> bool {
+    if (depth > 32) return false;
+    const char close = *p == '{' ? '}' : ']';
+    const bool object = close == '}';
+    ++p;
+    ws();
+    if (p < end && *p == close) {
+      ++p;
+      return true;
+    }
+    for (;;) {
+      ws();
+      if (object) {
+        std::string_view k;
+        if (p >= end || *p != '"' || !str(k)) return false;
+        ws();
+        if (p >= end || *p != ':') return false;
+        ++p;
+        ws();
+      }
+      if (p >= end) return false;
+      if (*p == '{' || *p == '[') {
+        if (!nested(depth + 1)) return false;
+      } else {
+        Token t;
+        std::string_view v;
+        if (!scalar(t, v)) return false;
+      }
+      ws();
+      if (p >= end) return false;
+      if (*p == ',') {
+        ++p;
+        continue;
+      }
+      if (*p == close) {
+        ++p;
+        return true;
+      }
+      return false;
+    }
+  };
+
+  // Walks the members of an object whose '{' is at p; fn(key) reads the value at p.
+  auto members = [&](auto&& fn) -> bool {
+    ++p;
+    ws();
+    if (p < end && *p == '}') {
+      ++p;
+      return true;
+    }
+    for (;;) {
+      ws();
+      std::string_view key;
+      if (p >= end || *p != '"' || !str(key)) return false;
+      ws();
+      if (p >= end || *p != ':') return false;
+      ++p;
+      ws();
+      if (p >= end || !fn(key)) return false;
+      ws();
+      if (p >= end) return false;
+      if (*p == ',') {
+        ++p;
+        continue;
+      }
+      if (*p == '}') {
+        ++p;
+        return true;
+      }
+      return false;
+    }
+  };
+  // The args object: promoted keys fill the event, the raw text is kept.
+  auto args = [&]() -> bool {
+    const bool keep = opt_.keepArgs || ev_.ph.size() != 1 || ev_.ph[0] == 'M' || ev_.ph[0] == 'C';
+    const char* start = p;
+    const bool ok = members([&](std::string_view key) {
+      if (*p == '[' && collectiveAnnotationName()) {
+        const ArgKey k = argKey(key);
+        if (k == kArgInputDims || k == kArgInputType) {
+          const char* from = p;
+          if (!nested(1)) return false;
+          inputFromText(std::string_view(from, static_cast<std::size_t>(p - from)), k);
+          return true;
+        }
+      }
+      if (*p == '{' || *p == '[') return nested(1);
+      Token t;
+      std::string_view v;
+      if (!scalar(t, v)) return false;
+      onArg(argKey(key), t, v);
+      return true;
+    });
+    if (ok) keepArgs(std::string_view(start, static_cast<std::size_t>(p - start)), keep);
+    return ok;
+  };
+
+  ws();
+  if (p >= end || *p != '{') return false;
+  const bool ok = members([&](std::string_view key) {
+    const int which = fieldId(key);
+    if (which == 8 && *p == '{') return args();
+    if (*p == '{' || *p == '[') {
+      if (which >= 1 && which <= 7) return false;  // let the tokenizer report the type error
+      return nested(0);
+    }
+    Token t;
+    std::string_view v;
+    if (!scalar(t, v)) return false;
+    // Type errors are reported by the full reader (same message either way).
+    if ((which == 1 || which == 3) && t != Token::String) return false;
+    if (which == 2 && t != Token::String && t != Token::Number) return false;
+    if ((which == 4 || which == 5) && t != Token::Number) return false;
+    if ((which == 6 || which == 7) && t != Token::Number && t != Token::String) return false;
+    onField(which, t, v);
+    return true;
+  });
+  if (!ok) return false;
+  ws();
+  return p == end;
+}
+
+int EventReader::fieldId(std::string_view k) {
+  // Called for every key of every event: compare characters, not strings.
+  const char* c = k.data();
+  switch (k.size()) {
+    case 1:
+      return c[0] == 's' ? 11 : 0;
+    case 2:
+      if (c[0] == 'p' && c[1] == 'h') return 1;
+      if (c[0] == 't' && c[1] == 's') return 4;
+      if (c[0] == 'i' && c[1] == 'd') return 9;
+      if (c[0] == 'b' && c[1] == 'p') return 10;
+      return 0;
+    case 3:
+      if (c[0] == 'c' && c[1] == 'a' && c[2] == 't') return 3;
+      if (c[0] == 'd' && c[1] == 'u' && c[2] == 'r') return 5;
+      if (c[1] == 'i' && c[2] == 'd') return c[0] == 'p' ? 6 : c[0] == 't' ? 7 : 0;
+      return 0;
+    case 4:
+      if (std::memcmp(c, "name", 4) == 0) return 2;
+      if (std::memcmp(c, "args", 4) == 0) return 8;
+      return 0;
+    default:
+      return 0;
+  }
+}
+
+// The error for a container (object/array) where a field needs a scalar.
+void EventReader::onFieldType(int which) {
+  switch (which) {
+    case 1:
+      failEvent("field 'ph' must be a string");
+    case 2:
+      failEvent("field 'name' must be a string");
+    case 3:
+      failEvent("field 'cat' must be a string");
+    case 4:
+      failEvent("field 'ts' must be a number");
+    case 5:
+      failEvent("field 'dur' must be a number");
+    case 6:
+      failEvent("field 'pid' must be a number or a string");
+    case 7:
+      failEvent("field 'tid' must be a number or a string");
+    default:
+      failEvent("unexpected value");
+  }
+}
+
+// A scalar event field (which = fieldId(key)).
+void EventReader::onField(int which, Token t, std::string_view text) {
+  switch (which) {
+    case 1:
+      if (t != Token::String) failEvent("field 'ph' must be a string");
+      ev_.ph.assign(text);
+      break;
+    case 2:
+      if (t != Token::String && t != Token::Number) failEvent("field 'name' must be a string");
+      ev_.name.assign(text);
+      ev_.hasName = true;
+      break;
+    case 3:
+      if (t != Token::String) failEvent("field 'cat' must be a string");
+      ev_.cat.assign(text);
+      ev_.hasCat = true;
+      break;
+    case 4:
+      if (t != Token::Number) failEvent("field 'ts' must be a number");
+      ev_.ts.assign(text);
+      ev_.hasTs = true;
+      break;
+    case 5:
+      if (t != Token::Number) failEvent("field 'dur' must be a number");
+      ev_.dur.assign(text);
+      ev_.hasDur = true;
+      break;
+    case 6:
+      readId(t, text, ev_.pid, "pid");
+      break;
+    case 7:
+      readId(t, text, ev_.tid, "tid");
+      break;
+    case 9:
+      if (t == Token::Number || t == Token::String) {
+        auto v = parseInt(text);
+        if (!v && t == Token::String) {
+          // Hex ids ("0x1f") are common in Chrome traces.
+          std::int64_t h = 0;
+          if (startsWith(text, "0x"))
+            std::from_chars(text.data() + 2, text.data() + text.size(), h, 16);
+          else
+            h = static_cast<std::int64_t>(std::hash<std::string_view>{}(text) >> 1);
+          v = h;
+        }
+        ev_.flowId = v.value_or(0);
+        ev_.hasId = true;
+      }
+      break;
+    case 10:
+      if (t == Token::String) ev_.bp.assign(text);
+      break;
+    case 11:
+      if (t == Token::String) ev_.scope.assign(text);
+      break;
+    default:
+      break;  // unknown keys, and "args" that is not an object
+  }
+}
+
+}  // namespace shardscope::core::kineto

@@ -1,0 +1,41 @@
+#pragma once
+// The parser of the Kineto reader: a segment of events (raw JSON text cut by the pipeline) -> a
+// Batch of typed records (events, counters, flows, memory records, steps, new tracks and groups)
+// with ids local to the parser; the writer maps them to the store's ids. One parser per thread;
+// each event's text is read by EventReader, then classified here (track, category, collective,
+// step). Testable on a string: makeSegment(events) and parseSegment.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/import/kineto_event_reader.h"
+#include "core/import/kineto_records.h"
+#include "core/import/trace_reader.h"
+#include "core/util/json.h"
+
+namespace shardscope::core::kineto {
+
+class KinetoParser {
+ public:
+  // `files` are the import's files (Segment::file indexes them); worker names the id space.
+  KinetoParser(const ImportOptions& options, int worker, const std::vector<std::string>& files);
+  ~KinetoParser();
+  KinetoParser(const KinetoParser&) = delete;
+  KinetoParser& operator=(const KinetoParser&) = delete;
+
+  // Parses every event of the segment; throws core::Error naming the file, event index and offset.
+  std::unique_ptr<Batch> parseSegment(const Segment& seg);
+
+  // The top-level "distributedInfo" object (rank, world size, backend, process groups).
+  static void parseDistributedInfo(const JsonValue& v, FileHeader& header, const std::string& path);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A segment of the given events (each one JSON object's text), cut as the pipeline cuts a file.
+Segment makeSegment(const std::vector<std::string>& events, int file = 0, std::optional<std::int64_t> baseTimeNs = {});
+
+}  // namespace shardscope::core::kineto
