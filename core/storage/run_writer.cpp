@@ -33,8 +33,7 @@ void LiveBatch::append(LiveBatch&& later) {
   runMetrics.insert(runMetrics.end(), later.runMetrics.begin(), later.runMetrics.end());
 }
 
-RankWriter::RankWriter(const std::string& dbPath, const Rank& rank)
-    : store_(std::make_unique<TraceStore>(dbPath)), rank_(rank) {
+RankWriter::RankWriter(const std::string& dbPath, const Rank& rank) : store_(std::make_unique<TraceStore>(dbPath)), rank_(rank) {
   Transaction tx(store_->db());
   rank_.id = store_->addRank(rank_);
   tx.commit();

@@ -50,7 +50,7 @@ struct LiveSpan {
 struct LiveBatch {
   std::vector<LiveSpan> spans;
   std::vector<Step> steps;
-  std::vector<MemoryEvent> memory;  // on the rank's memory tracks of (deviceType, deviceId)
+  std::vector<MemoryEvent> memory;                                // on the rank's memory tracks of (deviceType, deviceId)
   std::vector<std::tuple<std::string, TimeNs, double>> counters;  // (counter lane name, time, value)
   std::vector<std::pair<std::string, double>> rankMetrics;
   std::vector<std::pair<std::string, double>> runMetrics;

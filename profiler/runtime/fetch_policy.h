@@ -89,8 +89,8 @@ class ParamFetchPolicy {
   virtual void beforeGather() = 0;
 
   virtual void beginMicroBatch() = 0;
-  virtual void flushGradients() = 0;  // end of backward, before the reductions are completed
-  virtual void endBackward() = 0;     // end of backward, after every unit is released
+  virtual void flushGradients() = 0;             // end of backward, before the reductions are completed
+  virtual void endBackward() = 0;                // end of backward, after every unit is released
   virtual std::int64_t bufferBytes() const = 0;  // communication buffers kept between steps
 };
 

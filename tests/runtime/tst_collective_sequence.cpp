@@ -51,8 +51,7 @@ std::map<std::int64_t, QStringList> collectivesPerStep(const std::string& db) {
         [&](const core::Event& e) {
           if (e.collOp == core::CollectiveOp::Barrier || !e.step) return;
           out[*e.step] << QString("%1 | %2 %3 | %4")
-                              .arg(QString::fromStdString(lane),
-                                   QString::fromStdString(std::string(core::toString(e.collOp))))
+                              .arg(QString::fromStdString(lane), QString::fromStdString(std::string(core::toString(e.collOp))))
                               .arg(e.bytes.value_or(-1))
                               .arg(QString::fromStdString(std::string(e.name)));
         },
@@ -122,9 +121,27 @@ class TestCollectiveSequence : public QObject {
 
   std::map<std::int64_t, QStringList> run(const QString& name, const QStringList& knobs) {
     const std::string db = test::pathIn(dir_, name.toStdString() + ".db");
-    QStringList args = {"run",      "--db",   QString::fromStdString(db), "--world-size", "2", "--model", "tiny",
-                        "--layers", "1",      "--steps",                  "3",            "--seq-len", "16",
-                        "--micro-batch", "2", "--seed",                   "3",            "--hang-timeout-s", "120", "--device", "cpu"};
+    QStringList args = {"run",
+                        "--db",
+                        QString::fromStdString(db),
+                        "--world-size",
+                        "2",
+                        "--model",
+                        "tiny",
+                        "--layers",
+                        "1",
+                        "--steps",
+                        "3",
+                        "--seq-len",
+                        "16",
+                        "--micro-batch",
+                        "2",
+                        "--seed",
+                        "3",
+                        "--hang-timeout-s",
+                        "120",
+                        "--device",
+                        "cpu"};
     args << knobs;
     QString err;
     const int code = runCli(args, &err);
