@@ -17,10 +17,7 @@
 #include <vector>
 
 #include "core/model/types.h"
-
-namespace shardscope::core {
-class TraceStore;
-}
+#include "core/storage/run_writer.h"
 
 namespace shardscope::capture {
 
@@ -29,24 +26,8 @@ using core::TimeNs;
 // Wall-clock nanoseconds (CLOCK_REALTIME): comparable between the ranks of one machine.
 TimeNs nowNs();
 
-struct SpanRecord {
-  int lane = 0;
-  TimeNs startNs = 0;
-  TimeNs endNs = 0;
-  std::string name;
-  std::string cat;  // "cpu_op", "user_annotation", "collective", "wait"
-  core::Category category = core::Category::Other;
-  std::optional<std::int64_t> step;
-  core::CollectiveOp op = core::CollectiveOp::None;
-  std::string group;  // process group name for collectives
-  std::optional<std::int64_t> bytes;
-  std::optional<int> groupSize;
-  std::string dtype;
-  std::string argsJson;                     // "" or a JSON object
-  std::optional<std::int64_t> correlation;  // GPU records: the launch's CUPTI correlation id
-  std::optional<std::int64_t> externalId;   // GPU records: our span that launched it
-  bool gpuRow = false;                      // a GPU stream record (EventFlags::HtaGpuRow: HTA counts it as GPU work)
-};
+// A span on one of the rank's lanes (the store's live-run record: names resolved when written).
+using SpanRecord = core::LiveSpan;
 
 class Recorder {
  public:
@@ -89,28 +70,15 @@ class Recorder {
   std::int64_t eventsWritten() const { return written_.load(); }
 
  private:
-  struct Pending {
-    std::vector<SpanRecord> spans;
-    std::vector<core::Step> steps;
-    std::vector<core::MemoryEvent> memory;
-    std::vector<std::tuple<std::string, TimeNs, double>> counters;
-    std::vector<std::pair<std::string, double>> rankMetrics;
-    std::vector<std::pair<std::string, double>> runMetrics;
-  };
   void run();
-  void write(Pending& p);
 
   Options opts_;
-  std::unique_ptr<core::TraceStore> store_;
+  std::unique_ptr<core::RankWriter> writer_;  // guarded by writeMu_
   core::Id rankId_ = 0;
   std::mutex mu_;
   std::mutex writeMu_;
   std::condition_variable cv_;
-  Pending pending_;
-  std::vector<core::Id> laneTracks_;
-  std::map<std::string, core::Id> groupIds_;
-  std::map<std::pair<int, int>, std::pair<core::Id, core::Id>> memTracks_;  // (devType, dev) -> (alloc, reserved)
-  std::map<std::string, core::Id> counterTracks_;
+  core::LiveBatch pending_;
   bool stop_ = false;
   bool closed_ = false;
   std::atomic<std::int64_t> written_{0};

@@ -14,6 +14,7 @@
 #include "core/util/error.h"
 #include "profiler/capture/memory_tracker.h"
 #include "profiler/capture/recorder.h"
+#include "profiler/runtime/fetch_policy.h"
 
 namespace shardscope::runtime {
 
@@ -111,11 +112,7 @@ torch::Tensor Engine::compute(torch::Tensor t) {
   return t.to(computeDtype_);
 }
 
-std::string Engine::blockName(int block) const {
-  if (block == 0) return "embed_tokens";
-  if (block == layout_.config.layers + 1) return "lm_head";
-  return "layers." + std::to_string(block - 1);
-}
+std::string Engine::blockName(int block) const { return runtime::blockName(layout_, block); }
 
 std::int64_t Engine::bytesOf(const torch::Tensor& t) {
   if (!t.defined()) return 0;
@@ -666,15 +663,16 @@ class ReplicatedEngine final : public Engine {
 
 // ---------------------------------------------------------------------------------------------
 // ZeRO-3, FSDP (full shard, shard-grad-op), HSDP: parameters live as shards and are gathered per
-// fetch unit (a module for ZeRO-3, a block for FSDP) when needed.
+// fetch unit when needed. The units and their collectives are here; which units exist and when
+// each is gathered, prefetched and released is the ParamFetchPolicy's (fetch_policy.h), chosen
+// once at construction: the hooks below are one path for every flavour.
 
-class ShardedEngine final : public Engine {
+class ShardedEngine final : public Engine, private FetchUnits {
  public:
   explicit ShardedEngine(const EngineContext& ctx) : Engine(ctx) {
-    zero3_ = cfg_.strategy == Strategy::Zero3;
-    fullShard_ = cfg_.strategy != Strategy::FsdpGradOp;
+    policy_ = ParamFetchPolicy::create(cfg_, layout_, *this, ctx.device);
     const int W = world_.size();
-    const int G = cfg_.strategy == Strategy::Hsdp ? core::effectiveShardGroupSize(cfg_) : W;
+    const int G = policy_->shardGroupSize(W);
     if (G != W) {
       // HSDP: shard groups of G consecutive ranks; replica groups of the ranks at the same position.
       for (int k = 0; k < W / G; ++k) {
@@ -690,77 +688,64 @@ class ShardedEngine final : public Engine {
     } else {
       shard_ = &world_;
     }
-    buildGroups();
-    description_ = std::string(core::toString(cfg_.strategy)) + ": " + std::to_string(groups_.size()) +
+    unitOf_.assign(layout_.params.size(), -1);
+    offsetIn_.assign(layout_.params.size(), 0);
+    indexIn_.assign(layout_.params.size(), 0);
+    policy_->defineUnits();
+    description_ = std::string(core::toString(cfg_.strategy)) + ": " + std::to_string(units_.size()) +
                    " fetch units, shard group of " + std::to_string(shard_->size()) +
                    (replica_ ? ", " + std::to_string(replica_->size()) + " replicas" : "");
   }
 
   torch::Tensor param(int p) override {
-    const int gi = groupOf_[static_cast<std::size_t>(p)];
-    auto& g = groups_[static_cast<std::size_t>(gi)];
-    ensure(gi);
-    if (!g.tapped.defined()) {
-      g.tapped = torch::GradMode::is_enabled()
-                     ? GradTap::apply(g.full, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)), gi)
-                     : g.full.detach();
+    const int u = unitOf_[static_cast<std::size_t>(p)];
+    auto& unit = units_[static_cast<std::size_t>(u)];
+    ensure(u);
+    if (!unit.tapped.defined()) {
+      unit.tapped = torch::GradMode::is_enabled()
+                        ? GradTap::apply(unit.full, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)), u)
+                        : unit.full.detach();
     }
     // All of the unit's parameters are cut from the flat tensor by one split: its backward writes the
     // flat gradient once (one concatenation). A narrow per parameter made autograd build a zero-filled
     // flat-sized gradient per parameter and add them up: on an H100-class GPU, FSDP on Llama-3-8B cut
     // to 2 layers spent ~23 ms of a ~97 ms bf16 step filling and adding those.
-    if (g.views.empty()) {
+    if (unit.views.empty()) {
       std::vector<std::int64_t> sizes;
-      sizes.reserve(g.params.size() + 1);
-      for (int q : g.params) sizes.push_back(layout_.params[static_cast<std::size_t>(q)].numel);
-      if (g.padded > g.numel) sizes.push_back(g.padded - g.numel);
-      g.views = g.tapped.split_with_sizes(sizes);
+      sizes.reserve(unit.params.size() + 1);
+      for (int q : unit.params) sizes.push_back(layout_.params[static_cast<std::size_t>(q)].numel);
+      if (unit.padded > unit.numel) sizes.push_back(unit.padded - unit.numel);
+      unit.views = unit.tapped.split_with_sizes(sizes);
     }
     const auto& info = layout_.params[static_cast<std::size_t>(p)];
-    return compute(g.views[static_cast<std::size_t>(indexIn_[static_cast<std::size_t>(p)])].view(info.shape));
+    return compute(unit.views[static_cast<std::size_t>(indexIn_[static_cast<std::size_t>(p)])].view(info.shape));
   }
 
-  // Forgets the unit's autograd entry point (the next use taps the flat tensor afresh).
-  static void untap(auto& g) {
-    g.tapped = torch::Tensor();
-    g.views.clear();
-  }
-
+  // Forward and backward hooks: the policy fetches at its points (modules or blocks); a point with a
+  // unit gets a PreBackward tap on its output, where backward fetches again.
   void beginModule(int m) override {
-    if (!zero3_) return;
-    const int gi = moduleGroup_[static_cast<std::size_t>(m)];
-    for (int x : {gi, persistentGroup_[static_cast<std::size_t>(m)]})
-      if (x >= 0) untap(groups_[static_cast<std::size_t>(x)]);
-    if (gi < 0) return;
-    if (!recomputing() && !inBackward_) traceFetch(m);
-    ensure(gi);
+    if (policy_->fetchPoint() == FetchPoint::Module) policy_->beforeForward(m);
   }
 
   torch::Tensor endModule(int m, torch::Tensor out) override {
-    if (!zero3_) return out;
-    const int gi = moduleGroup_[static_cast<std::size_t>(m)];
-    if (gi >= 0 && !inBackward_ && shouldReleaseAfterForward(m)) release(gi);
-    if (torch::GradMode::is_enabled() && gi >= 0)
-      out = PreBackward::apply(out, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)), m);
-    return out;
+    return policy_->fetchPoint() == FetchPoint::Module ? afterPoint(m, std::move(out)) : out;
   }
 
   torch::Tensor runBlock(int block, torch::Tensor x, const std::function<torch::Tensor(torch::Tensor)>& body) override {
-    const std::string label = blockName(block);
-    if (!zero3_) {
-      noteBackward("forward " + label);
+    const bool blockPoint = policy_->fetchPoint() == FetchPoint::Block;
+    const std::string label = "forward " + blockName(block);
+    if (blockPoint) {
+      noteBackward(label);
       closeBackwardSegment();
-      ensure(block);
-      if (cfg_.forwardPrefetch && block + 1 < static_cast<int>(groups_.size())) gather(block + 1);
-      untap(groups_[static_cast<std::size_t>(block)]);
+      policy_->beforeForward(block);
     }
-    noteBackward("forward " + label);
+    noteBackward(label);
     torch::Tensor y;
     if (cfg_.activationCheckpointing && block >= 1 && block <= layout_.config.layers && torch::GradMode::is_enabled()) {
       bodies_[block] = [this, body, block](torch::Tensor in) {
         if (inBackward_) {
           recompute_ = true;
-          if (!zero3_) untap(groups_[static_cast<std::size_t>(block)]);
+          policy_->beforeRecompute(block);
         }
         auto r = body(in);
         recompute_ = false;
@@ -773,60 +758,29 @@ class ShardedEngine final : public Engine {
     }
     if (block == 1) observedActivationBytes_ = y.element_size();
     closeBackwardSegment();
-    if (!zero3_) {
-      // FULL_SHARD frees after forward (the last unit's backward comes next: kept, as FSDP keeps
-      // the root); SHARD_GRAD_OP keeps everything until the end of backward.
-      if (fullShard_ && block != static_cast<int>(groups_.size()) - 1) release(block);
-      if (torch::GradMode::is_enabled())
-        y = PreBackward::apply(y, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)), block);
-    }
-    return y;
+    return blockPoint ? afterPoint(block, std::move(y)) : y;
   }
 
-  void onPreBackward(int id) override {
-    if (!zero3_) {
-      noteBackward("backward " + blockName(id));
-      closeBackwardSegment();
-      ensure(id);
-      if (cfg_.backwardPrefetch == "pre" && id > 0) gather(id - 1);
-      noteBackward("backward " + blockName(id));
-      return;
-    }
-    const int gi = moduleGroup_[static_cast<std::size_t>(id)];
-    noteBackward("backward " + layout_.modules[static_cast<std::size_t>(id)].name);
-    if (gi < 0) return;
+  void onPreBackward(int point) override {
+    const std::string label =
+        "backward " +
+        (policy_->fetchPoint() == FetchPoint::Block ? blockName(point) : layout_.modules[static_cast<std::size_t>(point)].name);
+    noteBackward(label);
+    if (policy_->unitAt(point) < 0) return;
     closeBackwardSegment();
-    if (!recompute_) traceFetch(id);
-    ensure(gi);
-    noteBackward("backward " + layout_.modules[static_cast<std::size_t>(id)].name);
+    policy_->beforeBackward(point);
+    noteBackward(label);
   }
 
-  void onGrad(int gi, const torch::Tensor& grad) override {
+  void onGrad(int u, const torch::Tensor& grad) override {
     const std::string label = segLabel_;
     closeBackwardSegment();
-    auto& g = groups_[static_cast<std::size_t>(gi)];
-    auto flat = grad.reshape({g.padded});
-    if (!zero3_) {
-      if (cfg_.backwardPrefetch == "post" && gi > 0) gather(gi - 1);
-      Flight f;
-      {
-        MemScope ms(MemCategory::CommBuffers);
-        f.out = torch::empty({g.padded / shard_->size()}, flat.options());
-      }
-      f.group = gi;
-      f.h = shard_->reduceScatter(f.out, flat.contiguous(), gradInfo("grad " + g.name));
-      flights_.push_back(std::move(f));
-      if (fullShard_) release(gi);
-      progressFlights(false);
-    } else {
-      ipgAdd(gi, flat);
-      if (!g.persistent) release(gi);
-    }
+    policy_->reduceGradient(u, grad.reshape({units_[static_cast<std::size_t>(u)].padded}));
     noteBackward(label);
   }
 
  private:
-  struct Group {
+  struct Unit {
     std::string name;
     std::vector<int> params;
     std::int64_t numel = 0, padded = 0;
@@ -835,7 +789,7 @@ class ShardedEngine final : public Engine {
     torch::Tensor shard;  // this rank's [padded / S] (the optimizer's parameter)
     torch::Tensor gradShard;
     FlatOptState opt;
-    enum class State { Released, InFlight, Available } state = State::Released;
+    State state = State::Released;
     CommHandle ag;
     torch::Tensor agBuf;
     torch::Tensor tapped;
@@ -843,246 +797,137 @@ class ShardedEngine final : public Engine {
     bool gradFresh = false;            // gradShard holds nothing of this step yet
   };
   struct Flight {
-    int group = -1;
+    int unit = -1;
     torch::Tensor out;
     CommHandle h;
     bool replicaStage = false;
-    std::vector<std::pair<int, std::int64_t>> pieces;  // ZeRO-3 bucket: (group, offset in out)
+    std::vector<std::pair<int, std::int64_t>> pieces;  // a bucket: (unit, offset in out)
   };
 
-  bool recomputing() const { return recompute_; }
+  // After a fetch point's forward: the policy releases; a PreBackward tap where backward fetches.
+  torch::Tensor afterPoint(int point, torch::Tensor out) {
+    policy_->afterForward(point);
+    if (torch::GradMode::is_enabled() && policy_->unitAt(point) >= 0)
+      out = PreBackward::apply(out, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)), point);
+    return out;
+  }
 
-  void addGroup(const std::string& name, const std::vector<int>& params, bool persistent) {
+  // FetchUnits: what the policy drives.
+  int addUnit(const std::string& name, const std::vector<int>& params, bool persistent) override {
     const auto S = static_cast<std::int64_t>(shard_->size());
     const auto r = static_cast<std::int64_t>(shard_->rank());
-    Group g;
-    g.name = name;
-    g.params = params;
-    g.persistent = persistent;
-    const int gi = static_cast<int>(groups_.size());
+    Unit u;
+    u.name = name;
+    u.params = params;
+    u.persistent = persistent;
+    const int ui = static_cast<int>(units_.size());
     for (std::size_t k = 0; k < params.size(); ++k) {
       const int p = params[k];
-      groupOf_[static_cast<std::size_t>(p)] = gi;
+      unitOf_[static_cast<std::size_t>(p)] = ui;
       indexIn_[static_cast<std::size_t>(p)] = static_cast<int>(k);
-      offsetIn_[static_cast<std::size_t>(p)] = g.numel;
-      g.numel += layout_.params[static_cast<std::size_t>(p)].numel;
+      offsetIn_[static_cast<std::size_t>(p)] = u.numel;
+      u.numel += layout_.params[static_cast<std::size_t>(p)].numel;
     }
-    g.padded = roundUp(g.numel, S);
+    u.padded = roundUp(u.numel, S);
     auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(ctx_.device);
     torch::Tensor full;
     {
       MemScope ms(MemCategory::Other);  // initialisation scratch
-      full = torch::zeros({g.padded}, opts);
+      full = torch::zeros({u.padded}, opts);
       for (int p : params)
         initParam(layout_, p, ctx_.seed,
                   full.narrow(0, offsetIn_[static_cast<std::size_t>(p)], layout_.params[static_cast<std::size_t>(p)].numel));
     }
     {
       MemScope ms(MemCategory::Parameters);
-      g.shard = full.narrow(0, r * (g.padded / S), g.padded / S).clone();
+      u.shard = full.narrow(0, r * (u.padded / S), u.padded / S).clone();
       if (persistent) {
-        g.full = full.clone().requires_grad_(true);
-        g.state = Group::State::Available;
+        u.full = full.clone().requires_grad_(true);
+        u.state = State::Available;
       } else {
-        g.full = torch::empty({g.padded}, opts).requires_grad_(true);
-        freeStorage(g.full);
+        u.full = torch::empty({u.padded}, opts).requires_grad_(true);
+        freeStorage(u.full);
       }
     }
     {
       MemScope ms(MemCategory::Gradients);
-      g.gradShard = torch::zeros({g.padded / S}, opts);
+      u.gradShard = torch::zeros({u.padded / S}, opts);
     }
-    groups_.push_back(std::move(g));
+    units_.push_back(std::move(u));
+    return ui;
   }
 
-  void buildGroups() {
-    groupOf_.assign(layout_.params.size(), -1);
-    offsetIn_.assign(layout_.params.size(), 0);
-    indexIn_.assign(layout_.params.size(), 0);
-    moduleGroup_.assign(layout_.modules.size(), -1);
-    persistentGroup_.assign(layout_.modules.size(), -1);
-    if (!zero3_) {
-      // FSDP: one flat parameter per unit (auto-wrap at the transformer block; the embedding and
-      // the head are units of their own).
-      std::vector<std::vector<int>> units(static_cast<std::size_t>(layout_.blocks));
-      for (std::size_t m = 0; m < layout_.modules.size(); ++m)
-        for (int p : layout_.modules[m].params) units[static_cast<std::size_t>(layout_.modules[m].block)].push_back(p);
-      for (int b = 0; b < layout_.blocks; ++b) addGroup(blockName(b), units[static_cast<std::size_t>(b)], false);
-      return;
-    }
-    // ZeRO-3: a fetch unit per module; parameters below the persistence threshold are never
-    // partitioned away (kept whole on every rank).
-    for (std::size_t m = 0; m < layout_.modules.size(); ++m) {
-      std::vector<int> big, small;
-      for (int p : layout_.modules[m].params)
-        (layout_.params[static_cast<std::size_t>(p)].numel < cfg_.paramPersistenceThreshold ? small : big).push_back(p);
-      if (!big.empty()) {
-        moduleGroup_[m] = static_cast<int>(groups_.size());
-        addGroup(layout_.modules[m].name, big, false);
-      }
-      if (!small.empty()) {
-        persistentGroup_[m] = static_cast<int>(groups_.size());
-        addGroup(layout_.modules[m].name + " (persistent)", small, true);
-      }
-    }
-    std::int64_t cap = 0;
-    for (const auto& g : groups_) cap += g.padded;
-    ipgCap_ = std::max<std::int64_t>(1, std::min(cfg_.reduceBucketSize, cap));
-    ipgCap_ = roundUp(ipgCap_, shard_->size());
-    MemScope ms(MemCategory::CommBuffers);
-    for (int b = 0; b < (core::effectiveOverlapComm(cfg_) ? 2 : 1); ++b)
-      ipg_.push_back(torch::zeros({ipgCap_}, torch::TensorOptions().dtype(torch::kFloat32).device(ctx_.device)));
-  }
+  int unitCount() const override { return static_cast<int>(units_.size()); }
+  const std::string& unitName(int u) const override { return units_[static_cast<std::size_t>(u)].name; }
+  State state(int u) const override { return units_[static_cast<std::size_t>(u)].state; }
+  std::int64_t numel(int u) const override { return units_[static_cast<std::size_t>(u)].numel; }
+  std::int64_t padded(int u) const override { return units_[static_cast<std::size_t>(u)].padded; }
+  bool persistent(int u) const override { return units_[static_cast<std::size_t>(u)].persistent; }
+  std::int64_t gatheredElements() const override { return availableElems_; }
+  int shardGroupSize() const override { return shard_->size(); }
+  bool inBackward() const override { return inBackward_; }
+  bool recomputing() const override { return recompute_; }
 
-  int inFlightCount() const {
-    int n = 0;
-    for (const auto& g : groups_) n += g.state == Group::State::InFlight;
-    return n;
-  }
-
-  void gather(int gi) {
-    auto& g = groups_[static_cast<std::size_t>(gi)];
-    if (g.state != Group::State::Released) return;
-    if (!zero3_ && cfg_.limitAllGathers) {
-      // FSDP's rate limiter: at most two units' all-gathers in flight; block the CPU otherwise.
-      for (std::size_t k = 0; k < groups_.size() && inFlightCount() >= 2; ++k)
-        if (groups_[k].state == Group::State::InFlight) ensure(static_cast<int>(k));
-    }
+  void gather(int ui) override {
+    auto& u = units_[static_cast<std::size_t>(ui)];
+    if (u.state != State::Released) return;
+    policy_->beforeGather();
     {
       MemScope ms(MemCategory::Parameters);
-      g.agBuf = torch::empty({g.padded}, g.shard.options());
+      u.agBuf = torch::empty({u.padded}, u.shard.options());
     }
-    g.ag = shard_->allGather(g.agBuf, g.shard, info("param " + g.name));
-    g.state = Group::State::InFlight;
-    availableElems_ += g.padded;
+    u.ag = shard_->allGather(u.agBuf, u.shard, info("param " + u.name));
+    u.state = State::InFlight;
+    availableElems_ += u.padded;
   }
 
-  void ensure(int gi) {
-    auto& g = groups_[static_cast<std::size_t>(gi)];
-    if (g.state == Group::State::Available) return;
-    if (g.state == Group::State::Released) gather(gi);
+  void ensure(int ui) override {
+    auto& u = units_[static_cast<std::size_t>(ui)];
+    if (u.state == State::Available) return;
+    if (u.state == State::Released) gather(ui);
     const std::string label = segLabel_;
     closeBackwardSegment();
-    g.ag.wait();
+    u.ag.wait();
     if (!label.empty()) noteBackward(label);
-    adoptStorage(g.full, g.agBuf);
-    g.agBuf = torch::Tensor();
-    g.ag = CommHandle();
-    g.state = Group::State::Available;
+    adoptStorage(u.full, u.agBuf);
+    u.agBuf = torch::Tensor();
+    u.ag = CommHandle();
+    u.state = State::Available;
   }
 
-  void release(int gi) {
-    auto& g = groups_[static_cast<std::size_t>(gi)];
-    if (g.persistent || g.state == Group::State::Released) return;
-    if (g.state == Group::State::InFlight) ensure(gi);
-    untap(g);
-    freeStorage(g.full);
-    g.state = Group::State::Released;
-    availableElems_ -= g.padded;
+  void release(int ui) override {
+    auto& u = units_[static_cast<std::size_t>(ui)];
+    if (u.persistent || u.state == State::Released) return;
+    if (u.state == State::InFlight) ensure(ui);
+    untap(ui);
+    freeStorage(u.full);
+    u.state = State::Released;
+    availableElems_ -= u.padded;
   }
 
-  // ZeRO-3's trace: the module fetch order of the first step, used from the second step on to
-  // prefetch up to stage3_prefetch_bucket_size elements ahead (and at most two fetches in flight).
-  void traceFetch(int m) {
-    if (!traceComplete_) {
-      trace_.push_back(m);
-      return;
-    }
-    if (tracePos_ >= trace_.size() || trace_[tracePos_] != m) {
-      traceValid_ = false;  // the order changed: no prefetch until a new trace is recorded
-      return;
-    }
-    const std::size_t here = tracePos_++;
-    if (!traceValid_) return;
-    const std::int64_t budget = std::min(cfg_.maxLiveParameters - availableElems_, cfg_.prefetchBucketSize);
-    std::int64_t ahead = 0;
-    int launched = 0;
-    for (std::size_t j = here + 1; j < trace_.size() && ahead < budget && launched < 2; ++j) {
-      const int gi = moduleGroup_[static_cast<std::size_t>(trace_[j])];
-      if (gi < 0) continue;
-      auto& g = groups_[static_cast<std::size_t>(gi)];
-      if (g.state == Group::State::InFlight) ahead += g.padded;
-      if (g.state != Group::State::Released) continue;
-      gather(gi);
-      ahead += g.padded;
-      ++launched;
-    }
+  // Forgets the unit's autograd entry point (the next use taps the flat tensor afresh).
+  void untap(int ui) override {
+    auto& u = units_[static_cast<std::size_t>(ui)];
+    u.tapped = torch::Tensor();
+    u.views.clear();
   }
 
-  bool shouldReleaseAfterForward(int m) const {
-    const int gi = moduleGroup_[static_cast<std::size_t>(m)];
-    if (gi < 0) return false;
-    if (availableElems_ > cfg_.maxLiveParameters) return true;
-    if (!traceComplete_ || !traceValid_ || tracePos_ == 0) return true;
-    // Keep it when the trace says it is used again within stage3_max_reuse_distance elements.
-    std::int64_t dist = 0;
-    for (std::size_t j = tracePos_; j < trace_.size(); ++j) {
-      if (trace_[j] == m) return dist > cfg_.maxReuseDistance;
-      const int g2 = moduleGroup_[static_cast<std::size_t>(trace_[j])];
-      if (g2 >= 0) dist += groups_[static_cast<std::size_t>(g2)].numel;
-    }
-    return true;
-  }
-
-  // ZeRO-3 gradient bucket (IPG): each rank's chunk of every gradient goes to that rank's section,
-  // so one reduce-scatter of the bucket hands every rank its own chunks.
-  void ipgAdd(int gi, const torch::Tensor& flat) {
-    auto& g = groups_[static_cast<std::size_t>(gi)];
-    const auto S = static_cast<std::int64_t>(shard_->size());
-    const std::int64_t chunk = g.padded / S, section = ipgCap_ / S;
-    torch::NoGradGuard ng;
-    if (chunk > section) {
-      flushIpg();
-      Flight f;
-      {
-        MemScope ms(MemCategory::CommBuffers);
-        f.out = torch::empty({chunk}, flat.options());
-      }
-      f.pieces.push_back({gi, 0});
-      f.h = shard_->reduceScatter(f.out, flat.contiguous(), gradInfo("grad bucket " + std::to_string(bucketSeq_++)));
-      flights_.push_back(std::move(f));
-      if (!core::effectiveOverlapComm(cfg_)) progressFlights(true);
-      return;
-    }
-    if (ipgFill_ + chunk > section) flushIpg();
-    auto& buf = ipg_[static_cast<std::size_t>(ipgCur_)];
-    for (std::int64_t q = 0; q < S; ++q) buf.narrow(0, q * section + ipgFill_, chunk).copy_(flat.narrow(0, q * chunk, chunk));
-    ipgPieces_.push_back({gi, ipgFill_});
-    ipgFill_ += chunk;
-  }
-
-  void flushIpg() {
-    if (ipgFill_ == 0) return;
-    const auto S = static_cast<std::int64_t>(shard_->size());
-    const std::int64_t section = ipgCap_ / S;
-    auto& buf = ipg_[static_cast<std::size_t>(ipgCur_)];
-    torch::Tensor in;
-    {
-      MemScope ms(MemCategory::CommBuffers);
-      in = ipgFill_ == section ? buf : buf.view({S, section}).narrow(1, 0, ipgFill_).contiguous().view({S * ipgFill_});
-    }
+  void reduceScatterGradient(const torch::Tensor& in, std::int64_t outNumel, int unit,
+                             std::vector<std::pair<int, std::int64_t>> pieces, const std::string& label) override {
     Flight f;
     {
       MemScope ms(MemCategory::CommBuffers);
-      f.out = torch::empty({ipgFill_}, buf.options());
+      f.out = torch::empty({outNumel}, in.options());
     }
-    f.pieces = std::move(ipgPieces_);
-    f.h = shard_->reduceScatter(f.out, in, gradInfo("grad bucket " + std::to_string(bucketSeq_++)));
-    ipgPieces_.clear();
-    ipgFill_ = 0;
+    f.unit = unit;
+    f.pieces = std::move(pieces);
+    f.h = shard_->reduceScatter(f.out, in.contiguous(), gradInfo(label));
     flights_.push_back(std::move(f));
-    if (!core::effectiveOverlapComm(cfg_) || in.data_ptr() != buf.data_ptr()) {
-      if (!core::effectiveOverlapComm(cfg_)) progressFlights(true);
-      return;
-    }
-    ipgCur_ = (ipgCur_ + 1) % static_cast<int>(ipg_.size());
-    // The other buffer may still be reduced from: finish that first.
-    progressFlights(true, 1);
   }
 
   // Completes finished reductions (all of them but `keep` when `block`), accumulating into the
   // gradient shards; HSDP then all-reduces each shard across the replicas.
-  void progressFlights(bool block, std::size_t keep = 0) {
+  void completeReductions(bool block, std::size_t keep = 0) override {
     torch::NoGradGuard ng;
     while (!flights_.empty()) {
       if (!block && !flights_.front().h.done()) return;
@@ -1092,19 +937,18 @@ class ShardedEngine final : public Engine {
       f.h.wait();
       if (replica_ && !f.replicaStage) {
         f.replicaStage = true;
-        f.h =
-            replica_->allReduce(f.out, gradInfo("grad replicas " + (f.group >= 0 ? groups_[static_cast<std::size_t>(f.group)].name
-                                                                                 : std::string("bucket"))));
+        f.h = replica_->allReduce(f.out, gradInfo("grad replicas " + (f.unit >= 0 ? units_[static_cast<std::size_t>(f.unit)].name
+                                                                                  : std::string("bucket"))));
         flights_.push_front(std::move(f));
         if (!block) return;
         continue;
       }
       if (f.pieces.empty()) {
-        accumulate(groups_[static_cast<std::size_t>(f.group)], f.out);
+        accumulate(units_[static_cast<std::size_t>(f.unit)], f.out);
       } else {
-        for (const auto& [gi, off] : f.pieces) {
-          auto& g = groups_[static_cast<std::size_t>(gi)];
-          accumulate(g, f.out.narrow(0, off, g.gradShard.numel()));
+        for (const auto& [ui, off] : f.pieces) {
+          auto& u = units_[static_cast<std::size_t>(ui)];
+          accumulate(u, f.out.narrow(0, off, u.gradShard.numel()));
         }
       }
     }
@@ -1112,73 +956,67 @@ class ShardedEngine final : public Engine {
 
   // The first reduced gradient of a step is copied into the shard, later ones (gradient
   // accumulation, a unit reduced in pieces) are added: no zero-fill and add pass per step.
-  static void accumulate(auto& g, const torch::Tensor& part) {
-    if (g.gradFresh) {
-      g.gradShard.copy_(part);
-      g.gradFresh = false;
+  static void accumulate(Unit& u, const torch::Tensor& part) {
+    if (u.gradFresh) {
+      u.gradShard.copy_(part);
+      u.gradFresh = false;
     } else {
-      g.gradShard.add_(part);
+      u.gradShard.add_(part);
     }
   }
 
   void beginStep(std::int64_t, int micro, int) override {
     if (micro == 0)
-      for (auto& g : groups_) g.gradFresh = true;
-    tracePos_ = 0;
-    bucketSeq_ = 0;  // bucket k is the same bucket in every step (analyses group by the name)
+      for (auto& u : units_) u.gradFresh = true;
+    policy_->beginMicroBatch();
   }
 
   void finishBackward(int, int) override {
-    if (zero3_) flushIpg();
-    progressFlights(true);
-    for (auto& g : groups_)  // a unit that received no gradient in this micro-batch
-      if (g.gradFresh) {
-        g.gradShard.zero_();
-        g.gradFresh = false;
+    policy_->flushGradients();
+    completeReductions(true);
+    for (auto& u : units_)  // a unit that received no gradient in this micro-batch
+      if (u.gradFresh) {
+        u.gradShard.zero_();
+        u.gradFresh = false;
       }
-    // SHARD_GRAD_OP keeps parameters from forward to the end of backward; ZeRO-3 releases
-    // whatever is still gathered at the end of the pass.
-    for (std::size_t k = 0; k < groups_.size(); ++k) release(static_cast<int>(k));
-    if (zero3_ && !traceComplete_) {
-      traceComplete_ = true;
-      traceValid_ = true;
-    }
+    // Whatever is still gathered is released at the end of the pass (SHARD_GRAD_OP kept it all).
+    for (int k = 0; k < unitCount(); ++k) release(k);
+    policy_->endBackward();
   }
 
   double optimizerStep(std::int64_t) override {
     torch::NoGradGuard ng;
     const double W = world_.size();
     double norm = 0, coef = 1.0;
-    for (auto& g : groups_) g.gradShard.div_(W);
+    for (auto& u : units_) u.gradShard.div_(W);
     if (cfg_.gradClip > 0) {
-      auto sq = torch::zeros({1}, groups_[0].shard.options());
-      for (auto& g : groups_) sq += g.gradShard.pow(2).sum();
+      auto sq = torch::zeros({1}, units_[0].shard.options());
+      for (auto& u : units_) sq += u.gradShard.pow(2).sum();
       waitOutsideCompute(shard_->allReduce(sq, info("grad norm")));
       norm = std::sqrt(sq.item<double>());
       if (norm > cfg_.gradClip) coef = cfg_.gradClip / (norm + 1e-6);
     }
-    for (auto& g : groups_) applyOptimizer(g.shard, g.gradShard, g.opt, coef);
+    for (auto& u : units_) applyOptimizer(u.shard, u.gradShard, u.opt, coef);
     // Persistent parameters are whole on every rank: gather their updated shards.
-    for (std::size_t k = 0; k < groups_.size(); ++k) {
-      auto& g = groups_[k];
-      if (!g.persistent) continue;
+    for (auto& u : units_) {
+      if (!u.persistent) continue;
       torch::Tensor out;
       {
         MemScope ms(MemCategory::CommBuffers);
-        out = torch::empty({g.padded}, g.shard.options());
+        out = torch::empty({u.padded}, u.shard.options());
       }
-      waitOutsideCompute(shard_->allGather(out, g.shard, info("param " + g.name)));
-      g.full.detach().copy_(out);
+      waitOutsideCompute(shard_->allGather(out, u.shard, info("param " + u.name)));
+      u.full.detach().copy_(out);
     }
     return norm;
   }
 
   void fillFullParameters(std::vector<torch::Tensor>& out) override {
     torch::NoGradGuard ng;
-    for (const auto& g : groups_) {
-      auto full = torch::empty({g.padded}, g.shard.options());
-      shard_->allGather(full, g.shard, info("consolidate " + g.name)).wait();
-      for (int p : g.params) {
+    for (const auto& u : units_) {
+      auto full = torch::empty({u.padded}, u.shard.options());
+      shard_->allGather(full, u.shard, info("consolidate " + u.name)).wait();
+      for (int p : u.params) {
         const auto& info = layout_.params[static_cast<std::size_t>(p)];
         out[static_cast<std::size_t>(p)] =
             full.narrow(0, offsetIn_[static_cast<std::size_t>(p)], info.numel).view(info.shape).clone();
@@ -1188,49 +1026,37 @@ class ShardedEngine final : public Engine {
 
   ModelStateBytes stateBytes() const override {
     ModelStateBytes b;
-    for (const auto& g : groups_) {
-      b.parameters += bytesOf(g.shard) + (g.persistent ? bytesOf(g.full) : 0);
-      b.gradients += bytesOf(g.gradShard);
-      b.optimizer += bytesOf(g.opt.m) + bytesOf(g.opt.v);
+    for (const auto& u : units_) {
+      b.parameters += bytesOf(u.shard) + (u.persistent ? bytesOf(u.full) : 0);
+      b.gradients += bytesOf(u.gradShard);
+      b.optimizer += bytesOf(u.opt.m) + bytesOf(u.opt.v);
     }
-    for (const auto& t : ipg_) b.buffers += bytesOf(t);
+    b.buffers += policy_->bufferBytes();
     return b;
   }
 
   std::vector<std::pair<std::string, torch::Tensor>> shardTensors() override {
     std::vector<std::pair<std::string, torch::Tensor>> out;
     if (replica_ && replica_->rank() != 0) return out;  // one replica saves
-    for (const auto& g : groups_) {
-      out.push_back({g.name + ".param", g.shard});
-      if (g.opt.m.defined()) out.push_back({g.name + ".exp_avg", g.opt.m});
-      if (g.opt.v.defined()) out.push_back({g.name + ".exp_avg_sq", g.opt.v});
+    for (const auto& u : units_) {
+      out.push_back({u.name + ".param", u.shard});
+      if (u.opt.m.defined()) out.push_back({u.name + ".exp_avg", u.opt.m});
+      if (u.opt.v.defined()) out.push_back({u.name + ".exp_avg_sq", u.opt.v});
     }
     return out;
   }
 
-  bool zero3_ = false;
-  bool fullShard_ = true;
+  std::unique_ptr<ParamFetchPolicy> policy_;
   runtime::Group* shard_ = nullptr;
   runtime::Group* replica_ = nullptr;
-  std::vector<Group> groups_;
-  std::vector<int> groupOf_;
-  std::vector<std::int64_t> offsetIn_;
-  std::vector<int> indexIn_;  // a parameter's position in its unit's split
-  std::vector<int> moduleGroup_, persistentGroup_;
+  std::vector<Unit> units_;
+  std::vector<int> unitOf_;             // a parameter's unit
+  std::vector<std::int64_t> offsetIn_;  // its offset in the unit's flat tensor
+  std::vector<int> indexIn_;            // its position in the unit's split
   std::map<int, BlockBody> bodies_;
   std::deque<Flight> flights_;
   std::int64_t availableElems_ = 0;
   bool recompute_ = false;
-  // ZeRO-3 trace and bucket
-  std::vector<int> trace_;
-  std::size_t tracePos_ = 0;
-  bool traceComplete_ = false, traceValid_ = false;
-  std::vector<torch::Tensor> ipg_;
-  std::int64_t ipgCap_ = 0;
-  int ipgCur_ = 0;
-  std::int64_t ipgFill_ = 0;
-  std::vector<std::pair<int, std::int64_t>> ipgPieces_;
-  int bucketSeq_ = 0;
 };
 
 std::unique_ptr<Engine> Engine::create(const EngineContext& ctx) {

@@ -67,6 +67,12 @@ ModelConfig modelPreset(const std::string& name, int layers) {
   return c;
 }
 
+std::string blockName(const ModelLayout& layout, int block) {
+  if (block == 0) return "embed_tokens";
+  if (block == layout.config.layers + 1) return "lm_head";
+  return "layers." + std::to_string(block - 1);
+}
+
 std::vector<int> ModelLayout::blockOfParam() const {
   std::vector<int> out(params.size());
   for (std::size_t p = 0; p < params.size(); ++p) out[p] = modules[static_cast<std::size_t>(params[p].module)].block;

@@ -64,6 +64,9 @@ struct ModelLayout {
 
 ModelLayout buildLayout(const ModelConfig& cfg);
 
+// A block's name in spans and fetch units: "embed_tokens", "layers.N", "lm_head".
+std::string blockName(const ModelLayout& layout, int block);
+
 // Fills `out` (a contiguous fp32/fp64 tensor of params[p].numel elements) with parameter p's
 // initial value. Deterministic in (seed, p) and independent of sharding or world size.
 void initParam(const ModelLayout& layout, int p, std::uint64_t seed, const torch::Tensor& out);

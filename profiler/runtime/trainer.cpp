@@ -11,11 +11,13 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "core/storage/run_writer.h"
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
@@ -95,370 +97,477 @@ void TokenSource::fill(std::int64_t step, std::int64_t firstRow, std::int64_t ro
   }
 }
 
-int runRank(const core::RunConfig& cfgIn, const WorkerOptions& opts) {
-  int rank = -1;
-  core::Id runId = opts.runId;
-  std::unique_ptr<capture::Recorder> rec;
-  try {
-    core::RunConfig cfg = cfgIn;
-    const DistEnv env = DistEnv::fromEnvironment();
-    rank = env.rank;
-    if (env.worldSize != cfg.worldSize) cfg.worldSize = env.worldSize;  // torchrun/srun decide
-    core::validate(cfg);
-    torch::manual_seed(static_cast<std::uint64_t>(cfg.seed));
-    const bool cuda = cfg.device == "cuda" || (cfg.device == "auto" && torch::cuda::is_available());
-    if (cuda && !torch::cuda::is_available()) throw core::Error("--device cuda: no CUDA device is visible to this worker");
-    const torch::Device device =
-        cuda ? torch::Device(torch::kCUDA, env.localRank % std::max<int>(1, static_cast<int>(torch::cuda::device_count())))
-             : torch::Device(torch::kCPU);
+namespace {
+
+// One rank's life in phases; runRank() calls them in order. What a phase makes, the later ones use.
+// Members are declared so that they are destroyed as the single function's locals were: the GPU
+// capture, the engine, the model, then the communicator (its threads stop), the recorder last.
+class RankLife {
+ public:
+  RankLife(const core::RunConfig& cfg, const WorkerOptions& opts) : cfg_(cfg), opts_(opts), runId_(opts.runId) {}
+
+  int rank() const { return rank_; }
+
+  // Setup: the environment (torchrun/srun decide the world), the device, the backend, the
+  // process group (rendezvous), the counting allocator.
+  void setUp() {
+    env_ = DistEnv::fromEnvironment();
+    rank_ = env_.rank;
+    if (env_.worldSize != cfg_.worldSize) cfg_.worldSize = env_.worldSize;
+    core::validate(cfg_);
+    torch::manual_seed(static_cast<std::uint64_t>(cfg_.seed));
+    cuda_ = cfg_.device == "cuda" || (cfg_.device == "auto" && torch::cuda::is_available());
+    if (cuda_ && !torch::cuda::is_available()) throw core::Error("--device cuda: no CUDA device is visible to this worker");
+    device_ = cuda_
+                  ? torch::Device(torch::kCUDA, env_.localRank % std::max<int>(1, static_cast<int>(torch::cuda::device_count())))
+                  : torch::Device(torch::kCPU);
     // One GPU, several ranks: NCCL refuses two ranks on one device, so "auto" falls back to Gloo over
     // CUDA tensors (every strategy still runs and is captured; the run's metadata says so).
-    const int visibleGpus = cuda ? static_cast<int>(torch::cuda::device_count()) : 0;
-    const bool sharedDevice = cuda && env.localWorldSize > visibleGpus;
-    std::string backend = cfg.backend == "auto" ? (cuda && !sharedDevice ? "nccl" : "gloo") : cfg.backend;
-    if (backend == "nccl" && sharedDevice)
-      throw core::Error("--backend nccl: " + std::to_string(env.localWorldSize) + " ranks on this node share " +
+    const int visibleGpus = cuda_ ? static_cast<int>(torch::cuda::device_count()) : 0;
+    sharedDevice_ = cuda_ && env_.localWorldSize > visibleGpus;
+    backend_ = cfg_.backend == "auto" ? (cuda_ && !sharedDevice_ ? "nccl" : "gloo") : cfg_.backend;
+    if (backend_ == "nccl" && sharedDevice_)
+      throw core::Error("--backend nccl: " + std::to_string(env_.localWorldSize) + " ranks on this node share " +
                         std::to_string(visibleGpus) +
                         " GPU(s), and NCCL refuses two ranks on one device; use --backend gloo "
                         "(or auto) or one rank per GPU");
-    // Mixed precision: parameters and activations in bf16 in the compute graph, fp32 master weights,
-    // gradients and optimizer state (Engine::compute); gradients reduced in --reduce-dtype
-    // (Engine::gradInfo).
-    if (!cuda) {
+    if (!cuda_) {
       // Ranks share the machine's cores: OMP_NUM_THREADS (set by our launcher and by torchrun) says
       // how many threads this rank's intra-op work may use.
       const char* omp = std::getenv("OMP_NUM_THREADS");
       torch::set_num_threads(omp && std::atoi(omp) > 0 ? std::atoi(omp) : 1);
     }
-    if (!cuda && (cfg.offloadOptimizer != "none" || cfg.offloadParam != "none") && env.rank == 0)
+    if (!cuda_ && (cfg_.offloadOptimizer != "none" || cfg_.offloadParam != "none") && env_.rank == 0)
       std::fprintf(stderr,
                    "shardscope-worker: warning: offload_optimizer/offload_param move state to host memory; "
                    "on a CPU run everything already lives there, so they change nothing\n");
-    auto& tracker = capture::MemoryTracker::install();
-    tracker.setGranularity(16 * 1024);
+    tracker_ = &capture::MemoryTracker::install();
+    tracker_->setGranularity(16 * 1024);
+    comm_ = std::make_unique<Communicator>(env_, backend_, device_, cfg_.hangTimeoutS, nullptr);
+  }
 
-    Communicator comm(env, backend, device, cfg.hangTimeoutS, nullptr);
-    if (runId == 0) {
-      if (env.rank == 0) {
-        core::TraceStore store(opts.dbPath);
+  // Record: the run row (rank 0 creates it unless the launcher did, and shares its id through the
+  // store), this rank's recorder with its compute lane, the communicator's lanes, the allocator's
+  // records.
+  void startRecording() {
+    if (runId_ == 0) {
+      if (env_.rank == 0) {
+        core::TraceStore store(opts_.dbPath);
         core::Run run;
-        run.name = opts.runName.empty() ? std::string(core::toString(cfg.strategy)) + " " + cfg.model : opts.runName;
+        run.name = opts_.runName.empty() ? std::string(core::toString(cfg_.strategy)) + " " + cfg_.model : opts_.runName;
         run.source = core::RunSource::Runtime;
-        run.strategy = std::string(core::toString(cfg.strategy));
-        run.configJson = core::toJson(cfg).dump();
-        run.worldSize = cfg.worldSize;
+        run.strategy = std::string(core::toString(cfg_.strategy));
+        run.configJson = core::toJson(cfg_).dump();
+        run.worldSize = cfg_.worldSize;
         run.status = core::RunStatus::Running;
-        core::Transaction tx(store.db());
-        runId = store.createRun(run);
-        tx.commit();
-        comm.storeSet("shardscope/run_id", std::to_string(runId));
+        runId_ = core::createRunRow(store, run);
+        comm_->storeSet("shardscope/run_id", std::to_string(runId_));
       } else {
-        runId = std::stoll(comm.storeGet("shardscope/run_id"));
+        runId_ = std::stoll(comm_->storeGet("shardscope/run_id"));
       }
     }
     capture::Recorder::Options ro;
-    ro.dbPath = opts.dbPath;
-    ro.runId = runId;
-    ro.rank = env.rank;
+    ro.dbPath = opts_.dbPath;
+    ro.runId = runId_;
+    ro.rank = env_.rank;
     ro.host = hostName();
-    ro.device = cuda ? "cuda:" + std::to_string(device.index()) : "cpu";
-    ro.flushIntervalS = cfg.flushIntervalS;
-    ro.enabled = cfg.capture;
-    rec = std::make_unique<capture::Recorder>(ro);
-    const int computeLane = rec->lane("compute (main thread)", core::TrackKind::CpuThread, 0);
-    comm.setComputeLane(computeLane);
-    comm.start(rec.get());
-    if (cfg.capture) tracker.setRecorder(rec.get(), 0, 0);
+    ro.device = deviceName();
+    ro.flushIntervalS = cfg_.flushIntervalS;
+    ro.enabled = cfg_.capture;
+    rec_ = std::make_unique<capture::Recorder>(ro);
+    computeLane_ = rec_->lane("compute (main thread)", core::TrackKind::CpuThread, 0);
+    comm_->setComputeLane(computeLane_);
+    comm_->start(rec_.get());
+    if (cfg_.capture) tracker_->setRecorder(rec_.get(), 0, 0);
+  }
 
-    const ModelConfig mc = modelPreset(cfg.model, cfg.layers);
-    Transformer model(buildLayout(mc), device, cfg.precision == "bf16" ? torch::kBFloat16 : torch::kFloat32);
+  // Build: the model, the strategy engine (parameters, gradients, optimizer state), the gradient
+  // reduction dtype; every rank ready (barrier) ends the initialisation time.
+  void build() {
+    modelConfig_ = modelPreset(cfg_.model, cfg_.layers);
+    model_ = std::make_unique<Transformer>(buildLayout(modelConfig_), device_,
+                                           cfg_.precision == "bf16" ? torch::kBFloat16 : torch::kFloat32);
     try {
-      model.setSdpa(cfg.attention == "sdpa" || (cfg.attention == "auto" && haveSdpa()));
+      model_->setSdpa(cfg_.attention == "sdpa" || (cfg_.attention == "auto" && haveSdpa()));
     } catch (const std::invalid_argument& e) {
       throw core::Error(e.what());
     }
     EngineContext ectx;
-    ectx.cfg = &cfg;
-    ectx.model = &model;
-    ectx.comm = &comm;
-    ectx.recorder = cfg.capture ? rec.get() : nullptr;
-    ectx.computeLane = computeLane;
-    ectx.device = device;
-    ectx.seed = cfg.seed;
-    // Gradient reduction dtype: --reduce-dtype, or unset = the parameters' dtype (FSDP's
-    // MixedPrecision rule). Gloo in older LibTorch cannot sum bf16 ("Invalid scalar type"): asked
-    // once, with a one-element all-reduce every rank makes; an explicit bf16 is then refused, an
-    // unset one falls back to fp32, and the rank metadata says which was used.
-    bool bf16Reduce = cfg.reduceDtype == "bf16" || (cfg.reduceDtype.empty() && cfg.precision == "bf16");
-    if (bf16Reduce) {
-      bool canSumBf16 = true;
-      try {
-        auto probe = torch::ones({1}, torch::TensorOptions().dtype(torch::kBFloat16).device(device));
-        CollectiveInfo pi;
-        pi.label = "bf16 reduce probe";
-        comm.world().allReduce(probe, pi).wait();
-      } catch (const std::exception&) {
-        canSumBf16 = false;
-      }
-      if (!canSumBf16 && cfg.reduceDtype == "bf16")
-        throw core::Error("--reduce-dtype bf16: the " + backend +
-                          " backend of this LibTorch (" TORCH_VERSION ") cannot sum bf16 tensors; use --reduce-dtype fp32");
-      bf16Reduce = canSumBf16;
-    }
-    ectx.bf16Reduce = bf16Reduce;
-    auto engine = Engine::create(ectx);
-    comm.world().barrier();
-    const double initS = static_cast<double>(nowNs() - opts.processStartNs) / 1e9;
+    ectx.cfg = &cfg_;
+    ectx.model = model_.get();
+    ectx.comm = comm_.get();
+    ectx.recorder = cfg_.capture ? rec_.get() : nullptr;
+    ectx.computeLane = computeLane_;
+    ectx.device = device_;
+    ectx.seed = cfg_.seed;
+    bf16Reduce_ = decideBf16Reduce();
+    ectx.bf16Reduce = bf16Reduce_;
+    engine_ = Engine::create(ectx);
+    comm_->world().barrier();
+    initS_ = static_cast<double>(nowNs() - opts_.processStartNs) / 1e9;
+    rec_->rankMetadata(rankMetadata());
+  }
 
-    {
-      std::ostringstream meta;
-      meta << "{\"backend\":\"" << backend << "\",\"device\":\"" << ro.device << "\",\"torch\":\"" << TORCH_VERSION
-           << "\",\"engine\":\"" << engine->describe() << "\",\"params\":" << model.layout().totalNumel << ",\"attention\":\""
-           << (model.sdpa() ? "sdpa" : "eager") << "\",\"precision\":\"" << cfg.precision << "\""
-           << ",\"reduce_dtype\":\"" << (bf16Reduce ? "bf16" : "fp32") << "\""
-           << ",\"step_timing\":\"" << (cuda ? "device-synchronised at the step boundary" : "host clock (CPU)") << "\""
-           << ",\"local_rank\":" << env.localRank << ",\"node_rank\":" << env.nodeRank
-           << ",\"shared_device\":" << (sharedDevice ? "true" : "false") << ",\"gpu_trace\":\""
-           << (cuda && cfg.capture ? cfg.gpuTrace : std::string("off")) << "\""
-           << ",\"collectives_on\":\"" << (cuda ? (backend == "gloo" ? "gloo over CUDA tensors" : "nccl") : "gloo (cpu)")
-           << "\"}";
-      rec->rankMetadata(meta.str());
-    }
-
-    TokenSource data;
-    data.seed = cfg.seed;
-    data.vocab = mc.vocab;
-    data.seq = cfg.seqLen;
-    if (!cfg.dataFile.empty()) {
-      std::ifstream in(cfg.dataFile, std::ios::binary);
-      if (!in) throw core::Error("--data-file " + cfg.dataFile + ": cannot open");
-      data.text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-      if (data.text.size() < static_cast<std::size_t>(cfg.seqLen) + 2)
-        throw core::Error("--data-file " + cfg.dataFile + ": shorter than one sequence (" + std::to_string(cfg.seqLen + 1) +
-                          " bytes)");
-      if (mc.vocab < 256) throw core::Error("--data-file needs a model vocabulary of at least 256 (bytes)");
-    }
-
+  // Train: the steps, each recorded (step window, loss, progress line), with the GPU timeline
+  // captured around them where there is one.
+  void train() {
+    const TokenSource data = tokenSource();
     std::ofstream lossOut;
-    if (!opts.dumpLossesPath.empty())
-      lossOut.open(cfg.worldSize > 1 ? opts.dumpLossesPath + ".rank" + std::to_string(env.rank) : opts.dumpLossesPath);
-    std::vector<double> stepMs;
-    const Communicator::Volume volBefore = comm.volume();
-    const std::int64_t rowsPerRank = cfg.microBatch;
+    if (!opts_.dumpLossesPath.empty())
+      lossOut.open(cfg_.worldSize > 1 ? opts_.dumpLossesPath + ".rank" + std::to_string(env_.rank) : opts_.dumpLossesPath);
+    volBefore_ = comm_->volume();
+    const Fault fault = injectedFault();
+    startGpuCapture();
     std::vector<std::int64_t> tok, tgt;
-    // Fault injection for the failure tests: SHARDSCOPE_FAULT="<rank>:<step>:crash|kill|hang".
-    int faultStep = -1;
-    std::string faultKind;
-    if (const char* f = std::getenv("SHARDSCOPE_FAULT"); f && *f) {
-      int fr = -1, fs = -1;
-      char kind[16] = {0};
-      if (std::sscanf(f, "%d:%d:%15s", &fr, &fs, kind) == 3 && fr == env.rank) {
-        faultStep = fs;
-        faultKind = kind;
-      }
-    }
-#ifdef SHARDSCOPE_WITH_CUPTI
-    // The GPU timeline (kernels, memcpys, NCCL kernels, allocator segments) through CUPTI, into
-    // this rank's lanes. CUPTI allows one activity subscriber per process: if another one (a
-    // Kineto profiler, an NVTX injection) holds it, the run goes on without the GPU lanes.
-    std::unique_ptr<gpu::GpuCapture> gpuCapture;
-    if (cuda && cfg.capture && cfg.gpuTrace != "off") {
-      try {
-        cupti::TracerOptions topts;
-        topts.api = cfg.gpuTrace == "full"      ? cupti::TracerOptions::ApiRecords::All
-                    : cfg.gpuTrace == "kernels" ? cupti::TracerOptions::ApiRecords::None
-                                                : cupti::TracerOptions::ApiRecords::Launches;
-        cupti::CuptiTracer::instance().initialize(topts);
-        gpuCapture = std::make_unique<gpu::GpuCapture>(*rec);
-        torch::cuda::synchronize();
-        cupti::CuptiTracer::instance().start([g = gpuCapture.get()](cupti::GpuActivity&& a) { g->onActivity(std::move(a)); });
-      } catch (const std::exception& e) {
-        gpuCapture.reset();
-        std::fprintf(stderr, "shardscope-worker: rank %d: warning: no GPU timeline: %s\n", env.rank, e.what());
-        rec->metric("cupti.unavailable", 1);
-      }
-    }
-#endif
-    for (int s = 1; s <= cfg.steps; ++s) {
-      if (s == faultStep) {
-        if (faultKind == "crash") throw core::Error("injected fault (SHARDSCOPE_FAULT) at step " + std::to_string(s));
-        if (faultKind == "kill") std::raise(SIGKILL);
-        if (faultKind == "hang")
-          for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-      }
-      std::vector<Batch> micro;
-      for (int a = 0; a < cfg.gradAccum; ++a) {
-        // Global rows of this micro-batch: rank r holds rows [r·mb, (r+1)·mb) of micro-batch a.
-        const std::int64_t first = (static_cast<std::int64_t>(a) * cfg.worldSize + env.rank) * rowsPerRank;
-        data.fill(s, first, rowsPerRank, tok, tgt);
-        Batch b;
-        auto o = torch::TensorOptions().dtype(torch::kInt64);
-        b.tokens = torch::from_blob(tok.data(), {rowsPerRank, cfg.seqLen}, o).clone().to(device);
-        b.targets = torch::from_blob(tgt.data(), {rowsPerRank, cfg.seqLen}, o).clone().to(device);
-        micro.push_back(std::move(b));
-      }
+    for (int s = 1; s <= cfg_.steps; ++s) {
+      if (s == fault.step) fault.strike(s);
+      const std::vector<Batch> micro = microBatches(data, s, tok, tgt);
       const std::int64_t t0 = nowNs();
 #ifdef SHARDSCOPE_WITH_CUPTI
-      if (gpuCapture) gpuCapture->beginStep(s, t0);
+      if (gpuCapture_) gpuCapture_->beginStep(s, t0);
 #endif
-      const StepStats st = engine->trainStep(s, micro);
+      const StepStats st = engine_->trainStep(s, micro);
 #ifdef SHARDSCOPE_WITH_CUDA
       // A step on a GPU ends when the device has finished it, not when the host has queued its last
       // kernel (the optimizer's): synchronise at the step boundary, as a synchronised PyTorch timing
       // loop does. The cost: the host cannot queue the next step while the device drains this one
       // (one launch latency per step); the run summary, the metrics and the step windows all agree.
-      if (cuda) torch::cuda::synchronize();
+      if (cuda_) torch::cuda::synchronize();
 #endif
       const std::int64_t t1 = nowNs();
-      rec->step(s, t0, t1);
+      rec_->step(s, t0, t1);
 #ifdef SHARDSCOPE_WITH_CUDA
-      if (cuda) {  // the device's memory as the caching allocator sees it, once per step
-        const CudaMemory m = cudaMemory(device.index());
-        rec->memory(t1, 0, m.allocated, m.reserved, /*deviceType=*/1, device.index());
+      if (cuda_) {  // the device's memory as the caching allocator sees it, once per step
+        const CudaMemory m = cudaMemory(device_.index());
+        rec_->memory(t1, 0, m.allocated, m.reserved, /*deviceType=*/1, device_.index());
       }
 #endif
       const double ms = static_cast<double>(t1 - t0) / 1e6;
-      stepMs.push_back(ms);
-      rec->metric("loss/step/" + std::to_string(s), st.loss);
+      stepMs_.push_back(ms);
+      rec_->metric("loss/step/" + std::to_string(s), st.loss);
       if (lossOut) lossOut << core::formatDouble(st.loss) << "\n";
-      if (opts.progressLines) {
-        std::printf("@ss {\"rank\":%d,\"event\":\"step\",\"step\":%d,\"steps\":%d,\"loss\":%s,\"step_ms\":%.3f}\n", env.rank, s,
-                    cfg.steps, core::formatDouble(st.loss).c_str(), ms);
+      if (opts_.progressLines) {
+        std::printf("@ss {\"rank\":%d,\"event\":\"step\",\"step\":%d,\"steps\":%d,\"loss\":%s,\"step_ms\":%.3f}\n", env_.rank, s,
+                    cfg_.steps, core::formatDouble(st.loss).c_str(), ms);
         std::fflush(stdout);
       }
       if (!std::isfinite(st.loss)) throw core::Error("loss is not finite at step " + std::to_string(s));
     }
+    stopGpuCapture();
+  }
 
-#ifdef SHARDSCOPE_WITH_CUPTI
-    if (gpuCapture) {
-      torch::cuda::synchronize();
-      auto& tracer = cupti::CuptiTracer::instance();
-      const cupti::CaptureStats cs = tracer.stop();
-      gpuCapture->finish(cs, tracer.clockUncertainty(), tracer.clockDrift());
-      if (cs.lost() > 0)
-        std::fprintf(stderr, "shardscope-worker: rank %d: warning: CUPTI lost %llu GPU records (buffers full)\n", env.rank,
-                     static_cast<unsigned long long>(cs.lost()));
+  // The rank's figures: communication volume per step, steady-state step time, peaks, model state.
+  void recordFigures() {
+    const Communicator::Volume vol = comm_->volume();
+    double wire = 0;
+    for (const auto& [op, b] : vol.messageBytes) {
+      if (op == "barrier") continue;
+      const double before = volBefore_.messageBytes.count(op) ? volBefore_.messageBytes.at(op) : 0.0;
+      const double wb = vol.wireBytes.at(op) - (volBefore_.wireBytes.count(op) ? volBefore_.wireBytes.at(op) : 0.0);
+      const auto cnt = vol.count.at(op) - (volBefore_.count.count(op) ? volBefore_.count.at(op) : 0);
+      rec_->metric("comm.bytes_per_step." + op, (b - before) / cfg_.steps);
+      rec_->metric("comm.count_per_step." + op, static_cast<double>(cnt) / cfg_.steps);
+      wire += wb;
     }
-#endif
-    {
-      const Communicator::Volume vol = comm.volume();
-      double wire = 0;
-      for (const auto& [op, b] : vol.messageBytes) {
-        if (op == "barrier") continue;
-        const double before = volBefore.messageBytes.count(op) ? volBefore.messageBytes.at(op) : 0.0;
-        const double wb = vol.wireBytes.at(op) - (volBefore.wireBytes.count(op) ? volBefore.wireBytes.at(op) : 0.0);
-        const auto cnt = vol.count.at(op) - (volBefore.count.count(op) ? volBefore.count.at(op) : 0);
-        rec->metric("comm.bytes_per_step." + op, (b - before) / cfg.steps);
-        rec->metric("comm.count_per_step." + op, static_cast<double>(cnt) / cfg.steps);
-        wire += wb;
-      }
-      rec->metric("comm.wire_bytes_per_step", wire / cfg.steps);
-    }
-    // Metrics: steady-state step time excludes the first step (lazy optimizer state, ZeRO-3 trace).
-    const std::size_t skip = stepMs.size() > 1 ? 1 : 0;
+    rec_->metric("comm.wire_bytes_per_step", wire / cfg_.steps);
+    // Steady-state step time excludes the first step (lazy optimizer state, ZeRO-3 trace).
+    const std::size_t skip = stepMs_.size() > 1 ? 1 : 0;
     double sum = 0;
-    for (std::size_t i = skip; i < stepMs.size(); ++i) sum += stepMs[i];
-    const double meanMs = sum / static_cast<double>(stepMs.size() - skip);
-    const double tokensPerStep = static_cast<double>(cfg.microBatch) * cfg.seqLen * cfg.gradAccum * cfg.worldSize;
-    rec->metric("step_time_ms", meanMs);
-    rec->metric("init_time_s", initS);
-    const auto peak = tracker.peak();
-    rec->metric("peak_allocated_bytes", static_cast<double>(peak.total));
+    for (std::size_t i = skip; i < stepMs_.size(); ++i) sum += stepMs_[i];
+    meanMs_ = sum / static_cast<double>(stepMs_.size() - skip);
+    rec_->metric("step_time_ms", meanMs_);
+    rec_->metric("init_time_s", initS_);
+    const auto peak = tracker_->peak();
+    rec_->metric("peak_allocated_bytes", static_cast<double>(peak.total));
 #ifdef SHARDSCOPE_WITH_CUDA
-    if (cuda) {  // on a GPU the peak that matters is the device's (the tracker counts host memory)
-      const CudaMemory m = cudaMemory(device.index());
-      rec->metric("peak_allocated_bytes", static_cast<double>(m.peakAllocated));
-      rec->metric("peak_reserved_bytes", static_cast<double>(m.peakReserved));
-      rec->metric("peak_host_allocated_bytes", static_cast<double>(peak.total));
+    if (cuda_) {  // on a GPU the peak that matters is the device's (the tracker counts host memory)
+      const CudaMemory m = cudaMemory(device_.index());
+      rec_->metric("peak_allocated_bytes", static_cast<double>(m.peakAllocated));
+      rec_->metric("peak_reserved_bytes", static_cast<double>(m.peakReserved));
+      rec_->metric("peak_host_allocated_bytes", static_cast<double>(peak.total));
     }
 #endif
     for (int c = 0; c < static_cast<int>(capture::MemCategory::Count); ++c)
-      rec->metric(std::string("peak_breakdown.") + capture::toString(static_cast<capture::MemCategory>(c)),
-                  static_cast<double>(peak.byCategory[static_cast<std::size_t>(c)]));
-    rec->metric("compute.param_dtype_bytes", static_cast<double>(engine->observedParamBytes()));
-    rec->metric("compute.activation_dtype_bytes", static_cast<double>(engine->observedActivationBytes()));
-    const ModelStateBytes msb = engine->modelStateBytes();
-    rec->metric("model_state.parameters_bytes", static_cast<double>(msb.parameters));
-    rec->metric("model_state.gradients_bytes", static_cast<double>(msb.gradients));
-    rec->metric("model_state.optimizer_bytes", static_cast<double>(msb.optimizer));
-    rec->metric("model_state.buffers_bytes", static_cast<double>(msb.buffers));
+      rec_->metric(std::string("peak_breakdown.") + capture::toString(static_cast<capture::MemCategory>(c)),
+                   static_cast<double>(peak.byCategory[static_cast<std::size_t>(c)]));
+    rec_->metric("compute.param_dtype_bytes", static_cast<double>(engine_->observedParamBytes()));
+    rec_->metric("compute.activation_dtype_bytes", static_cast<double>(engine_->observedActivationBytes()));
+    const ModelStateBytes msb = engine_->modelStateBytes();
+    rec_->metric("model_state.parameters_bytes", static_cast<double>(msb.parameters));
+    rec_->metric("model_state.gradients_bytes", static_cast<double>(msb.gradients));
+    rec_->metric("model_state.optimizer_bytes", static_cast<double>(msb.optimizer));
+    rec_->metric("model_state.buffers_bytes", static_cast<double>(msb.buffers));
+  }
 
-    double saveS = -1;
-    if (cfg.saveCheckpoint) {
-      comm.world().barrier();
+  // Checkpoint: each rank's shard (timed between barriers), the consolidated parameters when
+  // asked, and the full parameters for --dump-params (the parity tests).
+  void checkpoint() {
+    if (cfg_.saveCheckpoint) {
+      comm_->world().barrier();
       const std::int64_t c0 = nowNs();
-      const std::int64_t bytes = engine->saveShard(cfg.checkpointDir);
-      comm.world().barrier();
-      saveS = static_cast<double>(nowNs() - c0) / 1e9;
-      rec->metric("checkpoint_bytes", static_cast<double>(bytes));
-      if (cfg.consolidateCheckpoint) {
+      const std::int64_t bytes = engine_->saveShard(cfg_.checkpointDir);
+      comm_->world().barrier();
+      saveS_ = static_cast<double>(nowNs() - c0) / 1e9;
+      rec_->metric("checkpoint_bytes", static_cast<double>(bytes));
+      if (cfg_.consolidateCheckpoint) {
         const std::int64_t k0 = nowNs();
-        auto full = engine->fullParameters();
-        if (env.rank == 0) {
-          std::ofstream out(cfg.checkpointDir + "/consolidated.bin", std::ios::binary);
-          for (auto& t : full) {
-            auto c = t.to(torch::kCPU).to(torch::kFloat32).contiguous();
-            out.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.numel() * 4));
-          }
-          if (!out) throw core::Error("cannot write " + cfg.checkpointDir + "/consolidated.bin (disk full?)");
-        }
-        comm.world().barrier();
-        rec->metric("checkpoint_consolidate_s", static_cast<double>(nowNs() - k0) / 1e9, env.rank == 0);
+        const std::string path = cfg_.checkpointDir + "/consolidated.bin";
+        if (!writeFullParameters(path)) throw core::Error("cannot write " + path + " (disk full?)");
+        comm_->world().barrier();
+        rec_->metric("checkpoint_consolidate_s", static_cast<double>(nowNs() - k0) / 1e9, env_.rank == 0);
       }
     }
-    if (!opts.dumpParamsPath.empty()) {
-      auto full = engine->fullParameters();
-      if (env.rank == 0) {
-        std::ofstream out(opts.dumpParamsPath, std::ios::binary);
-        for (auto& t : full) {
-          auto c = t.to(torch::kCPU).to(torch::kFloat32).contiguous();
-          out.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.numel() * 4));
-        }
-      }
+    if (!opts_.dumpParamsPath.empty()) writeFullParameters(opts_.dumpParamsPath);
+  }
+
+  // Finish: the run's figures (rank 0), every rank's data committed, the run completed (when no
+  // launcher does it), the "done" line.
+  void finish() {
+    if (env_.rank == 0) {
+      const double tokensPerStep = static_cast<double>(cfg_.microBatch) * cfg_.seqLen * cfg_.gradAccum * cfg_.worldSize;
+      rec_->metric("tokens_per_s", tokensPerStep / (meanMs_ / 1000.0), false);
+      rec_->metric("step_time_ms", meanMs_, false);
+      rec_->metric("init_time_s", initS_, false);
+      if (saveS_ >= 0) rec_->metric("checkpoint_save_s", saveS_, false);
+      rec_->metric("params", static_cast<double>(model_->layout().totalNumel), false);
     }
-    if (env.rank == 0) {
-      rec->metric("tokens_per_s", tokensPerStep / (meanMs / 1000.0), false);
-      rec->metric("step_time_ms", meanMs, false);
-      rec->metric("init_time_s", initS, false);
-      if (saveS >= 0) rec->metric("checkpoint_save_s", saveS, false);
-      rec->metric("params", static_cast<double>(model.layout().totalNumel), false);
+    tracker_->setRecorder(nullptr);
+    rec_->close();
+    comm_->world().barrier();  // every rank's data is committed
+    if (env_.rank == 0 && opts_.runId == 0) {
+      core::TraceStore store(opts_.dbPath);
+      core::setRunOutcome(store, runId_, core::RunStatus::Completed);
     }
-    tracker.setRecorder(nullptr);
-    rec->close();
-    comm.world().barrier();  // every rank's data is committed
-    if (env.rank == 0 && opts.runId == 0) {
-      core::TraceStore store(opts.dbPath);
-      core::Transaction tx(store.db());
-      store.setRunStatus(runId, core::RunStatus::Completed);
-      tx.commit();
-    }
-    if (opts.progressLines) {
-      std::printf("@ss {\"rank\":%d,\"event\":\"done\",\"run_id\":%lld,\"step_ms\":%.3f}\n", rank, static_cast<long long>(runId),
-                  meanMs);
+    if (opts_.progressLines) {
+      std::printf("@ss {\"rank\":%d,\"event\":\"done\",\"run_id\":%lld,\"step_ms\":%.3f}\n", rank_,
+                  static_cast<long long>(runId_), meanMs_);
       std::fflush(stdout);
     }
-    return 0;
-  } catch (const std::exception& e) {
+  }
+
+  // Failure (an exception from any phase): the reason on stderr, every event captured so far kept,
+  // and, outside our launcher (nobody else records it), the run marked failed by the failing rank.
+  void fail(const std::exception& e) {
+    // Torn down first, as the stack unwound them before: the communicator's threads stop
+    // recording before the recorder's last flush.
+#ifdef SHARDSCOPE_WITH_CUPTI
+    gpuCapture_.reset();
+#endif
+    engine_.reset();
+    model_.reset();
+    comm_.reset();
     std::string msg = e.what();
     if (auto nl = msg.find('\n'); nl != std::string::npos) msg = msg.substr(0, nl);
-    std::fprintf(stderr, "shardscope-worker: rank %d: %s\n", rank, msg.c_str());
+    std::fprintf(stderr, "shardscope-worker: rank %d: %s\n", rank_, msg.c_str());
     if (auto* t = capture::MemoryTracker::instance()) t->setRecorder(nullptr);
-    if (rec) {
+    if (rec_) {
       try {
-        rec->close();  // keep every event captured so far
+        rec_->close();  // keep every event captured so far
       } catch (...) {
       }
     }
-    // Outside our launcher nobody else records the failure: the failing rank does.
-    if (opts.runId == 0 && runId != 0) {
+    if (opts_.runId == 0 && runId_ != 0) {
       try {
-        core::TraceStore store(opts.dbPath);
-        core::Transaction tx(store.db());
-        store.setRunStatus(runId, core::RunStatus::Failed, "rank " + std::to_string(rank) + ": " + msg);
-        tx.commit();
+        core::TraceStore store(opts_.dbPath);
+        core::setRunOutcome(store, runId_, core::RunStatus::Failed, "rank " + std::to_string(rank_) + ": " + msg);
       } catch (...) {
       }
     }
+  }
+
+ private:
+  // Fault injection for the failure tests: SHARDSCOPE_FAULT="<rank>:<step>:crash|kill|hang".
+  struct Fault {
+    int step = -1;
+    std::string kind;
+    void strike(int s) const {
+      if (kind == "crash") throw core::Error("injected fault (SHARDSCOPE_FAULT) at step " + std::to_string(s));
+      if (kind == "kill") std::raise(SIGKILL);
+      if (kind == "hang")
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  };
+
+  Fault injectedFault() const {
+    Fault f;
+    if (const char* v = std::getenv("SHARDSCOPE_FAULT"); v && *v) {
+      int fr = -1, fs = -1;
+      char kind[16] = {0};
+      if (std::sscanf(v, "%d:%d:%15s", &fr, &fs, kind) == 3 && fr == env_.rank) {
+        f.step = fs;
+        f.kind = kind;
+      }
+    }
+    return f;
+  }
+
+  std::string deviceName() const { return cuda_ ? "cuda:" + std::to_string(device_.index()) : "cpu"; }
+
+  // Gradient reduction dtype: --reduce-dtype, or unset = the parameters' dtype (FSDP's
+  // MixedPrecision rule). Gloo in older LibTorch cannot sum bf16 ("Invalid scalar type"): asked
+  // once, with a one-element all-reduce every rank makes; an explicit bf16 is then refused, an
+  // unset one falls back to fp32, and the rank metadata says which was used.
+  bool decideBf16Reduce() {
+    const bool wanted = cfg_.reduceDtype == "bf16" || (cfg_.reduceDtype.empty() && cfg_.precision == "bf16");
+    if (!wanted) return false;
+    bool canSumBf16 = true;
+    try {
+      auto probe = torch::ones({1}, torch::TensorOptions().dtype(torch::kBFloat16).device(device_));
+      CollectiveInfo pi;
+      pi.label = "bf16 reduce probe";
+      comm_->world().allReduce(probe, pi).wait();
+    } catch (const std::exception&) {
+      canSumBf16 = false;
+    }
+    if (!canSumBf16 && cfg_.reduceDtype == "bf16")
+      throw core::Error("--reduce-dtype bf16: the " + backend_ +
+                        " backend of this LibTorch (" TORCH_VERSION ") cannot sum bf16 tensors; use --reduce-dtype fp32");
+    return canSumBf16;
+  }
+
+  std::string rankMetadata() const {
+    std::ostringstream meta;
+    meta << "{\"backend\":\"" << backend_ << "\",\"device\":\"" << deviceName() << "\",\"torch\":\"" << TORCH_VERSION
+         << "\",\"engine\":\"" << engine_->describe() << "\",\"params\":" << model_->layout().totalNumel << ",\"attention\":\""
+         << (model_->sdpa() ? "sdpa" : "eager") << "\",\"precision\":\"" << cfg_.precision << "\""
+         << ",\"reduce_dtype\":\"" << (bf16Reduce_ ? "bf16" : "fp32") << "\""
+         << ",\"step_timing\":\"" << (cuda_ ? "device-synchronised at the step boundary" : "host clock (CPU)") << "\""
+         << ",\"local_rank\":" << env_.localRank << ",\"node_rank\":" << env_.nodeRank
+         << ",\"shared_device\":" << (sharedDevice_ ? "true" : "false") << ",\"gpu_trace\":\""
+         << (cuda_ && cfg_.capture ? cfg_.gpuTrace : std::string("off")) << "\""
+         << ",\"collectives_on\":\"" << (cuda_ ? (backend_ == "gloo" ? "gloo over CUDA tensors" : "nccl") : "gloo (cpu)")
+         << "\"}";
+    return meta.str();
+  }
+
+  TokenSource tokenSource() const {
+    TokenSource data;
+    data.seed = cfg_.seed;
+    data.vocab = modelConfig_.vocab;
+    data.seq = cfg_.seqLen;
+    if (!cfg_.dataFile.empty()) {
+      std::ifstream in(cfg_.dataFile, std::ios::binary);
+      if (!in) throw core::Error("--data-file " + cfg_.dataFile + ": cannot open");
+      data.text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      if (data.text.size() < static_cast<std::size_t>(cfg_.seqLen) + 2)
+        throw core::Error("--data-file " + cfg_.dataFile + ": shorter than one sequence (" + std::to_string(cfg_.seqLen + 1) +
+                          " bytes)");
+      if (modelConfig_.vocab < 256) throw core::Error("--data-file needs a model vocabulary of at least 256 (bytes)");
+    }
+    return data;
+  }
+
+  // This rank's micro-batches of step s: rank r holds rows [r·mb, (r+1)·mb) of micro-batch a.
+  std::vector<Batch> microBatches(const TokenSource& data, int s, std::vector<std::int64_t>& tok,
+                                  std::vector<std::int64_t>& tgt) const {
+    const std::int64_t rowsPerRank = cfg_.microBatch;
+    std::vector<Batch> micro;
+    for (int a = 0; a < cfg_.gradAccum; ++a) {
+      const std::int64_t first = (static_cast<std::int64_t>(a) * cfg_.worldSize + env_.rank) * rowsPerRank;
+      data.fill(s, first, rowsPerRank, tok, tgt);
+      Batch b;
+      auto o = torch::TensorOptions().dtype(torch::kInt64);
+      b.tokens = torch::from_blob(tok.data(), {rowsPerRank, cfg_.seqLen}, o).clone().to(device_);
+      b.targets = torch::from_blob(tgt.data(), {rowsPerRank, cfg_.seqLen}, o).clone().to(device_);
+      micro.push_back(std::move(b));
+    }
+    return micro;
+  }
+
+  // Every full parameter (float32, model order) into `path` on rank 0 (collective: every rank
+  // gathers). Returns false when rank 0 could not write it.
+  bool writeFullParameters(const std::string& path) {
+    auto full = engine_->fullParameters();
+    if (env_.rank != 0) return true;
+    std::ofstream out(path, std::ios::binary);
+    for (auto& t : full) {
+      auto c = t.to(torch::kCPU).to(torch::kFloat32).contiguous();
+      out.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.numel() * 4));
+    }
+    return static_cast<bool>(out);
+  }
+
+  // The GPU timeline (kernels, memcpys, NCCL kernels, allocator segments) through CUPTI, into this
+  // rank's lanes. CUPTI allows one activity subscriber per process: if another one (a Kineto
+  // profiler, an NVTX injection) holds it, the run goes on without the GPU lanes.
+  void startGpuCapture() {
+#ifdef SHARDSCOPE_WITH_CUPTI
+    if (cuda_ && cfg_.capture && cfg_.gpuTrace != "off") {
+      try {
+        cupti::TracerOptions topts;
+        topts.api = cfg_.gpuTrace == "full"      ? cupti::TracerOptions::ApiRecords::All
+                    : cfg_.gpuTrace == "kernels" ? cupti::TracerOptions::ApiRecords::None
+                                                 : cupti::TracerOptions::ApiRecords::Launches;
+        cupti::CuptiTracer::instance().initialize(topts);
+        gpuCapture_ = std::make_unique<gpu::GpuCapture>(*rec_);
+        torch::cuda::synchronize();
+        cupti::CuptiTracer::instance().start([g = gpuCapture_.get()](cupti::GpuActivity&& a) { g->onActivity(std::move(a)); });
+      } catch (const std::exception& e) {
+        gpuCapture_.reset();
+        std::fprintf(stderr, "shardscope-worker: rank %d: warning: no GPU timeline: %s\n", env_.rank, e.what());
+        rec_->metric("cupti.unavailable", 1);
+      }
+    }
+#endif
+  }
+
+  void stopGpuCapture() {
+#ifdef SHARDSCOPE_WITH_CUPTI
+    if (gpuCapture_) {
+      torch::cuda::synchronize();
+      auto& tracer = cupti::CuptiTracer::instance();
+      const cupti::CaptureStats cs = tracer.stop();
+      gpuCapture_->finish(cs, tracer.clockUncertainty(), tracer.clockDrift());
+      if (cs.lost() > 0)
+        std::fprintf(stderr, "shardscope-worker: rank %d: warning: CUPTI lost %llu GPU records (buffers full)\n", env_.rank,
+                     static_cast<unsigned long long>(cs.lost()));
+    }
+#endif
+  }
+
+  core::RunConfig cfg_;  // the engine keeps a reference: declared before it
+  const WorkerOptions& opts_;
+  int rank_ = -1;
+  core::Id runId_ = 0;
+  DistEnv env_;
+  bool cuda_ = false;
+  bool sharedDevice_ = false;
+  torch::Device device_ = torch::kCPU;
+  std::string backend_;
+  capture::MemoryTracker* tracker_ = nullptr;
+  ModelConfig modelConfig_;
+  bool bf16Reduce_ = false;
+  int computeLane_ = -1;
+  double initS_ = 0;
+  Communicator::Volume volBefore_;
+  std::vector<double> stepMs_;
+  double meanMs_ = 0;
+  double saveS_ = -1;
+  // Destroyed in reverse: GPU capture, engine, model, communicator, recorder.
+  std::unique_ptr<capture::Recorder> rec_;
+  std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<Transformer> model_;
+  std::unique_ptr<Engine> engine_;
+#ifdef SHARDSCOPE_WITH_CUPTI
+  std::unique_ptr<gpu::GpuCapture> gpuCapture_;
+#endif
+};
+
+}  // namespace
+
+int runRank(const core::RunConfig& cfg, const WorkerOptions& opts) {
+  RankLife life(cfg, opts);
+  try {
+    life.setUp();
+    life.startRecording();
+    life.build();
+    life.train();
+    life.recordFigures();
+    life.checkpoint();
+    life.finish();
+    return 0;
+  } catch (const std::exception& e) {
+    life.fail(e);
     return 1;
   }
 }
