@@ -350,4 +350,24 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
   return res;
 }
 
+JsonValue toJson(const SimulationResult& r) {
+  JsonValue o = JsonValue::object();
+  o.set("strategy", JsonValue::string(strategyName(r.input.strategy)));
+  o.set("step_s", JsonValue::number(r.steady.stepS));
+  o.set("compute_s", JsonValue::number(r.steady.computeS));
+  o.set("comm_s", JsonValue::number(r.steady.commS));
+  o.set("exposed_comm_s", JsonValue::number(r.steady.exposedCommS));
+  o.set("overlap", JsonValue::number(r.steady.overlap()));
+  o.set("slowest_rank", JsonValue::number(static_cast<std::int64_t>(r.slowestRank)));
+  o.set("slowest_rank_step_s", JsonValue::number(r.slowestRankStepS));
+  o.set("peak_bytes", JsonValue::number(r.peakBytes));
+  o.set("tokens_per_s_per_device", JsonValue::number(r.tokensPerSPerDevice));
+  o.set("collectives_per_step", JsonValue::number(r.collectivesPerStep));
+  o.set("message_bytes_per_step", JsonValue::number(r.messageBytesPerStep));
+  o.set("wire_bytes_per_step", JsonValue::number(r.wireBytesPerStep));
+  o.set("events_simulated", JsonValue::number(r.eventsSimulated));
+  o.set("wall_s", JsonValue::number(r.wallS));
+  return o;
+}
+
 }  // namespace shardscope::core::estimator

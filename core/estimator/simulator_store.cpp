@@ -494,4 +494,19 @@ Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::
   return runId;
 }
 
+JsonValue toJson(const MeasuredProfile& m) {
+  JsonValue o = JsonValue::object();
+  o.set("run", JsonValue::number(static_cast<std::int64_t>(m.runId)));
+  o.set("strategy", JsonValue::string(strategyName(m.strategy)));
+  o.set("step_s", JsonValue::number(m.stepS));
+  o.set("comm_s", JsonValue::number(m.commS));
+  o.set("exposed_comm_s", JsonValue::number(m.exposedCommS));
+  o.set("overlap", JsonValue::number(m.overlap()));
+  o.set("compute_jitter", JsonValue::number(m.computeJitter));
+  for (int p = 0; p < kComputePhases; ++p)
+    if (m.phaseJitter[p] >= 0)
+      o.set(std::string("compute_jitter_") + computePhaseName(static_cast<ComputePhase>(p)), JsonValue::number(m.phaseJitter[p]));
+  return o;
+}
+
 }  // namespace shardscope::core::estimator
