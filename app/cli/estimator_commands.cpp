@@ -124,18 +124,6 @@ std::string groupDigits(std::int64_t v) {
 JsonValue num(std::int64_t v) { return JsonValue::number(v); }
 JsonValue num(double v) { return JsonValue::number(v); }
 
-JsonValue breakdownJson(const est::MemoryBreakdown& b) {
-  JsonValue o = JsonValue::object();
-  o.set("parameters", num(b.parameters));
-  o.set("gradients", num(b.gradients));
-  o.set("optimizer", num(b.optimizer));
-  o.set("buffers", num(b.buffers));
-  o.set("gathered", num(b.gathered));
-  o.set("activations", num(b.activations));
-  o.set("model_states", num(b.modelStates()));
-  return o;
-}
-
 }  // namespace estargs
 
 using namespace estargs;
@@ -271,67 +259,18 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
     out.set("link", std::move(link));
     out.set("inter_node_link", JsonValue::string(ri.interNode.name));
     JsonValue arr = JsonValue::array();
-    for (const auto& s : ranked) {
-      JsonValue o = JsonValue::object();
-      o.set("strategy", JsonValue::string(est::strategyName(s.strategy)));
-      o.set("rank", num(std::int64_t{s.rank}));
-      o.set("model_state", breakdownJson(s.memory.state));
-      o.set("at_peak", breakdownJson(s.memory.atPeak));
-      o.set("peak_bytes", num(s.memory.peakBytes));
-      o.set("cpu_bytes", num(s.memory.cpuBytes));
-      o.set("fits", JsonValue::boolean(s.fit.fits));
-      o.set("used_fraction", num(s.fit.usedFraction));
-      o.set("free_bytes", num(s.fit.freeBytes));
-      JsonValue comm = JsonValue::object();
-      comm.set("message_bytes", num(s.comm.messageBytes));
-      comm.set("wire_bytes", num(s.comm.wireBytes));
-      comm.set("time_s", num(s.comm.timeS));
-      JsonValue cols = JsonValue::array();
-      for (const auto& c : s.comm.collectives) {
-        JsonValue cj = JsonValue::object();
-        cj.set("what", JsonValue::string(c.what));
-        cj.set("op", JsonValue::string(est::collKindName(c.kind)));
-        cj.set("phase", JsonValue::string(est::phaseName(c.phase)));
-        cj.set("group_size", num(std::int64_t{c.groupSize}));
-        cj.set("inter_node", JsonValue::boolean(c.interNode));
-        cj.set("count", num(c.count));
-        cj.set("message_bytes", num(c.messageBytes));
-        cj.set("wire_bytes", num(c.wireBytes()));
-        cj.set("emulated_by_all_reduce", JsonValue::boolean(c.emulatedReduceScatter));
-        cj.set("time_s", num(c.timeS));
-        cols.push(std::move(cj));
-      }
-      comm.set("collectives", std::move(cols));
-      o.set("comm", std::move(comm));
-      o.set("compute_s", num(s.computeS));
-      o.set("exposed_comm_s", num(s.exposedCommS));
-      o.set("offload_s", num(s.offloadS));
-      o.set("step_s", num(s.stepS));
-      o.set("relative_step_time", num(s.relativeStepTime));
-      o.set("tokens_per_s_per_device", num(s.tokensPerSPerDevice));
-      JsonValue reasons = JsonValue::array();
-      for (const auto& r : s.reasons) reasons.push(JsonValue::string(r));
-      o.set("reasons", std::move(reasons));
-      JsonValue notes = JsonValue::array();
-      for (const auto& n : s.memory.notes) notes.push(JsonValue::string(n));
-      for (const auto& n : s.comm.notes) notes.push(JsonValue::string(n));
-      o.set("notes", std::move(notes));
-      arr.push(std::move(o));
-    }
+    for (const auto& s : ranked) arr.push(est::toJson(s));
     out.set("strategies", std::move(arr));
     if (dsMode) {
       JsonValue ds = JsonValue::object();
-      auto dsj = [&](const est::DeepSpeedEstimate& d, bool z3) {
-        JsonValue o = JsonValue::object();
-        o.set("gpu_bytes", num(d.gpuBytes));
-        o.set("cpu_bytes", num(d.cpuBytes));
-        if (z3) o.set("largest_layer_bytes", num(d.largestLayerBytes));
+      auto dsj = [&](const est::DeepSpeedEstimate& d) {
+        JsonValue o = est::toJson(d);
         const auto f = est::checkFit(d.gpuBytes, ri.deviceBytes, ri.headroom);
         o.set("fits", JsonValue::boolean(f.fits));
         return o;
       };
-      ds.set("zero2", dsj(ds2, false));
-      ds.set("zero3", dsj(ds3, true));
+      ds.set("zero2", dsj(ds2));
+      ds.set("zero3", dsj(ds3));
       ds.set("num_gpus_per_node", num(std::int64_t{gpn}));
       ds.set("num_nodes", num(std::int64_t{nodes}));
       out.set("deepspeed", std::move(ds));

@@ -179,40 +179,10 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
     out.set("seed", JsonValue::number(static_cast<std::int64_t>(base.seed)));
     out.set("link", JsonValue::string(ri.intraNode.name));
     if (!fitNote.empty()) out.set("link_fit", JsonValue::string(fitNote));
-    if (measured) {
-      JsonValue m = JsonValue::object();
-      m.set("run", JsonValue::number(static_cast<std::int64_t>(measured->runId)));
-      m.set("strategy", JsonValue::string(est::strategyName(measured->strategy)));
-      m.set("step_s", JsonValue::number(measured->stepS));
-      m.set("comm_s", JsonValue::number(measured->commS));
-      m.set("exposed_comm_s", JsonValue::number(measured->exposedCommS));
-      m.set("overlap", JsonValue::number(measured->overlap()));
-      m.set("compute_jitter", JsonValue::number(measured->computeJitter));
-      for (int p = 0; p < est::kComputePhases; ++p)
-        if (measured->phaseJitter[p] >= 0)
-          m.set(std::string("compute_jitter_") + est::computePhaseName(static_cast<est::ComputePhase>(p)),
-                JsonValue::number(measured->phaseJitter[p]));
-      out.set("profile_run", std::move(m));
-    }
+    if (measured) out.set("profile_run", est::toJson(*measured));
     JsonValue arr = JsonValue::array();
     for (std::size_t i = 0; i < results.size(); ++i) {
-      const auto& r = results[i];
-      JsonValue o = JsonValue::object();
-      o.set("strategy", JsonValue::string(est::strategyName(r.input.strategy)));
-      o.set("step_s", JsonValue::number(r.steady.stepS));
-      o.set("compute_s", JsonValue::number(r.steady.computeS));
-      o.set("comm_s", JsonValue::number(r.steady.commS));
-      o.set("exposed_comm_s", JsonValue::number(r.steady.exposedCommS));
-      o.set("overlap", JsonValue::number(r.steady.overlap()));
-      o.set("slowest_rank", JsonValue::number(static_cast<std::int64_t>(r.slowestRank)));
-      o.set("slowest_rank_step_s", JsonValue::number(r.slowestRankStepS));
-      o.set("peak_bytes", JsonValue::number(r.peakBytes));
-      o.set("tokens_per_s_per_device", JsonValue::number(r.tokensPerSPerDevice));
-      o.set("collectives_per_step", JsonValue::number(r.collectivesPerStep));
-      o.set("message_bytes_per_step", JsonValue::number(r.messageBytesPerStep));
-      o.set("wire_bytes_per_step", JsonValue::number(r.wireBytesPerStep));
-      o.set("events_simulated", JsonValue::number(r.eventsSimulated));
-      o.set("wall_s", JsonValue::number(r.wallS));
+      JsonValue o = est::toJson(results[i]);
       if (i < runIds.size()) o.set("run_id", JsonValue::number(static_cast<std::int64_t>(runIds[i])));
       arr.push(std::move(o));
     }

@@ -427,4 +427,30 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId) {
   return out;
 }
 
+JsonValue toJson(const Collective& c) {
+  JsonValue o = JsonValue::object();
+  o.set("what", JsonValue::string(c.what));
+  o.set("op", JsonValue::string(collKindName(c.kind)));
+  o.set("phase", JsonValue::string(phaseName(c.phase)));
+  o.set("group_size", JsonValue::number(std::int64_t{c.groupSize}));
+  o.set("inter_node", JsonValue::boolean(c.interNode));
+  o.set("count", JsonValue::number(c.count));
+  o.set("message_bytes", JsonValue::number(c.messageBytes));
+  o.set("wire_bytes", JsonValue::number(c.wireBytes()));
+  o.set("emulated_by_all_reduce", JsonValue::boolean(c.emulatedReduceScatter));
+  o.set("time_s", JsonValue::number(c.timeS));
+  return o;
+}
+
+JsonValue toJson(const CommEstimate& c) {
+  JsonValue o = JsonValue::object();
+  o.set("message_bytes", JsonValue::number(c.messageBytes));
+  o.set("wire_bytes", JsonValue::number(c.wireBytes));
+  o.set("time_s", JsonValue::number(c.timeS));
+  JsonValue cols = JsonValue::array();
+  for (const auto& x : c.collectives) cols.push(toJson(x));
+  o.set("collectives", std::move(cols));
+  return o;
+}
+
 }  // namespace shardscope::core::estimator

@@ -51,6 +51,9 @@ struct Collective {
   double wireBytes() const { return static_cast<double>(messageBytes) * wireFactor(); }
   double timeS = 0;  // filled by commTime
 };
+// {what, op, phase, group_size, inter_node, count, message_bytes, wire_bytes,
+//  emulated_by_all_reduce, time_s}.
+JsonValue toJson(const Collective& c);
 
 struct CommOptions {
   // LibTorch 1.13's Gloo has no reduce-scatter: the runtime all-reduces the whole buffer.
@@ -65,6 +68,9 @@ struct CommEstimate {
   double timeS = 0;               // sum of the collectives' times (no overlap)
   std::vector<std::string> notes;
 };
+// {message_bytes, wire_bytes, time_s, collectives}; the strategy and the notes are left to the
+// holder (an assessment lists them with the memory's).
+JsonValue toJson(const CommEstimate& c);
 
 // The collectives one step of strategy s issues on one device (no times).
 CommEstimate commVolume(const EstimateInput& in, Strategy s, const CommOptions& opt = {});

@@ -580,4 +580,36 @@ std::optional<std::int64_t> parseByteSize(std::string_view text) {
 
 std::string formatBytes(double bytes) { return core::formatBytes(bytes); }  // core/util/units.h
 
+// ---------------------------------------------------------------------------------------------
+// JSON
+
+JsonValue toJson(const MemoryBreakdown& b) {
+  JsonValue o = JsonValue::object();
+  o.set("parameters", JsonValue::number(b.parameters));
+  o.set("gradients", JsonValue::number(b.gradients));
+  o.set("optimizer", JsonValue::number(b.optimizer));
+  o.set("buffers", JsonValue::number(b.buffers));
+  o.set("gathered", JsonValue::number(b.gathered));
+  o.set("activations", JsonValue::number(b.activations));
+  o.set("model_states", JsonValue::number(b.modelStates()));
+  return o;
+}
+
+JsonValue toJson(const MemoryEstimate& m) {
+  JsonValue o = JsonValue::object();
+  o.set("model_state", toJson(m.state));
+  o.set("at_peak", toJson(m.atPeak));
+  o.set("peak_bytes", JsonValue::number(m.peakBytes));
+  o.set("cpu_bytes", JsonValue::number(m.cpuBytes));
+  return o;
+}
+
+JsonValue toJson(const DeepSpeedEstimate& d) {
+  JsonValue o = JsonValue::object();
+  o.set("gpu_bytes", JsonValue::number(d.gpuBytes));
+  o.set("cpu_bytes", JsonValue::number(d.cpuBytes));
+  if (d.largestLayerBytes > 0) o.set("largest_layer_bytes", JsonValue::number(d.largestLayerBytes));
+  return o;
+}
+
 }  // namespace shardscope::core::estimator

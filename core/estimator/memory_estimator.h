@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/util/json.h"
+
 namespace shardscope::core::estimator {
 
 // A Llama-style decoder (the runtime's model, profiler/runtime/model.cpp): embedding, L blocks of
@@ -111,6 +113,8 @@ struct MemoryBreakdown {
   std::int64_t activations = 0;
   std::int64_t modelStates() const { return parameters + gradients + optimizer + buffers; }
 };
+// {parameters, gradients, optimizer, buffers, gathered, activations, model_states} in bytes.
+JsonValue toJson(const MemoryBreakdown& b);
 
 struct MemoryEstimate {
   Strategy strategy = Strategy::Ddp;
@@ -127,6 +131,9 @@ struct MemoryEstimate {
   std::int64_t cpuBytes = 0;  // host memory for offloaded state
   std::vector<std::string> notes;
 };
+// {model_state, at_peak, peak_bytes, cpu_bytes}; the strategy and the notes are left to the holder
+// (an assessment lists the memory's notes with the communication's).
+JsonValue toJson(const MemoryEstimate& m);
 
 // Throws std::invalid_argument for an impossible input (gpus < 1, a group that does not divide
 // gpus, offload of parameters with a strategy that replicates them, ...).
@@ -155,6 +162,8 @@ struct DeepSpeedEstimate {
   std::int64_t cpuBytes = 0;
   std::int64_t largestLayerBytes = 0;  // ZeRO-3 only: 4·LL
 };
+// {gpu_bytes, cpu_bytes, largest_layer_bytes (ZeRO-3's only)}.
+JsonValue toJson(const DeepSpeedEstimate& d);
 DeepSpeedEstimate deepspeedZero2(std::int64_t totalParams, int gpusPerNode, int nodes, bool cpuOffload,
                                  double additionalBufferFactor = 1.5);
 DeepSpeedEstimate deepspeedZero3(std::int64_t totalParams, std::int64_t largestLayerParams, int gpusPerNode, int nodes,

@@ -131,4 +131,30 @@ std::vector<StrategyAssessment> recommend(const RecommendInput& in) {
   return out;
 }
 
+JsonValue toJson(const StrategyAssessment& s) {
+  JsonValue o = JsonValue::object();
+  o.set("strategy", JsonValue::string(strategyName(s.strategy)));
+  o.set("rank", JsonValue::number(std::int64_t{s.rank}));
+  const JsonValue memory = toJson(s.memory);
+  for (const auto& [k, v] : memory.members()) o.set(k, v);
+  o.set("fits", JsonValue::boolean(s.fit.fits));
+  o.set("used_fraction", JsonValue::number(s.fit.usedFraction));
+  o.set("free_bytes", JsonValue::number(s.fit.freeBytes));
+  o.set("comm", toJson(s.comm));
+  o.set("compute_s", JsonValue::number(s.computeS));
+  o.set("exposed_comm_s", JsonValue::number(s.exposedCommS));
+  o.set("offload_s", JsonValue::number(s.offloadS));
+  o.set("step_s", JsonValue::number(s.stepS));
+  o.set("relative_step_time", JsonValue::number(s.relativeStepTime));
+  o.set("tokens_per_s_per_device", JsonValue::number(s.tokensPerSPerDevice));
+  JsonValue reasons = JsonValue::array();
+  for (const auto& r : s.reasons) reasons.push(JsonValue::string(r));
+  o.set("reasons", std::move(reasons));
+  JsonValue notes = JsonValue::array();
+  for (const auto& n : s.memory.notes) notes.push(JsonValue::string(n));
+  for (const auto& n : s.comm.notes) notes.push(JsonValue::string(n));
+  o.set("notes", std::move(notes));
+  return o;
+}
+
 }  // namespace shardscope::core::estimator

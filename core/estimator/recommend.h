@@ -39,6 +39,10 @@ struct StrategyAssessment {
   int rank = 0;                 // 1 = recommended
   std::vector<std::string> reasons;
 };
+// {strategy, rank, the memory estimate's fields, fits, used_fraction, free_bytes, comm, compute_s,
+//  exposed_comm_s, offload_s, step_s, relative_step_time, tokens_per_s_per_device, reasons, notes
+//  (the memory's, then the communication's)}: `shardscope-cli estimate --json`'s strategies.
+JsonValue toJson(const StrategyAssessment& s);
 
 // FLOPs of one training step per token: 6·Ψ_non-embedding + 6·L·heads·2·head_dim·s (the runtime's
 // trainFlopsPerToken; strategies.md §5).

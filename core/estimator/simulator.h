@@ -15,6 +15,7 @@
 
 #include "core/estimator/comm_model.h"
 #include "core/estimator/memory_estimator.h"
+#include "core/util/json.h"
 #include "core/util/progress.h"
 
 namespace shardscope::core::estimator {
@@ -152,6 +153,12 @@ struct SimulationResult {
   double wallS = 0;                  // time the simulation took
   std::vector<std::string> notes;
 };
+
+// The figures of a simulation (not its traces): {strategy, step_s, compute_s, comm_s,
+// exposed_comm_s, overlap, slowest_rank, slowest_rank_step_s, peak_bytes, tokens_per_s_per_device,
+// collectives_per_step, message_bytes_per_step, wire_bytes_per_step, events_simulated, wall_s}:
+// `shardscope-cli simulate --json`'s simulations.
+JsonValue toJson(const SimulationResult& r);
 
 // Throws std::invalid_argument for an input it cannot simulate (what estimateMemory refuses,
 // steps < 1, non-finite knobs), core::Error when cancelled.

@@ -8,6 +8,7 @@
 
 #include "core/analysis/step_breakdown.h"
 #include "core/config/run_config.h"
+#include "core/storage/store_transaction.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
 
@@ -312,184 +313,200 @@ Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto ns = [&](double s) { return base + static_cast<TimeNs>(std::llround(s * 1e9)); };
 
-  Transaction tx(store.db());
-  const Id runId = store.createRun(run);
-  std::vector<Id> groupIds;
-  for (const auto& g : sim.groups) {
-    ProcessGroup pg;
-    pg.runId = runId;
-    pg.name = g.name;
-    pg.backend = backend;
-    pg.size = g.size;
-    std::string rj = "[";
-    for (std::size_t i = 0; i < g.ranks.size(); ++i) rj += (i ? "," : "") + std::to_string(g.ranks[i]);
-    pg.ranksJson = rj + "]";
-    pg.description = g.name + " (simulated)";
-    groupIds.push_back(store.addProcessGroup(pg));
-  }
-  auto groupOf = [&](const std::string& kind, int rank) -> std::pair<std::string, Id> {
-    for (std::size_t i = 0; i < sim.groups.size(); ++i) {
-      const auto& g = sim.groups[i];
-      if (g.name.rfind(kind, 0) != 0) continue;
-      if (std::find(g.ranks.begin(), g.ranks.end(), rank) != g.ranks.end()) return {g.name, groupIds[i]};
+  Id runId = 0;
+  writeInTransaction(store, [&] {
+    runId = store.createRun(run);
+    std::vector<Id> groupIds;
+    for (const auto& g : sim.groups) {
+      ProcessGroup pg;
+      pg.runId = runId;
+      pg.name = g.name;
+      pg.backend = backend;
+      pg.size = g.size;
+      std::string rj = "[";
+      for (std::size_t i = 0; i < g.ranks.size(); ++i) rj += (i ? "," : "") + std::to_string(g.ranks[i]);
+      pg.ranksJson = rj + "]";
+      pg.description = g.name + " (simulated)";
+      groupIds.push_back(store.addProcessGroup(pg));
     }
-    return {kind, 0};
-  };
-  const Id catCpu = store.intern("cpu_op"), catAnn = store.intern("user_annotation"), catWait = store.intern("wait"),
-           catColl = store.intern("collective");
-  const Id dtype = store.intern(em.precision == Precision::Fp32 ? "float" : "c10::BFloat16");
-  std::vector<Id> nameIds(sim.names.size());
-  std::vector<Id> waitNameIds(sim.names.size(), 0);
-  for (std::size_t i = 0; i < sim.names.size(); ++i) nameIds[i] = store.intern(sim.names[i]);
+    auto groupOf = [&](const std::string& kind, int rank) -> std::pair<std::string, Id> {
+      for (std::size_t i = 0; i < sim.groups.size(); ++i) {
+        const auto& g = sim.groups[i];
+        if (g.name.rfind(kind, 0) != 0) continue;
+        if (std::find(g.ranks.begin(), g.ranks.end(), rank) != g.ranks.end()) return {g.name, groupIds[i]};
+      }
+      return {kind, 0};
+    };
+    const Id catCpu = store.intern("cpu_op"), catAnn = store.intern("user_annotation"), catWait = store.intern("wait"),
+             catColl = store.intern("collective");
+    const Id dtype = store.intern(em.precision == Precision::Fp32 ? "float" : "c10::BFloat16");
+    std::vector<Id> nameIds(sim.names.size());
+    std::vector<Id> waitNameIds(sim.names.size(), 0);
+    for (std::size_t i = 0; i < sim.names.size(); ++i) nameIds[i] = store.intern(sim.names[i]);
 
-  std::int64_t doneRanks = 0;
-  for (const auto& tr : sim.ranks) {
-    if (cancel) cancel->throwIfCancelled();
-    Rank rk;
-    rk.runId = runId;
-    rk.rank = tr.rank;
-    rk.host = "simulated-node" + std::to_string(tr.rank / std::max(1, std::min(em.gpusPerNode, em.gpus)));
-    rk.device = gloo ? "cpu" : "cuda:" + std::to_string(tr.rank % std::max(1, std::min(em.gpusPerNode, em.gpus)));
-    rk.sourceFile = "simulated";
-    const Id rankId = store.addRank(rk);
-    Track ct;
-    ct.rankId = rankId;
-    ct.kind = TrackKind::CpuThread;
-    ct.name = "compute (main thread)";
-    ct.pid = tr.rank;
-    ct.tid = 0;
-    ct.sortIndex = 0;
-    const Id computeTrack = store.addTrack(ct);
-    std::vector<Id> commTracks, commGroups;
-    for (std::size_t k = 0; k < sim.laneGroupKind.size(); ++k) {
-      const auto [gname, gid] = groupOf(sim.laneGroupKind[k], tr.rank);
-      Track t;
-      t.rankId = rankId;
-      t.kind = TrackKind::Comm;
-      t.name = "comm " + gname + " (" + backend + ")";
-      t.pid = tr.rank;
-      t.tid = static_cast<std::int64_t>(k + 1);
-      t.sortIndex = 10 + static_cast<int>(k);
-      commTracks.push_back(store.addTrack(t));
-      commGroups.push_back(gid);
-    }
-    const int devType = gloo ? 0 : 1;
-    const int devId = gloo ? 0 : static_cast<int>(tr.rank % std::max(1, std::min(em.gpusPerNode, em.gpus)));
-    const auto [memA, memR] = store.addMemoryTracks(rankId, devType, devId);
+    std::int64_t doneRanks = 0;
+    for (const auto& tr : sim.ranks) {
+      if (cancel) cancel->throwIfCancelled();
+      Rank rk;
+      rk.runId = runId;
+      rk.rank = tr.rank;
+      rk.host = "simulated-node" + std::to_string(tr.rank / std::max(1, std::min(em.gpusPerNode, em.gpus)));
+      rk.device = gloo ? "cpu" : "cuda:" + std::to_string(tr.rank % std::max(1, std::min(em.gpusPerNode, em.gpus)));
+      rk.sourceFile = "simulated";
+      const Id rankId = store.addRank(rk);
+      Track ct;
+      ct.rankId = rankId;
+      ct.kind = TrackKind::CpuThread;
+      ct.name = "compute (main thread)";
+      ct.pid = tr.rank;
+      ct.tid = 0;
+      ct.sortIndex = 0;
+      const Id computeTrack = store.addTrack(ct);
+      std::vector<Id> commTracks, commGroups;
+      for (std::size_t k = 0; k < sim.laneGroupKind.size(); ++k) {
+        const auto [gname, gid] = groupOf(sim.laneGroupKind[k], tr.rank);
+        Track t;
+        t.rankId = rankId;
+        t.kind = TrackKind::Comm;
+        t.name = "comm " + gname + " (" + backend + ")";
+        t.pid = tr.rank;
+        t.tid = static_cast<std::int64_t>(k + 1);
+        t.sortIndex = 10 + static_cast<int>(k);
+        commTracks.push_back(store.addTrack(t));
+        commGroups.push_back(gid);
+      }
+      const int devType = gloo ? 0 : 1;
+      const int devId = gloo ? 0 : static_cast<int>(tr.rank % std::max(1, std::min(em.gpusPerNode, em.gpus)));
+      const auto [memA, memR] = store.addMemoryTracks(rankId, devType, devId);
 
-    BulkWriter w(store);
-    std::string args;
-    for (const auto& sp : tr.spans) {
-      EventRecord e;
-      e.startNs = ns(sp.startS);
-      e.endNs = std::max(e.startNs, ns(sp.endS));
-      e.step = sp.step + 1;  // runtime steps count from 1
-      switch (sp.kind) {
-        case SimSpan::Kind::Compute:
-          e.trackId = computeTrack;
-          e.nameId = nameIds[static_cast<std::size_t>(sp.name)];
-          e.catId = catCpu;
-          e.category = Category::Computation;
-          w.addEvent(e);
-          break;
-        case SimSpan::Kind::Annotation:
-          e.trackId = computeTrack;
-          e.nameId = nameIds[static_cast<std::size_t>(sp.name)];
-          e.catId = catAnn;
-          e.category = Category::Other;
-          if (sim.names[static_cast<std::size_t>(sp.name)].rfind("ProfilerStep#", 0) == 0)
-            e.nameId = store.intern("ProfilerStep#" + std::to_string(sp.step + 1));
-          w.addEvent(e);
-          break;
-        case SimSpan::Kind::Wait: {
-          auto& wid = waitNameIds[static_cast<std::size_t>(sp.name)];
-          if (wid == 0) wid = store.intern("wait " + sim.names[static_cast<std::size_t>(sp.name)]);
-          e.trackId = computeTrack;
-          e.nameId = wid;
-          e.catId = catWait;
-          e.category = Category::Other;
-          w.addEvent(e);
-          break;
-        }
-        case SimSpan::Kind::Collective: {
-          e.trackId = commTracks.at(static_cast<std::size_t>(sp.commLane));
-          e.nameId = nameIds[static_cast<std::size_t>(sp.name)];
-          e.catId = catColl;
-          e.category = Category::Communication;
-          e.collOp = collOp(sp.op);
-          e.flags |= EventFlags::CollectiveMeta;
-          if (commGroups[static_cast<std::size_t>(sp.commLane)] != 0)
-            e.processGroupId = commGroups[static_cast<std::size_t>(sp.commLane)];
-          e.bytes = sp.bytes;
-          e.groupSize = sp.groupSize;
-          e.dtypeId = dtype;
-          const TimeNs issue = ns(sp.issueS);
-          args = "{\"issue_ns\":" + std::to_string(issue) + ",\"queue_ns\":" + std::to_string(e.startNs - issue) +
-                 ",\"simulated\":true" + (sp.emulated ? ",\"emulated_by\":\"all_reduce\"" : "") + "}";
-          w.addEvent(e, args);
-          break;
+      BulkWriter w(store);
+      std::string args;
+      for (const auto& sp : tr.spans) {
+        EventRecord e;
+        e.startNs = ns(sp.startS);
+        e.endNs = std::max(e.startNs, ns(sp.endS));
+        e.step = sp.step + 1;  // runtime steps count from 1
+        switch (sp.kind) {
+          case SimSpan::Kind::Compute:
+            e.trackId = computeTrack;
+            e.nameId = nameIds[static_cast<std::size_t>(sp.name)];
+            e.catId = catCpu;
+            e.category = Category::Computation;
+            w.addEvent(e);
+            break;
+          case SimSpan::Kind::Annotation:
+            e.trackId = computeTrack;
+            e.nameId = nameIds[static_cast<std::size_t>(sp.name)];
+            e.catId = catAnn;
+            e.category = Category::Other;
+            if (sim.names[static_cast<std::size_t>(sp.name)].rfind("ProfilerStep#", 0) == 0)
+              e.nameId = store.intern("ProfilerStep#" + std::to_string(sp.step + 1));
+            w.addEvent(e);
+            break;
+          case SimSpan::Kind::Wait: {
+            auto& wid = waitNameIds[static_cast<std::size_t>(sp.name)];
+            if (wid == 0) wid = store.intern("wait " + sim.names[static_cast<std::size_t>(sp.name)]);
+            e.trackId = computeTrack;
+            e.nameId = wid;
+            e.catId = catWait;
+            e.category = Category::Other;
+            w.addEvent(e);
+            break;
+          }
+          case SimSpan::Kind::Collective: {
+            e.trackId = commTracks.at(static_cast<std::size_t>(sp.commLane));
+            e.nameId = nameIds[static_cast<std::size_t>(sp.name)];
+            e.catId = catColl;
+            e.category = Category::Communication;
+            e.collOp = collOp(sp.op);
+            e.flags |= EventFlags::CollectiveMeta;
+            if (commGroups[static_cast<std::size_t>(sp.commLane)] != 0)
+              e.processGroupId = commGroups[static_cast<std::size_t>(sp.commLane)];
+            e.bytes = sp.bytes;
+            e.groupSize = sp.groupSize;
+            e.dtypeId = dtype;
+            const TimeNs issue = ns(sp.issueS);
+            args = "{\"issue_ns\":" + std::to_string(issue) + ",\"queue_ns\":" + std::to_string(e.startNs - issue) +
+                   ",\"simulated\":true" + (sp.emulated ? ",\"emulated_by\":\"all_reduce\"" : "") + "}";
+            w.addEvent(e, args);
+            break;
+          }
         }
       }
+      for (const auto& m : tr.memory) {
+        MemoryEvent me;
+        me.rankId = rankId;
+        me.tsNs = ns(m.tS);
+        me.deviceType = devType;
+        me.deviceId = devId;
+        me.bytes = m.delta;
+        me.totalAllocated = m.total;
+        me.totalReserved = m.total;
+        w.addMemoryEvent(me);
+        w.noteSample(memA, me.tsNs);
+        w.noteSample(memR, me.tsNs);
+      }
+      w.finish();
+      for (std::size_t s = 0; s < tr.steps.size(); ++s)
+        store.addStep(Step{rankId, static_cast<std::int64_t>(s + 1), ns(tr.steps[s].first), ns(tr.steps[s].second)});
+      // Per-rank metrics, as a runtime rank stores them.
+      std::int64_t peak = 0;
+      for (const auto& m : tr.memory) peak = std::max(peak, m.total);
+      store.setMetric(runId, rankId, "peak_allocated_bytes", static_cast<double>(peak));
+      if (tr.rank == 0)
+        for (int c = 0; c < kMemCats; ++c)
+          store.setMetric(runId, rankId, std::string("peak_breakdown.") + memCatKey(static_cast<MemCat>(c)),
+                          static_cast<double>(sim.peakByCategory[c]));
+      std::map<std::string, double> bytesPerOp, countPerOp;
+      double steadyStepS = 0;
+      int steady = 0;
+      for (std::size_t s = tr.steps.size() > 1 ? 1 : 0; s < tr.steps.size(); ++s, ++steady)
+        steadyStepS += tr.steps[s].second - tr.steps[s].first;
+      if (steady > 0) store.setMetric(runId, rankId, "step_time_ms", steadyStepS / steady * 1e3);
+      for (const auto& sp : tr.spans) {
+        if (sp.kind != SimSpan::Kind::Collective || sp.step != static_cast<int>(tr.steps.size()) - 1) continue;
+        const std::string op = collKindName(sp.op);
+        bytesPerOp[op] += static_cast<double>(sp.bytes);
+        countPerOp[op] += 1;
+      }
+      for (const auto& [op, v] : bytesPerOp) store.setMetric(runId, rankId, "comm.bytes_per_step." + op, v);
+      for (const auto& [op, v] : countPerOp) store.setMetric(runId, rankId, "comm.count_per_step." + op, v);
+      ++doneRanks;
+      if (progress) progress({"store simulated ranks", static_cast<std::uint64_t>(doneRanks), sim.ranks.size(), "ranks"});
     }
-    for (const auto& m : tr.memory) {
-      MemoryEvent me;
-      me.rankId = rankId;
-      me.tsNs = ns(m.tS);
-      me.deviceType = devType;
-      me.deviceId = devId;
-      me.bytes = m.delta;
-      me.totalAllocated = m.total;
-      me.totalReserved = m.total;
-      w.addMemoryEvent(me);
-      w.noteSample(memA, me.tsNs);
-      w.noteSample(memR, me.tsNs);
-    }
-    w.finish();
-    for (std::size_t s = 0; s < tr.steps.size(); ++s)
-      store.addStep(Step{rankId, static_cast<std::int64_t>(s + 1), ns(tr.steps[s].first), ns(tr.steps[s].second)});
-    // Per-rank metrics, as a runtime rank stores them.
-    std::int64_t peak = 0;
-    for (const auto& m : tr.memory) peak = std::max(peak, m.total);
-    store.setMetric(runId, rankId, "peak_allocated_bytes", static_cast<double>(peak));
-    if (tr.rank == 0)
-      for (int c = 0; c < kMemCats; ++c)
-        store.setMetric(runId, rankId, std::string("peak_breakdown.") + memCatKey(static_cast<MemCat>(c)),
-                        static_cast<double>(sim.peakByCategory[c]));
-    std::map<std::string, double> bytesPerOp, countPerOp;
-    double steadyStepS = 0;
-    int steady = 0;
-    for (std::size_t s = tr.steps.size() > 1 ? 1 : 0; s < tr.steps.size(); ++s, ++steady)
-      steadyStepS += tr.steps[s].second - tr.steps[s].first;
-    if (steady > 0) store.setMetric(runId, rankId, "step_time_ms", steadyStepS / steady * 1e3);
-    for (const auto& sp : tr.spans) {
-      if (sp.kind != SimSpan::Kind::Collective || sp.step != static_cast<int>(tr.steps.size()) - 1) continue;
-      const std::string op = collKindName(sp.op);
-      bytesPerOp[op] += static_cast<double>(sp.bytes);
-      countPerOp[op] += 1;
-    }
-    for (const auto& [op, v] : bytesPerOp) store.setMetric(runId, rankId, "comm.bytes_per_step." + op, v);
-    for (const auto& [op, v] : countPerOp) store.setMetric(runId, rankId, "comm.count_per_step." + op, v);
-    ++doneRanks;
-    if (progress) progress({"store simulated ranks", static_cast<std::uint64_t>(doneRanks), sim.ranks.size(), "ranks"});
-  }
-  const MemoryEstimate me = estimateMemory(em, in.strategy);
-  store.setMetric(runId, std::nullopt, "step_time_ms", sim.steady.stepS * 1e3);
-  store.setMetric(runId, std::nullopt, "tokens_per_s", sim.tokensPerSPerDevice * em.gpus);
-  store.setMetric(runId, std::nullopt, "params", static_cast<double>(parameterCount(em.model)));
-  store.setMetric(runId, std::nullopt, "sim.compute_ms", sim.steady.computeS * 1e3);
-  store.setMetric(runId, std::nullopt, "sim.comm_ms", sim.steady.commS * 1e3);
-  store.setMetric(runId, std::nullopt, "sim.exposed_comm_ms", sim.steady.exposedCommS * 1e3);
-  store.setMetric(runId, std::nullopt, "sim.overlap", sim.steady.overlap());
-  store.setMetric(runId, std::nullopt, "sim.slowest_rank_step_ms", sim.slowestRankStepS * 1e3);
-  store.setMetric(runId, std::nullopt, "sim.peak_bytes", static_cast<double>(sim.peakBytes));
-  store.setMetric(runId, std::nullopt, "sim.wall_s", sim.wallS);
-  store.setMetric(runId, std::nullopt, "comm.wire_bytes_per_step", sim.wireBytesPerStep);
-  store.setMetric(runId, std::nullopt, "model_state.parameters_bytes", static_cast<double>(me.state.parameters));
-  store.setMetric(runId, std::nullopt, "model_state.gradients_bytes", static_cast<double>(me.state.gradients));
-  store.setMetric(runId, std::nullopt, "model_state.optimizer_bytes", static_cast<double>(me.state.optimizer));
-  store.setMetric(runId, std::nullopt, "model_state.buffers_bytes", static_cast<double>(me.state.buffers));
-  tx.commit();
+    const MemoryEstimate me = estimateMemory(em, in.strategy);
+    store.setMetric(runId, std::nullopt, "step_time_ms", sim.steady.stepS * 1e3);
+    store.setMetric(runId, std::nullopt, "tokens_per_s", sim.tokensPerSPerDevice * em.gpus);
+    store.setMetric(runId, std::nullopt, "params", static_cast<double>(parameterCount(em.model)));
+    store.setMetric(runId, std::nullopt, "sim.compute_ms", sim.steady.computeS * 1e3);
+    store.setMetric(runId, std::nullopt, "sim.comm_ms", sim.steady.commS * 1e3);
+    store.setMetric(runId, std::nullopt, "sim.exposed_comm_ms", sim.steady.exposedCommS * 1e3);
+    store.setMetric(runId, std::nullopt, "sim.overlap", sim.steady.overlap());
+    store.setMetric(runId, std::nullopt, "sim.slowest_rank_step_ms", sim.slowestRankStepS * 1e3);
+    store.setMetric(runId, std::nullopt, "sim.peak_bytes", static_cast<double>(sim.peakBytes));
+    store.setMetric(runId, std::nullopt, "sim.wall_s", sim.wallS);
+    store.setMetric(runId, std::nullopt, "comm.wire_bytes_per_step", sim.wireBytesPerStep);
+    store.setMetric(runId, std::nullopt, "model_state.parameters_bytes", static_cast<double>(me.state.parameters));
+    store.setMetric(runId, std::nullopt, "model_state.gradients_bytes", static_cast<double>(me.state.gradients));
+    store.setMetric(runId, std::nullopt, "model_state.optimizer_bytes", static_cast<double>(me.state.optimizer));
+    store.setMetric(runId, std::nullopt, "model_state.buffers_bytes", static_cast<double>(me.state.buffers));
+  });
   return runId;
+}
+
+JsonValue toJson(const MeasuredProfile& m) {
+  JsonValue o = JsonValue::object();
+  o.set("run", JsonValue::number(static_cast<std::int64_t>(m.runId)));
+  o.set("strategy", JsonValue::string(strategyName(m.strategy)));
+  o.set("step_s", JsonValue::number(m.stepS));
+  o.set("comm_s", JsonValue::number(m.commS));
+  o.set("exposed_comm_s", JsonValue::number(m.exposedCommS));
+  o.set("overlap", JsonValue::number(m.overlap()));
+  o.set("compute_jitter", JsonValue::number(m.computeJitter));
+  for (int p = 0; p < kComputePhases; ++p)
+    if (m.phaseJitter[p] >= 0)
+      o.set(std::string("compute_jitter_") + computePhaseName(static_cast<ComputePhase>(p)), JsonValue::number(m.phaseJitter[p]));
+  return o;
 }
 
 }  // namespace shardscope::core::estimator

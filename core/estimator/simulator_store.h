@@ -39,6 +39,9 @@ struct MeasuredProfile {
   double overlap() const { return commS > 0 ? 1.0 - exposedCommS / commS : 1.0; }
   std::string runName;
 };
+// {run, strategy, step_s, comm_s, exposed_comm_s, overlap, compute_jitter, compute_jitter_<phase>
+//  (the phases it has)}: `shardscope-cli simulate --json`'s profile_run.
+JsonValue toJson(const MeasuredProfile& m);
 
 // Reads a runtime run's configuration and its compute spans ("forward <block>", "backward
 // <block or module>", "optimizer step" on each rank's compute lane). Throws core::Error naming the

@@ -270,6 +270,21 @@ class TestSimulator : public QObject {
     QCOMPARE(replicaGroups, 8);
   }
 
+  // The result's JSON (what `simulate --json` prints) carries the result's own figures.
+  void resultJsonCarriesTheFigures() {
+    auto si = simInput(runtimeInput("tiny", 2), Strategy::Zero3, flat(2, 1e-3, 2e-3, 0));
+    const auto r = simulate(si);
+    const JsonValue j = toJson(r);
+    QCOMPARE(j.find("strategy")->asString(), std::string("zero3"));
+    QCOMPARE(j.find("step_s")->asDouble(), r.steady.stepS);
+    QCOMPARE(j.find("exposed_comm_s")->asDouble(), r.steady.exposedCommS);
+    QCOMPARE(j.find("overlap")->asDouble(), r.steady.overlap());
+    QCOMPARE(*j.find("peak_bytes")->asInt(), r.peakBytes);
+    QCOMPARE(*j.find("collectives_per_step")->asInt(), r.collectivesPerStep);
+    QCOMPARE(j.find("wire_bytes_per_step")->asDouble(), r.wireBytesPerStep);
+    QCOMPARE(j.members().size(), std::size_t{15});
+  }
+
   void refusesWhatItCannotSimulate() {
     auto em = runtimeInput("tiny", 2);
     em.offloadOptimizer = true;
