@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/util/args.h"
 #include "core/analysis/bottlenecks.h"
 #include "core/analysis/collectives.h"
 #include "core/analysis/hta_metrics.h"
@@ -68,52 +69,26 @@ struct Options {
   std::exit(code);
 }
 
-bool parseCount(std::string_view s, std::uint64_t& out) {
-  std::uint64_t mult = 1;
-  if (!s.empty() && (s.back() == 'k' || s.back() == 'K')) mult = 1000;
-  if (!s.empty() && (s.back() == 'm' || s.back() == 'M')) mult = 1000000;
-  if (mult != 1) s.remove_suffix(1);
-  std::uint64_t v = 0;
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || p != s.data() + s.size()) return false;
-  out = v * mult;
-  return true;
-}
-
 Options parseArgs(int argc, char** argv) {
+  static const std::vector<core::ArgSpec> specs = {
+      {"ranks", true, ""}, {"events", true, ""}, {"seed", true, ""}, {"repeat", true, ""}, {"dir", true, ""},
+      {"keep", false, ""}, {"db", true, ""},     {"run", true, ""},  {"help", false, ""},
+  };
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    auto value = [&]() -> std::string_view {
-      if (i + 1 >= argc) usage(2);
-      return argv[++i];
-    };
-    std::uint64_t n = 0;
-    if (a == "--ranks") {
-      if (!parseCount(value(), n) || n == 0 || n > 1024) usage(2);
-      o.ranks = static_cast<int>(n);
-    } else if (a == "--events") {
-      if (!parseCount(value(), o.events) || o.events == 0) usage(2);
-    } else if (a == "--seed") {
-      if (!parseCount(value(), o.seed)) usage(2);
-    } else if (a == "--repeat") {
-      if (!parseCount(value(), n) || n == 0 || n > 100) usage(2);
-      o.repeat = static_cast<int>(n);
-    } else if (a == "--dir") {
-      o.dir = std::string(value());
-    } else if (a == "--keep") {
-      o.keep = true;
-    } else if (a == "--db") {
-      o.db = std::string(value());
-    } else if (a == "--run") {
-      if (!parseCount(value(), n) || n == 0) usage(2);
-      o.run = static_cast<core::Id>(n);
-    } else if (a == "-h" || a == "--help") {
-      usage(0);
-    } else {
-      std::fprintf(stderr, "bench_analyze: unknown argument '%s'\n", argv[i]);
-      usage(2);
-    }
+  try {
+    const core::ParsedArgs a = core::parseArgs(argc, argv, specs, core::ArgParseOptions::optionsOnly());
+    if (a.has("help")) usage(0);
+    o.ranks = static_cast<int>(a.getCount("ranks", static_cast<std::uint64_t>(o.ranks), 1, 1024));
+    o.events = a.getCount("events", o.events, 1);
+    o.seed = a.getCount("seed", o.seed);
+    o.repeat = static_cast<int>(a.getCount("repeat", static_cast<std::uint64_t>(o.repeat), 1, 100));
+    o.dir = a.get("dir");
+    o.keep = a.has("keep");
+    o.db = a.get("db");
+    o.run = static_cast<core::Id>(a.getCount("run", static_cast<std::uint64_t>(o.run), a.has("run") ? 1 : 0));
+  } catch (const core::ArgError& e) {
+    std::fprintf(stderr, "bench_analyze: %s\n", e.what());
+    usage(2);
   }
   return o;
 }

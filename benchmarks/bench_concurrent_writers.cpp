@@ -23,11 +23,14 @@
 #include <thread>
 #include <vector>
 
+#include "core/util/args.h"
 #include "core/import/kineto_importer.h"
 #include "core/storage/trace_store.h"
 #include "tests/tools/kineto_generator.h"
 
 namespace {
+
+namespace core = shardscope::core;
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -48,16 +51,6 @@ struct Options {
       "while a reader polls its run list; prints throughput, the longest lock wait and the slowest read.\n",
       code == 0 ? stdout : stderr);
   std::exit(code);
-}
-
-std::uint64_t parseCount(std::string_view s) {
-  std::uint64_t mult = 1;
-  if (!s.empty() && (s.back() == 'k' || s.back() == 'K')) mult = 1000, s.remove_suffix(1);
-  if (!s.empty() && (s.back() == 'm' || s.back() == 'M')) mult = 1000000, s.remove_suffix(1);
-  std::uint64_t v = 0;
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v == 0) usage(2);
-  return v * mult;
 }
 
 double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -128,28 +121,22 @@ WriterResult parse(const std::string& text) {
 
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    auto next = [&]() -> std::string_view {
-      if (i + 1 >= argc) usage(2);
-      return argv[++i];
-    };
-    if (a == "--writers")
-      o.writers = static_cast<int>(parseCount(next()));
-    else if (a == "--imports")
-      o.imports = static_cast<int>(parseCount(next()));
-    else if (a == "--events")
-      o.events = parseCount(next());
-    else if (a == "--new")
-      o.fresh = true;
-    else if (a == "--keep")
-      o.keep = true;
-    else if (a == "--dir")
-      o.dir = std::string(next());
-    else if (a == "--help" || a == "-h")
-      usage(0);
-    else
-      usage(2);
+  static const std::vector<core::ArgSpec> specs = {
+      {"writers", true, ""}, {"imports", true, ""}, {"events", true, ""}, {"new", false, ""},
+      {"keep", false, ""},   {"dir", true, ""},     {"help", false, ""},
+  };
+  try {
+    const core::ParsedArgs a = core::parseArgs(argc, argv, specs, core::ArgParseOptions::optionsOnly());
+    if (a.has("help")) usage(0);
+    o.writers = static_cast<int>(a.getCount("writers", static_cast<std::uint64_t>(o.writers), 1, 1024));
+    o.imports = static_cast<int>(a.getCount("imports", static_cast<std::uint64_t>(o.imports), 1, 100000));
+    o.events = a.getCount("events", o.events, 1);
+    o.fresh = a.has("new");
+    o.keep = a.has("keep");
+    o.dir = a.get("dir");
+  } catch (const core::ArgError& e) {
+    std::fprintf(stderr, "bench_concurrent_writers: %s\n", e.what());
+    usage(2);
   }
   const bool tmpDir = o.dir.empty();
   if (tmpDir) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/storage/trace_store.h"
+#include "core/util/args.h"
 #include "ui/main/main_window.h"
 #include "ui/pages/page.h"
 #include "ui/pages/page_factory.h"
@@ -43,22 +44,17 @@ int main(int argc, char** argv) {
   std::string db;
   core::Id run = 0;
   int timeoutS = 600;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(2);
-      return argv[++i];
-    };
-    if (a == "--db")
-      db = value();
-    else if (a == "--run")
-      run = std::stoll(value());
-    else if (a == "--timeout-s")
-      timeoutS = std::stoi(value());
-    else if (a == "-h" || a == "--help")
-      usage(0);
-    else
-      usage(2);
+  static const std::vector<core::ArgSpec> specs = {
+      {"db", true, ""}, {"run", true, ""}, {"timeout-s", true, ""}, {"help", false, ""}};
+  try {
+    const core::ParsedArgs a = core::parseArgs(argc, argv, specs, core::ArgParseOptions::optionsOnly());
+    if (a.has("help")) usage(0);
+    db = a.get("db");
+    run = a.getInt("run", 0, 0);
+    timeoutS = static_cast<int>(a.getInt("timeout-s", timeoutS, 1));
+  } catch (const core::ArgError& e) {
+    std::fprintf(stderr, "bench_gui_responsiveness: %s\n", e.what());
+    usage(2);
   }
   if (db.empty()) usage(2);
   std::uint64_t events = 0;

@@ -25,11 +25,14 @@
 #include <thread>
 #include <vector>
 
+#include "core/util/args.h"
 #include "core/import/kineto_importer.h"
 #include "core/storage/trace_store.h"
 #include "tests/tools/kineto_generator.h"
 
 namespace {
+
+namespace core = shardscope::core;
 
 namespace fs = std::filesystem;
 
@@ -56,18 +59,6 @@ struct Options {
   std::exit(code);
 }
 
-bool parseCount(std::string_view s, std::uint64_t& out) {
-  std::uint64_t mult = 1;
-  if (!s.empty() && (s.back() == 'k' || s.back() == 'K')) mult = 1000;
-  if (!s.empty() && (s.back() == 'm' || s.back() == 'M')) mult = 1000000;
-  if (mult != 1) s.remove_suffix(1);
-  std::uint64_t v = 0;
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || p != s.data() + s.size()) return false;
-  out = v * mult;
-  return true;
-}
-
 std::string sizeLabel(std::uint64_t n) {
   if (n % 1'000'000 == 0) return std::to_string(n / 1'000'000) + "M";
   if (n % 1'000 == 0) return std::to_string(n / 1'000) + "k";
@@ -75,42 +66,26 @@ std::string sizeLabel(std::uint64_t n) {
 }
 
 Options parseArgs(int argc, char** argv) {
+  static const std::vector<core::ArgSpec> specs = {
+      {"sizes", true, ""}, {"gz", false, ""}, {"keep", false, ""},  {"old-format", false, ""},
+      {"seed", true, ""},  {"dir", true, ""}, {"files", false, ""}, {"help", false, ""},
+  };
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    auto value = [&]() -> std::string_view {
-      if (i + 1 >= argc) usage(2);
-      return argv[++i];
-    };
-    if (a == "--sizes") {
-      o.sizes.clear();
-      std::string_view list = value();
-      while (!list.empty()) {
-        const auto comma = list.find(',');
-        std::uint64_t n = 0;
-        if (!parseCount(list.substr(0, comma), n) || n == 0) usage(2);
-        o.sizes.push_back(n);
-        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-      }
-    } else if (a == "--gz") {
-      o.gz = true;
-    } else if (a == "--keep") {
-      o.keep = true;
-    } else if (a == "--old-format") {
-      o.newFormat = false;
-    } else if (a == "--seed") {
-      if (!parseCount(value(), o.seed)) usage(2);
-    } else if (a == "--dir") {
-      o.dir = std::string(value());
-    } else if (a == "--files") {
-      while (i + 1 < argc && std::string_view(argv[i + 1]).substr(0, 2) != "--") o.files.emplace_back(argv[++i]);
-      if (o.files.empty()) usage(2);
-    } else if (a == "-h" || a == "--help") {
-      usage(0);
-    } else {
-      std::fprintf(stderr, "bench_import: unknown argument '%s'\n", argv[i]);
-      usage(2);
-    }
+  try {
+    const core::ParsedArgs a = core::parseArgs(argc, argv, specs);
+    if (a.has("help")) usage(0);
+    o.sizes = a.getCounts("sizes", o.sizes, 1);
+    o.gz = a.has("gz");
+    o.keep = a.has("keep");
+    o.newFormat = !a.has("old-format");
+    o.seed = a.getCount("seed", o.seed);
+    o.dir = a.get("dir");
+    // --files TRACE [TRACE...]: the traces are the positionals.
+    if (a.has("files") == a.positional.empty()) throw core::ArgError("--files needs trace files (and only it takes them)");
+    o.files = a.positional;
+  } catch (const core::ArgError& e) {
+    std::fprintf(stderr, "bench_import: %s\n", e.what());
+    usage(2);
   }
   return o;
 }

@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/util/args.h"
 #include "core/storage/trace_store.h"
 #include "core/timeline/draw_list.h"
 #include "core/timeline/range_stats.h"
@@ -68,64 +69,27 @@ struct Options {
   std::exit(code);
 }
 
-bool parseCount(std::string_view s, std::uint64_t& out) {
-  std::uint64_t mult = 1;
-  if (!s.empty() && (s.back() == 'k' || s.back() == 'K')) mult = 1000;
-  if (!s.empty() && (s.back() == 'm' || s.back() == 'M')) mult = 1000000;
-  if (mult != 1) s.remove_suffix(1);
-  std::uint64_t v = 0;
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || p != s.data() + s.size()) return false;
-  out = v * mult;
-  return true;
-}
-
 Options parseArgs(int argc, char** argv) {
+  static const std::vector<core::ArgSpec> specs = {
+      {"sizes", true, ""}, {"ranks", true, ""}, {"width", true, ""}, {"frames", true, ""}, {"threads", true, ""},
+      {"dir", true, ""},   {"keep", false, ""}, {"db", true, ""},    {"run", true, ""},    {"help", false, ""},
+  };
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    auto value = [&]() -> std::string_view {
-      if (i + 1 >= argc) usage(2);
-      return argv[++i];
-    };
-    std::uint64_t n = 0;
-    if (a == "--sizes") {
-      o.sizes.clear();
-      std::string_view list = value();
-      while (!list.empty()) {
-        const std::size_t comma = list.find(',');
-        if (!parseCount(list.substr(0, comma), n) || n == 0) usage(2);
-        o.sizes.push_back(n);
-        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-      }
-      if (o.sizes.empty()) usage(2);
-    } else if (a == "--ranks") {
-      if (!parseCount(value(), n) || n == 0 || n > 1024) usage(2);
-      o.ranks = static_cast<int>(n);
-    } else if (a == "--width") {
-      if (!parseCount(value(), n) || n == 0 || n > 100000) usage(2);
-      o.width = static_cast<int>(n);
-    } else if (a == "--frames") {
-      if (!parseCount(value(), n) || n == 0 || n > 10000) usage(2);
-      o.frames = static_cast<int>(n);
-    } else if (a == "--threads") {
-      if (!parseCount(value(), n) || n > 256) usage(2);
-      o.threads = static_cast<unsigned>(n);
-    } else if (a == "--dir") {
-      o.dir = std::string(value());
-    } else if (a == "--keep") {
-      o.keep = true;
-    } else if (a == "--db") {
-      o.db = std::string(value());
-    } else if (a == "--run") {
-      if (!parseCount(value(), n) || n == 0) usage(2);
-      o.run = static_cast<Id>(n);
-    } else if (a == "-h" || a == "--help") {
-      usage(0);
-    } else {
-      std::fprintf(stderr, "bench_timeline: unknown argument '%s'\n", argv[i]);
-      usage(2);
-    }
+  try {
+    const core::ParsedArgs a = core::parseArgs(argc, argv, specs, core::ArgParseOptions::optionsOnly());
+    if (a.has("help")) usage(0);
+    o.sizes = a.getCounts("sizes", o.sizes, 1);
+    o.ranks = static_cast<int>(a.getCount("ranks", static_cast<std::uint64_t>(o.ranks), 1, 1024));
+    o.width = static_cast<int>(a.getCount("width", static_cast<std::uint64_t>(o.width), 1, 100000));
+    o.frames = static_cast<int>(a.getCount("frames", static_cast<std::uint64_t>(o.frames), 1, 10000));
+    o.threads = static_cast<unsigned>(a.getCount("threads", o.threads, 0, 256));
+    o.dir = a.get("dir");
+    o.keep = a.has("keep");
+    o.db = a.get("db");
+    o.run = static_cast<Id>(a.getCount("run", static_cast<std::uint64_t>(o.run), a.has("run") ? 1 : 0));
+  } catch (const core::ArgError& e) {
+    std::fprintf(stderr, "bench_timeline: %s\n", e.what());
+    usage(2);
   }
   return o;
 }

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "core/util/args.h"
 #include "core/storage/trace_store.h"
 #include "core/timeline/timeline_index.h"
 #include "ui/timeline/timeline_widget.h"
@@ -88,17 +89,20 @@ int main(int argc, char** argv) {
       "usage: bench_timeline_paint DB... [--frames 20] [--expanded]   (DBs from bench_timeline --keep [--ranks 64])\n"
       "  --expanded  the 1920x1080 frame with every rank expanded, not the layout the widget opens with\n"
       "              (compact or collapsed ranks when a run of 4 ranks or more does not fit)\n";
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--frames" && i + 1 < argc)
-      frames = std::max(1, std::stoi(argv[++i]));
-    else if (a == "--expanded")
-      expanded = true;
-    else if (a == "-h" || a == "--help") {
+  static const std::vector<core::ArgSpec> specs = {{"frames", true, ""}, {"expanded", false, ""}, {"help", false, ""}};
+  try {
+    const core::ParsedArgs a = core::parseArgs(argc, argv, specs);
+    if (a.has("help")) {
       std::fputs(usage, stdout);
       return 0;
-    } else
-      dbs.push_back(a);
+    }
+    frames = static_cast<int>(a.getInt("frames", frames, 1));
+    expanded = a.has("expanded");
+    dbs = a.positional;
+  } catch (const core::ArgError& e) {
+    std::fprintf(stderr, "bench_timeline_paint: %s\n", e.what());
+    std::fputs(usage, stderr);
+    return 2;
   }
   if (dbs.empty()) {
     std::fputs(usage, stderr);

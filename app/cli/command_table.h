@@ -11,11 +11,8 @@
 
 namespace shardscope::cli {
 
-struct OptionSpec {
-  std::string name;
-  bool takesValue;
-  std::string help;
-};
+// An option of a command: name, whether it takes a value, help (core/util/args.h).
+using OptionSpec = core::ArgSpec;
 
 struct Command {
   std::string name;

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "app/cli/command_table.h"
+#include "app/cli/protocol.h"
 #include "app/cli/terminal_progress.h"
 #include "core/analysis/bottlenecks.h"
 #include "core/analysis/collectives.h"
@@ -116,10 +117,12 @@ int cmdImport(const Args& a, core::CancelToken& cancel) {
   opt.runName = a.get("name");
   opt.separateRuns = a.has("separate-runs");
   opt.keepArgs = !a.has("no-args");
-  opt.progress = bar.callback();
+  opt.progress = EventStream::instance().wrap(bar.callback());
   opt.cancel = &cancel;
   const auto res = reader.import(store, files, opt);
   bar.finish();
+  for (const auto& w : res.warnings) EventStream::instance().warning(w);  // --progress json (protocol.h)
+  for (auto id : res.runIds) EventStream::instance().run(id, store.run(id) ? store.run(id)->strategy : "", "completed");
   const double eps = res.seconds > 0 ? static_cast<double>(res.events) / res.seconds : 0;
   if (a.has("json")) {
     JsonValue out = JsonValue::object();
@@ -939,9 +942,10 @@ int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
 const std::vector<Command>& commands() {
   static const std::vector<Command> cmds = {
       {"import",
-       "shardscope-cli import [--db F] [--name N] [--separate-runs] [--no-args] [--json] FILE|DIR...",
+       "shardscope-cli import [--db F] [--name N] [--separate-runs] [--no-args] [--json] [--progress json] FILE|DIR...",
        "Import torch.profiler (Kineto) JSON traces (.json/.json.gz), one per rank, as one run",
        {{"name", true, "run name (default: the directory or file name)"},
+        {"progress", true, "json: one JSON event per line on stdout (the app's protocol); human output to stderr"},
         {"separate-runs", false, "import each file as its own run (files from different jobs)"},
         {"no-args", false, "do not keep each event's free-form args (smaller database)"}},
        cmdImport,
@@ -1002,38 +1006,14 @@ void printMainHelp(std::ostream& os) {
 
 void printCommandHelp(std::ostream& os, const Command& c) {
   os << c.summary << "\n\nUsage: " << c.usage << "\n\nOptions:\n";
-  auto line = [&](const OptionSpec& o) {
-    std::string flag = (o.name.size() == 1 ? "-" : "--") + o.name + (o.takesValue ? " VALUE" : "");
-    os << "  " << flag << std::string(flag.size() < 22 ? 22 - flag.size() : 1, ' ') << o.help << "\n";
-  };
-  for (const auto& o : c.options) line(o);
-  for (const auto& o : kCommon) line(o);
+  os << core::argsHelp(c.options) << core::argsHelp(kCommon);
 }
 
 }  // namespace
-
-bool Args::has(const std::string& name) const {
-  const bool given = std::any_of(options.begin(), options.end(), [&](const auto& p) { return p.first == name; });
-  if (!given || std::find(flags.begin(), flags.end(), name) == flags.end()) return given;
-  return get(name) == "true";
-}
 
 namespace {
-
-// The spellings of a flag's value: --flag=VALUE or --flag VALUE.
-std::optional<bool> flagValue(std::string_view v) {
-  if (v == "true" || v == "1" || v == "on" || v == "yes") return true;
-  if (v == "false" || v == "0" || v == "off" || v == "no") return false;
-  return std::nullopt;
-}
-
+int runCommand(const Command& cmd, const Args& args, core::CancelToken& cancel);
 }  // namespace
-
-std::string Args::get(const std::string& name, const std::string& def) const {
-  for (auto it = options.rbegin(); it != options.rend(); ++it)
-    if (it->first == name) return it->second;
-  return def;
-}
 
 int runCli(int argc, char** argv, core::CancelToken& cancel) {
   std::vector<std::string> argvs(argv + 1, argv + argc);
@@ -1052,59 +1032,14 @@ int runCli(int argc, char** argv, core::CancelToken& cancel) {
     return kUsage;
   }
   const Command& cmd = *it;
+  std::vector<core::ArgSpec> specs = cmd.options;
+  specs.insert(specs.end(), kCommon.begin(), kCommon.end());
   Args args;
-  for (std::size_t i = 1; i < argvs.size(); ++i) {
-    const std::string& s = argvs[i];
-    if (s == "--") {
-      args.positional.insert(args.positional.end(), argvs.begin() + static_cast<long>(i) + 1, argvs.end());
-      break;
-    }
-    if (s.size() > 1 && s[0] == '-') {
-      std::string name = s.substr(s[1] == '-' ? 2 : 1);
-      std::string value;
-      bool inlineValue = false;
-      if (auto eq = name.find('='); eq != std::string::npos) {
-        value = name.substr(eq + 1);
-        name = name.substr(0, eq);
-        inlineValue = true;
-      }
-      const OptionSpec* spec = nullptr;
-      for (const auto& o : cmd.options)
-        if (o.name == name) spec = &o;
-      for (const auto& o : kCommon)
-        if (o.name == name) spec = &o;
-      if (name == "h") spec = &kCommon.back();
-      if (!spec) {
-        std::cerr << "shardscope-cli " << cmd.name << ": unknown option '" << s << "' (see --help)\n";
-        return kUsage;
-      }
-      if (spec->takesValue && !inlineValue) {
-        if (i + 1 >= argvs.size()) {
-          std::cerr << "shardscope-cli " << cmd.name << ": option '" << s << "' needs a value\n";
-          return kUsage;
-        }
-        value = argvs[++i];
-      } else if (!spec->takesValue) {
-        // A flag: --flag, --flag=false, or --flag false (the next word, when it is a truth value).
-        if (inlineValue) {
-          const auto b = flagValue(value);
-          if (!b) {
-            std::cerr << "shardscope-cli " << cmd.name << ": option '--" << name << "' is a flag: '" << value
-                      << "' is not true/false/1/0/on/off/yes/no\n";
-            return kUsage;
-          }
-          value = *b ? "true" : "false";
-        } else if (i + 1 < argvs.size() && flagValue(argvs[i + 1])) {
-          value = *flagValue(argvs[++i]) ? "true" : "false";
-        } else {
-          value = "true";
-        }
-        if (std::find(args.flags.begin(), args.flags.end(), spec->name) == args.flags.end()) args.flags.push_back(spec->name);
-      }
-      args.options.emplace_back(spec->name, value);
-    } else {
-      args.positional.push_back(s);
-    }
+  try {
+    args = core::parseArgs(std::vector<std::string>(argvs.begin() + 1, argvs.end()), specs);
+  } catch (const core::ArgError& e) {
+    std::cerr << "shardscope-cli " << cmd.name << ": " << e.what() << " (see --help)\n";
+    return kUsage;
   }
   if (args.has("help")) {
     printCommandHelp(std::cout, cmd);
@@ -1115,48 +1050,74 @@ int runCli(int argc, char** argv, core::CancelToken& cancel) {
               << "' (this command takes options only; see --help)\n";
     return kUsage;
   }
-  try {
-    if (args.has("busy-timeout")) {
-      const std::string v = args.get("busy-timeout", "");
-      char* end = nullptr;
-      const double secs = std::strtod(v.c_str(), &end);
-      if (v.empty() || end != v.c_str() + v.size() || !(secs >= 0))
-        throw std::invalid_argument("--busy-timeout: '" + v + "' is not a number of seconds");
-      core::BusyPolicy::setDefaultTimeout(std::chrono::milliseconds(static_cast<std::int64_t>(secs * 1000)));
-      ::setenv("SHARDSCOPE_BUSY_TIMEOUT", v.c_str(), 1);  // the worker ranks this command starts wait as long
+  // --progress json: the app's protocol (protocol.h) on stdout, every error as an event, and the
+  // exit code in a last "done" event.
+  auto& events = EventStream::instance();
+  std::vector<std::string> inputs = args.positional;
+  for (const char* key : {"config", "deepspeed"})
+    if (args.has(key)) inputs.push_back(args.get(key) == "-" ? "<stdin>" : args.get(key));
+  if (args.has("progress")) {
+    if (args.get("progress") != "json") {
+      std::cerr << "shardscope-cli " << cmd.name << ": --progress: expected 'json', got '" << args.get("progress")
+                << "' (see --help)\n";
+      return kUsage;
     }
-    // Another process writing (an import, a run, the app) makes this one wait, not fail: say so on
-    // stderr after 2 s and every 10 s after, and let Ctrl-C end the wait.
-    core::BusyPolicy::setCancelToken(&cancel);
-    core::BusyPolicy::setReporter([name = cmd.name, lastPrinted = std::make_shared<std::atomic<std::int64_t>>(-1)](
-                                      const std::string& path, std::chrono::milliseconds waited,
-                                      std::chrono::milliseconds bound) {
-      const std::int64_t bucket = waited.count() / 10000;
-      if (lastPrinted->exchange(bucket) == bucket) return;
-      std::fprintf(stderr, "shardscope-cli %s: %s: waiting for another process writing to it (%lld s so far, at most %lld s)\n",
-                   name.c_str(), path.c_str(), static_cast<long long>(waited.count() / 1000),
-                   static_cast<long long>(bound.count() / 1000));
-    });
-    return cmd.run(args, cancel);
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "shardscope-cli " << cmd.name << ": " << e.what() << " (see --help)\n";
-    return kUsage;
-  } catch (const core::Cancelled&) {
-    std::cerr << "shardscope-cli " << cmd.name << ": cancelled; nothing was written\n";
-    return kCancelled;
-  } catch (const core::DatabaseError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return kDatabase;
-  } catch (const core::Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return kFailed;
-  } catch (const std::bad_alloc&) {
-    std::cerr << "\nerror: out of memory\n";
-    return kFailed;
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return kFailed;
+    events.enable();
   }
+  const auto fail = [&](int code, const std::string& prefix, const std::string& message, const std::string& suffix) {
+    std::cerr << prefix << message << suffix << "\n";
+    events.error(message, inputs);
+    return code;
+  };
+  const int rc = [&]() -> int {
+    try {
+      return runCommand(cmd, args, cancel);
+    } catch (const std::invalid_argument& e) {
+      return fail(kUsage, "shardscope-cli " + cmd.name + ": ", e.what(), " (see --help)");
+    } catch (const core::Cancelled&) {
+      std::cerr << "shardscope-cli " << cmd.name << ": cancelled; nothing was written\n";
+      return kCancelled;
+    } catch (const core::DatabaseError& e) {
+      return fail(kDatabase, "error: ", e.what(), "");
+    } catch (const core::Error& e) {
+      return fail(kFailed, "error: ", e.what(), "");
+    } catch (const std::bad_alloc&) {
+      return fail(kFailed, "\nerror: ", "out of memory", "");
+    } catch (const std::exception& e) {
+      return fail(kFailed, "error: ", e.what(), "");
+    }
+  }();
+  events.done(rc);
+  return rc;
 }
+
+namespace {
+
+// The command itself, after the options were parsed: the database wait policy, then the handler.
+int runCommand(const Command& cmd, const Args& args, core::CancelToken& cancel) {
+  if (args.has("busy-timeout")) {
+    const std::string v = args.get("busy-timeout", "");
+    char* end = nullptr;
+    const double secs = std::strtod(v.c_str(), &end);
+    if (v.empty() || end != v.c_str() + v.size() || !(secs >= 0))
+      throw std::invalid_argument("--busy-timeout: '" + v + "' is not a number of seconds");
+    core::BusyPolicy::setDefaultTimeout(std::chrono::milliseconds(static_cast<std::int64_t>(secs * 1000)));
+    ::setenv("SHARDSCOPE_BUSY_TIMEOUT", v.c_str(), 1);  // the worker ranks this command starts wait as long
+  }
+  // Another process writing (an import, a run, the app) makes this one wait, not fail: say so on
+  // stderr after 2 s and every 10 s after, and let Ctrl-C end the wait.
+  core::BusyPolicy::setCancelToken(&cancel);
+  core::BusyPolicy::setReporter([name = cmd.name, lastPrinted = std::make_shared<std::atomic<std::int64_t>>(-1)](
+                                    const std::string& path, std::chrono::milliseconds waited, std::chrono::milliseconds bound) {
+    const std::int64_t bucket = waited.count() / 10000;
+    if (lastPrinted->exchange(bucket) == bucket) return;
+    std::fprintf(stderr, "shardscope-cli %s: %s: waiting for another process writing to it (%lld s so far, at most %lld s)\n",
+                 name.c_str(), path.c_str(), static_cast<long long>(waited.count() / 1000),
+                 static_cast<long long>(bound.count() / 1000));
+  });
+  return cmd.run(args, cancel);
+}
+
+}  // namespace
 
 }  // namespace shardscope::cli

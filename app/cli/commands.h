@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "core/util/args.h"
 #include "core/util/progress.h"
 
 namespace shardscope::cli {
@@ -16,16 +17,8 @@ enum ExitCode : int {
   kCancelled = 130  // interrupted (Ctrl-C); nothing half-written is kept
 };
 
-struct Args {
-  std::vector<std::string> positional;
-  // --name value; a flag (an option without a value) is "true" or "false": --flag, --flag=false
-  // and --flag false all parse.
-  std::vector<std::pair<std::string, std::string>> options;
-  std::vector<std::string> flags;  // names of the options that are flags
-  // Whether the option was given; for a flag, whether its last value is true.
-  bool has(const std::string& name) const;
-  std::string get(const std::string& name, const std::string& def = {}) const;
-};
+// A command's parsed arguments (core/util/args.h: the parser the worker and the benchmarks share).
+using Args = core::ParsedArgs;
 
 int runCli(int argc, char** argv, core::CancelToken& cancel);
 

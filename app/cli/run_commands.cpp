@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "app/cli/command_table.h"
+#include "app/cli/protocol.h"
 #include "app/cli/terminal_progress.h"
 #include "core/analysis/bottlenecks.h"
 #include "core/analysis/comparison.h"
@@ -47,14 +48,17 @@ std::string locateWorker() {
 std::vector<OptionSpec> runOptions(bool compare) {
   std::vector<OptionSpec> o;
   if (compare) o.push_back({"strategies", true, "strategies to compare, comma separated (default: ddp,fsdp,zero3)"});
-  o.push_back({"config", true, "run configuration JSON (keys as the flags below, snake_case)"});
+  o.push_back({"config", true, "run configuration JSON (keys as the flags below, snake_case); - reads it from stdin"});
   o.push_back({"deepspeed", true, "DeepSpeed JSON config (zero_optimization etc. mapped onto the knobs)"});
   o.push_back({"name", true, "run name (compare: a prefix)"});
   o.push_back({"master-addr", true, "rendezvous address for multi-node runs (default 127.0.0.1)"});
   o.push_back({"master-port", true, "rendezvous port (default: a free port)"});
   o.push_back({"dump-params", true, "rank 0 writes every full parameter after training (float32, model order) to FILE"});
   o.push_back({"dump-losses", true, "each rank writes its per-step losses to FILE.rank<R> (FILE when one rank)"});
-  o.push_back({"progress-json", false, "echo the ranks' progress lines (@ss {...}) on stdout (for the app)"});
+  o.push_back({"progress", true,
+               "json: one JSON event per line on stdout (progress per step, runs, warnings, errors with the key, "
+               "done; the app's protocol); human output to stderr"});
+  o.push_back({"progress-json", false, "echo the ranks' raw progress lines (@ss {...}) on stdout"});
   for (const auto& k : core::runConfigKeys()) {
     if (compare && k.key == "strategy") continue;
     std::string help = k.help + " [" + k.type + ", default " + k.defaultText + "]";
@@ -71,7 +75,16 @@ core::RunConfig configFrom(const Args& a, std::vector<std::string>& warnings) {
   core::RunConfig cfg;
   if (a.has("deepspeed"))
     cfg = core::fromDeepSpeedJson(core::parseJsonFile(a.get("deepspeed")), a.get("deepspeed"), cfg, &warnings);
-  if (a.has("config")) core::applyRunConfigJson(cfg, core::parseJsonFile(a.get("config")), a.get("config"), &warnings);
+  if (a.has("config")) {
+    const std::string path = a.get("config");
+    if (path == "-") {  // the app passes its configuration on stdin
+      std::ostringstream text;
+      text << std::cin.rdbuf();
+      core::applyRunConfigJson(cfg, core::parseJson(text.str(), "<stdin>"), "<stdin>", &warnings);
+    } else {
+      core::applyRunConfigJson(cfg, core::parseJsonFile(path), path, &warnings);
+    }
+  }
   for (const auto& [name, value] : a.options)
     if (core::isRunConfigFlag(name)) core::applyFlag(cfg, name, value);
   return cfg;
@@ -105,6 +118,9 @@ Launched launchRun(const std::string& db, const core::RunConfig& cfg, const std:
     out.runId = store.createRun(run);
     tx.commit();
   }
+  const std::string strategy(core::toString(cfg.strategy));
+  auto& events = EventStream::instance();
+  events.run(out.runId, strategy, "running");
   // The worker reads the exact configuration from a file (nothing is lost in flag re-spelling).
   char tmpl[] = "/tmp/shardscope-run-XXXXXX.json";
   const int fd = mkstemps(tmpl, 5);
@@ -153,6 +169,10 @@ Launched launchRun(const std::string& db, const core::RunConfig& cfg, const std:
       const JsonValue v = core::parseJson(line.substr(4), "progress line");
       const JsonValue* s = v.find("step");
       const JsonValue* n = v.find("steps");
+      const JsonValue* ev = v.find("event");
+      if (s && n && s->asInt() && n->asInt() && ev && ev->isString() && ev->asString() == "step")
+        events.step(out.runId, strategy, static_cast<int>(*s->asInt()), static_cast<int>(*n->asInt()), v.find("loss"),
+                    v.find("step_ms"));
       if (s && n && s->asInt() && n->asInt()) {
         core::Progress p;
         p.stage = std::string(core::toString(cfg.strategy)) + " steps";
@@ -184,6 +204,7 @@ Launched launchRun(const std::string& db, const core::RunConfig& cfg, const std:
     store.setRunStatus(out.runId, core::RunStatus::Failed, out.result.reason);
   }
   tx.commit();
+  events.run(out.runId, strategy, out.result.ok ? "completed" : (out.result.cancelled ? "cancelled" : "failed"));
   return out;
 }
 
@@ -290,6 +311,7 @@ int finish(const Launched& l) {
     return kCancelled;
   }
   std::cerr << "error: run " << l.runId << " failed: " << l.result.reason << " (events captured before are kept)\n";
+  EventStream::instance().error("run " + std::to_string(l.runId) + " failed: " + l.result.reason, {});
   return kFailed;
 }
 
@@ -297,7 +319,10 @@ int cmdRun(const Args& a, core::CancelToken& cancel) {
   std::vector<std::string> warnings;
   core::RunConfig cfg = configFrom(a, warnings);
   core::validate(cfg);  // refused before anything launches, naming the key
-  for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
+  for (const auto& w : warnings) {
+    std::cerr << "warning: " << w << "\n";
+    EventStream::instance().warning(w);
+  }
   const std::string db = a.get("db", "shardscope.db");
   const std::string name =
       a.get("name", std::string(core::toString(cfg.strategy)) + " " + cfg.model + " x" + std::to_string(cfg.worldSize));
@@ -338,7 +363,10 @@ int cmdCompare(const Args& a, core::CancelToken& cancel) {
     core::validate(c);  // every configuration is checked before the first launch
     cfgs.push_back(c);
   }
-  for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
+  for (const auto& w : warnings) {
+    std::cerr << "warning: " << w << "\n";
+    EventStream::instance().warning(w);
+  }
   const std::string db = a.get("db", "shardscope.db");
   const bool json = a.has("json");
   core::JsonValue runs = core::JsonValue::array();
@@ -400,7 +428,7 @@ std::vector<Command> runCommands() {
   return {
       {"run",
        "shardscope-cli run [--db F] [--strategy S] [--world-size N] [--steps K] [--model M] [--seed S] "
-       "[--config run.json | --deepspeed ds.json] [knobs...]",
+       "[--config run.json|- | --deepspeed ds.json] [--progress json] [knobs...]",
        "Launch a real sharded training run (one shardscope-worker process per rank, Gloo on CPU / NCCL on GPU) "
        "and capture it into the database",
        runOptions(false), cmdRun},

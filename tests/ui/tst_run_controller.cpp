@@ -1,7 +1,8 @@
-// RunController: the output protocol of `shardscope-cli compare --progress-json` read from stand-in
-// scripts (late headers, partial lines, failures, a CLI that ignores SIGTERM and is killed with its
-// rank after the grace period), then the real CLI on the tiny model: progress per step, finished,
-// runs in the database; and cancel of a running comparison stops its worker processes (exit 130).
+// RunController: the JSON-lines protocol of `shardscope-cli compare --progress json` read from
+// stand-in scripts (partial lines, human lines, failures with the key, a CLI that ignores SIGTERM and
+// is killed with its rank after the grace period), the configuration handed over as JSON, then the
+// real CLI on the tiny model: progress per step, finished, runs in the database; and cancel of a
+// running comparison stops its worker processes (exit 130).
 // The real-CLI cases need shardscope-worker (LibTorch): skipped where it is not built.
 #include <QCheckBox>
 #include <QDir>
@@ -16,7 +17,9 @@
 
 #include <csignal>
 
+#include "core/config/run_config.h"
 #include "core/storage/trace_store.h"
+#include "core/util/json.h"
 #include "tests/common/test_support.h"
 #include "ui/charts/qcp.h"
 #include "ui/launch/launch_dialog.h"
@@ -122,22 +125,31 @@ class TestRunController : public QObject {
   void initTestCase() { QVERIFY(dir_.isValid()); }
 
   void readsTheProtocol() {
-    // Progress of the second strategy arrives before its header (separate pipes), rank 1 lines are
-    // ignored, the last line has no newline.
+    // Events on stdout (one a line, the last without a newline), human lines on both pipes; the
+    // configuration arrives as the file after --config, which the stand-in copies for the test.
+    const QString copy = dir_.filePath("received.json");
     const QString cli =
         writeScript(dir_, "fake-ok",
-                    "echo '== ddp: tiny, 2 ranks, 2 steps' >&2\n"
-                    "echo '@ss {\"rank\":0,\"event\":\"step\",\"step\":1,\"steps\":2,\"loss\":5.5,\"step_ms\":12.5}'\n"
-                    "echo '@ss {\"rank\":1,\"event\":\"step\",\"step\":1,\"steps\":2,\"loss\":9.9,\"step_ms\":99}'\n"
-                    "echo '@ss {\"rank\":0,\"event\":\"step\",\"step\":2,\"steps\":2,\"loss\":5.25,\"step_ms\":11}'\n"
-                    "echo '@ss {\"rank\":0,\"event\":\"done\",\"run_id\":7,\"step_ms\":11}'\n"
-                    "echo 'run 7 (ddp): completed'\n"
-                    "echo '@ss {\"rank\":0,\"event\":\"step\",\"step\":1,\"steps\":2,\"loss\":5.5,\"step_ms\":20}'\n"
-                    "sleep 0.3\n"
-                    "echo '== fsdp: tiny, 2 ranks, 2 steps' >&2\n"
-                    "echo '@ss {\"rank\":0,\"event\":\"step\",\"step\":2,\"steps\":2,\"loss\":5.2,\"step_ms\":21}'\n"
-                    "echo '@ss {\"rank\":0,\"event\":\"done\",\"run_id\":8,\"step_ms\":21}'\n"
-                    "printf 'no newline at the end'\n");
+                    "while [ $# -gt 0 ]; do if [ \"$1\" = --config ]; then cp \"$2\" '" + copy +
+                        "'; fi; shift; done\n"
+                        "echo '== ddp: tiny, 2 ranks, 2 steps' >&2\n"
+                        "echo '{\"event\":\"run\",\"run_id\":7,\"strategy\":\"ddp\",\"status\":\"running\"}'\n"
+                        "echo '{\"event\":\"progress\",\"done\":1,\"total\":2,\"label\":\"ddp steps\",\"run_id\":7,"
+                        "\"strategy\":\"ddp\",\"loss\":5.5,\"step_ms\":12.5}'\n"
+                        "echo '{\"event\":\"progress\",\"done\":2,\"total\":2,\"label\":\"ddp steps\",\"run_id\":7,"
+                        "\"strategy\":\"ddp\",\"loss\":5.25,\"step_ms\":11}'\n"
+                        "echo '{\"event\":\"run\",\"run_id\":7,\"strategy\":\"ddp\",\"status\":\"completed\"}'\n"
+                        "echo 'run 7 (ddp): completed' >&2\n"
+                        "echo '{\"event\":\"warning\",\"message\":\"careful\"}'\n"
+                        "echo '{\"event\":\"run\",\"run_id\":8,\"strategy\":\"fsdp\",\"status\":\"running\"}'\n"
+                        "echo '{\"event\":\"progress\",\"done\":1,\"total\":2,\"label\":\"fsdp steps\",\"run_id\":8,"
+                        "\"strategy\":\"fsdp\",\"loss\":5.5,\"step_ms\":20}'\n"
+                        "sleep 0.3\n"
+                        "echo '{\"event\":\"progress\",\"done\":2,\"total\":2,\"label\":\"fsdp steps\",\"run_id\":8,"
+                        "\"strategy\":\"fsdp\",\"loss\":5.2,\"step_ms\":21}'\n"
+                        "echo '{\"event\":\"run\",\"run_id\":8,\"strategy\":\"fsdp\",\"status\":\"completed\"}'\n"
+                        "echo 'not an event'\n"
+                        "printf '{\"event\":\"done\",\"run_ids\":[7,8],\"exit\":0}'\n");
     ui::RunController rc;
     rc.setCliPath(cli);
     QSignalSpy started(&rc, &ui::RunController::strategyStarted);
@@ -146,67 +158,107 @@ class TestRunController : public QObject {
     QSignalSpy finished(&rc, &ui::RunController::finished);
     QSignalSpy ended(&rc, &ui::RunController::ended);
     QSignalSpy log(&rc, &ui::RunController::logLine);
-    QVERIFY(rc.start("/tmp/unused.db", {"--strategies", "ddp,fsdp_full", "--model", "tiny"}));
-    QCOMPARE(rc.arguments().mid(0, 4), QStringList({"compare", "--db", "/tmp/unused.db", "--progress-json"}));
-    QVERIFY(!rc.start("/tmp/unused.db", {}));  // one at a time
+    core::RunConfig base;
+    base.model = "odd";
+    base.steps = 2;
+    base.lr = 0.0123;
+    QVERIFY(rc.start("/tmp/unused.db", base, {"ddp", "fsdp_full"}));
+    QCOMPARE(rc.arguments().mid(0, 5), QStringList({"compare", "--db", "/tmp/unused.db", "--progress", "json"}));
+    QCOMPARE(rc.arguments().mid(7), QStringList({"--strategies", "ddp,fsdp"}));  // as compare names them
+    QVERIFY(!rc.start("/tmp/unused.db", base, {"ddp"}));                         // one at a time
     QVERIFY(ended.wait(10000));
     QCOMPARE(finished.count(), 1);
     QCOMPARE(finished.at(0).at(0).toInt(), 0);
-    QCOMPARE(started.count(), 2);  // once each, whatever the order of the pipes
+    // The CLI got the configuration itself, as JSON, not re-spelled as flags.
+    QFile f(copy);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    std::vector<std::string> warnings;
+    const core::RunConfig received =
+        core::parseRunConfigJson(core::parseJson(f.readAll().toStdString(), "copy"), "copy", &warnings);
+    QVERIFY(received == base);
+    QVERIFY(warnings.empty());
+    QVERIFY(!QFileInfo::exists(rc.arguments().at(6)));  // the temporary file is gone with the CLI
+    QCOMPARE(started.count(), 2);
     QCOMPARE(started.at(0).at(1).toString(), QString("ddp"));
-    QCOMPARE(started.at(1).at(1).toString(), QString("fsdp"));  // the alias is named as compare names it
+    QCOMPARE(started.at(1).at(1).toString(), QString("fsdp"));
     QCOMPARE(steps.count(), 4);
     QCOMPARE(steps.at(0).at(0).toInt(), 0);
     QCOMPARE(steps.at(0).at(2).toInt(), 1);
     QCOMPARE(steps.at(0).at(3).toInt(), 2);
     QCOMPARE(steps.at(0).at(4).toDouble(), 5.5);
     QCOMPARE(steps.at(0).at(5).toDouble(), 12.5);
-    QCOMPARE(steps.at(2).at(0).toInt(), 1);  // the early line went to fsdp
+    QCOMPARE(steps.at(2).at(0).toInt(), 1);
     QCOMPARE(steps.at(2).at(5).toDouble(), 20.0);
     QCOMPARE(done.count(), 2);
-    QCOMPARE(rc.runIds(), QList<qint64>({7, 8}));
+    QCOMPARE(rc.runIds(), QList<qint64>({7, 8}));  // from the run events
     const auto& s = rc.strategies();
     QCOMPARE(s.size(), 2);
     QVERIFY(s[0].status == Status::Done && s[1].status == Status::Done);
     QCOMPARE(s[0].loss, QVector<double>({5.5, 5.25}));
     QCOMPARE(s[1].stepNumbers, QVector<int>({1, 2}));
-    bool tail = false, summary = false;
+    bool other = false, summary = false, warning = false;
     for (const auto& l : log) {
-      tail = tail || l.at(0).toString() == "no newline at the end";
+      other = other || l.at(0).toString() == "not an event";
       summary = summary || l.at(0).toString() == "run 7 (ddp): completed";
+      warning = warning || l.at(0).toString() == "warning: careful";
     }
-    QVERIFY(tail);
+    QVERIFY(other);
     QVERIFY(summary);
+    QVERIFY(warning);
     QVERIFY(!rc.isRunning());
   }
 
-  void failureCarriesTheLastErrorLine() {
-    const QString cli = writeScript(
-        dir_, "fake-fail",
-        "echo '== zero3: tiny, 2 ranks, 5 steps' >&2\n"
-        "echo '@ss {\"rank\":0,\"event\":\"step\",\"step\":1,\"steps\":5,\"loss\":5.5,\"step_ms\":12.5}'\n"
-        "echo '[rank 1] RuntimeError: boom' >&2\n"
-        "echo 'error: run 3 failed: rank 1 exited with code 1: RuntimeError: boom (events captured before are kept)' >&2\n"
-        "echo 'a later line' >&2\n"
-        "exit 1\n");
+  void failureCarriesTheErrorEvent() {
+    const QString cli =
+        writeScript(dir_, "fake-fail",
+                    "echo '{\"event\":\"run\",\"run_id\":3,\"strategy\":\"zero3\",\"status\":\"running\"}'\n"
+                    "echo '{\"event\":\"progress\",\"done\":1,\"total\":5,\"run_id\":3,\"strategy\":\"zero3\",\"loss\":5.5}'\n"
+                    "echo '[rank 1] RuntimeError: boom' >&2\n"
+                    "echo '{\"event\":\"run\",\"run_id\":3,\"strategy\":\"zero3\",\"status\":\"failed\"}'\n"
+                    "echo '{\"event\":\"error\",\"message\":\"run 3 failed: rank 1 exited with code 1: RuntimeError: boom\"}'\n"
+                    "echo 'a later line' >&2\n"
+                    "echo '{\"event\":\"done\",\"run_ids\":[3],\"exit\":1}'\n"
+                    "exit 1\n");
     ui::RunController rc;
     rc.setCliPath(cli);
     QSignalSpy failed(&rc, &ui::RunController::failed);
-    QVERIFY(rc.start("/tmp/unused.db", {"--strategies", "zero3,ddp"}));
+    QVERIFY(rc.start("/tmp/unused.db", core::RunConfig{}, {"zero3", "ddp"}));
     QVERIFY(failed.wait(10000));
     QCOMPARE(failed.at(0).at(0).toInt(), 1);
-    QVERIFY(failed.at(0).at(1).toString().startsWith("error: run 3 failed: rank 1 exited with code 1"));
+    QCOMPARE(failed.at(0).at(1).toString(), QString("run 3 failed: rank 1 exited with code 1: RuntimeError: boom"));
     QVERIFY(rc.strategies()[0].status == Status::Failed);
+    QCOMPARE(rc.strategies()[0].runId, qint64(3));
     QVERIFY(rc.strategies()[1].status == Status::NotRun);
 
     // No CLI at all.
     ui::RunController none;
     none.setCliPath(dir_.filePath("does-not-exist"));
     QSignalSpy noneFailed(&none, &ui::RunController::failed);
-    QVERIFY(!none.start("/tmp/unused.db", {}));
+    QVERIFY(!none.start("/tmp/unused.db", core::RunConfig{}, {"ddp"}));
     QCOMPARE(noneFailed.count(), 1);
     QCOMPARE(noneFailed.at(0).at(0).toInt(), -1);
     QVERIFY(!none.isRunning());
+  }
+
+  // The real CLI refuses a configuration before launching anything: its error event names the key,
+  // and the controller hands it on (the dialog would mark that field).
+  void invalidConfigComesBackWithItsKey() {
+    if (cliPath().isEmpty() || !QFileInfo(cliPath()).isExecutable()) QSKIP("shardscope-cli is not built");
+    ui::RunController rc;
+    rc.setCliPath(cliPath());
+    QSignalSpy failed(&rc, &ui::RunController::failed);
+    QSignalSpy started(&rc, &ui::RunController::strategyStarted);
+    core::RunConfig base;
+    base.worldSize = 3;
+    base.nnodes = 2;  // does not divide world_size
+    QVERIFY(rc.start(dir_.filePath("never.db"), base, {"ddp"}));
+    QVERIFY(failed.wait(30000));
+    QCOMPARE(failed.at(0).at(0).toInt(), 1);
+    QVERIFY2(failed.at(0).at(1).toString().contains("nnodes"), qPrintable(failed.at(0).at(1).toString()));
+    QCOMPARE(rc.errorKey(), QString("nnodes"));
+    QCOMPARE(started.count(), 0);
+    QVERIFY(!QFileInfo::exists(dir_.filePath("never.db")) ||
+            core::TraceStore(dir_.filePath("never.db").toStdString()).runs().empty());
   }
 
   void cliIgnoringSigtermIsKilledWithItsRanks() {
@@ -215,14 +267,15 @@ class TestRunController : public QObject {
                                     "trap '' TERM\n"
                                     "echo '== ddp: tiny, 2 ranks, 5 steps' >&2\n"
                                     "setsid sleep 300 &\n"
-                                    "echo '@ss {\"rank\":0,\"event\":\"step\",\"step\":1,\"steps\":5,\"loss\":1,\"step_ms\":1}'\n"
+                                    "echo '{\"event\":\"run\",\"run_id\":1,\"strategy\":\"ddp\",\"status\":\"running\"}'\n"
+                                    "echo '{\"event\":\"progress\",\"done\":1,\"total\":5,\"run_id\":1,\"strategy\":\"ddp\"}'\n"
                                     "exec sleep 300\n");
     ui::RunController rc;
     rc.setCliPath(cli);
     rc.setKillGraceMs(700);
     QSignalSpy steps(&rc, &ui::RunController::stepProgress);
     QSignalSpy cancelled(&rc, &ui::RunController::cancelled);
-    QVERIFY(rc.start("/tmp/unused.db", {"--strategies", "ddp"}));
+    QVERIFY(rc.start("/tmp/unused.db", core::RunConfig{}, {"ddp"}));
     QVERIFY(steps.wait(10000));
     const qint64 pid = rc.processId();
     QVERIFY(pid > 0);
@@ -275,7 +328,7 @@ class TestRunController : public QObject {
     QTimer tick;
     tick.setInterval(20);
     connect(&tick, &QTimer::timeout, this, [&] { worstGap = std::max(worstGap, sinceTick.restart()); });
-    QVERIFY(rc.start(db, dialog.arguments()));
+    QVERIFY(rc.start(db, dialog.config(), dialog.strategies()));
     sinceTick.start();
     tick.start();
     QVERIFY(rc.isRunning());
@@ -332,7 +385,11 @@ class TestRunController : public QObject {
     QSignalSpy steps(&rc, &ui::RunController::stepProgress);
     QSignalSpy cancelled(&rc, &ui::RunController::cancelled);
     QSignalSpy failed(&rc, &ui::RunController::failed);
-    QVERIFY(rc.start(db, {"--strategies", "zero3,ddp", "--model", "tiny", "--steps", "100000", "--world-size", "2"}));
+    core::RunConfig base;
+    base.model = "tiny";
+    base.steps = 100000;
+    base.worldSize = 2;
+    QVERIFY(rc.start(db, base, {"zero3", "ddp"}));
     const qint64 cli = rc.processId();
     QVERIFY(cli > 0);
     QVERIFY(waitFor([&] { return steps.count() >= 2; }, 120000));

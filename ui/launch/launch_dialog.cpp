@@ -25,6 +25,7 @@
 
 #include <algorithm>
 
+#include "core/config/config_problem.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
 
@@ -533,22 +534,19 @@ void LaunchDialog::revalidate() {
   const QStringList selected = strategies();
   if (selected.isEmpty()) errors_.insert(QStringLiteral("strategies"), tr("Choose at least one strategy to run."));
   if (errors_.isEmpty()) {
-    // key -> (strategy, message), as `shardscope-cli compare` will check each configuration.
-    static const QRegularExpression re(QStringLiteral("^run config: ([a-z0-9_]+) \\(--[a-z0-9-]+\\): (.*)$"));
+    // key -> (strategy, message), as `shardscope-cli compare` will check each configuration (the
+    // key is the one its error event names: core::checkRunConfig).
     QMap<QString, QList<QPair<QString, QString>>> byKey;
     for (const QString& name : selected) {
       core::RunConfig c = cfg;
       c.strategy = *core::strategyFromString(name.toStdString());
       if (c.strategy != core::Strategy::Hsdp) c.shardGroupSize = 0;
-      try {
-        core::validate(c);
-      } catch (const std::exception& e) {
-        const QString msg = QString::fromUtf8(e.what());
-        const auto m = re.match(msg);
-        if (m.hasMatch() && field(m.captured(1)))
-          byKey[m.captured(1)].append({name, m.captured(2)});
+      if (const auto problem = core::checkRunConfig(c)) {
+        const QString key = qs(problem->key);
+        if (!key.isEmpty() && field(key))
+          byKey[key].append({name, qs(problem->message)});
         else
-          byKey[QStringLiteral("strategies")].append({name, msg});
+          byKey[QStringLiteral("strategies")].append({name, qs(problem->text)});
       }
     }
     for (auto it = byKey.begin(); it != byKey.end(); ++it) {

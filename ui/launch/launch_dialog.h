@@ -6,12 +6,12 @@
 // (core::fromDeepSpeedJson, its warnings shown).
 //
 // Validation runs on every edit, exactly as the CLI will: each field is applied with
-// core::applyFlag, then core::validate() per selected strategy (shard_group_size cleared for the
-// others, as `compare` does). An error names its key; the dialog marks that field (red border and
+// core::applyFlag, then core::checkRunConfig() per selected strategy (shard_group_size cleared for
+// the others, as `compare` does). An error names its key; the dialog marks that field (red border and
 // the message under it, the tab flagged) and keeps Launch disabled until every field is valid.
 //
 //   LaunchDialog dlg(this);
-//   if (dlg.exec() == QDialog::Accepted) controller->start(dbPath, dlg.arguments());
+//   if (dlg.exec() == QDialog::Accepted) controller->start(dbPath, dlg.config(), dlg.strategies());
 #include <QDialog>
 #include <QMap>
 #include <QString>
@@ -38,8 +38,9 @@ class LaunchDialog : public QDialog {
   explicit LaunchDialog(QWidget* parent = nullptr);
   ~LaunchDialog() override;
 
-  // The arguments for `shardscope-cli compare` (without "compare", --db and --progress-json):
-  // --strategies, --model, --world-size, --steps and every knob that differs from its default.
+  // The same comparison as `shardscope-cli compare` flags (without "compare" and --db), for people:
+  // --strategies, --model, --world-size, --steps and every knob that differs from its default. The
+  // app itself launches with config() and strategies() (RunController passes the JSON).
   QStringList arguments() const;
   // The command line shown in the dialog (for the log).
   QString commandLine() const;

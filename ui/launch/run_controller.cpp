@@ -7,6 +7,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QStandardPaths>
+#include <QTemporaryFile>
 #include <QTimer>
 
 #include <algorithm>
@@ -30,23 +31,7 @@ bool isExecutable(const QString& path) {
   return fi.exists() && fi.isFile() && fi.isExecutable();
 }
 
-// The strategies `compare` will run, in order (its default when the arguments name none).
-QStringList strategiesOf(const QStringList& args) {
-  QString list = QStringLiteral("ddp,fsdp,zero3");
-  for (int i = 0; i < args.size(); ++i) {
-    if (args[i] == QLatin1String("--strategies") && i + 1 < args.size())
-      list = args[i + 1];
-    else if (args[i].startsWith(QLatin1String("--strategies=")))
-      list = args[i].mid(13);
-  }
-  QStringList out;
-  for (const QString& item : list.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
-    const auto s = core::strategyFromString(item.trimmed().toStdString());
-    const std::string_view n = s ? core::toString(*s) : std::string_view();
-    out << (s ? QString::fromUtf8(n.data(), static_cast<qsizetype>(n.size())) : item.trimmed());
-  }
-  return out;
-}
+QString qs(std::string_view v) { return QString::fromUtf8(v.data(), static_cast<qsizetype>(v.size())); }
 
 #ifdef Q_OS_LINUX
 // (pid, pgid) of the direct children of `parent`, from /proc.
@@ -114,14 +99,17 @@ QList<qint64> RunController::runIds() const {
   return out;
 }
 
-bool RunController::start(const QString& dbPath, const QStringList& compareArgs) {
+bool RunController::start(const QString& dbPath, const core::RunConfig& base, const QStringList& strategies) {
   if (process_) return false;
   db_ = dbPath;
   strategies_.clear();
-  for (const QString& name : strategiesOf(compareArgs)) {
+  QStringList names;
+  for (const QString& item : strategies) {
+    const auto st = core::strategyFromString(item.trimmed().toStdString());
     StrategyState s;
-    s.name = name;
+    s.name = st ? qs(core::toString(*st)) : item.trimmed();  // as compare names it ("fsdp_full" -> "fsdp")
     strategies_ << s;
+    names << s.name;
   }
   current_ = -1;
   cancelling_ = false;
@@ -130,19 +118,32 @@ bool RunController::start(const QString& dbPath, const QStringList& compareArgs)
   lastError_.clear();
   lastErrLine_.clear();
   lastStderr_.clear();
+  errorEvent_.clear();
+  errorKey_.clear();
   outBuf_.clear();
   errBuf_.clear();
-  args_ = QStringList{QStringLiteral("compare"), QStringLiteral("--db"), dbPath, QStringLiteral("--progress-json")} + compareArgs;
-  const QString cli = cliPath();
-  if (cli.isEmpty() || !isExecutable(cli)) {
+  args_.clear();
+  auto refuse = [this](const QString& why) {
     exitCode_ = -1;
-    lastError_ = cli.isEmpty() ? tr("shardscope-cli was not found (beside the application, $SHARDSCOPE_CLI or PATH)")
-                               : tr("shardscope-cli is not an executable file: %1").arg(cli);
+    lastError_ = why;
     Q_EMIT logLine(lastError_, true);
     Q_EMIT failed(exitCode_, lastError_);
     Q_EMIT ended();
     return false;
-  }
+  };
+  if (strategies_.isEmpty()) return refuse(tr("No strategy to run"));
+  // The configuration as our run-config JSON: the CLI reads exactly what the dialog holds.
+  configFile_ = std::make_unique<QTemporaryFile>(QDir::tempPath() + QStringLiteral("/shardscope-launch-XXXXXX.json"));
+  if (!configFile_->open()) return refuse(tr("cannot write the run configuration to %1").arg(QDir::tempPath()));
+  configFile_->write(QByteArray::fromStdString(core::toJson(base).dump()));
+  configFile_->close();
+  args_ = QStringList{QStringLiteral("compare"),    QStringLiteral("--db"),         dbPath,
+                      QStringLiteral("--progress"), QStringLiteral("json"),         QStringLiteral("--config"),
+                      configFile_->fileName(),      QStringLiteral("--strategies"), names.join(QLatin1Char(','))};
+  const QString cli = cliPath();
+  if (cli.isEmpty() || !isExecutable(cli))
+    return refuse(cli.isEmpty() ? tr("shardscope-cli was not found (beside the application, $SHARDSCOPE_CLI or PATH)")
+                                : tr("shardscope-cli is not an executable file: %1").arg(cli));
   process_ = new QProcess(this);
   process_->setProgram(cli);
   process_->setArguments(args_);
@@ -161,8 +162,6 @@ bool RunController::start(const QString& dbPath, const QStringList& compareArgs)
   process_->start();
   pid_ = process_->processId();
   Q_EMIT logLine(QStringLiteral("$ %1 %2").arg(cli, args_.join(QLatin1Char(' '))), false);
-  QStringList names;
-  for (const auto& s : strategies_) names << s.name;
   Q_EMIT runningChanged(true);
   Q_EMIT started(names);
   return true;
@@ -218,69 +217,72 @@ void RunController::readErr() {
   }
 }
 
+int RunController::strategyIndex(const QString& name, qint64 runId) const {
+  if (runId > 0)
+    for (int i = 0; i < strategies_.size(); ++i)
+      if (strategies_[i].runId == runId) return i;
+  // The first strategy of that name not started yet (the same strategy may be listed twice).
+  for (int i = std::max(0, current_); i < strategies_.size(); ++i)
+    if (strategies_[i].name == name && strategies_[i].status == Status::Queued) return i;
+  return -1;
+}
+
 void RunController::handleOutLine(const QString& line) {
-  if (!line.startsWith(QLatin1String("@ss "))) {
+  const QJsonDocument doc = QJsonDocument::fromJson(line.toUtf8());
+  if (!doc.isObject()) {  // not an event: pass it on
     Q_EMIT logLine(line, false);
     return;
   }
-  const QJsonDocument doc = QJsonDocument::fromJson(line.mid(4).toUtf8());
-  if (!doc.isObject()) return;
   const QJsonObject o = doc.object();
-  if (o.value(QLatin1String("rank")).toInt(-1) != 0) return;  // rank 0 speaks for the run
   const QString event = o.value(QLatin1String("event")).toString();
-  if (strategies_.isEmpty()) return;
-  // Progress of a strategy whose header has not been read yet (stdout and stderr are separate
-  // pipes): the previous one is done, so this is the next.
-  if (current_ < 0) current_ = 0;
-  if (strategies_[current_].status == Status::Done && current_ + 1 < strategies_.size()) {
-    ++current_;
-    strategies_[current_].status = Status::Running;
-    Q_EMIT strategyStarted(current_, strategies_[current_].name);
-  } else if (strategies_[current_].status == Status::Queued) {
-    strategies_[current_].status = Status::Running;
-    Q_EMIT strategyStarted(current_, strategies_[current_].name);
-  }
-  StrategyState& s = strategies_[current_];
-  if (event == QLatin1String("step")) {
-    s.step = o.value(QLatin1String("step")).toInt();
-    s.steps = o.value(QLatin1String("steps")).toInt();
+  const qint64 runId = static_cast<qint64>(o.value(QLatin1String("run_id")).toDouble());
+  const QString strategy = o.value(QLatin1String("strategy")).toString();
+  if (event == QLatin1String("run")) {
+    const QString status = o.value(QLatin1String("status")).toString();
+    const int i = strategyIndex(strategy, runId);
+    if (i < 0) return;
+    StrategyState& s = strategies_[i];
+    s.runId = runId;
+    if (status == QLatin1String("running")) {
+      current_ = i;
+      s.status = Status::Running;
+      Q_EMIT strategyStarted(i, s.name);
+    } else if (status == QLatin1String("completed")) {
+      current_ = i;
+      s.status = Status::Done;
+      if (s.steps > 0) s.step = s.steps;
+      Q_EMIT strategyFinished(i, s.name, s.runId);
+    } else if (status == QLatin1String("failed")) {
+      s.status = Status::Failed;
+    } else if (status == QLatin1String("cancelled")) {
+      s.status = Status::Cancelled;
+    }
+  } else if (event == QLatin1String("progress")) {
+    const int i = strategyIndex(strategy, runId);
+    if (i < 0) return;
+    StrategyState& s = strategies_[i];
+    s.step = o.value(QLatin1String("done")).toInt();
+    s.steps = o.value(QLatin1String("total")).toInt();
     const double loss = o.value(QLatin1String("loss")).toDouble(qQNaN());
     const double ms = o.value(QLatin1String("step_ms")).toDouble(qQNaN());
     s.stepNumbers << s.step;
     s.loss << loss;
     s.stepMs << ms;
-    Q_EMIT stepProgress(current_, s.name, s.step, s.steps, loss, ms);
-  } else if (event == QLatin1String("done")) {
-    s.runId = static_cast<qint64>(o.value(QLatin1String("run_id")).toDouble());
-    s.status = Status::Done;
-    if (s.steps > 0) s.step = s.steps;
-    Q_EMIT strategyFinished(current_, s.name, s.runId);
+    Q_EMIT stepProgress(i, s.name, s.step, s.steps, loss, ms);
+  } else if (event == QLatin1String("warning")) {
+    Q_EMIT logLine(QStringLiteral("warning: ") + o.value(QLatin1String("message")).toString(), false);
+  } else if (event == QLatin1String("error")) {
+    errorEvent_ = o.value(QLatin1String("message")).toString();
+    errorKey_ = o.value(QLatin1String("key")).toString();
   }
+  // "done" carries the exit code and the run ids, which the process' end and the run events give.
 }
 
 void RunController::handleErrLine(const QString& line) {
-  if (line.startsWith(QLatin1String("== "))) {
-    // "== [name prefix] <strategy>: model, N ranks, K steps"
-    const qsizetype colon = line.indexOf(QLatin1Char(':'));
-    const QString head = line.mid(3, colon < 0 ? -1 : colon - 3).trimmed();
-    const QString name = head.section(QLatin1Char(' '), -1);
-    int found = -1;
-    for (int i = std::max(0, current_); i < strategies_.size(); ++i)
-      if (strategies_[i].name == name && strategies_[i].status != Status::Done) {
-        found = i;
-        break;
-      }
-    if (found >= 0 && !(found == current_ && strategies_[found].status == Status::Running)) {
-      current_ = found;
-      strategies_[found].status = Status::Running;
-      Q_EMIT strategyStarted(found, name);
-    }
-    Q_EMIT logLine(line, false);
-    return;
-  }
+  if (line.startsWith(QLatin1String("warning: "))) return;  // its warning event says it
   lastStderr_ = line;
   if (line.startsWith(QLatin1String("error:"))) lastErrLine_ = line;
-  Q_EMIT logLine(line, true);
+  Q_EMIT logLine(line, !line.startsWith(QLatin1String("== ")));
 }
 
 void RunController::processEnded(int code, QProcess::ExitStatus status) {
@@ -306,13 +308,14 @@ void RunController::finish() {
       s.status = Status::NotRun;
   }
   if (!ok && !wasCancelled && lastError_.isEmpty()) {
-    lastError_ = !lastErrLine_.isEmpty() ? lastErrLine_ : lastStderr_;
+    lastError_ = !errorEvent_.isEmpty() ? errorEvent_ : (!lastErrLine_.isEmpty() ? lastErrLine_ : lastStderr_);
     if (lastError_.isEmpty())
       lastError_ = exitCode_ < 0 ? tr("shardscope-cli was killed") : tr("shardscope-cli exited with code %1").arg(exitCode_);
   }
   process_->disconnect(this);
   process_->deleteLater();
   process_ = nullptr;
+  configFile_.reset();  // the CLI has read it
   cancelling_ = false;
   Q_EMIT runningChanged(false);
   if (ok) {

@@ -1,15 +1,19 @@
 #pragma once
-// Runs a strategy comparison the way a user would: `shardscope-cli compare --db DB --progress-json
-// <args>` as a child process (the GUI never links LibTorch), without ever blocking the GUI thread.
-// It reads the CLI's output as it comes:
-//   stderr  "== <strategy>: tiny, 2 ranks, 5 steps"   -> the strategy that is starting
-//   stdout  @ss {"rank":0,"event":"step","step":3,"steps":20,"loss":5.1,"step_ms":250.2}
-//           @ss {"rank":0,"event":"done","run_id":7,...}  -> that strategy's run is complete
-// and reports per strategy its progress (rank 0's step of steps), the loss and step time of each
-// step, the run id, and at the end finished / failed (exit code and the last error line) /
-// cancelled. cancel() sends SIGTERM to the CLI, which stops every rank and stores the run as
-// cancelled (exit 130); if it is still running after the grace period (10 s) the CLI and the worker
-// processes it started are killed.
+// Runs a strategy comparison the way a user would: `shardscope-cli compare --db DB --progress json
+// --config FILE --strategies a,b` as a child process (the GUI never links LibTorch), without ever
+// blocking the GUI thread. The configuration travels as the run-config JSON (core::toJson, in a
+// temporary file removed when the CLI ends), never re-spelled as flags. The CLI answers in the
+// JSON-lines protocol of app/cli/protocol.h (docs/ARCHITECTURE.md), one event per stdout line:
+//   {"event":"run","run_id":7,"strategy":"ddp","status":"running"}   -> that strategy started
+//   {"event":"progress","strategy":"ddp","run_id":7,"done":3,"total":20,"loss":5.1,"step_ms":250.2,...}
+//   {"event":"run","run_id":7,"strategy":"ddp","status":"completed"} -> its run is complete
+//   {"event":"error","message":"...","key":"world_size"}              -> why it failed (the key when named)
+//   {"event":"done","run_ids":[7,8],"exit":0}
+// Its stderr (summaries, the ranks' messages) is passed on as log lines. It reports per strategy its
+// progress (rank 0's step of steps), the loss and step time of each step, the run id, and at the end
+// finished / failed (exit code and the error event's message) / cancelled. cancel() sends SIGTERM to
+// the CLI, which stops every rank and stores the run as cancelled (exit 130); if it is still running
+// after the grace period (10 s) the CLI and the worker processes it started are killed.
 #include <QElapsedTimer>
 #include <QList>
 #include <QObject>
@@ -18,6 +22,11 @@
 #include <QStringList>
 #include <QVector>
 
+#include <memory>
+
+#include "core/config/run_config.h"
+
+class QTemporaryFile;
 class QTimer;
 
 namespace shardscope::ui {
@@ -50,10 +59,11 @@ class RunController : public QObject {
   QString cliPath() const { return cli_.isEmpty() ? locateCli() : cli_; }
   void setKillGraceMs(int ms) { graceMs_ = ms; }
 
-  // Starts `compare --db dbPath --progress-json compareArgs...` (compareArgs as LaunchDialog::arguments()).
-  // False when a comparison is already running or the CLI cannot be found / started (failed() is
-  // emitted for the latter).
-  bool start(const QString& dbPath, const QStringList& compareArgs);
+  // Starts `compare --db dbPath --progress json --config FILE --strategies S,...`: `base` (every knob
+  // but the strategy) as JSON, the strategies in order (core's names or aliases). False when a
+  // comparison is already running, no strategy is given or the CLI cannot be found / started
+  // (failed() is emitted for the latter two).
+  bool start(const QString& dbPath, const core::RunConfig& base, const QStringList& strategies);
   // SIGTERM to the CLI (it stops its ranks); kill after the grace period. No effect when idle.
   void cancel();
 
@@ -67,6 +77,8 @@ class RunController : public QObject {
   QList<qint64> runIds() const;                     // runs of the last comparison, in order
   int exitCode() const { return exitCode_; }
   QString lastError() const { return lastError_; }
+  // The run-config key the CLI's error event named ("world_size"), empty when none.
+  QString errorKey() const { return errorKey_; }
   qint64 elapsedMs() const { return clock_.isValid() ? clock_.elapsed() : 0; }
 
  Q_SIGNALS:
@@ -87,6 +99,7 @@ class RunController : public QObject {
   void readOut();
   void readErr();
   void handleOutLine(const QString& line);
+  int strategyIndex(const QString& name, qint64 runId) const;
   void handleErrLine(const QString& line);
   void processEnded(int code, QProcess::ExitStatus status);
   void killTree();
@@ -104,7 +117,8 @@ class RunController : public QObject {
   bool killed_ = false;
   int graceMs_ = 10000;
   int exitCode_ = 0;
-  QString lastError_, lastErrLine_, lastStderr_;
+  QString lastError_, lastErrLine_, lastStderr_, errorEvent_, errorKey_;
+  std::unique_ptr<QTemporaryFile> configFile_;
   qint64 pid_ = 0;
   QElapsedTimer clock_;
 };

@@ -3,7 +3,8 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
-#include <QRegularExpression>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QStandardPaths>
 #include <QTimer>
 
@@ -52,7 +53,8 @@ bool ImportProcess::start(const QString& cli, const QString& dbPath, const QStri
   if (process_) process_->deleteLater();
   process_ = new QProcess(this);
   process_->setProgram(cli);
-  QStringList args = {QStringLiteral("import"), QStringLiteral("--db"), dbPath};
+  QStringList args = {QStringLiteral("import"),     QStringLiteral("--db"), dbPath,
+                      QStringLiteral("--progress"), QStringLiteral("json"), QStringLiteral("--")};
   args += paths;
   process_->setArguments(args);
   auto env = QProcessEnvironment::systemEnvironment();
@@ -66,8 +68,10 @@ bool ImportProcess::start(const QString& cli, const QString& dbPath, const QStri
   paths_ = paths;
   outBuffer_.clear();
   errBuffer_.clear();
-  allOutput_.clear();
+  lastInfo_.clear();
   lastError_.clear();
+  errorEvent_.clear();
+  runIds_.clear();
   cancelled_ = false;
   done_ = false;
   process_->start();
@@ -101,9 +105,37 @@ void ImportProcess::flushLine(QString& buffer, bool isError, bool all) {
     if (cr >= 0) line = line.mid(cr + 1);
     line = line.trimmed();
     if (line.isEmpty()) continue;
-    allOutput_ += line + QLatin1Char('\n');
-    if (isError) lastError_ = line;
+    if (!isError) {  // stdout: the protocol's events
+      handleEvent(line);
+      continue;
+    }
+    if (line.startsWith(QLatin1String("warning: "))) continue;  // its warning event says it
+    if (line.startsWith(QLatin1String("error")))
+      lastError_ = line;
+    else
+      lastInfo_ = line;
     Q_EMIT output(line, isError);
+  }
+}
+
+void ImportProcess::handleEvent(const QString& line) {
+  const QJsonDocument doc = QJsonDocument::fromJson(line.toUtf8());
+  if (!doc.isObject()) {  // not an event: pass it on
+    Q_EMIT output(line, false);
+    return;
+  }
+  const QJsonObject o = doc.object();
+  const QString event = o.value(QLatin1String("event")).toString();
+  if (event == QLatin1String("progress")) {
+    Q_EMIT progress(static_cast<qint64>(o.value(QLatin1String("done")).toDouble()),
+                    static_cast<qint64>(o.value(QLatin1String("total")).toDouble()), o.value(QLatin1String("label")).toString());
+  } else if (event == QLatin1String("run")) {
+    const auto id = static_cast<qint64>(o.value(QLatin1String("run_id")).toDouble());
+    if (id > 0 && !runIds_.contains(id)) runIds_ << id;
+  } else if (event == QLatin1String("warning")) {
+    Q_EMIT output(QStringLiteral("warning: ") + o.value(QLatin1String("message")).toString(), true);
+  } else if (event == QLatin1String("error")) {
+    errorEvent_ = o.value(QLatin1String("message")).toString();
   }
 }
 
@@ -119,16 +151,16 @@ void ImportProcess::onFinished(int exitCode, QProcess::ExitStatus status) {
   const bool cancelled = !ok && (cancelled_ || exitCode == 130);
   QString message;
   if (ok) {
-    const auto lines = allOutput_.trimmed().split(QLatin1Char('\n'));
-    message = lines.isEmpty() ? tr("import done") : lines.last();
+    message = lastInfo_.isEmpty() ? tr("import done") : lastInfo_;
   } else if (cancelled) {
     message = tr("Import cancelled: nothing of it was kept");
   } else if (status != QProcess::NormalExit) {
     message = tr("The import process crashed%1").arg(lastError_.isEmpty() ? QString() : QStringLiteral(": ") + lastError_);
   } else {
-    message = lastError_.isEmpty() ? tr("The import failed (exit code %1)").arg(exitCode) : lastError_;
+    message = !errorEvent_.isEmpty() ? QStringLiteral("error: ") + errorEvent_
+                                     : (lastError_.isEmpty() ? tr("The import failed (exit code %1)").arg(exitCode) : lastError_);
   }
-  Q_EMIT finished(ok, cancelled, message, ok ? parseRunIds(allOutput_) : QList<qint64>{});
+  Q_EMIT finished(ok, cancelled, message, ok ? runIds_ : QList<qint64>{});
 }
 
 void ImportProcess::onError(QProcess::ProcessError error) {
@@ -136,20 +168,6 @@ void ImportProcess::onError(QProcess::ProcessError error) {
   done_ = true;
   killTimer_->stop();
   Q_EMIT finished(false, false, tr("Could not start %1: %2").arg(process_->program(), process_->errorString()), {});
-}
-
-QList<qint64> ImportProcess::parseRunIds(const QString& output) {
-  static const QRegularExpression re(QStringLiteral("into runs? ([0-9 ]+) of "));
-  QList<qint64> ids;
-  QRegularExpressionMatchIterator it = re.globalMatch(output);
-  QString last;
-  while (it.hasNext()) last = it.next().captured(1);
-  for (const auto& part : last.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
-    bool ok = false;
-    const qint64 id = part.toLongLong(&ok);
-    if (ok) ids << id;
-  }
-  return ids;
 }
 
 }  // namespace shardscope::ui

@@ -860,7 +860,7 @@ bool MainWindow::launchRunning() const {
 #endif
 }
 
-bool MainWindow::launchComparison(const QStringList& compareArgs) {
+bool MainWindow::launchComparison(const core::RunConfig& base, const QStringList& strategies) {
   if (dbPath_.isEmpty()) {
     showError(tr("Open or create a database first: launched runs are stored in it"));
     return false;
@@ -874,12 +874,13 @@ bool MainWindow::launchComparison(const QStringList& compareArgs) {
     showError(tr("A comparison is already running: cancel it or wait for it to finish"));
     return false;
   }
-  const bool ok = runController_->start(dbPath_, compareArgs);  // failures arrive through failed()
+  const bool ok = runController_->start(dbPath_, base, strategies);  // failures arrive through failed()
   updateActions();
   updateTaskUi();
   return ok;
 #else
-  (void)compareArgs;
+  (void)base;
+  (void)strategies;
   showError(tr("The launch code is not part of this build: use shardscope-cli compare --db %1").arg(dbPath_));
   return false;
 #endif
@@ -902,7 +903,7 @@ void MainWindow::launchRuns() {
   dialog->setDatabasePath(dbPath_);
   connect(dialog, &QDialog::accepted, this, [this, dialog] {
     log(tr("Launching: %1").arg(dialog->commandLine()));
-    launchComparison(dialog->arguments());
+    launchComparison(dialog->config(), dialog->strategies());
   });
   dialog->open();
 #else

@@ -25,6 +25,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/config/run_config.h"
 #include "core/model/types.h"
 #include "ui/models/run_list_model.h"
 
@@ -119,10 +120,11 @@ class MainWindow : public QMainWindow {
   bool exportPerfetto(core::Id run, const QString& path);
   bool exportRunning() const;
 
-  // Launch (shardscope-cli compare --progress-json as a child process, when the launch code is built).
-  // compareArgs as LaunchDialog::arguments(); progress in the Launch dock; the runs appear in the
+  // Launch (shardscope-cli compare --progress json --config FILE as a child process, when the launch
+  // code is built): `base` as run-config JSON, the strategies compared in order.
+  // As LaunchDialog::config() and strategies(); progress in the Launch dock; the runs appear in the
   // browser as they are written and are selected (Compare page) when the comparison finishes.
-  bool launchComparison(const QStringList& compareArgs);
+  bool launchComparison(const core::RunConfig& base, const QStringList& strategies);
   bool launchRunning() const;
   RunController* runController() const { return runController_; }  // null without the launch code
   QWidget* launchProgress() const { return launchProgress_; }      // its LaunchProgressWidget
