@@ -15,8 +15,10 @@ std::optional<std::string> sharedTracesDir() {
     if (fs::is_directory(env)) return std::string(env);
     return std::nullopt;
   }
-  const fs::path p = fs::path(SHARDSCOPE_SOURCE_DIR) / ".." / "shared" / "traces";
+  // The committed fixtures (tests/data/traces), unpacked by the build: what CI reads.
   std::error_code ec;
+  if (fs::is_directory(SHARDSCOPE_TEST_TRACES_DIR, ec)) return std::string(SHARDSCOPE_TEST_TRACES_DIR);
+  const fs::path p = fs::path(SHARDSCOPE_SOURCE_DIR) / ".." / "shared" / "traces";
   if (fs::is_directory(p, ec)) return fs::canonical(p, ec).string();
   return std::nullopt;
 }

@@ -9,8 +9,10 @@
 
 namespace shardscope::test {
 
-// ../shared/traces beside the repository (or $SHARDSCOPE_SHARED_TRACES); nullopt when absent, so
-// tests can QSKIP cleanly.
+// The real traces the tests read: $SHARDSCOPE_SHARED_TRACES when set, else the committed fixtures
+// of tests/data/traces as the build unpacked them (build/test-data/traces: the HTA pair, the B200
+// trace, the H100 runtime database cut to runs 1, 2 and 4), else ../shared/traces beside the
+// repository; nullopt when none is there, so tests can QSKIP cleanly.
 std::optional<std::string> sharedTracesDir();
 
 // Writes bytes to dir/name and returns the full path.
