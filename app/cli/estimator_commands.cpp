@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "app/cli/estimator_args.h"
+#include "core/model/model_presets.h"
 #include "core/estimator/comm_model.h"
 #include "core/estimator/memory_estimator.h"
 #include "core/estimator/recommend.h"
@@ -48,7 +49,10 @@ double doubleOption(const Args& a, const std::string& name, double def) {
   return v;
 }
 
-bool isRuntimePreset(const std::string& n) { return n == "tiny" || n == "odd" || n == "small" || n == "medium"; }
+bool isRuntimePreset(const std::string& n) {
+  const core::ModelPreset* p = core::findModelPreset(n);
+  return p && p->cpuSized;
+}
 
 est::ModelShape shapeFrom(const Args& a) {
   const std::string name = a.get("model");
@@ -94,7 +98,7 @@ std::vector<est::Strategy> strategiesFrom(const Args& a) {
       const std::size_t comma = std::min(v.find(',', pos), v.size());
       const std::string item = v.substr(pos, comma - pos);
       if (!item.empty()) {
-        auto s = est::parseStrategy(item);
+        auto s = est::strategyFromString(item);
         if (!s)
           throw std::invalid_argument("unknown strategy '" + item +
                                       "' (ddp, zero1, zero2, zero3, fsdp, fsdp_grad_op, hsdp, zeropp_hpz)");

@@ -6,6 +6,7 @@
 #include <set>
 #include <variant>
 
+#include "core/model/model_presets.h"
 #include "core/util/error.h"
 
 namespace shardscope::core {
@@ -14,24 +15,6 @@ namespace shardscope::core {
 // Names
 
 namespace {
-
-struct StrategyName {
-  Strategy s;
-  std::string_view name;
-};
-constexpr StrategyName kStrategyNames[] = {
-    {Strategy::Ddp, "ddp"},
-    {Strategy::Zero1, "zero1"},
-    {Strategy::Zero2, "zero2"},
-    {Strategy::Zero3, "zero3"},
-    {Strategy::FsdpFull, "fsdp"},
-    {Strategy::FsdpGradOp, "fsdp_grad_op"},
-    {Strategy::Hsdp, "hsdp"},
-    {Strategy::FsdpFull, "fsdp_full"},
-    {Strategy::FsdpFull, "full_shard"},
-    {Strategy::FsdpGradOp, "shard_grad_op"},
-    {Strategy::Hsdp, "hybrid_shard"},
-};
 
 std::string lowerUnderscore(std::string_view s) {
   std::string out(s);
@@ -52,30 +35,7 @@ std::string_view trim(std::string_view s) {
 
 }  // namespace
 
-std::string_view toString(Strategy s) {
-  for (const auto& n : kStrategyNames)
-    if (n.s == s) return n.name;
-  return "ddp";
-}
-
-std::optional<Strategy> strategyFromString(std::string_view name) {
-  const std::string key = lowerUnderscore(trim(name));
-  for (const auto& n : kStrategyNames)
-    if (n.name == key) return n.s;
-  return std::nullopt;
-}
-
-const std::vector<Strategy>& allStrategies() {
-  static const std::vector<Strategy> all = {Strategy::Ddp,      Strategy::Zero1,      Strategy::Zero2, Strategy::Zero3,
-                                            Strategy::FsdpFull, Strategy::FsdpGradOp, Strategy::Hsdp};
-  return all;
-}
-
-const std::vector<std::string_view>& knownModelPresets() {
-  static const std::vector<std::string_view> presets = {"tiny",      "odd",        "small",    "medium",
-                                                        "llama3-8b", "llama3-70b", "qwen3-8b", "qwen2.5-7b"};
-  return presets;
-}
+const std::vector<std::string_view>& knownModelPresets() { return modelPresetNames(); }
 
 // ---------------------------------------------------------------------------------------------
 // Value parsing shared by flags and JSON
@@ -545,7 +505,7 @@ std::string typeName(const Knob& k) {
     }
     case Kind::Strat: {
       std::string s;
-      for (Strategy st : allStrategies()) {
+      for (Strategy st : runtimeStrategies()) {
         if (!s.empty()) s += '|';
         s += toString(st);
       }
@@ -703,6 +663,9 @@ void setFromText(const Knob& k, RunConfig& c, std::string_view text, const std::
     case Kind::Strat: {
       auto s = strategyFromString(text);
       if (!s) throw Error(where + ": must be one of " + typeName(k) + " (got " + shown + ")");
+      if (!isRuntimeStrategy(*s))
+        throw Error(where + ": " + strategyName(*s) + " is modelled by estimate and simulate only; the runtime trains " +
+                    typeName(k));
       c.*std::get<Strategy RunConfig::*>(k.member) = *s;
       break;
     }
@@ -1435,6 +1398,10 @@ JsonValue toDeepSpeedJson(const RunConfig& cfg) {
       note =
           "fsdp_grad_op (FSDP SHARD_GRAD_OP: parameters stay gathered from forward to backward) has no exact "
           "DeepSpeed equivalent; the closest is ZeRO stage 2";
+      break;
+    case Strategy::ZeroPPHpz:  // never in a RunConfig (refused when parsed); DeepSpeed's own spelling
+      stage = 3;
+      note = "zeropp_hpz is ZeRO stage 3 with zero_hpz_partition_size (ZeRO++)";
       break;
     case Strategy::Hsdp:
       stage = 3;

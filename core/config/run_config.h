@@ -13,19 +13,10 @@
 #include <string_view>
 #include <vector>
 
+#include "core/model/strategy.h"
 #include "core/util/json.h"
 
 namespace shardscope::core {
-
-enum class Strategy { Ddp, Zero1, Zero2, Zero3, FsdpFull, FsdpGradOp, Hsdp };
-
-// "ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op", "hsdp".
-std::string_view toString(Strategy s);
-// Also accepts the aliases "fsdp_full", "full_shard", "shard_grad_op", "hybrid_shard"; case and
-// '-' vs '_' do not matter. nullopt for anything else.
-std::optional<Strategy> strategyFromString(std::string_view name);
-// Every strategy, in enum order.
-const std::vector<Strategy>& allStrategies();
 
 // The runtime's model presets (validate() refuses any other name).
 const std::vector<std::string_view>& knownModelPresets();

@@ -1,4 +1,5 @@
 #include "core/estimator/memory_estimator.h"
+#include "core/model/model_presets.h"
 #include "core/util/units.h"
 
 #include <algorithm>
@@ -30,44 +31,29 @@ ModelShape make(std::string name, std::int64_t vocab, std::int64_t hidden, int l
 
 std::int64_t headDimOf(const ModelShape& m) { return m.headDim > 0 ? m.headDim : m.hidden / std::max(1, m.heads); }
 
-std::string lower(std::string_view s) {
-  std::string out;
-  for (char c : s) out.push_back(c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  return out;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Model shapes
 
 const std::vector<std::string>& modelShapePresetNames() {
-  static const std::vector<std::string> names = {"llama3-8b", "llama3-70b", "qwen3-8b", "qwen2.5-7b",
-                                                 "tiny",      "odd",        "small",    "medium"};
+  // The published models first, then the runtime's CPU-sized ones (core/model/model_presets.h).
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const bool cpu : {false, true})
+      for (const auto& p : modelPresets())
+        if (p.cpuSized == cpu) n.emplace_back(p.name);
+    return n;
+  }();
   return names;
 }
 
 std::optional<ModelShape> modelShapePreset(std::string_view name, int layers) {
-  ModelShape m;
-  // The published configs (strategies.md §2.7) and the runtime's presets (profiler/runtime/model.cpp).
-  if (name == "llama3-8b")
-    m = make("llama3-8b", 128256, 4096, 32, 32, 8, 128, 14336, false, false);
-  else if (name == "llama3-70b")
-    m = make("llama3-70b", 128256, 8192, 80, 64, 8, 128, 28672, false, false);
-  else if (name == "qwen3-8b")
-    m = make("qwen3-8b", 151936, 4096, 36, 32, 8, 128, 12288, true, false);
-  else if (name == "qwen2.5-7b")
-    m = make("qwen2.5-7b", 152064, 3584, 28, 28, 4, 128, 18944, false, true);
-  else if (name == "tiny")
-    m = make("tiny", 256, 64, 2, 4, 2, 16, 176, false, false);
-  else if (name == "odd")
-    m = make("odd", 259, 48, 2, 3, 1, 16, 131, false, false);
-  else if (name == "small")
-    m = make("small", 2048, 256, 4, 8, 4, 32, 688, false, false);
-  else if (name == "medium")
-    m = make("medium", 8192, 512, 8, 8, 4, 64, 1376, false, false);
-  else
-    return std::nullopt;
+  const ModelPreset* p = findModelPreset(name);
+  if (!p) return std::nullopt;
+  ModelShape m =
+      make(std::string(p->name), p->vocab, p->hidden, p->layers, p->heads, p->kvHeads, p->headDim, p->ffn, p->qkNorm, p->qkvBias);
+  m.tiedEmbeddings = p->tiedEmbeddings;
   if (layers > 0) m.layers = layers;
   return m;
 }
@@ -151,54 +137,11 @@ std::vector<std::int64_t> fsdpUnitSizes(const ModelShape& m) {
 // ---------------------------------------------------------------------------------------------
 // Strategies
 
-std::string strategyName(Strategy s) {
-  switch (s) {
-    case Strategy::Ddp:
-      return "ddp";
-    case Strategy::Zero1:
-      return "zero1";
-    case Strategy::Zero2:
-      return "zero2";
-    case Strategy::Zero3:
-      return "zero3";
-    case Strategy::FsdpFull:
-      return "fsdp";
-    case Strategy::FsdpGradOp:
-      return "fsdp_grad_op";
-    case Strategy::Hsdp:
-      return "hsdp";
-    case Strategy::ZeroPPHpz:
-      return "zeropp_hpz";
-  }
-  return "?";
-}
-
-std::optional<Strategy> parseStrategy(std::string_view name) {
-  const std::string n = lower(name);
-  for (Strategy s : allEstimatorStrategies())
-    if (n == strategyName(s)) return s;
-  if (n == "fsdp_full" || n == "full_shard") return Strategy::FsdpFull;
-  if (n == "shard_grad_op") return Strategy::FsdpGradOp;
-  if (n == "hybrid_shard") return Strategy::Hsdp;
-  if (n == "hpz" || n == "zero++" || n == "zeropp") return Strategy::ZeroPPHpz;
-  return std::nullopt;
-}
-
-const std::vector<Strategy>& allEstimatorStrategies() {
-  static const std::vector<Strategy> all = {Strategy::Ddp,      Strategy::Zero1,      Strategy::Zero2, Strategy::Zero3,
-                                            Strategy::FsdpFull, Strategy::FsdpGradOp, Strategy::Hsdp,  Strategy::ZeroPPHpz};
-  return all;
-}
-
-bool shardsParameters(Strategy s) {
-  return s == Strategy::Zero3 || s == Strategy::FsdpFull || s == Strategy::FsdpGradOp || s == Strategy::Hsdp ||
-         s == Strategy::ZeroPPHpz;
-}
-
 AttentionKind effectiveAttention(const EstimateInput& in) {
   if (in.attention) return *in.attention;
-  const auto& n = in.model.name;
-  return (n == "tiny" || n == "odd" || n == "small" || n == "medium") ? AttentionKind::Eager : AttentionKind::Flash;
+  // The CPU-sized presets run on the runtime's CPU path (eager attention); the published ones on GPUs.
+  const ModelPreset* p = findModelPreset(in.model.name);
+  return (p && p->cpuSized) ? AttentionKind::Eager : AttentionKind::Flash;
 }
 
 int nodeCount(const EstimateInput& in) {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/model/strategy.h"
 #include "core/util/json.h"
 
 namespace shardscope::core::estimator {
@@ -56,13 +57,12 @@ std::int64_t largestModuleParameters(const ModelShape& m);  // LL: direct parame
 // FSDP units (auto-wrap at the block): embedding, each block, final norm + head. Element counts.
 std::vector<std::int64_t> fsdpUnitSizes(const ModelShape& m);
 
-enum class Strategy { Ddp, Zero1, Zero2, Zero3, FsdpFull, FsdpGradOp, Hsdp, ZeroPPHpz };
-// "ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op", "hsdp", "zeropp_hpz".
-std::string strategyName(Strategy s);
-// Also "fsdp_full", "full_shard", "shard_grad_op", "hybrid_shard", "hpz", "zero++"; '-' = '_'.
-std::optional<Strategy> parseStrategy(std::string_view name);
-const std::vector<Strategy>& allEstimatorStrategies();
-bool shardsParameters(Strategy s);  // zero3, fsdp*, hsdp, hpz
+// The strategies are core's (core/model/strategy.h): one enum, one set of names.
+using core::allStrategies;
+using core::shardsParameters;
+using core::Strategy;
+using core::strategyFromString;
+using core::strategyName;
 
 enum class Precision { Fp32, Bf16 };  // bf16 = bf16/fp16 compute with fp32 master weights and Adam
 // Eager: our runtime's attention (the a·s² score tensor is materialised, logits in fp32).

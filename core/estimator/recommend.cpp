@@ -84,7 +84,7 @@ std::vector<StrategyAssessment> recommend(const RecommendInput& in) {
   std::vector<Strategy> cands = in.candidates;
   const bool multiNode = in.model.gpus > in.model.gpusPerNode;
   if (cands.empty())
-    for (Strategy s : allEstimatorStrategies())
+    for (Strategy s : allStrategies())
       if ((s != Strategy::Hsdp && s != Strategy::ZeroPPHpz) || multiNode) cands.push_back(s);
   std::vector<StrategyAssessment> out;
   for (Strategy s : cands) {

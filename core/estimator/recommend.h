@@ -13,7 +13,7 @@ namespace shardscope::core::estimator {
 
 struct RecommendInput {
   EstimateInput model;               // model, gpus, batch, precision, knobs
-  std::vector<Strategy> candidates;  // empty = allEstimatorStrategies() (hpZ/HSDP only when multi-node)
+  std::vector<Strategy> candidates;  // empty = allStrategies() (hpZ/HSDP only when multi-node)
   std::int64_t deviceBytes = 80LL * 1024 * 1024 * 1024;
   double headroom = 0.1;  // fraction of the device kept free
   LinkModel intraNode;    // link inside a node

@@ -15,12 +15,10 @@
 namespace shardscope::core::estimator {
 namespace {
 
-std::optional<Strategy> estimatorStrategy(core::Strategy s) { return parseStrategy(core::toString(s)); }
+std::optional<Strategy> estimatorStrategy(Strategy s) { return s; }
 
-std::optional<core::Strategy> runtimeStrategy(Strategy s) {
-  if (s == Strategy::ZeroPPHpz) return core::Strategy::Zero3;
-  return core::strategyFromString(strategyName(s));
-}
+// A simulated hpZ run is stored with the configuration of the ZeRO-3 run it refines.
+std::optional<Strategy> runtimeStrategy(Strategy s) { return s == Strategy::ZeroPPHpz ? Strategy::Zero3 : s; }
 
 // Block of a compute span's subject: "embed_tokens" 0, "layers.N..." N+1, "norm"/"lm_head" L+1.
 int blockOf(std::string_view what, int layers) {

@@ -1070,6 +1070,8 @@ std::unique_ptr<Engine> Engine::create(const EngineContext& ctx) {
     case Strategy::FsdpGradOp:
     case Strategy::Hsdp:
       return std::make_unique<ShardedEngine>(ctx);
+    case Strategy::ZeroPPHpz:
+      break;  // estimator and simulator only: RunConfig refuses it
   }
   throw core::Error("unknown strategy");
 }

@@ -312,6 +312,7 @@ std::unique_ptr<ParamFetchPolicy> ParamFetchPolicy::create(const core::RunConfig
     case Strategy::Ddp:
     case Strategy::Zero1:
     case Strategy::Zero2:
+    case Strategy::ZeroPPHpz:  // estimator and simulator only: RunConfig refuses it
       break;
   }
   throw core::Error(std::string("no parameter fetch policy for ") + std::string(core::toString(cfg.strategy)));

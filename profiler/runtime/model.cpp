@@ -17,52 +17,34 @@
 #include <thread>
 #include <stdexcept>
 
+#include "core/model/model_presets.h"
+
 namespace shardscope::runtime {
 
-namespace {
-ModelConfig make(std::string name, std::int64_t vocab, std::int64_t hidden, int layers, int heads, int kv, std::int64_t headDim,
-                 std::int64_t ffn, double theta, double eps, bool qkNorm, bool qkvBias) {
-  ModelConfig c;
-  c.name = std::move(name);
-  c.vocab = vocab;
-  c.hidden = hidden;
-  c.layers = layers;
-  c.heads = heads;
-  c.kvHeads = kv;
-  c.headDim = headDim;
-  c.ffn = ffn;
-  c.ropeTheta = theta;
-  c.normEps = eps;
-  c.qkNorm = qkNorm;
-  c.qkvBias = qkvBias;
-  return c;
-}
-}  // namespace
+namespace {}  // namespace
 
 std::vector<std::string> modelPresetNames() {
-  return {"tiny", "odd", "small", "medium", "llama3-8b", "llama3-70b", "qwen3-8b", "qwen2.5-7b"};
+  std::vector<std::string> names;
+  for (const auto n : core::modelPresetNames()) names.emplace_back(n);
+  return names;
 }
 
 ModelConfig modelPreset(const std::string& name, int layers) {
+  const core::ModelPreset* p = core::findModelPreset(name);
+  if (!p) throw std::invalid_argument("unknown model preset '" + name + "'");
   ModelConfig c;
-  if (name == "tiny")
-    c = make(name, 256, 64, 2, 4, 2, 16, 176, 10000.0, 1e-5, false, false);
-  else if (name == "odd")  // odd sizes everywhere: exercises padding and uneven shards (tests)
-    c = make(name, 259, 48, 2, 3, 1, 16, 131, 10000.0, 1e-5, false, false);
-  else if (name == "small")
-    c = make(name, 2048, 256, 4, 8, 4, 32, 688, 10000.0, 1e-5, false, false);
-  else if (name == "medium")
-    c = make(name, 8192, 512, 8, 8, 4, 64, 1376, 10000.0, 1e-5, false, false);
-  else if (name == "llama3-8b")
-    c = make(name, 128256, 4096, 32, 32, 8, 128, 14336, 500000.0, 1e-5, false, false);
-  else if (name == "llama3-70b")
-    c = make(name, 128256, 8192, 80, 64, 8, 128, 28672, 500000.0, 1e-5, false, false);
-  else if (name == "qwen3-8b")
-    c = make(name, 151936, 4096, 36, 32, 8, 128, 12288, 1e6, 1e-6, true, false);
-  else if (name == "qwen2.5-7b")
-    c = make(name, 152064, 3584, 28, 28, 4, 128, 18944, 1e6, 1e-6, false, true);
-  else
-    throw std::invalid_argument("unknown model preset '" + name + "'");
+  c.name = std::string(p->name);
+  c.vocab = p->vocab;
+  c.hidden = p->hidden;
+  c.layers = p->layers;
+  c.heads = p->heads;
+  c.kvHeads = p->kvHeads;
+  c.headDim = p->headDim;
+  c.ffn = p->ffn;
+  c.ropeTheta = p->ropeTheta;
+  c.normEps = p->normEps;
+  c.qkNorm = p->qkNorm;
+  c.qkvBias = p->qkvBias;
   if (layers > 0) c.layers = layers;
   return c;
 }

@@ -142,6 +142,12 @@ class TestRunConfig : public QObject {
     QCOMPARE(name(strategyFromString("shard_grad_op")), name(Strategy::FsdpGradOp));
     QCOMPARE(name(strategyFromString("hybrid-shard")), name(Strategy::Hsdp));
     QVERIFY(!strategyFromString("zero4"));
+    QCOMPARE(name(strategyFromString(" Zero++ ")), name(Strategy::ZeroPPHpz));
+    QCOMPARE(allStrategies().size(), runtimeStrategies().size() + 1);
+    // The runtime refuses what only the estimator models, naming the key.
+    RunConfig hpz;
+    const std::string msg = errorOf([&] { applyFlag(hpz, "strategy", "zeropp_hpz"); });
+    QVERIFY2(contains(msg, "--strategy") && contains(msg, "estimate and simulate only"), msg.c_str());
     QVERIFY(!strategyFromString(""));
   }
 
@@ -620,7 +626,7 @@ class TestRunConfig : public QObject {
 
   void toDeepSpeedRoundTrip() {
     std::vector<RunConfig> configs;
-    for (Strategy s : allStrategies()) {
+    for (Strategy s : runtimeStrategies()) {
       RunConfig c;
       c.strategy = s;
       configs.push_back(c);

@@ -126,7 +126,7 @@ class TestSimulator : public QObject {
   void volumesMatchTheCommunicationModel() {
     QFETCH(QString, strategy);
     QFETCH(int, gpus);
-    const auto s = *parseStrategy(strategy.toStdString());
+    const auto s = *strategyFromString(strategy.toStdString());
     auto em = runtimeInput("tiny", gpus);
     em.paramPersistenceThreshold = 0;
     const auto r = simulate(simInput(em, s, flat(em.model.layers, 1e-4, 2e-4, 1e-9)));
@@ -188,7 +188,7 @@ class TestSimulator : public QObject {
   void peakMatchesTheEstimator() {
     QFETCH(QString, strategy);
     QFETCH(QString, model);
-    const auto s = *parseStrategy(strategy.toStdString());
+    const auto s = *strategyFromString(strategy.toStdString());
     auto em = runtimeInput(model.toStdString().c_str(), 2);
     const auto r = simulate(simInput(em, s, flat(em.model.layers, 1e-4, 2e-4, 1e-9)));
     const auto e = estimateMemory(em, s);

@@ -11,7 +11,7 @@ class TestUnits : public QObject {
   Q_OBJECT
   static QString q(const std::string& s) { return QString::fromStdString(s); }
 
- private slots:
+ private Q_SLOTS:
   void bytesAreBinary() {
     QCOMPARE(q(formatBytes(0)), QString("0 B"));
     QCOMPARE(q(formatBytes(1023)), QString("1023 B"));
@@ -70,8 +70,7 @@ class TestUnits : public QObject {
     QVERIFY(c.counts(-1));
     QCOMPARE(QString(describeStepRule(c)), QString("the whole trace (it has no steps)"));
     QCOMPARE(countedStepNumbers({}, RunSource::Runtime).count, std::int64_t(0));
-    QVERIFY(leavesOutWarmup(RunSource::Runtime) && leavesOutWarmup(RunSource::Simulated) &&
-            !leavesOutWarmup(RunSource::Kineto));
+    QVERIFY(leavesOutWarmup(RunSource::Runtime) && leavesOutWarmup(RunSource::Simulated) && !leavesOutWarmup(RunSource::Kineto));
   }
 };
 

@@ -26,12 +26,29 @@
 #include <algorithm>
 
 #include "core/config/config_problem.h"
+#include "core/estimator/memory_estimator.h"
+#include "core/model/model_presets.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
 
 namespace shardscope::ui {
 
 namespace {
+
+// "Llama 3 8B: 32 layers · hidden 4096 · 8.03 B parameters", from the one preset table.
+QString presetHint(const QString& name) {
+  const core::ModelPreset* p = core::findModelPreset(name.toStdString());
+  const auto shape = core::estimator::modelShapePreset(name.toStdString());
+  if (!p || !shape) return {};
+  const double n = static_cast<double>(core::estimator::parameterCount(*shape));
+  const QString count = n < 1e6   ? QStringLiteral("%1 K").arg(n / 1e3, 0, 'f', 0)
+                        : n < 1e9 ? QStringLiteral("%1 M").arg(n / 1e6, 0, 'f', 2)
+                                  : QStringLiteral("%1 B").arg(n / 1e9, 0, 'f', 2);
+  QString text = QStringLiteral("%1 layers \u00b7 hidden %2 \u00b7 %3 parameters").arg(p->layers).arg(p->hidden).arg(count);
+  if (!p->cpuSized)
+    text = QString::fromUtf8(p->note.data(), static_cast<qsizetype>(p->note.size())) + QStringLiteral(": ") + text;
+  return text;
+}
 
 QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 
@@ -316,7 +333,7 @@ void LaunchDialog::buildUi() {
     auto* grid = new QGridLayout(strategyFrame_);
     grid->setContentsMargins(3, 3, 3, 3);
     int i = 0;
-    const auto& all = core::allStrategies();
+    const auto& all = core::runtimeStrategies();
     const int rows = static_cast<int>((all.size() + 1) / 2);
     for (core::Strategy s : all) {
       const QString name = qs(core::toString(s));
@@ -475,7 +492,7 @@ void LaunchDialog::setValue(const QString& key, const QString& v) {
 
 QStringList LaunchDialog::strategies() const {
   QStringList out;
-  for (core::Strategy s : core::allStrategies()) {
+  for (core::Strategy s : core::runtimeStrategies()) {
     const QString name = qs(core::toString(s));
     if (strategyBoxes_.value(name) && strategyBoxes_.value(name)->isChecked()) out << name;
   }
@@ -602,18 +619,8 @@ void LaunchDialog::showErrors() {
     tabs_->tabBar()->setTabTextColor(i, tabBad[i] ? QColor(0xc6, 0x28, 0x28) : palette().color(QPalette::WindowText));
   }
   {
-    // What the preset is (docs/RUNTIME.md), and the cut depth.
-    static const QMap<QString, QString> presets = {
-        {"tiny", "2 layers · hidden 64 · 125 K parameters"},
-        {"odd", "2 layers · hidden 48 · 75 K parameters (odd sizes)"},
-        {"small", "4 layers · hidden 256 · 3.95 M parameters"},
-        {"medium", "8 layers · hidden 512 · 31.6 M parameters"},
-        {"llama3-8b", "Llama 3 8B: 32 layers · hidden 4096 · 8.0 B parameters"},
-        {"llama3-70b", "Llama 3 70B: 80 layers · hidden 8192 · 70.6 B parameters"},
-        {"qwen3-8b", "Qwen3 8B: 36 layers · hidden 4096 · 8.2 B parameters"},
-        {"qwen2.5-7b", "Qwen2.5 7B: 28 layers · hidden 3584 · 7.6 B parameters"},
-    };
-    QString hint = presets.value(value(QStringLiteral("model")));
+    // What the preset is (core/model/model_presets.h), and the cut depth.
+    QString hint = presetHint(value(QStringLiteral("model")));
     const int layers = value(QStringLiteral("layers")).toInt();
     if (layers > 0 && !hint.isEmpty()) hint += tr("; cut to %n layer(s)", nullptr, layers);
     presetHint_->setText(hint);

@@ -18,6 +18,14 @@ QString ms(core::TimeNs ns) { return QString::fromStdString(core::formatGrouped(
 
 QString msWithUnit(core::TimeNs ns) { return ms(ns) + QStringLiteral(" ms"); }
 
+QString gbps(double v) { return QString::fromStdString(core::formatGrouped(v, 2)); }
+
+QString percent(double share) { return QString::fromStdString(core::formatPercent(share * 100.0, 1)); }
+
+QString opName(core::CollectiveOp op) {
+  return QString::fromUtf8(core::toString(op).data(), static_cast<qsizetype>(core::toString(op).size()));
+}
+
 }  // namespace units
 
 CollectivesModel::CollectivesModel(QObject* parent) : QAbstractTableModel(parent) {}
