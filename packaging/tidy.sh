@@ -11,7 +11,13 @@ if [ "${1:-}" = --build ]; then build=$2; shift 2; fi
 tidy=$(command -v clang-tidy || command -v clang-tidy-14 || true)
 [ -n "$tidy" ] || { echo "tidy: clang-tidy is not installed (packaging/install-deps.sh)" >&2; exit 2; }
 [ -f "$build/compile_commands.json" ] || { echo "tidy: $build/compile_commands.json is missing: configure first" >&2; exit 2; }
-if [ $# -gt 0 ]; then files=("$@"); else mapfile -t files < <(git ls-files 'core/*.cpp'); fi
+if [ $# -gt 0 ]; then
+  files=("$@")
+elif git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  mapfile -t files < <(git ls-files 'core/*.cpp')
+else
+  mapfile -t files < <(find core -name '*.cpp' | sort)
+fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 printf '%s\n' "${files[@]}" | xargs -P "$(nproc)" -n 4 "$tidy" -p "$build" --quiet >"$log" 2>/dev/null || true

@@ -312,8 +312,9 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
         const std::int64_t G = effectiveShardGroup(in, s);
         if (G < 1 || W % G != 0)
           throw std::invalid_argument("hpZ partition size " + std::to_string(G) + " must divide gpus " + std::to_string(W));
-        st.parameters += w * roundUp(P, G) / G;  // secondary 16-bit partition inside the node
-        e.notes.push_back("hpZ secondary partition: " + formatBytes(static_cast<double>(w * roundUp(P, G) / G)) + " (2Ψ/" +
+        const std::int64_t secondary = w * roundUp(P, G) / G;  // secondary 16-bit partition inside the node
+        st.parameters += secondary;
+        e.notes.push_back("hpZ secondary partition: " + formatBytes(static_cast<double>(secondary)) + " (2Ψ/" +
                           std::to_string(G) + ")");
       }
       if (in.offloadParam) {

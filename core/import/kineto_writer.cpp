@@ -144,7 +144,7 @@ std::string defaultRunName(const std::vector<std::string>& files) {
   if (files.empty()) return "import";
   fs::path p(files.front());
   if (files.size() > 1) {
-    const auto parent = p.parent_path().filename().string();
+    std::string parent = p.parent_path().filename().string();
     if (!parent.empty()) return parent;
   }
   std::string n = p.filename().string();

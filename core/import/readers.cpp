@@ -32,6 +32,7 @@ const std::vector<const TraceReader*>& traceReaders() {
   static const std::vector<std::unique_ptr<TraceReader>> owned = makeReaders();
   static const std::vector<const TraceReader*> all = [] {
     std::vector<const TraceReader*> v;
+    v.reserve(owned.size());
     for (const auto& r : owned) v.push_back(r.get());
     return v;
   }();
