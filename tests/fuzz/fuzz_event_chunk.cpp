@@ -26,10 +26,9 @@ using shardscope::core::EventChunk;
 }
 
 bool sameColumns(const EventChunk& a, const EventChunk& b) {
-  return a.start == b.start && a.end == b.end && a.name == b.name && a.cat == b.cat && a.dtype == b.dtype &&
-         a.pg == b.pg && a.category == b.category && a.flags == b.flags && a.collOp == b.collOp && a.step == b.step &&
-         a.correlation == b.correlation && a.externalId == b.externalId && a.bytes == b.bytes &&
-         a.groupSize == b.groupSize;
+  return a.start == b.start && a.end == b.end && a.name == b.name && a.cat == b.cat && a.dtype == b.dtype && a.pg == b.pg &&
+         a.category == b.category && a.flags == b.flags && a.collOp == b.collOp && a.step == b.step &&
+         a.correlation == b.correlation && a.externalId == b.externalId && a.bytes == b.bytes && a.groupSize == b.groupSize;
 }
 
 }  // namespace
@@ -44,9 +43,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const std::size_t n = c.size();
   if (n > static_cast<std::size_t>(EventChunk::kMaxEvents)) invariant("more than kMaxEvents events");
-  for (std::size_t len : {c.end.size(), c.name.size(), c.cat.size(), c.dtype.size(), c.pg.size(), c.category.size(),
-                          c.flags.size(), c.collOp.size(), c.step.size(), c.correlation.size(), c.externalId.size(),
-                          c.bytes.size(), c.groupSize.size()})
+  for (std::size_t len :
+       {c.end.size(), c.name.size(), c.cat.size(), c.dtype.size(), c.pg.size(), c.category.size(), c.flags.size(),
+        c.collOp.size(), c.step.size(), c.correlation.size(), c.externalId.size(), c.bytes.size(), c.groupSize.size()})
     if (len != n) invariant("columns of different lengths");
   for (std::size_t i = 0; i < n; ++i) (void)c.record(i, 1);
   EventChunk back;
