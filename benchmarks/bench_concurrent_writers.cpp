@@ -74,7 +74,7 @@ void writer(int w, const Options& o, const std::string& db, const std::vector<st
       const auto t0 = Clock::now();
       const auto res = shardscope::core::importKineto(store, files, opt);
       out += "import " + std::to_string(ms(Clock::now() - t0)) + " " + std::to_string(res.events) + " " +
-             std::to_string(store.db().longestWait().count()) + "\n";
+             std::to_string(store.longestLockWait().count()) + "\n";
     } catch (const std::exception& e) {
       std::string msg = e.what();
       std::replace(msg.begin(), msg.end(), '\n', ' ');
@@ -198,12 +198,11 @@ int main(int argc, char** argv) {
         if (fs::exists(db, ec)) {
           const auto r0 = Clock::now();
           shardscope::core::TraceStore store(db, shardscope::core::Database::Mode::ReadOnly);
-          shardscope::core::Statement st(
-              store.db(),
-              "SELECT r.id, r.status, COUNT(DISTINCT k.id), IFNULL(SUM(t.event_count), 0) FROM runs r "
-              "LEFT JOIN ranks k ON k.run_id = r.id LEFT JOIN tracks t ON t.rank_id = k.id GROUP BY r.id");
-          while (st.step()) {
-          }
+          // What the run list reads (ui/models/run_list_model.cpp, loadRunRows).
+          const auto runs = store.runs();
+          const auto counts = store.runCounts();
+          (void)runs;
+          (void)counts;
           readMs.push_back(ms(Clock::now() - r0));
         }
       } catch (const std::exception& e) {
@@ -249,8 +248,7 @@ int main(int argc, char** argv) {
   };
 
   shardscope::core::TraceStore check(db, shardscope::core::Database::Mode::ReadOnly);
-  shardscope::core::Statement ic(check.db(), "PRAGMA integrity_check");
-  const std::string integrity = ic.step() ? ic.text(0) : "?";
+  const std::string integrity = check.integrityCheck();
   const std::size_t runs = check.runs().size();
   const std::size_t expectedRuns = static_cast<std::size_t>(o.writers * o.imports) + (o.fresh ? 0 : 1);
 

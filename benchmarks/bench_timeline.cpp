@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/util/args.h"
+#include "core/storage/store_transaction.h"
 #include "core/storage/trace_store.h"
 #include "core/timeline/draw_list.h"
 #include "core/timeline/range_stats.h"
@@ -377,19 +378,19 @@ Generated generate(const std::string& db, std::uint64_t events, int ranks) {
   nm.catGpuAnnotation = store.intern("gpu_user_annotation");
   for (int s = 1; s <= 100; ++s) nm.stepNames.push_back(store.intern("ProfilerStep#" + std::to_string(s)));
   const std::uint64_t perRank = events / static_cast<std::uint64_t>(ranks);
-  core::Transaction tx(store.db());
-  core::BulkWriter w(store);
-  for (int r = 0; r < ranks; ++r) {
-    core::Rank rk;
-    rk.runId = g.run;
-    rk.rank = r;
-    rk.host = "node" + std::to_string(r / 8);
-    rk.device = "cuda:" + std::to_string(r % 8);
-    const Id rankId = store.addRank(rk);
-    g.events += writeRank(store, w, rankId, r, pgId, nm, perRank, 20, 7);
-  }
-  w.finish();
-  tx.commit();
+  core::writeInTransaction(store, [&] {
+    core::BulkWriter w(store);
+    for (int r = 0; r < ranks; ++r) {
+      core::Rank rk;
+      rk.runId = g.run;
+      rk.rank = r;
+      rk.host = "node" + std::to_string(r / 8);
+      rk.device = "cuda:" + std::to_string(r % 8);
+      const Id rankId = store.addRank(rk);
+      g.events += writeRank(store, w, rankId, r, pgId, nm, perRank, 20, 7);
+    }
+    w.finish();
+  });
   return g;
 }
 

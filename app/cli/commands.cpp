@@ -136,7 +136,7 @@ int cmdImport(const Args& a, core::CancelToken& cancel) {
     out.set("json_bytes", JsonValue::number(static_cast<std::int64_t>(res.jsonBytes)));
     out.set("seconds", JsonValue::number(res.seconds));
     out.set("events_per_second", JsonValue::number(eps));
-    out.set("lock_wait_seconds", JsonValue::number(static_cast<double>(store.db().longestWait().count()) / 1000.0));
+    out.set("lock_wait_seconds", JsonValue::number(static_cast<double>(store.longestLockWait().count()) / 1000.0));
     JsonValue fileList = JsonValue::array();
     for (const auto& f : res.files) {
       JsonValue fj = JsonValue::object();
@@ -242,7 +242,7 @@ int cmdInfo(const Args& a, core::CancelToken& cancel) {
   if (a.has("json")) {
     JsonValue out = JsonValue::object();
     out.set("db", JsonValue::string(store.path()));
-    out.set("schema_version", JsonValue::number(static_cast<std::int64_t>(store.db().pragmaInt("user_version"))));
+    out.set("schema_version", JsonValue::number(store.schemaVersion()));
     JsonValue runs = JsonValue::array();
     for (auto id : ids) {
       JsonValue r = runJson(store.summary(id), detail);

@@ -22,6 +22,7 @@
 #include "core/util/units.h"
 #include "core/config/run_config.h"
 #include "core/launch/launcher.h"
+#include "core/storage/run_writer.h"
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
@@ -114,9 +115,7 @@ Launched launchRun(const std::string& db, const core::RunConfig& cfg, const std:
     meta.set("nnodes", JsonValue::number(static_cast<std::int64_t>(cfg.nnodes)));
     meta.set("deepspeed_config", core::toDeepSpeedJson(cfg));
     run.metadataJson = meta.dump();
-    core::Transaction tx(store.db());
-    out.runId = store.createRun(run);
-    tx.commit();
+    out.runId = core::createRunRow(store, run);
   }
   const std::string strategy(core::toString(cfg.strategy));
   auto& events = EventStream::instance();
@@ -193,17 +192,15 @@ Launched launchRun(const std::string& db, const core::RunConfig& cfg, const std:
   std::error_code ec;
   fs::remove(cfgPath, ec);
   core::TraceStore store(db);
-  core::Transaction tx(store.db());
   if (out.result.ok) {
     // Rank 0 marks the run completed only when it creates the run itself; here the launcher does.
-    store.setRunStatus(out.runId, core::RunStatus::Completed);
+    core::setRunOutcome(store, out.runId, core::RunStatus::Completed);
   } else if (out.result.cancelled) {
-    store.setRunStatus(out.runId, core::RunStatus::Cancelled, "cancelled by user");
+    core::setRunOutcome(store, out.runId, core::RunStatus::Cancelled, "cancelled by user");
   } else {
     out.result.reason = rootCause(out.result, lastErr, cfg.nodeRank * spec.nprocPerNode);
-    store.setRunStatus(out.runId, core::RunStatus::Failed, out.result.reason);
+    core::setRunOutcome(store, out.runId, core::RunStatus::Failed, out.result.reason);
   }
-  tx.commit();
   events.run(out.runId, strategy, out.result.ok ? "completed" : (out.result.cancelled ? "cancelled" : "failed"));
   return out;
 }

@@ -203,16 +203,9 @@ std::optional<TimeNs> rankMinNs(RunContext& ctx, const Rank& rank, bool withMemo
   // Track statistics cover events and counter samples.
   for (const auto& t : ctx.summary.tracks)
     if (t.track.rankId == rank.id && t.minStartNs) take(*t.minStartNs);
-  Database& db = ctx.store.db();
-  {
-    Statement st(db, "SELECT MIN(ts_ns) FROM flows WHERE rank_id=?");
-    st.bind(1, rank.id);
-    if (st.step() && !st.isNull(0)) take(st.int64(0));
-  }
+  if (auto f = ctx.store.firstFlowNs(rank.id)) take(*f);
   if (withMemory) {
-    Statement st(db, "SELECT MIN(ts_ns) FROM memory_events WHERE rank_id=?");
-    st.bind(1, rank.id);
-    if (st.step() && !st.isNull(0)) take(st.int64(0));
+    if (auto f = ctx.store.firstMemoryEventNs(rank.id)) take(*f);
   }
   return m;
 }
@@ -728,75 +721,51 @@ void RankWriter::writeFlows() {
     if (it == strings.end()) it = strings.emplace(id, ctx_.store.string(id)).first;
     return it->second;
   };
-  // (rank_id, flow_id, rowid) is the flows_rank index order: streamed without a sort.
-  Statement st(ctx_.store.db(),
-               "SELECT flow_id, cat_id, name_id, phase, track_id, ts_ns, bind_enclosing FROM flows WHERE rank_id=? "
-               "ORDER BY flow_id, id");
-  st.bind(1, rank_.id);
-  while (st.step()) {
-    auto ti = trackIndex_.find(st.int64(4));
-    const Lane& lane = lanes_[ti != trackIndex_.end() ? tracks_[ti->second].lane : mainLane()];
-    const std::string_view ph = st.textView(3);
-    std::string& b = begin();
-    b += R"({"ph":")";
-    b.push_back(ph.empty() ? 's' : ph[0]);
-    b += R"(","id":)";
-    appendInt(b, flowId(st.int64(0)));
-    b += R"(,"pid":)";
-    appendInt(b, lane.pid);
-    b += R"(,"tid":)";
-    appendInt(b, lane.tid);
-    b += R"(,"ts":)";
-    appendMicros(b, st.int64(5) - origin_);
-    if (!st.isNull(1)) {
-      b += R"(,"cat":)";
-      appendJsonString(b, str(st.int64(1)));
-    }
-    if (!st.isNull(2)) {
-      b += R"(,"name":)";
-      appendJsonString(b, str(st.int64(2)));
-    }
-    if (st.int64(6) != 0) b += R"(,"bp":"e")";
-    b.push_back('}');
-    end();
-    ctx_.tick();
-  }
+  // By flow id: the flows_rank index order, streamed without a sort.
+  ctx_.store.forEachFlow(
+      rank_.id,
+      [&](const Flow& f) {
+        auto ti = trackIndex_.find(f.trackId);
+        const Lane& lane = lanes_[ti != trackIndex_.end() ? tracks_[ti->second].lane : mainLane()];
+        std::string& b = begin();
+        b += R"({"ph":")";
+        b.push_back(f.phase);
+        b += R"(","id":)";
+        appendInt(b, flowId(f.flowId));
+        b += R"(,"pid":)";
+        appendInt(b, lane.pid);
+        b += R"(,"tid":)";
+        appendInt(b, lane.tid);
+        b += R"(,"ts":)";
+        appendMicros(b, f.tsNs - origin_);
+        if (f.catId) {
+          b += R"(,"cat":)";
+          appendJsonString(b, str(f.catId));
+        }
+        if (f.nameId) {
+          b += R"(,"name":)";
+          appendJsonString(b, str(f.nameId));
+        }
+        if (f.bindEnclosing) b += R"(,"bp":"e")";
+        b.push_back('}');
+        end();
+        ctx_.tick();
+      },
+      FlowOrder::FlowId);
 }
 
 void RankWriter::writeCounters() {
   if (counters_.empty()) return;
-  Database& db = ctx_.store.db();
-  bool haveMemory = false;
-  if (layout_ == Layout::Kineto) {
-    Statement c(db, "SELECT EXISTS(SELECT 1 FROM memory_events WHERE rank_id=?)");
-    c.bind(1, rank_.id);
-    haveMemory = c.step() && c.int64(0) != 0;
-  }
-  Statement st(db, "SELECT ts_ns, value FROM counters WHERE track_id=? ORDER BY ts_ns, rowid");
+  // The importer rebuilds the "memory allocated/reserved" tracks from the [memory] records.
+  const bool haveMemory = layout_ == Layout::Kineto && ctx_.store.hasMemoryEvents(rank_.id);
   for (const TrackSummary* ts : counters_) {
     const std::string& name = ts->track.name;
-    // The importer rebuilds the "memory allocated/reserved" tracks from the [memory] records.
     if (haveMemory && startsWith(name, "memory ")) continue;
-    // Derived tracks (memory curves) have no rows of their own: their samples come from the store.
-    std::vector<CounterSample> derived;
-    if (!ts->track.derivedFrom.empty()) derived = ctx_.store.counterSamples(ts->track.id);
-    std::size_t di = 0;
-    st.bind(1, ts->track.id);
     const std::int64_t pid = (layout_ == Layout::Kineto && ts->track.pid) ? *ts->track.pid : hostPid_;
-    for (;;) {
-      std::int64_t tsNs;
-      double v;
-      if (!ts->track.derivedFrom.empty()) {
-        if (di >= derived.size()) break;
-        tsNs = derived[di].tsNs;
-        v = derived[di].value;
-        ++di;
-      } else {
-        if (!st.step()) break;
-        tsNs = st.int64(0);
-        v = st.real(1);
-      }
-      if (!std::isfinite(v)) continue;  // JSON has no inf/NaN
+    // Derived tracks (memory curves) have no rows of their own: the store reads their samples from
+    // what they derive from.
+    ctx_.store.forEachCounterSample(ts->track.id, [&](TimeNs tsNs, double v) {
+      if (!std::isfinite(v)) return;  // JSON has no inf/NaN
       std::string& b = begin();
       b += R"({"ph":"C","name":)";
       appendJsonString(b, name);
@@ -809,45 +778,39 @@ void RankWriter::writeCounters() {
       b += "}}";
       end();
       ctx_.tick();
-    }
-    st.reset();
+    });
   }
 }
 
 void RankWriter::writeMemory() {
-  Statement st(ctx_.store.db(),
-               "SELECT ts_ns, device_type, device_id, addr, bytes, total_allocated, total_reserved, out_of_memory "
-               "FROM memory_events WHERE rank_id=? ORDER BY ts_ns, id");
-  st.bind(1, rank_.id);
-  while (st.step()) {
-    const Lane& lane = lanes_[mainLane()];
-    const bool oom = st.int64(7) != 0;
+  const Lane& lane = lanes_[mainLane()];
+  ctx_.store.forEachMemoryEvent(rank_.id, [&](const MemoryEvent& m) {
     std::string& b = begin();
-    b += oom ? R"({"ph":"i","s":"t","cat":"cpu_instant_event","name":"[OutOfMemory]","pid":)"
-             : R"({"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":)";
+    b += m.outOfMemory ? R"({"ph":"i","s":"t","cat":"cpu_instant_event","name":"[OutOfMemory]","pid":)"
+                       : R"({"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":)";
     appendInt(b, lane.pid);
     b += R"(,"tid":)";
     appendInt(b, lane.tid);
     b += R"(,"ts":)";
-    appendMicros(b, st.int64(0) - origin_);
+    appendMicros(b, m.tsNs - origin_);
     b += R"(,"args":{"Total Reserved":)";
-    appendInt(b, st.int64(6));
+    appendInt(b, m.totalReserved);
     b += R"(,"Total Allocated":)";
-    appendInt(b, st.int64(5));
+    appendInt(b, m.totalAllocated);
     b += R"(,"Bytes":)";
-    appendInt(b, st.int64(4));
-    if (!oom) {
+    appendInt(b, m.bytes);
+    if (!m.outOfMemory) {
       b += R"(,"Addr":)";
-      appendInt(b, st.int64(3));
+      appendInt(b, m.addr);
     }
     b += R"(,"Device Id":)";
-    appendInt(b, st.int64(2));
+    appendInt(b, m.deviceId);
     b += R"(,"Device Type":)";
-    appendInt(b, st.int64(1));
+    appendInt(b, m.deviceType);
     b += "}}";
     end();
     ctx_.tick();
-  }
+  });
 }
 
 void RankWriter::write() {

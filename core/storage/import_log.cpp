@@ -1,4 +1,5 @@
 #include "core/storage/import_log.h"
+#include "core/storage/store_access.h"
 
 #include "core/storage/schema.h"
 #include "core/storage/trace_store.h"
@@ -38,8 +39,8 @@ ImportLogEntry readImportLogRow(const Statement& st) {
 
 std::vector<ImportLogEntry> importLog(TraceStore& store, Id runId) {
   std::vector<ImportLogEntry> out;
-  if (schema::version(store.db()) < 4) return out;  // a read-only file from before the table
-  Statement st(store.db(), std::string("SELECT ") + kImportLogColumns + " FROM import_log WHERE run_id=? ORDER BY id");
+  if (schema::version(storeDb(store)) < 4) return out;  // a read-only file from before the table
+  Statement st(storeDb(store), std::string("SELECT ") + kImportLogColumns + " FROM import_log WHERE run_id=? ORDER BY id");
   st.bind(1, runId);
   while (st.step()) out.push_back(readImportLogRow(st));
   return out;

@@ -1,4 +1,5 @@
 #include "core/storage/import_writer.h"
+#include "core/storage/store_access.h"
 
 #include <string>
 
@@ -33,9 +34,9 @@ ImportWriter::Restore ImportWriter::setImportCacheSize(Database& db) {
 
 ImportWriter::ImportWriter(TraceStore& store)
     : store_(store),
-      foreignKeys_(switchForeignKeysOff(store.db())),
-      cacheSize_(setImportCacheSize(store.db())),
-      tx_(store.db()) {}
+      foreignKeys_(switchForeignKeysOff(storeDb(store))),
+      cacheSize_(setImportCacheSize(storeDb(store))),
+      tx_(storeDb(store)) {}
 
 ImportWriter::~ImportWriter() {
   if (!committed_) store_.invalidateCaches();
@@ -49,7 +50,7 @@ void ImportWriter::commit() {
 
 void ImportWriter::setRankDeviceFromTracks(Id rankId) {
   // The device a rank used is its GPU tracks' device (deviceProperties lists every visible GPU).
-  Statement dev(store_.db(),
+  Statement dev(storeDb(store_),
                 "UPDATE ranks SET device = COALESCE((SELECT 'cuda:' || MIN(device) FROM tracks WHERE "
                 "rank_id=?1 AND kind='gpu_stream' AND device IS NOT NULL), 'cpu') WHERE id=?1");
   dev.bind(1, rankId);
@@ -57,13 +58,13 @@ void ImportWriter::setRankDeviceFromTracks(Id rankId) {
 }
 
 void ImportWriter::renameTrack(Id trackId, std::string_view name) {
-  if (!rename_.handle()) rename_ = Statement(store_.db(), "UPDATE tracks SET name=? WHERE id=?");
+  if (!rename_.handle()) rename_ = Statement(storeDb(store_), "UPDATE tracks SET name=? WHERE id=?");
   rename_.bind(1, name).bind(2, trackId);
   rename_.exec();
 }
 
 void ImportWriter::shiftRankRecords(Id rankId, TimeNs delta) {
-  Database& db = store_.db();
+  Database& db = storeDb(store_);
   const std::string shift = std::to_string(delta);
   const std::string rid = std::to_string(rankId);
   db.exec("UPDATE flows SET ts_ns=ts_ns+" + shift + " WHERE rank_id=" + rid);
@@ -76,13 +77,13 @@ Id ImportWriter::addImportLog(const ImportLogEntry& e) {
   for (const auto& [reason, n] : e.skippedByReason) reasons.set(reason, JsonValue::number(n));
   JsonValue warnings = JsonValue::array();
   for (const auto& w : e.warnings) warnings.push(JsonValue::string(w));
-  Statement st(store_.db(),
+  Statement st(storeDb(store_),
                "INSERT INTO import_log(run_id, rank, path, format, bytes, events, skipped, skipped_json, warnings_json, "
                "seconds) VALUES(?,?,?,?,?,?,?,?,?,?)");
   st.bind(1, e.runId).bind(2, e.rank).bind(3, e.path).bind(4, e.format).bind(5, e.bytes).bind(6, e.events);
   st.bind(7, e.skipped).bind(8, reasons.dump()).bind(9, warnings.dump()).bind(10, e.seconds);
   st.exec();
-  return store_.db().lastInsertRowId();
+  return storeDb(store_).lastInsertRowId();
 }
 
 }  // namespace shardscope::core

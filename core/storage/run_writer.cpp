@@ -1,4 +1,5 @@
 #include "core/storage/run_writer.h"
+#include "core/storage/store_access.h"
 
 #include <algorithm>
 #include <iterator>
@@ -8,14 +9,14 @@
 namespace shardscope::core {
 
 Id createRunRow(TraceStore& store, const Run& run) {
-  Transaction tx(store.db());
+  Transaction tx(storeDb(store));
   const Id id = store.createRun(run);
   tx.commit();
   return id;
 }
 
 void setRunOutcome(TraceStore& store, Id runId, RunStatus status, const std::string& failureReason) {
-  Transaction tx(store.db());
+  Transaction tx(storeDb(store));
   store.setRunStatus(runId, status, failureReason);
   tx.commit();
 }
@@ -34,7 +35,7 @@ void LiveBatch::append(LiveBatch&& later) {
 }
 
 RankWriter::RankWriter(const std::string& dbPath, const Rank& rank) : store_(std::make_unique<TraceStore>(dbPath)), rank_(rank) {
-  Transaction tx(store_->db());
+  Transaction tx(storeDb(*store_));
   rank_.id = store_->addRank(rank_);
   tx.commit();
 }
@@ -43,7 +44,7 @@ RankWriter::~RankWriter() = default;
 
 int RankWriter::addLane(Track track) {
   track.rankId = rank_.id;
-  Transaction tx(store_->db());
+  Transaction tx(storeDb(*store_));
   const Id id = store_->addTrack(track);
   tx.commit();
   laneTracks_.push_back(id);
@@ -51,7 +52,7 @@ int RankWriter::addLane(Track track) {
 }
 
 void RankWriter::addProcessGroup(const ProcessGroup& pg) {
-  Transaction tx(store_->db());
+  Transaction tx(storeDb(*store_));
   const Id id = store_->addProcessGroup(pg);
   tx.commit();
   groupIds_[pg.name] = id;
@@ -61,7 +62,7 @@ void RankWriter::setMetadata(const std::string& json) {
   for (auto r : store_->ranks(rank_.runId)) {
     if (r.id != rank_.id) continue;
     r.metadataJson = json;
-    Transaction tx(store_->db());
+    Transaction tx(storeDb(*store_));
     store_->updateRank(r);
     tx.commit();
   }
@@ -69,7 +70,7 @@ void RankWriter::setMetadata(const std::string& json) {
 
 void RankWriter::write(const LiveBatch& batch) {
   try {
-    Transaction tx(store_->db());
+    Transaction tx(storeDb(*store_));
     BulkWriter w(*store_);
     for (const auto& s : batch.spans) {
       EventRecord e;

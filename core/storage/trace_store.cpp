@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "core/storage/schema.h"
+#include "core/storage/store_access.h"
 #include "core/util/error.h"
 
 namespace shardscope::core {
@@ -55,6 +56,15 @@ TraceStore::TraceStore(const std::string& path, Database::Mode mode) : db_(std::
 }
 
 TraceStore::~TraceStore() = default;
+
+std::int64_t TraceStore::dataVersion() { return db_->pragmaInt("data_version"); }
+
+std::int64_t TraceStore::schemaVersion() { return db_->pragmaInt("user_version"); }
+
+std::string TraceStore::integrityCheck() {
+  Statement st(*db_, "PRAGMA integrity_check");
+  return st.step() ? st.text(0) : "?";
+}
 
 Id TraceStore::createRun(const Run& run) {
   Statement st(*db_,
@@ -124,6 +134,34 @@ std::optional<Id> TraceStore::latestRunId() {
   Statement st(*db_, "SELECT MAX(id) FROM runs");
   if (!st.step() || st.isNull(0)) return std::nullopt;
   return st.int64(0);
+}
+
+std::vector<RunCounts> TraceStore::runCounts() {
+  std::vector<RunCounts> out;
+  Statement st(*db_,
+               "SELECT r.run_id, COUNT(DISTINCT r.id), "
+               "IFNULL(SUM(CASE WHEN t.kind <> 'counter' THEN t.event_count ELSE 0 END), 0) "
+               "FROM ranks r LEFT JOIN tracks t ON t.rank_id = r.id GROUP BY r.run_id");
+  while (st.step()) out.push_back(RunCounts{st.int64(0), static_cast<int>(st.int64(1)), st.int64(2)});
+  return out;
+}
+
+RunsFingerprint TraceStore::runsFingerprint() {
+  Statement st(*db_,
+               "SELECT COUNT(*), IFNULL(MAX(id), 0), "
+               "IFNULL(SUM(id * CASE status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'completed' THEN 3 "
+               "WHEN 'failed' THEN 5 ELSE 7 END), 0), "
+               "IFNULL(SUM(id * (length(name) + 31 * length(IFNULL(tags, '')) + unicode(name))), 0), "
+               "IFNULL(SUM(status IN ('pending', 'running')), 0) FROM runs");
+  RunsFingerprint f;
+  if (st.step()) {
+    f.count = st.int64(0);
+    f.maxId = st.int64(1);
+    f.statusSum = st.int64(2);
+    f.textSum = st.int64(3);
+    f.active = st.int64(4);
+  }
+  return f;
 }
 
 Id TraceStore::addRank(const Rank& r) {
@@ -517,6 +555,11 @@ std::optional<Event> TraceStore::event(Id eventId, bool withArgs) {
 
 std::vector<CounterSample> TraceStore::counterSamples(Id trackId) {
   std::vector<CounterSample> out;
+  forEachCounterSample(trackId, [&](TimeNs ts, double v) { out.push_back(CounterSample{ts, v}); });
+  return out;
+}
+
+void TraceStore::forEachCounterSample(Id trackId, const std::function<void(TimeNs, double)>& fn) {
   std::string derived;
   Id rankId = 0;
   {
@@ -536,35 +579,61 @@ std::vector<CounterSample> TraceStore::counterSamples(Id trackId) {
       Statement st(*db_, std::string("SELECT ts_ns, ") + (allocated ? "total_allocated" : "total_reserved") +
                              " FROM memory_events WHERE rank_id=? AND device_type=? AND device_id=? ORDER BY ts_ns, id");
       st.bind(1, rankId).bind(2, type).bind(3, dev);
-      while (st.step()) out.push_back(CounterSample{st.int64(0), static_cast<double>(st.int64(1))});
+      while (st.step()) fn(st.int64(0), static_cast<double>(st.int64(1)));
     }
-    return out;
+    return;
   }
   Statement st(*db_, "SELECT ts_ns, value FROM counters WHERE track_id=? ORDER BY ts_ns, rowid");
   st.bind(1, trackId);
-  while (st.step()) out.push_back(CounterSample{st.int64(0), st.real(1)});
-  return out;
+  while (st.step()) fn(st.int64(0), st.real(1));
 }
 
 std::vector<Flow> TraceStore::flows(Id rankId) {
   std::vector<Flow> out;
-  Statement st(*db_,
-               "SELECT rank_id, flow_id, cat_id, name_id, phase, track_id, ts_ns, bind_enclosing FROM flows "
-               "WHERE rank_id=? ORDER BY id");
+  forEachFlow(rankId, [&](const Flow& f) { out.push_back(f); });
+  return out;
+}
+
+void TraceStore::forEachFlow(Id rankId, const std::function<void(const Flow&)>& fn, FlowOrder order) {
+  // (rank_id, flow_id, rowid) is the flows_rank index order: FlowId streams without a sort.
+  Statement st(*db_, order == FlowOrder::FlowId
+                         ? "SELECT rank_id, flow_id, cat_id, name_id, phase, track_id, ts_ns, bind_enclosing FROM flows "
+                           "WHERE rank_id=? ORDER BY flow_id, id"
+                         : "SELECT rank_id, flow_id, cat_id, name_id, phase, track_id, ts_ns, bind_enclosing FROM flows "
+                           "WHERE rank_id=? ORDER BY id");
   st.bind(1, rankId);
+  Flow f;
   while (st.step()) {
-    Flow f;
     f.rankId = st.int64(0);
     f.flowId = st.int64(1);
-    f.catId = st.int64(2);
-    f.nameId = st.int64(3);
+    f.catId = st.isNull(2) ? 0 : st.int64(2);
+    f.nameId = st.isNull(3) ? 0 : st.int64(3);
     f.phase = st.textView(4).empty() ? 's' : st.textView(4)[0];
     f.trackId = st.int64(5);
     f.tsNs = st.int64(6);
     f.bindEnclosing = st.int64(7) != 0;
-    out.push_back(f);
+    fn(f);
   }
-  return out;
+}
+
+std::optional<TimeNs> TraceStore::firstFlowNs(Id rankId) {
+  Statement st(*db_, "SELECT MIN(ts_ns) FROM flows WHERE rank_id=?");
+  st.bind(1, rankId);
+  if (st.step() && !st.isNull(0)) return st.int64(0);
+  return std::nullopt;
+}
+
+std::optional<TimeNs> TraceStore::firstMemoryEventNs(Id rankId) {
+  Statement st(*db_, "SELECT MIN(ts_ns) FROM memory_events WHERE rank_id=?");
+  st.bind(1, rankId);
+  if (st.step() && !st.isNull(0)) return st.int64(0);
+  return std::nullopt;
+}
+
+bool TraceStore::hasMemoryEvents(Id rankId) {
+  Statement st(*db_, "SELECT EXISTS(SELECT 1 FROM memory_events WHERE rank_id=?)");
+  st.bind(1, rankId);
+  return st.step() && st.int64(0) != 0;
 }
 
 std::vector<MemoryEvent> TraceStore::memoryEvents(Id rankId) {
@@ -647,13 +716,13 @@ RunSummary TraceStore::summary(Id runId) {
 
 BulkWriter::BulkWriter(TraceStore& store)
     : store_(store),
-      insChunk_(store.db(), "INSERT INTO event_chunks(track_id, count, start_ns, end_ns, data) VALUES(?,?,?,?,?)"),
-      insArgs_(store.db(), "INSERT INTO event_args(chunk_id, offsets, data, raw_size) VALUES(?,?,?,?)"),
-      insCounter_(store.db(), "INSERT INTO counters(track_id, ts_ns, value) VALUES(?,?,?)"),
-      insFlow_(store.db(),
+      insChunk_(storeDb(store), "INSERT INTO event_chunks(track_id, count, start_ns, end_ns, data) VALUES(?,?,?,?,?)"),
+      insArgs_(storeDb(store), "INSERT INTO event_args(chunk_id, offsets, data, raw_size) VALUES(?,?,?,?)"),
+      insCounter_(storeDb(store), "INSERT INTO counters(track_id, ts_ns, value) VALUES(?,?,?)"),
+      insFlow_(storeDb(store),
                "INSERT INTO flows(rank_id, flow_id, cat_id, name_id, phase, track_id, ts_ns, bind_enclosing) "
                "VALUES(?,?,?,?,?,?,?,?)"),
-      insMemory_(store.db(),
+      insMemory_(storeDb(store),
                  "INSERT INTO memory_events(rank_id, ts_ns, device_type, device_id, addr, bytes, total_allocated, "
                  "total_reserved, out_of_memory) VALUES(?,?,?,?,?,?,?,?,?)") {}
 
@@ -703,9 +772,9 @@ void BulkWriter::writeChunk(Id trackId, OpenChunk& oc) {
   auto* h = insChunk_.handle();
   insChunk_.bind(1, trackId).bind(2, static_cast<std::int64_t>(oc.chunk.size())).bind(3, oc.chunk.start.front()).bind(4, maxEnd);
   if (sqlite3_bind_blob(h, 5, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC) != SQLITE_OK)
-    store_.db().fail("cannot bind event chunk");
+    storeDb(store_).fail("cannot bind event chunk");
   insChunk_.exec();
-  const Id chunkId = store_.db().lastInsertRowId();
+  const Id chunkId = storeDb(store_).lastInsertRowId();
   if (mark) marked_.push_back(chunkId);
   if (oc.hasArgs) {
     // Args follow the sorted order of the chunk (usually the order they came in: no copy then).
@@ -733,7 +802,7 @@ void BulkWriter::writeChunk(Id trackId, OpenChunk& oc) {
     insArgs_.bind(1, chunkId);
     if (sqlite3_bind_blob(ha, 2, offsets.data(), static_cast<int>(offsets.size() * 4), SQLITE_STATIC) != SQLITE_OK ||
         sqlite3_bind_blob(ha, 3, stored.data(), static_cast<int>(stored.size()), SQLITE_STATIC) != SQLITE_OK)
-      store_.db().fail("cannot bind event args");
+      storeDb(store_).fail("cannot bind event args");
     if (compressed)
       insArgs_.bind(4, static_cast<std::int64_t>(data.size()));
     else
@@ -804,11 +873,11 @@ void BulkWriter::addMemoryEvent(const MemoryEvent& m) {
 void BulkWriter::rewriteChunks(Id trackId, TimeNs t0, TimeNs t1, const std::function<bool(EventChunk&)>& fn) {
   std::vector<std::pair<Id, std::string>> chunks;
   {
-    Statement st(store_.db(), "SELECT id, data FROM event_chunks WHERE track_id=? AND start_ns <= ? AND end_ns >= ?");
+    Statement st(storeDb(store_), "SELECT id, data FROM event_chunks WHERE track_id=? AND start_ns <= ? AND end_ns >= ?");
     st.bind(1, trackId).bind(2, t1).bind(3, t0);
     while (st.step()) chunks.emplace_back(st.int64(0), std::string(blobOf(st, 1)));
   }
-  Statement upd(store_.db(), "UPDATE event_chunks SET data=?, start_ns=?, end_ns=? WHERE id=?");
+  Statement upd(storeDb(store_), "UPDATE event_chunks SET data=?, start_ns=?, end_ns=? WHERE id=?");
   for (auto& [id, blob] : chunks) rewriteChunk(id, blob, fn, upd);
 }
 
@@ -819,15 +888,15 @@ void BulkWriter::rewriteChunk(Id chunkId, std::string_view blob, const std::func
   for (auto v : c.end) maxEnd = std::max(maxEnd, v);
   const std::string enc = c.encode();
   if (sqlite3_bind_blob(upd.handle(), 1, enc.data(), static_cast<int>(enc.size()), SQLITE_STATIC) != SQLITE_OK)
-    store_.db().fail("cannot bind event chunk");
+    storeDb(store_).fail("cannot bind event chunk");
   upd.bind(2, c.start.front()).bind(3, maxEnd).bind(4, chunkId);
   upd.exec();
 }
 
 void BulkWriter::rewriteMarked(const std::function<bool(EventChunk&)>& fn) {
   flush();
-  Statement sel(store_.db(), "SELECT data FROM event_chunks WHERE id=?");
-  Statement upd(store_.db(), "UPDATE event_chunks SET data=?, start_ns=?, end_ns=? WHERE id=?");
+  Statement sel(storeDb(store_), "SELECT data FROM event_chunks WHERE id=?");
+  Statement upd(storeDb(store_), "UPDATE event_chunks SET data=?, start_ns=?, end_ns=? WHERE id=?");
   std::vector<Id> ids;
   ids.swap(marked_);
   for (Id id : ids) {
@@ -845,7 +914,7 @@ void BulkWriter::rewriteMarked(const std::function<bool(EventChunk&)>& fn) {
 void BulkWriter::shiftTracks(const std::vector<Id>& trackIds, TimeNs delta) {
   if (delta == 0) return;
   flush();
-  Statement counters(store_.db(), "UPDATE counters SET ts_ns = ts_ns + ? WHERE track_id = ?");
+  Statement counters(storeDb(store_), "UPDATE counters SET ts_ns = ts_ns + ? WHERE track_id = ?");
   for (Id t : trackIds) {
     rewriteChunks(t, std::numeric_limits<TimeNs>::min(), std::numeric_limits<TimeNs>::max(), [&](EventChunk& c) {
       for (auto& v : c.start) v += delta;
@@ -863,7 +932,7 @@ void BulkWriter::shiftTracks(const std::vector<Id>& trackIds, TimeNs delta) {
 
 void BulkWriter::finish() {
   flush();
-  Statement st(store_.db(),
+  Statement st(storeDb(store_),
                "UPDATE tracks SET event_count = event_count + ?1, min_start_ns = MIN(IFNULL(min_start_ns, ?2), ?2), "
                "max_end_ns = MAX(IFNULL(max_end_ns, ?3), ?3), max_dur_ns = MAX(max_dur_ns, ?4), "
                "collective_count = collective_count + ?5 WHERE id = ?6");

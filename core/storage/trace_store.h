@@ -2,6 +2,7 @@
 // The trace store: one SQLite file holding measured, imported and simulated runs in one schema.
 // TraceStore owns the connection, the string interning cache and the typed read/write helpers;
 // BulkWriter streams events/counters into it with prepared statements.
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -38,13 +39,48 @@ struct RunSummary {
   std::optional<TimeNs> endNs;
 };
 
+// The stored counts of one run, from the per-track statistics (no event is read).
+struct RunCounts {
+  Id runId = 0;
+  int ranks = 0;
+  std::int64_t events = 0;  // stored events (counter samples excluded)
+};
+
+// A cheap fingerprint of the runs table (count, ids, statuses, names, tags): when it changes, or
+// while a run is pending/running, a watcher reloads its run list.
+struct RunsFingerprint {
+  std::int64_t count = 0;
+  std::int64_t maxId = 0;
+  std::int64_t statusSum = 0;
+  std::int64_t textSum = 0;
+  std::int64_t active = 0;  // runs pending or running
+  bool operator==(const RunsFingerprint& o) const = default;
+};
+
+// The order of TraceStore::forEachFlow.
+enum class FlowOrder {
+  Stored,  // as written (id)
+  FlowId,  // by flow id, then as written: the flows_rank index order, no sort
+};
+
 class TraceStore {
  public:
   explicit TraceStore(const std::string& path, Database::Mode mode = Database::Mode::ReadWrite);
   ~TraceStore();
 
-  Database& db() { return *db_; }
   const std::string& path() const { return db_->path(); }
+
+  // The connection. Nothing outside core/storage reaches the Database itself (see StoreAccess).
+  // How long this connection waits for another connection's lock (see BusyPolicy).
+  void setBusyTimeout(std::chrono::milliseconds t) { db_->setBusyTimeout(t); }
+  // The longest such wait this connection saw.
+  std::chrono::milliseconds longestLockWait() const { return db_->longestWait(); }
+  // PRAGMA data_version: changes when another connection (any process) commits.
+  std::int64_t dataVersion();
+  // The file's schema version (PRAGMA user_version).
+  std::int64_t schemaVersion();
+  // PRAGMA integrity_check's first line ("ok" for a sound file).
+  std::string integrityCheck();
 
   // Runs
   Id createRun(const Run& run);
@@ -54,6 +90,9 @@ class TraceStore {
   std::vector<Run> runs();
   std::optional<Run> run(Id runId);
   std::optional<Id> latestRunId();
+  // Rank and event counts of every run that has ranks (one query over the track statistics).
+  std::vector<RunCounts> runCounts();
+  RunsFingerprint runsFingerprint();
 
   // Structure
   Id addRank(const Rank& rank);
@@ -92,7 +131,15 @@ class TraceStore {
   // makes an event id). String columns are ids (stringView). For analyses that read millions of events.
   void forEachEventRef(Id trackId, const std::function<void(const EventChunk&, std::size_t begin, std::size_t end, Id)>& fn);
   std::vector<CounterSample> counterSamples(Id trackId);
+  // The same samples in the same order, streamed.
+  void forEachCounterSample(Id trackId, const std::function<void(TimeNs ts, double value)>& fn);
   std::vector<Flow> flows(Id rankId);
+  void forEachFlow(Id rankId, const std::function<void(const Flow&)>& fn, FlowOrder order = FlowOrder::Stored);
+  // The earliest flow / memory record of a rank (nullopt when it has none), and whether it has any
+  // memory record.
+  std::optional<TimeNs> firstFlowNs(Id rankId);
+  std::optional<TimeNs> firstMemoryEventNs(Id rankId);
+  bool hasMemoryEvents(Id rankId);
   std::vector<MemoryEvent> memoryEvents(Id rankId);
   // The same records in the same order (time, then id), streamed: nothing is kept. With totalsOnly
   // only the time, device and running totals are read (addr, bytes, outOfMemory stay 0): a third
@@ -107,6 +154,9 @@ class TraceStore {
   std::optional<Event> event(Id eventId, bool withArgs = true);
 
  private:
+  friend class StoreAccess;
+  Database& db() { return *db_; }
+
   struct ArgsBlock {
     Id chunk = 0;
     std::vector<std::uint32_t> offsets;

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <filesystem>
 
+#include "core/storage/store_access.h"
 #include "core/storage/trace_store.h"
 #include "core/util/json.h"
 #include "tests/app/cli_runner.h"
@@ -204,7 +205,7 @@ class TestCli : public QObject {
     const std::string newer = test::pathIn(dir_, "newer.db");
     {
       core::TraceStore store(newer);
-      store.db().exec("PRAGMA user_version = 42");
+      shardscope::core::storeDb(store).exec("PRAGMA user_version = 42");
     }
     const Result n = runCli({"import", "--db", QString::fromStdString(newer), QString::fromStdString(traceB_)});
     QCOMPARE(n.code, 3);

@@ -9,6 +9,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "core/storage/store_access.h"
 #include "core/storage/trace_store.h"
 #include "tests/app/cli_runner.h"
 #include "tests/common/test_support.h"
@@ -133,7 +134,7 @@ class TestCliStrict : public QObject {
     QVERIFY2(r.err.contains("step time"), "the human summary goes to stderr");
     {
       core::TraceStore s(db.toStdString(), core::Database::Mode::ReadOnly);
-      core::Statement st(s.db(), "SELECT COUNT(*) FROM event_chunks");
+      core::Statement st(shardscope::core::storeDb(s), "SELECT COUNT(*) FROM event_chunks");
       QVERIFY(st.step());
       QCOMPARE(st.int64(0), std::int64_t(0));  // nothing captured
     }

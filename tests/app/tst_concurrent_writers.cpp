@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/storage/store_access.h"
 #include "core/storage/trace_store.h"
 #include "tests/app/cli_runner.h"
 #include "tests/common/test_support.h"
@@ -48,7 +49,7 @@ QString finishAll(std::vector<Proc>& procs, int timeoutMs) {
 }
 
 QString pragmaText(core::TraceStore& s, const char* pragma) {
-  core::Statement st(s.db(), std::string("PRAGMA ") + pragma);
+  core::Statement st(shardscope::core::storeDb(s), std::string("PRAGMA ") + pragma);
   QString out;
   while (st.step()) out += QString::fromStdString(st.text(0)) + (st.columnCount() > 1 ? "|" : "") + "\n";
   return out.trimmed();
@@ -142,7 +143,7 @@ class TestConcurrentWriters : public QObject {
     core::TraceStore holder(db.toStdString());
     {
       // Another process holds the write lock past the bound: exit 3, the file and the bound named.
-      core::Transaction tx(holder.db());
+      core::Transaction tx(shardscope::core::storeDb(holder));
       holder.setRunStatus(1, core::RunStatus::Completed);
       const auto r = test::runCli(QStringList{"import", "--db", db, "--busy-timeout", "1.5", "--name", "late"} + job_, 60000);
       QCOMPARE(r.code, 3);
@@ -152,7 +153,7 @@ class TestConcurrentWriters : public QObject {
     }
     {
       // Held for 3 s: the writer waits, says so on stderr, then succeeds.
-      auto tx = std::make_unique<core::Transaction>(holder.db());
+      auto tx = std::make_unique<core::Transaction>(shardscope::core::storeDb(holder));
       holder.setRunStatus(1, core::RunStatus::Completed);
       Proc p = startCli(QStringList{"import", "--db", db, "--busy-timeout", "60", "--name", "waited", "--json"} + job_, "import");
       QTest::qWait(3000);
@@ -167,7 +168,7 @@ class TestConcurrentWriters : public QObject {
     }
     {
       // Ctrl-C while waiting: cancelled (exit 130), nothing written.
-      core::Transaction tx(holder.db());
+      core::Transaction tx(shardscope::core::storeDb(holder));
       holder.setRunStatus(1, core::RunStatus::Completed);
       Proc p = startCli(QStringList{"import", "--db", db, "--name", "cancelled"} + job_, "import");
       QTest::qWait(1500);

@@ -3,6 +3,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "core/storage/store_access.h"
 #include "core/analysis/comparison.h"
 #include "core/import/kineto_importer.h"
 #include "tests/common/test_support.h"
@@ -53,8 +54,8 @@ class TestComparison : public QObject {
     o.runName = "trained";
     const Id trained = importKineto(store, {writeFile(dir, "b.json", trace(true))}, o).runIds.at(0);
     // The source is fixed when a run is created (updateRun leaves it): set it as the worker would have.
-    store.db().exec("UPDATE runs SET source='" + std::string(toString(RunSource::Runtime)) +
-                    "' WHERE id=" + std::to_string(trained));
+    shardscope::core::storeDb(store).exec("UPDATE runs SET source='" + std::string(toString(RunSource::Runtime)) +
+                                          "' WHERE id=" + std::to_string(trained));
     QVERIFY(store.run(trained)->source == RunSource::Runtime);
     const Comparison c = compareRuns(store, {imported, trained}, 0);
     const auto& compute = rowOf(c, "compute_pct");

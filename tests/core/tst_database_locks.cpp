@@ -16,6 +16,7 @@
 
 #include <sqlite3.h>
 
+#include "core/storage/store_access.h"
 #include "core/storage/schema.h"
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"
@@ -84,10 +85,10 @@ class TestDatabaseLocks : public QObject {
     }
     QVERIFY2(otherProcessSeesSharedLock(path), "closing the second connections dropped the first one's lock");
     // The file stays in WAL mode and whole.
-    Statement jm(app.db(), "PRAGMA journal_mode");
+    Statement jm(shardscope::core::storeDb(app), "PRAGMA journal_mode");
     QVERIFY(jm.step());
     QCOMPARE(QString::fromStdString(jm.text(0)), QString("wal"));
-    Statement ic(app.db(), "PRAGMA integrity_check");
+    Statement ic(shardscope::core::storeDb(app), "PRAGMA integrity_check");
     QVERIFY(ic.step());
     QCOMPARE(QString::fromStdString(ic.text(0)), QString("ok"));
   }
@@ -137,8 +138,8 @@ class TestDatabaseLocks : public QObject {
       for (const auto& e : errors) QVERIFY2(e.empty(), e.c_str());
       TraceStore s(path, Database::Mode::ReadOnly);
       QCOMPARE(s.runs().size(), std::size_t(kConnections));
-      QCOMPARE(schema::version(s.db()), schema::kCurrentVersion);
-      QCOMPARE(s.db().pragmaInt("page_size"), std::int64_t(32768));
+      QCOMPARE(schema::version(shardscope::core::storeDb(s)), schema::kCurrentVersion);
+      QCOMPARE(shardscope::core::storeDb(s).pragmaInt("page_size"), std::int64_t(32768));
     }
   }
 
@@ -161,7 +162,7 @@ class TestDatabaseLocks : public QObject {
     std::string error;
     try {
       TraceStore store(path);
-      Statement jm(store.db(), "PRAGMA journal_mode");
+      Statement jm(shardscope::core::storeDb(store), "PRAGMA journal_mode");
       QVERIFY(jm.step());
       QCOMPARE(QString::fromStdString(jm.text(0)), QString("wal"));
     } catch (const std::exception& e) {
@@ -178,9 +179,9 @@ class TestDatabaseLocks : public QObject {
     const std::string path = pathIn(dir, "busy.db");
     TraceStore holder(path);
     TraceStore waiter(path);
-    waiter.db().setBusyTimeout(std::chrono::milliseconds(400));
+    shardscope::core::storeDb(waiter).setBusyTimeout(std::chrono::milliseconds(400));
     {
-      Transaction tx(holder.db());
+      Transaction tx(shardscope::core::storeDb(holder));
       addRun(holder, "holding the write lock");
       const auto t0 = std::chrono::steady_clock::now();
       try {
@@ -195,7 +196,7 @@ class TestDatabaseLocks : public QObject {
             msg.contains("busy.db") && msg.contains("stayed locked by another writer") && msg.contains("SHARDSCOPE_BUSY_TIMEOUT"),
             e.what());
       }
-      QVERIFY(waiter.db().longestWait() >= std::chrono::milliseconds(350));
+      QVERIFY(shardscope::core::storeDb(waiter).longestWait() >= std::chrono::milliseconds(350));
       tx.commit();
     }
     // Readers were never blocked, and the lock released, the waiter writes.
@@ -209,14 +210,14 @@ class TestDatabaseLocks : public QObject {
     const std::string path = pathIn(dir, "wait.db");
     TraceStore holder(path);
     TraceStore waiter(path);
-    waiter.db().setBusyTimeout(std::chrono::milliseconds(20000));
+    shardscope::core::storeDb(waiter).setBusyTimeout(std::chrono::milliseconds(20000));
     std::vector<std::chrono::milliseconds> reported;
     BusyPolicy::setReporter([&](const std::string& p, std::chrono::milliseconds waited, std::chrono::milliseconds bound) {
       QVERIFY(p == path);
       QCOMPARE(bound, std::chrono::milliseconds(20000));
       reported.push_back(waited);
     });
-    auto tx = std::make_unique<Transaction>(holder.db());
+    auto tx = std::make_unique<Transaction>(shardscope::core::storeDb(holder));
     addRun(holder, "long import");
     std::thread release([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(2600));
@@ -240,8 +241,8 @@ class TestDatabaseLocks : public QObject {
     TraceStore holder(path);
     TraceStore waiter(path);
     CancelToken token;
-    waiter.db().setCancelToken(&token);
-    Transaction tx(holder.db());
+    shardscope::core::storeDb(waiter).setCancelToken(&token);
+    Transaction tx(shardscope::core::storeDb(holder));
     addRun(holder, "holding");
     std::thread cancel([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));

@@ -13,6 +13,7 @@
 #include <regex>
 #include <set>
 
+#include "core/storage/store_access.h"
 #include "core/export/kineto_exporter.h"
 #include "core/export/perfetto_exporter.h"
 #include "core/util/input_source.h"
@@ -665,7 +666,7 @@ class TestExport : public QObject {
     const Id gpuId = store.addTrack(gpu);
     const TimeNs t0 = 1'700'000'000'123'456'789;
     {
-      Transaction tx(store.db());
+      Transaction tx(shardscope::core::storeDb(store));
       BulkWriter w(store);
       EventRecord e;
       e.trackId = cpuId;

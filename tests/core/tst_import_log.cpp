@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/storage/store_access.h"
 #include "core/import/kineto_importer.h"
 #include "core/import/kineto_parser.h"
 #include "core/import/trace_reader.h"
@@ -157,7 +158,7 @@ class TestImportLog : public QObject {
     QVERIFY_THROWS_EXCEPTION(Cancelled, importKineto(store, {r0, r1}, opt));
     QVERIFY_THROWS_EXCEPTION(Error, importKineto(store, {r0, bad}));
     QVERIFY(store.runs().empty());
-    Statement st(store.db(), "SELECT COUNT(*) FROM import_log");
+    Statement st(shardscope::core::storeDb(store), "SELECT COUNT(*) FROM import_log");
     QVERIFY(st.step());
     QCOMPARE(st.int64(0), std::int64_t(0));
     // The connection is itself again: the next import works and is logged.

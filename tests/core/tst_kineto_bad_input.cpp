@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/storage/store_access.h"
 #include "core/import/kineto_importer.h"
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"
@@ -55,7 +56,7 @@ namespace {
 std::string str(const QByteArray& b) { return std::string(b.constData(), static_cast<std::size_t>(b.size())); }
 
 std::int64_t scalar(TraceStore& s, const std::string& sql) {
-  Statement st(s.db(), sql);
+  Statement st(shardscope::core::storeDb(s), sql);
   return st.step() ? st.int64(0) : -1;
 }
 
@@ -63,7 +64,8 @@ std::int64_t scalar(TraceStore& s, const std::string& sql) {
 std::map<std::string, std::int64_t> tableCounts(TraceStore& s) {
   std::vector<std::string> tables;
   {
-    Statement st(s.db(), "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name");
+    Statement st(shardscope::core::storeDb(s),
+                 "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name");
     while (st.step()) tables.push_back(st.text(0));
   }
   std::map<std::string, std::int64_t> out;

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "core/storage/store_access.h"
 #include "core/import/kineto_importer.h"
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"
@@ -21,7 +22,7 @@ using shardscope::test::writeGzip;
 namespace {
 
 std::int64_t scalar(TraceStore& s, const std::string& sql, std::int64_t bind = -1) {
-  Statement st(s.db(), sql);
+  Statement st(shardscope::core::storeDb(s), sql);
   if (bind >= 0) st.bind(1, bind);
   if (!st.step()) return -1;
   return st.int64(0);

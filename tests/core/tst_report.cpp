@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "core/storage/store_access.h"
 #include "core/analysis/comparison.h"
 #include "core/analysis/memory_peaks.h"
 #include "core/analysis/run_analysis.h"
@@ -315,7 +316,7 @@ class TestReport : public QObject {
     QCOMPARE(rep2.recommendation.recommended.value_or(99), std::size_t(0));
     QVERIFY(QString::fromStdString(rep2.recommendation.sentences[0]).contains("33.3 %"));
     // Without tokens/s on every run, step time ranks them.
-    store2.db().exec("DELETE FROM metrics WHERE run_id = " + std::to_string(b_));
+    shardscope::core::storeDb(store2).exec("DELETE FROM metrics WHERE run_id = " + std::to_string(b_));
     const Report rep3 = buildReport(store2, {a_, b_});
     QCOMPARE(rep3.recommendation.rankedBy, std::string("step time"));
     const std::size_t faster = *rep3.runs[0].stepMs <= *rep3.runs[1].stepMs ? 0 : 1;
@@ -334,7 +335,7 @@ class TestReport : public QObject {
     const std::int64_t peakA = *before.runs[0].peakAllocatedBytes;
     {
       const auto ranks = store.ranks(b_);
-      Transaction tx(store.db());
+      Transaction tx(shardscope::core::storeDb(store));
       BulkWriter w(store);
       MemoryEvent m;
       m.rankId = ranks.at(0).id;

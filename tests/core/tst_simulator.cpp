@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "core/storage/store_access.h"
 #include "core/analysis/step_breakdown.h"
 #include "core/estimator/comm_model.h"
 #include "core/estimator/memory_estimator.h"
@@ -423,7 +424,7 @@ class TestSimulator : public QObject {
     const auto r = simulate(si);
     TraceStore store(db);
     const Id id = writeSimulatedRun(store, r, "jitter");
-    store.db().exec("UPDATE runs SET source='runtime' WHERE id=" + std::to_string(id));
+    shardscope::core::storeDb(store).exec("UPDATE runs SET source='runtime' WHERE id=" + std::to_string(id));
     const auto mp = measuredProfile(store, id);
     if (jitter == 0) {
       QVERIFY2(mp.computeJitter < 1e-4, qPrintable(QString::number(mp.computeJitter)));

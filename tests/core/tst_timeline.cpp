@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "core/storage/store_access.h"
 #include "core/analysis/collectives.h"
 #include "core/analysis/rank_scan.h"
 #include "core/analysis/step_breakdown.h"
@@ -88,7 +89,7 @@ struct Fixture {
   }
   void sample(Id trackId, TimeNs ts, double v) { samples.emplace_back(trackId, ts, v); }
   void write() {
-    Transaction tx(store->db());
+    Transaction tx(shardscope::core::storeDb(*store));
     BulkWriter w(*store);
     for (const auto& e : pending) w.addEvent(e);
     for (const auto& [t, ts, v] : samples) w.addCounter(t, ts, v);

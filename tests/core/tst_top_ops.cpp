@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 
+#include "core/storage/store_access.h"
 #include "core/analysis/top_ops.h"
 #include "core/import/kineto_importer.h"
 #include "core/storage/trace_store.h"
@@ -59,7 +60,7 @@ Id runtimeRun(TraceStore& store, int ranks) {
     comm.name = "comm world (gloo)";
     comm.sortIndex = 10;
     const Id commId = store.addTrack(comm);
-    Transaction tx(store.db());
+    Transaction tx(shardscope::core::storeDb(store));
     BulkWriter w(store);
     auto span = [&](Id track, const std::string& name, const char* cat, Category c, TimeNs a, TimeNs b, int step,
                     CollectiveOp op = CollectiveOp::None, int flags = 0) {
@@ -159,7 +160,7 @@ Id fiveKernels(TraceStore& store) {
     s.name = "stream 7";
     s.stream = 7;
     const Id sid = store.addTrack(s);
-    Transaction tx(store.db());
+    Transaction tx(shardscope::core::storeDb(store));
     BulkWriter w(store);
     TimeNs t = 0;
     auto k = [&](const std::string& name, TimeNs dur) {

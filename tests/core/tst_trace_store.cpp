@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include "core/storage/store_access.h"
 #include "core/storage/schema.h"
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"
@@ -46,9 +47,9 @@ class TestTraceStore : public QObject {
   void createsCurrentSchemaWithWalAndForeignKeys() {
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "a.db"));
-    QCOMPARE(schema::version(store.db()), schema::kCurrentVersion);
-    QCOMPARE(store.db().pragmaInt("foreign_keys"), 1);
-    Statement st(store.db(), "PRAGMA journal_mode");
+    QCOMPARE(schema::version(shardscope::core::storeDb(store)), schema::kCurrentVersion);
+    QCOMPARE(shardscope::core::storeDb(store).pragmaInt("foreign_keys"), 1);
+    Statement st(shardscope::core::storeDb(store), "PRAGMA journal_mode");
     QVERIFY(st.step());
     QCOMPARE(QString::fromStdString(st.text(0)), QString("wal"));
   }
@@ -84,7 +85,7 @@ class TestTraceStore : public QObject {
     TraceStore store(pathIn(dir, "a.db"));
     const auto f = makeRun(store, "w");
     {
-      Transaction tx(store.db());
+      Transaction tx(shardscope::core::storeDb(store));
       BulkWriter w(store);
       EventRecord e;
       e.trackId = f.track;
@@ -139,7 +140,7 @@ class TestTraceStore : public QObject {
     counterTrack.rankId = b.rank;
     const Id bCounter = store.addTrack(counterTrack);
     {
-      Transaction tx(store.db());
+      Transaction tx(shardscope::core::storeDb(store));
       BulkWriter w(store);
       EventRecord e;
       e.nameId = store.intern("op");
@@ -157,7 +158,7 @@ class TestTraceStore : public QObject {
     store.setMetric(a.run, std::nullopt, "tokens_per_s", 123.5);
     store.deleteRun(a.run);
     QVERIFY(!store.run(a.run));
-    Statement c(store.db(),
+    Statement c(shardscope::core::storeDb(store),
                 "SELECT (SELECT SUM(count) FROM event_chunks), (SELECT COUNT(*) FROM event_args), "
                 "(SELECT COUNT(*) FROM counters), (SELECT COUNT(*) FROM steps), (SELECT COUNT(*) FROM metrics)");
     QVERIFY(c.step());
@@ -177,7 +178,7 @@ class TestTraceStore : public QObject {
     const auto f = makeRun(store, "chunks");
     const int n = EventChunk::kMaxEvents * 3 + 17;
     {
-      Transaction tx(store.db());
+      Transaction tx(shardscope::core::storeDb(store));
       BulkWriter w(store);
       EventRecord e;
       e.trackId = f.track;
@@ -216,7 +217,7 @@ class TestTraceStore : public QObject {
              ",\"Input Dims\":[[512],[],[]],\"Input type\":[\"long int\",\"\",\"Scalar\"]}";
     };
     {
-      Transaction tx(store.db());
+      Transaction tx(shardscope::core::storeDb(store));
       BulkWriter w(store);
       EventRecord e;
       e.trackId = f.track;
@@ -230,7 +231,7 @@ class TestTraceStore : public QObject {
       tx.commit();
     }
     // Stored as LZ4 well under the JSON's size, read back exactly.
-    Statement st(store.db(), "SELECT chunk_id, length(data), raw_size FROM event_args");
+    Statement st(shardscope::core::storeDb(store), "SELECT chunk_id, length(data), raw_size FROM event_args");
     QVERIFY(st.step());
     const Id chunk = st.int64(0);
     QVERIFY(!st.isNull(2));
@@ -250,7 +251,7 @@ class TestTraceStore : public QObject {
     std::string json;
     for (int i = 0; i < 500; ++i) json += argsOf(i);
     {
-      Statement up(store.db(), "UPDATE event_args SET data = ?, raw_size = NULL WHERE chunk_id = ?");
+      Statement up(shardscope::core::storeDb(store), "UPDATE event_args SET data = ?, raw_size = NULL WHERE chunk_id = ?");
       sqlite3_bind_blob(up.handle(), 1, json.data(), static_cast<int>(json.size()), SQLITE_TRANSIENT);
       up.bind(2, chunk);
       up.exec();
@@ -258,7 +259,7 @@ class TestTraceStore : public QObject {
     TraceStore fresh(pathIn(dir, "a.db"));
     check(fresh);
     // A damaged block is an error naming the chunk, not a crash or garbage.
-    store.db().exec("UPDATE event_args SET data = x'00ff00ff00ff', raw_size = 4000");
+    shardscope::core::storeDb(store).exec("UPDATE event_args SET data = x'00ff00ff00ff', raw_size = 4000");
     TraceStore damaged(pathIn(dir, "a.db"));
     try {
       damaged.forEachEvent(f.track, [](const Event&) {});
@@ -272,8 +273,8 @@ class TestTraceStore : public QObject {
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "a.db"));
     const auto f = makeRun(store, "bad");
-    store.db().exec("INSERT INTO event_chunks(track_id, count, start_ns, end_ns, data) VALUES(" + std::to_string(f.track) +
-                    ", 5, 0, 10, x'0100000005000000')");
+    shardscope::core::storeDb(store).exec("INSERT INTO event_chunks(track_id, count, start_ns, end_ns, data) VALUES(" +
+                                          std::to_string(f.track) + ", 5, 0, 10, x'0100000005000000')");
     QVERIFY_THROWS_EXCEPTION(Error, store.eventsInWindow(f.track, 0, 100));
   }
 
@@ -320,7 +321,7 @@ class TestTraceStore : public QObject {
     QCOMPARE(store.intern("aten::mm"), a);
     QCOMPARE(QString::fromStdString(store.string(a)), QString("aten::mm"));
     {
-      Transaction tx(store.db());
+      Transaction tx(shardscope::core::storeDb(store));
       store.intern("only-in-rolled-back-tx");
     }  // rolled back
     store.invalidateCaches();
@@ -339,7 +340,7 @@ class TestTraceStore : public QObject {
           "INSERT INTO runs(name, source, created_at, status) VALUES('v1 run', 'kineto', '2025-01-01T00:00:00Z', 'completed')");
     }
     TraceStore store(path);
-    QCOMPARE(schema::version(store.db()), schema::kCurrentVersion);
+    QCOMPARE(schema::version(shardscope::core::storeDb(store)), schema::kCurrentVersion);
     auto runs = store.runs();
     QCOMPARE(runs.size(), std::size_t(1));
     QCOMPARE(QString::fromStdString(std::string(runs[0].name)), QString("v1 run"));
@@ -359,7 +360,7 @@ class TestTraceStore : public QObject {
     }
     {
       TraceStore store(v2, Database::Mode::ReadOnly);
-      QCOMPARE(schema::version(store.db()), 2);  // untouched
+      QCOMPARE(schema::version(shardscope::core::storeDb(store)), 2);  // untouched
       QCOMPARE(store.runs().size(), std::size_t(1));
     }
     try {
@@ -375,7 +376,7 @@ class TestTraceStore : public QObject {
     const std::string path = pathIn(dir, "new.db");
     {
       TraceStore store(path);
-      store.db().exec("PRAGMA user_version = 99");
+      shardscope::core::storeDb(store).exec("PRAGMA user_version = 99");
     }
     try {
       TraceStore store(path);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/storage/store_access.h"
 #include "core/analysis/step_breakdown.h"
 #include "core/storage/trace_store.h"
 #include "core/timeline/timeline_index.h"
@@ -59,7 +60,7 @@ void TestCuptiCapture::recordsLandInTheSchema() {
     run.strategy = "fsdp";
     run.worldSize = 2;  // rank 0 of two: its NCCL kernel is communication (one rank's collectives are local)
     run.status = core::RunStatus::Running;
-    core::Transaction tx(store.db());
+    core::Transaction tx(shardscope::core::storeDb(store));
     runId = store.createRun(run);
     tx.commit();
   }

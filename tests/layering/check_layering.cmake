@@ -2,6 +2,8 @@
 #   core/     : no Qt, no LibTorch/ATen/c10, no CUDA/CUPTI/NCCL, no ui/ or profiler/ headers
 #   ui/       : no LibTorch, no CUDA, no profiler/ headers
 #   profiler/ : no Qt Widgets, no ui/ headers
+#   SQL       : only core/storage talks to SQLite (no sqlite3_ call, no <sqlite3.h>, no .db(), no
+#               core/storage/store_access.h elsewhere in app, benchmarks, core, profiler, ui; tests/ may)
 # and checks the GUI executable's link line does not mention libtorch/c10.
 set(violations "")
 
@@ -24,6 +26,24 @@ check_dir(core "[<\"](Q[A-Za-z]+|Qt[A-Za-z]*/|torch/|ATen/|c10/|cuda|cupti|nccl|
 check_dir(ui "[<\"](torch/|ATen/|c10/|cuda|cupti|nccl|profiler/)" "ui must not use LibTorch, CUDA or the profiler")
 check_dir(profiler "[<\"](QtWidgets|QWidget|QMainWindow|QApplication|ui/|qcustomplot)" "profiler must not use Qt Widgets or ui")
 check_dir(app/gui "[<\"](torch/|ATen/|c10/|cuda|cupti|nccl|profiler/)" "the GUI must not use LibTorch or the profiler")
+
+# SQL stays inside core/storage: everything else reads and writes through its named functions
+# (TraceStore, BulkWriter, ImportWriter, RankWriter, writeInTransaction, ...). Comments count too.
+foreach(dir app benchmarks core profiler ui)
+  file(GLOB_RECURSE files "${SOURCE_DIR}/${dir}/*.h" "${SOURCE_DIR}/${dir}/*.hpp" "${SOURCE_DIR}/${dir}/*.cpp"
+       "${SOURCE_DIR}/${dir}/*.cc" "${SOURCE_DIR}/${dir}/*.cu")
+  foreach(f ${files})
+    file(RELATIVE_PATH rel "${SOURCE_DIR}" "${f}")
+    if(rel MATCHES "^core/storage/")
+      continue()
+    endif()
+    file(STRINGS "${f}" lines REGEX "sqlite3_|sqlite3\\.h|[.>]db\\(\\)|core/storage/store_access\\.h")
+    foreach(line ${lines})
+      string(STRIP "${line}" line)
+      list(APPEND violations "${rel}: ${line}  (SQL and the connection belong to core/storage)")
+    endforeach()
+  endforeach()
+endforeach()
 
 # Inside core the arrows run one way (docs/ARCHITECTURE.md, "Layers"):
 #   util < model < storage < import | export | analysis | config | launch < timeline | estimator | report

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/storage/store_access.h"
 #include "core/analysis/bottlenecks.h"
 #include "core/analysis/collectives.h"
 #include "core/analysis/step_breakdown.h"
@@ -71,7 +72,7 @@ core::Id makeRun(core::TraceStore& store, const std::string& name, int ranks, in
     comm.name = "comm world (gloo)";
     comm.sortIndex = 10;
     const core::Id commId = store.addTrack(comm);
-    core::Transaction tx(store.db());
+    core::Transaction tx(shardscope::core::storeDb(store));
     core::BulkWriter w(store);
     for (int s = 1; s <= steps; ++s) {
       const TimeNs base = t0 + static_cast<TimeNs>(s) * 1000 * kUs + r * 7 * kUs;

@@ -12,6 +12,7 @@
 
 #include "ui/charts/qcp.h"
 
+#include "core/storage/store_access.h"
 #include "core/estimator/recommend.h"
 #include "core/estimator/simulator.h"
 #include "core/estimator/simulator_store.h"
@@ -195,7 +196,7 @@ class TestEstimatorPage : public QObject {
       si.steps = 4;
       si.jitter = 0.1;
       id = est::writeSimulatedRun(store, est::simulate(si), "measured");
-      store.db().exec("UPDATE runs SET source='runtime' WHERE id=" + std::to_string(id));
+      shardscope::core::storeDb(store).exec("UPDATE runs SET source='runtime' WHERE id=" + std::to_string(id));
     }
     ui::EstimatorPage page;
     page.modelCombo()->setCurrentText("small");

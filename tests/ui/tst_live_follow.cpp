@@ -17,6 +17,7 @@
 #include <chrono>
 #include <memory>
 
+#include "core/storage/store_access.h"
 #include "core/storage/trace_store.h"
 #include "tests/app/cli_runner.h"
 #include "tests/common/test_support.h"
@@ -129,7 +130,7 @@ class TestLiveFollow : public QObject {
     QVERIFY(errors.isEmpty());
     // And the file is whole.
     core::TraceStore s(db.toStdString(), core::Database::Mode::ReadOnly);
-    core::Statement ic(s.db(), "PRAGMA integrity_check");
+    core::Statement ic(shardscope::core::storeDb(s), "PRAGMA integrity_check");
     QVERIFY(ic.step());
     QCOMPARE(QString::fromStdString(ic.text(0)), QString("ok"));
     if (!withRuns) QSKIP("shardscope-worker is not built (no LibTorch): followed the import only");

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <random>
 
+#include "core/storage/store_access.h"
 #include "core/analysis/memory_peaks.h"
 #include "tests/common/test_support.h"
 #include "tests/ui/ui_fixture.h"
@@ -428,7 +429,7 @@ class TestMemoryPage : public QObject {
       s.source = core::RunSource::Kineto;
       s.breakdown = false;
       run = test::writeRun(store, s);
-      core::Transaction tx(store.db());
+      core::Transaction tx(shardscope::core::storeDb(store));
       core::BulkWriter w(store);
       for (const auto& rank : store.ranks(run))
         for (int i = 0; i < 100; ++i) {

@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "core/storage/store_access.h"
 #include "core/storage/trace_store.h"
 #include "tests/common/test_support.h"
 #include "tests/ui/ui_fixture.h"
@@ -187,7 +188,7 @@ class TestRunListModel : public QObject {
     QCOMPARE(m.runCount(), 2);
     QCOMPARE(m.rowCount(), 1);  // the imported group went with its only run
     // Its ranks and events went too (ON DELETE CASCADE).
-    core::Statement st(other.db(), "SELECT COUNT(*) FROM ranks");
+    core::Statement st(shardscope::core::storeDb(other), "SELECT COUNT(*) FROM ranks");
     QVERIFY(st.step());
     QCOMPARE(st.int64(0), std::int64_t(0));
 

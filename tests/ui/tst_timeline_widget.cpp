@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "core/storage/store_access.h"
 #include "core/analysis/step_breakdown.h"
 #include "core/import/kineto_importer.h"
 #include "core/timeline/range_stats.h"
@@ -370,7 +371,7 @@ class TestTimelineWidget : public QObject {
     mem.name = "memory allocated";
     const Id memId = store.addTrack(mem);
     {
-      Transaction tx(store.db());
+      Transaction tx(shardscope::core::storeDb(store));
       BulkWriter bw(store);
       EventRecord e;
       e.trackId = cpuId;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/storage/store_access.h"
 #include "core/storage/database.h"
 #include "core/storage/trace_store.h"
 
@@ -77,7 +78,7 @@ inline core::Id writeRun(core::TraceStore& store, const RunSpec& s) {
         store.addTrack(t);
       }
     }
-    Transaction tx(store.db());
+    Transaction tx(shardscope::core::storeDb(store));
     BulkWriter w(store);
     for (int k = 0; k < s.steps; ++k) {
       const TimeNs st = s.t0 + k * s.stepNs;

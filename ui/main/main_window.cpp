@@ -494,7 +494,7 @@ bool MainWindow::openDatabase(const QString& path, OpenMode mode) {
   lastError_.clear();
   // Renames and tags are written from this thread: never freeze the window for long behind another
   // process's write (an import holds the lock for its whole transaction); the message says so.
-  store_->db().setBusyTimeout(std::chrono::milliseconds(3000));
+  store_->setBusyTimeout(std::chrono::milliseconds(3000));
   session_->setDatabase(abs, readOnly_);
   dbLabel_->setText(abs);
   dbLabel_->setToolTip(abs);

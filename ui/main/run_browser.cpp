@@ -245,7 +245,7 @@ void RunBrowser::poll() {
     }
     // data_version changes when another connection (any process) commits: nothing else to read
     // while it stays the same.
-    const std::int64_t dv = store_->db().pragmaInt("data_version");
+    const std::int64_t dv = store_->dataVersion();
     if (dataVersion_ && *dataVersion_ == dv && fingerprint_ && runsError_.isEmpty()) return;
     const auto f = runsFingerprint(*store_);
     dataVersion_ = dv;

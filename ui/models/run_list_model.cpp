@@ -9,10 +9,11 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
-#include "core/storage/database.h"
+#include "core/storage/store_transaction.h"
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"
 
@@ -61,36 +62,16 @@ std::vector<RunRow> loadRunRows(core::TraceStore& store) {
     rows.push_back(RunRow{std::move(r), 0, 0});
   }
   // Counts from the per-track statistics the writers keep: no event is read.
-  core::Statement st(store.db(),
-                     "SELECT r.run_id, COUNT(DISTINCT r.id), "
-                     "IFNULL(SUM(CASE WHEN t.kind <> 'counter' THEN t.event_count ELSE 0 END), 0) "
-                     "FROM ranks r LEFT JOIN tracks t ON t.rank_id = r.id GROUP BY r.run_id");
-  while (st.step()) {
-    const auto it = pos.find(st.int64(0));
+  for (const auto& c : store.runCounts()) {
+    const auto it = pos.find(c.runId);
     if (it == pos.end()) continue;  // a run created between the two queries
-    rows[it->second].ranks = static_cast<int>(st.int64(1));
-    rows[it->second].events = st.int64(2);
+    rows[it->second].ranks = c.ranks;
+    rows[it->second].events = c.events;
   }
   return rows;
 }
 
-RunsFingerprint runsFingerprint(core::TraceStore& store) {
-  core::Statement st(store.db(),
-                     "SELECT COUNT(*), IFNULL(MAX(id), 0), "
-                     "IFNULL(SUM(id * CASE status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'completed' THEN 3 "
-                     "WHEN 'failed' THEN 5 ELSE 7 END), 0), "
-                     "IFNULL(SUM(id * (length(name) + 31 * length(IFNULL(tags, '')) + unicode(name))), 0), "
-                     "IFNULL(SUM(status IN ('pending', 'running')), 0) FROM runs");
-  RunsFingerprint f;
-  if (st.step()) {
-    f.count = st.int64(0);
-    f.maxId = st.int64(1);
-    f.statusSum = st.int64(2);
-    f.textSum = st.int64(3);
-    f.active = st.int64(4);
-  }
-  return f;
-}
+RunsFingerprint runsFingerprint(core::TraceStore& store) { return store.runsFingerprint(); }
 
 // ------------------------------------------------------------------------------------------------
 
@@ -544,12 +525,13 @@ bool RunListModel::renameRun(core::Id id, const QString& name) {
   if (!current) return fail(tr("Cannot rename run %1: no such run in the list").arg(id));
   try {
     // Re-read inside the transaction so a status written meanwhile by a running job is kept.
-    core::Transaction tx(store_->db());
-    auto r = store_->run(id);
-    if (!r) throw core::Error(store_->path() + ": no run with id " + std::to_string(id));
-    r->name = n.toStdString();
-    store_->updateRun(*r);
-    tx.commit();
+    std::optional<core::Run> r;
+    core::writeInTransaction(*store_, [&] {
+      r = store_->run(id);
+      if (!r) throw core::Error(store_->path() + ": no run with id " + std::to_string(id));
+      r->name = n.toStdString();
+      store_->updateRun(*r);
+    });
     RunRow row = *current;
     row.run = *r;
     updateRun(row);
@@ -565,12 +547,13 @@ bool RunListModel::setRunTags(core::Id id, const QString& tags) {
   const RunRow* current = runRow(id);
   if (!current) return fail(tr("Cannot tag run %1: no such run in the list").arg(id));
   try {
-    core::Transaction tx(store_->db());
-    auto r = store_->run(id);
-    if (!r) throw core::Error(store_->path() + ": no run with id " + std::to_string(id));
-    r->tags = normalizeTags(tags).toStdString();
-    store_->updateRun(*r);
-    tx.commit();
+    std::optional<core::Run> r;
+    core::writeInTransaction(*store_, [&] {
+      r = store_->run(id);
+      if (!r) throw core::Error(store_->path() + ": no run with id " + std::to_string(id));
+      r->tags = normalizeTags(tags).toStdString();
+      store_->updateRun(*r);
+    });
     RunRow row = *current;
     row.run = *r;
     updateRun(row);

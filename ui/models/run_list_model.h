@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/model/types.h"
+#include "core/storage/trace_store.h"
 
 namespace shardscope::core {
 class TraceStore;
@@ -30,16 +31,9 @@ struct RunRow {
 // Reads every run with its counts: two queries, no event is read (cheap enough for a 2 s poll).
 std::vector<RunRow> loadRunRows(core::TraceStore& store);
 
-// A cheap fingerprint of the runs table (count, ids, statuses, names, tags): when it changes, or
+// A cheap fingerprint of the runs table (core::TraceStore::runsFingerprint): when it changes, or
 // while a run is pending/running, the browser reloads.
-struct RunsFingerprint {
-  std::int64_t count = 0;
-  std::int64_t maxId = 0;
-  std::int64_t statusSum = 0;
-  std::int64_t textSum = 0;
-  std::int64_t active = 0;  // runs pending or running
-  bool operator==(const RunsFingerprint& o) const = default;
-};
+using RunsFingerprint = core::RunsFingerprint;
 RunsFingerprint runsFingerprint(core::TraceStore& store);
 
 class RunListModel : public QAbstractItemModel {

@@ -115,7 +115,7 @@ bool RunSession::poll() {
       throw;
     }
   }
-  const std::int64_t dv = watch_->db().pragmaInt("data_version");
+  const std::int64_t dv = watch_->dataVersion();
   if (dataVersion_ && *dataVersion_ == dv) return false;
   const bool first = !dataVersion_;
   std::map<core::Id, core::RunStatus> now;
