@@ -143,10 +143,10 @@ void parseEstimatorInput(const Args& a, est::RecommendInput& ri, std::string& fi
   in.microBatch = intOption(a, "micro-batch", runtimeModel ? 4 : 1, 1);
   in.seqLen = intOption(a, "seq-len", runtimeModel ? 128 : 2048, 1);
   const std::string prec = a.get("precision", runtimeModel ? "fp32" : "bf16");
-  if (prec == "fp32")
-    in.precision = est::Precision::Fp32;
-  else if (prec == "bf16" || prec == "fp16")
-    in.precision = est::Precision::Bf16;
+  if (auto p = core::knobFromString<core::Precision>(prec))
+    in.precision = *p;
+  else if (prec == "fp16")  // modelled as bf16: the same bytes per element
+    in.precision = core::Precision::Bf16;
   else
     throw std::invalid_argument("--precision expects fp32, bf16 or fp16, got '" + prec + "'");
   if (a.has("attention")) {
@@ -245,7 +245,7 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
     out.set("gpus", num(std::int64_t{in.gpus}));
     out.set("gpus_per_node", num(std::int64_t{gpn}));
     out.set("nodes", num(std::int64_t{nodes}));
-    out.set("precision", JsonValue::string(in.precision == est::Precision::Fp32 ? "fp32" : "bf16"));
+    out.set("precision", JsonValue::string(std::string(core::toString(in.precision))));
     out.set("attention", JsonValue::string(est::effectiveAttention(in) == est::AttentionKind::Eager ? "eager" : "flash"));
     out.set("micro_batch", num(in.microBatch));
     out.set("seq_len", num(in.seqLen));

@@ -39,7 +39,7 @@ Args withRunDefaults(const Args& a, const est::MeasuredProfile& mp) {
   add("gpus-per-node", std::to_string(in.gpusPerNode));
   add("micro-batch", std::to_string(in.microBatch));
   add("seq-len", std::to_string(in.seqLen));
-  add("precision", in.precision == est::Precision::Fp32 ? "fp32" : "bf16");
+  add("precision", std::string(core::toString(in.precision)));
   add("reduce-bucket-size", std::to_string(in.reduceBucketSize));
   add("allgather-bucket-size", std::to_string(in.allgatherBucketSize));
   add("prefetch-bucket-size", std::to_string(in.prefetchBucketSize));
@@ -53,9 +53,7 @@ Args withRunDefaults(const Args& a, const est::MeasuredProfile& mp) {
   if (mp.gloo) add("gloo-reduce-scatter", "");
   if (in.bucketCapMb == static_cast<double>(static_cast<std::int64_t>(in.bucketCapMb)))
     add("bucket-cap-mb", std::to_string(static_cast<std::int64_t>(in.bucketCapMb)));
-  add("backward-prefetch", mp.backwardPrefetch == est::BackwardPrefetch::Pre    ? "pre"
-                           : mp.backwardPrefetch == est::BackwardPrefetch::Post ? "post"
-                                                                                : "none");
+  add("backward-prefetch", std::string(core::toString(mp.backwardPrefetch)));
   add("forward-prefetch", boolText(mp.forwardPrefetch));
   add("limit-all-gathers", boolText(mp.limitAllGathers));
   // As many steps as the run.
@@ -100,12 +98,8 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
   base.interNode = ri.interNode;
   base.comm = ri.comm;
   const std::string bp = a.get("backward-prefetch", "pre");
-  if (bp == "pre")
-    base.backwardPrefetch = est::BackwardPrefetch::Pre;
-  else if (bp == "post")
-    base.backwardPrefetch = est::BackwardPrefetch::Post;
-  else if (bp == "none")
-    base.backwardPrefetch = est::BackwardPrefetch::None;
+  if (auto v = core::knobFromString<core::BackwardPrefetch>(bp))
+    base.backwardPrefetch = *v;
   else
     throw std::invalid_argument("--backward-prefetch expects pre, post or none, got '" + bp + "'");
   base.forwardPrefetch = boolValue(a, "forward-prefetch", false);

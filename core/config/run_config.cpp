@@ -93,10 +93,18 @@ std::optional<bool> parseBool(std::string_view s) {
 // ---------------------------------------------------------------------------------------------
 // The key table
 
-enum class Kind { Bool, OptBool, Int, Size, Seed, Number, Text, Path, Choice, Strat };
+// Choice: a std::string from a fixed list (the model preset); Enum: one of the set-valued knobs of
+// core/model/run_knobs.h, spelled by its name table.
+enum class Kind { Bool, OptBool, Int, Size, Seed, Number, Text, Path, Choice, Strat, Enum };
 
 using Member = std::variant<bool RunConfig::*, std::optional<bool> RunConfig::*, int RunConfig::*, std::int64_t RunConfig::*,
-                            std::uint64_t RunConfig::*, double RunConfig::*, std::string RunConfig::*, Strategy RunConfig::*>;
+                            std::uint64_t RunConfig::*, double RunConfig::*, std::string RunConfig::*, Strategy RunConfig::*,
+                            Precision RunConfig::*, ReduceDtype RunConfig::*, AttentionKernel RunConfig::*,
+                            ComputeDevice RunConfig::*, CommBackend RunConfig::*, OptimizerKind RunConfig::*,
+                            Offload RunConfig::*, BackwardPrefetch RunConfig::*, GpuTrace RunConfig::*>;
+
+template <class M>
+using MemberType = std::remove_cvref_t<decltype(std::declval<RunConfig&>().*std::declval<M>())>;
 
 // A check of the knob's own value: "" when fine, else what is wrong ("must be at least 1 (got 0)").
 using Check = std::string (*)(const RunConfig&);
@@ -107,7 +115,7 @@ struct Knob {
   Kind kind;
   Member member;
   std::string_view help;
-  std::vector<std::string_view> choices = {};  // Kind::Choice ("" allowed when listed)
+  std::vector<std::string_view> choices = {};  // Kind::Choice only ("" allowed when listed)
   std::vector<std::string_view> aliases = {};
   Check check = nullptr;
 };
@@ -223,23 +231,20 @@ const std::vector<Knob>& knobs() {
        .check = [](const RunConfig& c) { return atLeast(c.nprocPerNode, 0); }},
       {.key = "device",
        .group = kPar,
-       .kind = Kind::Choice,
+       .kind = Kind::Enum,
        .member = &RunConfig::device,
-       .help = "where the ranks compute (auto = cuda when a GPU is available, else cpu)",
-       .choices = {"auto", "cpu", "cuda"}},
+       .help = "where the ranks compute (auto = cuda when a GPU is available, else cpu)"},
       {.key = "backend",
        .group = kPar,
-       .kind = Kind::Choice,
+       .kind = Kind::Enum,
        .member = &RunConfig::backend,
-       .help = "collective backend (auto = nccl on cuda, gloo on cpu)",
-       .choices = {"auto", "gloo", "nccl"}},
+       .help = "collective backend (auto = nccl on cuda, gloo on cpu)"},
       // Optimizer
       {.key = "optimizer",
        .group = kOpt,
-       .kind = Kind::Choice,
+       .kind = Kind::Enum,
        .member = &RunConfig::optimizer,
-       .help = "AdamW (decoupled weight decay) or SGD with momentum",
-       .choices = {"adamw", "sgd"}},
+       .help = "AdamW (decoupled weight decay) or SGD with momentum"},
       {.key = "lr",
        .group = kOpt,
        .kind = Kind::Number,
@@ -285,23 +290,21 @@ const std::vector<Knob>& knobs() {
       // Precision
       {.key = "precision",
        .group = kPrec,
-       .kind = Kind::Choice,
+       .kind = Kind::Enum,
        .member = &RunConfig::precision,
-       .help = "dtype of parameters and activations in compute",
-       .choices = {"fp32", "bf16"}},
+       .help = "dtype of parameters and activations in compute"},
       {.key = "reduce_dtype",
        .group = kPrec,
-       .kind = Kind::Choice,
+       .kind = Kind::Enum,
        .member = &RunConfig::reduceDtype,
-       .help = "dtype gradients are reduced in (empty = the parameters' dtype, as FSDP's MixedPrecision; fp32 avoids bf16 drift)",
-       .choices = {"", "fp32", "bf16"}},
+       .help =
+           "dtype gradients are reduced in (empty = the parameters' dtype, as FSDP's MixedPrecision; fp32 avoids bf16 drift)"},
       {.key = "attention",
        .group = kPrec,
-       .kind = Kind::Choice,
+       .kind = Kind::Enum,
        .member = &RunConfig::attention,
        .help = "attention kernel: sdpa (scaled_dot_product_attention, flash / memory-efficient kernels on GPU; "
-               "LibTorch >= 2.0), eager (matmul, softmax, matmul), auto (sdpa where this LibTorch has it)",
-       .choices = {"auto", "sdpa", "eager"}},
+               "LibTorch >= 2.0), eager (matmul, softmax, matmul), auto (sdpa where this LibTorch has it)"},
       // DDP
       {.key = "bucket_cap_mb",
        .group = kDdp,
@@ -373,23 +376,20 @@ const std::vector<Knob>& knobs() {
        .check = [](const RunConfig& c) { return atLeast(c.maxReuseDistance, 0); }},
       {.key = "offload_optimizer",
        .group = kZero,
-       .kind = Kind::Choice,
+       .kind = Kind::Enum,
        .member = &RunConfig::offloadOptimizer,
-       .help = "keep optimizer state and run the step on the CPU (zero1/2/3)",
-       .choices = {"none", "cpu"}},
+       .help = "keep optimizer state and run the step on the CPU (zero1/2/3)"},
       {.key = "offload_param",
        .group = kZero,
-       .kind = Kind::Choice,
+       .kind = Kind::Enum,
        .member = &RunConfig::offloadParam,
-       .help = "keep parameters on the CPU between uses (zero3, fsdp, fsdp_grad_op, hsdp)",
-       .choices = {"none", "cpu"}},
+       .help = "keep parameters on the CPU between uses (zero3, fsdp, fsdp_grad_op, hsdp)"},
       // FSDP / HSDP
       {.key = "backward_prefetch",
        .group = kFsdp,
-       .kind = Kind::Choice,
+       .kind = Kind::Enum,
        .member = &RunConfig::backwardPrefetch,
-       .help = "issue the next unit's backward all-gather before (pre) or after (post) this unit's gradients",
-       .choices = {"pre", "post", "none"}},
+       .help = "issue the next unit's backward all-gather before (pre) or after (post) this unit's gradients"},
       {.key = "forward_prefetch",
        .group = kFsdp,
        .kind = Kind::Bool,
@@ -429,12 +429,11 @@ const std::vector<Knob>& knobs() {
        .help = "record host spans, memory counters and (on GPU) kernels into the run"},
       {.key = "gpu_trace",
        .group = kCkpt,
-       .kind = Kind::Choice,
+       .kind = Kind::Enum,
        .member = &RunConfig::gpuTrace,
        .help = "what CUPTI records on CUDA: launches (kernels, copies, memory and the API calls that launch or "
                "wait), full (every CUDA runtime and driver call: more host overhead per launch), kernels (device "
-               "records only), off (no CUPTI)",
-       .choices = {"launches", "full", "kernels", "off"}},
+               "records only), off (no CUPTI)"},
       {.key = "hang_timeout_s",
        .group = kCkpt,
        .kind = Kind::Number,
@@ -476,6 +475,51 @@ const Knob& knob(std::string_view key) {
   return *k;
 }
 
+// The spellings a Choice or Enum knob accepts, in table order (an Enum's come from its name table).
+std::vector<std::string_view> choicesOf(const Knob& k) {
+  if (k.kind != Kind::Enum) return k.choices;
+  return std::visit(
+      [](auto m) -> std::vector<std::string_view> {
+        using T = MemberType<decltype(m)>;
+        std::vector<std::string_view> out;
+        if constexpr (KnobEnum<T>)
+          for (const auto& n : knobNames<T>()) out.push_back(n.name);
+        return out;
+      },
+      k.member);
+}
+
+// Sets an Enum knob from its spelling; false when the name table has no such name.
+bool setEnumFromText(const Knob& k, RunConfig& c, std::string_view name) {
+  return std::visit(
+      [&](auto m) {
+        using T = MemberType<decltype(m)>;
+        if constexpr (KnobEnum<T>) {
+          if (auto v = knobFromString<T>(name)) {
+            c.*m = *v;
+            return true;
+          }
+        }
+        return false;
+      },
+      k.member);
+}
+
+// An Enum knob whose value is not in its name table (only a cast can make one): the number.
+std::optional<int> unnamedEnumValue(const Knob& k, const RunConfig& c) {
+  return std::visit(
+      [&](auto m) -> std::optional<int> {
+        using T = MemberType<decltype(m)>;
+        if constexpr (KnobEnum<T>) {
+          for (const auto& n : knobNames<T>())
+            if (n.value == c.*m) return std::nullopt;
+          return static_cast<int>(c.*m);
+        }
+        return std::nullopt;
+      },
+      k.member);
+}
+
 std::string typeName(const Knob& k) {
   switch (k.kind) {
     case Kind::Bool:
@@ -494,9 +538,10 @@ std::string typeName(const Knob& k) {
       return "text";
     case Kind::Path:
       return "path";
-    case Kind::Choice: {
+    case Kind::Choice:
+    case Kind::Enum: {
       std::string s;
-      for (auto c : k.choices) {
+      for (auto c : choicesOf(k)) {
         if (c.empty()) continue;  // "" is the default spelled as an absent value
         if (!s.empty()) s += '|';
         s += c;
@@ -533,6 +578,7 @@ std::string expectedWhat(Kind kind) {
     case Kind::Path:
     case Kind::Choice:
     case Kind::Strat:
+    case Kind::Enum:
       return "a string";
   }
   return "a value";
@@ -561,7 +607,7 @@ std::string valueText(const Knob& k, const RunConfig& c) {
           return formatDouble(v);
         else if constexpr (std::is_same_v<T, std::string>)
           return v;
-        else if constexpr (std::is_same_v<T, Strategy>)
+        else if constexpr (std::is_same_v<T, Strategy> || KnobEnum<T>)
           return std::string(toString(v));
         else
           return std::to_string(v);
@@ -582,7 +628,7 @@ JsonValue valueJson(const Knob& k, const RunConfig& c) {
           return JsonValue::number(v);
         else if constexpr (std::is_same_v<T, std::string>)
           return JsonValue::string(v);
-        else if constexpr (std::is_same_v<T, Strategy>)
+        else if constexpr (std::is_same_v<T, Strategy> || KnobEnum<T>)
           return JsonValue::string(std::string(toString(v)));
         else if constexpr (std::is_same_v<T, std::uint64_t>)
           return JsonValue::number(std::to_string(v));
@@ -598,6 +644,9 @@ std::string ownProblem(const Knob& k, const RunConfig& c) {
     const std::string& v = c.*std::get<std::string RunConfig::*>(k.member);
     if (std::find(k.choices.begin(), k.choices.end(), v) == k.choices.end())
       return "must be " + listChoices(k.choices) + " (got \"" + v + "\")";
+  }
+  if (k.kind == Kind::Enum) {
+    if (auto bad = unnamedEnumValue(k, c)) return "must be " + listChoices(choicesOf(k)) + " (got " + std::to_string(*bad) + ")";
   }
   return k.check ? k.check(c) : std::string();
 }
@@ -669,6 +718,11 @@ void setFromText(const Knob& k, RunConfig& c, std::string_view text, const std::
       c.*std::get<Strategy RunConfig::*>(k.member) = *s;
       break;
     }
+    case Kind::Enum: {
+      if (!setEnumFromText(k, c, trim(text)))
+        throw Error(where + ": must be " + listChoices(choicesOf(k)) + " (got " + shown + ")");
+      break;
+    }
   }
   if (const std::string p = k.check ? k.check(c) : std::string(); !p.empty()) throw Error(where + ": " + p);
 }
@@ -700,6 +754,7 @@ void setFromJson(const Knob& k, RunConfig& c, const JsonValue& v, const std::str
     case Kind::Path:
     case Kind::Choice:
     case Kind::Strat:
+    case Kind::Enum:
       if (!v.isString()) throw wrongType();
       setFromText(k, c, v.asString(), where, shown);
       return;
@@ -859,14 +914,14 @@ void validate(const RunConfig& cfg) {
     if (g > w || w % g != 0)
       invalid("shard_group_size", "must divide world_size (" + num(g) + " does not divide " + num(w) + ")");
   }
-  if (cfg.offloadParam != "none" && !shardsParams(cfg.strategy))
+  if (cfg.offloadParam != Offload::None && !shardsParams(cfg.strategy))
     invalid("offload_param",
             "only with zero3, fsdp, fsdp_grad_op or hsdp (strategy is " + std::string(toString(cfg.strategy)) + ")");
-  if (cfg.offloadOptimizer != "none" && !isZero(cfg.strategy))
+  if (cfg.offloadOptimizer != Offload::None && !isZero(cfg.strategy))
     invalid("offload_optimizer",
             "only with zero1, zero2 or zero3 (strategy is " + std::string(toString(cfg.strategy)) +
                 (shardsParams(cfg.strategy) ? "; FSDP moves the optimizer step to the CPU with offload_param cpu)" : ")"));
-  if (cfg.backend == "nccl" && cfg.device == "cpu")
+  if (cfg.backend == CommBackend::Nccl && cfg.device == ComputeDevice::Cpu)
     invalid("backend", "nccl needs device cuda or auto (device is cpu); use gloo on the CPU");
   if (cfg.consolidateCheckpoint && !cfg.saveCheckpoint) invalid("consolidate_checkpoint", "needs save_checkpoint");
   if (cfg.saveCheckpoint && cfg.checkpointDir.empty()) invalid("checkpoint_dir", "must be set when save_checkpoint is on");
@@ -1029,8 +1084,8 @@ class DeepSpeedReader {
         warn("unknown key " + key + " (ignored)");
       }
     }
-    if (!sawZero) cfg_.strategy = Strategy::Ddp;  // DeepSpeed's default stage is 0
-    if (!precisionSet_) cfg_.precision = "fp32";  // neither bf16 nor fp16: DeepSpeed trains in fp32
+    if (!sawZero) cfg_.strategy = Strategy::Ddp;           // DeepSpeed's default stage is 0
+    if (!precisionSet_) cfg_.precision = Precision::Fp32;  // neither bf16 nor fp16: DeepSpeed trains in fp32
 
     if (shardscope) {
       JsonValue rest = JsonValue::object();
@@ -1123,10 +1178,10 @@ class DeepSpeedReader {
       } else if (key == "offload_param") {
         readOffload(path, v, "offload_param");
       } else if (key == "cpu_offload") {
-        if (boolean(path, v)) cfg_.offloadOptimizer = "cpu";
+        if (boolean(path, v)) cfg_.offloadOptimizer = Offload::Cpu;
         warn(path + " is deprecated in DeepSpeed; read as offload_optimizer.device = " + (v.asBool() ? "cpu" : "none"));
       } else if (key == "cpu_offload_param") {
-        if (boolean(path, v)) cfg_.offloadParam = "cpu";
+        if (boolean(path, v)) cfg_.offloadParam = Offload::Cpu;
         warn(path + " is deprecated in DeepSpeed; read as offload_param.device = " + (v.asBool() ? "cpu" : "none"));
       } else if (key == "mics_shard_size") {
         mics = integer(path, v, -1);
@@ -1160,9 +1215,9 @@ class DeepSpeedReader {
   }
 
   void readOffload(const std::string& path, const JsonValue& v, std::string_view knobKey) {
-    std::string& target = cfg_.*std::get<std::string RunConfig::*>(knob(knobKey).member);
+    Offload& target = cfg_.*std::get<Offload RunConfig::*>(knob(knobKey).member);
     if (v.isNull()) {
-      target = "none";
+      target = Offload::None;
       return;
     }
     if (!v.isObject()) fail(path, "must be a JSON object such as {\"device\": \"cpu\"} (got " + v.dump() + ")");
@@ -1179,7 +1234,7 @@ class DeepSpeedReader {
       if (device != "none" && device != "cpu")
         fail(path + ".device", "must be \"none\", \"cpu\" or \"nvme\" (got " + d->dump() + ")");
     }
-    target = device;
+    target = device == "cpu" ? Offload::Cpu : Offload::None;
     for (const auto& [key, sub] : v.members()) {
       if (key == "device") continue;
       const std::string subPath = path + "." + key;
@@ -1197,7 +1252,7 @@ class DeepSpeedReader {
       const std::string path = key + "." + sub;
       if (sub == "enabled") {
         if (boolean(path, val)) {
-          cfg_.precision = "bf16";
+          cfg_.precision = Precision::Bf16;
           precisionSet_ = true;
         }
       } else if (sub == "immediate_grad_update" || sub == "check_grad_overflow" || sub == "bf16_master_weights_and_grads" ||
@@ -1218,15 +1273,15 @@ class DeepSpeedReader {
 
   void readCommDtype(const std::string& key, const JsonValue& v) {
     if (v.isNull()) {
-      cfg_.reduceDtype.clear();
+      cfg_.reduceDtype = ReduceDtype::SameAsParams;
       return;
     }
     if (!v.isString()) fail(key, "expected \"fp32\" or \"bf16\" (got " + v.dump() + ")");
     const std::string s = lowerUnderscore(v.asString());
     if (s == "fp32" || s == "float32" || s == "float")
-      cfg_.reduceDtype = "fp32";
+      cfg_.reduceDtype = ReduceDtype::Fp32;
     else if (s == "bf16" || s == "bfloat16")
-      cfg_.reduceDtype = "bf16";
+      cfg_.reduceDtype = ReduceDtype::Bf16;
     else if (s == "fp16" || s == "float16" || s == "half")
       fail(key, "fp16 reduction is not supported by Shardscope; use \"fp32\" or \"bf16\"");
     else
@@ -1236,15 +1291,15 @@ class DeepSpeedReader {
   void readOptimizer(const JsonValue& o) {
     if (!o.isObject()) fail("optimizer", "must be a JSON object (got " + o.dump() + ")");
     const JsonValue* type = o.find("type");
-    bool adam = cfg_.optimizer == "adamw";
+    bool adam = cfg_.optimizer == OptimizerKind::AdamW;
     if (type) {
       if (!type->isString()) fail("optimizer.type", "expected a string (got " + type->dump() + ")");
       const std::string t = lowerUnderscore(type->asString());
       if (t == "adam" || t == "adamw" || t == "fusedadam") {
-        cfg_.optimizer = "adamw";  // DeepSpeed's Adam runs in AdamW mode unless adam_w_mode is false
+        cfg_.optimizer = OptimizerKind::AdamW;  // DeepSpeed's Adam runs in AdamW mode unless adam_w_mode is false
         adam = true;
       } else if (t == "sgd") {
-        cfg_.optimizer = "sgd";
+        cfg_.optimizer = OptimizerKind::Sgd;
         adam = false;
       } else {
         fail("optimizer.type", "Shardscope implements Adam/AdamW and SGD only (got " + type->dump() + ")");
@@ -1271,7 +1326,7 @@ class DeepSpeedReader {
         } else if (p == "momentum" && !adam) {
           setKnob("momentum", path, pv);
         } else if (p == "eps" || p == "betas" || p == "momentum") {
-          warn(path + " does not apply to " + cfg_.optimizer + " and is ignored");
+          warn(path + " does not apply to " + std::string(toString(cfg_.optimizer)) + " and is ignored");
         } else if (const IgnoredKey* ig =
                        findIgnored(p, std::begin(kIgnoredOptimizerParams), std::end(kIgnoredOptimizerParams))) {
           ignored(path, pv, ig->dflt);
@@ -1341,14 +1396,14 @@ JsonValue toDeepSpeedJson(const RunConfig& cfg) {
   ds.set("gradient_accumulation_steps", JsonValue::number(std::int64_t(cfg.gradAccum)));
   ds.set("gradient_clipping", JsonValue::number(cfg.gradClip));
   carried.insert({"micro_batch", "grad_accum", "grad_clip"});
-  if (cfg.precision == "bf16" || cfg.precision == "fp32") {
+  if (cfg.precision == Precision::Bf16 || cfg.precision == Precision::Fp32) {
     JsonValue bf16 = JsonValue::object();
-    bf16.set("enabled", JsonValue::boolean(cfg.precision == "bf16"));
+    bf16.set("enabled", JsonValue::boolean(cfg.precision == Precision::Bf16));
     ds.set("bf16", std::move(bf16));
     carried.insert("precision");
   }
-  if (!cfg.reduceDtype.empty()) {
-    ds.set("communication_data_type", JsonValue::string(cfg.reduceDtype));
+  if (cfg.reduceDtype != ReduceDtype::SameAsParams) {
+    ds.set("communication_data_type", JsonValue::string(std::string(toString(cfg.reduceDtype))));
     carried.insert("reduce_dtype");
   }
 
@@ -1356,11 +1411,11 @@ JsonValue toDeepSpeedJson(const RunConfig& cfg) {
   JsonValue params = JsonValue::object();
   params.set("lr", JsonValue::number(cfg.lr));
   params.set("weight_decay", JsonValue::number(cfg.weightDecay));
-  if (cfg.optimizer == "sgd") {
+  if (cfg.optimizer == OptimizerKind::Sgd) {
     opt.set("type", JsonValue::string("SGD"));
     params.set("momentum", JsonValue::number(cfg.momentum));
     carried.insert({"optimizer", "lr", "weight_decay", "momentum"});
-  } else if (cfg.optimizer == "adamw") {
+  } else if (cfg.optimizer == OptimizerKind::AdamW) {
     opt.set("type", JsonValue::string("AdamW"));
     JsonValue betas = JsonValue::array();
     betas.push(JsonValue::number(cfg.beta1));
@@ -1431,13 +1486,13 @@ JsonValue toDeepSpeedJson(const RunConfig& cfg) {
   }
   if (stage >= 1 && isZero(cfg.strategy)) {
     JsonValue off = JsonValue::object();
-    off.set("device", JsonValue::string(cfg.offloadOptimizer));
+    off.set("device", JsonValue::string(std::string(toString(cfg.offloadOptimizer))));
     zero.set("offload_optimizer", std::move(off));
     carried.insert("offload_optimizer");
   }
   if (stage == 3) {
     JsonValue off = JsonValue::object();
-    off.set("device", JsonValue::string(cfg.offloadParam));
+    off.set("device", JsonValue::string(std::string(toString(cfg.offloadParam))));
     zero.set("offload_param", std::move(off));
     carried.insert("offload_param");
   }

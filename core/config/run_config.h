@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/model/run_knobs.h"
 #include "core/model/strategy.h"
 #include "core/util/json.h"
 
@@ -34,14 +35,15 @@ struct RunConfig {
   int microBatch = 4;
   int seqLen = 128;
   int gradAccum = 1;
-  std::string dataFile;             // empty = synthetic tokens by seed; else a UTF-8 text file read as bytes
-  std::string optimizer = "adamw";  // adamw | sgd
+  std::string dataFile;                            // empty = synthetic tokens by seed; else a UTF-8 text file read as bytes
+  OptimizerKind optimizer = OptimizerKind::AdamW;  // adamw | sgd
   double lr = 1e-3, weightDecay = 0.0, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, momentum = 0.9, gradClip = 0.0;
-  std::string precision = "fp32";  // fp32 | bf16
-  std::string reduceDtype;         // "" = same as params | fp32 | bf16
-  std::string attention = "auto";  // auto | sdpa | eager (auto: sdpa where LibTorch has it)
-  std::string device = "auto";     // auto | cpu | cuda
-  std::string backend = "auto";    // auto | gloo | nccl
+  // The set-valued knobs are enums of core/model/run_knobs.h (one name table each).
+  Precision precision = Precision::Fp32;                // fp32 | bf16
+  ReduceDtype reduceDtype = ReduceDtype::SameAsParams;  // "" = same as params | fp32 | bf16
+  AttentionKernel attention = AttentionKernel::Auto;    // auto | sdpa | eager (auto: sdpa where LibTorch has it)
+  ComputeDevice device = ComputeDevice::Auto;           // auto | cpu | cuda
+  CommBackend backend = CommBackend::Auto;              // auto | gloo | nccl
   // DDP
   double bucketCapMb = 25.0;
   double firstBucketMb = 1.0;
@@ -55,10 +57,10 @@ struct RunConfig {
   std::int64_t paramPersistenceThreshold = 100000;
   std::int64_t maxLiveParameters = 1000000000;
   std::int64_t maxReuseDistance = 1000000000;
-  std::string offloadOptimizer = "none";  // none | cpu (zero1/2/3)
-  std::string offloadParam = "none";      // none | cpu (zero3, fsdp, fsdp_grad_op, hsdp)
+  Offload offloadOptimizer = Offload::None;  // none | cpu (zero1/2/3)
+  Offload offloadParam = Offload::None;      // none | cpu (zero3, fsdp, fsdp_grad_op, hsdp)
   // FSDP / HSDP
-  std::string backwardPrefetch = "pre";  // pre | post | none
+  BackwardPrefetch backwardPrefetch = BackwardPrefetch::Pre;  // pre | post | none
   bool forwardPrefetch = false;
   bool limitAllGathers = true;
   int shardGroupSize = 0;  // HSDP ranks per shard group; 0 = effectiveShardGroupSize() picks; must divide worldSize
@@ -71,7 +73,7 @@ struct RunConfig {
   // What CUPTI records on CUDA runs with capture on: launches (kernels, copies, memsets, memory and
   // the API calls that launch or wait) | full (every CUDA runtime and driver call) | kernels (device
   // records only, no API calls) | off (no CUPTI: host spans and allocator statistics only).
-  std::string gpuTrace = "launches";
+  GpuTrace gpuTrace = GpuTrace::Launches;
   double hangTimeoutS = 300;
   double flushIntervalS = 0.5;
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "core/analysis/step_breakdown.h"
 #include "core/util/error.h"
 
 namespace shardscope::core::estimator {
@@ -351,25 +352,26 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId) {
   const auto run = store.run(runId);
   const bool ours = run && (run->source == RunSource::Runtime || run->source == RunSource::Simulated);
   // Our runs' first step is the warm-up (first use of every buffer and connection: its
-  // collectives run several times slower); it is left out as the step figures leave it out.
-  std::map<Id, std::pair<std::int64_t, int>> firstStep;  // rank -> (first step, steps)
-  if (ours)
-    for (const auto& s : store.steps(runId)) {
-      auto [it, fresh] = firstStep.try_emplace(s.rankId, s.step, 0);
-      it->second.first = std::min(it->second.first, s.step);
-      ++it->second.second;
-    }
+  // collectives run several times slower); it is left out by core's steady-state rule
+  // (core/analysis/step_breakdown.h), as the step figures leave it out.
+  std::map<Id, CountedSteps> counted;  // rank -> the steps the rule counts
+  if (run && leavesOutWarmup(run->source)) {
+    std::map<Id, std::vector<std::int64_t>> numbers;
+    for (const auto& s : store.steps(runId)) numbers[s.rankId].push_back(s.step);
+    for (const auto& [rank, n] : numbers) counted[rank] = countedStepNumbers(n, run->source);
+  }
   for (const auto& t : store.tracks(runId)) {
     if (t.kind != TrackKind::Comm && t.kind != TrackKind::GpuStream) continue;
     auto& seq = lanes[t.name][t.rankId];
-    const auto fs = firstStep.find(t.rankId);
-    const std::optional<std::int64_t> warmup =
-        fs != firstStep.end() && fs->second.second >= 2 ? std::optional<std::int64_t>(fs->second.first) : std::nullopt;
+    const auto cs = counted.find(t.rankId);
+    // The first counted step when a warm-up was left out: samples before it (and outside any step) are dropped.
+    const std::optional<std::int64_t> firstCounted =
+        cs != counted.end() && cs->second.warmupLeftOut ? std::optional<std::int64_t>(cs->second.first) : std::nullopt;
     store.forEachEvent(
         t.id,
         [&](const Event& e) {
           if (!e.bytes || *e.bytes <= 0 || e.endNs <= e.startNs) return;
-          if (warmup && (!e.step || *e.step <= *warmup)) return;
+          if (firstCounted && (!e.step || *e.step < *firstCounted)) return;
           if (t.kind == TrackKind::GpuStream && e.category != Category::Communication) return;
           CollectiveSample s;
           switch (e.collOp) {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/model/run_knobs.h"
 #include "core/model/strategy.h"
 #include "core/util/json.h"
 
@@ -64,7 +65,9 @@ using core::Strategy;
 using core::strategyFromString;
 using core::strategyName;
 
-enum class Precision { Fp32, Bf16 };  // bf16 = bf16/fp16 compute with fp32 master weights and Adam
+// The run config's precision (core/model/run_knobs.h). Here bf16 = bf16/fp16 compute with fp32
+// master weights and Adam.
+using core::Precision;
 // Eager: our runtime's attention (the a·s² score tensor is materialised, logits in fp32).
 // Flash: fused attention (no score tensor), the saved-tensor count of strategies.md §2.6.
 enum class AttentionKind { Eager, Flash };

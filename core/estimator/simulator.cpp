@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <stdexcept>
 
+#include "core/analysis/step_breakdown.h"
 #include "core/estimator/recommend.h"
 #include "core/estimator/simulator_program.h"
 
@@ -136,19 +138,24 @@ void unionAndOverlap(std::vector<Interval>& iv, const std::vector<Interval>& oth
 }
 
 // Figures per rank and step: compute busy, the union of collective spans, and the part of it not
-// covered by compute (exposed). Steady state = the steps after the first (or the only one). Then
+// covered by compute (exposed). Steady state = the steps core's rule counts for a simulated run
+// (core/analysis/step_breakdown.h: the steps after the first, or the only one). Then
 // the memory peak, the traffic of the last step and the kept ranks' steps, spans in time order.
 void collect(const Program& prog, const RunRecord& rec, SimulationResult& res) {
   const SimulateInput& in = res.input;
   const int W = rec.world;
   const std::size_t nColl = prog.colls.size(), nComp = prog.comps.size();
-  const int first = in.steps > 1 ? 1 : 0;
+  std::vector<std::int64_t> stepNumbers(static_cast<std::size_t>(std::max(0, in.steps)));
+  std::iota(stepNumbers.begin(), stepNumbers.end(), std::int64_t{0});
+  const CountedSteps counted = countedStepNumbers(stepNumbers, RunSource::Simulated);
+  const int first = static_cast<int>(counted.first), last = static_cast<int>(counted.last);
+  const int steadySteps = static_cast<int>(counted.count);
   double sumStep = 0, sumComp = 0, sumComm = 0, sumExp = 0;
   std::vector<Interval> comm, comp;
   for (int r = 0; r < W; ++r) {
     const RankRun& st = rec.ranks[static_cast<std::size_t>(r)];
     double rStep = 0;
-    for (int s = first; s < in.steps; ++s) {
+    for (int s = first; s <= last; ++s) {
       const double lo = st.steps[static_cast<std::size_t>(s)].first, hi = st.steps[static_cast<std::size_t>(s)].second;
       comm.clear();
       comp.clear();
@@ -174,14 +181,14 @@ void collect(const Program& prog, const RunRecord& rec, SimulationResult& res) {
       sumComm += uni;
       sumExp += uni - covered;
     }
-    rStep /= (in.steps - first);
+    rStep /= steadySteps;
     if (rStep > res.slowestRankStepS) {
       res.slowestRankStepS = rStep;
       res.slowestRank = r;
     }
     if (st.peak > res.peakBytes) res.peakBytes = st.peak;
   }
-  const double n = static_cast<double>(W) * (in.steps - first);
+  const double n = static_cast<double>(W) * steadySteps;
   res.steady.stepS = sumStep / n;
   res.steady.computeS = sumComp / n;
   res.steady.commS = sumComm / n;

@@ -47,7 +47,7 @@ std::vector<double> blockTrainFlops(const EstimateInput& in);
 // target's FLOPs (layers and head separately; the embedding by tokens × hidden).
 ComputeProfile scaleComputeProfile(const ComputeProfile& p, const EstimateInput& measured, const EstimateInput& target);
 
-enum class BackwardPrefetch { Pre, Post, None };
+using core::BackwardPrefetch;  // the run config's --backward-prefetch (core/model/run_knobs.h)
 
 // Phases of compute whose rank-to-rank variation is told apart: forward (and its recomputation),
 // backward, and the rest (optimizer step, host work).

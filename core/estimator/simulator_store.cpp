@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "core/analysis/step_breakdown.h"
@@ -74,7 +75,7 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
   in.gpus = cfg.worldSize;
   in.gpusPerNode = cfg.nprocPerNode > 0 ? cfg.nprocPerNode : cfg.worldSize / std::max(1, cfg.nnodes);
   in.shardGroupSize = cfg.strategy == core::Strategy::Hsdp ? core::effectiveShardGroupSize(cfg) : 0;
-  in.precision = cfg.precision == "bf16" ? Precision::Bf16 : Precision::Fp32;
+  in.precision = cfg.precision;
   in.attention = AttentionKind::Eager;
   in.microBatch = cfg.microBatch;
   in.seqLen = cfg.seqLen;
@@ -88,10 +89,8 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
   in.paramPersistenceThreshold = cfg.paramPersistenceThreshold;
   in.maxLiveParameters = cfg.maxLiveParameters;
   in.maxReuseDistance = cfg.maxReuseDistance;
-  mp.gloo = cfg.device != "cuda";
-  mp.backwardPrefetch = cfg.backwardPrefetch == "post"   ? BackwardPrefetch::Post
-                        : cfg.backwardPrefetch == "none" ? BackwardPrefetch::None
-                                                         : BackwardPrefetch::Pre;
+  mp.gloo = cfg.device != ComputeDevice::Cuda;
+  mp.backwardPrefetch = cfg.backwardPrefetch;
   mp.forwardPrefetch = cfg.forwardPrefetch;
   mp.limitAllGathers = cfg.limitAllGathers;
   mp.steps = cfg.steps;
@@ -100,19 +99,32 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
   std::vector<double> fwd(static_cast<std::size_t>(L + 2), 0.0), bwd(fwd.size(), 0.0);
   double opt = 0, busy = 0;
   std::int64_t samples = 0;
-  // Steady steps per rank: every step but the rank's first.
-  std::map<Id, std::int64_t> firstStep;
+  // Steady steps per rank: the steps core's rule counts for a runtime run (core/analysis/
+  // step_breakdown.h: all but the rank's first). A profile is never taken from a warm-up step: a
+  // rank whose only step is its warm-up contributes none.
+  std::map<Id, std::int64_t> firstStep;  // the rank's first step number: the ranks' steps align on it
+  std::map<Id, CountedSteps> counted;
   std::map<Id, std::vector<std::pair<std::int64_t, double>>> stepTimes;
   for (const auto& s : store.steps(runId)) {
     auto it = firstStep.find(s.rankId);
     if (it == firstStep.end() || s.step < it->second) firstStep[s.rankId] = s.step;
     stepTimes[s.rankId].push_back({s.step, static_cast<double>(s.endNs - s.startNs) * 1e-9});
   }
+  for (const auto& [rank, v] : stepTimes) {
+    std::vector<std::int64_t> numbers;
+    numbers.reserve(v.size());
+    for (const auto& [n, d] : v) numbers.push_back(n);
+    counted[rank] = countedStepNumbers(numbers, run->source);
+  }
+  auto steady = [&](Id rankId, std::int64_t step) {
+    const auto c = counted.find(rankId);
+    return c != counted.end() && c->second.warmupLeftOut && c->second.counts(step);
+  };
   double stepSum = 0;
   std::int64_t stepCount = 0;
   for (const auto& [rank, v] : stepTimes)
     for (const auto& [n, d] : v)
-      if (n != firstStep[rank]) {
+      if (steady(rank, n)) {
         stepSum += d;
         ++stepCount;
       }
@@ -129,7 +141,7 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
     store.forEachEvent(
         t.id,
         [&](const Event& e) {
-          if (!e.step || *e.step == fs->second) return;
+          if (!e.step || !steady(t.rankId, *e.step)) return;
           const double d = static_cast<double>(e.endNs - e.startNs) * 1e-9;
           if (e.cat == "wait") busy += d;
           if (e.category != Category::Computation) return;
@@ -201,13 +213,14 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
     for (int p = 0; p < kComputePhases; ++p) mp.phaseJitter[p] = robustSd(byPhase[p]);
   }
   {
-    // Step numbers restart per rank: leave each rank's first step out, as above.
-    std::map<int, std::int64_t> firstOf;
-    for (const auto& r : store.ranks(runId)) firstOf[r.rank] = firstStep.count(r.id) ? firstStep[r.id] : 0;
+    // The same steady steps (the breakdown names ranks by number, not by id).
+    std::map<int, Id> rankIdOf;
+    for (const auto& r : store.ranks(runId)) rankIdOf[r.rank] = r.id;
     double c = 0, x = 0;
     int n = 0;
     for (const auto& b : computeStepBreakdown(store, runId)) {
-      if (b.step < 0 || b.step == firstOf[b.rank]) continue;
+      const auto id = rankIdOf.find(b.rank);
+      if (b.step < 0 || id == rankIdOf.end() || !steady(id->second, b.step)) continue;
       c += static_cast<double>(b.commNs) * 1e-9;
       x += static_cast<double>(b.exposedCommNs) * 1e-9;
       ++n;
@@ -247,9 +260,9 @@ Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::
   cfg.steps = in.steps;
   cfg.microBatch = static_cast<int>(em.microBatch);
   cfg.seqLen = static_cast<int>(em.seqLen);
-  cfg.precision = em.precision == Precision::Fp32 ? "fp32" : "bf16";
-  cfg.device = gloo ? "cpu" : "cuda";
-  cfg.backend = backend;
+  cfg.precision = em.precision;
+  cfg.device = gloo ? ComputeDevice::Cpu : ComputeDevice::Cuda;
+  cfg.backend = gloo ? CommBackend::Gloo : CommBackend::Nccl;
   cfg.bucketCapMb = em.bucketCapMb;
   cfg.gradientAsBucketView = em.gradientAsBucketView;
   cfg.reduceBucketSize = em.reduceBucketSize;
@@ -259,9 +272,7 @@ Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::
   cfg.paramPersistenceThreshold = em.paramPersistenceThreshold;
   cfg.maxLiveParameters = em.maxLiveParameters;
   cfg.maxReuseDistance = em.maxReuseDistance;
-  cfg.backwardPrefetch = in.backwardPrefetch == BackwardPrefetch::Pre    ? "pre"
-                         : in.backwardPrefetch == BackwardPrefetch::Post ? "post"
-                                                                         : "none";
+  cfg.backwardPrefetch = in.backwardPrefetch;
   cfg.forwardPrefetch = in.forwardPrefetch;
   cfg.limitAllGathers = in.limitAllGathers;
   if (in.strategy == Strategy::Hsdp) cfg.shardGroupSize = fsdpShardCount(em, in.strategy);
@@ -456,11 +467,14 @@ Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::
           store.setMetric(runId, rankId, std::string("peak_breakdown.") + memCatKey(static_cast<MemCat>(c)),
                           static_cast<double>(sim.peakByCategory[c]));
       std::map<std::string, double> bytesPerOp, countPerOp;
+      // The rank's step_time_ms over the steps core's rule counts for a simulated run.
+      std::vector<std::int64_t> stepNumbers(tr.steps.size());
+      std::iota(stepNumbers.begin(), stepNumbers.end(), std::int64_t{0});
+      const CountedSteps counted = countedStepNumbers(stepNumbers, RunSource::Simulated);
       double steadyStepS = 0;
-      int steady = 0;
-      for (std::size_t s = tr.steps.size() > 1 ? 1 : 0; s < tr.steps.size(); ++s, ++steady)
-        steadyStepS += tr.steps[s].second - tr.steps[s].first;
-      if (steady > 0) store.setMetric(runId, rankId, "step_time_ms", steadyStepS / steady * 1e3);
+      for (std::int64_t s = counted.first; s <= counted.last; ++s)
+        steadyStepS += tr.steps[static_cast<std::size_t>(s)].second - tr.steps[static_cast<std::size_t>(s)].first;
+      if (counted.count > 0) store.setMetric(runId, rankId, "step_time_ms", steadyStepS / static_cast<int>(counted.count) * 1e3);
       for (const auto& sp : tr.spans) {
         if (sp.kind != SimSpan::Kind::Collective || sp.step != static_cast<int>(tr.steps.size()) - 1) continue;
         const std::string op = collKindName(sp.op);

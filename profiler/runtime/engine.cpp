@@ -99,7 +99,7 @@ void adoptStorage(const torch::Tensor& t, const torch::Tensor& buf) {
 Engine::Engine(const EngineContext& ctx)
     : ctx_(ctx),
       cfg_(*ctx.cfg),
-      computeDtype_(ctx.cfg->precision == "bf16" ? torch::kBFloat16 : torch::kFloat32),
+      computeDtype_(ctx.cfg->precision == core::Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32),
       layout_(ctx.model->layout()),
       world_(ctx.comm->world()) {}
 
@@ -181,7 +181,7 @@ void Engine::applyOptimizer(torch::Tensor param, const torch::Tensor& grad, Flat
   torch::NoGradGuard ng;
   torch::Tensor g = clipCoef < 1.0 ? grad * clipCoef : grad;
   ++st.t;
-  if (cfg_.optimizer == "sgd") {
+  if (cfg_.optimizer == core::OptimizerKind::Sgd) {
     if (cfg_.weightDecay != 0) g = g + param * cfg_.weightDecay;
     if (cfg_.momentum != 0) {
       if (!st.m.defined()) {

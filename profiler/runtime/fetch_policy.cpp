@@ -218,15 +218,13 @@ class Zero3FetchPolicy final : public ParamFetchPolicy {
 
 class FsdpFetchPolicy final : public ParamFetchPolicy {
  public:
-  enum class BackwardPrefetch { Pre, Post, None };
+  using BackwardPrefetch = core::BackwardPrefetch;
 
   FsdpFetchPolicy(const core::RunConfig& cfg, const ModelLayout& layout, FetchUnits& units)
       : layout_(layout),
         units_(units),
         reshardAfterForward_(cfg.strategy != Strategy::FsdpGradOp),
-        backwardPrefetch_(cfg.backwardPrefetch == "pre"    ? BackwardPrefetch::Pre
-                          : cfg.backwardPrefetch == "post" ? BackwardPrefetch::Post
-                                                           : BackwardPrefetch::None),
+        backwardPrefetch_(cfg.backwardPrefetch),
         forwardPrefetch_(cfg.forwardPrefetch),
         limitAllGathers_(cfg.limitAllGathers),
         shardGroupSize_(cfg.strategy == Strategy::Hsdp ? core::effectiveShardGroupSize(cfg) : 0) {}

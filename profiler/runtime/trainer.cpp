@@ -1,5 +1,6 @@
 #include "profiler/runtime/trainer.h"
 
+#include <numeric>
 #include <unistd.h>
 
 #include <csignal>
@@ -17,6 +18,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "core/analysis/step_breakdown.h"
 #include "core/storage/run_writer.h"
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"
@@ -116,7 +118,7 @@ class RankLife {
     if (env_.worldSize != cfg_.worldSize) cfg_.worldSize = env_.worldSize;
     core::validate(cfg_);
     torch::manual_seed(static_cast<std::uint64_t>(cfg_.seed));
-    cuda_ = cfg_.device == "cuda" || (cfg_.device == "auto" && torch::cuda::is_available());
+    cuda_ = cfg_.device == core::ComputeDevice::Cuda || (cfg_.device == core::ComputeDevice::Auto && torch::cuda::is_available());
     if (cuda_ && !torch::cuda::is_available()) throw core::Error("--device cuda: no CUDA device is visible to this worker");
     device_ = cuda_
                   ? torch::Device(torch::kCUDA, env_.localRank % std::max<int>(1, static_cast<int>(torch::cuda::device_count())))
@@ -125,7 +127,8 @@ class RankLife {
     // CUDA tensors (every strategy still runs and is captured; the run's metadata says so).
     const int visibleGpus = cuda_ ? static_cast<int>(torch::cuda::device_count()) : 0;
     sharedDevice_ = cuda_ && env_.localWorldSize > visibleGpus;
-    backend_ = cfg_.backend == "auto" ? (cuda_ && !sharedDevice_ ? "nccl" : "gloo") : cfg_.backend;
+    backend_ = cfg_.backend == core::CommBackend::Auto ? (cuda_ && !sharedDevice_ ? "nccl" : "gloo")
+                                                       : std::string(core::toString(cfg_.backend));
     if (backend_ == "nccl" && sharedDevice_)
       throw core::Error("--backend nccl: " + std::to_string(env_.localWorldSize) + " ranks on this node share " +
                         std::to_string(visibleGpus) +
@@ -137,7 +140,7 @@ class RankLife {
       const char* omp = std::getenv("OMP_NUM_THREADS");
       torch::set_num_threads(omp && std::atoi(omp) > 0 ? std::atoi(omp) : 1);
     }
-    if (!cuda_ && (cfg_.offloadOptimizer != "none" || cfg_.offloadParam != "none") && env_.rank == 0)
+    if (!cuda_ && (cfg_.offloadOptimizer != core::Offload::None || cfg_.offloadParam != core::Offload::None) && env_.rank == 0)
       std::fprintf(stderr,
                    "shardscope-worker: warning: offload_optimizer/offload_param move state to host memory; "
                    "on a CPU run everything already lives there, so they change nothing\n");
@@ -186,9 +189,10 @@ class RankLife {
   void build() {
     modelConfig_ = modelPreset(cfg_.model, cfg_.layers);
     model_ = std::make_unique<Transformer>(buildLayout(modelConfig_), device_,
-                                           cfg_.precision == "bf16" ? torch::kBFloat16 : torch::kFloat32);
+                                           cfg_.precision == core::Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32);
     try {
-      model_->setSdpa(cfg_.attention == "sdpa" || (cfg_.attention == "auto" && haveSdpa()));
+      model_->setSdpa(cfg_.attention == core::AttentionKernel::Sdpa ||
+                      (cfg_.attention == core::AttentionKernel::Auto && haveSdpa()));
     } catch (const std::invalid_argument& e) {
       throw core::Error(e.what());
     }
@@ -270,11 +274,14 @@ class RankLife {
       wire += wb;
     }
     rec_->metric("comm.wire_bytes_per_step", wire / cfg_.steps);
-    // Steady-state step time excludes the first step (lazy optimizer state, ZeRO-3 trace).
-    const std::size_t skip = stepMs_.size() > 1 ? 1 : 0;
+    // Steady-state step time: the steps core's rule counts (core/analysis/step_breakdown.h: the
+    // first step, with its lazy optimizer state and ZeRO-3 trace, is left out when later ones exist).
+    std::vector<std::int64_t> stepNumbers(stepMs_.size());
+    std::iota(stepNumbers.begin(), stepNumbers.end(), std::int64_t{0});
+    const core::CountedSteps counted = core::countedStepNumbers(stepNumbers, core::RunSource::Runtime);
     double sum = 0;
-    for (std::size_t i = skip; i < stepMs_.size(); ++i) sum += stepMs_[i];
-    meanMs_ = sum / static_cast<double>(stepMs_.size() - skip);
+    for (std::int64_t i = counted.first; i <= counted.last; ++i) sum += stepMs_[static_cast<std::size_t>(i)];
+    meanMs_ = sum / static_cast<double>(counted.count);
     rec_->metric("step_time_ms", meanMs_);
     rec_->metric("init_time_s", initS_);
     const auto peak = tracker_->peak();
@@ -408,7 +415,8 @@ class RankLife {
   // once, with a one-element all-reduce every rank makes; an explicit bf16 is then refused, an
   // unset one falls back to fp32, and the rank metadata says which was used.
   bool decideBf16Reduce() {
-    const bool wanted = cfg_.reduceDtype == "bf16" || (cfg_.reduceDtype.empty() && cfg_.precision == "bf16");
+    const bool wanted = cfg_.reduceDtype == core::ReduceDtype::Bf16 ||
+                        (cfg_.reduceDtype == core::ReduceDtype::SameAsParams && cfg_.precision == core::Precision::Bf16);
     if (!wanted) return false;
     bool canSumBf16 = true;
     try {
@@ -419,7 +427,7 @@ class RankLife {
     } catch (const std::exception&) {
       canSumBf16 = false;
     }
-    if (!canSumBf16 && cfg_.reduceDtype == "bf16")
+    if (!canSumBf16 && cfg_.reduceDtype == core::ReduceDtype::Bf16)
       throw core::Error("--reduce-dtype bf16: the " + backend_ +
                         " backend of this LibTorch (" TORCH_VERSION ") cannot sum bf16 tensors; use --reduce-dtype fp32");
     return canSumBf16;
@@ -429,12 +437,12 @@ class RankLife {
     std::ostringstream meta;
     meta << "{\"backend\":\"" << backend_ << "\",\"device\":\"" << deviceName() << "\",\"torch\":\"" << TORCH_VERSION
          << "\",\"engine\":\"" << engine_->describe() << "\",\"params\":" << model_->layout().totalNumel << ",\"attention\":\""
-         << (model_->sdpa() ? "sdpa" : "eager") << "\",\"precision\":\"" << cfg_.precision << "\""
+         << (model_->sdpa() ? "sdpa" : "eager") << "\",\"precision\":\"" << core::toString(cfg_.precision) << "\""
          << ",\"reduce_dtype\":\"" << (bf16Reduce_ ? "bf16" : "fp32") << "\""
          << ",\"step_timing\":\"" << (cuda_ ? "device-synchronised at the step boundary" : "host clock (CPU)") << "\""
          << ",\"local_rank\":" << env_.localRank << ",\"node_rank\":" << env_.nodeRank
          << ",\"shared_device\":" << (sharedDevice_ ? "true" : "false") << ",\"gpu_trace\":\""
-         << (cuda_ && cfg_.capture ? cfg_.gpuTrace : std::string("off")) << "\""
+         << core::toString(cuda_ && cfg_.capture ? cfg_.gpuTrace : core::GpuTrace::Off) << "\""
          << ",\"collectives_on\":\"" << (cuda_ ? (backend_ == "gloo" ? "gloo over CUDA tensors" : "nccl") : "gloo (cpu)")
          << "\"}";
     return meta.str();
@@ -492,12 +500,12 @@ class RankLife {
   // profiler, an NVTX injection) holds it, the run goes on without the GPU lanes.
   void startGpuCapture() {
 #ifdef SHARDSCOPE_WITH_CUPTI
-    if (cuda_ && cfg_.capture && cfg_.gpuTrace != "off") {
+    if (cuda_ && cfg_.capture && cfg_.gpuTrace != core::GpuTrace::Off) {
       try {
         cupti::TracerOptions topts;
-        topts.api = cfg_.gpuTrace == "full"      ? cupti::TracerOptions::ApiRecords::All
-                    : cfg_.gpuTrace == "kernels" ? cupti::TracerOptions::ApiRecords::None
-                                                 : cupti::TracerOptions::ApiRecords::Launches;
+        topts.api = cfg_.gpuTrace == core::GpuTrace::Full      ? cupti::TracerOptions::ApiRecords::All
+                    : cfg_.gpuTrace == core::GpuTrace::Kernels ? cupti::TracerOptions::ApiRecords::None
+                                                               : cupti::TracerOptions::ApiRecords::Launches;
         cupti::CuptiTracer::instance().initialize(topts);
         gpuCapture_ = std::make_unique<gpu::GpuCapture>(*rec_);
         torch::cuda::synchronize();

@@ -38,7 +38,7 @@ class TestConfigProblem : public QObject {
     QVERIFY(p->text.rfind("run config: nnodes (--nnodes): ", 0) == 0);
     c = RunConfig{};
     c.strategy = Strategy::Ddp;
-    c.offloadParam = "cpu";
+    c.offloadParam = Offload::Cpu;
     p = checkRunConfig(c);
     QVERIFY(p.has_value());
     QCOMPARE(QString::fromStdString(p->key), QString("offload_param"));

@@ -188,7 +188,7 @@ class TestReport : public QObject {
     cfg_.strategy = Strategy::Zero3;
     cfg_.worldSize = 4;
     cfg_.microBatch = 8;
-    cfg_.precision = "bf16";
+    cfg_.precision = Precision::Bf16;
     cfg_.prefetchBucketSize = 12345678;
     Run rt;
     rt.name = "runtime zero3";

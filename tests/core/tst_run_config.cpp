@@ -2,6 +2,7 @@
 // mapping both ways and the help text, all driven by the one key table.
 #include <QtTest>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,46 @@ bool anyContains(const std::vector<std::string>& v, const std::string& part) {
   for (const auto& s : v)
     if (contains(s, part)) return true;
   return false;
+}
+
+// One set-valued knob: every name of its table round-trips through toString / knobFromString, the
+// flag, toJson and parseRunConfigJson; a name outside the table gets the keyed message listing
+// `allowed` for the flag and for JSON, and validate() names the key for an unnamed (cast) value.
+template <class E>
+void checkEnumKnob(E RunConfig::*member, const std::string& key, const std::string& allowed) {
+  const std::string flag = "--" + [&] {
+    std::string f = key;
+    for (char& ch : f)
+      if (ch == '_') ch = '-';
+    return f;
+  }();
+  std::vector<std::string_view> seen;
+  for (const auto& n : knobNames<E>()) {
+    QVERIFY2(std::find(seen.begin(), seen.end(), n.name) == seen.end(), key.c_str());  // one spelling each
+    seen.push_back(n.name);
+    QVERIFY(toString(n.value) == n.name);
+    QVERIFY(knobFromString<E>(n.name) == n.value);
+    RunConfig c;
+    applyFlag(c, flag, n.name);
+    QVERIFY2(c.*member == n.value, (key + " " + std::string(n.name)).c_str());
+    applyFlag(c, flag, " " + std::string(n.name) + " ");  // flag values are trimmed
+    QVERIFY(c.*member == n.value);
+    const JsonValue j = toJson(c);
+    QVERIFY(j.find(key) && j.find(key)->isString());
+    QCOMPARE(j.find(key)->asString(), std::string(n.name));
+    const RunConfig back = parseRunConfigJson(j, "cfg.json", nullptr);
+    QVERIFY(back == c);
+  }
+  QVERIFY(!knobFromString<E>("bogus"));
+  QVERIFY(!knobFromString<E>(std::string(toString(knobNames<E>().back().value)) + "x"));
+  RunConfig c;
+  QCOMPARE(errorOf([&] { applyFlag(c, flag, "bogus"); }), flag + ": must be " + allowed + " (got 'bogus')");
+  QCOMPARE(errorOf([&] { parseRunConfigJson(parseJson("{\"" + key + "\": \"Bogus\"}", "cfg.json"), "cfg.json", nullptr); }),
+           "cfg.json: " + key + ": must be " + allowed + " (got \"Bogus\")");
+  QCOMPARE(errorOf([&] { parseRunConfigJson(parseJson("{\"" + key + "\": 1}", "cfg.json"), "cfg.json", nullptr); }),
+           "cfg.json: " + key + ": expected a string (got 1)");
+  c.*member = static_cast<E>(99);
+  QCOMPARE(errorOf([&] { validate(c); }), "run config: " + key + " (" + flag + "): must be " + allowed + " (got 99)");
 }
 
 std::string joined(const std::vector<std::string>& v) {
@@ -87,7 +128,7 @@ RunConfig nonDefaultConfig() {
   c.seqLen = 257;
   c.gradAccum = 5;
   c.dataFile = "/tmp/some \"quoted\" file.txt";
-  c.optimizer = "sgd";
+  c.optimizer = OptimizerKind::Sgd;
   c.lr = 0.1 + 0.2;  // not representable in short decimal: exercises shortest round-trip formatting
   c.weightDecay = 1e-4;
   c.beta1 = 0.8;
@@ -95,11 +136,11 @@ RunConfig nonDefaultConfig() {
   c.eps = 1e-6;
   c.momentum = 0.5;
   c.gradClip = 2.5;
-  c.precision = "bf16";
-  c.reduceDtype = "fp32";
-  c.gpuTrace = "kernels";
-  c.device = "cpu";
-  c.backend = "gloo";
+  c.precision = Precision::Bf16;
+  c.reduceDtype = ReduceDtype::Fp32;
+  c.gpuTrace = GpuTrace::Kernels;
+  c.device = ComputeDevice::Cpu;
+  c.backend = CommBackend::Gloo;
   c.bucketCapMb = 12.5;
   c.firstBucketMb = 0.25;
   c.gradientAsBucketView = true;
@@ -111,9 +152,9 @@ RunConfig nonDefaultConfig() {
   c.paramPersistenceThreshold = 1;
   c.maxLiveParameters = 2;
   c.maxReuseDistance = 3;
-  c.offloadOptimizer = "none";
-  c.offloadParam = "cpu";
-  c.backwardPrefetch = "post";
+  c.offloadOptimizer = Offload::None;
+  c.offloadParam = Offload::Cpu;
+  c.backwardPrefetch = BackwardPrefetch::Post;
   c.forwardPrefetch = true;
   c.limitAllGathers = false;
   c.shardGroupSize = 2;
@@ -149,6 +190,25 @@ class TestRunConfig : public QObject {
     const std::string msg = errorOf([&] { applyFlag(hpz, "strategy", "zeropp_hpz"); });
     QVERIFY2(contains(msg, "--strategy") && contains(msg, "estimate and simulate only"), msg.c_str());
     QVERIFY(!strategyFromString(""));
+  }
+
+  void enumKnobNames() {
+    checkEnumKnob(&RunConfig::precision, "precision", "fp32 or bf16");
+    checkEnumKnob(&RunConfig::reduceDtype, "reduce_dtype", "\"\", fp32 or bf16");
+    checkEnumKnob(&RunConfig::attention, "attention", "auto, sdpa or eager");
+    checkEnumKnob(&RunConfig::device, "device", "auto, cpu or cuda");
+    checkEnumKnob(&RunConfig::backend, "backend", "auto, gloo or nccl");
+    checkEnumKnob(&RunConfig::optimizer, "optimizer", "adamw or sgd");
+    checkEnumKnob(&RunConfig::offloadOptimizer, "offload_optimizer", "none or cpu");
+    checkEnumKnob(&RunConfig::offloadParam, "offload_param", "none or cpu");
+    checkEnumKnob(&RunConfig::backwardPrefetch, "backward_prefetch", "pre, post or none");
+    checkEnumKnob(&RunConfig::gpuTrace, "gpu_trace", "launches, full, kernels or off");
+    // The help's type column lists each table (an absent reduce_dtype is not a listed choice).
+    for (const RunConfigKeyInfo& k : runConfigKeys()) {
+      if (k.key == "reduce_dtype") QCOMPARE(k.type, std::string("fp32|bf16"));
+      if (k.key == "gpu_trace") QCOMPARE(k.type, std::string("launches|full|kernels|off"));
+      if (k.key == "backward_prefetch") QCOMPARE(k.defaultText, std::string("pre"));
+    }
   }
 
   void defaults() {
@@ -217,9 +277,9 @@ class TestRunConfig : public QObject {
     applyFlag(c, "--model", "llama3-8b");
     applyFlag(c, "--precision", "bf16");
     applyFlag(c, "--data-file", "corpus.txt");
-    QCOMPARE(c.gpuTrace, std::string("launches"));  // the default: launch and wait calls only
+    QCOMPARE(toString(c.gpuTrace), toString(GpuTrace::Launches));  // the default: launch and wait calls only
     applyFlag(c, "--gpu-trace", "full");
-    QCOMPARE(c.gpuTrace, std::string("full"));
+    QCOMPARE(toString(c.gpuTrace), toString(GpuTrace::Full));
     QVERIFY_THROWS_EXCEPTION(std::exception, applyFlag(c, "--gpu-trace", "everything"));
     QCOMPARE(c.worldSize, 8);
     QCOMPARE(name(c.strategy), name(Strategy::FsdpFull));
@@ -230,7 +290,7 @@ class TestRunConfig : public QObject {
     QCOMPARE(c.seed, std::uint64_t(42));
     QCOMPARE(c.lr, 3e-4);
     QCOMPARE(c.model, std::string("llama3-8b"));
-    QCOMPARE(c.precision, std::string("bf16"));
+    QCOMPARE(toString(c.precision), toString(Precision::Bf16));
     QCOMPARE(c.dataFile, std::string("corpus.txt"));
 
     // Booleans: every accepted spelling; a bare flag (empty value) means true.
@@ -435,13 +495,13 @@ class TestRunConfig : public QObject {
     c.lr = -1;
     QVERIFY(contains(errorOf([&] { validate(c); }), "lr (--lr): must be greater than 0"));
     c = RunConfig{};
-    c.backwardPrefetch = "PRE";
+    c.backwardPrefetch = static_cast<BackwardPrefetch>(7);  // only a cast makes an unnamed value
     QVERIFY(contains(errorOf([&] { validate(c); }), "backward_prefetch (--backward-prefetch): must be pre, post or none"));
     // Offload of parameters is fine where parameters are sharded.
     for (Strategy s : {Strategy::Zero3, Strategy::FsdpFull, Strategy::FsdpGradOp, Strategy::Hsdp}) {
       c = RunConfig{};
       c.strategy = s;
-      c.offloadParam = "cpu";
+      c.offloadParam = Offload::Cpu;
       validate(c);
     }
   }
@@ -459,10 +519,10 @@ class TestRunConfig : public QObject {
     QCOMPARE(c.paramPersistenceThreshold, std::int64_t(40960));
     QCOMPARE(c.maxLiveParameters, std::int64_t(1000000000));
     QCOMPARE(c.maxReuseDistance, std::int64_t(1000000000));
-    QCOMPARE(c.offloadOptimizer, std::string("none"));
-    QCOMPARE(c.offloadParam, std::string("none"));
-    QCOMPARE(c.precision, std::string("bf16"));
-    QCOMPARE(c.optimizer, std::string("adamw"));
+    QCOMPARE(toString(c.offloadOptimizer), toString(Offload::None));
+    QCOMPARE(toString(c.offloadParam), toString(Offload::None));
+    QCOMPARE(toString(c.precision), toString(Precision::Bf16));
+    QCOMPARE(toString(c.optimizer), toString(OptimizerKind::AdamW));
     QCOMPARE(c.lr, 2e-5);
     QCOMPARE(c.beta1, 0.9);
     QCOMPARE(c.beta2, 0.999);
@@ -498,8 +558,8 @@ class TestRunConfig : public QObject {
                                     "ds.json"),
                           "ds.json", RunConfig{}, &warnings);
     QCOMPARE(name(c.strategy), name(Strategy::Zero2));
-    QCOMPARE(c.offloadOptimizer, std::string("cpu"));
-    QCOMPARE(c.precision, std::string("fp32"));
+    QCOMPARE(toString(c.offloadOptimizer), toString(Offload::Cpu));
+    QCOMPARE(toString(c.precision), toString(Precision::Fp32));
     const std::string all = joined(warnings);
     QVERIFY2(contains(all,
                       "ds.json: zero_optimization.reduce_scatter is not implemented by Shardscope and is ignored: "
@@ -539,9 +599,10 @@ class TestRunConfig : public QObject {
     QCOMPARE(mics.shardGroupSize, 4);
     // Deprecated offload switch; stage3_ keys without the prefix.
     const RunConfig old = ds(R"({"zero_optimization": {"stage": 2, "cpu_offload": true, "prefetch_bucket_size": 7}})");
-    QCOMPARE(old.offloadOptimizer, std::string("cpu"));
+    QCOMPARE(toString(old.offloadOptimizer), toString(Offload::Cpu));
     QCOMPARE(old.prefetchBucketSize, std::int64_t(7));
-    QCOMPARE(ds(R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})").offloadParam, std::string("cpu"));
+    QCOMPARE(toString(ds(R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})").offloadParam),
+             toString(Offload::Cpu));
     // Batch sizes derived the way DeepSpeed does.
     RunConfig four;
     four.worldSize = 4;
@@ -555,11 +616,11 @@ class TestRunConfig : public QObject {
     // SGD, bf16 alias, reduction dtype.
     d = ds(R"({"optimizer": {"type": "SGD", "params": {"lr": 0.5, "momentum": 0.8}}, "bfloat16": {"enabled": true},
               "communication_data_type": "fp32"})");
-    QCOMPARE(d.optimizer, std::string("sgd"));
+    QCOMPARE(toString(d.optimizer), toString(OptimizerKind::Sgd));
     QCOMPARE(d.momentum, 0.8);
     QCOMPARE(d.lr, 0.5);
-    QCOMPARE(d.precision, std::string("bf16"));
-    QCOMPARE(d.reduceDtype, std::string("fp32"));
+    QCOMPARE(toString(d.precision), toString(Precision::Bf16));
+    QCOMPARE(toString(d.reduceDtype), toString(ReduceDtype::Fp32));
   }
 
   void deepSpeedRefusals_data() {
@@ -633,12 +694,12 @@ class TestRunConfig : public QObject {
       RunConfig d = nonDefaultConfig();
       d.strategy = s;
       d.shardGroupSize = s == Strategy::Hsdp ? 2 : 0;
-      d.offloadParam = (s == Strategy::Ddp || s == Strategy::Zero1 || s == Strategy::Zero2) ? "none" : "cpu";
-      d.offloadOptimizer = (s == Strategy::Zero1 || s == Strategy::Zero2 || s == Strategy::Zero3) ? "cpu" : "none";
+      d.offloadParam = (s == Strategy::Ddp || s == Strategy::Zero1 || s == Strategy::Zero2) ? Offload::None : Offload::Cpu;
+      d.offloadOptimizer = (s == Strategy::Zero1 || s == Strategy::Zero2 || s == Strategy::Zero3) ? Offload::Cpu : Offload::None;
       validate(d);
       configs.push_back(d);
-      d.optimizer = "adamw";
-      d.reduceDtype.clear();
+      d.optimizer = OptimizerKind::AdamW;
+      d.reduceDtype = ReduceDtype::SameAsParams;
       d.overlapComm.reset();
       configs.push_back(d);
     }
@@ -657,7 +718,7 @@ class TestRunConfig : public QObject {
     c.worldSize = 4;
     c.microBatch = 2;
     c.gradAccum = 3;
-    c.precision = "bf16";
+    c.precision = Precision::Bf16;
     c.reduceBucketSize = 10000000;
     JsonValue ds = toDeepSpeedJson(c);
     QCOMPARE(*ds.find("train_batch_size")->asInt(), std::int64_t(24));

@@ -185,7 +185,7 @@ class TestLaunchDialog : public QObject {
     c.seqLen = 33;
     c.gradAccum = 2;
     c.dataFile = "/data/corpus with space.txt";
-    c.optimizer = "sgd";
+    c.optimizer = core::OptimizerKind::Sgd;
     c.lr = 0.25;
     c.weightDecay = 0.01;
     c.beta1 = 0.8;
@@ -193,11 +193,11 @@ class TestLaunchDialog : public QObject {
     c.eps = 1e-6;
     c.momentum = 0.5;
     c.gradClip = 1.5;
-    c.precision = "bf16";
-    c.reduceDtype = "fp32";
-    c.attention = "eager";
-    c.device = "cuda";
-    c.backend = "nccl";
+    c.precision = core::Precision::Bf16;
+    c.reduceDtype = core::ReduceDtype::Fp32;
+    c.attention = core::AttentionKernel::Eager;
+    c.device = core::ComputeDevice::Cuda;
+    c.backend = core::CommBackend::Nccl;
     c.bucketCapMb = 12.5;
     c.firstBucketMb = 0.5;
     c.gradientAsBucketView = true;
@@ -209,9 +209,9 @@ class TestLaunchDialog : public QObject {
     c.paramPersistenceThreshold = 0;
     c.maxLiveParameters = 5000;
     c.maxReuseDistance = 6000;
-    c.offloadOptimizer = "cpu";
-    c.offloadParam = "cpu";
-    c.backwardPrefetch = "post";
+    c.offloadOptimizer = core::Offload::Cpu;
+    c.offloadParam = core::Offload::Cpu;
+    c.backwardPrefetch = core::BackwardPrefetch::Post;
     c.forwardPrefetch = true;
     c.limitAllGathers = false;
     c.shardGroupSize = 2;
@@ -220,7 +220,7 @@ class TestLaunchDialog : public QObject {
     c.consolidateCheckpoint = true;
     c.checkpointDir = "/ckpt";
     c.capture = false;
-    c.gpuTrace = "full";
+    c.gpuTrace = core::GpuTrace::Full;
     c.hangTimeoutS = 42.5;
     c.flushIntervalS = 0.25;
     // Every field differs from the defaults (so the round trip covers every flag).

@@ -433,7 +433,8 @@ est::RecommendInput EstimatorPage::input() const {
   }
   in.model.gpus = gpus_->value();
   in.model.gpusPerNode = std::min(gpusPerNode_->value(), gpus_->value());
-  in.model.precision = precision_->currentText() == QStringLiteral("fp32") ? est::Precision::Fp32 : est::Precision::Bf16;
+  in.model.precision =
+      core::knobFromString<core::Precision>(precision_->currentText().toStdString()).value_or(core::Precision::Bf16);
   in.model.microBatch = microBatch_->value();
   in.model.seqLen = seqLen_->value();
   in.model.activationCheckpointing = checkpointing_->isChecked();
