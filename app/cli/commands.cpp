@@ -53,19 +53,6 @@ const std::vector<OptionSpec> kCommon = {
 
 std::string dbPath(const Args& a) { return a.get("db", "shardscope.db"); }
 
-std::string human(double v, const char* unit) {
-  char buf[64];
-  if (v >= 1e9)
-    std::snprintf(buf, sizeof buf, "%.2f G%s", v / 1e9, unit);
-  else if (v >= 1e6)
-    std::snprintf(buf, sizeof buf, "%.2f M%s", v / 1e6, unit);
-  else if (v >= 1e3)
-    std::snprintf(buf, sizeof buf, "%.1f k%s", v / 1e3, unit);
-  else
-    std::snprintf(buf, sizeof buf, "%.0f %s", v, unit);
-  return buf;
-}
-
 std::string durationText(core::TimeNs ns) {
   char buf[64];
   const double v = static_cast<double>(ns);
@@ -170,8 +157,8 @@ int cmdImport(const Args& a, core::CancelToken& cancel) {
     for (auto id : res.runIds) std::cout << " " << id;
     std::cout << " of " << store.path() << ": " << res.events << " events in " << std::fixed;
     std::cout.precision(2);
-    std::cout << res.seconds << " s (" << human(eps, "events/s") << ", "
-              << human(res.seconds > 0 ? static_cast<double>(res.jsonBytes) / res.seconds : 0, "B/s") << " of JSON)\n";
+    std::cout << res.seconds << " s (" << core::formatSi(eps, "events/s") << ", "
+              << core::formatSi(res.seconds > 0 ? static_cast<double>(res.jsonBytes) / res.seconds : 0, "B/s") << " of JSON)\n";
   }
   return kOk;
 }
@@ -222,12 +209,6 @@ JsonValue runJson(const core::RunSummary& s, bool withTracks) {
   }
   r.set("ranks", std::move(ranks));
   return r;
-}
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
 }
 
 int cmdInfo(const Args& a, core::CancelToken& cancel) {
@@ -290,8 +271,9 @@ int cmdInfo(const Args& a, core::CancelToken& cancel) {
     std::cout << "\n";
     if (detail) {  // the figures every surface shows (run_figures.h)
       const core::RunFigures f = core::computeRunFigures(store, id, &cancel);
-      if (f.stepTimeMs) std::cout << "  step time " << fixed(*f.stepTimeMs, 2) << " ms (" << core::describeStepTime(f) << ")";
-      if (f.tokensPerSecond) std::cout << ", " << fixed(*f.tokensPerSecond, 0) << " tokens/s";
+      if (f.stepTimeMs)
+        std::cout << "  step time " << core::formatFixed(*f.stepTimeMs, 2) << " ms (" << core::describeStepTime(f) << ")";
+      if (f.tokensPerSecond) std::cout << ", " << core::formatFixed(*f.tokensPerSecond, 0) << " tokens/s";
       if (f.peakAllocatedBytes)
         std::cout << ", peak " << f.peakDevice << " memory " << core::formatBytes(static_cast<double>(*f.peakAllocatedBytes));
       if (f.stepTimeMs || f.peakAllocatedBytes) std::cout << "\n";
@@ -306,7 +288,7 @@ int cmdInfo(const Args& a, core::CancelToken& cancel) {
         sep = ", ";
       }
       if (!e.skippedByReason.empty()) std::cout << ")";
-      std::cout << ", " << e.warnings.size() << " warning(s), " << fixed(e.seconds, 2) << " s\n";
+      std::cout << ", " << e.warnings.size() << " warning(s), " << core::formatFixed(e.seconds, 2) << " s\n";
       for (const auto& w : e.warnings) std::cout << "    warning: " << w << "\n";
     }
     for (const auto& rk : s.ranks) {
@@ -563,9 +545,10 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
     }
     if (a.has("csv")) {
       for (const auto& r : f.ranks)
-        std::cout << id << "," << r.rank << "," << (r.overlapPct ? fixed(*r.overlapPct, 2) : std::string()) << "," << r.idleUs
-                  << "," << r.computeUs << "," << r.nonComputeUs << "," << r.kernelTimeUs << "," << fixed(r.idlePct, 2) << ","
-                  << fixed(r.computePct, 2) << "," << fixed(r.nonComputePct, 2) << "\n";
+        std::cout << id << "," << r.rank << "," << (r.overlapPct ? core::formatFixed(*r.overlapPct, 2) : std::string()) << ","
+                  << r.idleUs << "," << r.computeUs << "," << r.nonComputeUs << "," << r.kernelTimeUs << ","
+                  << core::formatFixed(r.idlePct, 2) << "," << core::formatFixed(r.computePct, 2) << ","
+                  << core::formatFixed(r.nonComputePct, 2) << "\n";
       continue;
     }
     std::cout << "run " << id << "  " << run->name << "\n";
@@ -579,9 +562,9 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         std::snprintf(line, sizeof line, "  %4d  %9s   %19s   %19s   %19s   %10s\n", r.rank, "n/a", "n/a", "n/a", "n/a", "n/a");
       } else {
         std::snprintf(line, sizeof line, "  %4d  %9s   %10lld (%6.2f)   %10lld (%6.2f)   %10lld (%6.2f)   %10lld\n", r.rank,
-                      r.overlapPct ? fixed(*r.overlapPct, 2).c_str() : "n/a", static_cast<long long>(r.idleUs), r.idlePct,
-                      static_cast<long long>(r.computeUs), r.computePct, static_cast<long long>(r.nonComputeUs), r.nonComputePct,
-                      static_cast<long long>(r.kernelTimeUs));
+                      r.overlapPct ? core::formatFixed(*r.overlapPct, 2).c_str() : "n/a", static_cast<long long>(r.idleUs),
+                      r.idlePct, static_cast<long long>(r.computeUs), r.computePct, static_cast<long long>(r.nonComputeUs),
+                      r.nonComputePct, static_cast<long long>(r.kernelTimeUs));
       }
       std::cout << line;
     }
@@ -599,11 +582,11 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
     // compare-runs and the reports; then the same rule per rank.
     const core::RunFigures rf = core::runFigures(store, id, steps, peaks);
     std::cout << "  Run figures (" << (rf.stepTimeMs ? core::describeStepTime(rf) : std::string("no steps")) << ")\n";
-    auto pctOf = [](const std::optional<double>& v) { return v ? fixed(*v, 1) + " %" : std::string("n/a"); };
-    std::cout << "    step time " << (rf.stepTimeMs ? fixed(*rf.stepTimeMs, 3) + " ms" : std::string("n/a")) << ", tokens/s "
-              << (rf.tokensPerSecond ? fixed(*rf.tokensPerSecond, 0) : std::string("n/a")) << ", compute " << pctOf(rf.computePct)
-              << ", communication " << pctOf(rf.commPct) << ", exposed " << pctOf(rf.exposedCommPct) << ", idle "
-              << pctOf(rf.idlePct) << ", overlap " << pctOf(rf.overlapPct) << "\n";
+    auto pctOf = [](const std::optional<double>& v) { return v ? core::formatFixed(*v, 1) + " %" : std::string("n/a"); };
+    std::cout << "    step time " << (rf.stepTimeMs ? core::formatFixed(*rf.stepTimeMs, 3) + " ms" : std::string("n/a"))
+              << ", tokens/s " << (rf.tokensPerSecond ? core::formatFixed(*rf.tokensPerSecond, 0) : std::string("n/a"))
+              << ", compute " << pctOf(rf.computePct) << ", communication " << pctOf(rf.commPct) << ", exposed "
+              << pctOf(rf.exposedCommPct) << ", idle " << pctOf(rf.idlePct) << ", overlap " << pctOf(rf.overlapPct) << "\n";
     if (rf.peakAllocatedBytes)
       std::cout << "    peak " << rf.peakDevice << " memory " << core::formatBytes(static_cast<double>(*rf.peakAllocatedBytes))
                 << " allocated, " << core::formatBytes(static_cast<double>(rf.peakReservedBytes.value_or(0)))
@@ -624,11 +607,12 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
     for (auto& [rank, list] : byRank) {
       const core::StepMeans m = core::meanOverSteps(list, rf.steps);
       if (m.rows == 0) continue;
-      auto pct = [&](double x) { return m.stepNs > 0 ? fixed(100.0 * x / m.stepNs, 1) : std::string("-"); };
+      auto pct = [&](double x) { return m.stepNs > 0 ? core::formatFixed(100.0 * x / m.stepNs, 1) : std::string("-"); };
       char line[256];
       std::snprintf(line, sizeof line, "  %4d  %5lld  %8.3f   %9s  %7s   %14s  %6s   %9s\n", rank, static_cast<long long>(m.rows),
                     m.stepNs / 1e6, pct(m.computeNs).c_str(), pct(m.commNs).c_str(), pct(m.exposedNs).c_str(),
-                    pct(m.idleNs).c_str(), m.commNs > 0 ? fixed(100.0 * m.overlappedNs / m.commNs, 1).c_str() : "n/a");
+                    pct(m.idleNs).c_str(),
+                    m.commNs > 0 ? core::formatFixed(100.0 * m.overlappedNs / m.commNs, 1).c_str() : "n/a");
       std::cout << line;
     }
     if (!colls.empty()) {
@@ -640,7 +624,8 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
                       std::string(core::toString(c.op)).c_str(), c.processGroup.empty() ? "?" : c.processGroup.c_str(),
                       c.groupSize, static_cast<long long>(c.count), static_cast<double>(c.totalNs) / 1e6,
                       static_cast<double>(c.meanNs) / 1e3, static_cast<double>(c.exposedNs) / 1e6,
-                      c.algBwGBps ? fixed(*c.algBwGBps, 1).c_str() : "-", c.busBwGBps ? fixed(*c.busBwGBps, 1).c_str() : "-");
+                      c.algBwGBps ? core::formatFixed(*c.algBwGBps, 1).c_str() : "-",
+                      c.busBwGBps ? core::formatFixed(*c.busBwGBps, 1).c_str() : "-");
         std::cout << line;
       }
     }
@@ -751,11 +736,11 @@ void printComparisonTable(std::ostream& os, const core::Comparison& c) {
     std::snprintf(l, sizeof l, "  %-46.46s", r.label.c_str());
     std::string line = l;
     for (std::size_t i = 0; i < c.runs.size(); ++i) {
-      std::string cell = r.values[i] ? fixed(*r.values[i], 2) : "-";
+      std::string cell = r.values[i] ? core::formatFixed(*r.values[i], 2) : "-";
       if (i != c.baseline && i < r.deltaPp.size() && r.deltaPp[i])
-        cell += " (" + std::string(*r.deltaPp[i] >= 0 ? "+" : "") + fixed(*r.deltaPp[i], 1) + " pp)";
+        cell += " (" + std::string(*r.deltaPp[i] >= 0 ? "+" : "") + core::formatFixed(*r.deltaPp[i], 1) + " pp)";
       else if (i != c.baseline && r.deltaPct[i])
-        cell += " (" + std::string(*r.deltaPct[i] >= 0 ? "+" : "") + fixed(*r.deltaPct[i], 1) + "%)";
+        cell += " (" + std::string(*r.deltaPct[i] >= 0 ? "+" : "") + core::formatFixed(*r.deltaPct[i], 1) + "%)";
       if (i != c.baseline && i < r.withinNoise.size() && r.withinNoise[i]) cell += "~";
       if (r.best && *r.best == i) cell += " *";
       char c2[64];
@@ -864,10 +849,10 @@ void printCollectiveComparison(std::ostream& os, const core::CollectiveCompariso
         os << "-";
         continue;
       }
-      os << fixed(*r.ms[i], 3);
+      os << core::formatFixed(*r.ms[i], 3);
       if (i != cc.baseline && r.deltaPct[i])
-        os << " (" << (*r.deltaPct[i] >= 0 ? "+" : "") << fixed(*r.deltaPct[i], 1) << " %" << (r.withinNoise[i] ? ", noise" : "")
-           << ")";
+        os << " (" << (*r.deltaPct[i] >= 0 ? "+" : "") << core::formatFixed(*r.deltaPct[i], 1) << " %"
+           << (r.withinNoise[i] ? ", noise" : "") << ")";
     }
     os << "\n";
   }
@@ -929,7 +914,7 @@ int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
     std::cout << ",best_run\n";
     for (const auto& r : c.rows) {
       std::cout << core::csvText(r.label);
-      for (const auto& v : r.values) std::cout << "," << (v ? fixed(*v, 4) : std::string());
+      for (const auto& v : r.values) std::cout << "," << (v ? core::formatFixed(*v, 4) : std::string());
       std::cout << "," << (r.best ? std::to_string(ids[*r.best]) : std::string()) << "\n";
     }
     return kOk;

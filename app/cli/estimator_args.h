@@ -14,7 +14,6 @@ namespace estargs {
 std::int64_t intOption(const Args& a, const std::string& name, std::int64_t def, std::int64_t min);
 double doubleOption(const Args& a, const std::string& name, double def);
 std::vector<core::estimator::Strategy> strategiesFrom(const Args& a);
-std::string fixed(double v, int digits);
 std::string groupDigits(std::int64_t v);
 }  // namespace estargs
 

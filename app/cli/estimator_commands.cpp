@@ -13,6 +13,7 @@
 #include "core/estimator/recommend.h"
 #include "core/storage/trace_store.h"
 #include "core/util/json.h"
+#include "core/util/units.h"
 
 namespace shardscope::cli {
 using core::JsonValue;
@@ -110,12 +111,6 @@ std::vector<est::Strategy> strategiesFrom(const Args& a) {
   return out;
 }
 
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
 std::string groupDigits(std::int64_t v) {
   std::string s = std::to_string(v < 0 ? -v : v), out;
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -187,7 +182,7 @@ void parseEstimatorInput(const Args& a, est::RecommendInput& ri, std::string& fi
     const auto fit = est::fitRunLink(store, id);
     ri.intraNode = fit.link;
     fitNote = "fitted from run " + std::to_string(id) + ": " + std::to_string(fit.samples) + " collectives, R^2 " +
-              fixed(fit.r2, 3) + ", mean |error| " + fixed(fit.meanAbsRelError * 100, 1) + "%";
+              core::formatFixed(fit.r2, 3) + ", mean |error| " + core::formatFixed(fit.meanAbsRelError * 100, 1) + "%";
   } else {
     auto l = est::linkPreset(linkName);
     if (!l) {
@@ -283,9 +278,9 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
     return kOk;
   }
 
-  auto gib = [](std::int64_t b) { return fixed(static_cast<double>(b) / (1024.0 * 1024 * 1024), 2); };
+  auto gib = [](std::int64_t b) { return core::formatFixed(static_cast<double>(b) / (1024.0 * 1024 * 1024), 2); };
   const bool small = ranked.front().memory.peakBytes < 64LL * 1024 * 1024 * 1024 / 64;  // < 1 GiB: MiB columns
-  auto col = [&](std::int64_t b) { return small ? fixed(static_cast<double>(b) / (1024.0 * 1024), 2) : gib(b); };
+  auto col = [&](std::int64_t b) { return small ? core::formatFixed(static_cast<double>(b) / (1024.0 * 1024), 2) : gib(b); };
   std::ostringstream os;
   os << "Model " << in.model.name << ": " << groupDigits(P) << " parameters, " << in.model.layers << " layers, hidden "
      << in.model.hidden << ", heads " << in.model.heads << "/" << in.model.kvHeads << ", ffn " << in.model.ffn << ", vocab "
@@ -296,9 +291,10 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
      << (est::effectiveAttention(in) == est::AttentionKind::Eager ? "eager" : "flash") << " attention"
      << (in.activationCheckpointing ? ", activation checkpointing" : "") << (in.offloadOptimizer ? ", optimizer offload" : "")
      << (in.offloadParam ? ", parameter offload" : "") << "\n";
-  os << "Device memory " << est::formatBytes(static_cast<double>(ri.deviceBytes)) << ", headroom " << fixed(ri.headroom * 100, 0)
-     << "%; link " << ri.intraNode.name << " (" << fixed(ri.intraNode.busBwGBps, 2) << " GB/s bus, "
-     << fixed(ri.intraNode.alphaUs, 1) << " us)" << (nodes > 1 ? ", between nodes " + ri.interNode.name : std::string()) << "\n";
+  os << "Device memory " << est::formatBytes(static_cast<double>(ri.deviceBytes)) << ", headroom "
+     << core::formatFixed(ri.headroom * 100, 0) << "%; link " << ri.intraNode.name << " ("
+     << core::formatFixed(ri.intraNode.busBwGBps, 2) << " GB/s bus, " << core::formatFixed(ri.intraNode.alphaUs, 1) << " us)"
+     << (nodes > 1 ? ", between nodes " + ri.interNode.name : std::string()) << "\n";
   if (!fitNote.empty()) os << "  link " << fitNote << "\n";
   os << "\nPer device (" << (small ? "MiB" : "GiB") << "): model states, then the estimated peak\n";
   char line[512];
@@ -312,7 +308,7 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
                   est::strategyName(s.strategy).c_str(), col(st.parameters).c_str(), col(st.gradients).c_str(),
                   col(st.optimizer).c_str(), col(st.buffers).c_str(), col(st.modelStates()).c_str(), col(pk.gathered).c_str(),
                   col(pk.activations).c_str(), col(s.memory.peakBytes).c_str(), s.fit.fits ? "yes" : "NO",
-                  est::formatBytes(s.comm.wireBytes).c_str(), (fixed(s.comm.timeS * 1e3, 2) + " ms").c_str());
+                  est::formatBytes(s.comm.wireBytes).c_str(), (core::formatFixed(s.comm.timeS * 1e3, 2) + " ms").c_str());
     os << line;
   }
   os << "\nCommunication per step and device:\n";
@@ -323,7 +319,7 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
       os << "    " << c.what << ": " << est::collKindName(c.kind) << (c.emulatedReduceScatter ? " (emulated by all_reduce)" : "")
          << " x" << c.count << " over " << c.groupSize << (c.interNode ? " (across nodes)" : "") << ", S "
          << est::formatBytes(static_cast<double>(c.messageBytes)) << ", wire " << est::formatBytes(c.wireBytes()) << ", "
-         << fixed(c.timeS * 1e3, 3) << " ms, " << est::phaseName(c.phase) << "\n";
+         << core::formatFixed(c.timeS * 1e3, 3) << " ms, " << est::phaseName(c.phase) << "\n";
   }
   if (dsMode) {
     os << "\nDeepSpeed's estimators (model states only; " << gpn << " GPUs per node, " << nodes << " node"
@@ -338,8 +334,8 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
         os << "  ours, " << est::strategyName(s.strategy) << " model states: " << gib(s.memory.state.modelStates())
            << " GiB (peak with activations " << gib(s.memory.peakBytes) << " GiB)\n";
   }
-  os << "\nRanking (fits first, then expected step time; compute from " << fixed(ri.deviceTflops, 0) << " TFLOPS x "
-     << fixed(ri.efficiency, 2) << "):\n";
+  os << "\nRanking (fits first, then expected step time; compute from " << core::formatFixed(ri.deviceTflops, 0) << " TFLOPS x "
+     << core::formatFixed(ri.efficiency, 2) << "):\n";
   for (const auto& s : ranked) {
     os << "  " << s.rank << ". " << est::strategyName(s.strategy) << "\n";
     for (const auto& r : s.reasons) os << "       - " << r << "\n";

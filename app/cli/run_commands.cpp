@@ -205,12 +205,6 @@ Launched launchRun(const std::string& db, const core::RunConfig& cfg, const std:
   return out;
 }
 
-std::string fmt(double v, int d) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.*f", d, v);
-  return b;
-}
-
 // The human summary of a run, on `os` (stderr when stdout carries --json).
 void printRunSummary(std::ostream& os, core::TraceStore& store, core::Id runId, const core::RunFigures& f) {
   auto run = store.run(runId);
@@ -219,10 +213,10 @@ void printRunSummary(std::ostream& os, core::TraceStore& store, core::Id runId, 
   if (!run->failureReason.empty()) os << " - " << run->failureReason;
   os << "\n";
   // The figures as every surface shows them (core/analysis/run_figures.h, docs/METRICS.md).
-  if (f.stepTimeMs) os << "  step time " << fmt(*f.stepTimeMs, 2) << " ms";
-  if (f.tokensPerSecond) os << ", " << fmt(*f.tokensPerSecond, 0) << " tokens/s";
-  if (f.initSeconds) os << ", init " << fmt(*f.initSeconds, 2) << " s";
-  if (f.checkpointSaveSeconds) os << ", checkpoint save " << fmt(*f.checkpointSaveSeconds, 3) << " s";
+  if (f.stepTimeMs) os << "  step time " << core::formatFixed(*f.stepTimeMs, 2) << " ms";
+  if (f.tokensPerSecond) os << ", " << core::formatFixed(*f.tokensPerSecond, 0) << " tokens/s";
+  if (f.initSeconds) os << ", init " << core::formatFixed(*f.initSeconds, 2) << " s";
+  if (f.checkpointSaveSeconds) os << ", checkpoint save " << core::formatFixed(*f.checkpointSaveSeconds, 3) << " s";
   if (f.stepTimeMs) os << "\n  (" << core::describeStepTime(f) << ")";
   os << "\n";
   if (f.peakAllocatedBytes) {
@@ -247,7 +241,8 @@ void printRunSummary(std::ostream& os, core::TraceStore& store, core::Id runId, 
         last = s - 1;
         break;
       }
-    if (first && last > 0) os << " loss " << fmt(*first, 4) << " -> " << fmt(*rm("loss/step/" + std::to_string(last)), 4);
+    if (first && last > 0)
+      os << " loss " << core::formatFixed(*first, 4) << " -> " << core::formatFixed(*rm("loss/step/" + std::to_string(last)), 4);
     os << "\n";
   }
 }
@@ -409,9 +404,9 @@ int cmdCompare(const Args& a, core::CancelToken& cancel) {
       }
       std::cout << core::toString(b[0].op) << " rank " << b[0].rank << " " << b[0].kernel
                 << (b[0].unit.empty() ? "" : " in " + b[0].unit) << ", exposed "
-                << fmt(static_cast<double>(b[0].totalExposedNs) / 1e6, 3) << " ms over " << b[0].instances
-                << (b[0].instances == 1 ? " step" : " steps") << " (worst " << fmt(static_cast<double>(b[0].exposedNs) / 1e6, 3)
-                << " ms)";
+                << core::formatFixed(static_cast<double>(b[0].totalExposedNs) / 1e6, 3) << " ms over " << b[0].instances
+                << (b[0].instances == 1 ? " step" : " steps") << " (worst "
+                << core::formatFixed(static_cast<double>(b[0].exposedNs) / 1e6, 3) << " ms)";
       if (!b[0].suggestions.empty()) std::cout << " - " << b[0].suggestions[0];
       std::cout << "\n";
     }

@@ -15,6 +15,7 @@
 #include "core/estimator/simulator_store.h"
 #include "core/storage/trace_store.h"
 #include "core/util/json.h"
+#include "core/util/units.h"
 
 namespace shardscope::cli {
 namespace {
@@ -189,23 +190,24 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
      << " devices (" << std::min(in.gpus, in.gpusPerNode) << " per node), micro-batch " << in.microBatch << " x " << in.seqLen
      << " tokens" << (in.activationCheckpointing ? ", activation checkpointing" : "") << "\n";
   os << "  compute: " << base.compute.source << "\n";
-  os << "  link: " << ri.intraNode.name << " (" << fixed(ri.intraNode.busBwGBps, 3) << " GB/s bus, "
-     << fixed(ri.intraNode.alphaUs, 1) << " us)" << (fitNote.empty() ? "" : "; " + fitNote) << "\n";
+  os << "  link: " << ri.intraNode.name << " (" << core::formatFixed(ri.intraNode.busBwGBps, 3) << " GB/s bus, "
+     << core::formatFixed(ri.intraNode.alphaUs, 1) << " us)" << (fitNote.empty() ? "" : "; " + fitNote) << "\n";
   if (measured)
     os << "  measured run " << measured->runId << " (" << est::strategyName(measured->strategy) << "): step "
-       << fixed(measured->stepS * 1e3, 2) << " ms, communication " << fixed(measured->commS * 1e3, 2) << " ms, exposed "
-       << fixed(measured->exposedCommS * 1e3, 2) << " ms, overlap " << fixed(measured->overlap() * 100, 1) << "%, compute varies "
-       << fixed(measured->computeJitter * 100, 1) << "% across ranks\n";
+       << core::formatFixed(measured->stepS * 1e3, 2) << " ms, communication " << core::formatFixed(measured->commS * 1e3, 2)
+       << " ms, exposed " << core::formatFixed(measured->exposedCommS * 1e3, 2) << " ms, overlap "
+       << core::formatFixed(measured->overlap() * 100, 1) << "%, compute varies "
+       << core::formatFixed(measured->computeJitter * 100, 1) << "% across ranks\n";
   if (base.jitter > 0 || !base.slowRanks.empty()) {
     os << "  per-rank variation: jitter";
     bool phases = false;
     for (int p = 0; p < est::kComputePhases; ++p)
       if (base.phaseJitter[p] >= 0) {
         os << (phases ? ", " : " ") << est::computePhaseName(static_cast<est::ComputePhase>(p)) << " "
-           << fixed(base.phaseJitter[p] * 100, 1) << "%";
+           << core::formatFixed(base.phaseJitter[p] * 100, 1) << "%";
         phases = true;
       }
-    if (!phases) os << " " << fixed(base.jitter * 100, 1) << "%";
+    if (!phases) os << " " << core::formatFixed(base.jitter * 100, 1) << "%";
     os << "; " << base.slowRanks.size() << " slow rank(s)\n";
   }
   char line[512];
@@ -215,15 +217,16 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     std::snprintf(line, sizeof line, "  %-13s %10s %10s %10s %10s %7s%% %12s %12s %8lld %9s %8s %6s\n",
-                  est::strategyName(r.input.strategy).c_str(), fixed(r.steady.stepS * 1e3, 2).c_str(),
-                  fixed(r.steady.computeS * 1e3, 2).c_str(), fixed(r.steady.commS * 1e3, 2).c_str(),
-                  fixed(r.steady.exposedCommS * 1e3, 2).c_str(), fixed(r.steady.overlap() * 100, 1).c_str(),
-                  est::formatBytes(static_cast<double>(r.peakBytes)).c_str(), fixed(r.tokensPerSPerDevice, 0).c_str(),
+                  est::strategyName(r.input.strategy).c_str(), core::formatFixed(r.steady.stepS * 1e3, 2).c_str(),
+                  core::formatFixed(r.steady.computeS * 1e3, 2).c_str(), core::formatFixed(r.steady.commS * 1e3, 2).c_str(),
+                  core::formatFixed(r.steady.exposedCommS * 1e3, 2).c_str(),
+                  core::formatFixed(r.steady.overlap() * 100, 1).c_str(),
+                  est::formatBytes(static_cast<double>(r.peakBytes)).c_str(), core::formatFixed(r.tokensPerSPerDevice, 0).c_str(),
                   static_cast<long long>(r.collectivesPerStep), est::formatBytes(r.wireBytesPerStep).c_str(),
-                  fixed(r.wallS, 2).c_str(), i < runIds.size() ? std::to_string(runIds[i]).c_str() : "-");
+                  core::formatFixed(r.wallS, 2).c_str(), i < runIds.size() ? std::to_string(runIds[i]).c_str() : "-");
     os << line;
     if (r.slowestRankStepS > r.steady.stepS * 1.0001)
-      os << "      slowest rank " << r.slowestRank << ": " << fixed(r.slowestRankStepS * 1e3, 2) << " ms\n";
+      os << "      slowest rank " << r.slowestRank << ": " << core::formatFixed(r.slowestRankStepS * 1e3, 2) << " ms\n";
   }
   if (!runIds.empty()) os << "\nStored in " << dbPath << " as simulated runs (open them in the app, `analyze`, `report`).\n";
   std::cout << os.str();

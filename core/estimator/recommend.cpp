@@ -1,25 +1,11 @@
 #include "core/estimator/recommend.h"
+#include "core/util/units.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
 namespace shardscope::core::estimator {
-namespace {
-
-std::string pct(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", v * 100.0);
-  return buf;
-}
-std::string ms(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
-  return buf;
-}
-
-}  // namespace
-
 double trainFlopsPerToken(const ModelShape& m, std::int64_t seq) {
   const std::int64_t d = m.headDim > 0 ? m.headDim : m.hidden / std::max(1, m.heads);
   const double nonEmbed = static_cast<double>(parameterCount(m) - m.vocab * m.hidden);
@@ -114,15 +100,18 @@ std::vector<StrategyAssessment> recommend(const RecommendInput& in) {
     a.rank = ++r;
     a.relativeStepTime = best > 0 ? a.stepS / best : 0.0;
     if (a.fit.fits)
-      a.reasons.push_back("fits: peak " + formatBytes(static_cast<double>(a.memory.peakBytes)) + " = " + pct(a.fit.usedFraction) +
-                          " of the device, " + formatBytes(static_cast<double>(a.fit.freeBytes)) + " left after the headroom");
+      a.reasons.push_back("fits: peak " + formatBytes(static_cast<double>(a.memory.peakBytes)) + " = " +
+                          formatPercent(100.0 * (a.fit.usedFraction), 0) + " of the device, " +
+                          formatBytes(static_cast<double>(a.fit.freeBytes)) + " left after the headroom");
     else
       a.reasons.push_back("does not fit: peak " + formatBytes(static_cast<double>(a.memory.peakBytes)) + " > " +
                           formatBytes(static_cast<double>(a.fit.usableBytes)) + " usable (" +
                           formatBytes(static_cast<double>(-a.fit.freeBytes)) + " short)");
-    a.reasons.push_back("communication " + formatBytes(a.comm.wireBytes) + " on the wire per step, " + ms(a.comm.timeS) + " (" +
-                        ms(a.exposedCommS) + " exposed)");
-    if (a.offloadS > 0) a.reasons.push_back("offload: " + ms(a.offloadS) + " of host transfers and CPU optimizer");
+    a.reasons.push_back("communication " + formatBytes(a.comm.wireBytes) + " on the wire per step, " +
+                        formatFixed(1e3 * (a.comm.timeS), 1) + " ms" + " (" + formatFixed(1e3 * (a.exposedCommS), 1) + " ms" +
+                        " exposed)");
+    if (a.offloadS > 0)
+      a.reasons.push_back("offload: " + formatFixed(1e3 * (a.offloadS), 1) + " ms" + " of host transfers and CPU optimizer");
     char buf[96];
     std::snprintf(buf, sizeof buf, "expected step %.1f ms (%.2fx the fastest %s), %.0f tokens/s per device", a.stepS * 1e3,
                   a.relativeStepTime, anyFits ? "fitting strategy" : "strategy (none fits)", a.tokensPerSPerDevice);
