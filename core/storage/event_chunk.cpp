@@ -24,6 +24,7 @@ enum : std::uint32_t {
 
 template <typename T>
 void put(std::string& out, const std::vector<T>& v) {
+  if (v.empty()) return;  // data() of an empty vector may be null (memcpy must not see it)
   const std::size_t at = out.size();
   out.resize(at + v.size() * sizeof(T));
   std::memcpy(out.data() + at, v.data(), v.size() * sizeof(T));
@@ -48,6 +49,7 @@ struct Reader {
   void get(std::vector<T>& v, std::size_t n) {
     if (blob.size() - pos < n * sizeof(T)) throw Error("damaged event chunk (truncated column)");
     v.resize(n);
+    if (n == 0) return;  // an empty vector's data() may be null: memcpy must not see it (UBSan)
     std::memcpy(v.data(), blob.data() + pos, n * sizeof(T));
     pos += n * sizeof(T);
   }
