@@ -311,23 +311,17 @@ void KernelsPage::load() {
         showPlaceholder(tr("Could not analyse run %1:\n%2").arg(runId).arg(error));
         Q_EMIT errorMessage(tr("Kernels page: run %1: %2").arg(runId).arg(error));
       });
-  connect(task_, &BackgroundTask::progress, this, &Page::progress);
-  auto ended = [this] {
+  followLoad(task_, [this] {
     task_.clear();
     setBusy(false);
-  };
-  connect(task_, &BackgroundTask::finished, this, ended);
-  connect(task_, &BackgroundTask::failed, this, ended);
-  connect(task_, &BackgroundTask::cancelled, this, ended);
+  });
   setBusy(true);
 }
 
 void KernelsPage::apply(Loaded loaded) {
   if (loaded.runId != runId_) return;
-  for (const auto& [id, name] : loaded.names) {
-    const int i = runCombo_->findData(QVariant::fromValue<qlonglong>(id));
-    if (i >= 0 && !name.isEmpty()) runCombo_->setItemText(i, QString::fromStdString(core::runLabel(name.toStdString(), id)));
-  }
+  for (const auto& [id, name] : loaded.names)
+    if (!name.isEmpty()) labelRun(runCombo_, id, name.toStdString());
   runInfo_->setText(loaded.info);
   top_ = loaded.top;
   hta_ = std::move(loaded.hta);

@@ -448,10 +448,7 @@ void MemoryPage::startOverlay() {
 
 void MemoryPage::applyRunNames(const std::vector<std::pair<core::Id, std::string>>& names) {
   const QSignalBlocker block(runCombo_);
-  for (const auto& [id, name] : names) {
-    const int i = runCombo_->findData(QVariant::fromValue<qlonglong>(id));
-    if (i >= 0) runCombo_->setItemText(i, QString::fromStdString(core::runLabel(name, id)));
-  }
+  for (const auto& [id, name] : names) labelRun(runCombo_, id, name);
 }
 
 void MemoryPage::showLoadError(const QString& message) {

@@ -4,6 +4,7 @@
 // page asks the session (ui/session/run_session.h) for what it shows: the session runs the work off
 // the GUI thread through its task runner and hands every page the same cached analyses. A page made
 // on its own (tests) gets a session of its own.
+#include <QComboBox>
 #include <QJsonObject>
 #include <QList>
 #include <QString>
@@ -11,6 +12,7 @@
 #include <QWidget>
 
 #include "core/model/types.h"
+#include "ui/common/background.h"
 #include "ui/session/run_session.h"
 
 namespace shardscope::ui {
@@ -61,6 +63,19 @@ class Page : public QWidget {
     if (run.worldSize > 0) info << tr("world size %1").arg(run.worldSize);
     info << sv(core::toString(run.status));
     return info.join(QStringLiteral(" · "));
+  }
+  // Names run `id`'s entry of a run combo box "name #id" (core::runLabel), once its name is known.
+  static void labelRun(QComboBox* combo, core::Id id, const std::string& name) {
+    const int i = combo->findData(QVariant::fromValue<qlonglong>(id));
+    if (i >= 0) combo->setItemText(i, QString::fromStdString(core::runLabel(name, id)));
+  }
+  // A page load's progress is the page's; `ended` runs once it is delivered, failed or cancelled.
+  template <class F>
+  void followLoad(BackgroundTask* task, F ended) {
+    connect(task, &BackgroundTask::progress, this, &Page::progress);
+    connect(task, &BackgroundTask::finished, this, ended);
+    connect(task, &BackgroundTask::failed, this, ended);
+    connect(task, &BackgroundTask::cancelled, this, ended);
   }
 
  Q_SIGNALS:
