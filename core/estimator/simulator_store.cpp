@@ -16,10 +16,8 @@
 namespace shardscope::core::estimator {
 namespace {
 
-std::optional<Strategy> estimatorStrategy(Strategy s) { return s; }
-
 // A simulated hpZ run is stored with the configuration of the ZeRO-3 run it refines.
-std::optional<Strategy> runtimeStrategy(Strategy s) { return s == Strategy::ZeroPPHpz ? Strategy::Zero3 : s; }
+Strategy runtimeStrategy(Strategy s) { return s == Strategy::ZeroPPHpz ? Strategy::Zero3 : s; }
 
 // Block of a compute span's subject: "embed_tokens" 0, "layers.N..." N+1, "norm"/"lm_head" L+1.
 int blockOf(std::string_view what, int layers) {
@@ -67,9 +65,7 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
   mp.runName = run->name;
   auto shape = modelShapePreset(cfg.model, cfg.layers);
   if (!shape) throw Error(where + ": unknown model '" + cfg.model + "'");
-  auto strat = estimatorStrategy(cfg.strategy);
-  if (!strat) throw Error(where + ": unknown strategy");
-  mp.strategy = *strat;
+  mp.strategy = cfg.strategy;
   EstimateInput& in = mp.input;
   in.model = *shape;
   in.gpus = cfg.worldSize;
@@ -251,7 +247,7 @@ Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::
 
   // Configuration: the runtime's keys where they apply, and what only the simulation knows.
   RunConfig cfg;
-  if (auto rsn = runtimeStrategy(in.strategy)) cfg.strategy = *rsn;
+  cfg.strategy = runtimeStrategy(in.strategy);
   cfg.model = em.model.name;
   cfg.worldSize = em.gpus;
   cfg.nnodes = std::max(1, nodeCount(em));
