@@ -787,9 +787,6 @@ void applyJsonImpl(RunConfig& cfg, const JsonValue& json, const std::string& lab
 }
 
 bool isZero(Strategy s) { return s == Strategy::Zero1 || s == Strategy::Zero2 || s == Strategy::Zero3; }
-bool shardsParams(Strategy s) {
-  return s == Strategy::Zero3 || s == Strategy::FsdpFull || s == Strategy::FsdpGradOp || s == Strategy::Hsdp;
-}
 
 }  // namespace
 
@@ -914,13 +911,13 @@ void validate(const RunConfig& cfg) {
     if (g > w || w % g != 0)
       invalid("shard_group_size", "must divide world_size (" + num(g) + " does not divide " + num(w) + ")");
   }
-  if (cfg.offloadParam != Offload::None && !shardsParams(cfg.strategy))
+  if (cfg.offloadParam != Offload::None && !shardsParameters(cfg.strategy))
     invalid("offload_param",
             "only with zero3, fsdp, fsdp_grad_op or hsdp (strategy is " + std::string(toString(cfg.strategy)) + ")");
   if (cfg.offloadOptimizer != Offload::None && !isZero(cfg.strategy))
     invalid("offload_optimizer",
             "only with zero1, zero2 or zero3 (strategy is " + std::string(toString(cfg.strategy)) +
-                (shardsParams(cfg.strategy) ? "; FSDP moves the optimizer step to the CPU with offload_param cpu)" : ")"));
+                (shardsParameters(cfg.strategy) ? "; FSDP moves the optimizer step to the CPU with offload_param cpu)" : ")"));
   if (cfg.backend == CommBackend::Nccl && cfg.device == ComputeDevice::Cpu)
     invalid("backend", "nccl needs device cuda or auto (device is cpu); use gloo on the CPU");
   if (cfg.consolidateCheckpoint && !cfg.saveCheckpoint) invalid("consolidate_checkpoint", "needs save_checkpoint");
