@@ -64,10 +64,13 @@ const TraceReader& chooseReader(const std::vector<std::string>& files, const std
   std::string chosenBy;
   for (const auto& f : files) {
     std::error_code ec;
-    // Reading the database as a trace would open and close a descriptor of it: that drops every
-    // POSIX lock this process holds on the file (SQLite's own included).
-    if (!storePath.empty() && std::filesystem::equivalent(f, storePath, ec))
-      throw Error(f + ": is the database being imported into, not a trace file");
+    // Reading the database (or its -wal/-shm/-journal companions, where WAL keeps its locks) as a
+    // trace would open and close a descriptor of it: that drops every POSIX lock this process holds
+    // on the file (SQLite's own included).
+    if (!storePath.empty())
+      for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+        if (std::filesystem::equivalent(f, storePath + suffix, ec))
+          throw Error(f + ": is the database being imported into (or one of its SQLite files), not a trace file");
     const std::string head = readHead(f);
     const TraceReader* best = nullptr;
     int bestScore = 0;

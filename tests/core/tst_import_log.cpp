@@ -5,6 +5,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <filesystem>
+
 #include <string>
 #include <vector>
 
@@ -80,6 +82,13 @@ class TestImportLog : public QObject {
     { TraceStore store(db); }
     const std::string e3 = errorOf([&] { chooseReader({db}, db); });
     QVERIFY2(e3.find("is the database being imported into") != std::string::npos, e3.c_str());
+    // Its WAL index too: closing a descriptor of the -shm file would drop SQLite's WAL locks.
+    TraceStore open(db);
+    const std::string shm = db + "-shm";
+    QVERIFY2(std::filesystem::exists(shm), "an open WAL database has its -shm file");
+    const std::string e4 = errorOf([&] { chooseReader({shm}, db); });
+    QVERIFY2(e4.find(shm) != std::string::npos && e4.find("is the database being imported into") != std::string::npos,
+             e4.c_str());
   }
 
   void importLogCountsSkipsAndWarnings() {
