@@ -50,7 +50,7 @@ struct Options {
   std::string dir;
   bool keep = false;
   std::string db;
-  core::Id run = 0;
+  core::RunId run;
 };
 
 [[noreturn]] void usage(int code) {
@@ -85,7 +85,8 @@ Options parseArgs(int argc, char** argv) {
     o.dir = a.get("dir");
     o.keep = a.has("keep");
     o.db = a.get("db");
-    o.run = static_cast<core::Id>(a.getCount("run", static_cast<std::uint64_t>(o.run), a.has("run") ? 1 : 0));
+    o.run =
+        core::RunId{static_cast<core::Id>(a.getCount("run", static_cast<std::uint64_t>(o.run.value()), a.has("run") ? 1 : 0))};
   } catch (const core::ArgError& e) {
     std::fprintf(stderr, "bench_analyze: %s\n", e.what());
     usage(2);
@@ -178,7 +179,7 @@ double cpuMs() {
 }
 
 // The full analysis, as `shardscope-cli analyze` runs it.
-void fullAnalysis(const std::string& db, core::Id run, std::int64_t events, Figures& f) {
+void fullAnalysis(const std::string& db, core::RunId run, std::int64_t events, Figures& f) {
   core::TraceStore store(db, core::Database::Mode::ReadOnly);
   const double cpu0 = cpuMs();
   const auto t0 = std::chrono::steady_clock::now();
@@ -193,7 +194,7 @@ void fullAnalysis(const std::string& db, core::Id run, std::int64_t events, Figu
 }
 
 // One analysis on its own (its own pass over the store).
-void oneAnalysis(const std::string& db, core::Id run, const std::string& which, Figures& f) {
+void oneAnalysis(const std::string& db, core::RunId run, const std::string& which, Figures& f) {
   core::TraceStore store(db, core::Database::Mode::ReadOnly);
   const auto t0 = std::chrono::steady_clock::now();
   if (which == "hta")
@@ -246,25 +247,25 @@ int main(int argc, char** argv) {
     const bool importedOk = inChild(
         [&](Figures& f) {
           core::TraceStore store(o.db);
-          f.emplace_back("run", static_cast<double>(core::importKineto(store, files).runIds.at(0)));
+          f.emplace_back("run", static_cast<double>((core::importKineto(store, files).runIds.at(0)).value()));
         },
         imported);
     if (!importedOk || imported.empty()) {
       std::fprintf(stderr, "bench_analyze: the import failed\n");
       return 1;
     }
-    o.run = static_cast<core::Id>(imported.front().second);
-    std::printf("imported them as run %lld in %.1f s\n", static_cast<long long>(o.run), msSince(t0) / 1000.0);
+    o.run = core::RunId{static_cast<core::Id>(imported.front().second)};
+    std::printf("imported them as run %lld in %.1f s\n", static_cast<long long>(o.run.value()), msSince(t0) / 1000.0);
     if (!o.keep)
       for (const auto& f : files) fs::remove(f);
   }
   std::int64_t events = 0;
   {
     core::TraceStore store(o.db, core::Database::Mode::ReadOnly);
-    if (o.run == 0) o.run = store.latestRunId().value_or(0);
+    if (!o.run) o.run = store.latestRunId().value_or(core::RunId{});
     const auto s = store.summary(o.run);
     events = s.eventCount;
-    std::printf("run %lld of %s: %zu ranks, %lld events\n", static_cast<long long>(o.run), o.db.c_str(), s.ranks.size(),
+    std::printf("run %lld of %s: %zu ranks, %lld events\n", static_cast<long long>(o.run.value()), o.db.c_str(), s.ranks.size(),
                 static_cast<long long>(s.eventCount));
   }
 

@@ -42,7 +42,7 @@ namespace {
 int main(int argc, char** argv) {
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   std::string db;
-  core::Id run = 0;
+  core::RunId run;
   int timeoutS = 600;
   static const std::vector<core::ArgSpec> specs = {
       {"db", true, ""}, {"run", true, ""}, {"timeout-s", true, ""}, {"help", false, ""}};
@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     const core::ParsedArgs a = core::parseArgs(argc, argv, specs, core::ArgParseOptions::optionsOnly());
     if (a.has("help")) usage(0);
     db = a.get("db");
-    run = a.getInt("run", 0, 0);
+    run = core::RunId{a.getInt("run", 0, 0)};
     timeoutS = static_cast<int>(a.getInt("timeout-s", timeoutS, 1));
   } catch (const core::ArgError& e) {
     std::fprintf(stderr, "bench_gui_responsiveness: %s\n", e.what());
@@ -60,15 +60,15 @@ int main(int argc, char** argv) {
   std::uint64_t events = 0;
   {
     core::TraceStore store(db, core::Database::Mode::ReadOnly);
-    core::Id best = 0;
+    core::RunId best;
     for (const auto& r : store.runs()) {
       const auto n = static_cast<std::uint64_t>(store.summary(r.id).eventCount);
-      if (run != 0 && r.id != run) continue;
-      if (best == 0 || n > events) best = r.id, events = n;
+      if (run && r.id != run) continue;
+      if (!best || n > events) best = r.id, events = n;
     }
     run = best;
   }
-  if (run == 0) {
+  if (!run) {
     std::fprintf(stderr, "bench_gui_responsiveness: %s has no runs\n", db.c_str());
     return 1;
   }
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_gui_responsiveness: cannot open %s\n", db.c_str());
     return 1;
   }
-  std::printf("run %lld: %llu events, window 1600x1000, platform %s\n", static_cast<long long>(run),
+  std::printf("run %lld: %llu events, window 1600x1000, platform %s\n", static_cast<long long>(run.value()),
               static_cast<unsigned long long>(events), qgetenv("QT_QPA_PLATFORM").constData());
 
   // The probe: a 5 ms timer; each tick records how long after its due time it ran.

@@ -43,7 +43,10 @@ using namespace shardscope;
 using core::Category;
 using core::CollectiveOp;
 using core::Id;
+using core::RankId;
+using core::RunId;
 using core::TimeNs;
+using core::TrackId;
 
 struct Options {
   std::vector<std::uint64_t> sizes{1'000'000, 10'000'000};
@@ -54,7 +57,7 @@ struct Options {
   std::string dir;
   bool keep = false;
   std::string db;
-  Id run = 0;
+  RunId run;
 };
 
 [[noreturn]] void usage(int code) {
@@ -87,7 +90,7 @@ Options parseArgs(int argc, char** argv) {
     o.dir = a.get("dir");
     o.keep = a.has("keep");
     o.db = a.get("db");
-    o.run = static_cast<Id>(a.getCount("run", static_cast<std::uint64_t>(o.run), a.has("run") ? 1 : 0));
+    o.run = RunId{static_cast<Id>(a.getCount("run", static_cast<std::uint64_t>(o.run.value()), a.has("run") ? 1 : 0))};
   } catch (const core::ArgError& e) {
     std::fprintf(stderr, "bench_timeline: %s\n", e.what());
     usage(2);
@@ -166,7 +169,7 @@ struct Names {
 };
 
 // One rank: `events` events over `steps` steps of an FSDP-style loop.
-std::uint64_t writeRank(core::TraceStore& store, core::BulkWriter& w, Id rankId, int rank, Id pg, const Names& nm,
+std::uint64_t writeRank(core::TraceStore& store, core::BulkWriter& w, RankId rankId, int rank, Id pg, const Names& nm,
                         std::uint64_t events, int steps, std::uint64_t seed) {
   auto addTrack = [&](core::TrackKind kind, const std::string& name, int sort) {
     core::Track t;
@@ -177,11 +180,11 @@ std::uint64_t writeRank(core::TraceStore& store, core::BulkWriter& w, Id rankId,
     if (kind == core::TrackKind::GpuStream) t.device = rank % 8;
     return store.addTrack(t);
   };
-  const Id mainT = addTrack(core::TrackKind::CpuThread, "thread 1 (python)", 0);
-  const Id bwdT = addTrack(core::TrackKind::CpuThread, "thread 2 (autograd)", 1);
-  const Id gpuT = addTrack(core::TrackKind::GpuStream, "stream 7", 2);
-  const Id ncclT = addTrack(core::TrackKind::GpuStream, "stream 21", 3);
-  const Id memT = addTrack(core::TrackKind::Counter, "memory allocated (device " + std::to_string(rank % 8) + ")", 4);
+  const TrackId mainT = addTrack(core::TrackKind::CpuThread, "thread 1 (python)", 0);
+  const TrackId bwdT = addTrack(core::TrackKind::CpuThread, "thread 2 (autograd)", 1);
+  const TrackId gpuT = addTrack(core::TrackKind::GpuStream, "stream 7", 2);
+  const TrackId ncclT = addTrack(core::TrackKind::GpuStream, "stream 21", 3);
+  const TrackId memT = addTrack(core::TrackKind::Counter, "memory allocated (device " + std::to_string(rank % 8) + ")", 4);
 
   Rng rng{seed * 1000003u + static_cast<std::uint64_t>(rank)};
   std::vector<core::EventRecord> buf[4];  // main, bwd, gpu, nccl: one step at a time, sorted before writing
@@ -192,7 +195,7 @@ std::uint64_t writeRank(core::TraceStore& store, core::BulkWriter& w, Id rankId,
   std::int64_t corr = 0;
   const std::uint64_t perStep = events / static_cast<std::uint64_t>(steps);
 
-  auto ev = [&](int lane, Id track, TimeNs s, TimeNs e, Id name, Id cat, Category c) -> core::EventRecord& {
+  auto ev = [&](int lane, TrackId track, TimeNs s, TimeNs e, Id name, Id cat, Category c) -> core::EventRecord& {
     core::EventRecord r;
     r.trackId = track;
     r.startNs = s;
@@ -204,7 +207,7 @@ std::uint64_t writeRank(core::TraceStore& store, core::BulkWriter& w, Id rankId,
     return buf[lane].back();
   };
   // A kernel launched at [ls, le) from a CPU lane: launch event + kernel on the stream.
-  auto launch = [&](int lane, Id track, TimeNs ls, Id kernel, TimeNs dur, bool comm, CollectiveOp op, std::int64_t bytes) {
+  auto launch = [&](int lane, TrackId track, TimeNs ls, Id kernel, TimeNs dur, bool comm, CollectiveOp op, std::int64_t bytes) {
     const TimeNs le = ls + rng.between(3'000, 7'000);
     auto& l = ev(lane, track, ls, le, nm.launch, nm.catRuntime, Category::Other);
     l.correlation = ++corr;
@@ -327,7 +330,7 @@ std::uint64_t writeRank(core::TraceStore& store, core::BulkWriter& w, Id rankId,
 }
 
 struct Generated {
-  Id run = 0;
+  RunId run;
   std::uint64_t events = 0;
 };
 
@@ -386,7 +389,7 @@ Generated generate(const std::string& db, std::uint64_t events, int ranks) {
       rk.rank = r;
       rk.host = "node" + std::to_string(r / 8);
       rk.device = "cuda:" + std::to_string(r % 8);
-      const Id rankId = store.addRank(rk);
+      const RankId rankId = store.addRank(rk);
       g.events += writeRank(store, w, rankId, r, pgId, nm, perRank, 20, 7);
     }
     w.finish();
@@ -443,14 +446,14 @@ FrameFigures timeFrames(const core::timeline::TimelineIndex& idx, const core::ti
   return f;
 }
 
-void measure(const std::string& db, Id runId, const std::string& label, const Options& o) {
+void measure(const std::string& db, RunId runId, const std::string& label, const Options& o) {
   malloc_trim(0);
   const std::uint64_t rss0 = statusKb("VmRSS:");
   std::shared_ptr<const core::timeline::TimelineIndex> idx;
   double buildMs = 0;
   {
     core::TraceStore store(db, core::Database::Mode::ReadOnly);
-    if (!runId) runId = store.latestRunId().value_or(0);
+    if (!runId) runId = store.latestRunId().value_or(core::RunId{});
     const auto t0 = std::chrono::steady_clock::now();
     idx = core::timeline::TimelineIndex::build(store, runId);
     buildMs = msSince(t0);
@@ -532,7 +535,7 @@ int main(int argc, char** argv) {
     fs::remove(db);
     fs::remove(db + "-wal");
     fs::remove(db + "-shm");
-    Id run = 0;
+    RunId run;
     const auto t0 = std::chrono::steady_clock::now();
     // Generated in a child so that the measuring child starts from a small heap.
     const bool ok = inChild([&] {
@@ -547,7 +550,7 @@ int main(int argc, char** argv) {
     }
     {
       core::TraceStore store(db, core::Database::Mode::ReadOnly);
-      run = store.latestRunId().value_or(0);
+      run = store.latestRunId().value_or(core::RunId{});
     }
     if (!inChild([&] { measure(db, run, label, o); })) rc = 1;
     if (!o.keep) {

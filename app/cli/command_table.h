@@ -26,7 +26,7 @@ struct Command {
 // The comparison as a text table (baseline, values, deltas, best run per row marked).
 void printComparisonTable(std::ostream& os, const core::Comparison& c);
 // The comparison as compare-runs --json prints it (runs, baseline, rows with values and deltas).
-core::JsonValue comparisonJson(const core::Comparison& c, const std::vector<core::Id>& ids, std::size_t baseline);
+core::JsonValue comparisonJson(const core::Comparison& c, const std::vector<core::RunId>& ids, std::size_t baseline);
 
 // compareCollectives as compare-runs --json prints it ("collectives") and as its text shows it.
 core::JsonValue collectiveComparisonJson(const core::CollectiveComparison& cc);

@@ -67,23 +67,23 @@ std::string durationText(core::TimeNs ns) {
   return buf;
 }
 
-std::optional<core::Id> parseId(const std::string& s) {
+std::optional<core::RunId> parseRunId(const std::string& s) {
   try {
     std::size_t used = 0;
     const long long v = std::stoll(s, &used);
     if (used != s.size() || v <= 0) return std::nullopt;
-    return v;
+    return core::RunId{v};
   } catch (...) {
     return std::nullopt;
   }
 }
 
 // Resolves --run (default: the latest run). Throws a usage-style Error when absent.
-core::Id resolveRun(core::TraceStore& store, const Args& a) {
+core::RunId resolveRun(core::TraceStore& store, const Args& a) {
   if (a.has("run")) {
-    auto id = parseId(a.get("run"));
+    auto id = parseRunId(a.get("run"));
     if (!id) throw core::Error("--run expects a run id (a positive integer), got '" + a.get("run") + "'");
-    if (!store.run(*id)) throw core::Error(store.path() + ": no run with id " + std::to_string(*id));
+    if (!store.run(*id)) throw core::Error(store.path() + ": no run with id " + std::to_string(id->value()));
     return *id;
   }
   auto latest = store.latestRunId();
@@ -114,7 +114,7 @@ int cmdImport(const Args& a, core::CancelToken& cancel) {
   if (a.has("json")) {
     JsonValue out = JsonValue::object();
     JsonValue runs = JsonValue::array();
-    for (auto id : res.runIds) runs.push(JsonValue::number(static_cast<std::int64_t>(id)));
+    for (auto id : res.runIds) runs.push(JsonValue::number(static_cast<std::int64_t>(id.value())));
     out.set("db", JsonValue::string(store.path()));
     out.set("format", JsonValue::string(std::string(reader.name())));
     out.set("runs", std::move(runs));
@@ -154,7 +154,7 @@ int cmdImport(const Args& a, core::CancelToken& cancel) {
                 << " events, " << f.kernels << " kernels (" << f.ncclKernels << " NCCL), " << f.steps << " steps, "
                 << f.memoryEvents << " memory events\n";
     std::cout << "imported " << res.files.size() << " file(s) into run" << (res.runIds.size() > 1 ? "s" : "");
-    for (auto id : res.runIds) std::cout << " " << id;
+    for (auto id : res.runIds) std::cout << " " << id.value();
     std::cout << " of " << store.path() << ": " << res.events << " events in " << std::fixed;
     std::cout.precision(2);
     std::cout << res.seconds << " s (" << core::formatSi(eps, "events/s") << ", "
@@ -165,7 +165,7 @@ int cmdImport(const Args& a, core::CancelToken& cancel) {
 
 JsonValue runJson(const core::RunSummary& s, bool withTracks) {
   JsonValue r = JsonValue::object();
-  r.set("id", JsonValue::number(static_cast<std::int64_t>(s.run.id)));
+  r.set("id", JsonValue::number(static_cast<std::int64_t>(s.run.id.value())));
   r.set("name", JsonValue::string(s.run.name));
   r.set("source", JsonValue::string(std::string(core::toString(s.run.source))));
   r.set("strategy", JsonValue::string(s.run.strategy));
@@ -194,7 +194,7 @@ JsonValue runJson(const core::RunSummary& s, bool withTracks) {
       if (t.track.kind != core::TrackKind::Counter) events += t.eventCount;
       if (withTracks) {
         JsonValue one = JsonValue::object();
-        one.set("id", JsonValue::number(static_cast<std::int64_t>(t.track.id)));
+        one.set("id", JsonValue::number(static_cast<std::int64_t>(t.track.id.value())));
         one.set("kind", JsonValue::string(std::string(core::toString(t.track.kind))));
         one.set("name", JsonValue::string(t.track.name));
         one.set("events", JsonValue::number(t.eventCount));
@@ -213,7 +213,7 @@ JsonValue runJson(const core::RunSummary& s, bool withTracks) {
 
 int cmdInfo(const Args& a, core::CancelToken& cancel) {
   core::TraceStore store(dbPath(a), core::Database::Mode::ReadOnly);
-  std::vector<core::Id> ids;
+  std::vector<core::RunId> ids;
   if (a.has("run")) {
     ids.push_back(resolveRun(store, a));
   } else {
@@ -260,7 +260,7 @@ int cmdInfo(const Args& a, core::CancelToken& cancel) {
   std::cout << store.path() << ": " << ids.size() << " run(s)\n";
   for (auto id : ids) {
     const auto s = store.summary(id);
-    std::cout << "\nrun " << s.run.id << "  " << s.run.name << "  [" << core::toString(s.run.source) << ", "
+    std::cout << "\nrun " << s.run.id.value() << "  " << s.run.name << "  [" << core::toString(s.run.source) << ", "
               << core::toString(s.run.status) << (s.run.strategy.empty() ? "" : ", " + s.run.strategy) << "]\n";
     if (!s.run.failureReason.empty()) std::cout << "  failure: " << s.run.failureReason << "\n";
     std::cout << "  created " << s.run.createdAt << ", world size " << s.run.worldSize << ", " << s.ranks.size()
@@ -319,7 +319,7 @@ int cmdExport(const Args& a, core::CancelToken& cancel) {
   if (format != "kineto" && format != "perfetto") throw std::invalid_argument("export: --format must be kineto or perfetto");
   if (out.empty()) throw std::invalid_argument("export: -o OUT is required");
   core::TraceStore store(dbPath(a), core::Database::Mode::ReadOnly);
-  const core::Id run = resolveRun(store, a);
+  const core::RunId run = resolveRun(store, a);
   TerminalProgress bar;
   core::ExportOptions opt;
   opt.progress = bar.callback();
@@ -330,7 +330,7 @@ int cmdExport(const Args& a, core::CancelToken& cancel) {
   bar.finish();
   if (a.has("json")) {
     JsonValue j = JsonValue::object();
-    j.set("run", JsonValue::number(static_cast<std::int64_t>(run)));
+    j.set("run", JsonValue::number(static_cast<std::int64_t>(run.value())));
     j.set("format", JsonValue::string(format));
     JsonValue files = JsonValue::array();
     for (const auto& f : res.files) files.push(JsonValue::string(f));
@@ -339,7 +339,7 @@ int cmdExport(const Args& a, core::CancelToken& cancel) {
     j.set("bytes", JsonValue::number(static_cast<std::int64_t>(res.bytes)));
     std::cout << j.dump() << "\n";
   } else {
-    std::cout << "exported run " << run << " (" << res.events << " events) as " << format << ":\n";
+    std::cout << "exported run " << run.value() << " (" << res.events << " events) as " << format << ":\n";
     for (const auto& f : res.files) std::cout << "  " << f << "\n";
   }
   return kOk;
@@ -347,7 +347,7 @@ int cmdExport(const Args& a, core::CancelToken& cancel) {
 
 int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
   core::TraceStore store(dbPath(a), core::Database::Mode::ReadOnly);
-  std::vector<core::Id> ids;
+  std::vector<core::RunId> ids;
   if (a.has("all-runs")) {
     for (const auto& r : store.runs()) ids.push_back(r.id);
   } else {
@@ -357,7 +357,7 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
   if (a.has("csv"))
     std::cout << "run,rank,comm_comp_overlap_pctg,idle_time_us,compute_time_us,non_compute_time_us,kernel_time_us,"
                  "idle_time_pctg,compute_time_pctg,non_compute_time_pctg\n";
-  for (core::Id id : ids) {
+  for (core::RunId id : ids) {
     const auto run = store.run(id);
     // Every analysis from one pass over the store, one rank at a time.
     const core::RunAnalysis analysis = core::analyzeRun(store, id, {}, &cancel);
@@ -369,7 +369,7 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
     const core::StragglerReport& stragglers = analysis.stragglers;
     if (a.has("json")) {
       JsonValue rj = JsonValue::object();
-      rj.set("run", JsonValue::number(static_cast<std::int64_t>(id)));
+      rj.set("run", JsonValue::number(static_cast<std::int64_t>(id.value())));
       rj.set("name", JsonValue::string(run->name));
       JsonValue ranks = JsonValue::array();
       for (const auto& r : f.ranks) {
@@ -545,13 +545,13 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
     }
     if (a.has("csv")) {
       for (const auto& r : f.ranks)
-        std::cout << id << "," << r.rank << "," << (r.overlapPct ? core::formatFixed(*r.overlapPct, 2) : std::string()) << ","
-                  << r.idleUs << "," << r.computeUs << "," << r.nonComputeUs << "," << r.kernelTimeUs << ","
+        std::cout << id.value() << "," << r.rank << "," << (r.overlapPct ? core::formatFixed(*r.overlapPct, 2) : std::string())
+                  << "," << r.idleUs << "," << r.computeUs << "," << r.nonComputeUs << "," << r.kernelTimeUs << ","
                   << core::formatFixed(r.idlePct, 2) << "," << core::formatFixed(r.computePct, 2) << ","
                   << core::formatFixed(r.nonComputePct, 2) << "\n";
       continue;
     }
-    std::cout << "run " << id << "  " << run->name << "\n";
+    std::cout << "run " << id.value() << "  " << run->name << "\n";
     std::cout << "  HTA-compatible figures (HTA @f4d0062c rules: last ProfilerStep dropped when there are several)\n";
     std::cout << "  rank  overlap %   idle us (%)            compute us (%)         non-compute us (%)     GPU span us\n";
     bool anyWithoutGpu = false;
@@ -719,12 +719,12 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
 }  // namespace
 
 void printComparisonTable(std::ostream& os, const core::Comparison& c) {
-  os << "baseline: run " << c.runs[c.baseline] << " (" << c.names[c.baseline]
+  os << "baseline: run " << c.runs[c.baseline].value() << " (" << c.names[c.baseline]
      << "); * = best; (±%) vs baseline, shares in percentage points (pp); ~ = within the runs' step-to-step spread\n";
   std::string header = "  " + std::string(46, ' ');
   for (std::size_t i = 0; i < c.runs.size(); ++i) {
     char h[64];
-    std::snprintf(h, sizeof h, "  %20.20s", ("run " + std::to_string(c.runs[i]) + " " + c.names[i]).c_str());
+    std::snprintf(h, sizeof h, "  %20.20s", ("run " + std::to_string(c.runs[i].value()) + " " + c.names[i]).c_str());
     header += h;
   }
   os << header << "\n";
@@ -761,18 +761,18 @@ void printComparisonTable(std::ostream& os, const core::Comparison& c) {
   }
 }
 
-core::JsonValue comparisonJson(const core::Comparison& c, const std::vector<core::Id>& ids, std::size_t baseline) {
+core::JsonValue comparisonJson(const core::Comparison& c, const std::vector<core::RunId>& ids, std::size_t baseline) {
   JsonValue out = JsonValue::object();
   JsonValue runs = JsonValue::array();
   for (std::size_t i = 0; i < ids.size(); ++i) {
     JsonValue r = JsonValue::object();
-    r.set("id", JsonValue::number(static_cast<std::int64_t>(ids[i])));
+    r.set("id", JsonValue::number(static_cast<std::int64_t>(ids[i].value())));
     r.set("name", JsonValue::string(c.names[i]));
     if (i < c.figures.size()) r.set("figures", core::toJson(c.figures[i]));  // and how each was measured
     runs.push(std::move(r));
   }
   out.set("runs", std::move(runs));
-  out.set("baseline", JsonValue::number(static_cast<std::int64_t>(ids[baseline])));
+  out.set("baseline", JsonValue::number(static_cast<std::int64_t>(ids[baseline].value())));
   JsonValue rows = JsonValue::array();
   for (const auto& r : c.rows) {
     JsonValue x = JsonValue::object();
@@ -793,7 +793,7 @@ core::JsonValue comparisonJson(const core::Comparison& c, const std::vector<core
     x.set("delta_pct", std::move(d));
     x.set("delta_pp", std::move(pp));
     x.set("within_noise", std::move(noise));
-    x.set("best_run", r.best ? JsonValue::number(static_cast<std::int64_t>(ids[*r.best])) : JsonValue());
+    x.set("best_run", r.best ? JsonValue::number(static_cast<std::int64_t>((ids[*r.best]).value())) : JsonValue());
     rows.push(std::move(x));
   }
   out.set("rows", std::move(rows));
@@ -862,13 +862,13 @@ namespace {
 
 int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
   core::TraceStore store(dbPath(a), core::Database::Mode::ReadOnly);
-  std::vector<core::Id> ids;
+  std::vector<core::RunId> ids;
   std::string list = a.get("runs");
   for (std::size_t pos = 0; pos <= list.size();) {
     const std::size_t comma = std::min(list.find(',', pos), list.size());
     const std::string item = list.substr(pos, comma - pos);
     if (!item.empty()) {
-      auto id = parseId(item);
+      auto id = parseRunId(item);
       if (!id) throw std::invalid_argument("--runs expects run ids separated by commas, got '" + item + "'");
       ids.push_back(*id);
     }
@@ -879,20 +879,20 @@ int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
   if (ids.size() < 2) throw core::Error(store.path() + ": comparing needs at least two runs");
   std::size_t baseline = 0;
   if (a.has("baseline")) {
-    auto b = parseId(a.get("baseline"));
+    auto b = parseRunId(a.get("baseline"));
     auto it = b ? std::find(ids.begin(), ids.end(), *b) : ids.end();
     if (it == ids.end()) throw std::invalid_argument("--baseline must be one of the compared runs");
     baseline = static_cast<std::size_t>(it - ids.begin());
   }
   // Each run analysed once: its figures (the comparison rows) and its collectives come from it.
   std::vector<std::shared_ptr<const core::RunAnalysis>> analyses;
-  for (core::Id id : ids) {
-    if (!store.run(id)) throw core::Error(store.path() + ": no run with id " + std::to_string(id));
+  for (core::RunId id : ids) {
+    if (!store.run(id)) throw core::Error(store.path() + ": no run with id " + std::to_string(id.value()));
     core::RunAnalysisOptions options;
     options.bottleneckLimit = 0;
     analyses.push_back(std::make_shared<const core::RunAnalysis>(core::analyzeRun(store, id, options, &cancel)));
   }
-  const auto source = [&](core::Id id) -> std::shared_ptr<const core::RunAnalysis> {
+  const auto source = [&](core::RunId id) -> std::shared_ptr<const core::RunAnalysis> {
     for (std::size_t i = 0; i < ids.size(); ++i)
       if (ids[i] == id) return analyses[i];
     return nullptr;
@@ -910,12 +910,12 @@ int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
   if (a.has("csv")) {
     std::cout << "metric";
     for (std::size_t i = 0; i < ids.size(); ++i)
-      std::cout << "," << core::csvText(c.names[i] + " (run " + std::to_string(ids[i]) + ")");
+      std::cout << "," << core::csvText(c.names[i] + " (run " + std::to_string(ids[i].value()) + ")");
     std::cout << ",best_run\n";
     for (const auto& r : c.rows) {
       std::cout << core::csvText(r.label);
       for (const auto& v : r.values) std::cout << "," << (v ? core::formatFixed(*v, 4) : std::string());
-      std::cout << "," << (r.best ? std::to_string(ids[*r.best]) : std::string()) << "\n";
+      std::cout << "," << (r.best ? std::to_string((ids[*r.best]).value()) : std::string()) << "\n";
     }
     return kOk;
   }

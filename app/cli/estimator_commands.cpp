@@ -177,11 +177,11 @@ void parseEstimatorInput(const Args& a, est::RecommendInput& ri, std::string& fi
   const std::string linkName = a.get("link", "nvlink-h100");
   if (a.has("fit-run")) {
     core::TraceStore store(a.get("db", "shardscope.db"), core::Database::Mode::ReadOnly);
-    const auto id = intOption(a, "fit-run", 0, 1);
-    if (!store.run(id)) throw core::Error(store.path() + ": no run with id " + std::to_string(id));
+    const core::RunId id{intOption(a, "fit-run", 0, 1)};
+    if (!store.run(id)) throw core::Error(store.path() + ": no run with id " + std::to_string(id.value()));
     const auto fit = est::fitRunLink(store, id);
     ri.intraNode = fit.link;
-    fitNote = "fitted from run " + std::to_string(id) + ": " + std::to_string(fit.samples) + " collectives, R^2 " +
+    fitNote = "fitted from run " + std::to_string(id.value()) + ": " + std::to_string(fit.samples) + " collectives, R^2 " +
               core::formatFixed(fit.r2, 3) + ", mean |error| " + core::formatFixed(fit.meanAbsRelError * 100, 1) + "%";
   } else {
     auto l = est::linkPreset(linkName);

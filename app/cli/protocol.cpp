@@ -47,7 +47,7 @@ void EventStream::progress(const core::Progress& p) {
   emit(e);
 }
 
-void EventStream::step(core::Id runId, std::string_view strategy, int step, int steps, const JsonValue* loss,
+void EventStream::step(core::RunId runId, std::string_view strategy, int step, int steps, const JsonValue* loss,
                        const JsonValue* stepMs) {
   std::lock_guard lock(mutex_);
   if (!out_) return;
@@ -57,20 +57,20 @@ void EventStream::step(core::Id runId, std::string_view strategy, int step, int 
   e.set("total", JsonValue::number(static_cast<std::int64_t>(steps)));
   e.set("label", JsonValue::string(std::string(strategy) + " steps"));
   e.set("unit", JsonValue::string("steps"));
-  e.set("run_id", JsonValue::number(static_cast<std::int64_t>(runId)));
+  e.set("run_id", JsonValue::number(static_cast<std::int64_t>(runId.value())));
   e.set("strategy", JsonValue::string(std::string(strategy)));
   if (loss && loss->isNumber()) e.set("loss", *loss);
   if (stepMs && stepMs->isNumber()) e.set("step_ms", *stepMs);
   emit(e);
 }
 
-void EventStream::run(core::Id runId, std::string_view strategy, std::string_view status) {
+void EventStream::run(core::RunId runId, std::string_view strategy, std::string_view status) {
   std::lock_guard lock(mutex_);
   if (!out_) return;
   if (std::find(runIds_.begin(), runIds_.end(), runId) == runIds_.end()) runIds_.push_back(runId);
   JsonValue e = JsonValue::object();
   e.set("event", JsonValue::string("run"));
-  e.set("run_id", JsonValue::number(static_cast<std::int64_t>(runId)));
+  e.set("run_id", JsonValue::number(static_cast<std::int64_t>(runId.value())));
   e.set("strategy", JsonValue::string(std::string(strategy)));
   e.set("status", JsonValue::string(std::string(status)));
   emit(e);
@@ -100,7 +100,7 @@ void EventStream::done(int exitCode) {
   std::lock_guard lock(mutex_);
   if (!out_) return;
   JsonValue ids = JsonValue::array();
-  for (auto id : runIds_) ids.push(JsonValue::number(static_cast<std::int64_t>(id)));
+  for (auto id : runIds_) ids.push(JsonValue::number(static_cast<std::int64_t>(id.value())));
   JsonValue e = JsonValue::object();
   e.set("event", JsonValue::string("done"));
   e.set("run_ids", std::move(ids));

@@ -33,9 +33,9 @@ class EventStream {
   // Throttled to ~10 events/s unless the stage changes or it is the last (done == total).
   void progress(const core::Progress& p);
   // One step of a run (never throttled): rank 0's progress line with its loss and step time.
-  void step(core::Id runId, std::string_view strategy, int step, int steps, const core::JsonValue* loss,
+  void step(core::RunId runId, std::string_view strategy, int step, int steps, const core::JsonValue* loss,
             const core::JsonValue* stepMs);
-  void run(core::Id runId, std::string_view strategy, std::string_view status);
+  void run(core::RunId runId, std::string_view strategy, std::string_view status);
   void warning(const std::string& message);
   // `files`: the inputs the command read (the error names one of them when it starts with it).
   void error(const std::string& message, const std::vector<std::string>& files);
@@ -49,7 +49,7 @@ class EventStream {
 
   std::unique_ptr<std::ostream> out_;
   std::mutex mutex_;
-  std::vector<core::Id> runIds_;
+  std::vector<core::RunId> runIds_;
   std::string lastStage_;
   long long lastMs_ = -1000000;
 };

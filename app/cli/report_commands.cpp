@@ -38,8 +38,8 @@ namespace {
 namespace fs = std::filesystem;
 using core::JsonValue;
 
-std::vector<core::Id> parseRunList(const std::string& list) {
-  std::vector<core::Id> ids;
+std::vector<core::RunId> parseRunList(const std::string& list) {
+  std::vector<core::RunId> ids;
   for (std::size_t pos = 0; pos <= list.size();) {
     const std::size_t comma = std::min(list.find(',', pos), list.size());
     const std::string item = list.substr(pos, comma - pos);
@@ -53,7 +53,7 @@ std::vector<core::Id> parseRunList(const std::string& list) {
       }
       if (used != item.size() || v <= 0)
         throw std::invalid_argument("--runs expects run ids separated by commas, got '" + item + "'");
-      ids.push_back(v);
+      ids.push_back(core::RunId{v});
     }
     pos = comma + 1;
   }
@@ -97,12 +97,12 @@ int cmdReport(const Args& a, core::CancelToken& cancel) {
         "--format pdf is not available: this shardscope-cli was built without Qt Gui (configure with "
         "-DSHARDSCOPE_BUILD_GUI=ON); use html and print it, or md/csv");
 #endif
-  const std::vector<core::Id> requested = parseRunList(a.get("runs"));
+  const std::vector<core::RunId> requested = parseRunList(a.get("runs"));
   if (a.has("runs") && requested.empty()) throw std::invalid_argument("--runs expects at least one run id");
   if (!fs::exists(a.get("db", "shardscope.db")))
     throw core::DatabaseError(a.get("db", "shardscope.db") + ": no such database file");
   core::TraceStore store(a.get("db", "shardscope.db"), core::Database::Mode::ReadOnly);
-  std::vector<core::Id> ids = requested;
+  std::vector<core::RunId> ids = requested;
   if (ids.empty()) {
     auto latest = store.latestRunId();
     if (!latest) throw core::Error(store.path() + ": the database has no runs (import a trace first)");
@@ -114,7 +114,7 @@ int cmdReport(const Args& a, core::CancelToken& cancel) {
     const auto b = parseRunList(a.get("baseline"));
     if (b.size() != 1) throw std::invalid_argument("--baseline expects one run id");
     if (std::find(ids.begin(), ids.end(), b[0]) == ids.end())
-      throw std::invalid_argument("--baseline " + std::to_string(b[0]) + " is not one of --runs");
+      throw std::invalid_argument("--baseline " + std::to_string(b[0].value()) + " is not one of --runs");
     opt.baseline = b[0];
   }
   const auto t0 = std::chrono::steady_clock::now();
@@ -154,9 +154,9 @@ int cmdReport(const Args& a, core::CancelToken& cancel) {
     JsonValue j = JsonValue::object();
     j.set("format", JsonValue::string(format));
     JsonValue runs = JsonValue::array();
-    for (auto id : ids) runs.push(JsonValue::number(static_cast<std::int64_t>(id)));
+    for (auto id : ids) runs.push(JsonValue::number(static_cast<std::int64_t>(id.value())));
     j.set("runs", std::move(runs));
-    j.set("baseline", JsonValue::number(static_cast<std::int64_t>(ids[report.baseline])));
+    j.set("baseline", JsonValue::number(static_cast<std::int64_t>(ids[report.baseline].value())));
     JsonValue fl = JsonValue::array();
     for (const auto& [path, bytes] : files) {
       JsonValue f = JsonValue::object();
@@ -167,14 +167,15 @@ int cmdReport(const Args& a, core::CancelToken& cancel) {
     j.set("files", std::move(fl));
     if (format == "pdf") j.set("pages", JsonValue::number(static_cast<std::int64_t>(pages)));
     const auto& rec = report.recommendation;
-    j.set("recommended_run", rec.recommended ? JsonValue::number(static_cast<std::int64_t>(ids[*rec.recommended])) : JsonValue());
+    j.set("recommended_run",
+          rec.recommended ? JsonValue::number(static_cast<std::int64_t>((ids[*rec.recommended]).value())) : JsonValue());
     j.set("build_seconds", JsonValue::number(report.buildSeconds));
     j.set("seconds", JsonValue::number(seconds));
     std::cout << j.dump() << "\n";
     return kOk;
   }
   std::cout << "report of run" << (ids.size() > 1 ? "s" : "");
-  for (std::size_t i = 0; i < ids.size(); ++i) std::cout << (i ? ", " : " ") << ids[i];
+  for (std::size_t i = 0; i < ids.size(); ++i) std::cout << (i ? ", " : " ") << ids[i].value();
   char timing[96];
   std::snprintf(timing, sizeof timing, " (%s) in %.2f s (analysis %.2f s):\n", format.c_str(), seconds, report.buildSeconds);
   std::cout << timing;
@@ -182,7 +183,7 @@ int cmdReport(const Args& a, core::CancelToken& cancel) {
     std::cout << "  " << path << "  " << core::reportBytes(static_cast<double>(bytes))
               << (format == "pdf" ? ", " + std::to_string(pages) + " page(s)" : "") << "\n";
   if (report.recommendation.recommended)
-    std::cout << "  recommended: run " << ids[*report.recommendation.recommended] << " ("
+    std::cout << "  recommended: run " << (ids[*report.recommendation.recommended]).value() << " ("
               << report.runs[*report.recommendation.recommended].name << ")\n";
   return kOk;
 }

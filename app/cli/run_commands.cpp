@@ -94,7 +94,7 @@ core::RunConfig configFrom(const Args& a, std::vector<std::string>& warnings) {
 std::string rootCause(const core::LaunchResult& r, const std::map<int, std::string>& lastErr, int firstRank);
 
 struct Launched {
-  core::Id runId = 0;
+  core::RunId runId;
   core::LaunchResult result;
 };
 
@@ -135,7 +135,7 @@ Launched launchRun(const std::string& db, const core::RunConfig& cfg, const std:
   }
   core::LaunchSpec spec;
   spec.program = locateWorker();
-  spec.args = {"--db", db, "--run-id", std::to_string(out.runId), "--config", cfgPath};
+  spec.args = {"--db", db, "--run-id", std::to_string(out.runId.value()), "--config", cfgPath};
   for (const char* opt : {"dump-params", "dump-losses"})
     if (a.has(opt)) {
       spec.args.push_back(std::string("--") + opt);
@@ -206,10 +206,10 @@ Launched launchRun(const std::string& db, const core::RunConfig& cfg, const std:
 }
 
 // The human summary of a run, on `os` (stderr when stdout carries --json).
-void printRunSummary(std::ostream& os, core::TraceStore& store, core::Id runId, const core::RunFigures& f) {
+void printRunSummary(std::ostream& os, core::TraceStore& store, core::RunId runId, const core::RunFigures& f) {
   auto run = store.run(runId);
   if (!run) return;
-  os << "run " << runId << " (" << run->name << "): " << core::toString(run->status);
+  os << "run " << runId.value() << " (" << run->name << "): " << core::toString(run->status);
   if (!run->failureReason.empty()) os << " - " << run->failureReason;
   os << "\n";
   // The figures as every surface shows them (core/analysis/run_figures.h, docs/METRICS.md).
@@ -270,7 +270,7 @@ std::string rootCause(const core::LaunchResult& r, const std::map<int, std::stri
 // for both; docs/METRICS.md defines them).
 core::JsonValue runJson(core::TraceStore& store, const Launched& l, const core::RunFigures& f) {
   core::JsonValue r = core::JsonValue::object();
-  r.set("run_id", core::JsonValue::number(static_cast<std::int64_t>(l.runId)));
+  r.set("run_id", core::JsonValue::number(static_cast<std::int64_t>(l.runId.value())));
   r.set("ok", core::JsonValue::boolean(l.result.ok));
   if (const auto run = store.run(l.runId)) {
     r.set("name", core::JsonValue::string(run->name));
@@ -299,11 +299,11 @@ core::JsonValue runJson(core::TraceStore& store, const Launched& l, const core::
 int finish(const Launched& l) {
   if (l.result.ok) return kOk;
   if (l.result.cancelled) {
-    std::cerr << "shardscope-cli: cancelled; run " << l.runId << " is stored as cancelled with what was captured\n";
+    std::cerr << "shardscope-cli: cancelled; run " << l.runId.value() << " is stored as cancelled with what was captured\n";
     return kCancelled;
   }
-  std::cerr << "error: run " << l.runId << " failed: " << l.result.reason << " (events captured before are kept)\n";
-  EventStream::instance().error("run " + std::to_string(l.runId) + " failed: " + l.result.reason, {});
+  std::cerr << "error: run " << l.runId.value() << " failed: " << l.result.reason << " (events captured before are kept)\n";
+  EventStream::instance().error("run " + std::to_string(l.runId.value()) + " failed: " + l.result.reason, {});
   return kFailed;
 }
 
@@ -362,7 +362,7 @@ int cmdCompare(const Args& a, core::CancelToken& cancel) {
   const std::string db = a.get("db", "shardscope.db");
   const bool json = a.has("json");
   core::JsonValue runs = core::JsonValue::array();
-  std::vector<core::Id> ids;
+  std::vector<core::RunId> ids;
   int rc = kOk;
   for (const auto& c : cfgs) {
     const std::string name = (a.has("name") ? a.get("name") + " " : std::string()) + std::string(core::toString(c.strategy));
@@ -394,10 +394,10 @@ int cmdCompare(const Args& a, core::CancelToken& cancel) {
     std::cout << "\n";
     printComparisonTable(std::cout, core::compareRuns(store, ids, 0));
     std::cout << "\nmost exposed collective per run:\n";
-    for (core::Id id : ids) {
+    for (core::RunId id : ids) {
       const auto b = core::findCollectiveBottlenecks(store, id, 1);
       const auto run = store.run(id);
-      std::cout << "  " << (run ? run->name : std::to_string(id)) << ": ";
+      std::cout << "  " << (run ? run->name : std::to_string(id.value())) << ": ";
       if (b.empty()) {
         std::cout << "no exposed all-gather or reduce-scatter\n";
         continue;

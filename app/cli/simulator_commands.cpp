@@ -78,7 +78,7 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
   Args a = args;
   if (args.has("profile-run")) {
     core::TraceStore store(dbPath, core::Database::Mode::ReadOnly);
-    measured = est::measuredProfile(store, intOption(args, "profile-run", 0, 1));
+    measured = est::measuredProfile(store, core::RunId{intOption(args, "profile-run", 0, 1)});
     if (!args.has("model")) a = withRunDefaults(args, *measured);
     // The run's own collectives give the link unless one is named.
     if (!a.has("link") && !a.has("fit-run")) a.options.push_back({"fit-run", a.get("profile-run")});
@@ -141,7 +141,7 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
 
   TerminalProgress bar;
   std::vector<est::SimulationResult> results;
-  std::vector<core::Id> runIds;
+  std::vector<core::RunId> runIds;
   std::unique_ptr<core::TraceStore> ts;
   if (store) ts = std::make_unique<core::TraceStore>(dbPath);
   for (auto s : strategies) {
@@ -178,7 +178,7 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
     JsonValue arr = JsonValue::array();
     for (std::size_t i = 0; i < results.size(); ++i) {
       JsonValue o = est::toJson(results[i]);
-      if (i < runIds.size()) o.set("run_id", JsonValue::number(static_cast<std::int64_t>(runIds[i])));
+      if (i < runIds.size()) o.set("run_id", JsonValue::number(static_cast<std::int64_t>(runIds[i].value())));
       arr.push(std::move(o));
     }
     out.set("simulations", std::move(arr));
@@ -193,7 +193,7 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
   os << "  link: " << ri.intraNode.name << " (" << core::formatFixed(ri.intraNode.busBwGBps, 3) << " GB/s bus, "
      << core::formatFixed(ri.intraNode.alphaUs, 1) << " us)" << (fitNote.empty() ? "" : "; " + fitNote) << "\n";
   if (measured)
-    os << "  measured run " << measured->runId << " (" << est::strategyName(measured->strategy) << "): step "
+    os << "  measured run " << measured->runId.value() << " (" << est::strategyName(measured->strategy) << "): step "
        << core::formatFixed(measured->stepS * 1e3, 2) << " ms, communication " << core::formatFixed(measured->commS * 1e3, 2)
        << " ms, exposed " << core::formatFixed(measured->exposedCommS * 1e3, 2) << " ms, overlap "
        << core::formatFixed(measured->overlap() * 100, 1) << "%, compute varies "
@@ -223,7 +223,7 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
                   core::formatFixed(r.steady.overlap() * 100, 1).c_str(),
                   est::formatBytes(static_cast<double>(r.peakBytes)).c_str(), core::formatFixed(r.tokensPerSPerDevice, 0).c_str(),
                   static_cast<long long>(r.collectivesPerStep), est::formatBytes(r.wireBytesPerStep).c_str(),
-                  core::formatFixed(r.wallS, 2).c_str(), i < runIds.size() ? std::to_string(runIds[i]).c_str() : "-");
+                  core::formatFixed(r.wallS, 2).c_str(), i < runIds.size() ? std::to_string(runIds[i].value()).c_str() : "-");
     os << line;
     if (r.slowestRankStepS > r.steady.stepS * 1.0001)
       os << "      slowest rank " << r.slowestRank << ": " << core::formatFixed(r.slowestRankStepS * 1e3, 2) << " ms\n";

@@ -127,12 +127,12 @@ int cmdTop(const Args& a, core::CancelToken& cancel) {
     limit = static_cast<std::size_t>(*v);
   }
   core::TraceStore store(a.get("db", "shardscope.db"), core::Database::Mode::ReadOnly);
-  core::Id runId = 0;
+  core::RunId runId;
   if (a.has("run")) {
     const auto v = positiveInt(a.get("run"), false);
     if (!v) throw core::Error("--run expects a run id (a positive integer), got '" + a.get("run") + "'");
-    if (!store.run(*v)) throw core::Error(store.path() + ": no run with id " + std::to_string(*v));
-    runId = *v;
+    runId = core::RunId{*v};
+    if (!store.run(runId)) throw core::Error(store.path() + ": no run with id " + std::to_string(*v));
   } else {
     const auto latest = store.latestRunId();
     if (!latest) throw core::Error(store.path() + ": the database has no runs (import a trace first)");
@@ -148,7 +148,7 @@ int cmdTop(const Args& a, core::CancelToken& cancel) {
     return kOk;
   }
   const auto run = store.run(runId);
-  std::cout << "run " << runId << "  " << (run ? run->name : std::string()) << "  (" << t.ranks.size()
+  std::cout << "run " << runId.value() << "  " << (run ? run->name : std::string()) << "  (" << t.ranks.size()
             << " rank(s); kernels: " << t.deviceLanes << ")\n\n";
   printTable(std::cout, "Top kernels", "device time", t.kernels, t.ranks, true);
   printTable(std::cout, "Top operators (cpu_op, by self time)", "operator self time", t.operators, t.ranks, false);

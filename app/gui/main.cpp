@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
                            &timeout = cl.timeout;
   parser.process(app);
 
-  QList<shardscope::core::Id> runs;
+  QList<shardscope::core::RunId> runs;
   QStringList runValues = parser.values(run);
   // `--run 1 2 3`: the ids after the first come as positional arguments.
   for (const QString& extra : parser.positionalArguments()) {
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
       bool ok = false;
       const qlonglong id = part.trimmed().toLongLong(&ok);
       if (!ok || id <= 0) return usage(QStringLiteral("--run expects run ids (positive integers), got '%1'").arg(part));
-      runs << id;
+      runs << shardscope::core::RunId{id};
     }
   }
   const QString pageId = parser.value(page);

@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     opts.dbPath = args.get("db");
-    if (args.has("run-id")) opts.runId = args.getInt("run-id", 0, 1);
+    if (args.has("run-id")) opts.runId = core::RunId{args.getInt("run-id", 0, 1)};
     opts.runName = args.get("run-name");
     opts.dumpParamsPath = args.get("dump-params");
     opts.dumpLossesPath = args.get("dump-losses");

@@ -297,7 +297,7 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
 
   const bool nccl = gpuComms_;
   const std::vector<Step> steps = stragglers ? store.steps(summary.run.id) : std::vector<Step>();
-  auto stepStart = [&](Id rankId, std::int64_t step) -> std::optional<TimeNs> {
+  auto stepStart = [&](RankId rankId, std::int64_t step) -> std::optional<TimeNs> {
     for (const Step& st : steps)
       if (st.rankId == rankId && st.step == step) return st.startNs;
     return std::nullopt;
@@ -497,7 +497,7 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
   return out;
 }
 
-std::vector<Bottleneck> findCollectiveBottlenecks(TraceStore& store, Id runId, std::size_t limit, const CancelToken* cancel) {
+std::vector<Bottleneck> findCollectiveBottlenecks(TraceStore& store, RunId runId, std::size_t limit, const CancelToken* cancel) {
   ScanContext ctx(store, runId);
   BottleneckAccumulator bottlenecks(ctx);
   StragglerAccumulator stragglers(ctx);

@@ -82,7 +82,7 @@ constexpr std::int64_t kLinkReferenceBytes = 1 << 20;
 // The `limit` costliest groups of exposed collectives of a run (every operation: all-gather,
 // reduce-scatter, all-reduce, all-to-all, broadcast, send/recv...), by exposed time summed over
 // their instances (collectives among one rank are local: never a bottleneck).
-std::vector<Bottleneck> findCollectiveBottlenecks(TraceStore& store, Id runId, std::size_t limit = 20,
+std::vector<Bottleneck> findCollectiveBottlenecks(TraceStore& store, RunId runId, std::size_t limit = 20,
                                                   const CancelToken* cancel = nullptr);
 
 struct ScanContext;
@@ -106,7 +106,7 @@ class BottleneckAccumulator {
 
   struct Comm {  // a collective on a device lane of the current rank
     TimeNs s, e;
-    Id track;
+    TrackId track;
     Id eventId;
     CollectiveOp op;
     std::int64_t step, bytes, correlation;
@@ -134,7 +134,7 @@ class BottleneckAccumulator {
  private:
   ScanContext& ctx_;
   std::size_t rankIndex_ = 0;
-  Id track_ = 0;
+  TrackId track_;
   TrackKind kind_ = TrackKind::CpuThread;
   std::vector<intervals::Span> compute_;
   std::vector<Comm> comms_;

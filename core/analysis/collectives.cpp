@@ -114,7 +114,7 @@ std::vector<CollectiveStats> CollectivesAccumulator::finish() {
   return out;
 }
 
-std::vector<CollectiveStats> computeCollectives(TraceStore& store, Id runId, const CancelToken* cancel) {
+std::vector<CollectiveStats> computeCollectives(TraceStore& store, RunId runId, const CancelToken* cancel) {
   ScanContext ctx(store, runId);
   CollectivesAccumulator acc(ctx);
   scanRun(ctx, cancel, acc);

@@ -35,7 +35,7 @@ std::optional<double> busBandwidthFactor(CollectiveOp op, int n);
 
 // Sorted by total time, descending. Collectives are the communication kernels (NCCL) on GPU streams,
 // or the spans of a run's communication lanes.
-std::vector<CollectiveStats> computeCollectives(TraceStore& store, Id runId, const CancelToken* cancel = nullptr);
+std::vector<CollectiveStats> computeCollectives(TraceStore& store, RunId runId, const CancelToken* cancel = nullptr);
 
 struct ScanContext;
 

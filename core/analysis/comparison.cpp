@@ -26,7 +26,7 @@ ComparisonRow& row(Comparison& c, const std::string& key, const std::string& lab
 
 }  // namespace
 
-Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size_t baseline, const CancelToken* cancel,
+Comparison compareRuns(TraceStore& store, const std::vector<RunId>& runs, std::size_t baseline, const CancelToken* cancel,
                        const AnalysisSource& source) {
   if (runs.empty()) throw Error("compare: no runs given");
   if (baseline >= runs.size()) throw Error("compare: the baseline is not one of the runs");
@@ -34,9 +34,9 @@ Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size
   c.runs = runs;
   c.baseline = baseline;
   std::vector<std::string> configs;
-  for (Id id : runs) {
+  for (RunId id : runs) {
     auto r = store.run(id);
-    if (!r) throw Error(store.path() + ": no run with id " + std::to_string(id));
+    if (!r) throw Error(store.path() + ": no run with id " + std::to_string(id.value()));
     c.names.push_back(r->name);
     configs.push_back(r->configJson);
   }
@@ -58,7 +58,7 @@ Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size
   row(c, metric_keys::kCheckpointSaveSeconds, "checkpoint save (s)", true);
 
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const Id id = runs[i];
+    const RunId id = runs[i];
     // One definition of every figure (run_figures.h): the same numbers as the run summary,
     // `analyze` and the reports.
     if (cancel) cancel->throwIfCancelled();
@@ -180,7 +180,7 @@ bool changeWithinNoise(double deltaPct, const RunFigures& a, const RunFigures& b
   return std::abs(deltaPct) <= std::max(a.stepSpreadPct.value_or(0.0), b.stepSpreadPct.value_or(0.0));
 }
 
-CollectiveComparison compareCollectives(const std::vector<Id>& runs, const std::vector<const RunAnalysis*>& analyses,
+CollectiveComparison compareCollectives(const std::vector<RunId>& runs, const std::vector<const RunAnalysis*>& analyses,
                                         const std::vector<RunFigures>& figures, std::size_t baseline) {
   if (analyses.size() != runs.size()) throw Error("compareCollectives: one analysis per run");
   if (baseline >= runs.size()) throw Error("compareCollectives: the baseline is not one of the runs");

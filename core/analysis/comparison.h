@@ -37,7 +37,7 @@ struct ConfigDiffRow {
 };
 
 struct Comparison {
-  std::vector<Id> runs;
+  std::vector<RunId> runs;
   std::vector<std::string> names;
   std::size_t baseline = 0;
   std::vector<ComparisonRow> rows;
@@ -57,7 +57,7 @@ constexpr const char* kCheckpointSaveSeconds = "checkpoint_save_s";
 
 // With `source`, each run's figures come from its analysis (runFigures(steps, memory peaks)) instead of
 // a pass of their own over the events: the same numbers, computed once.
-Comparison compareRuns(TraceStore& store, const std::vector<Id>& runs, std::size_t baseline = 0,
+Comparison compareRuns(TraceStore& store, const std::vector<RunId>& runs, std::size_t baseline = 0,
                        const CancelToken* cancel = nullptr, const AnalysisSource& source = {});
 
 // The collectives of several runs side by side, one row per operation (all process groups): what a
@@ -72,13 +72,13 @@ struct CollectiveChangeRow {
   std::vector<bool> withinNoise;                // |deltaPct| within the runs' step spread
 };
 struct CollectiveComparison {
-  std::vector<Id> runs;
+  std::vector<RunId> runs;
   std::size_t baseline = 0;
   std::vector<std::int64_t> rankSteps;    // the divisor of each run's values (0: totals, no steps)
   std::vector<CollectiveChangeRow> rows;  // by the baseline's time, then the others'
 };
 // `analyses` and `figures` (for the step spread) in the order of `runs`.
-CollectiveComparison compareCollectives(const std::vector<Id>& runs, const std::vector<const RunAnalysis*>& analyses,
+CollectiveComparison compareCollectives(const std::vector<RunId>& runs, const std::vector<const RunAnalysis*>& analyses,
                                         const std::vector<RunFigures>& figures, std::size_t baseline);
 
 // Recomputes every row's deltaPct, deltaPp and withinNoise against run `baseline` (the app's baseline

@@ -382,7 +382,7 @@ HtaFigures HtaAccumulator::finish() {
   return out;
 }
 
-HtaFigures computeHtaFigures(TraceStore& store, Id runId, const CancelToken* cancel) {
+HtaFigures computeHtaFigures(TraceStore& store, RunId runId, const CancelToken* cancel) {
   ScanContext ctx(store, runId);
   HtaAccumulator hta(ctx);
   scanRun(ctx, cancel, hta);

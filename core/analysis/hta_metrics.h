@@ -41,7 +41,7 @@ struct HtaFigures {
 };
 
 // Computes the figures for every rank of a run (traces.md §5.1-5.5).
-HtaFigures computeHtaFigures(TraceStore& store, Id runId, const CancelToken* cancel = nullptr);
+HtaFigures computeHtaFigures(TraceStore& store, RunId runId, const CancelToken* cancel = nullptr);
 
 struct ScanContext;
 

@@ -5,7 +5,7 @@
 
 namespace shardscope::core {
 
-inline bool rankHasGpuWork(const RunSummary& summary, Id rankId) {
+inline bool rankHasGpuWork(const RunSummary& summary, RankId rankId) {
   for (const auto& t : summary.tracks)
     if (t.track.rankId == rankId && t.track.kind == TrackKind::GpuStream && t.eventCount > 0) return true;
   return false;

@@ -24,7 +24,7 @@ std::vector<CounterSample> downsampleMax(const std::vector<CounterSample>& sampl
   return out;
 }
 
-std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, Id runId) {
+std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, RunId runId) {
   std::vector<MemoryPeak> out;
   const RunSummary summary = store.summary(runId);
   const std::vector<Step> steps = store.steps(runId);

@@ -32,7 +32,7 @@ struct MemoryPeak {
 };
 
 // One entry per (rank, device) with memory records, ordered by rank then device.
-std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, Id runId);
+std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, RunId runId);
 
 // At most `buckets` samples over [t0, t1): for each bucket the sample with the largest value (its own
 // time), so no peak is lost however far the curve is zoomed out. Samples must be sorted by time.

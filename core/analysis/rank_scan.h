@@ -56,7 +56,7 @@ class StringClasses {
 
 // The run being analysed: its summary and the string classes shared by the accumulators.
 struct ScanContext {
-  ScanContext(TraceStore& s, Id runId) : store(s), summary(s.summary(runId)), strings(s), runId_(runId) {}
+  ScanContext(TraceStore& s, RunId runId) : store(s), summary(s.summary(runId)), strings(s), runId_(runId) {}
   TraceStore& store;
   RunSummary summary;
   StringClasses strings;
@@ -70,7 +70,7 @@ struct ScanContext {
   }
 
  private:
-  Id runId_;
+  RunId runId_;
   bool stepsRead_ = false;
   std::vector<Step> steps_;
 };

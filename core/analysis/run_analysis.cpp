@@ -32,7 +32,7 @@ class Timed {
 
 }  // namespace
 
-RunAnalysis analyzeRun(TraceStore& store, Id runId, const RunAnalysisOptions& options, const CancelToken* cancel) {
+RunAnalysis analyzeRun(TraceStore& store, RunId runId, const RunAnalysisOptions& options, const CancelToken* cancel) {
   RunAnalysis out;
   const auto t0 = Clock::now();
   ScanContext ctx(store, runId);

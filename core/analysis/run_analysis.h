@@ -36,12 +36,13 @@ struct RunAnalysis {
   std::vector<std::pair<std::string, double>> timings;
 };
 
-RunAnalysis analyzeRun(TraceStore& store, Id runId, const RunAnalysisOptions& options = {}, const CancelToken* cancel = nullptr);
+RunAnalysis analyzeRun(TraceStore& store, RunId runId, const RunAnalysisOptions& options = {},
+                       const CancelToken* cancel = nullptr);
 
 // Where a run's analysis comes from when a caller already has it or keeps a cache of them (the app's
 // session analyses each run once for all its pages): given a run id, its analysis (made with at
 // least the default bottleneck limit; a consumer cuts the list to its own). Functions taking one compute nothing the source
 // gives; an empty source means "compute".
-using AnalysisSource = std::function<std::shared_ptr<const RunAnalysis>(Id runId)>;
+using AnalysisSource = std::function<std::shared_ptr<const RunAnalysis>(RunId runId)>;
 
 }  // namespace shardscope::core

@@ -81,12 +81,12 @@ std::optional<double> tokensPerStepOf(TraceStore& store, const Run& run, std::st
 
 }  // namespace
 
-RunFigures runFigures(TraceStore& store, Id runId, const std::vector<StepBreakdown>& steps,
+RunFigures runFigures(TraceStore& store, RunId runId, const std::vector<StepBreakdown>& steps,
                       const std::vector<MemoryPeak>& peaks) {
   RunFigures f;
   f.runId = runId;
   const auto run = store.run(runId);
-  if (!run) throw Error(store.path() + ": no run with id " + std::to_string(runId));
+  if (!run) throw Error(store.path() + ": no run with id " + std::to_string(runId.value()));
   f.source = run->source;
   f.steps = countedSteps(steps, run->source);
   for (const auto& b : steps)
@@ -212,7 +212,7 @@ std::optional<std::int64_t> RunFigures::rankPeakAllocated(int rank) const {
   return out;
 }
 
-RunFigures computeRunFigures(TraceStore& store, Id runId, const CancelToken* cancel) {
+RunFigures computeRunFigures(TraceStore& store, RunId runId, const CancelToken* cancel) {
   const auto steps = computeStepBreakdown(store, runId, cancel);
   return runFigures(store, runId, steps, computeMemoryPeaks(store, runId));
 }

@@ -34,7 +34,7 @@ struct DevicePeak {
 };
 
 struct RunFigures {
-  Id runId = 0;
+  RunId runId;
   RunSource source = RunSource::Kineto;
   CountedSteps steps;
   StepWindow window = StepWindow::Events;  // how the counted steps were measured (the first rank's)
@@ -62,9 +62,10 @@ struct RunFigures {
 };
 
 // From an analysis already at hand (analyzeRun's steps and memory peaks)...
-RunFigures runFigures(TraceStore& store, Id runId, const std::vector<StepBreakdown>& steps, const std::vector<MemoryPeak>& peaks);
+RunFigures runFigures(TraceStore& store, RunId runId, const std::vector<StepBreakdown>& steps,
+                      const std::vector<MemoryPeak>& peaks);
 // ...or computing them.
-RunFigures computeRunFigures(TraceStore& store, Id runId, const CancelToken* cancel = nullptr);
+RunFigures computeRunFigures(TraceStore& store, RunId runId, const CancelToken* cancel = nullptr);
 
 // How the step time was measured ("step windows recorded by the runtime", ...; "" without one).
 std::string describeStepTime(const RunFigures& f);

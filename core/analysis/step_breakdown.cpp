@@ -152,7 +152,7 @@ void StepBreakdownAccumulator::endRank(const Rank& rank) {
   last_ = nullptr;
 }
 
-std::vector<StepBreakdown> computeStepBreakdown(TraceStore& store, Id runId, const CancelToken* cancel) {
+std::vector<StepBreakdown> computeStepBreakdown(TraceStore& store, RunId runId, const CancelToken* cancel) {
   ScanContext ctx(store, runId);
   StepBreakdownAccumulator steps(ctx);
   scanRun(ctx, cancel, steps);

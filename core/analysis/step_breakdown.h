@@ -66,7 +66,7 @@ const char* describeStepRule(const CountedSteps& c);
 
 // One row per (rank, step) with events, ordered by rank then step. Device lanes are the rank's GPU
 // streams, or, for a CPU run without any, its CPU threads and communication lanes.
-std::vector<StepBreakdown> computeStepBreakdown(TraceStore& store, Id runId, const CancelToken* cancel = nullptr);
+std::vector<StepBreakdown> computeStepBreakdown(TraceStore& store, RunId runId, const CancelToken* cancel = nullptr);
 
 struct ScanContext;
 

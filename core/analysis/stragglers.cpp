@@ -219,7 +219,7 @@ std::optional<InstanceArrival> StragglerAccumulator::arrival(std::size_t rankInd
   return a;
 }
 
-StragglerReport detectStragglers(TraceStore& store, Id runId, const CancelToken* cancel) {
+StragglerReport detectStragglers(TraceStore& store, RunId runId, const CancelToken* cancel) {
   ScanContext ctx(store, runId);
   StragglerAccumulator acc(ctx);
   scanRun(ctx, cancel, acc);

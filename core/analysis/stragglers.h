@@ -63,7 +63,7 @@ struct StragglerReport {
 double binomialUpperTail(std::int64_t k, std::int64_t m, double p);
 
 // Instances are matched per (process group, operation) by their order on each rank.
-StragglerReport detectStragglers(TraceStore& store, Id runId, const CancelToken* cancel = nullptr);
+StragglerReport detectStragglers(TraceStore& store, RunId runId, const CancelToken* cancel = nullptr);
 
 // One collective instance seen from one rank, with the arrivals of its matched peers (clock-aligned).
 struct InstanceArrival {

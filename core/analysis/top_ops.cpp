@@ -178,7 +178,7 @@ TopOps TopOpsAccumulator::finish(std::size_t limit) {
   return out;
 }
 
-TopOps computeTopOps(TraceStore& store, Id runId, std::size_t limit, const CancelToken* cancel) {
+TopOps computeTopOps(TraceStore& store, RunId runId, std::size_t limit, const CancelToken* cancel) {
   ScanContext ctx(store, runId);
   TopOpsAccumulator acc(ctx);
   scanRun(ctx, cancel, acc);
@@ -220,7 +220,7 @@ JsonValue perRank(const std::vector<TimeNs>& v) {
 
 JsonValue toJson(const TopOps& t) {
   JsonValue j = JsonValue::object();
-  j.set("run", JsonValue::number(static_cast<std::int64_t>(t.runId)));
+  j.set("run", JsonValue::number(t.runId.value()));
   JsonValue ranks = JsonValue::array();
   for (int r : t.ranks) ranks.push(JsonValue::number(static_cast<std::int64_t>(r)));
   j.set("ranks", std::move(ranks));

@@ -51,7 +51,7 @@ struct TopOpsTable {
 };
 
 struct TopOps {
-  Id runId = 0;
+  RunId runId;
   std::vector<int> ranks;  // rank numbers, the order of every perRankNs
   // What the kernels are: "GPU streams", "CPU compute and communication lanes (no GPU)", both
   // ("GPU streams; ...") for a run whose ranks differ, or "none" when no rank has device lanes.
@@ -63,7 +63,8 @@ struct TopOps {
 constexpr std::size_t kTopOpsDefaultLimit = 50;
 
 // One pass over each rank of the run (rank_scan.h). limit 0: every name, no other row.
-TopOps computeTopOps(TraceStore& store, Id runId, std::size_t limit = kTopOpsDefaultLimit, const CancelToken* cancel = nullptr);
+TopOps computeTopOps(TraceStore& store, RunId runId, std::size_t limit = kTopOpsDefaultLimit,
+                     const CancelToken* cancel = nullptr);
 
 // As `top --json` prints it: {"run", "ranks", "device_lanes", "limit", "kernels": {...}, "operators": {...}}
 // with times in integer ns and shares as fractions.

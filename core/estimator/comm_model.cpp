@@ -332,11 +332,11 @@ LinkFit fitLink(const std::vector<CollectiveSample>& samples, const std::string&
   return f;
 }
 
-LinkFit fitRunLink(TraceStore& store, Id runId) {
-  return fitLink(collectiveSamples(store, runId), "fitted:run" + std::to_string(runId));
+LinkFit fitRunLink(TraceStore& store, RunId runId) {
+  return fitLink(collectiveSamples(store, runId), "fitted:run" + std::to_string(runId.value()));
 }
 
-std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId) {
+std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId) {
   // Per lane name (one per process group and rank, or a GPU stream), each rank's collectives in
   // order. When the ranks share a clock and every rank of a lane has the same sequence, the k-th instances are one collective:
   // its time is from the last rank's start to the ranks' mean end (the transfer once everyone has
@@ -346,7 +346,7 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId) {
     CollectiveSample s;
     TimeNs start = 0, end = 0;
   };
-  std::map<std::string, std::map<Id, std::vector<Inst>>> lanes;
+  std::map<std::string, std::map<RankId, std::vector<Inst>>> lanes;
   // Only our runtime's ranks share one clock (one machine's CLOCK_REALTIME, or the simulation's);
   // imported traces keep per-instance durations.
   const auto run = store.run(runId);
@@ -354,9 +354,9 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId) {
   // Our runs' first step is the warm-up (first use of every buffer and connection: its
   // collectives run several times slower); it is left out by core's steady-state rule
   // (core/analysis/step_breakdown.h), as the step figures leave it out.
-  std::map<Id, CountedSteps> counted;  // rank -> the steps the rule counts
+  std::map<RankId, CountedSteps> counted;  // rank -> the steps the rule counts
   if (run && leavesOutWarmup(run->source)) {
-    std::map<Id, std::vector<std::int64_t>> numbers;
+    std::map<RankId, std::vector<std::int64_t>> numbers;
     for (const auto& s : store.steps(runId)) numbers[s.rankId].push_back(s.step);
     for (const auto& [rank, n] : numbers) counted[rank] = countedStepNumbers(n, run->source);
   }

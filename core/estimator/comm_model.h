@@ -100,9 +100,9 @@ struct LinkFit {
 // with fewer than two samples with a size and a duration.
 LinkFit fitLink(const std::vector<CollectiveSample>& samples, const std::string& name);
 // fitLink over a stored run's collectives, named "fitted:run<id>".
-LinkFit fitRunLink(TraceStore& store, Id runId);
+LinkFit fitRunLink(TraceStore& store, RunId runId);
 // The all-reduce, all-gather and reduce-scatter instances of a run with a known size (communication
 // lanes of our runtime, or NCCL kernels of an imported trace), from the trace store.
-std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId);
+std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId);
 
 }  // namespace shardscope::core::estimator

@@ -47,10 +47,10 @@ core::CollectiveOp collOp(CollKind k) {
 
 }  // namespace
 
-MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
+MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
   const auto run = store.run(runId);
-  const std::string where = store.path() + ": run " + std::to_string(runId);
-  if (!run) throw Error(store.path() + ": no run with id " + std::to_string(runId));
+  const std::string where = store.path() + ": run " + std::to_string(runId.value());
+  if (!run) throw Error(store.path() + ": no run with id " + std::to_string(runId.value()));
   if (run->source != RunSource::Runtime)
     throw Error(where + " is " + std::string(toString(run->source)) +
                 ", not a run of our runtime: a compute profile needs its configuration and per-block spans");
@@ -98,9 +98,9 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
   // Steady steps per rank: the steps core's rule counts for a runtime run (core/analysis/
   // step_breakdown.h: all but the rank's first). A profile is never taken from a warm-up step: a
   // rank whose only step is its warm-up contributes none.
-  std::map<Id, std::int64_t> firstStep;  // the rank's first step number: the ranks' steps align on it
-  std::map<Id, CountedSteps> counted;
-  std::map<Id, std::vector<std::pair<std::int64_t, double>>> stepTimes;
+  std::map<RankId, std::int64_t> firstStep;  // the rank's first step number: the ranks' steps align on it
+  std::map<RankId, CountedSteps> counted;
+  std::map<RankId, std::vector<std::pair<std::int64_t, double>>> stepTimes;
   for (const auto& s : store.steps(runId)) {
     auto it = firstStep.find(s.rankId);
     if (it == firstStep.end() || s.step < it->second) firstStep[s.rankId] = s.step;
@@ -112,7 +112,7 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
     for (const auto& [n, d] : v) numbers.push_back(n);
     counted[rank] = countedStepNumbers(numbers, run->source);
   }
-  auto steady = [&](Id rankId, std::int64_t step) {
+  auto steady = [&](RankId rankId, std::int64_t step) {
     const auto c = counted.find(rankId);
     return c != counted.end() && c->second.warmupLeftOut && c->second.counts(step);
   };
@@ -129,7 +129,7 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
   mp.steadySteps = static_cast<int>(stepCount);
 
   // Compute time per (step, span name) per rank, for the rank-to-rank variation.
-  std::map<std::pair<std::int64_t, std::string>, std::map<Id, double>> perSpan;
+  std::map<std::pair<std::int64_t, std::string>, std::map<RankId, double>> perSpan;
   for (const auto& t : store.tracks(runId)) {
     if (t.kind != TrackKind::CpuThread || t.name.rfind("compute", 0) != 0) continue;
     const auto fs = firstStep.find(t.rankId);
@@ -210,7 +210,7 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
   }
   {
     // The same steady steps (the breakdown names ranks by number, not by id).
-    std::map<int, Id> rankIdOf;
+    std::map<int, RankId> rankIdOf;
     for (const auto& r : store.ranks(runId)) rankIdOf[r.rank] = r.id;
     double c = 0, x = 0;
     int n = 0;
@@ -226,7 +226,7 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
       mp.exposedCommS = x / n;
     }
   }
-  mp.compute.source = "run " + std::to_string(runId) + " (" + in.model.name + ", " + strategyName(mp.strategy) + ", " +
+  mp.compute.source = "run " + std::to_string(runId.value()) + " (" + in.model.name + ", " + strategyName(mp.strategy) + ", " +
                       std::to_string(in.gpus) + " ranks, " + std::to_string(stepCount) + " steady rank-steps)";
   return mp;
 }
@@ -238,8 +238,8 @@ void applyMeasuredProfile(SimulateInput& si, const MeasuredProfile& mp, bool kee
   for (int p = 0; p < kComputePhases; ++p) si.phaseJitter[p] = std::min(0.9, mp.phaseJitter[p]);
 }
 
-Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::string& name, const CancelToken* cancel,
-                     const ProgressFn& progress) {
+RunId writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::string& name, const CancelToken* cancel,
+                        const ProgressFn& progress) {
   const SimulateInput& in = sim.input;
   const EstimateInput& em = in.model;
   const bool gloo = in.comm.emulatedReduceScatter;
@@ -318,7 +318,7 @@ Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto ns = [&](double s) { return base + static_cast<TimeNs>(std::llround(s * 1e9)); };
 
-  Id runId = 0;
+  RunId runId;
   writeInTransaction(store, [&] {
     runId = store.createRun(run);
     std::vector<Id> groupIds;
@@ -358,7 +358,7 @@ Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::
       rk.host = "simulated-node" + std::to_string(tr.rank / std::max(1, std::min(em.gpusPerNode, em.gpus)));
       rk.device = gloo ? "cpu" : "cuda:" + std::to_string(tr.rank % std::max(1, std::min(em.gpusPerNode, em.gpus)));
       rk.sourceFile = "simulated";
-      const Id rankId = store.addRank(rk);
+      const RankId rankId = store.addRank(rk);
       Track ct;
       ct.rankId = rankId;
       ct.kind = TrackKind::CpuThread;
@@ -366,8 +366,9 @@ Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::
       ct.pid = tr.rank;
       ct.tid = 0;
       ct.sortIndex = 0;
-      const Id computeTrack = store.addTrack(ct);
-      std::vector<Id> commTracks, commGroups;
+      const TrackId computeTrack = store.addTrack(ct);
+      std::vector<TrackId> commTracks;
+      std::vector<Id> commGroups;
       for (std::size_t k = 0; k < sim.laneGroupKind.size(); ++k) {
         const auto [gname, gid] = groupOf(sim.laneGroupKind[k], tr.rank);
         Track t;
@@ -504,7 +505,7 @@ Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::
 
 JsonValue toJson(const MeasuredProfile& m) {
   JsonValue o = JsonValue::object();
-  o.set("run", JsonValue::number(static_cast<std::int64_t>(m.runId)));
+  o.set("run", JsonValue::number(m.runId.value()));
   o.set("strategy", JsonValue::string(strategyName(m.strategy)));
   o.set("step_s", JsonValue::number(m.stepS));
   o.set("comm_s", JsonValue::number(m.commS));

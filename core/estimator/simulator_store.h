@@ -11,7 +11,7 @@
 namespace shardscope::core::estimator {
 
 struct MeasuredProfile {
-  Id runId = 0;
+  RunId runId;
   EstimateInput input;  // the run's model, world size, tokens, precision and knobs
   Strategy strategy = Strategy::Ddp;
   // The run's FSDP knobs and step count (what EstimateInput does not hold).
@@ -46,7 +46,7 @@ JsonValue toJson(const MeasuredProfile& m);
 // Reads a runtime run's configuration and its compute spans ("forward <block>", "backward
 // <block or module>", "optimizer step" on each rank's compute lane). Throws core::Error naming the
 // store and run when the run is missing, not ours (no configuration), or has no steady step.
-MeasuredProfile measuredProfile(TraceStore& store, Id runId);
+MeasuredProfile measuredProfile(TraceStore& store, RunId runId);
 
 // Calibrates a simulation of si.model by a measured run (simulate --profile-run): the run's compute
 // per block, carried to si.model by FLOPs, and unless keepJitter its rank-to-rank jitter per phase
@@ -55,7 +55,7 @@ void applyMeasuredProfile(SimulateInput& si, const MeasuredProfile& mp, bool kee
 
 // Writes the kept ranks of a simulation as one run (source simulated, status completed) in one
 // transaction: nothing is left behind when it fails or is cancelled. Returns the run id.
-Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::string& name, const CancelToken* cancel = nullptr,
-                     const ProgressFn& progress = {});
+RunId writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::string& name,
+                        const CancelToken* cancel = nullptr, const ProgressFn& progress = {});
 
 }  // namespace shardscope::core::estimator

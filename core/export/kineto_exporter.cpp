@@ -169,9 +169,9 @@ void writeRank(exporting::RunContext& ctx, const Rank& rank, exporting::OutputFi
 
 }  // namespace
 
-ExportResult exportKineto(TraceStore& store, Id runId, const std::string& outDir, const ExportOptions& options) {
+ExportResult exportKineto(TraceStore& store, RunId runId, const std::string& outDir, const ExportOptions& options) {
   exporting::RunContext ctx(store, runId, options);
-  if (ctx.summary.ranks.empty()) throw Error(store.path() + ": run " + std::to_string(runId) + " has no ranks to export");
+  if (ctx.summary.ranks.empty()) throw Error(store.path() + ": run " + std::to_string(runId.value()) + " has no ranks to export");
   std::error_code ec;
   fs::create_directories(outDir, ec);
   if (ec || !fs::is_directory(outDir, ec))

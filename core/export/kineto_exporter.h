@@ -13,6 +13,6 @@ namespace shardscope::core {
 // OUTDIR if needed. All files are written under temporary names and renamed only once every rank
 // succeeded, so a failure or a cancel leaves no partial file behind. Throws core::Error
 // ("<path>: <what>") or core::Cancelled.
-ExportResult exportKineto(TraceStore& store, Id runId, const std::string& outDir, const ExportOptions& options = {});
+ExportResult exportKineto(TraceStore& store, RunId runId, const std::string& outDir, const ExportOptions& options = {});
 
 }  // namespace shardscope::core

@@ -10,7 +10,7 @@
 
 namespace shardscope::core {
 
-ExportResult exportPerfetto(TraceStore& store, Id runId, const std::string& outPath, const ExportOptions& options) {
+ExportResult exportPerfetto(TraceStore& store, RunId runId, const std::string& outPath, const ExportOptions& options) {
   exporting::RunContext ctx(store, runId, options);
   const bool gzip = outPath.size() > 3 && outPath.compare(outPath.size() - 3, 3, ".gz") == 0;
 
@@ -28,7 +28,7 @@ ExportResult exportPerfetto(TraceStore& store, Id runId, const std::string& outP
   b += R"({"displayTimeUnit":"ms","metadata":{"producer":"shardscope )" SHARDSCOPE_VERSION R"(","run":)";
   appendJsonString(b, ctx.summary.run.name);
   b += R"(,"run_id":)";
-  exporting::appendInt(b, runId);
+  exporting::appendInt(b, runId.value());
   b += R"(,"ranks":[)";
   for (std::size_t i = 0; i < ctx.summary.ranks.size(); ++i) {
     if (i) b.push_back(',');

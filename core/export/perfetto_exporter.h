@@ -13,6 +13,6 @@ namespace shardscope::core {
 // Layout: host of rank r -> pid r*100, GPU d of rank r -> pid r*100+1+d; slices that partially overlap
 // an enclosing slice of their thread move to overflow threads (tid 1,000,000+k); flow ids become
 // (r << 40) | id. Written to a temporary file and renamed; throws core::Error or core::Cancelled.
-ExportResult exportPerfetto(TraceStore& store, Id runId, const std::string& outPath, const ExportOptions& options = {});
+ExportResult exportPerfetto(TraceStore& store, RunId runId, const std::string& outPath, const ExportOptions& options = {});
 
 }  // namespace shardscope::core

@@ -179,7 +179,7 @@ void OutputFile::commit() {
 // ---------------------------------------------------------------------------------------------
 // RunContext
 
-RunContext::RunContext(TraceStore& s, Id runId, const ExportOptions& o) : store(s), options(o), summary(s.summary(runId)) {
+RunContext::RunContext(TraceStore& s, RunId runId, const ExportOptions& o) : store(s), options(o), summary(s.summary(runId)) {
   for (auto& pg : s.processGroups(runId)) groups.emplace(pg.id, pg);
   steps = s.steps(runId);
 }

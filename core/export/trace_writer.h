@@ -65,7 +65,7 @@ class OutputFile {
 
 // State of one export: the run's summary, its process groups and steps, progress and cancel.
 struct RunContext {
-  RunContext(TraceStore& s, Id runId, const ExportOptions& o);
+  RunContext(TraceStore& s, RunId runId, const ExportOptions& o);
   TraceStore& store;
   const ExportOptions& options;
   RunSummary summary;
@@ -151,7 +151,7 @@ class RankWriter {
   std::int64_t hostPid_ = 0;
   std::vector<TrackOut> tracks_;
   std::vector<const TrackSummary*> counters_;
-  std::unordered_map<Id, std::size_t> trackIndex_;  // track id -> tracks_ index
+  std::unordered_map<TrackId, std::size_t> trackIndex_;  // track id -> tracks_ index
   std::vector<Lane> lanes_;
   std::map<std::int64_t, std::set<std::int64_t>> usedTids_;  // pid -> tids taken
   std::map<std::int64_t, std::int64_t> nextOverflowTid_;     // pid -> next candidate

@@ -16,14 +16,14 @@ namespace fs = std::filesystem;
 constexpr std::string_view kFormat = "kineto";  // the reader's name, import_log.format
 
 struct RankState {
-  Id runId = 0;
-  Id rankId = 0;
+  RunId runId;
+  RankId rankId;
   // Per parser thread: local track/group id - 1 -> db id (and whether the track is CPU-side).
-  std::vector<std::vector<Id>> trackIds;
+  std::vector<std::vector<TrackId>> trackIds;
   std::vector<std::vector<char>> trackIsCpu;
   std::vector<std::vector<Id>> groupIds;
-  std::unordered_map<std::string, std::pair<Id, bool>> trackByKey;  // key -> (db id, CPU-side)
-  std::vector<Id> allTracks, cpuTracks;
+  std::unordered_map<std::string, std::pair<TrackId, bool>> trackByKey;  // key -> (db id, CPU-side)
+  std::vector<TrackId> allTracks, cpuTracks;
   ImportFileStats stats;              // summed over the file's batches
   std::vector<std::string> warnings;  // this file's, as they reach the result's
   FileHeader partial;                 // tsFloat, thread and process names from the parser threads
@@ -52,20 +52,20 @@ struct RankState {
     std::array<std::pair<std::int64_t, std::int64_t>, 64> ring{};
     std::size_t next = 0, size = 0;
   };
-  std::unordered_map<Id, CpuTrackCollectives> cpuCollectives;
-  Id lastCollTrack = 0;
+  std::unordered_map<TrackId, CpuTrackCollectives> cpuCollectives;
+  TrackId lastCollTrack;
   CpuTrackCollectives* lastColl = nullptr;  // cpuCollectives[lastCollTrack] (node-stable)
-  CpuTrackCollectives& collectivesOf(Id track) {
+  CpuTrackCollectives& collectivesOf(TrackId track) {
     if (!lastColl || lastCollTrack != track) {
       lastColl = &cpuCollectives[track];
       lastCollTrack = track;
     }
     return *lastColl;
   }
-  bool unresolvedCollective = false;      // a collective kernel's launch was not matched yet
-  std::unordered_map<Id, bool> gpuTrack;  // db track id -> is a GPU track
+  bool unresolvedCollective = false;           // a collective kernel's launch was not matched yet
+  std::unordered_map<TrackId, bool> gpuTrack;  // db track id -> is a GPU track
   // "pid\x1ftid" (source text) -> (db track id, is python), for thread names from M events.
-  std::unordered_multimap<std::string, std::pair<Id, bool>> tracksByIds;
+  std::unordered_multimap<std::string, std::pair<TrackId, bool>> tracksByIds;
   bool unresolvedGpu = false;
   bool cpuEventsSeen = false;
   std::int64_t cpuMin = 0, cpuMax = 0;
@@ -119,7 +119,7 @@ bool fillFromLaunch(const RankState& rs, EventChunk& c) {
   return changed;
 }
 
-ProcessGroup toProcessGroup(Id runId, const PGroup& g) {
+ProcessGroup toProcessGroup(RunId runId, const PGroup& g) {
   ProcessGroup pg;
   pg.runId = runId;
   pg.name = g.name;
@@ -191,7 +191,7 @@ KinetoWriter::KinetoWriter(TraceStore& store, ImportWriter& out, const ImportOpt
     r.trackIsCpu.resize(static_cast<std::size_t>(workers));
     r.groupIds.resize(static_cast<std::size_t>(workers));
   }
-  bulk_.setBeforeFlush([this](Id trackId, EventChunk& c) {
+  bulk_.setBeforeFlush([this](TrackId trackId, EventChunk& c) {
     if (!current_ || !(current_->unresolvedGpu || current_->unresolvedCollective) || !current_->gpuTrack.count(trackId))
       return false;
     fillFromLaunch(*current_, c);
@@ -206,7 +206,7 @@ void KinetoWriter::warnFile(RankState& rs, const std::string& w) {
   rs.warnings.push_back(w);
 }
 
-Id KinetoWriter::ensureRun(int file) {
+RunId KinetoWriter::ensureRun(int file) {
   if (!opt_.separateRuns && sharedRun_) return sharedRun_;
   Run run;
   run.name = opt_.runName.empty()
@@ -214,7 +214,7 @@ Id KinetoWriter::ensureRun(int file) {
                  : (opt_.separateRuns && files_.size() > 1 ? opt_.runName + " #" + std::to_string(file + 1) : opt_.runName);
   run.source = RunSource::Kineto;
   run.status = RunStatus::Completed;
-  const Id id = store_.createRun(run);
+  const RunId id = store_.createRun(run);
   result_.runIds.push_back(id);
   if (!opt_.separateRuns) sharedRun_ = id;
   return id;
@@ -267,7 +267,7 @@ void KinetoWriter::write(Batch& batch) {
     }
   }
   writeEvents(rs, *b);
-  const std::vector<Id>& wTracks = rs.trackIds[static_cast<std::size_t>(b->worker)];
+  const std::vector<TrackId>& wTracks = rs.trackIds[static_cast<std::size_t>(b->worker)];
   const std::vector<Id>& wStr = strIds_[static_cast<std::size_t>(b->worker)];
   for (std::size_t i = 0; i < b->memory.size(); ++i) {
     MemoryEvent m = b->memory[i];
@@ -332,7 +332,7 @@ void KinetoWriter::mapIds(RankState& rs, const Batch& batch) {
     tr.stream = t.stream;
     tr.derivedFrom = t.derivedFrom;
     tr.sortIndex = static_cast<int>(rs.allTracks.size());
-    const Id id = store_.addTrack(tr);
+    const TrackId id = store_.addTrack(tr);
     const bool cpu = t.cls == TrackClass::Cpu;
     rs.trackByKey.emplace(t.key, std::make_pair(id, cpu));
     rs.trackIds[w].push_back(id);
@@ -350,7 +350,7 @@ void KinetoWriter::mapIds(RankState& rs, const Batch& batch) {
 void KinetoWriter::writeEvents(RankState& rs, const Batch& batch) {
   const Batch* b = &batch;
   const auto w = static_cast<std::size_t>(b->worker);
-  const std::vector<Id>& wTracks = rs.trackIds[w];
+  const std::vector<TrackId>& wTracks = rs.trackIds[w];
   const std::vector<char>& wCpu = rs.trackIsCpu[w];
   const std::vector<Id>& wGroups = rs.groupIds[w];
   const std::vector<Id>& wStr = strIds_[w];
@@ -539,14 +539,14 @@ void KinetoWriter::endFile(RankState& rs, Batch& batch) {
   }
   // Everything of this file is written before the fix-ups below rewrite chunks.
   bulk_.flush();
-  const std::vector<Id>& cpuTracks = rs.cpuTracks;
-  const std::vector<Id>& allTracks = rs.allTracks;
-  std::vector<Id> gpuTracks;
-  for (Id t : rs.allTracks)
+  const std::vector<TrackId>& cpuTracks = rs.cpuTracks;
+  const std::vector<TrackId>& allTracks = rs.allTracks;
+  std::vector<TrackId> gpuTracks;
+  for (TrackId t : rs.allTracks)
     if (rs.gpuTrack.count(t)) gpuTracks.push_back(t);
   // Step windows that arrived after CPU events inside them.
   for (const auto& s : rs.lateSteps) {
-    for (Id t : cpuTracks) {
+    for (TrackId t : cpuTracks) {
       bulk_.rewriteChunks(t, s.start, s.end, [&](EventChunk& c) {
         bool changed = false;
         for (std::size_t i = 0; i < c.size(); ++i) {
@@ -561,7 +561,7 @@ void KinetoWriter::endFile(RankState& rs, Batch& batch) {
   }
   if (!rs.lateSteps.empty()) {
     // Late windows may give steps to launches of any GPU chunk.
-    for (Id t : gpuTracks) {
+    for (TrackId t : gpuTracks) {
       bulk_.rewriteChunks(t, std::numeric_limits<TimeNs>::min(), std::numeric_limits<TimeNs>::max(),
                           [&](EventChunk& c) { return fillFromLaunch(rs, c); });
     }
@@ -604,7 +604,7 @@ void KinetoWriter::endFile(RankState& rs, Batch& batch) {
 
 void KinetoWriter::finish() {
   // Run-level attributes.
-  for (Id runId : result_.runIds) {
+  for (RunId runId : result_.runIds) {
     auto run = store_.run(runId);
     if (!run) continue;
     int world = 0;

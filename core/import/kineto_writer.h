@@ -37,7 +37,7 @@ class KinetoWriter {
   void finish();
 
  private:
-  Id ensureRun(int file);
+  RunId ensureRun(int file);
   void mapIds(RankState& rs, const Batch& batch);
   void writeEvents(RankState& rs, const Batch& batch);
   void endFile(RankState& rs, Batch& batch);
@@ -55,7 +55,7 @@ class KinetoWriter {
   const RankState* current_ = nullptr;   // the rank whose batches are being written
   std::set<int> usedRanks_;
   std::map<int, std::string> rankFiles_;
-  Id sharedRun_ = 0;
+  RunId sharedRun_;
   std::optional<int> sharedWorld_;
   std::string sharedWorldFile_;
   std::uint64_t bytesDoneBefore_ = 0;

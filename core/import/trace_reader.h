@@ -52,7 +52,7 @@ struct ImportFileStats {
 };
 
 struct ImportResult {
-  std::vector<Id> runIds;
+  std::vector<RunId> runIds;
   std::vector<ImportFileStats> files;
   std::vector<std::string> warnings;
   std::uint64_t events = 0;

@@ -171,9 +171,9 @@ int dtypeSize(std::string_view dtype) {
   return 0;
 }
 
-std::string runLabel(std::string_view name, Id id) {
+std::string runLabel(std::string_view name, RunId id) {
   std::string out(name.empty() ? std::string_view("run") : name);
-  return out + " #" + std::to_string(id);
+  return out + " #" + std::to_string(id.value());
 }
 
 }  // namespace shardscope::core

@@ -6,8 +6,11 @@
 #include <string_view>
 #include <vector>
 
+#include "core/model/ids.h"
+
 namespace shardscope::core {
 
+// Ids of strings, events, chunks, flows and process groups; runs, ranks and tracks have typed ids (ids.h).
 using Id = std::int64_t;
 using TimeNs = std::int64_t;
 
@@ -46,7 +49,7 @@ constexpr int CollectiveMeta = 4;  // collective fields came from args (not gues
 std::string_view toString(RunSource s);
 // How a run is named wherever runs sit side by side: its name and id, "ddp #7" (two runs may share a
 // name; the id never repeats).
-std::string runLabel(std::string_view name, Id id);
+std::string runLabel(std::string_view name, RunId id);
 std::string_view toString(RunStatus s);
 std::string_view toString(TrackKind k);
 std::string_view toString(Category c);
@@ -60,7 +63,7 @@ CollectiveOp collectiveOpFromString(std::string_view s);  // accepts c10d/NCCL s
 int dtypeSize(std::string_view dtype);
 
 struct Run {
-  Id id = 0;
+  RunId id;
   std::string name;
   RunSource source = RunSource::Kineto;
   std::string strategy;
@@ -75,8 +78,8 @@ struct Run {
 };
 
 struct Rank {
-  Id id = 0;
-  Id runId = 0;
+  RankId id;
+  RunId runId;
   int rank = 0;
   std::string host;
   std::string device;
@@ -87,8 +90,8 @@ struct Rank {
 };
 
 struct Track {
-  Id id = 0;
-  Id rankId = 0;
+  TrackId id;
+  RankId rankId;
   TrackKind kind = TrackKind::CpuThread;
   std::string name;
   std::optional<std::int64_t> pid;
@@ -103,7 +106,7 @@ struct Track {
 
 struct ProcessGroup {
   Id id = 0;
-  Id runId = 0;
+  RunId runId;
   std::string name;
   std::string description;
   std::string backend;
@@ -113,7 +116,7 @@ struct ProcessGroup {
 
 // An event as written by the bulk writer (strings already interned).
 struct EventRecord {
-  Id trackId = 0;
+  TrackId trackId;
   TimeNs startNs = 0;
   TimeNs endNs = 0;
   Id nameId = 0;
@@ -134,7 +137,7 @@ struct EventRecord {
 // lives (and until its caches are invalidated after a rolled-back import); copy them to keep them.
 struct Event {
   Id id = 0;
-  Id trackId = 0;
+  TrackId trackId;
   TimeNs startNs = 0;
   TimeNs endNs = 0;
   std::string_view name;
@@ -153,7 +156,7 @@ struct Event {
 };
 
 struct Step {
-  Id rankId = 0;
+  RankId rankId;
   std::int64_t step = 0;
   TimeNs startNs = 0;
   TimeNs endNs = 0;
@@ -166,19 +169,19 @@ struct CounterSample {
 
 // A flow arrow that is not a CPU→GPU launch (those are implied by `correlation`).
 struct Flow {
-  Id rankId = 0;
+  RankId rankId;
   std::int64_t flowId = 0;
   Id catId = 0;
   Id nameId = 0;
   char phase = 's';  // 's' start, 't' step, 'f' finish
-  Id trackId = 0;
+  TrackId trackId;
   TimeNs tsNs = 0;
   bool bindEnclosing = false;  // "bp":"e"
 };
 
 // A [memory] allocation record (Kineto profile_memory=True, or our runtime's allocator hooks).
 struct MemoryEvent {
-  Id rankId = 0;
+  RankId rankId;
   TimeNs tsNs = 0;
   int deviceType = 0;  // c10::DeviceType: 0 CPU, 1 CUDA, 6 HIP
   int deviceId = 0;

@@ -38,7 +38,7 @@ std::string comparisonCsv(const Report& rep) {
     for (const auto& v : row.values) cells.push_back(v ? csvNumber(*v) : std::string());
     for (std::size_t i = 0; i < row.deltaPct.size(); ++i)
       cells.push_back(i != c.baseline && row.deltaPct[i] ? csvNumber(*row.deltaPct[i]) : std::string());
-    cells.push_back(row.best ? integer(c.runs[*row.best]) : std::string());
+    cells.push_back(row.best ? integer(c.runs[*row.best].value()) : std::string());
     cells.push_back(row.best ? csvText(c.names[*row.best]) : std::string());
     line(out, cells);
   }
@@ -51,7 +51,7 @@ std::string collectivesCsv(const Report& rep) {
              "exposed_ns", "algbw_gbps", "busbw_gbps"});
   for (const auto& r : rep.runs)
     for (const auto& c : r.analysis.collectives)
-      line(out, {integer(r.id), csvText(r.name), csvText(std::string(toString(c.op))), csvText(c.processGroup),
+      line(out, {integer(r.id.value()), csvText(r.name), csvText(std::string(toString(c.op))), csvText(c.processGroup),
                  integer(c.groupSize), integer(c.count), c.countWithBytes ? integer(c.bytes) : std::string(), integer(c.totalNs),
                  integer(c.meanNs), integer(c.exposedNs), c.algBwGBps ? csvNumber(*c.algBwGBps) : std::string(),
                  c.busBwGBps ? csvNumber(*c.busBwGBps) : std::string()});

@@ -43,10 +43,10 @@ std::string nowIso() {
 
 std::string curlyQuoted(const std::string& name) { return "\u201C" + name + "\u201D"; }
 
-std::string runLabel(const ReportRun& r) { return r.name + " (run " + std::to_string(r.id) + ")"; }
+std::string runLabel(const ReportRun& r) { return r.name + " (run " + std::to_string(r.id.value()) + ")"; }
 
 std::string runRef(const ReportRun& r) {
-  std::string s = "run " + std::to_string(r.id) + " " + curlyQuoted(r.name);
+  std::string s = "run " + std::to_string(r.id.value()) + " " + curlyQuoted(r.name);
   if (!r.strategy.empty()) s += " (" + r.strategy + ")";
   return s;
 }
@@ -206,7 +206,7 @@ void fillConfig(const RunSummary& s, ReportRun& rr) {
   if (cfgJson && cfgJson->isObject() && !cfgJson->members().empty()) {
     try {
       std::vector<std::string> warnings;
-      const RunConfig cfg = parseRunConfigJson(*cfgJson, "run " + std::to_string(run.id) + " config", &warnings);
+      const RunConfig cfg = parseRunConfigJson(*cfgJson, "run " + std::to_string(run.id.value()) + " config", &warnings);
       const JsonValue cur = toJson(cfg), def = toJson(RunConfig{});
       for (const auto& k : runConfigKeys()) {
         const JsonValue* v = cur.find(k.key);
@@ -298,7 +298,7 @@ void fillMemory(TraceStore& store, const RunSummary& s, ReportRun& rr, const Rep
   const double unit = static_cast<double>(top->peakAllocatedBytes) >= kGiB ? kGiB : kMiB;
   Chart c;
   c.kind = Chart::Kind::Line;
-  c.id = "memory-run-" + std::to_string(rr.id);
+  c.id = "memory-run-" + std::to_string(rr.id.value());
   c.title = "Memory allocated per rank: " + runLabel(rr);
   // Each rank on its own clock, from its first event: ranks of an imported job often come from hosts
   // whose clocks differ by far more than a step.
@@ -684,19 +684,20 @@ std::string prettyJson(const JsonValue& v) {
   return out;
 }
 
-Report buildReport(TraceStore& store, const std::vector<Id>& ids, const ReportOptions& opt, const CancelToken* cancel,
+Report buildReport(TraceStore& store, const std::vector<RunId>& ids, const ReportOptions& opt, const CancelToken* cancel,
                    const ProgressFn& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   if (ids.empty()) throw Error("report: no runs given");
   Report rep;
-  for (Id id : ids)
-    if (!store.run(id)) throw Error(store.path() + ": no run with id " + std::to_string(id));
+  for (RunId id : ids)
+    if (!store.run(id)) throw Error(store.path() + ": no run with id " + std::to_string(id.value()));
   for (std::size_t i = 0; i < ids.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
-      if (ids[i] == ids[j]) throw Error("report: run " + std::to_string(ids[i]) + " is listed twice");
+      if (ids[i] == ids[j]) throw Error("report: run " + std::to_string(ids[i].value()) + " is listed twice");
   if (opt.baseline) {
     auto it = std::find(ids.begin(), ids.end(), *opt.baseline);
-    if (it == ids.end()) throw Error("report: the baseline run " + std::to_string(*opt.baseline) + " is not one of the runs");
+    if (it == ids.end())
+      throw Error("report: the baseline run " + std::to_string(opt.baseline->value()) + " is not one of the runs");
     rep.baseline = static_cast<std::size_t>(it - ids.begin());
   }
   rep.generatedAt = opt.generatedAt.empty() ? nowIso() : opt.generatedAt;
@@ -709,8 +710,8 @@ Report buildReport(TraceStore& store, const std::vector<Id>& ids, const ReportOp
     if (progress) progress(Progress{stage, done, total, "steps"});
   };
   std::vector<Chart> memoryCharts;
-  for (Id id : ids) {
-    tick("analyse run " + std::to_string(id));
+  for (RunId id : ids) {
+    tick("analyse run " + std::to_string(id.value()));
     const RunSummary s = store.summary(id);
     ReportRun rr;
     rr.id = id;
@@ -744,7 +745,7 @@ Report buildReport(TraceStore& store, const std::vector<Id>& ids, const ReportOp
   }
   tick("compare runs");
   // The comparison's figures from the analyses just made (one pass over each run, not two).
-  rep.comparison = compareRuns(store, ids, rep.baseline, cancel, [&rep](Id id) -> std::shared_ptr<const RunAnalysis> {
+  rep.comparison = compareRuns(store, ids, rep.baseline, cancel, [&rep](RunId id) -> std::shared_ptr<const RunAnalysis> {
     for (const auto& r : rep.runs)
       if (r.id == id) return std::shared_ptr<const RunAnalysis>(std::shared_ptr<const RunAnalysis>(), &r.analysis);
     return nullptr;

@@ -23,7 +23,7 @@ namespace shardscope::core {
 
 struct ReportOptions {
   std::string title;                 // empty: "Shardscope report: <run name>" / "... comparison of N runs"
-  std::optional<Id> baseline;        // the run deltas refer to (must be one of the runs); default: the first
+  std::optional<RunId> baseline;     // the run deltas refer to (must be one of the runs); default: the first
   std::size_t bottleneckLimit = 10;  // costliest exposed all-gathers / reduce-scatters per run
   int memoryPoints = 400;            // buckets of the memory curves (max per bucket, so peaks survive)
   std::string generatedAt;           // ISO 8601 UTC; empty: now
@@ -46,7 +46,7 @@ struct ReportKnob {
 };
 
 struct ReportRun {
-  Id id = 0;
+  RunId id;
   std::string name;
   std::string source;   // "runtime", "kineto", ...
   std::string status;   // "completed", "failed", ...
@@ -106,7 +106,7 @@ struct Report {
 // Reads the runs and computes everything. Throws Error naming a run id that does not exist (or the
 // baseline when it is not one of the runs), Cancelled when `cancel` fires. Progress: one unit per
 // analysis step ("analyse run 3", ...).
-Report buildReport(TraceStore& store, const std::vector<Id>& runs, const ReportOptions& options = {},
+Report buildReport(TraceStore& store, const std::vector<RunId>& runs, const ReportOptions& options = {},
                    const CancelToken* cancel = nullptr, const ProgressFn& progress = {});
 
 // Formatting helpers shared by the writers (plain text, not escaped).

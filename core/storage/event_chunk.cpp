@@ -95,7 +95,7 @@ void EventChunk::push(const EventRecord& e) {
   groupSize.push_back(e.groupSize.value_or(0));
 }
 
-EventRecord EventChunk::record(std::size_t i, Id trackId) const {
+EventRecord EventChunk::record(std::size_t i, TrackId trackId) const {
   EventRecord e;
   e.trackId = trackId;
   e.startNs = start[i];

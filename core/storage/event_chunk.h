@@ -30,7 +30,7 @@ struct EventChunk {
   void clear();
   void reserve(std::size_t n);
   void push(const EventRecord& e);
-  EventRecord record(std::size_t i, Id trackId) const;
+  EventRecord record(std::size_t i, TrackId trackId) const;
   // Sorts by (start, end desc) and returns the permutation applied (old index of each new slot).
   std::vector<std::uint32_t> sortByTime();
 

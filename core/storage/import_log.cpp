@@ -16,7 +16,7 @@ constexpr const char* kImportLogColumns =
 ImportLogEntry readImportLogRow(const Statement& st) {
   ImportLogEntry e;
   e.id = st.int64(0);
-  e.runId = st.int64(1);
+  e.runId = RunId{st.int64(1)};
   if (!st.isNull(2)) e.rank = static_cast<int>(st.int64(2));
   e.path = st.text(3);
   e.format = st.text(4);
@@ -37,11 +37,11 @@ ImportLogEntry readImportLogRow(const Statement& st) {
 
 }  // namespace
 
-std::vector<ImportLogEntry> importLog(TraceStore& store, Id runId) {
+std::vector<ImportLogEntry> importLog(TraceStore& store, RunId runId) {
   std::vector<ImportLogEntry> out;
   if (schema::version(storeDb(store)) < 4) return out;  // a read-only file from before the table
   Statement st(storeDb(store), std::string("SELECT ") + kImportLogColumns + " FROM import_log WHERE run_id=? ORDER BY id");
-  st.bind(1, runId);
+  st.bind(1, runId.value());
   while (st.step()) out.push_back(readImportLogRow(st));
   return out;
 }

@@ -15,7 +15,7 @@ class TraceStore;
 
 struct ImportLogEntry {
   Id id = 0;
-  Id runId = 0;
+  RunId runId;
   std::optional<int> rank;  // the rank the file became (none for a format without ranks)
   std::string path;
   std::string format;  // the reader's name (TraceReader::name)
@@ -29,6 +29,6 @@ struct ImportLogEntry {
 
 // A run's import_log rows in the order the files were imported. Empty for runs that were not
 // imported, and for a database from before the table (version < 4) opened read-only.
-std::vector<ImportLogEntry> importLog(TraceStore& store, Id runId);
+std::vector<ImportLogEntry> importLog(TraceStore& store, RunId runId);
 
 }  // namespace shardscope::core

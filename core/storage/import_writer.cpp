@@ -48,25 +48,25 @@ void ImportWriter::commit() {
   committed_ = true;
 }
 
-void ImportWriter::setRankDeviceFromTracks(Id rankId) {
+void ImportWriter::setRankDeviceFromTracks(RankId rankId) {
   // The device a rank used is its GPU tracks' device (deviceProperties lists every visible GPU).
   Statement dev(storeDb(store_),
                 "UPDATE ranks SET device = COALESCE((SELECT 'cuda:' || MIN(device) FROM tracks WHERE "
                 "rank_id=?1 AND kind='gpu_stream' AND device IS NOT NULL), 'cpu') WHERE id=?1");
-  dev.bind(1, rankId);
+  dev.bind(1, rankId.value());
   dev.exec();
 }
 
-void ImportWriter::renameTrack(Id trackId, std::string_view name) {
+void ImportWriter::renameTrack(TrackId trackId, std::string_view name) {
   if (!rename_.handle()) rename_ = Statement(storeDb(store_), "UPDATE tracks SET name=? WHERE id=?");
-  rename_.bind(1, name).bind(2, trackId);
+  rename_.bind(1, name).bind(2, trackId.value());
   rename_.exec();
 }
 
-void ImportWriter::shiftRankRecords(Id rankId, TimeNs delta) {
+void ImportWriter::shiftRankRecords(RankId rankId, TimeNs delta) {
   Database& db = storeDb(store_);
   const std::string shift = std::to_string(delta);
-  const std::string rid = std::to_string(rankId);
+  const std::string rid = std::to_string(rankId.value());
   db.exec("UPDATE flows SET ts_ns=ts_ns+" + shift + " WHERE rank_id=" + rid);
   db.exec("UPDATE memory_events SET ts_ns=ts_ns+" + shift + " WHERE rank_id=" + rid);
   db.exec("UPDATE steps SET start_ns=start_ns+" + shift + ", end_ns=end_ns+" + shift + " WHERE rank_id=" + rid);
@@ -80,7 +80,7 @@ Id ImportWriter::addImportLog(const ImportLogEntry& e) {
   Statement st(storeDb(store_),
                "INSERT INTO import_log(run_id, rank, path, format, bytes, events, skipped, skipped_json, warnings_json, "
                "seconds) VALUES(?,?,?,?,?,?,?,?,?,?)");
-  st.bind(1, e.runId).bind(2, e.rank).bind(3, e.path).bind(4, e.format).bind(5, e.bytes).bind(6, e.events);
+  st.bind(1, e.runId.value()).bind(2, e.rank).bind(3, e.path).bind(4, e.format).bind(5, e.bytes).bind(6, e.events);
   st.bind(7, e.skipped).bind(8, reasons.dump()).bind(9, warnings.dump()).bind(10, e.seconds);
   st.exec();
   return storeDb(store_).lastInsertRowId();

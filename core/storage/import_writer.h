@@ -27,11 +27,11 @@ class ImportWriter {
   void commit();
 
   // ranks.device = "cuda:N" for the lowest device of the rank's GPU-stream tracks, else "cpu".
-  void setRankDeviceFromTracks(Id rankId);
-  void renameTrack(Id trackId, std::string_view name);
+  void setRankDeviceFromTracks(RankId rankId);
+  void renameTrack(TrackId trackId, std::string_view name);
   // Adds delta to the times of a rank's flows, memory records and steps (events and counters are
   // chunked: BulkWriter::shiftTracks).
-  void shiftRankRecords(Id rankId, TimeNs delta);
+  void shiftRankRecords(RankId rankId, TimeNs delta);
   // One imported file's row (entry.id is ignored); returns its id.
   Id addImportLog(const ImportLogEntry& entry);
 

@@ -8,14 +8,14 @@
 
 namespace shardscope::core {
 
-Id createRunRow(TraceStore& store, const Run& run) {
+RunId createRunRow(TraceStore& store, const Run& run) {
   Transaction tx(storeDb(store));
-  const Id id = store.createRun(run);
+  const RunId id = store.createRun(run);
   tx.commit();
   return id;
 }
 
-void setRunOutcome(TraceStore& store, Id runId, RunStatus status, const std::string& failureReason) {
+void setRunOutcome(TraceStore& store, RunId runId, RunStatus status, const std::string& failureReason) {
   Transaction tx(storeDb(store));
   store.setRunStatus(runId, status, failureReason);
   tx.commit();
@@ -45,7 +45,7 @@ RankWriter::~RankWriter() = default;
 int RankWriter::addLane(Track track) {
   track.rankId = rank_.id;
   Transaction tx(storeDb(*store_));
-  const Id id = store_->addTrack(track);
+  const TrackId id = store_->addTrack(track);
   tx.commit();
   laneTracks_.push_back(id);
   return static_cast<int>(laneTracks_.size() - 1);

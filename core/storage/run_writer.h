@@ -21,9 +21,9 @@ namespace shardscope::core {
 class TraceStore;
 
 // Creates the run row, committed at once (the other ranks and the launcher read its id).
-Id createRunRow(TraceStore& store, const Run& run);
+RunId createRunRow(TraceStore& store, const Run& run);
 // Sets a run's status (and failure reason), committed at once.
-void setRunOutcome(TraceStore& store, Id runId, RunStatus status, const std::string& failureReason = {});
+void setRunOutcome(TraceStore& store, RunId runId, RunStatus status, const std::string& failureReason = {});
 
 // One span of a live run as the runtime records it: on a lane of its rank (RankWriter::addLane),
 // names and process group by name (interned and resolved when written).
@@ -69,7 +69,7 @@ class RankWriter {
   RankWriter(const RankWriter&) = delete;
   RankWriter& operator=(const RankWriter&) = delete;
 
-  Id rankId() const { return rank_.id; }
+  RankId rankId() const { return rank_.id; }
   int laneCount() const { return static_cast<int>(laneTracks_.size()); }
   // A lane of this rank (track.rankId is set here); returns its index for LiveSpan::lane.
   int addLane(Track track);
@@ -85,10 +85,10 @@ class RankWriter {
  private:
   std::unique_ptr<TraceStore> store_;
   Rank rank_;
-  std::vector<Id> laneTracks_;
+  std::vector<TrackId> laneTracks_;
   std::map<std::string, Id> groupIds_;
-  std::map<std::pair<int, int>, std::pair<Id, Id>> memTracks_;  // (devType, dev) -> (allocated, reserved)
-  std::map<std::string, Id> counterTracks_;
+  std::map<std::pair<int, int>, std::pair<TrackId, TrackId>> memTracks_;  // (devType, dev) -> (allocated, reserved)
+  std::map<std::string, TrackId> counterTracks_;
 };
 
 }  // namespace shardscope::core

@@ -29,7 +29,7 @@ std::string nowIso8601() {
 
 Run readRun(const Statement& st) {
   Run r;
-  r.id = st.int64(0);
+  r.id = RunId{st.int64(0)};
   r.name = st.text(1);
   r.source = runSourceFromString(st.textView(2)).value_or(RunSource::Kineto);
   r.strategy = st.text(3);
@@ -66,7 +66,7 @@ std::string TraceStore::integrityCheck() {
   return st.step() ? st.text(0) : "?";
 }
 
-Id TraceStore::createRun(const Run& run) {
+RunId TraceStore::createRun(const Run& run) {
   Statement st(*db_,
                "INSERT INTO runs(name, source, strategy, config_json, world_size, devices_json, created_at, status, "
                "failure_reason, tags, metadata_json) VALUES(?,?,?,?,?,?,?,?,?,?,?)");
@@ -82,7 +82,7 @@ Id TraceStore::createRun(const Run& run) {
       .bind(10, run.tags)
       .bind(11, run.metadataJson.empty() ? std::string("{}") : run.metadataJson);
   st.exec();
-  return db_->lastInsertRowId();
+  return RunId{db_->lastInsertRowId()};
 }
 
 void TraceStore::updateRun(const Run& run) {
@@ -98,20 +98,20 @@ void TraceStore::updateRun(const Run& run) {
       .bind(7, run.failureReason)
       .bind(8, run.tags)
       .bind(9, run.metadataJson)
-      .bind(10, run.id);
+      .bind(10, run.id.value());
   st.exec();
 }
 
-void TraceStore::setRunStatus(Id runId, RunStatus status, const std::string& failureReason) {
+void TraceStore::setRunStatus(RunId runId, RunStatus status, const std::string& failureReason) {
   Statement st(*db_, "UPDATE runs SET status=?, failure_reason=? WHERE id=?");
-  st.bind(1, toString(status)).bind(2, failureReason).bind(3, runId);
+  st.bind(1, toString(status)).bind(2, failureReason).bind(3, runId.value());
   st.exec();
 }
 
-void TraceStore::deleteRun(Id runId) {
+void TraceStore::deleteRun(RunId runId) {
   Transaction tx(*db_);
   Statement st(*db_, "DELETE FROM runs WHERE id=?");
-  st.bind(1, runId);
+  st.bind(1, runId.value());
   st.exec();
   tx.commit();
 }
@@ -123,17 +123,17 @@ std::vector<Run> TraceStore::runs() {
   return out;
 }
 
-std::optional<Run> TraceStore::run(Id runId) {
+std::optional<Run> TraceStore::run(RunId runId) {
   Statement st(*db_, std::string("SELECT ") + kRunColumns + " FROM runs WHERE id=?");
-  st.bind(1, runId);
+  st.bind(1, runId.value());
   if (!st.step()) return std::nullopt;
   return readRun(st);
 }
 
-std::optional<Id> TraceStore::latestRunId() {
+std::optional<RunId> TraceStore::latestRunId() {
   Statement st(*db_, "SELECT MAX(id) FROM runs");
   if (!st.step() || st.isNull(0)) return std::nullopt;
-  return st.int64(0);
+  return RunId{st.int64(0)};
 }
 
 std::vector<RunCounts> TraceStore::runCounts() {
@@ -142,7 +142,7 @@ std::vector<RunCounts> TraceStore::runCounts() {
                "SELECT r.run_id, COUNT(DISTINCT r.id), "
                "IFNULL(SUM(CASE WHEN t.kind <> 'counter' THEN t.event_count ELSE 0 END), 0) "
                "FROM ranks r LEFT JOIN tracks t ON t.rank_id = r.id GROUP BY r.run_id");
-  while (st.step()) out.push_back(RunCounts{st.int64(0), static_cast<int>(st.int64(1)), st.int64(2)});
+  while (st.step()) out.push_back(RunCounts{RunId{st.int64(0)}, static_cast<int>(st.int64(1)), st.int64(2)});
   return out;
 }
 
@@ -164,11 +164,11 @@ RunsFingerprint TraceStore::runsFingerprint() {
   return f;
 }
 
-Id TraceStore::addRank(const Rank& r) {
+RankId TraceStore::addRank(const Rank& r) {
   Statement st(*db_,
                "INSERT INTO ranks(run_id, rank, host, device, source_file, time_base_ns, ts_float, metadata_json) "
                "VALUES(?,?,?,?,?,?,?,?)");
-  st.bind(1, r.runId)
+  st.bind(1, r.runId.value())
       .bind(2, r.rank)
       .bind(3, r.host)
       .bind(4, r.device)
@@ -177,7 +177,7 @@ Id TraceStore::addRank(const Rank& r) {
       .bind(7, r.tsFloat ? 1 : 0)
       .bind(8, r.metadataJson.empty() ? std::string("{}") : r.metadataJson);
   st.exec();
-  return db_->lastInsertRowId();
+  return RankId{db_->lastInsertRowId()};
 }
 
 void TraceStore::updateRank(const Rank& r) {
@@ -191,20 +191,20 @@ void TraceStore::updateRank(const Rank& r) {
       .bind(5, r.timeBaseNs)
       .bind(6, r.tsFloat ? 1 : 0)
       .bind(7, r.metadataJson)
-      .bind(8, r.id);
+      .bind(8, r.id.value());
   st.exec();
 }
 
-std::vector<Rank> TraceStore::ranks(Id runId) {
+std::vector<Rank> TraceStore::ranks(RunId runId) {
   std::vector<Rank> out;
   Statement st(*db_,
                "SELECT id, run_id, rank, host, device, source_file, time_base_ns, ts_float, metadata_json FROM ranks "
                "WHERE run_id=? ORDER BY rank");
-  st.bind(1, runId);
+  st.bind(1, runId.value());
   while (st.step()) {
     Rank r;
-    r.id = st.int64(0);
-    r.runId = st.int64(1);
+    r.id = RankId{st.int64(0)};
+    r.runId = RunId{st.int64(1)};
     r.rank = static_cast<int>(st.int64(2));
     r.host = st.text(3);
     r.device = st.text(4);
@@ -217,11 +217,11 @@ std::vector<Rank> TraceStore::ranks(Id runId) {
   return out;
 }
 
-Id TraceStore::addTrack(const Track& t) {
+TrackId TraceStore::addTrack(const Track& t) {
   Statement st(*db_,
                "INSERT INTO tracks(rank_id, kind, name, pid, tid, device, stream, sort_index, derived_from) "
                "VALUES(?,?,?,?,?,?,?,?,?)");
-  st.bind(1, t.rankId).bind(2, toString(t.kind)).bind(3, t.name).bind(4, t.pid).bind(5, t.tid);
+  st.bind(1, t.rankId.value()).bind(2, toString(t.kind)).bind(3, t.name).bind(4, t.pid).bind(5, t.tid);
   if (t.device)
     st.bind(6, *t.device);
   else
@@ -232,10 +232,10 @@ Id TraceStore::addTrack(const Track& t) {
   else
     st.bind(9, t.derivedFrom);
   st.exec();
-  return db_->lastInsertRowId();
+  return TrackId{db_->lastInsertRowId()};
 }
 
-std::pair<Id, Id> TraceStore::addMemoryTracks(Id rankId, int deviceType, int deviceId) {
+std::pair<TrackId, TrackId> TraceStore::addMemoryTracks(RankId rankId, int deviceType, int deviceId) {
   const std::string dev = (deviceType == 1 ? "cuda:" : "cpu:") + std::to_string(deviceId);
   const std::string suffix = std::to_string(deviceType) + ":" + std::to_string(deviceId);
   Track a;
@@ -249,11 +249,11 @@ std::pair<Id, Id> TraceStore::addMemoryTracks(Id rankId, int deviceType, int dev
   r.name = "memory reserved (" + dev + ")";
   r.sortIndex = 1001;
   r.derivedFrom = "memory_events:reserved:" + suffix;
-  const Id ai = addTrack(a);
+  const TrackId ai = addTrack(a);
   return {ai, addTrack(r)};
 }
 
-std::vector<Track> TraceStore::tracks(Id runId) {
+std::vector<Track> TraceStore::tracks(RunId runId) {
   std::vector<Track> out;
   for (auto& s : summary(runId).tracks) out.push_back(std::move(s.track));
   return out;
@@ -269,23 +269,28 @@ Id TraceStore::addProcessGroup(const ProcessGroup& pg) {
                "size=CASE WHEN excluded.size > 0 THEN excluded.size ELSE size END, "
                "ranks_json=CASE WHEN excluded.ranks_json NOT IN ('', '[]') THEN excluded.ranks_json ELSE ranks_json END "
                "RETURNING id");
-  st.bind(1, pg.runId).bind(2, pg.name).bind(3, pg.description).bind(4, pg.backend).bind(5, pg.size).bind(6, pg.ranksJson);
+  st.bind(1, pg.runId.value())
+      .bind(2, pg.name)
+      .bind(3, pg.description)
+      .bind(4, pg.backend)
+      .bind(5, pg.size)
+      .bind(6, pg.ranksJson);
   if (!st.step()) db_->fail("cannot add process group " + pg.name);
   const Id id = st.int64(0);
   st.reset();
   return id;
 }
 
-std::vector<ProcessGroup> TraceStore::processGroups(Id runId) {
+std::vector<ProcessGroup> TraceStore::processGroups(RunId runId) {
   std::vector<ProcessGroup> out;
   Statement st(*db_,
                "SELECT id, run_id, name, description, backend, size, ranks_json FROM process_groups WHERE run_id=? "
                "ORDER BY id");
-  st.bind(1, runId);
+  st.bind(1, runId.value());
   while (st.step()) {
     ProcessGroup pg;
     pg.id = st.int64(0);
-    pg.runId = st.int64(1);
+    pg.runId = RunId{st.int64(1)};
     pg.name = st.text(2);
     pg.description = st.text(3);
     pg.backend = st.text(4);
@@ -300,31 +305,34 @@ void TraceStore::addStep(const Step& s) {
   Statement st(*db_,
                "INSERT INTO steps(rank_id, step, start_ns, end_ns) VALUES(?,?,?,?) ON CONFLICT(rank_id, step) DO UPDATE "
                "SET start_ns=MIN(start_ns, excluded.start_ns), end_ns=MAX(end_ns, excluded.end_ns)");
-  st.bind(1, s.rankId).bind(2, s.step).bind(3, s.startNs).bind(4, s.endNs);
+  st.bind(1, s.rankId.value()).bind(2, s.step).bind(3, s.startNs).bind(4, s.endNs);
   st.exec();
 }
 
-std::vector<Step> TraceStore::steps(Id runId) {
+std::vector<Step> TraceStore::steps(RunId runId) {
   std::vector<Step> out;
   Statement st(*db_,
                "SELECT s.rank_id, s.step, s.start_ns, s.end_ns FROM steps s JOIN ranks r ON r.id = s.rank_id "
                "WHERE r.run_id=? ORDER BY r.rank, s.step");
-  st.bind(1, runId);
-  while (st.step()) out.push_back(Step{st.int64(0), st.int64(1), st.int64(2), st.int64(3)});
+  st.bind(1, runId.value());
+  while (st.step()) out.push_back(Step{RankId{st.int64(0)}, st.int64(1), st.int64(2), st.int64(3)});
   return out;
 }
 
-void TraceStore::setMetric(Id runId, std::optional<Id> rankId, const std::string& key, double value) {
+void TraceStore::setMetric(RunId runId, std::optional<RankId> rankId, const std::string& key, double value) {
   Statement st(*db_,
                "INSERT INTO metrics(run_id, rank_id, key, value) VALUES(?,?,?,?) "
                "ON CONFLICT(run_id, IFNULL(rank_id, -1), key) DO UPDATE SET value=excluded.value");
-  st.bind(1, runId).bind(2, rankId).bind(3, key).bind(4, value);
+  st.bind(1, runId.value())
+      .bind(2, rankId ? std::optional<std::int64_t>(rankId->value()) : std::nullopt)
+      .bind(3, key)
+      .bind(4, value);
   st.exec();
 }
 
-std::optional<double> TraceStore::metric(Id runId, std::optional<Id> rankId, const std::string& key) {
+std::optional<double> TraceStore::metric(RunId runId, std::optional<RankId> rankId, const std::string& key) {
   Statement st(*db_, "SELECT value FROM metrics WHERE run_id=? AND IFNULL(rank_id, -1)=? AND key=?");
-  st.bind(1, runId).bind(2, rankId.value_or(-1)).bind(3, key);
+  st.bind(1, runId.value()).bind(2, rankId ? rankId->value() : std::int64_t{-1}).bind(3, key);
   if (!st.step() || st.isNull(0)) return std::nullopt;
   return st.real(0);
 }
@@ -380,7 +388,7 @@ const std::string& TraceStore::cachedString(Id id) {
   return it->second;
 }
 
-Event TraceStore::makeEvent(const EventChunk& c, std::size_t i, Id chunkId, Id trackId) {
+Event TraceStore::makeEvent(const EventChunk& c, std::size_t i, Id chunkId, TrackId trackId) {
   Event e;
   e.id = EventChunk::eventId(chunkId, i);
   e.trackId = trackId;
@@ -416,9 +424,9 @@ bool eventOrder(const Event& a, const Event& b) {
 
 }  // namespace
 
-std::vector<Event> TraceStore::eventsInWindow(Id trackId, TimeNs t0, TimeNs t1, bool withArgs) {
+std::vector<Event> TraceStore::eventsInWindow(TrackId trackId, TimeNs t0, TimeNs t1, bool withArgs) {
   Statement st(*db_, "SELECT id, data FROM event_chunks WHERE track_id=? AND start_ns < ? AND end_ns >= ? ORDER BY start_ns, id");
-  st.bind(1, trackId).bind(2, t1).bind(3, t0);
+  st.bind(1, trackId.value()).bind(2, t1).bind(3, t0);
   std::vector<Event> out;
   while (st.step()) {
     const Id chunkId = st.int64(0);
@@ -434,7 +442,7 @@ std::vector<Event> TraceStore::eventsInWindow(Id trackId, TimeNs t0, TimeNs t1, 
   return out;
 }
 
-void TraceStore::forEachEvent(Id trackId, const std::function<void(const Event&)>& fn, bool withArgs) {
+void TraceStore::forEachEvent(TrackId trackId, const std::function<void(const Event&)>& fn, bool withArgs) {
   forEachEventRef(trackId, [&](const EventChunk& c, std::size_t begin, std::size_t end, Id chunkId) {
     for (std::size_t i = begin; i < end; ++i) {
       Event e = makeEvent(c, i, chunkId, trackId);
@@ -444,7 +452,8 @@ void TraceStore::forEachEvent(Id trackId, const std::function<void(const Event&)
   });
 }
 
-void TraceStore::forEachEventRef(Id trackId, const std::function<void(const EventChunk&, std::size_t, std::size_t, Id)>& fn) {
+void TraceStore::forEachEventRef(TrackId trackId,
+                                 const std::function<void(const EventChunk&, std::size_t, std::size_t, Id)>& fn) {
   // Chunks are sorted inside and come ordered by their first start; a chunk can only contribute
   // events once the merge frontier has reached its first start, so chunks are opened lazily.
   struct Cursor {
@@ -454,7 +463,7 @@ void TraceStore::forEachEventRef(Id trackId, const std::function<void(const Even
   };
   std::vector<Cursor> active;
   Statement st(*db_, "SELECT id, start_ns, data FROM event_chunks WHERE track_id=? ORDER BY start_ns, id");
-  st.bind(1, trackId);
+  st.bind(1, trackId.value());
   bool more = st.step();
   for (;;) {
     // Smallest head among the open cursors.
@@ -548,26 +557,26 @@ std::optional<Event> TraceStore::event(Id eventId, bool withArgs) {
   const EventChunk c = EventChunk::decode(blobOf(st, 1));
   const std::size_t i = EventChunk::indexOf(eventId);
   if (i >= c.size()) return std::nullopt;
-  Event e = makeEvent(c, i, EventChunk::chunkOf(eventId), st.int64(0));
+  Event e = makeEvent(c, i, EventChunk::chunkOf(eventId), TrackId{st.int64(0)});
   if (withArgs) e.argsJson = eventArgs(eventId);
   return e;
 }
 
-std::vector<CounterSample> TraceStore::counterSamples(Id trackId) {
+std::vector<CounterSample> TraceStore::counterSamples(TrackId trackId) {
   std::vector<CounterSample> out;
   forEachCounterSample(trackId, [&](TimeNs ts, double v) { out.push_back(CounterSample{ts, v}); });
   return out;
 }
 
-void TraceStore::forEachCounterSample(Id trackId, const std::function<void(TimeNs, double)>& fn) {
+void TraceStore::forEachCounterSample(TrackId trackId, const std::function<void(TimeNs, double)>& fn) {
   std::string derived;
-  Id rankId = 0;
+  RankId rankId;
   {
     Statement t(*db_, "SELECT IFNULL(derived_from, ''), rank_id FROM tracks WHERE id=?");
-    t.bind(1, trackId);
+    t.bind(1, trackId.value());
     if (t.step()) {
       derived = t.text(0);
-      rankId = t.int64(1);
+      rankId = RankId{t.int64(1)};
     }
   }
   if (!derived.empty()) {
@@ -578,76 +587,76 @@ void TraceStore::forEachCounterSample(Id trackId, const std::function<void(TimeN
       const bool allocated = std::string_view(which) == "allocated";
       Statement st(*db_, std::string("SELECT ts_ns, ") + (allocated ? "total_allocated" : "total_reserved") +
                              " FROM memory_events WHERE rank_id=? AND device_type=? AND device_id=? ORDER BY ts_ns, id");
-      st.bind(1, rankId).bind(2, type).bind(3, dev);
+      st.bind(1, rankId.value()).bind(2, type).bind(3, dev);
       while (st.step()) fn(st.int64(0), static_cast<double>(st.int64(1)));
     }
     return;
   }
   Statement st(*db_, "SELECT ts_ns, value FROM counters WHERE track_id=? ORDER BY ts_ns, rowid");
-  st.bind(1, trackId);
+  st.bind(1, trackId.value());
   while (st.step()) fn(st.int64(0), st.real(1));
 }
 
-std::vector<Flow> TraceStore::flows(Id rankId) {
+std::vector<Flow> TraceStore::flows(RankId rankId) {
   std::vector<Flow> out;
   forEachFlow(rankId, [&](const Flow& f) { out.push_back(f); });
   return out;
 }
 
-void TraceStore::forEachFlow(Id rankId, const std::function<void(const Flow&)>& fn, FlowOrder order) {
+void TraceStore::forEachFlow(RankId rankId, const std::function<void(const Flow&)>& fn, FlowOrder order) {
   // (rank_id, flow_id, rowid) is the flows_rank index order: FlowId streams without a sort.
   Statement st(*db_, order == FlowOrder::FlowId
                          ? "SELECT rank_id, flow_id, cat_id, name_id, phase, track_id, ts_ns, bind_enclosing FROM flows "
                            "WHERE rank_id=? ORDER BY flow_id, id"
                          : "SELECT rank_id, flow_id, cat_id, name_id, phase, track_id, ts_ns, bind_enclosing FROM flows "
                            "WHERE rank_id=? ORDER BY id");
-  st.bind(1, rankId);
+  st.bind(1, rankId.value());
   Flow f;
   while (st.step()) {
-    f.rankId = st.int64(0);
+    f.rankId = RankId{st.int64(0)};
     f.flowId = st.int64(1);
     f.catId = st.isNull(2) ? 0 : st.int64(2);
     f.nameId = st.isNull(3) ? 0 : st.int64(3);
     f.phase = st.textView(4).empty() ? 's' : st.textView(4)[0];
-    f.trackId = st.int64(5);
+    f.trackId = TrackId{st.int64(5)};
     f.tsNs = st.int64(6);
     f.bindEnclosing = st.int64(7) != 0;
     fn(f);
   }
 }
 
-std::optional<TimeNs> TraceStore::firstFlowNs(Id rankId) {
+std::optional<TimeNs> TraceStore::firstFlowNs(RankId rankId) {
   Statement st(*db_, "SELECT MIN(ts_ns) FROM flows WHERE rank_id=?");
-  st.bind(1, rankId);
+  st.bind(1, rankId.value());
   if (st.step() && !st.isNull(0)) return st.int64(0);
   return std::nullopt;
 }
 
-std::optional<TimeNs> TraceStore::firstMemoryEventNs(Id rankId) {
+std::optional<TimeNs> TraceStore::firstMemoryEventNs(RankId rankId) {
   Statement st(*db_, "SELECT MIN(ts_ns) FROM memory_events WHERE rank_id=?");
-  st.bind(1, rankId);
+  st.bind(1, rankId.value());
   if (st.step() && !st.isNull(0)) return st.int64(0);
   return std::nullopt;
 }
 
-bool TraceStore::hasMemoryEvents(Id rankId) {
+bool TraceStore::hasMemoryEvents(RankId rankId) {
   Statement st(*db_, "SELECT EXISTS(SELECT 1 FROM memory_events WHERE rank_id=?)");
-  st.bind(1, rankId);
+  st.bind(1, rankId.value());
   return st.step() && st.int64(0) != 0;
 }
 
-std::vector<MemoryEvent> TraceStore::memoryEvents(Id rankId) {
+std::vector<MemoryEvent> TraceStore::memoryEvents(RankId rankId) {
   std::vector<MemoryEvent> out;
   forEachMemoryEvent(rankId, [&](const MemoryEvent& m) { out.push_back(m); });
   return out;
 }
 
-void TraceStore::forEachMemoryEvent(Id rankId, const std::function<void(const MemoryEvent&)>& fn, bool totalsOnly) {
+void TraceStore::forEachMemoryEvent(RankId rankId, const std::function<void(const MemoryEvent&)>& fn, bool totalsOnly) {
   Statement st(*db_, totalsOnly ? "SELECT ts_ns, device_type, device_id, total_allocated, total_reserved "
                                   "FROM memory_events WHERE rank_id=? ORDER BY ts_ns, id"
                                 : "SELECT ts_ns, device_type, device_id, total_allocated, total_reserved, addr, bytes, "
                                   "out_of_memory FROM memory_events WHERE rank_id=? ORDER BY ts_ns, id");
-  st.bind(1, rankId);
+  st.bind(1, rankId.value());
   MemoryEvent m;
   m.rankId = rankId;
   while (st.step()) {
@@ -665,10 +674,10 @@ void TraceStore::forEachMemoryEvent(Id rankId, const std::function<void(const Me
   }
 }
 
-RunSummary TraceStore::summary(Id runId) {
+RunSummary TraceStore::summary(RunId runId) {
   RunSummary s;
   auto r = run(runId);
-  if (!r) throw Error(path() + ": no run with id " + std::to_string(runId));
+  if (!r) throw Error(path() + ": no run with id " + std::to_string(runId.value()));
   s.run = *r;
   s.ranks = ranks(runId);
   Statement st(*db_,
@@ -676,11 +685,11 @@ RunSummary TraceStore::summary(Id runId) {
                "t.min_start_ns, t.max_end_ns, t.max_dur_ns, t.collective_count, IFNULL(t.derived_from, '') FROM tracks t JOIN "
                "ranks r ON r.id = t.rank_id "
                "WHERE r.run_id=? ORDER BY r.rank, t.sort_index, t.id");
-  st.bind(1, runId);
+  st.bind(1, runId.value());
   while (st.step()) {
     TrackSummary ts;
-    ts.track.id = st.int64(0);
-    ts.track.rankId = st.int64(1);
+    ts.track.id = TrackId{st.int64(0)};
+    ts.track.rankId = RankId{st.int64(1)};
     ts.track.kind = trackKindFromString(st.textView(2)).value_or(TrackKind::CpuThread);
     ts.track.name = st.text(3);
     ts.track.pid = st.optInt64(4);
@@ -706,7 +715,7 @@ RunSummary TraceStore::summary(Id runId) {
   }
   {
     Statement c(*db_, "SELECT COUNT(*) FROM steps s JOIN ranks r ON r.id=s.rank_id WHERE r.run_id=?");
-    c.bind(1, runId);
+    c.bind(1, runId.value());
     if (c.step()) s.stepCount = c.int64(0);
   }
   return s;
@@ -762,7 +771,7 @@ void BulkWriter::addEvent(const EventRecord& e, const std::function<void(std::st
   endEvent(e, oc);
 }
 
-void BulkWriter::writeChunk(Id trackId, OpenChunk& oc) {
+void BulkWriter::writeChunk(TrackId trackId, OpenChunk& oc) {
   if (oc.chunk.size() == 0) return;
   const bool mark = beforeFlush_ && beforeFlush_(trackId, oc.chunk);
   const auto perm = oc.chunk.sortByTime();
@@ -770,7 +779,10 @@ void BulkWriter::writeChunk(Id trackId, OpenChunk& oc) {
   for (auto v : oc.chunk.end) maxEnd = std::max(maxEnd, v);
   const std::string blob = oc.chunk.encode();
   auto* h = insChunk_.handle();
-  insChunk_.bind(1, trackId).bind(2, static_cast<std::int64_t>(oc.chunk.size())).bind(3, oc.chunk.start.front()).bind(4, maxEnd);
+  insChunk_.bind(1, trackId.value())
+      .bind(2, static_cast<std::int64_t>(oc.chunk.size()))
+      .bind(3, oc.chunk.start.front())
+      .bind(4, maxEnd);
   if (sqlite3_bind_blob(h, 5, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC) != SQLITE_OK)
     storeDb(store_).fail("cannot bind event chunk");
   insChunk_.exec();
@@ -828,15 +840,15 @@ void BulkWriter::flush() {
   for (auto& [track, oc] : open_) writeChunk(track, oc);
 }
 
-void BulkWriter::addCounter(Id trackId, TimeNs ts, double value) {
-  insCounter_.bind(1, trackId).bind(2, ts).bind(3, value);
+void BulkWriter::addCounter(TrackId trackId, TimeNs ts, double value) {
+  insCounter_.bind(1, trackId.value()).bind(2, ts).bind(3, value);
   insCounter_.exec();
   noteSample(trackId, ts);
 }
 
 void BulkWriter::addFlow(const Flow& f) {
   const char phase[2] = {f.phase, 0};
-  insFlow_.bind(1, f.rankId).bind(2, f.flowId);
+  insFlow_.bind(1, f.rankId.value()).bind(2, f.flowId);
   if (f.catId)
     insFlow_.bind(3, f.catId);
   else
@@ -845,11 +857,11 @@ void BulkWriter::addFlow(const Flow& f) {
     insFlow_.bind(4, f.nameId);
   else
     insFlow_.bindNull(4);
-  insFlow_.bind(5, std::string_view(phase, 1)).bind(6, f.trackId).bind(7, f.tsNs).bind(8, f.bindEnclosing ? 1 : 0);
+  insFlow_.bind(5, std::string_view(phase, 1)).bind(6, f.trackId.value()).bind(7, f.tsNs).bind(8, f.bindEnclosing ? 1 : 0);
   insFlow_.exec();
 }
 
-void BulkWriter::noteSample(Id trackId, TimeNs ts) {
+void BulkWriter::noteSample(TrackId trackId, TimeNs ts) {
   auto [it, fresh] = stats_.try_emplace(trackId);
   auto& s = it->second;
   if (fresh || ts < s.minStart) s.minStart = ts;
@@ -858,7 +870,7 @@ void BulkWriter::noteSample(Id trackId, TimeNs ts) {
 }
 
 void BulkWriter::addMemoryEvent(const MemoryEvent& m) {
-  insMemory_.bind(1, m.rankId)
+  insMemory_.bind(1, m.rankId.value())
       .bind(2, m.tsNs)
       .bind(3, m.deviceType)
       .bind(4, m.deviceId)
@@ -870,11 +882,11 @@ void BulkWriter::addMemoryEvent(const MemoryEvent& m) {
   insMemory_.exec();
 }
 
-void BulkWriter::rewriteChunks(Id trackId, TimeNs t0, TimeNs t1, const std::function<bool(EventChunk&)>& fn) {
+void BulkWriter::rewriteChunks(TrackId trackId, TimeNs t0, TimeNs t1, const std::function<bool(EventChunk&)>& fn) {
   std::vector<std::pair<Id, std::string>> chunks;
   {
     Statement st(storeDb(store_), "SELECT id, data FROM event_chunks WHERE track_id=? AND start_ns <= ? AND end_ns >= ?");
-    st.bind(1, trackId).bind(2, t1).bind(3, t0);
+    st.bind(1, trackId.value()).bind(2, t1).bind(3, t0);
     while (st.step()) chunks.emplace_back(st.int64(0), std::string(blobOf(st, 1)));
   }
   Statement upd(storeDb(store_), "UPDATE event_chunks SET data=?, start_ns=?, end_ns=? WHERE id=?");
@@ -911,17 +923,17 @@ void BulkWriter::rewriteMarked(const std::function<bool(EventChunk&)>& fn) {
   }
 }
 
-void BulkWriter::shiftTracks(const std::vector<Id>& trackIds, TimeNs delta) {
+void BulkWriter::shiftTracks(const std::vector<TrackId>& trackIds, TimeNs delta) {
   if (delta == 0) return;
   flush();
   Statement counters(storeDb(store_), "UPDATE counters SET ts_ns = ts_ns + ? WHERE track_id = ?");
-  for (Id t : trackIds) {
+  for (TrackId t : trackIds) {
     rewriteChunks(t, std::numeric_limits<TimeNs>::min(), std::numeric_limits<TimeNs>::max(), [&](EventChunk& c) {
       for (auto& v : c.start) v += delta;
       for (auto& v : c.end) v += delta;
       return true;
     });
-    counters.bind(1, delta).bind(2, t);
+    counters.bind(1, delta).bind(2, t.value());
     counters.exec();
     if (auto it = stats_.find(t); it != stats_.end()) {
       it->second.minStart += delta;
@@ -937,7 +949,7 @@ void BulkWriter::finish() {
                "max_end_ns = MAX(IFNULL(max_end_ns, ?3), ?3), max_dur_ns = MAX(max_dur_ns, ?4), "
                "collective_count = collective_count + ?5 WHERE id = ?6");
   for (const auto& [track, s] : stats_) {
-    st.bind(1, s.count).bind(2, s.minStart).bind(3, s.maxEnd).bind(4, s.maxDur).bind(5, s.collectives).bind(6, track);
+    st.bind(1, s.count).bind(2, s.minStart).bind(3, s.maxEnd).bind(4, s.maxDur).bind(5, s.collectives).bind(6, track.value());
     st.exec();
   }
   stats_.clear();

@@ -41,7 +41,7 @@ struct RunSummary {
 
 // The stored counts of one run, from the per-track statistics (no event is read).
 struct RunCounts {
-  Id runId = 0;
+  RunId runId;
   int ranks = 0;
   std::int64_t events = 0;  // stored events (counter samples excluded)
 };
@@ -83,33 +83,33 @@ class TraceStore {
   std::string integrityCheck();
 
   // Runs
-  Id createRun(const Run& run);
+  RunId createRun(const Run& run);
   void updateRun(const Run& run);
-  void setRunStatus(Id runId, RunStatus status, const std::string& failureReason = {});
-  void deleteRun(Id runId);
+  void setRunStatus(RunId runId, RunStatus status, const std::string& failureReason = {});
+  void deleteRun(RunId runId);
   std::vector<Run> runs();
-  std::optional<Run> run(Id runId);
-  std::optional<Id> latestRunId();
+  std::optional<Run> run(RunId runId);
+  std::optional<RunId> latestRunId();
   // Rank and event counts of every run that has ranks (one query over the track statistics).
   std::vector<RunCounts> runCounts();
   RunsFingerprint runsFingerprint();
 
   // Structure
-  Id addRank(const Rank& rank);
+  RankId addRank(const Rank& rank);
   void updateRank(const Rank& rank);
-  std::vector<Rank> ranks(Id runId);
-  Id addTrack(const Track& track);
+  std::vector<Rank> ranks(RunId runId);
+  TrackId addTrack(const Track& track);
   // The two counter tracks of one device's memory, "memory allocated (cpu:0)" / "memory reserved
   // (cuda:N)", read from memory_events (derived_from); deviceType 0 CPU, 1 CUDA. Returns
   // {allocated, reserved}. Writers that record allocations (the runtime, the simulator) use it.
-  std::pair<Id, Id> addMemoryTracks(Id rankId, int deviceType, int deviceId);
-  std::vector<Track> tracks(Id runId);
+  std::pair<TrackId, TrackId> addMemoryTracks(RankId rankId, int deviceType, int deviceId);
+  std::vector<Track> tracks(RunId runId);
   Id addProcessGroup(const ProcessGroup& pg);
-  std::vector<ProcessGroup> processGroups(Id runId);
+  std::vector<ProcessGroup> processGroups(RunId runId);
   void addStep(const Step& step);
-  std::vector<Step> steps(Id runId);
-  void setMetric(Id runId, std::optional<Id> rankId, const std::string& key, double value);
-  std::optional<double> metric(Id runId, std::optional<Id> rankId, const std::string& key);
+  std::vector<Step> steps(RunId runId);
+  void setMetric(RunId runId, std::optional<RankId> rankId, const std::string& key, double value);
+  std::optional<double> metric(RunId runId, std::optional<RankId> rankId, const std::string& key);
 
   // Interned strings (names, categories, dtypes). Cached in memory; call invalidateCaches() after a
   // rolled-back transaction, since ids created inside it no longer exist.
@@ -122,31 +122,31 @@ class TraceStore {
   // Reads for the timeline and exporters.
   // Events of one track overlapping [t0, t1), ordered by start (then end descending, so parents come
   // before their children). Uses the (track_id, start_ns) index and the track's max duration.
-  std::vector<Event> eventsInWindow(Id trackId, TimeNs t0, TimeNs t1, bool withArgs = false);
+  std::vector<Event> eventsInWindow(TrackId trackId, TimeNs t0, TimeNs t1, bool withArgs = false);
   // Every event of a track in start order (then end descending), streamed: chunks are merged as
   // the walk reaches them, so memory stays bounded whatever the track size.
-  void forEachEvent(Id trackId, const std::function<void(const Event&)>& fn, bool withArgs = true);
+  void forEachEvent(TrackId trackId, const std::function<void(const Event&)>& fn, bool withArgs = true);
   // The same walk, in the same order, without building an Event: fn gets a decoded chunk, a run of
   // consecutive indices [begin, end) in it that come next, and the chunk id (EventChunk::eventId
   // makes an event id). String columns are ids (stringView). For analyses that read millions of events.
-  void forEachEventRef(Id trackId, const std::function<void(const EventChunk&, std::size_t begin, std::size_t end, Id)>& fn);
-  std::vector<CounterSample> counterSamples(Id trackId);
+  void forEachEventRef(TrackId trackId, const std::function<void(const EventChunk&, std::size_t begin, std::size_t end, Id)>& fn);
+  std::vector<CounterSample> counterSamples(TrackId trackId);
   // The same samples in the same order, streamed.
-  void forEachCounterSample(Id trackId, const std::function<void(TimeNs ts, double value)>& fn);
-  std::vector<Flow> flows(Id rankId);
-  void forEachFlow(Id rankId, const std::function<void(const Flow&)>& fn, FlowOrder order = FlowOrder::Stored);
+  void forEachCounterSample(TrackId trackId, const std::function<void(TimeNs ts, double value)>& fn);
+  std::vector<Flow> flows(RankId rankId);
+  void forEachFlow(RankId rankId, const std::function<void(const Flow&)>& fn, FlowOrder order = FlowOrder::Stored);
   // The earliest flow / memory record of a rank (nullopt when it has none), and whether it has any
   // memory record.
-  std::optional<TimeNs> firstFlowNs(Id rankId);
-  std::optional<TimeNs> firstMemoryEventNs(Id rankId);
-  bool hasMemoryEvents(Id rankId);
-  std::vector<MemoryEvent> memoryEvents(Id rankId);
+  std::optional<TimeNs> firstFlowNs(RankId rankId);
+  std::optional<TimeNs> firstMemoryEventNs(RankId rankId);
+  bool hasMemoryEvents(RankId rankId);
+  std::vector<MemoryEvent> memoryEvents(RankId rankId);
   // The same records in the same order (time, then id), streamed: nothing is kept. With totalsOnly
   // only the time, device and running totals are read (addr, bytes, outOfMemory stay 0): a third
   // cheaper, for peak searches.
-  void forEachMemoryEvent(Id rankId, const std::function<void(const MemoryEvent&)>& fn, bool totalsOnly = false);
+  void forEachMemoryEvent(RankId rankId, const std::function<void(const MemoryEvent&)>& fn, bool totalsOnly = false);
 
-  RunSummary summary(Id runId);
+  RunSummary summary(RunId runId);
 
   // The args JSON of one event ("" when it has none).
   std::string eventArgs(Id eventId);
@@ -163,7 +163,7 @@ class TraceStore {
     std::string data;
   };
   const ArgsBlock* argsBlockFor(Id chunkId);
-  Event makeEvent(const EventChunk& c, std::size_t i, Id chunkId, Id trackId);
+  Event makeEvent(const EventChunk& c, std::size_t i, Id chunkId, TrackId trackId);
   const std::string& cachedString(Id id);
 
   std::unique_ptr<Database> db_;
@@ -189,15 +189,15 @@ class BulkWriter {
   void addEvent(const EventRecord& e, std::string_view argsJson = {});
   // As above, with the args written by `appendArgs` straight into the chunk's args block.
   void addEvent(const EventRecord& e, const std::function<void(std::string&)>& appendArgs);
-  void addCounter(Id trackId, TimeNs ts, double value);
+  void addCounter(TrackId trackId, TimeNs ts, double value);
   void addFlow(const Flow& f);
   void addMemoryEvent(const MemoryEvent& m);
   // Counts a sample of a derived counter track (Track::derivedFrom) in the track statistics.
-  void noteSample(Id trackId, TimeNs ts);
+  void noteSample(TrackId trackId, TimeNs ts);
 
   // Called on each chunk just before it is written (e.g. to fill steps learnt since its events came).
   // Returning true marks the chunk for a later rewriteMarked() (something is still unresolved).
-  void setBeforeFlush(std::function<bool(Id trackId, EventChunk&)> fn) { beforeFlush_ = std::move(fn); }
+  void setBeforeFlush(std::function<bool(TrackId trackId, EventChunk&)> fn) { beforeFlush_ = std::move(fn); }
   // Rewrites the chunks marked by beforeFlush (and forgets the marks); fn as for rewriteChunks.
   void rewriteMarked(const std::function<bool(EventChunk&)>& fn);
   void flush();   // writes every open chunk
@@ -205,9 +205,9 @@ class BulkWriter {
 
   // Rewrites the written chunks of a track that overlap [t0, t1]; fn returns true when it changed
   // the chunk (times may change but must keep their order, e.g. a constant shift).
-  void rewriteChunks(Id trackId, TimeNs t0, TimeNs t1, const std::function<bool(EventChunk&)>& fn);
+  void rewriteChunks(TrackId trackId, TimeNs t0, TimeNs t1, const std::function<bool(EventChunk&)>& fn);
   // Shifts every event/counter time of the given tracks by delta (statistics included).
-  void shiftTracks(const std::vector<Id>& trackIds, TimeNs delta);
+  void shiftTracks(const std::vector<TrackId>& trackIds, TimeNs delta);
 
  private:
   struct OpenChunk {
@@ -223,7 +223,7 @@ class BulkWriter {
     TimeNs maxEnd = 0;
     TimeNs maxDur = 0;
   };
-  void writeChunk(Id trackId, OpenChunk& oc);
+  void writeChunk(TrackId trackId, OpenChunk& oc);
   // The args block as stored: LZ4 in compressed_ (valid until the next call), or `data` itself.
   std::string_view compressArgs(std::string_view data);
   OpenChunk& beginEvent(const EventRecord& e);
@@ -235,9 +235,9 @@ class BulkWriter {
   Statement insCounter_;
   Statement insFlow_;
   Statement insMemory_;
-  std::unordered_map<Id, OpenChunk> open_;
-  std::unordered_map<Id, TrackStats> stats_;
-  std::function<bool(Id, EventChunk&)> beforeFlush_;
+  std::unordered_map<TrackId, OpenChunk> open_;
+  std::unordered_map<TrackId, TrackStats> stats_;
+  std::function<bool(TrackId, EventChunk&)> beforeFlush_;
   std::vector<Id> marked_;
   std::string compressed_;
   void rewriteChunk(Id chunkId, std::string_view blob, const std::function<bool(EventChunk&)>& fn, Statement& upd);

@@ -373,7 +373,8 @@ double TimelineIndex::sampleMax(std::uint32_t laneIndex, std::uint32_t begin, st
 
 class TimelineBuilder {
  public:
-  TimelineBuilder(TraceStore& store, Id runId, const BuildOptions& options, const CancelToken* cancel, const ProgressFn& progress)
+  TimelineBuilder(TraceStore& store, RunId runId, const BuildOptions& options, const CancelToken* cancel,
+                  const ProgressFn& progress)
       : store_(store), runId_(runId), options_(options), cancel_(cancel), progress_(progress), classes_(store) {}
 
   std::shared_ptr<const TimelineIndex> run() {
@@ -387,7 +388,7 @@ class TimelineBuilder {
       if (t.track.kind == TrackKind::Counter && !options_.withCounters) continue;
       total_ += static_cast<std::uint64_t>(std::max<std::int64_t>(0, t.eventCount));
     }
-    std::map<Id, std::vector<Step>> steps;
+    std::map<RankId, std::vector<Step>> steps;
     for (const Step& s : store_.steps(runId_)) steps[s.rankId].push_back(s);
     report();
 
@@ -695,7 +696,7 @@ class TimelineBuilder {
 
   TraceStore& store_;
   bool worldOfOne_ = false;  // a run we trained or simulated on one rank: its collectives are local
-  Id runId_;
+  RunId runId_;
   BuildOptions options_;
   const CancelToken* cancel_;
   const ProgressFn& progress_;
@@ -707,7 +708,7 @@ class TimelineBuilder {
   std::uint64_t total_ = 0, done_ = 0, reported_ = 0;
 };
 
-std::shared_ptr<const TimelineIndex> TimelineIndex::build(TraceStore& store, Id runId, const BuildOptions& options,
+std::shared_ptr<const TimelineIndex> TimelineIndex::build(TraceStore& store, RunId runId, const BuildOptions& options,
                                                           const CancelToken* cancel, const ProgressFn& progress) {
   TimelineBuilder b(store, runId, options, cancel, progress);
   return b.run();

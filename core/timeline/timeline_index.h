@@ -85,7 +85,7 @@ struct Coverage {
 };
 
 struct Lane {
-  Id trackId = 0;  // 0 for a derived CommGroup lane
+  TrackId trackId;  // 0 for a derived CommGroup lane
   LaneKind kind = LaneKind::CpuThread;
   int rankIndex = 0;  // into TimelineIndex::ranks()
   std::string name;
@@ -146,7 +146,7 @@ struct Lane {
 };
 
 struct RankInfo {
-  Id rankId = 0;
+  RankId rankId;
   int rank = 0;
   std::string host, device;
   bool hasGpu = false;                   // device lanes are the GPU streams (else CPU threads + comm lanes)
@@ -183,10 +183,10 @@ class TimelineIndex {
   // Streams every track of the run (TraceStore::forEachEventRef) and builds the index. Meant for a
   // worker thread with its own TraceStore; progress counts events (and counter samples); throws
   // core::Cancelled when cancelled.
-  static std::shared_ptr<const TimelineIndex> build(TraceStore& store, Id runId, const BuildOptions& options = {},
+  static std::shared_ptr<const TimelineIndex> build(TraceStore& store, RunId runId, const BuildOptions& options = {},
                                                     const CancelToken* cancel = nullptr, const ProgressFn& progress = {});
 
-  Id runId() const { return runId_; }
+  RunId runId() const { return runId_; }
   const std::vector<Lane>& lanes() const { return lanes_; }
   const Lane& lane(std::uint32_t i) const { return lanes_.at(i); }
   const std::vector<RankInfo>& ranks() const { return ranks_; }
@@ -239,7 +239,7 @@ class TimelineIndex {
 
  private:
   friend class TimelineBuilder;
-  Id runId_ = 0;
+  RunId runId_;
   std::vector<Lane> lanes_;
   std::vector<RankInfo> ranks_;
   std::vector<ProcessGroup> groups_;

@@ -33,7 +33,7 @@ class Recorder {
  public:
   struct Options {
     std::string dbPath;
-    core::Id runId = 0;
+    core::RunId runId;
     int rank = 0;
     std::string host;
     std::string device = "cpu";
@@ -46,7 +46,7 @@ class Recorder {
   Recorder& operator=(const Recorder&) = delete;
 
   bool enabled() const { return opts_.enabled; }
-  core::Id rankId() const { return rankId_; }
+  core::RankId rankId() const { return rankId_; }
   // A lane (track) of this rank: "compute" (CPU thread) or a communication lane per process group.
   int lane(const std::string& name, core::TrackKind kind, int sortIndex);
   // A GPU stream lane (CUPTI records), or a CPU lane of another thread (CUDA API records).
@@ -74,7 +74,7 @@ class Recorder {
 
   Options opts_;
   std::unique_ptr<core::RankWriter> writer_;  // guarded by writeMu_
-  core::Id rankId_ = 0;
+  core::RankId rankId_;
   std::mutex mu_;
   std::mutex writeMu_;
   std::condition_variable cv_;

@@ -153,7 +153,7 @@ class RankLife {
   // store), this rank's recorder with its compute lane, the communicator's lanes, the allocator's
   // records.
   void startRecording() {
-    if (runId_ == 0) {
+    if (!runId_) {
       if (env_.rank == 0) {
         core::TraceStore store(opts_.dbPath);
         core::Run run;
@@ -164,9 +164,9 @@ class RankLife {
         run.worldSize = cfg_.worldSize;
         run.status = core::RunStatus::Running;
         runId_ = core::createRunRow(store, run);
-        comm_->storeSet("shardscope/run_id", std::to_string(runId_));
+        comm_->storeSet("shardscope/run_id", std::to_string(runId_.value()));
       } else {
-        runId_ = std::stoll(comm_->storeGet("shardscope/run_id"));
+        runId_ = core::RunId{std::stoll(comm_->storeGet("shardscope/run_id"))};
       }
     }
     capture::Recorder::Options ro;
@@ -341,13 +341,13 @@ class RankLife {
     tracker_->setRecorder(nullptr);
     rec_->close();
     comm_->world().barrier();  // every rank's data is committed
-    if (env_.rank == 0 && opts_.runId == 0) {
+    if (env_.rank == 0 && !opts_.runId) {
       core::TraceStore store(opts_.dbPath);
       core::setRunOutcome(store, runId_, core::RunStatus::Completed);
     }
     if (opts_.progressLines) {
       std::printf("@ss {\"rank\":%d,\"event\":\"done\",\"run_id\":%lld,\"step_ms\":%.3f}\n", rank_,
-                  static_cast<long long>(runId_), meanMs_);
+                  static_cast<long long>(runId_.value()), meanMs_);
       std::fflush(stdout);
     }
   }
@@ -373,7 +373,7 @@ class RankLife {
       } catch (...) {
       }
     }
-    if (opts_.runId == 0 && runId_ != 0) {
+    if (!opts_.runId && runId_) {
       try {
         core::TraceStore store(opts_.dbPath);
         core::setRunOutcome(store, runId_, core::RunStatus::Failed, "rank " + std::to_string(rank_) + ": " + msg);
@@ -536,7 +536,7 @@ class RankLife {
   core::RunConfig cfg_;  // the engine keeps a reference: declared before it
   const WorkerOptions& opts_;
   int rank_ = -1;
-  core::Id runId_ = 0;
+  core::RunId runId_;
   DistEnv env_;
   bool cuda_ = false;
   bool sharedDevice_ = false;

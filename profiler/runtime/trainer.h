@@ -13,7 +13,7 @@ namespace shardscope::runtime {
 
 struct WorkerOptions {
   std::string dbPath;  // the trace store (created if missing)
-  core::Id runId = 0;  // 0: rank 0 creates the run and shares its id through the store
+  core::RunId runId;   // 0: rank 0 creates the run and shares its id through the store
   std::string runName;
   std::string dumpParamsPath;  // rank 0 writes every full parameter (float32, model order) here
   std::string dumpLossesPath;  // each rank writes its per-step losses (one per line) here (+ ".rank<R>" when world > 1)

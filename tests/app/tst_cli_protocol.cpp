@@ -110,7 +110,7 @@ class TestCliProtocol : public QObject {
     core::TraceStore store(db.toStdString(), core::Database::Mode::ReadOnly);
     QList<qint64> stored;
     for (const auto& run : store.runs())
-      if (run.name != "first") stored << run.id;
+      if (run.name != "first") stored << qint64(run.id.value());
     std::sort(stored.begin(), stored.end());
     QCOMPARE(stored.size(), 2);
     QList<qint64> fromRuns;
@@ -213,7 +213,7 @@ class TestCliProtocol : public QObject {
     QCOMPARE(ofKind(all, "progress").size(), 3);  // one per step of rank 0
     core::TraceStore store(db.toStdString(), core::Database::Mode::ReadOnly);
     QCOMPARE(store.runs().size(), std::size_t(1));
-    QCOMPARE(store.runs()[0].id, id);
+    QCOMPARE(store.runs()[0].id, core::RunId{id});
     QCOMPARE(idsOf(all.last()["run_ids"].toArray()), QList<qint64>{id});
   }
 };

@@ -62,8 +62,8 @@ class TestCliReport : public QObject {
       ++seed;
     }
     core::TraceStore store(db_.toStdString());
-    store.setMetric(1, std::nullopt, core::metric_keys::kTokensPerSecond, 900);
-    store.setMetric(2, std::nullopt, core::metric_keys::kTokensPerSecond, 1200);
+    store.setMetric(core::RunId{1}, std::nullopt, core::metric_keys::kTokensPerSecond, 900);
+    store.setMetric(core::RunId{2}, std::nullopt, core::metric_keys::kTokensPerSecond, 1200);
   }
 
   void help() {

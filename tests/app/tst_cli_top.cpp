@@ -64,7 +64,7 @@ class TestCliTop : public QObject {
     QVERIFY2(r.code == 0, qPrintable(r.err));
     const QJsonObject j = QJsonDocument::fromJson(r.out.toUtf8()).object();
     core::TraceStore store(db_.toStdString(), core::Database::Mode::ReadOnly);
-    const core::TopOps t = core::computeTopOps(store, 1);
+    const core::TopOps t = core::computeTopOps(store, core::RunId{1});
     QCOMPARE(j["run"].toInt(), 1);
     QCOMPARE(j["ranks"].toArray(), (QJsonArray{0, 1}));
     QCOMPARE(j["device_lanes"].toString(), QString("GPU streams"));

@@ -144,7 +144,7 @@ class TestConcurrentWriters : public QObject {
     {
       // Another process holds the write lock past the bound: exit 3, the file and the bound named.
       core::Transaction tx(shardscope::core::storeDb(holder));
-      holder.setRunStatus(1, core::RunStatus::Completed);
+      holder.setRunStatus(core::RunId{1}, core::RunStatus::Completed);
       const auto r = test::runCli(QStringList{"import", "--db", db, "--busy-timeout", "1.5", "--name", "late"} + job_, 60000);
       QCOMPARE(r.code, 3);
       QVERIFY2(r.err.contains("held.db") && r.err.contains("stayed locked by another writer") && r.err.contains("for 1.5 s"),
@@ -154,7 +154,7 @@ class TestConcurrentWriters : public QObject {
     {
       // Held for 3 s: the writer waits, says so on stderr, then succeeds.
       auto tx = std::make_unique<core::Transaction>(shardscope::core::storeDb(holder));
-      holder.setRunStatus(1, core::RunStatus::Completed);
+      holder.setRunStatus(core::RunId{1}, core::RunStatus::Completed);
       Proc p = startCli(QStringList{"import", "--db", db, "--busy-timeout", "60", "--name", "waited", "--json"} + job_, "import");
       QTest::qWait(3000);
       QCOMPARE(p.p->state(), QProcess::Running);  // still waiting
@@ -169,7 +169,7 @@ class TestConcurrentWriters : public QObject {
     {
       // Ctrl-C while waiting: cancelled (exit 130), nothing written.
       core::Transaction tx(shardscope::core::storeDb(holder));
-      holder.setRunStatus(1, core::RunStatus::Completed);
+      holder.setRunStatus(core::RunId{1}, core::RunStatus::Completed);
       Proc p = startCli(QStringList{"import", "--db", db, "--name", "cancelled"} + job_, "import");
       QTest::qWait(1500);
       QCOMPARE(p.p->state(), QProcess::Running);

@@ -51,14 +51,14 @@ class TestOneTruth : public QObject {
   QTemporaryDir dir_;
 
   // Every surface against core's figures for the runs of `db`.
-  void checkSurfaces(const QString& db, const std::vector<core::Id>& ids) {
+  void checkSurfaces(const QString& db, const std::vector<core::RunId>& ids) {
     std::vector<core::RunFigures> truth;
     {
       core::TraceStore store(db.toStdString(), core::Database::Mode::ReadOnly);
-      for (core::Id id : ids) truth.push_back(core::computeRunFigures(store, id));
+      for (core::RunId id : ids) truth.push_back(core::computeRunFigures(store, id));
     }
     QStringList idList;
-    for (core::Id id : ids) idList << QString::number(id);
+    for (core::RunId id : ids) idList << QString::number(id.value());
 
     // compare-runs --json: every row is the figure.
     auto r = runCli({"compare-runs", "--db", db, "--runs", idList.join(','), "--json"});
@@ -67,7 +67,7 @@ class TestOneTruth : public QObject {
     for (std::size_t i = 0; i < ids.size(); ++i) {
       const auto& f = truth[i];
       const int k = static_cast<int>(i);
-      const QByteArray where = "run " + QByteArray::number(qint64(ids[i]));
+      const QByteArray where = "run " + QByteArray::number(qint64(ids[i].value()));
       QVERIFY2(f.stepTimeMs.has_value(), where);
       QVERIFY2(near(rowValue(cmp, "step_time_ms", k).value_or(-1), *f.stepTimeMs, 1e-9), where);
       QVERIFY2(f.tokensPerSecond.has_value(), where);
@@ -83,7 +83,7 @@ class TestOneTruth : public QObject {
       QVERIFY2(near(*f.tokensPerSecond, *f.tokensPerStep / (*f.stepTimeMs / 1000.0), 1e-6), where);
 
       // analyze --json: the same figures object.
-      auto a = runCli({"analyze", "--db", db, "--run", QString::number(ids[i]), "--json"});
+      auto a = runCli({"analyze", "--db", db, "--run", QString::number(ids[i].value()), "--json"});
       QVERIFY2(a.code == 0, qPrintable(a.err));
       const QJsonObject aj = parseObject(a.out);
       const QJsonArray runs = aj.contains("runs") ? aj.value("runs").toArray() : QJsonArray{aj};
@@ -92,7 +92,7 @@ class TestOneTruth : public QObject {
       QVERIFY2(near(af.value("peak_allocated_bytes").toDouble(), double(*f.peakAllocatedBytes), 0.5), where);
       QVERIFY2(near(af.value("tokens_per_s").toDouble(), *f.tokensPerSecond, 1e-6), where);
       // info --run: the same figures.
-      auto in = runCli({"info", "--db", db, "--run", QString::number(ids[i]), "--json"});
+      auto in = runCli({"info", "--db", db, "--run", QString::number(ids[i].value()), "--json"});
       QVERIFY2(in.code == 0, qPrintable(in.err));
       const QJsonObject inf = parseObject(in.out).value("runs").toArray().at(0).toObject().value("figures").toObject();
       QVERIFY2(near(inf.value("step_time_ms").toDouble(), *f.stepTimeMs, 1e-9), where);
@@ -157,15 +157,15 @@ class TestOneTruth : public QObject {
                     300000);
     QVERIFY2(r.code == 0, qPrintable(r.err));
     const QJsonObject out = parseObject(r.out);
-    std::vector<core::Id> ids;
+    std::vector<core::RunId> ids;
     core::TraceStore store(db.toStdString(), core::Database::Mode::ReadOnly);
     for (const auto& run : store.runs()) ids.push_back(run.id);
     QCOMPARE(ids.size(), std::size_t(2));
     // The run summaries `compare` printed (stderr under --json) and its JSON: the same step time.
-    for (core::Id id : ids) {
+    for (core::RunId id : ids) {
       const core::RunFigures f = core::computeRunFigures(store, id);
       QVERIFY(f.stepTimeMs);
-      const QRegularExpression re(QString("run %1 \\(.*\\): completed\\n  step time (\\d+\\.\\d+) ms").arg(id));
+      const QRegularExpression re(QString("run %1 \\(.*\\): completed\\n  step time (\\d+\\.\\d+) ms").arg(id.value()));
       const auto m = re.match(r.err);
       QVERIFY2(m.hasMatch(), qPrintable(r.err));
       QVERIFY2(near(m.captured(1).toDouble(), *f.stepTimeMs, 0.0051), qPrintable(m.captured(0)));
@@ -184,10 +184,12 @@ class TestOneTruth : public QObject {
     // ../shared has all four.
     const auto shared = test::sharedTracesDir();
     QString gz;
-    std::vector<core::Id> runs;
+    std::vector<core::RunId> runs;
     for (const auto& [name, ids] :
-         {std::pair{QStringLiteral("/gpu/shardscope_h100_runtime_runs124.db.gz"), std::vector<core::Id>{1, 2, 4}},
-          std::pair{QStringLiteral("/gpu/shardscope_h100_runtime.db.gz"), std::vector<core::Id>{1, 2, 3, 4}}}) {
+         {std::pair{QStringLiteral("/gpu/shardscope_h100_runtime_runs124.db.gz"),
+                    std::vector<core::RunId>{core::RunId{1}, core::RunId{2}, core::RunId{4}}},
+          std::pair{QStringLiteral("/gpu/shardscope_h100_runtime.db.gz"),
+                    std::vector<core::RunId>{core::RunId{1}, core::RunId{2}, core::RunId{3}, core::RunId{4}}}}) {
       if (shared && QFile::exists(QString::fromStdString(*shared) + name)) {
         gz = QString::fromStdString(*shared) + name;
         runs = ids;
@@ -206,13 +208,13 @@ class TestOneTruth : public QObject {
     // On CUDA the recorded windows are the runtime's device-synchronised step timer: the 1.49B run's
     // one rank gives exactly the step_time_ms the runtime stored, and its peak is the caching
     // allocator's max_memory_allocated (32.08 GiB), not the highest per-step sample (24.75 GiB).
-    const core::RunFigures big = core::computeRunFigures(store, 4);
-    QVERIFY(near(*big.stepTimeMs, *store.metric(4, std::nullopt, "step_time_ms"), 1e-6));
+    const core::RunFigures big = core::computeRunFigures(store, core::RunId{4});
+    QVERIFY(near(*big.stepTimeMs, *store.metric(core::RunId{4}, std::nullopt, "step_time_ms"), 1e-6));
     QCOMPARE(double(*big.peakAllocatedBytes), 34443085312.0);
     QCOMPARE(big.peakDevice, std::string("GPU"));
     // Two ranks sharing a GPU through Gloo: their collectives run on host threads and count as
     // communication (they used to read 0 %).
-    const core::RunFigures ddp = core::computeRunFigures(store, 1);
+    const core::RunFigures ddp = core::computeRunFigures(store, core::RunId{1});
     QVERIFY(ddp.commPct && *ddp.commPct > 5.0);
     QVERIFY(ddp.exposedCommPct && *ddp.exposedCommPct <= *ddp.commPct);
     // World size 1: its collectives are local, so no communication share.

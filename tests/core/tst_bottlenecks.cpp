@@ -174,7 +174,7 @@ class TestBottlenecks : public QObject {
       shardscope::test::RunSpec spec;
       spec.commName = "all_reduce grad bucket 0";
       spec.memorySamples = 0;
-      const Id run = shardscope::test::writeRun(store, spec);
+      const RunId run = shardscope::test::writeRun(store, spec);
       const auto list = findCollectiveBottlenecks(store, run);
       QCOMPARE(list.size(), std::size_t(1));
       QVERIFY(list[0].op == CollectiveOp::AllReduce);

@@ -50,12 +50,12 @@ class TestComparison : public QObject {
     TraceStore store(pathIn(dir, "t.db"));
     KinetoImportOptions o;
     o.runName = "imported";
-    const Id imported = importKineto(store, {writeFile(dir, "a.json", trace(true))}, o).runIds.at(0);
+    const RunId imported = importKineto(store, {writeFile(dir, "a.json", trace(true))}, o).runIds.at(0);
     o.runName = "trained";
-    const Id trained = importKineto(store, {writeFile(dir, "b.json", trace(true))}, o).runIds.at(0);
+    const RunId trained = importKineto(store, {writeFile(dir, "b.json", trace(true))}, o).runIds.at(0);
     // The source is fixed when a run is created (updateRun leaves it): set it as the worker would have.
     shardscope::core::storeDb(store).exec("UPDATE runs SET source='" + std::string(toString(RunSource::Runtime)) +
-                                          "' WHERE id=" + std::to_string(trained));
+                                          "' WHERE id=" + std::to_string(trained.value()));
     QVERIFY(store.run(trained)->source == RunSource::Runtime);
     const Comparison c = compareRuns(store, {imported, trained}, 0);
     const auto& compute = rowOf(c, "compute_pct");
@@ -73,7 +73,7 @@ class TestComparison : public QObject {
   // flagged as noise (and so is the throughput change that follows from it).
   void percentagePointsAndNoise() {
     Comparison c;
-    c.runs = {1, 2, 3};
+    c.runs = {RunId{1}, RunId{2}, RunId{3}};
     c.names = {"ddp", "ddp again", "zero3"};
     c.figures.resize(3);
     c.figures[0].stepSpreadPct = 8.0;
@@ -123,9 +123,9 @@ class TestComparison : public QObject {
     TraceStore store(pathIn(dir, "t.db"));
     KinetoImportOptions o;
     o.runName = "A";
-    const Id a = importKineto(store, {writeFile(dir, "a.json", trace(true))}, o).runIds.at(0);
+    const RunId a = importKineto(store, {writeFile(dir, "a.json", trace(true))}, o).runIds.at(0);
     o.runName = "B";
-    const Id b = importKineto(store, {writeFile(dir, "b.json", trace(false))}, o).runIds.at(0);
+    const RunId b = importKineto(store, {writeFile(dir, "b.json", trace(false))}, o).runIds.at(0);
     store.setMetric(a, std::nullopt, metric_keys::kTokensPerSecond, 1000);
     store.setMetric(b, std::nullopt, metric_keys::kTokensPerSecond, 1500);
 
@@ -157,7 +157,7 @@ class TestComparison : public QObject {
     // Imported traces have no [memory] records here and no init/checkpoint metrics: no value, no best.
     QVERIFY(!rowOf(c, "peak_allocated_gib").values[0].has_value());
     QVERIFY(!rowOf(c, metric_keys::kInitSeconds).best.has_value());
-    QVERIFY_THROWS_EXCEPTION(Error, compareRuns(store, {a, 999}, 0));
+    QVERIFY_THROWS_EXCEPTION(Error, compareRuns(store, {a, RunId{999}}, 0));
   }
 };
 

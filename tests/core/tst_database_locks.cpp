@@ -53,7 +53,7 @@ bool otherProcessSeesSharedLock(const std::string& path) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-Id addRun(TraceStore& store, const std::string& name) {
+RunId addRun(TraceStore& store, const std::string& name) {
   Run r;
   r.name = name;
   r.source = RunSource::Runtime;

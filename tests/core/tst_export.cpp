@@ -168,7 +168,7 @@ std::vector<std::string> writeFixture(const QTemporaryDir& dir) {
   return {writeFile(dir, "in_rank0.json", rankTrace(0)), writeGzip(dir, "in_rank1.json.gz", rankTrace(1))};
 }
 
-Id importRun(TraceStore& store, const std::vector<std::string>& files, bool keepArgs = true) {
+RunId importRun(TraceStore& store, const std::vector<std::string>& files, bool keepArgs = true) {
   KinetoImportOptions opt;
   opt.keepArgs = keepArgs;
   const auto res = importKineto(store, files, opt);
@@ -184,10 +184,10 @@ struct Snapshot {
   QString run;
 };
 
-Snapshot snapshot(TraceStore& store, Id runId) {
+Snapshot snapshot(TraceStore& store, RunId runId) {
   Snapshot s;
   const RunSummary sum = store.summary(runId);
-  std::map<Id, int> rankOf;
+  std::map<RankId, int> rankOf;
   for (const auto& r : sum.ranks) {
     rankOf[r.id] = r.rank;
     s.ranks << QString("rank %1").arg(r.rank);
@@ -226,7 +226,7 @@ Snapshot snapshot(TraceStore& store, Id runId) {
         },
         false);
   }
-  std::map<Id, const Track*> trackById;
+  std::map<TrackId, const Track*> trackById;
   for (const auto& ts : sum.tracks) trackById[ts.track.id] = &ts.track;
   for (const auto& r : sum.ranks) {
     for (const auto& m : store.memoryEvents(r.id))
@@ -320,7 +320,7 @@ QString nestingViolation(const JsonValue& events) {
 }
 
 // Every event of a run with its track, through the store API (the storage layout is not ours to know).
-void forAllEvents(TraceStore& s, Id runId, const std::function<void(const Track&, const Event&)>& fn, bool withArgs = false) {
+void forAllEvents(TraceStore& s, RunId runId, const std::function<void(const Track&, const Event&)>& fn, bool withArgs = false) {
   for (const auto& ts : s.summary(runId).tracks)
     if (ts.track.kind != TrackKind::Counter)
       s.forEachEvent(
@@ -336,7 +336,7 @@ class TestExport : public QObject {
   void kinetoRoundTripKeepsEveryRow() {
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "a.db"));
-    const Id run = importRun(store, writeFixture(dir));
+    const RunId run = importRun(store, writeFixture(dir));
     const RunSummary sum = store.summary(run);
     QCOMPARE(sum.ranks.size(), std::size_t(2));
 
@@ -358,7 +358,7 @@ class TestExport : public QObject {
     QCOMPARE(QString::fromStdString(progress.back().unit), QString("events"));
 
     TraceStore again(pathIn(dir, "b.db"));
-    const Id run2 = importRun(again, res.files);
+    const RunId run2 = importRun(again, res.files);
     const Snapshot a = snapshot(store, run);
     const Snapshot b = snapshot(again, run2);
     // Guard against a vacuous comparison: the fixture's rows are all there.
@@ -385,14 +385,14 @@ class TestExport : public QObject {
     // collective fields from the columns, and the re-import must find the same values.
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "a.db"));
-    const Id run = importRun(store, writeFixture(dir), false);
+    const RunId run = importRun(store, writeFixture(dir), false);
     int withArgs = 0;
     forAllEvents(
         store, run, [&](const Track&, const Event& e) { withArgs += !e.argsJson.empty(); }, true);
     QCOMPARE(withArgs, 0);
     const auto res = exportKineto(store, run, pathIn(dir, "out"));
     TraceStore again(pathIn(dir, "b.db"));
-    const Id run2 = importRun(again, res.files);
+    const RunId run2 = importRun(again, res.files);
     compareSnapshots(snapshot(store, run), snapshot(again, run2));
 
     const JsonValue doc = parseJsonFile(res.files[1]);
@@ -434,7 +434,7 @@ class TestExport : public QObject {
   void kinetoFileLayout() {
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "a.db"));
-    const Id run = importRun(store, writeFixture(dir));
+    const RunId run = importRun(store, writeFixture(dir));
     const auto res = exportKineto(store, run, pathIn(dir, "out"));
     for (int r = 0; r < 2; ++r) {
       const std::string text = readText(res.files[static_cast<std::size_t>(r)]);
@@ -531,7 +531,7 @@ class TestExport : public QObject {
   void perfettoMergedTrace() {
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "a.db"));
-    const Id run = importRun(store, writeFixture(dir));
+    const RunId run = importRun(store, writeFixture(dir));
     const std::string out = pathIn(dir, "merged.json.gz");
     const auto res = exportPerfetto(store, run, out);
     QCOMPARE(res.files, std::vector<std::string>{out});
@@ -640,11 +640,11 @@ class TestExport : public QObject {
     run.source = RunSource::Runtime;
     run.status = RunStatus::Completed;
     run.worldSize = 1;
-    const Id runId = store.createRun(run);
+    const RunId runId = store.createRun(run);
     Rank rk;
     rk.runId = runId;
     rk.rank = 0;
-    const Id rankId = store.addRank(rk);
+    const RankId rankId = store.addRank(rk);
     ProcessGroup pg;
     pg.runId = runId;
     pg.name = "0";
@@ -656,14 +656,14 @@ class TestExport : public QObject {
     cpu.rankId = rankId;
     cpu.kind = TrackKind::CpuThread;
     cpu.name = "main";
-    const Id cpuId = store.addTrack(cpu);
+    const TrackId cpuId = store.addTrack(cpu);
     Track gpu;
     gpu.rankId = rankId;
     gpu.kind = TrackKind::GpuStream;
     gpu.name = "stream 3";
     gpu.device = 0;
     gpu.stream = 3;
-    const Id gpuId = store.addTrack(gpu);
+    const TrackId gpuId = store.addTrack(gpu);
     const TimeNs t0 = 1'700'000'000'123'456'789;
     {
       Transaction tx(shardscope::core::storeDb(store));
@@ -706,7 +706,7 @@ class TestExport : public QObject {
     QVERIFY(base <= t0 - 1000 && t0 - 1000 - base < std::int64_t(7889238) * 1000000000);
 
     TraceStore again(pathIn(dir, "b.db"));
-    const Id run2 = importRun(again, res.files);
+    const RunId run2 = importRun(again, res.files);
     const auto steps = again.steps(run2);
     QCOMPARE(steps.size(), std::size_t(1));
     QCOMPARE(steps[0].step, std::int64_t(5));
@@ -765,7 +765,7 @@ class TestExport : public QObject {
     if (!fs::exists(src)) QSKIP("control_a100_rank3.json.gz not present");
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "a.db"));
-    const Id run = importRun(store, {src});
+    const RunId run = importRun(store, {src});
     const RunSummary sum = store.summary(run);
 
     const auto t0 = std::chrono::steady_clock::now();
@@ -787,26 +787,26 @@ class TestExport : public QObject {
     QCOMPARE(std::stoll(m[1].str()) % (std::int64_t(7889238) * 1000000000), std::int64_t(0));
 
     TraceStore again(pathIn(dir, "b.db"));
-    const Id run2 = importRun(again, res.files);
+    const RunId run2 = importRun(again, res.files);
     const RunSummary sum2 = again.summary(run2);
     QCOMPARE(sum2.eventCount, sum.eventCount);
     QCOMPARE(sum2.ranks.at(0).rank, 3);
     QCOMPARE(sum2.run.worldSize, 8);
-    auto kernels = [](TraceStore& s, Id r) {
+    auto kernels = [](TraceStore& s, RunId r) {
       std::int64_t n = 0;
       forAllEvents(s, r, [&](const Track& t, const Event& e) { n += t.kind == TrackKind::GpuStream && e.cat == "kernel"; });
       return n;
     };
     QCOMPARE(kernels(again, run2), kernels(store, run));
     QCOMPARE(kernels(store, run), std::int64_t(8568));
-    auto steps = [](TraceStore& s, Id r) {
+    auto steps = [](TraceStore& s, RunId r) {
       QStringList l;
       for (const auto& st : s.steps(r)) l << QString("%1 %2 %3").arg(st.step).arg(st.startNs).arg(st.endNs);
       return l;
     };
     QCOMPARE(steps(again, run2), steps(store, run));
     QCOMPARE(steps(store, run).size(), 6);
-    auto tuples = [](TraceStore& s, Id r) {
+    auto tuples = [](TraceStore& s, RunId r) {
       std::vector<std::tuple<std::int64_t, std::int64_t, std::string>> v;
       for (const auto& ts : s.summary(r).tracks)
         s.forEachEvent(
@@ -819,7 +819,7 @@ class TestExport : public QObject {
     QCOMPARE(a.size(), b.size());
     QVERIFY(a == b);
     // Category, correlation, step, collective and External id columns come back the same as well.
-    auto columns = [](TraceStore& s, Id r) {
+    auto columns = [](TraceStore& s, RunId r) {
       std::vector<std::int64_t> sums(5, 0);
       forAllEvents(s, r, [&](const Track&, const Event& e) {
         sums[0] += static_cast<int>(e.category);
@@ -836,7 +836,7 @@ class TestExport : public QObject {
   void unwritablePathFailsCleanly() {
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "a.db"));
-    const Id run = importRun(store, writeFixture(dir));
+    const RunId run = importRun(store, writeFixture(dir));
     const std::string blocker = writeFile(dir, "plainfile", "x");
     const auto before = listDir(dir.path().toStdString());
 
@@ -858,7 +858,7 @@ class TestExport : public QObject {
     QCOMPARE(readText(blocker), std::string("x"));
     QCOMPARE(listDir(dir.path().toStdString()), before);
     // A missing run is an error too, not an empty file.
-    QVERIFY_THROWS_EXCEPTION(Error, exportPerfetto(store, run + 100, pathIn(dir, "none.json")));
+    QVERIFY_THROWS_EXCEPTION(Error, exportPerfetto(store, RunId{run.value() + 100}, pathIn(dir, "none.json")));
     QVERIFY(!fs::exists(pathIn(dir, "none.json")));
   }
 
@@ -867,7 +867,7 @@ class TestExport : public QObject {
     // A file-size limit makes write() fail the way a full disk does (EFBIG instead of ENOSPC).
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "a.db"));
-    const Id run = importRun(store, writeFixture(dir));
+    const RunId run = importRun(store, writeFixture(dir));
     const std::string out = pathIn(dir, "out");
     fs::create_directories(out);
     struct rlimit old {};
@@ -902,7 +902,7 @@ class TestExport : public QObject {
   void cancelLeavesNoFiles() {
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "a.db"));
-    const Id run = importRun(store, writeFixture(dir));
+    const RunId run = importRun(store, writeFixture(dir));
     CancelToken cancel;
     cancel.cancel();
     ExportOptions opt;

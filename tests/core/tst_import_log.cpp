@@ -101,7 +101,7 @@ class TestImportLog : public QObject {
   {"ph": "B", "name": "again", "pid": 1, "tid": 1, "ts": 22},
   {"ph": "X", "cat": "cpu_op", "name": "neg", "pid": 1, "tid": 1, "ts": 30, "dur": -2})"));
     const std::string db = pathIn(dir, "log.db");
-    Id run = 0;
+    RunId run;
     {
       TraceStore store(db);
       const auto res = importKineto(store, {r0, r1});
@@ -134,7 +134,7 @@ class TestImportLog : public QObject {
     QCOMPARE(log[1].warnings[1], std::string("rank1.json: 1 negative durations clamped to 0"));
     QVERIFY(log[0].seconds >= 0 && log[1].seconds >= 0);
     QVERIFY(log[0].id < log[1].id);
-    QVERIFY(importLog(store, run + 1).empty());
+    QVERIFY(importLog(store, RunId{run.value() + 1}).empty());
   }
 
   void separateRunsGetTheirOwnRows() {

@@ -95,7 +95,7 @@ struct Fixture {
   }
   std::string path;
   TraceStore store;
-  Id firstRun = 0;
+  RunId firstRun;
   std::int64_t firstRunEvents = 0;
   std::map<std::string, std::int64_t> counts;
 };
@@ -469,7 +469,7 @@ void TestKinetoBadInput::outOfOrderEvents() {
   QCOMPARE(res.files.at(0).events, std::uint64_t{kOps + 2 * kLaunches + 1});
   QCOMPARE(res.files.at(0).kernels, std::uint64_t{kLaunches});
   QCOMPARE(res.files.at(0).steps, std::uint64_t{1});
-  const Id run = res.runIds.at(0);
+  const RunId run = res.runIds.at(0);
   const auto summary = f.store.summary(run);
   QCOMPARE(summary.eventCount, std::int64_t{kOps + 2 * kLaunches + 1});
   QCOMPARE(f.store.steps(run).size(), std::size_t{1});

@@ -33,7 +33,7 @@ struct Row {
   Event event;
 };
 
-std::vector<Row> allEvents(TraceStore& store, Id run, bool withArgs = false) {
+std::vector<Row> allEvents(TraceStore& store, RunId run, bool withArgs = false) {
   std::vector<Row> out;
   for (const auto& t : store.summary(run).tracks)
     store.forEachEvent(
@@ -173,7 +173,7 @@ class TestKinetoImport : public QObject {
     TraceStore store(pathIn(dir, "t.db"));
     const auto res = importKineto(store, {file});
     QCOMPARE(res.runIds.size(), std::size_t(1));
-    const Id run = res.runIds[0];
+    const RunId run = res.runIds[0];
     const auto ranks = store.ranks(run);
     QCOMPARE(ranks.size(), std::size_t(1));
     QCOMPARE(ranks[0].rank, 1);
@@ -397,7 +397,7 @@ class TestKinetoImport : public QObject {
     QCOMPARE(f.kernels, std::uint64_t(768));
     QCOMPARE(f.ncclKernels, std::uint64_t(1));
     QCOMPARE(f.steps, std::uint64_t(0));
-    const Id run = res.runIds[0];
+    const RunId run = res.runIds[0];
     QCOMPARE(store.processGroups(run).size(), std::size_t(15));
     QCOMPARE(store.ranks(run).at(0).timeBaseNs, std::int64_t(1767189312000000000));
     const auto rows = allEvents(store, run);
@@ -460,7 +460,7 @@ class TestKinetoImport : public QObject {
     QCOMPARE(f.events, std::uint64_t(xEvents + 2));  // + the two global instants
     QCOMPARE(f.kernels, std::uint64_t(kernels));
     QCOMPARE(f.ncclKernels, std::uint64_t(nccl));
-    const Id run = res.runIds[0];
+    const RunId run = res.runIds[0];
     QVERIFY(!store.ranks(run).at(0).tsFloat);
     const auto rows = allEvents(store, run);
     QCOMPARE(countIf(rows, [](const Row& r) { return r.event.cat == "gpu_memcpy"; }), memcpy);

@@ -153,7 +153,7 @@ class TestReport : public QObject {
  private:
   QTemporaryDir dir_;
   std::string db_;
-  Id a_ = 0, b_ = 0, failed_ = 0, runtime_ = 0;
+  RunId a_, b_, failed_, runtime_;
   RunConfig cfg_;
 
  private Q_SLOTS:
@@ -240,8 +240,9 @@ class TestReport : public QObject {
     // Charts: step breakdown, tokens/s, overlap per step and one memory chart per run.
     std::vector<std::string> ids;
     for (const auto& ch : rep.charts) ids.push_back(ch.id);
-    QCOMPARE(ids, (std::vector<std::string>{"step-breakdown", "tokens-per-second", "overlap-per-step",
-                                            "memory-run-" + std::to_string(a_), "memory-run-" + std::to_string(b_)}));
+    QCOMPARE(ids,
+             (std::vector<std::string>{"step-breakdown", "tokens-per-second", "overlap-per-step",
+                                       "memory-run-" + std::to_string(a_.value()), "memory-run-" + std::to_string(b_.value())}));
     const Chart& bars = rep.charts[0];
     QCOMPARE(bars.series.size(), std::size_t(4));
     QCOMPARE(*bars.series[1].y[0], *rep.runs[0].exposedCommMs);
@@ -272,7 +273,7 @@ class TestReport : public QObject {
     shardscope::test::RunSpec spec;
     spec.name = "trained";
     spec.steps = 5;
-    const Id id = shardscope::test::writeRun(store, spec);
+    const RunId id = shardscope::test::writeRun(store, spec);
     const Report rep = buildReport(store, {id});
     const Comparison c = compareRuns(store, {id});
     QCOMPARE(*rep.runs[0].stepMs, *rowOf(c, "step_time_ms").values[0]);
@@ -316,7 +317,7 @@ class TestReport : public QObject {
     QCOMPARE(rep2.recommendation.recommended.value_or(99), std::size_t(0));
     QVERIFY(QString::fromStdString(rep2.recommendation.sentences[0]).contains("33.3 %"));
     // Without tokens/s on every run, step time ranks them.
-    shardscope::core::storeDb(store2).exec("DELETE FROM metrics WHERE run_id = " + std::to_string(b_));
+    shardscope::core::storeDb(store2).exec("DELETE FROM metrics WHERE run_id = " + std::to_string(b_.value()));
     const Report rep3 = buildReport(store2, {a_, b_});
     QCOMPARE(rep3.recommendation.rankedBy, std::string("step time"));
     const std::size_t faster = *rep3.runs[0].stepMs <= *rep3.runs[1].stepMs ? 0 : 1;
@@ -363,7 +364,7 @@ class TestReport : public QObject {
     QCOMPARE(rep2.recommendation.recommended.value_or(99), std::size_t(1));
     bool memoryCost = false;
     for (const auto& s : rep2.recommendation.sentences)
-      memoryCost = memoryCost || (s.find("more than run " + std::to_string(a_)) != std::string::npos &&
+      memoryCost = memoryCost || (s.find("more than run " + std::to_string(a_.value())) != std::string::npos &&
                                   s.find("when memory is the constraint") != std::string::npos);
     QVERIFY(memoryCost);
     // The device's capacity from deviceProperties gives the headroom.
@@ -431,7 +432,7 @@ class TestReport : public QObject {
     std::size_t expected = 1;
     for (const auto& r : rep.runs) expected += r.analysis.collectives.size();
     QCOMPARE(coll.size(), expected);
-    QCOMPARE(coll[1][0], std::to_string(a_));
+    QCOMPARE(coll[1][0], std::to_string(a_.value()));
     QCOMPARE(coll[1][7], std::to_string(rep.runs[0].analysis.collectives[0].totalNs));
   }
 
@@ -450,13 +451,13 @@ class TestReport : public QObject {
   void errorsNameTheRun() {
     TraceStore store(db_, Database::Mode::ReadOnly);
     try {
-      buildReport(store, {a_, 4242});
+      buildReport(store, {a_, RunId{4242}});
       QFAIL("no error");
     } catch (const Error& e) {
       QVERIFY2(QString(e.what()).contains("no run with id 4242"), e.what());
     }
     ReportOptions o;
-    o.baseline = 777;
+    o.baseline = RunId{777};
     QVERIFY_THROWS_EXCEPTION(Error, buildReport(store, {a_, b_}, o));
     QVERIFY_THROWS_EXCEPTION(Error, buildReport(store, {}));
     CancelToken cancel;
@@ -478,13 +479,14 @@ class TestReport : public QObject {
     TraceStore store(pathIn(dir, "hostile.db"));
     KinetoImportOptions io;
     io.runName = kScript;
-    const Id id = importKineto(store, {writeFile(dir, "r0.json", hostileRank(0)), writeFile(dir, "r1.json", hostileRank(1))}, io)
-                      .runIds.at(0);
+    const RunId id =
+        importKineto(store, {writeFile(dir, "r0.json", hostileRank(0)), writeFile(dir, "r1.json", hostileRank(1))}, io)
+            .runIds.at(0);
     Run r = *store.run(id);
     r.tags = kFormula + "\n<i>tag</i>";
     store.updateRun(r);
     io.runName = "-12 " + kFormula;
-    const Id other = importKineto(store, {writeFile(dir, "o0.json", hostileRank(0))}, io).runIds.at(0);
+    const RunId other = importKineto(store, {writeFile(dir, "o0.json", hostileRank(0))}, io).runIds.at(0);
     ReportOptions opt;
     opt.title = "Report <b>" + kScript;
     const Report rep = buildReport(store, {id, other}, opt);
@@ -540,7 +542,7 @@ class TestReport : public QObject {
           QVERIFY2(isNumber(cell), cell.c_str());  // only numbers may start with - (or +)
     }
     QCOMPARE(QString::fromStdString(cmp[0][4]),
-             QString::fromStdString("'-12 " + kFormula + " (run " + std::to_string(other) + ")"));
+             QString::fromStdString("'-12 " + kFormula + " (run " + std::to_string(other.value()) + ")"));
     // Negative numbers stay numeric: a delta below zero is written as a plain number.
     QCOMPARE(csvText("-5"), std::string("'-5"));
     QCOMPARE(csvNumber(-5.25), std::string("-5.25"));

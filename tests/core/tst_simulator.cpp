@@ -325,7 +325,7 @@ class TestSimulator : public QObject {
     auto si = simInput(em, Strategy::Zero3, flat(em.model.layers, 3e-3, 6e-3, 1e-10));
     si.steps = 3;
     const auto r = simulate(si);
-    Id id = 0;
+    RunId id;
     {
       TraceStore store(db);
       id = writeSimulatedRun(store, r, "sim zero3");
@@ -384,7 +384,7 @@ class TestSimulator : public QObject {
     si.jitter = 0.2;  // ranks arrive apart: the waiting is not link time
     const auto r = simulate(si);
     TraceStore store(db);
-    const Id id = writeSimulatedRun(store, r, "fit");
+    const RunId id = writeSimulatedRun(store, r, "fit");
     const auto samples = collectiveSamples(store, id);
     QCOMPARE(static_cast<std::int64_t>(samples.size()), r.collectivesPerStep * 3);  // steps 2..4
     const auto f = fitLink(samples, "fit");
@@ -423,8 +423,8 @@ class TestSimulator : public QObject {
     si.seed = 7;
     const auto r = simulate(si);
     TraceStore store(db);
-    const Id id = writeSimulatedRun(store, r, "jitter");
-    shardscope::core::storeDb(store).exec("UPDATE runs SET source='runtime' WHERE id=" + std::to_string(id));
+    const RunId id = writeSimulatedRun(store, r, "jitter");
+    shardscope::core::storeDb(store).exec("UPDATE runs SET source='runtime' WHERE id=" + std::to_string(id.value()));
     const auto mp = measuredProfile(store, id);
     if (jitter == 0) {
       QVERIFY2(mp.computeJitter < 1e-4, qPrintable(QString::number(mp.computeJitter)));

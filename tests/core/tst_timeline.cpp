@@ -33,9 +33,9 @@ namespace {
 struct Fixture {
   QTemporaryDir dir;
   std::unique_ptr<TraceStore> store;
-  Id run = 0;
+  RunId run;
   std::vector<EventRecord> pending;
-  std::vector<std::tuple<Id, TimeNs, double>> samples;
+  std::vector<std::tuple<TrackId, TimeNs, double>> samples;
 
   Fixture() {
     store = std::make_unique<TraceStore>(pathIn(dir, "t.db"));
@@ -45,14 +45,14 @@ struct Fixture {
     r.worldSize = 2;  // the groups below have two ranks (a run of one rank has only local collectives)
     run = store->createRun(r);
   }
-  Id rank(int n) {
+  RankId rank(int n) {
     Rank rk;
     rk.runId = run;
     rk.rank = n;
     rk.device = "cuda:" + std::to_string(n);
     return store->addRank(rk);
   }
-  Id track(Id rankId, TrackKind kind, const std::string& name, int sortIndex = 0) {
+  TrackId track(RankId rankId, TrackKind kind, const std::string& name, int sortIndex = 0) {
     Track t;
     t.rankId = rankId;
     t.kind = kind;
@@ -67,7 +67,7 @@ struct Fixture {
     pg.size = size;
     return store->addProcessGroup(pg);
   }
-  EventRecord& ev(Id trackId, TimeNs s, TimeNs e, const std::string& name = "k", Category category = Category::Computation,
+  EventRecord& ev(TrackId trackId, TimeNs s, TimeNs e, const std::string& name = "k", Category category = Category::Computation,
                   const std::string& cat = "kernel") {
     EventRecord r;
     r.trackId = trackId;
@@ -80,14 +80,14 @@ struct Fixture {
     pending.push_back(r);
     return pending.back();
   }
-  EventRecord& coll(Id trackId, TimeNs s, TimeNs e, CollectiveOp op, std::int64_t bytes, Id pg = 0) {
+  EventRecord& coll(TrackId trackId, TimeNs s, TimeNs e, CollectiveOp op, std::int64_t bytes, Id pg = 0) {
     EventRecord& r = ev(trackId, s, e, "ncclDevKernel", Category::Communication);
     r.collOp = op;
     r.bytes = bytes;
     if (pg) r.processGroupId = pg;
     return r;
   }
-  void sample(Id trackId, TimeNs ts, double v) { samples.emplace_back(trackId, ts, v); }
+  void sample(TrackId trackId, TimeNs ts, double v) { samples.emplace_back(trackId, ts, v); }
   void write() {
     Transaction tx(shardscope::core::storeDb(*store));
     BulkWriter w(*store);
@@ -104,7 +104,7 @@ struct Fixture {
   }
 };
 
-std::uint32_t laneOf(const TimelineIndex& idx, Id trackId) {
+std::uint32_t laneOf(const TimelineIndex& idx, TrackId trackId) {
   for (std::uint32_t i = 0; i < idx.lanes().size(); ++i)
     if (idx.lane(i).trackId == trackId) return i;
   return TimelineIndex::kNoEvent;
@@ -162,7 +162,7 @@ struct Reference {
   TimeNs compute = 0, comm = 0, overlapped = 0, exposed = 0, otherBusy = 0;
   std::int64_t collectives = 0, bytes = 0;
 };
-Reference analyseRange(TraceStore& store, Id runId, int rankNumber, TimeNs t0, TimeNs t1) {
+Reference analyseRange(TraceStore& store, RunId runId, int rankNumber, TimeNs t0, TimeNs t1) {
   ScanContext ctx(store, runId);
   StepBreakdownAccumulator steps(ctx);
   CollectivesAccumulator colls(ctx);
@@ -234,8 +234,8 @@ class TestTimeline : public QObject {
  private Q_SLOTS:
   void depthsAndWindow() {
     Fixture f;
-    const Id r = f.rank(0);
-    const Id t = f.track(r, TrackKind::CpuThread, "main");
+    const RankId r = f.rank(0);
+    const TrackId t = f.track(r, TrackKind::CpuThread, "main");
     f.ev(t, 0, 100, "A");
     f.ev(t, 10, 50, "B");
     f.ev(t, 20, 30, "C");
@@ -288,8 +288,8 @@ class TestTimeline : public QObject {
     // Nesting, partial overlaps, zero-length events and long spans: the union of the per-depth
     // windows is exactly the store's eventsInWindow, for any window.
     Fixture f;
-    const Id r = f.rank(0);
-    const Id t = f.track(r, TrackKind::CpuThread, "main");
+    const RankId r = f.rank(0);
+    const TrackId t = f.track(r, TrackKind::CpuThread, "main");
     std::mt19937_64 rng(42);
     for (int i = 0; i < 5000; ++i) {
       const TimeNs s = static_cast<TimeNs>(rng() % 100000);
@@ -319,8 +319,8 @@ class TestTimeline : public QObject {
 
   void deepNesting() {
     Fixture f;
-    const Id r = f.rank(0);
-    const Id t = f.track(r, TrackKind::CpuThread, "main");
+    const RankId r = f.rank(0);
+    const TrackId t = f.track(r, TrackKind::CpuThread, "main");
     constexpr int kDepth = 40;
     for (int i = 0; i < kDepth; ++i) f.ev(t, i * 10, 10'000 - i * 10, "level" + std::to_string(i));
     const auto idx = f.index();
@@ -353,8 +353,8 @@ class TestTimeline : public QObject {
 
   void foldingCountsAndExtents() {
     Fixture f;
-    const Id r = f.rank(0);
-    const Id t = f.track(r, TrackKind::GpuStream, "stream 7");
+    const RankId r = f.rank(0);
+    const TrackId t = f.track(r, TrackKind::GpuStream, "stream 7");
     // Window [0, 10000) ns at 1000 px: 10 ns a pixel, events under 3 px (30 ns) fold.
     for (int i = 0; i < 100; ++i) f.ev(t, i * 10, i * 10 + 1, "tiny");                // 0 .. 991: one block
     f.ev(t, 2000, 3000, "wide");                                                      // 100 px
@@ -415,8 +415,8 @@ class TestTimeline : public QObject {
     // The galloping fold equals the event-by-event rule, at many zoom levels, on rows with nesting,
     // clusters, gaps and zero-length events.
     Fixture f;
-    const Id r = f.rank(0);
-    const Id t = f.track(r, TrackKind::CpuThread, "main");
+    const RankId r = f.rank(0);
+    const TrackId t = f.track(r, TrackKind::CpuThread, "main");
     std::mt19937_64 rng(7);
     TimeNs now = 0;
     for (int i = 0; i < 20000; ++i) {
@@ -457,8 +457,8 @@ class TestTimeline : public QObject {
     // Folds of tens of thousands of events are found through the per-64 and per-4096 summaries; a
     // wide event or a gap deep inside a summary block still ends the fold exactly there.
     Fixture f;
-    const Id r = f.rank(0);
-    const Id t = f.track(r, TrackKind::GpuStream, "stream 7");
+    const RankId r = f.rank(0);
+    const TrackId t = f.track(r, TrackKind::GpuStream, "stream 7");
     TimeNs now = 0;
     for (int i = 0; i < 50'000; ++i) {
       if (i == 30'001) now += 20'000;                // a gap of 20 µs
@@ -497,9 +497,9 @@ class TestTimeline : public QObject {
 
   void foldKeysAndExposure() {
     Fixture f;
-    const Id r = f.rank(0);
-    const Id compute = f.track(r, TrackKind::GpuStream, "stream 7");
-    const Id nccl = f.track(r, TrackKind::GpuStream, "stream 21");
+    const RankId r = f.rank(0);
+    const TrackId compute = f.track(r, TrackKind::GpuStream, "stream 7");
+    const TrackId nccl = f.track(r, TrackKind::GpuStream, "stream 21");
     // Computation [0, 50) and [200, 300); an all-gather [20, 100) (exposed 50..100), an all-reduce
     // [210, 260) (hidden), a reduce-scatter [400, 500) (all exposed).
     f.ev(compute, 0, 50, "gemm");
@@ -555,8 +555,8 @@ class TestTimeline : public QObject {
     // compute events, more all-gather time (all-gather 4 ns of every 7 covered). Every block of 64
     // is dominated by the all-gathers, and so is the fold; a grey "mixed" block would lose that.
     Fixture f;
-    const Id r = f.rank(0);
-    const Id t = f.track(r, TrackKind::GpuStream, "stream 7");
+    const RankId r = f.rank(0);
+    const TrackId t = f.track(r, TrackKind::GpuStream, "stream 7");
     TimeNs now = 0;
     TimeNs covered = 0;
     for (int i = 0; i < 12'800; ++i) {
@@ -591,8 +591,8 @@ class TestTimeline : public QObject {
     QCOMPARE(part.rects[rowOf(part, L).begin].key, makeKey(Category::Communication, CollectiveOp::AllGather));
     // Compute dominating by time instead (the same counts, 4 ns compute kernels): computation's colour.
     Fixture g;
-    const Id r2 = g.rank(0);
-    const Id t2 = g.track(r2, TrackKind::GpuStream, "stream 7");
+    const RankId r2 = g.rank(0);
+    const TrackId t2 = g.track(r2, TrackKind::GpuStream, "stream 7");
     now = 0;
     for (int i = 0; i < 1000; ++i) {
       const bool ag = i % 5 >= 3;
@@ -614,9 +614,9 @@ class TestTimeline : public QObject {
     // One rank: compute [0, 100), an all-reduce [50, 150) (exposed 100..150), a copy [200, 250)
     // (work that is neither), idle elsewhere, over [0, 300).
     Fixture f;
-    const Id r = f.rank(0);
-    const Id s7 = f.track(r, TrackKind::GpuStream, "stream 7");
-    const Id s21 = f.track(r, TrackKind::GpuStream, "stream 21");
+    const RankId r = f.rank(0);
+    const TrackId s7 = f.track(r, TrackKind::GpuStream, "stream 7");
+    const TrackId s21 = f.track(r, TrackKind::GpuStream, "stream 21");
     f.ev(s7, 0, 100, "gemm");
     f.coll(s21, 50, 150, CollectiveOp::AllReduce, 64);
     f.ev(s7, 200, 250, "Memcpy DtoD", Category::Memory, "gpu_memcpy");
@@ -670,7 +670,7 @@ class TestTimeline : public QObject {
       shardscope::test::generateKinetoTrace(path, o);
       files.push_back(path);
     }
-    const Id run = importKineto(store, files).runIds.at(0);
+    const RunId run = importKineto(store, files).runIds.at(0);
     const auto idx = TimelineIndex::build(store, run);
     for (int rank = 0; rank < 2; ++rank) {
       const RankInfo& rk = idx->ranks()[static_cast<std::size_t>(rank)];
@@ -698,12 +698,12 @@ class TestTimeline : public QObject {
     Fixture f;
     const std::vector<std::vector<int>> seen{{22, 7, 84, 24}, {7, 22, 24, 84}, {84, 24, 22, 7}};
     for (int rank = 0; rank < 3; ++rank) {
-      const Id r = f.rank(rank);
-      std::map<int, Id> stream;
-      const Id cpu = f.track(r, TrackKind::CpuThread, "thread 1");
+      const RankId r = f.rank(rank);
+      std::map<int, TrackId> stream;
+      const TrackId cpu = f.track(r, TrackKind::CpuThread, "thread 1");
       for (int s : seen[static_cast<std::size_t>(rank)]) {
         Track t;
-        t.rankId = r;
+        t.rankId = RankId{r};
         t.kind = TrackKind::GpuStream;
         t.name = "stream " + std::to_string(s);
         t.device = 0;
@@ -746,9 +746,9 @@ class TestTimeline : public QObject {
 
   void hitTesting() {
     Fixture f;
-    const Id r = f.rank(0);
-    const Id a = f.track(r, TrackKind::CpuThread, "main", 0);
-    const Id b = f.track(r, TrackKind::GpuStream, "stream 7", 1);
+    const RankId r = f.rank(0);
+    const TrackId a = f.track(r, TrackKind::CpuThread, "main", 0);
+    const TrackId b = f.track(r, TrackKind::GpuStream, "stream 7", 1);
     f.ev(a, 0, 5000, "outer");
     f.ev(a, 1000, 2000, "inner");
     for (int i = 0; i < 20; ++i) f.ev(b, 6000 + i * 10, 6000 + i * 10 + 2, "tiny");
@@ -783,8 +783,8 @@ class TestTimeline : public QObject {
 
   void counterCurveKeepsPeaks() {
     Fixture f;
-    const Id r = f.rank(0);
-    const Id c = f.track(r, TrackKind::Counter, "memory allocated (device 0)");
+    const RankId r = f.rank(0);
+    const TrackId c = f.track(r, TrackKind::Counter, "memory allocated (device 0)");
     for (int i = 0; i < 10'000; ++i) f.sample(c, i * 100, i == 4321 ? 1e9 : 1000.0 + (i % 7));
     const auto idx = f.index();
     const std::uint32_t L = laneOf(*idx, c);
@@ -823,10 +823,10 @@ class TestTimeline : public QObject {
     Fixture f;
     const Id pg0 = f.group("0", 2), pg1 = f.group("1", 2);
     for (int rank = 0; rank < 2; ++rank) {
-      const Id r = f.rank(rank);
-      const Id cpu = f.track(r, TrackKind::CpuThread, "main", 0);
-      const Id gpu = f.track(r, TrackKind::GpuStream, "stream 7", 1);
-      const Id nccl = f.track(r, TrackKind::GpuStream, "stream 21", 2);
+      const RankId r = f.rank(rank);
+      const TrackId cpu = f.track(r, TrackKind::CpuThread, "main", 0);
+      const TrackId gpu = f.track(r, TrackKind::GpuStream, "stream 7", 1);
+      const TrackId nccl = f.track(r, TrackKind::GpuStream, "stream 21", 2);
       f.track(r, TrackKind::Python, "python 1", 3);
       f.ev(cpu, 0, 1000, "ProfilerStep#1", Category::Other, "user_annotation");
       f.ev(gpu, 100, 200, "gemm");
@@ -872,9 +872,9 @@ class TestTimeline : public QObject {
     // A CPU run of our runtime: the device lanes are the CPU threads and the comm lanes.
     Fixture f;
     const Id pg = f.group("0", 2);
-    const Id r = f.rank(0);
-    const Id main = f.track(r, TrackKind::CpuThread, "main", 0);
-    const Id comm = f.track(r, TrackKind::Comm, "comm 0 (gloo)", 10);
+    const RankId r = f.rank(0);
+    const TrackId main = f.track(r, TrackKind::CpuThread, "main", 0);
+    const TrackId comm = f.track(r, TrackKind::Comm, "comm 0 (gloo)", 10);
     std::mt19937_64 rng(3);
     TimeNs now = 0;
     for (int i = 0; i < 400; ++i) {
@@ -935,7 +935,7 @@ class TestTimeline : public QObject {
     }
     TraceStore store(pathIn(dir, "t.db"));
     const auto res = importKineto(store, files);
-    const Id run = res.runIds.at(0);
+    const RunId run = res.runIds.at(0);
     std::uint64_t progressDone = 0, progressTotal = 0;
     const auto idx = TimelineIndex::build(store, run, {}, nullptr, [&](const Progress& p) {
       progressDone = p.done;
@@ -987,8 +987,8 @@ class TestTimeline : public QObject {
 
   void cancelAndEmptyRun() {
     Fixture f;
-    const Id r = f.rank(0);
-    const Id t = f.track(r, TrackKind::CpuThread, "main");
+    const RankId r = f.rank(0);
+    const TrackId t = f.track(r, TrackKind::CpuThread, "main");
     for (int i = 0; i < 100; ++i) f.ev(t, i * 10, i * 10 + 5);
     f.write();
     CancelToken cancel;
@@ -997,7 +997,7 @@ class TestTimeline : public QObject {
     // A run without events: an empty, valid index and draw list.
     Run empty;
     empty.name = "empty";
-    const Id e = f.store->createRun(empty);
+    const RunId e = f.store->createRun(empty);
     const auto idx = TimelineIndex::build(*f.store, e);
     QCOMPARE(idx->lanes().size(), std::size_t(0));
     const DrawList dl = buildDrawList(*idx, Viewport{});

@@ -35,34 +35,34 @@ double shareSum(const TopOpsTable& t) {
 // ProfilerStep annotation (not work), "forward" (cpu_op, computation) 100+10r µs, "backward" 200 µs,
 // a "wait all_reduce" span (cat wait, Other: waiting, not work), an instant; on its comm lane an
 // "all_reduce grads" collective of 50 µs. Rank 1 also runs "optimizer step" 30 µs in step 2.
-Id runtimeRun(TraceStore& store, int ranks) {
+RunId runtimeRun(TraceStore& store, int ranks) {
   Run run;
   run.name = "cpu";
   run.source = RunSource::Runtime;
   run.strategy = "ddp";
   run.status = RunStatus::Completed;
   run.worldSize = ranks;
-  const Id runId = store.createRun(run);
+  const RunId runId = store.createRun(run);
   const TimeNs us = 1000, t0 = 1'700'000'000'000'000'000;
   for (int r = 0; r < ranks; ++r) {
     Rank rk;
     rk.runId = runId;
     rk.rank = r;
-    const Id rankId = store.addRank(rk);
+    const RankId rankId = store.addRank(rk);
     Track cpu;
     cpu.rankId = rankId;
     cpu.kind = TrackKind::CpuThread;
     cpu.name = "compute (main thread)";
-    const Id cpuId = store.addTrack(cpu);
+    const TrackId cpuId = store.addTrack(cpu);
     Track comm;
     comm.rankId = rankId;
     comm.kind = TrackKind::Comm;
     comm.name = "comm world (gloo)";
     comm.sortIndex = 10;
-    const Id commId = store.addTrack(comm);
+    const TrackId commId = store.addTrack(comm);
     Transaction tx(shardscope::core::storeDb(store));
     BulkWriter w(store);
-    auto span = [&](Id track, const std::string& name, const char* cat, Category c, TimeNs a, TimeNs b, int step,
+    auto span = [&](TrackId track, const std::string& name, const char* cat, Category c, TimeNs a, TimeNs b, int step,
                     CollectiveOp op = CollectiveOp::None, int flags = 0) {
       EventRecord e;
       e.trackId = track;
@@ -142,24 +142,24 @@ std::string cpuOnlyTrace() {
 // Five kernel names with distinct totals on two ranks (a GPU stream each) and a known order:
 // k5 50 (rank 0) + 5 (rank 1), k4 40, k3 30 x2, k2 20, k1 10 (µs), every one launched once per rank
 // except k3 (twice on rank 0).
-Id fiveKernels(TraceStore& store) {
+RunId fiveKernels(TraceStore& store) {
   Run run;
   run.name = "gpu";
   run.source = RunSource::Kineto;
   run.status = RunStatus::Completed;
   run.worldSize = 2;
-  const Id runId = store.createRun(run);
+  const RunId runId = store.createRun(run);
   for (int r = 0; r < 2; ++r) {
     Rank rk;
     rk.runId = runId;
     rk.rank = r;
-    const Id rankId = store.addRank(rk);
+    const RankId rankId = store.addRank(rk);
     Track s;
     s.rankId = rankId;
     s.kind = TrackKind::GpuStream;
     s.name = "stream 7";
     s.stream = 7;
-    const Id sid = store.addTrack(s);
+    const TrackId sid = store.addTrack(s);
     Transaction tx(shardscope::core::storeDb(store));
     BulkWriter w(store);
     TimeNs t = 0;
@@ -198,7 +198,7 @@ class TestTopOps : public QObject {
   void runtimeCpuRun() {
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "t.db"));
-    const Id runId = runtimeRun(store, 2);
+    const RunId runId = runtimeRun(store, 2);
     const TopOps t = computeTopOps(store, runId);
     QCOMPARE(t.runId, runId);
     QCOMPARE(t.ranks, (std::vector<int>{0, 1}));
@@ -306,7 +306,7 @@ class TestTopOps : public QObject {
   void limitAndOther() {
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "t.db"));
-    const Id runId = fiveKernels(store);
+    const RunId runId = fiveKernels(store);
     const TopOps all = computeTopOps(store, runId, 0);
     QCOMPARE(all.kernels.rows.size(), std::size_t(5));
     std::vector<std::string> order;
@@ -344,9 +344,9 @@ class TestTopOps : public QObject {
   void json() {
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "t.db"));
-    const Id runId = fiveKernels(store);
+    const RunId runId = fiveKernels(store);
     const JsonValue j = toJson(computeTopOps(store, runId, 2));
-    QCOMPARE(*j.find("run")->asInt(), std::int64_t(runId));
+    QCOMPARE(*j.find("run")->asInt(), runId.value());
     QCOMPARE(*j.find("device_time_ns")->asInt(), std::int64_t(170'000));
     QCOMPARE(j.find("device_time_per_rank_ns")->items().size(), std::size_t(2));
     const auto& k = j.find("kernels")->items();

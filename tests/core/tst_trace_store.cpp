@@ -20,7 +20,9 @@ class TestTraceStore : public QObject {
 
  private:
   struct Fixture {
-    Id run = 0, rank = 0, track = 0;
+    RunId run;
+    RankId rank;
+    TrackId track;
   };
   static Fixture makeRun(TraceStore& store, const std::string& name) {
     Fixture f;
@@ -65,7 +67,7 @@ class TestTraceStore : public QObject {
     r.worldSize = 8;
     r.status = RunStatus::Failed;
     r.failureReason = "rank 3 killed by signal 9";
-    const Id id = store.createRun(r);
+    const RunId id = store.createRun(r);
     auto back = store.run(id);
     QVERIFY(back.has_value());
     QCOMPARE(QString::fromStdString(std::string(back->name)), QString("zero3 vs fsdp"));
@@ -136,9 +138,9 @@ class TestTraceStore : public QObject {
     counterTrack.rankId = a.rank;
     counterTrack.kind = TrackKind::Counter;
     counterTrack.name = "memory allocated";
-    const Id aCounter = store.addTrack(counterTrack);
+    const TrackId aCounter = store.addTrack(counterTrack);
     counterTrack.rankId = b.rank;
-    const Id bCounter = store.addTrack(counterTrack);
+    const TrackId bCounter = store.addTrack(counterTrack);
     {
       Transaction tx(shardscope::core::storeDb(store));
       BulkWriter w(store);
@@ -274,7 +276,7 @@ class TestTraceStore : public QObject {
     TraceStore store(pathIn(dir, "a.db"));
     const auto f = makeRun(store, "bad");
     shardscope::core::storeDb(store).exec("INSERT INTO event_chunks(track_id, count, start_ns, end_ns, data) VALUES(" +
-                                          std::to_string(f.track) + ", 5, 0, 10, x'0100000005000000')");
+                                          std::to_string(f.track.value()) + ", 5, 0, 10, x'0100000005000000')");
     QVERIFY_THROWS_EXCEPTION(Error, store.eventsInWindow(f.track, 0, 100));
   }
 

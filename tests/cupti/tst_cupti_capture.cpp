@@ -51,7 +51,7 @@ class TestCuptiCapture : public QObject {
 void TestCuptiCapture::recordsLandInTheSchema() {
   QTemporaryDir dir;
   const std::string db = shardscope::test::pathIn(dir, "gpu.db");
-  core::Id runId = 0;
+  core::RunId runId;
   {
     core::TraceStore store(db);
     core::Run run;
@@ -130,7 +130,7 @@ void TestCuptiCapture::recordsLandInTheSchema() {
   core::TraceStore store(db, core::Database::Mode::ReadOnly);
   const auto tracks = store.tracks(runId);
   int gpuLanes = 0;
-  core::Id ncclTrack = 0, computeTrack = 0, apiTrack = 0;
+  core::TrackId ncclTrack, computeTrack, apiTrack;
   for (const auto& t : tracks) {
     if (t.kind == core::TrackKind::GpuStream) {
       ++gpuLanes;
@@ -167,7 +167,7 @@ void TestCuptiCapture::recordsLandInTheSchema() {
   const auto ranks = store.ranks(runId);
   QCOMPARE(ranks.size(), std::size_t(1));
   QVERIFY(store.memoryEvents(ranks[0].id).empty());
-  std::optional<core::Id> segTrack;
+  std::optional<core::TrackId> segTrack;
   for (const auto& t : store.summary(runId).tracks)
     if (t.track.kind == core::TrackKind::Counter && t.track.name == "cudaMalloc total, cuda:0 (CUPTI)") segTrack = t.track.id;
   QVERIFY(segTrack);

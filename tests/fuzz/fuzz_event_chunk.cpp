@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
        {c.end.size(), c.name.size(), c.cat.size(), c.dtype.size(), c.pg.size(), c.category.size(), c.flags.size(),
         c.collOp.size(), c.step.size(), c.correlation.size(), c.externalId.size(), c.bytes.size(), c.groupSize.size()})
     if (len != n) invariant("columns of different lengths");
-  for (std::size_t i = 0; i < n; ++i) (void)c.record(i, 1);
+  for (std::size_t i = 0; i < n; ++i) (void)c.record(i, shardscope::core::TrackId{1});
   EventChunk back;
   try {
     back = EventChunk::decode(c.encode());

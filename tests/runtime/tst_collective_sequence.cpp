@@ -40,7 +40,7 @@ std::map<std::int64_t, QStringList> collectivesPerStep(const std::string& db) {
   const auto runs = store.runs();
   if (runs.empty()) return out;
   const auto sum = store.summary(runs.back().id);
-  std::optional<core::Id> rank0;
+  std::optional<core::RankId> rank0;
   for (const auto& r : sum.ranks)
     if (r.rank == 0) rank0 = r.id;
   for (const auto& t : sum.tracks) {

@@ -339,7 +339,7 @@ class TestRuntime : public QObject {
         }
         QVERIFY2(std::abs(p - ep) <= slack && std::abs(g - eg) <= slack && std::abs(o - eo) <= slack,
                  qPrintable(QString("run %1 (%2) rank %3: params %4 grads %5 optimizer %6; expected %7 %8 %9")
-                                .arg(run.id)
+                                .arg(run.id.value())
                                 .arg(QString::fromStdString(s))
                                 .arg(rank.rank)
                                 .arg(p)
@@ -358,7 +358,7 @@ class TestRuntime : public QObject {
   // group, memory records, metrics; readable while the run goes (WAL) and after.
   void captureContents() {
     core::TraceStore store(db_, core::Database::Mode::ReadOnly);
-    std::optional<core::Id> fsdpRun;
+    std::optional<core::RunId> fsdpRun;
     for (const auto& r : store.runs())
       if (r.strategy == "fsdp" && r.status == core::RunStatus::Completed && r.worldSize == 2) fsdpRun = r.id;
     QVERIFY(fsdpRun);
@@ -415,7 +415,7 @@ class TestRuntime : public QObject {
   void bf16MixedPrecision() {
     QFETCH(QString, strategy);
     std::map<QString, std::vector<double>> losses;
-    std::map<QString, core::Id> runIds;
+    std::map<QString, core::RunId> runIds;
     for (const QString precision : {"fp32", "bf16"}) {
       const std::string base = test::pathIn(dir_, "bf16_" + strategy.toStdString() + "_" + precision.toStdString());
       const QString name = "mp " + strategy + " " + precision;

@@ -92,7 +92,7 @@ inline Found findNamed(const tl::TimelineIndex& idx, int rankIndex, const std::s
   std::vector<std::pair<TimeNs, Found>> all;
   for (std::uint32_t li = 0; li < idx.lanes().size(); ++li) {
     const auto& l = idx.lane(li);
-    if (l.rankIndex != rankIndex || l.trackId == 0 || l.isCounter()) continue;
+    if (l.rankIndex != rankIndex || !l.trackId || l.isCounter()) continue;
     for (std::uint32_t i = 0; i < l.eventCount(); ++i)
       if (idx.name(l.nameIdx[i]) == name) all.push_back({l.start[i], {li, i}});
   }

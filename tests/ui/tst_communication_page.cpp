@@ -36,14 +36,14 @@ constexpr TimeNs kUs = 1000;
 // [600, 800) µs, an all-gather [100, 200) (hidden), a reduce-scatter [350, 500) (100 µs exposed),
 // an all-reduce [850, 850 + 50·scale) (exposed), and on rank 1 an extra exposed all-gather at
 // [900 + 10·step, 960 + 10·step) µs in a second group. Times shift by rank so ranks differ.
-core::Id makeRun(core::TraceStore& store, const std::string& name, int ranks, int steps, int scale) {
+core::RunId makeRun(core::TraceStore& store, const std::string& name, int ranks, int steps, int scale) {
   core::Run run;
   run.name = name;
   run.source = core::RunSource::Runtime;
   run.strategy = "fsdp";
   run.status = core::RunStatus::Completed;
   run.worldSize = ranks;
-  const core::Id runId = store.createRun(run);
+  const core::RunId runId = store.createRun(run);
   core::ProcessGroup world;
   world.runId = runId;
   world.name = "world";
@@ -60,23 +60,23 @@ core::Id makeRun(core::TraceStore& store, const std::string& name, int ranks, in
     rk.runId = runId;
     rk.rank = r;
     rk.sourceFile = "runtime";
-    const core::Id rankId = store.addRank(rk);
+    const core::RankId rankId = store.addRank(rk);
     core::Track compute;
     compute.rankId = rankId;
     compute.kind = core::TrackKind::CpuThread;
     compute.name = "compute (main thread)";
-    const core::Id computeId = store.addTrack(compute);
+    const core::TrackId computeId = store.addTrack(compute);
     core::Track comm;
     comm.rankId = rankId;
     comm.kind = core::TrackKind::Comm;
     comm.name = "comm world (gloo)";
     comm.sortIndex = 10;
-    const core::Id commId = store.addTrack(comm);
+    const core::TrackId commId = store.addTrack(comm);
     core::Transaction tx(shardscope::core::storeDb(store));
     core::BulkWriter w(store);
     for (int s = 1; s <= steps; ++s) {
       const TimeNs base = t0 + static_cast<TimeNs>(s) * 1000 * kUs + r * 7 * kUs;
-      auto span = [&](core::Id track, const std::string& n, const char* cat, core::Category c, TimeNs a, TimeNs b,
+      auto span = [&](core::TrackId track, const std::string& n, const char* cat, core::Category c, TimeNs a, TimeNs b,
                       CollectiveOp op = CollectiveOp::None, std::int64_t bytes = 0, core::Id pg = 0, int size = 0) {
         core::EventRecord e;
         e.trackId = track;
@@ -329,7 +329,7 @@ class TestCommunicationPage : public QObject {
     QVERIFY(proxy);
     const auto& clicked = m->rowAt(proxy->mapToSource(idx).row());
     QCOMPARE(clicked.b.exposedNs, expected[0].exposedNs);  // the costliest
-    QCOMPARE(args.at(0).value<core::Id>(), run1_);
+    QCOMPARE(args.at(0).value<core::RunId>(), run1_);
     QCOMPARE(args.at(1).value<core::Id>(), clicked.eventId);
     QCOMPARE(args.at(2).value<qint64>(), clicked.b.startNs);
     QCOMPARE(args.at(3).value<qint64>(), clicked.b.startNs + clicked.b.durNs);
@@ -405,13 +405,13 @@ class TestCommunicationPage : public QObject {
   void missingRunIsAnErrorInThePage() {
     ui::CommunicationPage page;
     QSignalSpy errors(&page, &ui::Page::errorMessage);
-    page.setContext(QString::fromStdString(db_), {9999});
+    page.setContext(QString::fromStdString(db_), {core::RunId{9999}});
     QVERIFY(waitIdle(page));
     QCOMPARE(errors.count(), 1);
     QVERIFY(page.lastError().contains("9999"));
     // And a file that is not a database.
     const std::string bad = test::writeFile(dir_, "bad.db", std::string(4096, 'x'));
-    page.setContext(QString::fromStdString(bad), {1});
+    page.setContext(QString::fromStdString(bad), {core::RunId{1}});
     QVERIFY(waitIdle(page));
     QCOMPARE(errors.count(), 2);
     QVERIFY(!page.lastError().isEmpty());
@@ -430,7 +430,7 @@ class TestCommunicationPage : public QObject {
  private:
   QTemporaryDir dir_;
   std::string db_;
-  core::Id run1_ = 0, run2_ = 0;
+  core::RunId run1_, run2_;
 };
 
 QTEST_MAIN(TestCommunicationPage)

@@ -27,7 +27,7 @@ namespace {
 struct Db {
   QTemporaryDir dir;
   std::string path;
-  std::vector<core::Id> runs;
+  std::vector<core::RunId> runs;
 };
 
 void makeDb(Db& db) {
@@ -57,7 +57,7 @@ void makeDb(Db& db) {
   db.runs.push_back(test::writeRun(store, s));
 }
 
-QList<core::Id> qlist(const std::vector<core::Id>& v) { return QList<core::Id>(v.begin(), v.end()); }
+QList<core::RunId> qlist(const std::vector<core::RunId>& v) { return QList<core::RunId>(v.begin(), v.end()); }
 
 // Every figure of `c` that some run has appears in the model with the same value, delta and best.
 void compareWithCore(const ui::ComparePage& page, const core::Comparison& c) {
@@ -220,14 +220,14 @@ class TestComparePage : public QObject {
     page.setContext(QString::fromStdString(path), {});
     QVERIFY(!page.busy());
     QSignalSpy errors(&page, &ui::Page::errorMessage);
-    page.setContext(QString::fromStdString(path), {41, 42});
+    page.setContext(QString::fromStdString(path), {core::RunId{41}, core::RunId{42}});
     QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
     QVERIFY2(page.errorText().contains("no run with id 41"), qPrintable(page.errorText()));
     QCOMPARE(errors.size(), 1);
     QCOMPARE(page.model()->rowCount(), 0);
     // A file that is not a database: an error, not a crash.
     const std::string bad = test::writeFile(dir, "bad.db", std::string(4096, 'x'));
-    page.setContext(QString::fromStdString(bad), {1, 2});
+    page.setContext(QString::fromStdString(bad), {core::RunId{1}, core::RunId{2}});
     QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
     QVERIFY(!page.errorText().isEmpty());
   }
@@ -249,7 +249,7 @@ class TestComparePage : public QObject {
     page.setContext(QString::fromStdString(db.path), {db.runs[0], db.runs[1]});
     page.setContext(QString::fromStdString(db.path), {db.runs[2], db.runs[0]});
     QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
-    QCOMPARE(page.model()->comparison().runs, (std::vector<core::Id>{db.runs[2], db.runs[0]}));
+    QCOMPARE(page.model()->comparison().runs, (std::vector<core::RunId>{db.runs[2], db.runs[0]}));
     // Destroyed while loading: no crash, no late delivery.
     auto* p = new ui::ComparePage;
     p->setContext(QString::fromStdString(db.path), qlist(db.runs));

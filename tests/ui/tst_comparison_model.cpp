@@ -12,7 +12,7 @@ namespace {
 
 core::Comparison sample() {
   core::Comparison c;
-  c.runs = {11, 12, 13};
+  c.runs = {core::RunId{11}, core::RunId{12}, core::RunId{13}};
   c.names = {"ddp", "fsdp, full shard", "zero3"};
   c.baseline = 0;
   auto row = [&](std::string key, std::string label, bool lower, std::vector<std::optional<double>> v) {

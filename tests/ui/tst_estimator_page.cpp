@@ -167,7 +167,7 @@ class TestEstimatorPage : public QObject {
     const auto runs = store.runs();
     QCOMPARE(runs.size(), fitting.size());
     for (const auto& run : runs) QVERIFY(run.source == core::RunSource::Simulated);
-    QCOMPARE(page.simulationTable()->item(0, 11)->text(), QString::number(page.simulated().front().runId));
+    QCOMPARE(page.simulationTable()->item(0, 11)->text(), QString::number((page.simulated().front().runId).value()));
     // A change of input marks the result stale.
     page.gpusSpin()->setValue(8);
     QVERIFY2(page.simulationStatus().contains("simulate again"), qPrintable(page.simulationStatus()));
@@ -179,7 +179,7 @@ class TestEstimatorPage : public QObject {
   void simulatesFromASelectedRun() {
     QTemporaryDir dir;
     const QString db = dir.filePath("sim.db");
-    core::Id id = 0;
+    core::RunId id;
     {
       core::TraceStore store(db.toStdString());
       est::SimulateInput si;
@@ -196,7 +196,7 @@ class TestEstimatorPage : public QObject {
       si.steps = 4;
       si.jitter = 0.1;
       id = est::writeSimulatedRun(store, est::simulate(si), "measured");
-      shardscope::core::storeDb(store).exec("UPDATE runs SET source='runtime' WHERE id=" + std::to_string(id));
+      shardscope::core::storeDb(store).exec("UPDATE runs SET source='runtime' WHERE id=" + std::to_string(id.value()));
     }
     ui::EstimatorPage page;
     page.modelCombo()->setCurrentText("small");
@@ -209,7 +209,7 @@ class TestEstimatorPage : public QObject {
     page.simulateButton()->click();
     QVERIFY(done.wait(60000));
     QCOMPARE(done.takeFirst().at(0).toBool(), true);
-    QVERIFY2(page.simulationStatus().contains(QString("from run %1").arg(id)), qPrintable(page.simulationStatus()));
+    QVERIFY2(page.simulationStatus().contains(QString("from run %1").arg(id.value())), qPrintable(page.simulationStatus()));
     // The same through core.
     core::TraceStore store(db.toStdString(), core::Database::Mode::ReadOnly);
     const auto mp = est::measuredProfile(store, id);

@@ -162,7 +162,7 @@ class TestKernelsPage : public QObject {
     // describe(): the rows shown, the figures and the chart series.
     const QJsonObject d = page.describe();
     QCOMPARE(d["page"].toString(), QString("kernels"));
-    QCOMPARE(d["run"].toDouble(), static_cast<double>(gpuRun_));
+    QCOMPARE(d["run"].toDouble(), static_cast<double>(gpuRun_.value()));
     const QJsonArray kr = d["kernels"].toArray();
     QCOMPARE(kr.size(), static_cast<qsizetype>(expected.kernels.rows.size()));
     QCOMPARE(kr[0].toObject()["name"].toString(), QString::fromStdString(expected.kernels.rows[0].name));
@@ -177,7 +177,7 @@ class TestKernelsPage : public QObject {
     page.showRun(cpuRun_);
     QVERIFY(waitIdle(page));
     QCOMPARE(page.currentRun(), cpuRun_);
-    QCOMPARE(page.describe()["run"].toDouble(), static_cast<double>(cpuRun_));
+    QCOMPARE(page.describe()["run"].toDouble(), static_cast<double>(cpuRun_.value()));
   }
 
   // One filter over both tables (case-insensitive substring); the other row hides while filtering.
@@ -291,7 +291,7 @@ class TestKernelsPage : public QObject {
     QCOMPARE(page.session()->cache()->computedCount(ui::RunSession::kAnalysis, gpuRun_), 1);
     // No run selected: the placeholder, nothing described.
     page.setContext(QString::fromStdString(db_), {});
-    QCOMPARE(page.currentRun(), core::Id(0));
+    QCOMPARE(page.currentRun(), core::RunId{});
     QVERIFY(!page.describe().contains("kernels"));
   }
 
@@ -299,7 +299,7 @@ class TestKernelsPage : public QObject {
   QTemporaryDir dir_;
   std::string db_;
   std::vector<std::string> files_;
-  core::Id gpuRun_ = 0, cpuRun_ = 0;
+  core::RunId gpuRun_, cpuRun_;
 };
 
 QTEST_MAIN(TestKernelsPage)

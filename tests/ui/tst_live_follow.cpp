@@ -35,7 +35,7 @@ namespace {
 // Runs (name or strategy, status) as the window's model shows them.
 int shownCompleted(const ui::RunListModel& m, const std::function<bool(const core::Run&)>& match) {
   int n = 0;
-  for (Id id : m.runIds()) {
+  for (auto id : m.runIds()) {
     const auto* r = m.runRow(id);
     if (r && match(r->run) && r->run.status == core::RunStatus::Completed) ++n;
   }
@@ -78,7 +78,7 @@ class TestLiveFollow : public QObject {
     QSignalSpy loaded(&w, &ui::MainWindow::runsLoaded);
     QVERIFY(w.openDatabase(db));
     QVERIFY(loaded.wait(10000));
-    w.selectRuns({1});
+    w.selectRuns({core::RunId{1}});
     w.applySelectionNow();
 
     const bool withRuns = workerBuilt();
@@ -99,7 +99,7 @@ class TestLiveFollow : public QObject {
     while (std::chrono::steady_clock::now() < deadline) {
       QTest::qWait(50);
       QVERIFY2(errors.isEmpty(), qPrintable(errors.isEmpty() ? QString() : errors.first().first().toString()));
-      for (Id id : w.runModel()->runIds())
+      for (auto id : w.runModel()->runIds())
         if (const auto* r = w.runModel()->runRow(id); r && r->run.status == core::RunStatus::Running) sawRunning = true;
       const auto now = std::chrono::steady_clock::now();
       if (!importDone && import->state() == QProcess::NotRunning) {
@@ -122,7 +122,7 @@ class TestLiveFollow : public QObject {
     QVERIFY2(importDone, "the import did not finish");
     QVERIFY2(!compare || compareDone, "the compare did not finish");
     QCOMPARE(w.runModel()->runCount(), withRuns ? 4 : 2);
-    QCOMPARE(w.selectedRuns(), QList<Id>{1});  // the user's selection stays
+    QCOMPARE(w.selectedRuns(), QList<core::RunId>{core::RunId{1}});  // the user's selection stays
     QVERIFY2(!withRuns || sawRunning, "a running run never showed as running");
     QVERIFY2(errors.isEmpty(), qPrintable(w.lastError()));
     QVERIFY(w.lastError().isEmpty());

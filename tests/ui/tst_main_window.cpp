@@ -45,6 +45,14 @@
 
 using namespace shardscope;
 using core::Id;
+using core::RunId;
+
+// A list of run ids, as the window and the session hold them.
+QList<RunId> runIds(std::initializer_list<std::int64_t> v) {
+  QList<RunId> out;
+  for (std::int64_t id : v) out << RunId{id};
+  return out;
+}
 
 namespace {
 
@@ -57,7 +65,7 @@ std::string makeDb(const QTemporaryDir& dir, const std::string& name = "runs.db"
     spec.name = s;
     spec.strategy = s;
     spec.memorySamples = 50;
-    const Id id = test::writeRun(store, spec);
+    const RunId id = test::writeRun(store, spec);
     auto run = *store.run(id);
     run.configJson = std::string("{\"strategy\":\"") + s + "\",\"world_size\":2,\"buckets\":[1,2]}";
     store.updateRun(run);
@@ -91,9 +99,9 @@ class TestMainWindow : public QObject {
     QCOMPARE(w.runModel()->rowCount(), 1);  // one group: runtime runs
     QCOMPARE(w.runView()->model(), w.runModel());
     // The latest run is selected and the current page (Overview) shows it.
-    QCOMPARE(w.selectedRuns(), (QList<Id>{3}));
+    QCOMPARE(w.selectedRuns(), runIds({3}));
     QVERIFY(waitLoaded(w));
-    QCOMPARE(w.pageContextRuns("overview").value_or(QList<Id>{}), (QList<Id>{3}));
+    QCOMPARE(w.pageContextRuns("overview").value_or(QList<RunId>{}), runIds({3}));
     auto* overview = qobject_cast<ui::OverviewPage*>(w.page("overview"));
     QVERIFY(overview);
     QCOMPARE(overview->overviews().size(), std::size_t(1));
@@ -134,26 +142,26 @@ class TestMainWindow : public QObject {
 
     // Click order matters: the first selected is the baseline.
     auto* sm = w.runView()->selectionModel();
-    sm->select(w.runModel()->indexOfRun(2), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-    sm->select(w.runModel()->indexOfRun(1), QItemSelectionModel::Select | QItemSelectionModel::Rows);
-    QCOMPARE(w.selectedRuns(), (QList<Id>{2, 1}));
+    sm->select(w.runModel()->indexOfRun(core::RunId{2}), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    sm->select(w.runModel()->indexOfRun(core::RunId{1}), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+    QCOMPARE(w.selectedRuns(), runIds({2, 1}));
     // Debounced, then delivered to the current page only.
-    QTRY_COMPARE(w.pageContextRuns("overview").value_or(QList<Id>{}), (QList<Id>{2, 1}));
+    QTRY_COMPARE(w.pageContextRuns("overview").value_or(QList<RunId>{}), runIds({2, 1}));
     QVERIFY(!w.pageContextRuns("timeline").has_value());
     QVERIFY(waitLoaded(w));
     auto* overview = qobject_cast<ui::OverviewPage*>(w.page("overview"));
     QCOMPARE(overview->overviews().size(), std::size_t(2));
-    QCOMPARE(overview->overviews()[0].run.id, Id(2));
+    QCOMPARE(overview->overviews()[0].run.id, RunId{2});
     QCOMPARE(overview->metricsTable()->columnCount(), 2);
-    overview->showRun(1);
-    QCOMPARE(overview->shownRun(), Id(1));
+    overview->showRun(core::RunId{1});
+    QCOMPARE(overview->shownRun(), RunId{1});
 
     // Another page gets the context when it is shown.
     QVERIFY(w.showPage("timeline"));
-    QCOMPARE(w.pageContextRuns("timeline").value_or(QList<Id>{}), (QList<Id>{2, 1}));
+    QCOMPARE(w.pageContextRuns("timeline").value_or(QList<RunId>{}), runIds({2, 1}));
     auto* timeline = qobject_cast<ui::TimelinePage*>(w.page("timeline"));
     QVERIFY(timeline);
-    QCOMPARE(timeline->currentRun(), Id(2));  // the baseline
+    QCOMPARE(timeline->currentRun(), RunId{2});  // the baseline
     QVERIFY(waitLoaded(w));
     // Two runs: the same step of each, side by side; then one run's own timeline.
     QCOMPARE(timeline->view(), ui::TimelinePage::View::SameStep);
@@ -161,31 +169,31 @@ class TestMainWindow : public QObject {
     timeline->setView(ui::TimelinePage::View::OneRun);
     QVERIFY(waitLoaded(w));
     QVERIFY(timeline->index());
-    QCOMPARE(timeline->index()->runId(), Id(2));
+    QCOMPARE(timeline->index()->runId(), RunId{2});
     QVERIFY(w.showPage("compare"));
-    QCOMPARE(w.pageContextRuns("compare").value_or(QList<Id>{}), (QList<Id>{2, 1}));
+    QCOMPARE(w.pageContextRuns("compare").value_or(QList<RunId>{}), runIds({2, 1}));
     QVERIFY(waitLoaded(w));
 
     // Make run 1 the baseline.
-    w.makeBaseline(1);
-    QCOMPARE(w.selectedRuns(), (QList<Id>{1, 2}));
-    QCOMPARE(w.pageContextRuns("compare").value_or(QList<Id>{}), (QList<Id>{1, 2}));
+    w.makeBaseline(core::RunId{1});
+    QCOMPARE(w.selectedRuns(), runIds({1, 2}));
+    QCOMPARE(w.pageContextRuns("compare").value_or(QList<RunId>{}), runIds({1, 2}));
     QVERIFY(waitLoaded(w));
 
     // Regrouping is a model reset: the selection (and its order) survives.
     w.setGrouping(ui::RunListModel::Grouping::Strategy);
     QCOMPARE(w.groupingCombo()->currentText(), QString("Strategy"));
     QCOMPARE(w.runModel()->rowCount(), 3);
-    QCOMPARE(w.selectedRuns(), (QList<Id>{1, 2}));
+    QCOMPARE(w.selectedRuns(), runIds({1, 2}));
     QCOMPARE(sm->selectedRows().size(), 2);
     w.groupingCombo()->setCurrentIndex(w.groupingCombo()->findText("None"));
     QVERIFY(w.runModel()->grouping() == ui::RunListModel::Grouping::None);
     QCOMPARE(w.runModel()->rowCount(), 3);
     QCOMPARE(sm->selectedRows().size(), 2);
-    QCOMPARE(w.selectedRuns(), (QList<Id>{1, 2}));
+    QCOMPARE(w.selectedRuns(), runIds({1, 2}));
 
     // jumpToEvent (Communication rows) lands on the Timeline, which shows the event asked for.
-    Q_EMIT w.page("communication")->jumpToEvent(2, (Id(7) << 16) | 3, 1000, 5000);
+    Q_EMIT w.page("communication")->jumpToEvent(core::RunId{2}, (Id(7) << 16) | 3, 1000, 5000);
     QCOMPARE(w.currentPage()->pageId(), QString("timeline"));
     QVERIFY(waitLoaded(w));
     // The event is selected when the run has it; otherwise its time [1000, 5000) is shown.
@@ -202,10 +210,10 @@ class TestMainWindow : public QObject {
     QSignalSpy loaded(&w, &ui::MainWindow::runsLoaded);
     QVERIFY(w.openDatabase(QString::fromStdString(path)));
     QVERIFY(loaded.wait(10000));
-    w.selectRuns({1, 3});
+    w.selectRuns({core::RunId{1}, core::RunId{3}});
     w.applySelectionNow();
     QVERIFY(waitLoaded(w));
-    QPersistentModelIndex first(w.runModel()->indexOfRun(1));
+    QPersistentModelIndex first(w.runModel()->indexOfRun(core::RunId{1}));
 
     // A job writes a new run, then finishes it.
     core::TraceStore other(path);
@@ -215,12 +223,12 @@ class TestMainWindow : public QObject {
     r.source = core::RunSource::Runtime;
     r.status = core::RunStatus::Running;
     r.worldSize = 4;
-    const Id live = other.createRun(r);
+    const RunId live = other.createRun(r);
     QTRY_COMPARE_WITH_TIMEOUT(w.runModel()->runCount(), 4, 10000);
-    QCOMPARE(w.selectedRuns(), (QList<Id>{1, 3}));
+    QCOMPARE(w.selectedRuns(), runIds({1, 3}));
     QCOMPARE(w.runView()->selectionModel()->selectedRows().size(), 2);
     QVERIFY(first.isValid());
-    QCOMPARE(w.runModel()->runId(first), Id(1));
+    QCOMPARE(w.runModel()->runId(first), RunId{1});
     QTRY_COMPARE(w.findChild<QLabel*>("runCountLabel")->text(), QString("4 run(s)"));
 
     // A selected run changes status: the current page is told again.
@@ -238,7 +246,7 @@ class TestMainWindow : public QObject {
     // Deleted elsewhere: the run leaves the list and the selection.
     other.deleteRun(live);
     QTRY_COMPARE_WITH_TIMEOUT(w.runModel()->runCount(), 3, 10000);
-    QTRY_COMPARE(w.selectedRuns(), QList<Id>{});
+    QTRY_COMPARE(w.selectedRuns(), runIds({}));
     QVERIFY(waitLoaded(w));
   }
 
@@ -254,33 +262,33 @@ class TestMainWindow : public QObject {
     core::TraceStore other(path);
 
     // Inline editing through the view's delegate.
-    w.renameRun(2);
+    w.renameRun(core::RunId{2});
     QWidget* editor = QApplication::focusWidget();
     QVERIFY(qobject_cast<QLineEdit*>(editor));
     qobject_cast<QLineEdit*>(editor)->setText("fsdp bs16");
     QTest::keyClick(editor, Qt::Key_Return);
-    QTRY_COMPARE(other.run(2)->name, std::string("fsdp bs16"));
-    QVERIFY(w.runModel()->setData(w.runModel()->indexOfRun(2, ui::RunListModel::TagsColumn), "a100, best"));
-    QCOMPARE(other.run(2)->tags, std::string("a100,best"));
+    QTRY_COMPARE(other.run(core::RunId{2})->name, std::string("fsdp bs16"));
+    QVERIFY(w.runModel()->setData(w.runModel()->indexOfRun(core::RunId{2}, ui::RunListModel::TagsColumn), "a100, best"));
+    QCOMPARE(other.run(core::RunId{2})->tags, std::string("a100,best"));
 
     // Delete asks first: "no" keeps the run.
     w.setAutoConfirm(false);
-    w.deleteRuns({1});
-    QVERIFY(other.run(1).has_value());
+    w.deleteRuns({core::RunId{1}});
+    QVERIFY(other.run(core::RunId{1}).has_value());
     QCOMPARE(w.runModel()->runCount(), 3);
     w.setAutoConfirm(true);
-    w.selectRuns({1, 2});
+    w.selectRuns({core::RunId{1}, core::RunId{2}});
     w.applySelectionNow();
     QSignalSpy deleted(&w, &ui::MainWindow::runsDeleted);
-    w.deleteRuns({1});
-    QCOMPARE(w.selectedRuns(), (QList<Id>{2}));  // at once: the pages stop showing it
+    w.deleteRuns({core::RunId{1}});
+    QCOMPARE(w.selectedRuns(), runIds({2}));  // at once: the pages stop showing it
     QVERIFY(w.busy());
     QVERIFY(deleted.wait(10000));
     QCOMPARE(deleted.at(0).at(0).value<QList<qint64>>(), (QList<qint64>{1}));
-    QVERIFY(!other.run(1).has_value());
+    QVERIFY(!other.run(core::RunId{1}).has_value());
     QTRY_COMPARE(w.runModel()->runCount(), 2);
-    QCOMPARE(w.selectedRuns(), (QList<Id>{2}));
-    QTRY_COMPARE(w.pageContextRuns("overview").value_or(QList<Id>{}), (QList<Id>{2}));
+    QCOMPARE(w.selectedRuns(), runIds({2}));
+    QTRY_COMPARE(w.pageContextRuns("overview").value_or(QList<RunId>{}), runIds({2}));
     QVERIFY(w.logView()->toPlainText().contains("Deleted 1 run(s)"));
     QVERIFY(waitLoaded(w));
   }
@@ -353,7 +361,7 @@ class TestMainWindow : public QObject {
     QCOMPARE(finished.at(0).at(1).value<QList<qint64>>(), (QList<qint64>{4}));
     // The new run appears, selected, in its group.
     QTRY_COMPARE(w.runModel()->runCount(), 4);
-    QTRY_COMPARE(w.selectedRuns(), (QList<Id>{4}));
+    QTRY_COMPARE(w.selectedRuns(), runIds({4}));
     QCOMPARE(w.runModel()->rowCount(), 2);
     QVERIFY(w.logView()->toPlainText().contains("imported 2 file(s) into run 4"));
     QVERIFY(waitLoaded(w));
@@ -458,7 +466,7 @@ class TestMainWindow : public QObject {
 #endif
     QVERIFY(w.launchDock()->isVisible());
     // The new runs are selected (first = baseline) and compared.
-    QTRY_COMPARE(w.selectedRuns(), (QList<Id>{1, 2}));
+    QTRY_COMPARE(w.selectedRuns(), runIds({1, 2}));
     QCOMPARE(w.currentPage()->pageId(), QString("compare"));
     QVERIFY(waitLoaded(w));
 
@@ -525,7 +533,7 @@ class TestMainWindow : public QObject {
     QVERIFY(waitLoaded(w));
     QSignalSpy done(&w, &ui::MainWindow::exportFinished);
     const QString out = dir.filePath("run1.perfetto.json");
-    QVERIFY(w.exportPerfetto(1, out));
+    QVERIFY(w.exportPerfetto(core::RunId{1}, out));
     QVERIFY(w.exportRunning());
     QVERIFY(done.wait(20000));
     QCOMPARE(done.first().at(0).toBool(), true);

@@ -52,7 +52,7 @@ class TestMemoryPage : public QObject {
   void peakMarkersAreCorePeaks() {
     QTemporaryDir dir;
     const std::string path = test::pathIn(dir, "m.db");
-    core::Id run = 0;
+    core::RunId run;
     {
       core::TraceStore store(path);
       test::RunSpec s;
@@ -136,7 +136,7 @@ class TestMemoryPage : public QObject {
   void downsamplingKeepsPeaksAtEveryZoom() {
     QTemporaryDir dir;
     const std::string path = test::pathIn(dir, "big.db");
-    core::Id run = 0;
+    core::RunId run;
     test::RunSpec s;
     s.ranks = 2;
     s.memorySamples = 120'000;  // far more than pixels
@@ -208,7 +208,7 @@ class TestMemoryPage : public QObject {
   void breakdownSumsToThePeak() {
     QTemporaryDir dir;
     const std::string path = test::pathIn(dir, "b.db");
-    core::Id run = 0;
+    core::RunId run;
     {
       core::TraceStore store(path);
       test::RunSpec s;
@@ -273,7 +273,7 @@ class TestMemoryPage : public QObject {
   void runWithoutMemoryRecords() {
     QTemporaryDir dir;
     const std::string path = test::pathIn(dir, "n.db");
-    core::Id run = 0, imported = 0;
+    core::RunId run, imported;
     {
       core::TraceStore store(path);
       test::RunSpec s;
@@ -326,7 +326,7 @@ class TestMemoryPage : public QObject {
     QVERIFY(!page.busy());
     QVERIFY(!page.messageText().isEmpty());
     QSignalSpy errors(&page, &ui::Page::errorMessage);
-    page.setContext(qpath(path), {7});
+    page.setContext(qpath(path), {core::RunId{7}});
     waitLoaded(page);
     QVERIFY2(page.errorText().contains("no run with id 7"), qPrintable(page.errorText()));
     QCOMPARE(errors.size(), 1);
@@ -338,7 +338,7 @@ class TestMemoryPage : public QObject {
   void cancelledLoad() {
     QTemporaryDir dir;
     const std::string path = test::pathIn(dir, "c.db");
-    core::Id run = 0, other = 0;
+    core::RunId run, other;
     {
       core::TraceStore store(path);
       test::RunSpec s;
@@ -422,7 +422,7 @@ class TestMemoryPage : public QObject {
     // An imported trace with CPU and CUDA records on each rank: GPU memory shown first, one curve per rank.
     QTemporaryDir dir;
     const std::string path = test::pathIn(dir, "d.db");
-    core::Id run = 0;
+    core::RunId run;
     {
       core::TraceStore store(path);
       test::RunSpec s;
@@ -473,7 +473,7 @@ class TestMemoryPage : public QObject {
   void wheelZoomsTimeOnly() {
     QTemporaryDir dir;
     const std::string path = test::pathIn(dir, "w.db");
-    core::Id run = 0;
+    core::RunId run;
     {
       core::TraceStore store(path);
       run = test::writeRun(store, test::RunSpec{});
@@ -503,7 +503,7 @@ class TestMemoryPage : public QObject {
   void loadStreamsAndCancels() {
     QTemporaryDir dir;
     const std::string path = test::pathIn(dir, "l.db");
-    core::Id run = 0;
+    core::RunId run;
     {
       core::TraceStore store(path);
       test::RunSpec s;

@@ -36,7 +36,7 @@ class TestOverviewPage : public QObject {
     const std::string r0 = test::writeFile(dir, "rank0.json", rankTrace(0, ""));
     const std::string r1 =
         test::writeFile(dir, "rank1.json", rankTrace(1, R"(, {"ph": "B", "name": "b", "pid": 1, "tid": 1, "ts": 2})"));
-    core::Id imported = 0, measured = 0;
+    core::RunId imported, measured;
     {
       core::TraceStore store(db);
       imported = core::importKineto(store, {r0, r1}).runIds.front();

@@ -111,7 +111,7 @@ class TestReportPdf : public QObject {
     QTemporaryDir dir;
     const std::string db = makeDb(dir);
     core::TraceStore store(db, core::Database::Mode::ReadOnly);
-    const core::Report rep = core::buildReport(store, {1, 2});
+    const core::Report rep = core::buildReport(store, {core::RunId{1}, core::RunId{2}});
     QVERIFY(rep.charts.size() >= 3);
     const QString pdf = QString::fromStdString(test::pathIn(dir, "r.pdf"));
     const ui::PdfResult r = ui::writeReportPdf(rep, pdf, static_cast<ui::ReportPageSize>(size));
@@ -182,7 +182,7 @@ class TestReportPdf : public QObject {
       io.runName = job == 0 ? "first" : "second";
       core::importKineto(store, files, io);
     }
-    const core::Report rep = core::buildReport(store, {1, 2});
+    const core::Report rep = core::buildReport(store, {core::RunId{1}, core::RunId{2}});
     // Grouped by target (else size and group): a few groups, the costliest first.
     const auto& bn = rep.runs[0].analysis.bottlenecks;
     QVERIFY(!bn.empty() && bn.size() <= 10);
@@ -211,7 +211,7 @@ class TestReportPdf : public QObject {
     QTemporaryDir dir;
     const std::string db = makeDb(dir);
     core::TraceStore store(db, core::Database::Mode::ReadOnly);
-    const core::Report rep = core::buildReport(store, {1, 2});
+    const core::Report rep = core::buildReport(store, {core::RunId{1}, core::RunId{2}});
     auto doc = ui::buildReportDocument(rep);
     const QString text = doc->toPlainText();
     QCOMPARE(text.count(QChar::ObjectReplacementCharacter), int(rep.charts.size()));
@@ -222,7 +222,7 @@ class TestReportPdf : public QObject {
     QTemporaryDir dir2;
     const std::string db2 = makeDb(dir2, "SSCHART0X0X");
     core::TraceStore store2(db2, core::Database::Mode::ReadOnly);
-    const core::Report rep2 = core::buildReport(store2, {1, 2});
+    const core::Report rep2 = core::buildReport(store2, {core::RunId{1}, core::RunId{2}});
     auto doc2 = ui::buildReportDocument(rep2);
     QCOMPARE(doc2->toPlainText().count(QChar::ObjectReplacementCharacter), int(rep2.charts.size()));
     QVERIFY(doc2->toPlainText().contains("SSCHART0X0X"));
@@ -231,12 +231,12 @@ class TestReportPdf : public QObject {
   void exportDialogWritesEveryFormat() {
     QTemporaryDir dir;
     const std::string db = makeDb(dir);
-    ui::ExportReportDialog dlg(QString::fromStdString(db), {2, 1});
+    ui::ExportReportDialog dlg(QString::fromStdString(db), {core::RunId{2}, core::RunId{1}});
     QSignalSpy built(&dlg, &ui::ExportReportDialog::reportBuilt);
     QVERIFY(!dlg.exportButton()->isEnabled());
     QVERIFY(built.wait(20000));
     QVERIFY(dlg.reportReady());
-    QCOMPARE(dlg.report()->runs.at(0).id, Id(2));  // the first selected run is the baseline
+    QCOMPARE(dlg.report()->runs.at(0).id, core::RunId{2});  // the first selected run is the baseline
     QCOMPARE(dlg.report()->baseline, std::size_t(0));
     QVERIFY(dlg.exportButton()->isEnabled());
     // The preview is the report, with its charts.
@@ -281,7 +281,7 @@ class TestReportPdf : public QObject {
   void exportDialogReportsAMissingRun() {
     QTemporaryDir dir;
     const std::string db = makeDb(dir);
-    ui::ExportReportDialog dlg(QString::fromStdString(db), {1, 99});
+    ui::ExportReportDialog dlg(QString::fromStdString(db), {core::RunId{1}, core::RunId{99}});
     QSignalSpy failed(&dlg, &ui::ExportReportDialog::buildFailed);
     QVERIFY(failed.wait(20000));
     QVERIFY2(failed.at(0).at(0).toString().contains("no run with id 99"), qPrintable(failed.at(0).at(0).toString()));
@@ -299,14 +299,14 @@ class TestReportPdf : public QObject {
     QVERIFY(loaded.wait(10000));
     QAction* a = w.action("actionExportReport");
     QVERIFY(a);
-    w.selectRuns({2, 1});
+    w.selectRuns({core::RunId{2}, core::RunId{1}});
     QTRY_VERIFY(a->isEnabled());
     a->trigger();
     auto* dlg = w.findChild<ui::ExportReportDialog*>();
     QVERIFY(dlg);
     QTRY_VERIFY_WITH_TIMEOUT(dlg->reportReady(), 20000);
     QCOMPARE(dlg->report()->runs.size(), std::size_t(2));
-    QCOMPARE(dlg->report()->runs[0].id, Id(2));
+    QCOMPARE(dlg->report()->runs[0].id, core::RunId{2});
     dlg->reject();
   }
 };

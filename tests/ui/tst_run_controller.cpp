@@ -358,12 +358,12 @@ class TestRunController : public QObject {
     const auto runs = store.runs();
     QCOMPARE(runs.size(), std::size_t(2));
     for (int i = 0; i < 2; ++i) {
-      const auto r = store.run(ids[i]);
+      const auto r = store.run(core::RunId{ids[i]});
       QVERIFY(r.has_value());
       QCOMPARE(QString::fromStdString(r->strategy), QString(i == 0 ? "ddp" : "fsdp"));
       QVERIFY(r->status == core::RunStatus::Completed);
       QCOMPARE(r->worldSize, 2);
-      QVERIFY(!store.ranks(ids[i]).empty());
+      QVERIFY(!store.ranks(core::RunId{ids[i]}).empty());
     }
     // The progress view shows it all.
     QTest::qWait(200);

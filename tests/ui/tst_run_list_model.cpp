@@ -19,8 +19,8 @@ using ui::RunListModel;
 
 namespace {
 
-core::Id addRun(core::TraceStore& store, const std::string& name, core::RunSource source, const std::string& strategy,
-                core::RunStatus status) {
+core::RunId addRun(core::TraceStore& store, const std::string& name, core::RunSource source, const std::string& strategy,
+                   core::RunStatus status) {
   core::Run r;
   r.name = name;
   r.source = source;
@@ -44,7 +44,7 @@ class TestRunListModel : public QObject {
  private:
   QTemporaryDir dir_;
   std::unique_ptr<core::TraceStore> store_;
-  core::Id ddp_ = 0, fsdp_ = 0, trace_ = 0, failed_ = 0;
+  core::RunId ddp_, fsdp_, trace_, failed_;
 
  private Q_SLOTS:
   void init() {
@@ -127,7 +127,7 @@ class TestRunListModel : public QObject {
     QCOMPARE(m.runId(ddp), ddp_);
 
     // A new run of a new kind (simulated, hsdp, pending) and a status change of a running run.
-    const core::Id sim = addRun(*store_, "estimate", core::RunSource::Simulated, "hsdp", core::RunStatus::Pending);
+    const core::RunId sim = addRun(*store_, "estimate", core::RunSource::Simulated, "hsdp", core::RunStatus::Pending);
     store_->setRunStatus(fsdp_, core::RunStatus::Completed);
     m.setRuns(ui::loadRunRows(*store_));
     QCOMPARE(m.runCount(), 5);
@@ -192,7 +192,7 @@ class TestRunListModel : public QObject {
     QVERIFY(st.step());
     QCOMPARE(st.int64(0), std::int64_t(0));
 
-    QVERIFY(!m.renameRun(9999, "x"));
+    QVERIFY(!m.renameRun(core::RunId{9999}, "x"));
     QVERIFY(m.lastError().contains("9999"));
   }
 

@@ -28,6 +28,14 @@
 
 using namespace shardscope;
 using core::Id;
+using core::RunId;
+
+// A list of run ids, as the window and the session hold them.
+QList<RunId> runIds(std::initializer_list<std::int64_t> v) {
+  QList<RunId> out;
+  for (std::int64_t id : v) out << RunId{id};
+  return out;
+}
 
 namespace {
 
@@ -66,16 +74,16 @@ class TestRunSession : public QObject {
     w.show();
     QVERIFY(w.openDatabase(QString::fromStdString(path)));
     QVERIFY(settle(w));
-    QCOMPARE(w.selectedRuns(), QList<Id>{1});
+    QCOMPARE(w.selectedRuns(), runIds({1}));
     for (const char* page : {"overview", "compare", "communication", "memory", "timeline"}) {
       QVERIFY(w.showPage(page));
       QVERIFY2(settle(w), page);
-      QCOMPARE(w.pageContextRuns(page).value_or(QList<Id>{}), QList<Id>{1});
+      QCOMPARE(w.pageContextRuns(page).value_or(QList<RunId>{}), runIds({1}));
     }
     auto* cache = w.session()->cache().get();
-    QCOMPARE(cache->computedCount(ui::RunSession::kAnalysis, 1), 1);
-    QCOMPARE(cache->computedCount("memory-curves", 1), 1);
-    QCOMPARE(cache->computedCount("timeline", 1), 1);
+    QCOMPARE(cache->computedCount(ui::RunSession::kAnalysis, RunId{1}), 1);
+    QCOMPARE(cache->computedCount("memory-curves", RunId{1}), 1);
+    QCOMPARE(cache->computedCount("timeline", RunId{1}), 1);
     // Back and forth: nothing is computed again.
     for (const char* page : {"overview", "memory", "compare"}) {
       QVERIFY(w.showPage(page));
@@ -94,7 +102,7 @@ class TestRunSession : public QObject {
     // F5 asks for fresh figures: computed once more.
     w.refresh();
     QVERIFY(settle(w));
-    QCOMPARE(cache->computedCount(ui::RunSession::kAnalysis, 1), 2);
+    QCOMPARE(cache->computedCount(ui::RunSession::kAnalysis, RunId{1}), 2);
   }
 
   void threeRunsOnEveryPageOnceEach() {
@@ -106,15 +114,15 @@ class TestRunSession : public QObject {
     w.setAutoSelectLatest(false);
     QVERIFY(w.openDatabase(QString::fromStdString(path)));
     QVERIFY(settle(w));
-    w.selectRuns({1, 2, 3});
+    w.selectRuns({core::RunId{1}, core::RunId{2}, core::RunId{3}});
     w.applySelectionNow();
     for (const char* page : {"compare", "memory", "communication", "timeline", "overview"}) {
       QVERIFY(w.showPage(page));
       QVERIFY2(settle(w), page);
     }
     auto* cache = w.session()->cache().get();
-    for (Id id : {1, 2, 3}) QCOMPARE(cache->computedCount(ui::RunSession::kAnalysis, id), 1);
-    QCOMPARE(w.session()->runs(), (QList<Id>{1, 2, 3}));
+    for (std::int64_t id : {1, 2, 3}) QCOMPARE(cache->computedCount(ui::RunSession::kAnalysis, RunId{id}), 1);
+    QCOMPARE(w.session()->runs(), runIds({1, 2, 3}));
     // Every page compares: Memory overlays three runs, Communication has a column per run, the
     // Compare page gives its verdict.
     auto* memory = qobject_cast<ui::MemoryPage*>(w.page("memory"));
@@ -126,7 +134,7 @@ class TestRunSession : public QObject {
     QCOMPARE(comm->runsTable()->columnCount(), 4);
     auto* compare = qobject_cast<ui::ComparePage*>(w.page("compare"));
     QVERIFY(!compare->recommendationText().isEmpty());
-    QVERIFY(compare->recommendedRun() >= 1 && compare->recommendedRun() <= 3);
+    QVERIFY(compare->recommendedRun() >= RunId{1} && compare->recommendedRun() <= RunId{3});
   }
 
   void cacheSharesOneComputation() {
@@ -139,15 +147,15 @@ class TestRunSession : public QObject {
     };
     std::vector<std::thread> threads;
     std::atomic<int> sum{0};
-    for (int i = 0; i < 4; ++i) threads.emplace_back([&] { sum += *cache.get<int>("x", 7, nullptr, compute); });
+    for (int i = 0; i < 4; ++i) threads.emplace_back([&] { sum += *cache.get<int>("x", core::RunId{7}, nullptr, compute); });
     for (auto& t : threads) t.join();
     QCOMPARE(computed.load(), 1);
     QCOMPARE(sum.load(), 4 * 42);
-    QCOMPARE(cache.computedCount("x", 7), 1);
-    QVERIFY(cache.has("x", 7));
-    cache.invalidate(7);
-    QVERIFY(!cache.has("x", 7));
-    QCOMPARE(*cache.get<int>("x", 7, nullptr, compute), 42);
+    QCOMPARE(cache.computedCount("x", RunId{7}), 1);
+    QVERIFY(cache.has("x", core::RunId{7}));
+    cache.invalidate(core::RunId{7});
+    QVERIFY(!cache.has("x", core::RunId{7}));
+    QCOMPARE(*cache.get<int>("x", core::RunId{7}, nullptr, compute), 42);
     QCOMPARE(computed.load(), 2);
   }
 
@@ -157,7 +165,7 @@ class TestRunSession : public QObject {
     std::atomic<bool> started{false};
     std::thread a([&] {
       try {
-        cache.get<int>("x", 1, &first, [&]() -> std::shared_ptr<const int> {
+        cache.get<int>("x", core::RunId{1}, &first, [&]() -> std::shared_ptr<const int> {
           started = true;
           while (!first.isCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
           throw core::Cancelled();
@@ -167,17 +175,17 @@ class TestRunSession : public QObject {
     });
     while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     int got = 0;
-    std::thread b([&] { got = *cache.get<int>("x", 1, nullptr, [] { return std::make_shared<const int>(5); }); });
+    std::thread b([&] { got = *cache.get<int>("x", core::RunId{1}, nullptr, [] { return std::make_shared<const int>(5); }); });
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     first.cancel();
     a.join();
     b.join();
     QCOMPARE(got, 5);  // b waited, saw the cancellation, computed it itself
-    QCOMPARE(cache.computedCount("x", 1), 2);
+    QCOMPARE(cache.computedCount("x", RunId{1}), 2);
     // A failure is not cached: the next call tries again.
-    QVERIFY_THROWS_EXCEPTION(core::Error,
-                             cache.get<int>("y", 1, nullptr, []() -> std::shared_ptr<const int> { throw core::Error("no"); }));
-    QCOMPARE(*cache.get<int>("y", 1, nullptr, [] { return std::make_shared<const int>(3); }), 3);
+    QVERIFY_THROWS_EXCEPTION(core::Error, cache.get<int>("y", core::RunId{1}, nullptr,
+                                                         []() -> std::shared_ptr<const int> { throw core::Error("no"); }));
+    QCOMPARE(*cache.get<int>("y", core::RunId{1}, nullptr, [] { return std::make_shared<const int>(3); }), 3);
   }
 
   void forgetsRunsWhoseDataChanged() {
@@ -188,27 +196,27 @@ class TestRunSession : public QObject {
     QVERIFY(!session.poll());  // the first look only learns the file
     {
       core::TraceStore store(path, core::Database::Mode::ReadOnly);
-      ui::RunSession::analysis(*session.cache(), store, 1, nullptr);
-      ui::RunSession::analysis(*session.cache(), store, 2, nullptr);
+      ui::RunSession::analysis(*session.cache(), store, core::RunId{1}, nullptr);
+      ui::RunSession::analysis(*session.cache(), store, core::RunId{2}, nullptr);
     }
     QVERIFY(!session.poll());  // nothing committed
     QSignalSpy changed(&session, &ui::RunSession::dataChanged);
     {
       core::TraceStore other(path);  // another connection: a run fails, another is deleted
-      other.setRunStatus(1, core::RunStatus::Failed, "killed");
+      other.setRunStatus(core::RunId{1}, core::RunStatus::Failed, "killed");
     }
     QVERIFY(session.poll());
     QCOMPARE(changed.count(), 1);
-    QCOMPARE(changed.first().first().value<QList<Id>>(), QList<Id>{1});
-    QVERIFY(!session.cache()->has(ui::RunSession::kAnalysis, 1));
-    QVERIFY(session.cache()->has(ui::RunSession::kAnalysis, 2));
+    QCOMPARE(changed.first().first().value<QList<RunId>>(), runIds({1}));
+    QVERIFY(!session.cache()->has(ui::RunSession::kAnalysis, core::RunId{1}));
+    QVERIFY(session.cache()->has(ui::RunSession::kAnalysis, core::RunId{2}));
     {
       core::TraceStore other(path);
-      other.deleteRun(2);
+      other.deleteRun(core::RunId{2});
     }
     QVERIFY(session.poll());
     QCOMPARE(changed.count(), 2);
-    QVERIFY(!session.cache()->has(ui::RunSession::kAnalysis, 2));
+    QVERIFY(!session.cache()->has(ui::RunSession::kAnalysis, core::RunId{2}));
     // A new database: a new cache.
     const auto before = session.cache();
     session.setDatabase(QString());

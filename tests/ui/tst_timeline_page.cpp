@@ -65,7 +65,7 @@ class TestTimelinePage : public QObject {
     // Jump to an event by its store id (what the Communication page asks for).
     const Found ar = findNamed(*page.index(), 1, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1);
     const auto& lane = page.index()->lane(ar.lane);
-    page.showEvent(run_, static_cast<qint64>(lane.eventId[ar.index]), lane.start[ar.index], lane.end[ar.index]);
+    page.showEvent(run_.value(), static_cast<qint64>(lane.eventId[ar.index]), lane.start[ar.index], lane.end[ar.index]);
     QVERIFY(page.timeline()->selectedEvent());
     QCOMPARE(page.index()->lane(page.timeline()->selectedEvent()->first).eventId[page.timeline()->selectedEvent()->second],
              lane.eventId[ar.index]);
@@ -109,7 +109,7 @@ class TestTimelinePage : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
     QVERIFY(page.index());
     // A database that is not there: an error in the page, no crash.
-    page.setContext(QString::fromStdString(pathIn(dir_, "missing/none.db")), {1});
+    page.setContext(QString::fromStdString(pathIn(dir_, "missing/none.db")), {RunId{1}});
     QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
     QVERIFY(!page.errorText().isEmpty());
   }
@@ -156,7 +156,7 @@ class TestTimelinePage : public QObject {
     QVERIFY(!page.index());
     const Found ar = findNamed(*index_, 0, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0);
     const auto& lane = index_->lane(ar.lane);
-    const bool invoked = QMetaObject::invokeMethod(&page, "showEvent", Q_ARG(qint64, static_cast<qint64>(run_)),
+    const bool invoked = QMetaObject::invokeMethod(&page, "showEvent", Q_ARG(qint64, static_cast<qint64>(run_.value())),
                                                    Q_ARG(qint64, static_cast<qint64>(lane.eventId[ar.index])),
                                                    Q_ARG(qint64, lane.start[ar.index]), Q_ARG(qint64, lane.end[ar.index]));
     QVERIFY(invoked);  // by name, as MainWindow calls it
@@ -174,7 +174,7 @@ class TestTimelinePage : public QObject {
  private:
   QTemporaryDir dir_;
   std::string db_;
-  Id run_ = 0;
+  RunId run_;
   std::shared_ptr<const tl::TimelineIndex> index_;
 };
 

@@ -102,7 +102,7 @@ class TestTimelineWidget : public QObject {
 {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10000020, "dur": 40, "args": {"stream": 7, "correlation": 1}},
 {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 10000100, "dur": 100}
 ]})J";
-    const Id run = importKineto(store, {writeFile(dir, "init.json", json)}).runIds.at(0);
+    const RunId run = importKineto(store, {writeFile(dir, "init.json", json)}).runIds.at(0);
     const auto index = tl::TimelineIndex::build(store, run);
     const TimeNs stepStart = index->minStart() + 10'000'000'000LL, stepEnd = stepStart + 200'000;
     QCOMPARE(index->stepsExtent()->first, stepStart);
@@ -136,7 +136,7 @@ class TestTimelineWidget : public QObject {
             ", \"ts\": " + std::to_string(1000 * st + 10 * i) + ", \"dur\": 5, \"args\": {\"stream\": " + std::to_string(st) +
             ", \"device\": 0}}";
     json += "]}";
-    const Id run = importKineto(store, {writeFile(dir, "streams.json", json)}).runIds.at(0);
+    const RunId run = importKineto(store, {writeFile(dir, "streams.json", json)}).runIds.at(0);
     const auto index = tl::TimelineIndex::build(store, run);
     TimelineWidget w;
     w.resize(1200, 900);
@@ -286,7 +286,7 @@ class TestTimelineWidget : public QObject {
       t += (ag ? 2 : 1) + 3;
     }
     json += "]}";
-    const Id run = importKineto(store, {writeFile(dir, "fold.json", json)}).runIds.at(0);
+    const RunId run = importKineto(store, {writeFile(dir, "fold.json", json)}).runIds.at(0);
     const auto idx = tl::TimelineIndex::build(store, run);
     TimelineWidget w;
     w.resize(1200, 400);
@@ -356,20 +356,20 @@ class TestTimelineWidget : public QObject {
     Run run;
     run.name = "mem";
     run.source = RunSource::Runtime;
-    const Id runId = store.createRun(run);
+    const RunId runId = store.createRun(run);
     Rank rk;
     rk.runId = runId;
-    const Id rankId = store.addRank(rk);
+    const RankId rankId = store.addRank(rk);
     Track cpu;
     cpu.rankId = rankId;
     cpu.kind = TrackKind::CpuThread;
     cpu.name = "main";
-    const Id cpuId = store.addTrack(cpu);
+    const TrackId cpuId = store.addTrack(cpu);
     Track mem;
     mem.rankId = rankId;
     mem.kind = TrackKind::Counter;
     mem.name = "memory allocated";
-    const Id memId = store.addTrack(mem);
+    const TrackId memId = store.addTrack(mem);
     {
       Transaction tx(shardscope::core::storeDb(store));
       BulkWriter bw(store);
@@ -625,7 +625,7 @@ class TestTimelineWidget : public QObject {
     TraceStore store(pathIn(dir_, "eight.db"));
     std::vector<std::string> files;
     for (int r = 0; r < 8; ++r) files.push_back(writeFile(dir_, "e" + std::to_string(r) + ".json", traceMany(r, 8)));
-    const Id run = importKineto(store, files).runIds.at(0);
+    const RunId run = importKineto(store, files).runIds.at(0);
     eight_ = tl::TimelineIndex::build(store, run);
     return eight_;
   }
@@ -633,7 +633,7 @@ class TestTimelineWidget : public QObject {
   std::shared_ptr<const tl::TimelineIndex> eight_;
   QTemporaryDir dir_;
   std::string db_;
-  Id run_ = 0;
+  RunId run_;
   std::shared_ptr<const tl::TimelineIndex> index_;
   TimeNs t0_ = 0;
 };

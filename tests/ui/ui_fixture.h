@@ -35,7 +35,7 @@ struct RunSpec {
 
 inline std::int64_t peakOf(const RunSpec& s, int rank) { return s.peakBytes + (static_cast<std::int64_t>(rank) << 20); }
 
-inline core::Id writeRun(core::TraceStore& store, const RunSpec& s) {
+inline core::RunId writeRun(core::TraceStore& store, const RunSpec& s) {
   using namespace core;
   Run run;
   run.name = s.name;
@@ -43,30 +43,30 @@ inline core::Id writeRun(core::TraceStore& store, const RunSpec& s) {
   run.source = s.source;
   run.status = RunStatus::Completed;
   run.worldSize = s.ranks;
-  const Id runId = store.createRun(run);
+  const RunId runId = store.createRun(run);
   const TimeNs end = s.t0 + s.steps * s.stepNs;
   const TimeNs peakT = s.t0 + static_cast<TimeNs>(s.peakAt * static_cast<double>(end - s.t0));
   const Id cpuOp = store.intern("cpu_op"), ann = store.intern("user_annotation");
   const Id mm = store.intern("aten::mm"), fwd = store.intern("## forward ##"), ar = store.intern(s.commName);
-  std::vector<Id> rankIds;
+  std::vector<RankId> rankIds;
   for (int r = 0; r < s.ranks; ++r) {
     Rank rk;
     rk.runId = runId;
     rk.rank = r;
-    const Id rankId = store.addRank(rk);
+    const RankId rankId = store.addRank(rk);
     rankIds.push_back(rankId);
     Track cpu;
     cpu.rankId = rankId;
     cpu.kind = TrackKind::CpuThread;
     cpu.name = "main";
     cpu.tid = 1;
-    const Id cpuTrack = store.addTrack(cpu);
+    const TrackId cpuTrack = store.addTrack(cpu);
     Track comm;
     comm.rankId = rankId;
     comm.kind = TrackKind::Comm;
     comm.name = "comm";
     comm.sortIndex = 1;
-    const Id commTrack = store.addTrack(comm);
+    const TrackId commTrack = store.addTrack(comm);
     if (s.memorySamples > 0) {
       for (const char* which : {"allocated", "reserved"}) {
         Track t;

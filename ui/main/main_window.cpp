@@ -90,8 +90,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   buildActions();
   setUpLaunch();
 
-  connect(browser_->model(), &RunListModel::runRenamed, this, [this](core::Id id, const QString& name) {
-    log(tr("Run %1 renamed to \"%2\"").arg(id).arg(name));
+  connect(browser_->model(), &RunListModel::runRenamed, this, [this](core::RunId id, const QString& name) {
+    log(tr("Run %1 renamed to \"%2\"").arg(id.value()).arg(name));
     // Pages show names: tell those that show this run.
     if (contextRuns_.contains(id)) {
       markPagesStale();
@@ -107,7 +107,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
               log(tr("Import finished: %1").arg(message));
               statusBar()->showMessage(message, 10000);
               if (import_->dbPath() == dbPath_) {
-                if (!ids.isEmpty()) browser_->selectAfterNextLoad(QList<core::Id>(ids.begin(), ids.end()));
+                if (!ids.isEmpty()) browser_->selectAfterNextLoad(QList<core::RunId>(ids.begin(), ids.end()));
                 reloadRuns();
               }
             } else if (cancelled) {
@@ -564,19 +564,19 @@ RunListModel* MainWindow::runModel() const { return browser_->model(); }
 QTreeView* MainWindow::runView() const { return browser_->view(); }
 QComboBox* MainWindow::groupingCombo() const { return browser_->groupingCombo(); }
 void MainWindow::setGrouping(RunListModel::Grouping grouping) { browser_->setGrouping(grouping); }
-QList<core::Id> MainWindow::selectedRuns() const { return browser_->selectedRuns(); }
-void MainWindow::selectRuns(const QList<core::Id>& ids) {
+QList<core::RunId> MainWindow::selectedRuns() const { return browser_->selectedRuns(); }
+void MainWindow::selectRuns(const QList<core::RunId>& ids) {
   browser_->selectRuns(ids);
   updateActions();
 }
 void MainWindow::applySelectionNow() { browser_->applySelectionNow(); }
-void MainWindow::makeBaseline(core::Id id) { browser_->makeBaseline(id); }
+void MainWindow::makeBaseline(core::RunId id) { browser_->makeBaseline(id); }
 bool MainWindow::runsLoading() const { return browser_->runsLoading(); }
 void MainWindow::reloadRuns() { browser_->reloadRuns(); }
-void MainWindow::deleteRuns(const QList<core::Id>& ids) { browser_->deleteRuns(ids); }
+void MainWindow::deleteRuns(const QList<core::RunId>& ids) { browser_->deleteRuns(ids); }
 bool MainWindow::deleting() const { return browser_->deleting(); }
-void MainWindow::renameRun(core::Id id) { browser_->renameRun(id); }
-void MainWindow::editTags(core::Id id) { browser_->editTags(id); }
+void MainWindow::renameRun(core::RunId id) { browser_->renameRun(id); }
+void MainWindow::editTags(core::RunId id) { browser_->editTags(id); }
 void MainWindow::setPollInterval(int ms) { browser_->setPollInterval(ms); }
 void MainWindow::setAutoSelectLatest(bool on) { browser_->setAutoSelectLatest(on); }
 QPlainTextEdit* MainWindow::logView() const { return tasks_->logView(); }
@@ -593,7 +593,7 @@ void MainWindow::refresh() {
   reloadPage(currentPage());  // a page shown with the same runs keeps them otherwise
 }
 
-void MainWindow::onSelectionApplied(const QList<core::Id>& runs) {
+void MainWindow::onSelectionApplied(const QList<core::RunId>& runs) {
   session_->setRuns(runs);
   contextRuns_ = runs;
   markPagesStale();
@@ -635,7 +635,7 @@ bool MainWindow::showPage(const QString& id) {
   return true;
 }
 
-std::optional<QList<core::Id>> MainWindow::pageContextRuns(const QString& id) const {
+std::optional<QList<core::RunId>> MainWindow::pageContextRuns(const QString& id) const {
   Page* p = page(id);
   const auto it = delivered_.find(p);
   if (!p || it == delivered_.end()) return std::nullopt;
@@ -661,12 +661,12 @@ void MainWindow::onCurrentPageChanged(int index) {
   updateTaskUi();
 }
 
-void MainWindow::onJumpToEvent(core::Id runId, core::Id eventId, qint64 startNs, qint64 endNs) {
+void MainWindow::onJumpToEvent(core::RunId runId, core::Id eventId, qint64 startNs, qint64 endNs) {
   Page* timeline = page(QStringLiteral("timeline"));
   if (!timeline) return;
   showPage(QStringLiteral("timeline"));
-  if (auto* t = qobject_cast<TimelinePage*>(timeline)) t->showEvent(runId, eventId, startNs, endNs);
-  log(tr("Jump to event %1 of run %2 (%3 ns)").arg(eventId).arg(runId).arg(startNs));
+  if (auto* t = qobject_cast<TimelinePage*>(timeline)) t->showEvent(qint64(runId.value()), eventId, startNs, endNs);
+  log(tr("Jump to event %1 of run %2 (%3 ns)").arg(eventId).arg(runId.value()).arg(startNs));
 }
 
 bool MainWindow::busy() const {
@@ -692,16 +692,17 @@ void MainWindow::chooseTraces() {
 bool MainWindow::importRunning() const { return import_->isRunning(); }
 
 void MainWindow::choosePerfettoExport() {
-  const core::Id run = browser_->currentRun();
+  const core::RunId run = browser_->currentRun();
   if (dbPath_.isEmpty() || !run) {
     showError(tr("Export to Perfetto: open a database and select a run first"), false);
     return;
   }
-  QString name = QStringLiteral("run%1").arg(run);
-  if (const auto* r = runModel()->runRow(run)) name = QString::fromStdString(r->run.name) + QStringLiteral("_%1").arg(run);
+  QString name = QStringLiteral("run%1").arg(run.value());
+  if (const auto* r = runModel()->runRow(run))
+    name = QString::fromStdString(r->run.name) + QStringLiteral("_%1").arg(run.value());
   name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9._-]")), QStringLiteral("_"));
   const QString path =
-      QFileDialog::getSaveFileName(this, tr("Export run %1 to Perfetto").arg(run),
+      QFileDialog::getSaveFileName(this, tr("Export run %1 to Perfetto").arg(run.value()),
                                    QFileInfo(dbPath_).absoluteDir().filePath(name + QStringLiteral(".perfetto.json.gz")),
                                    tr("Perfetto / Chrome trace (*.json.gz *.json)"));
   if (!path.isEmpty()) exportPerfetto(run, path);
@@ -709,16 +710,16 @@ void MainWindow::choosePerfettoExport() {
 
 bool MainWindow::exportRunning() const { return session_->tasks()->busy(QStringLiteral("export")); }
 
-bool MainWindow::exportPerfetto(core::Id run, const QString& path) {
+bool MainWindow::exportPerfetto(core::RunId run, const QString& path) {
   if (dbPath_.isEmpty() || !run || path.isEmpty()) return false;
   if (exportRunning()) {
     showError(tr("An export is already running: cancel it or wait for it to finish"), false);
     return false;
   }
   const std::string out = path.toStdString();
-  log(tr("Exporting run %1 to %2…").arg(run).arg(path));
+  log(tr("Exporting run %1 to %2…").arg(run.value()).arg(path));
   session_->run<core::ExportResult>(
-      this, QStringLiteral("export"), tr("Exporting run %1 to Perfetto").arg(run),
+      this, QStringLiteral("export"), tr("Exporting run %1 to Perfetto").arg(run.value()),
       [run, out](core::TraceStore& store, RunCache&, core::CancelToken& cancel, const core::ProgressFn& progress) {
         core::ExportOptions o;
         o.progress = progress;
@@ -830,7 +831,7 @@ void MainWindow::setUpLaunch() {
     }()));
     if (runController_->databasePath() == dbPath_ && !ids.isEmpty()) {
       // Side by side: select the new runs (the first strategy is the baseline) and compare them.
-      browser_->selectAfterNextLoad(QList<core::Id>(ids.begin(), ids.end()));
+      browser_->selectAfterNextLoad(QList<core::RunId>(ids.begin(), ids.end()));
       if (ids.size() > 1) showPage(QStringLiteral("compare"));
       reloadRuns();
     }

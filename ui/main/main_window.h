@@ -84,20 +84,20 @@ class MainWindow : public QMainWindow {
   QComboBox* groupingCombo() const;
   void setGrouping(RunListModel::Grouping grouping);
   // Selected runs in the order they were selected (the first is the baseline).
-  QList<core::Id> selectedRuns() const;
+  QList<core::RunId> selectedRuns() const;
   // Selects these runs (in this order); if the run list is still loading, once it has loaded.
-  void selectRuns(const QList<core::Id>& ids);
+  void selectRuns(const QList<core::RunId>& ids);
   // Hands the selection to the pages now instead of after the short debounce.
   void applySelectionNow();
-  void makeBaseline(core::Id id);
+  void makeBaseline(core::RunId id);
   bool runsLoading() const;
   void reloadRuns();
   void refresh();  // F5: the run list, and the current page with fresh analyses
   // Asks first (setAutoConfirm when not interactive), then deletes on a thread; runsDeleted when done.
-  void deleteRuns(const QList<core::Id>& ids);
+  void deleteRuns(const QList<core::RunId>& ids);
   bool deleting() const;
-  void renameRun(core::Id id);  // inline editor on the name
-  void editTags(core::Id id);   // inline editor on the tags
+  void renameRun(core::RunId id);  // inline editor on the name
+  void editTags(core::RunId id);   // inline editor on the tags
 
   // Pages.
   const std::vector<Page*>& pages() const { return pages_; }
@@ -105,7 +105,7 @@ class MainWindow : public QMainWindow {
   Page* currentPage() const;
   bool showPage(const QString& id);
   // The context last handed to a page (nullopt: never, or stale until it is shown).
-  std::optional<QList<core::Id>> pageContextRuns(const QString& id) const;
+  std::optional<QList<core::RunId>> pageContextRuns(const QString& id) const;
   // Loading anything (run list, current page, pending selection) or importing.
   bool busy() const;
 
@@ -117,7 +117,7 @@ class MainWindow : public QMainWindow {
 
   // Export a run as one merged multi-rank trace for ui.perfetto.dev (core::exportPerfetto, in the
   // session's runner: progress and Cancel in the task centre). false when it cannot start.
-  bool exportPerfetto(core::Id run, const QString& path);
+  bool exportPerfetto(core::RunId run, const QString& path);
   bool exportRunning() const;
 
   // Launch (shardscope-cli compare --progress json --config FILE as a child process, when the launch
@@ -155,7 +155,7 @@ class MainWindow : public QMainWindow {
   void exportFinished(bool ok, const QString& pathOrError);
   void runsDeleted(const QList<qint64>& runIds);
   void errorReported(const QString& message);
-  void contextDelivered(const QString& pageId, const QList<core::Id>& runs);
+  void contextDelivered(const QString& pageId, const QList<core::RunId>& runs);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -176,11 +176,11 @@ class MainWindow : public QMainWindow {
   void updateRecentMenu();
   void updateTitle();
   void updateActions();
-  void onSelectionApplied(const QList<core::Id>& runs);
+  void onSelectionApplied(const QList<core::RunId>& runs);
   void onCurrentPageChanged(int index);
   void deliverContext(Page* page, bool force = false);
   void markPagesStale();
-  void onJumpToEvent(core::Id runId, core::Id eventId, qint64 startNs, qint64 endNs);
+  void onJumpToEvent(core::RunId runId, core::Id eventId, qint64 startNs, qint64 endNs);
   void showContextMenu(const QPoint& globalPos);
   bool confirm(const QString& question);
   void onCancelRequested(const QString& key);
@@ -200,13 +200,13 @@ class MainWindow : public QMainWindow {
   RunSession* session_ = nullptr;
   RunBrowser* browser_ = nullptr;
   TaskCentre* tasks_ = nullptr;
-  QList<core::Id> contextRuns_;  // what the pages are told
+  QList<core::RunId> contextRuns_;  // what the pages are told
 
   // Pages.
   QSplitter* splitter_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   std::vector<Page*> pages_;
-  std::map<Page*, std::pair<QString, QList<core::Id>>> delivered_;  // last context per page
+  std::map<Page*, std::pair<QString, QList<core::RunId>>> delivered_;  // last context per page
 
   // Import and launch.
   ImportProcess* import_ = nullptr;

@@ -184,44 +184,44 @@ void RunBrowser::onRunsLoaded(std::vector<RunRow> rows, int generation, const Ru
     runsError_.clear();
   }
   // Statuses of the runs the pages show: a change (a run finished) makes the session forget them.
-  std::map<core::Id, core::RunStatus> before;
-  for (core::Id id : applied_)
+  std::map<core::RunId, core::RunStatus> before;
+  for (core::RunId id : applied_)
     if (const auto* r = model_->runRow(id)) before[id] = r->run.status;
 
-  const QList<core::Id> keep = selectionOrder_;
+  const QList<core::RunId> keep = selectionOrder_;
   restoring_ = true;
   model_->setRuns(std::move(rows));
   restoring_ = false;
 
-  QList<core::Id> want;
+  QList<core::RunId> want;
   if (pendingSelection_) {
     want = *pendingSelection_;
     // Runs written after this load started come with the next one (reloadAgain_): keep waiting.
-    const bool all = std::all_of(want.begin(), want.end(), [this](core::Id id) { return model_->runRow(id) != nullptr; });
+    const bool all = std::all_of(want.begin(), want.end(), [this](core::RunId id) { return model_->runRow(id) != nullptr; });
     if (all || !reloadAgain_) pendingSelection_.reset();
   } else if (firstLoad_ && autoSelect_) {
-    const QList<core::Id> all = model_->runIds();
+    const QList<core::RunId> all = model_->runIds();
     if (!all.isEmpty()) want = {*std::max_element(all.begin(), all.end())};
   } else {
     want = keep;
   }
   firstLoad_ = false;
-  QList<core::Id> existing;
-  for (core::Id id : want)
+  QList<core::RunId> existing;
+  for (core::RunId id : want)
     if (model_->runRow(id) && !existing.contains(id)) existing << id;
   if (existing != selectedInViewOrdered()) restoreSelection(existing);
   selectionOrder_ = existing;
   if (!view_->currentIndex().isValid() && !existing.isEmpty())
     view_->selectionModel()->setCurrentIndex(model_->indexOfRun(existing.first()), QItemSelectionModel::NoUpdate);
 
-  QList<core::Id> changed;
+  QList<core::RunId> changed;
   for (const auto& [id, status] : before) {
     const auto* r = model_->runRow(id);
     if (r && r->run.status != status) changed << id;
   }
   if (!changed.isEmpty()) {
     Q_EMIT message(tr("A selected run changed status: reloading the page"));
-    for (core::Id id : changed) session_->cache()->invalidate(id);
+    for (core::RunId id : changed) session_->cache()->invalidate(id);
     applied_.clear();  // applied again below: the pages reload
   }
   applySelectionNow();
@@ -265,7 +265,7 @@ void RunBrowser::setGrouping(RunListModel::Grouping grouping) {
     return;
   }
   if (model_->grouping() == grouping) return;
-  const QList<core::Id> keep = selectionOrder_;
+  const QList<core::RunId> keep = selectionOrder_;
   restoring_ = true;
   model_->setGrouping(grouping);  // a reset: the view forgets its selection
   restoring_ = false;
@@ -283,52 +283,52 @@ void RunBrowser::expandGroups() {
   }
 }
 
-QList<core::Id> RunBrowser::selectedInView() const {
-  QList<core::Id> ids;
+QList<core::RunId> RunBrowser::selectedInView() const {
+  QList<core::RunId> ids;
   for (const auto& i : view_->selectionModel()->selectedRows(0)) {
-    const core::Id id = model_->runId(i);
+    const core::RunId id = model_->runId(i);
     if (id) ids << id;
   }
   std::sort(ids.begin(), ids.end());
   return ids;
 }
 
-QList<core::Id> RunBrowser::selectedInViewOrdered() const {
+QList<core::RunId> RunBrowser::selectedInViewOrdered() const {
   // The view's selection in selection order (for comparing with a wanted order).
-  const QList<core::Id> inView = selectedInView();
-  QList<core::Id> out;
-  for (core::Id id : selectionOrder_)
+  const QList<core::RunId> inView = selectedInView();
+  QList<core::RunId> out;
+  for (core::RunId id : selectionOrder_)
     if (inView.contains(id)) out << id;
-  for (core::Id id : inView)
+  for (core::RunId id : inView)
     if (!out.contains(id)) out << id;
   return out;
 }
 
-core::Id RunBrowser::currentRun() const {
-  const core::Id cur = model_->runId(view_->currentIndex());
+core::RunId RunBrowser::currentRun() const {
+  const core::RunId cur = model_->runId(view_->currentIndex());
   if (cur && selectionOrder_.contains(cur)) return cur;
-  return selectionOrder_.isEmpty() ? 0 : selectionOrder_.first();
+  return selectionOrder_.isEmpty() ? core::RunId{} : selectionOrder_.first();
 }
 
-void RunBrowser::restoreSelection(const QList<core::Id>& ids) {
+void RunBrowser::restoreSelection(const QList<core::RunId>& ids) {
   auto* sm = view_->selectionModel();
   const bool old = restoring_;
   restoring_ = true;
   sm->clearSelection();
-  for (core::Id id : ids) {
+  for (core::RunId id : ids) {
     const QModelIndex i = model_->indexOfRun(id);
     if (i.isValid()) sm->select(i, QItemSelectionModel::Select | QItemSelectionModel::Rows);
   }
   restoring_ = old;
 }
 
-void RunBrowser::selectRuns(const QList<core::Id>& ids) {
+void RunBrowser::selectRuns(const QList<core::RunId>& ids) {
   if (runsLoading()) {
     pendingSelection_ = ids;
     return;
   }
-  QList<core::Id> existing;
-  for (core::Id id : ids)
+  QList<core::RunId> existing;
+  for (core::RunId id : ids)
     if (model_->runRow(id) && !existing.contains(id)) existing << id;
   restoreSelection(existing);
   selectionOrder_ = existing;
@@ -346,16 +346,16 @@ bool RunBrowser::selectionPending() const { return selectionTimer_->isActive(); 
 void RunBrowser::onSelectionChanged() {
   if (restoring_) return;
   // Keep the order of selection: drop what is no longer selected, append what is new (view order).
-  const QList<core::Id> now = selectedInView();
-  QList<core::Id> order;
-  for (core::Id id : selectionOrder_)
+  const QList<core::RunId> now = selectedInView();
+  QList<core::RunId> order;
+  for (core::RunId id : selectionOrder_)
     if (now.contains(id)) order << id;
-  QList<core::Id> added;
+  QList<core::RunId> added;
   for (const auto& i : view_->selectionModel()->selectedRows(0)) {
-    const core::Id id = model_->runId(i);
+    const core::RunId id = model_->runId(i);
     if (id && !order.contains(id) && !added.contains(id)) added << id;
   }
-  std::sort(added.begin(), added.end(), [this](core::Id a, core::Id b) {
+  std::sort(added.begin(), added.end(), [this](core::RunId a, core::RunId b) {
     const QModelIndex ia = model_->indexOfRun(a), ib = model_->indexOfRun(b);
     const int ga = ia.parent().isValid() ? ia.parent().row() : -1, gb = ib.parent().isValid() ? ib.parent().row() : -1;
     return ga != gb ? ga < gb : ia.row() < ib.row();
@@ -368,9 +368,9 @@ void RunBrowser::onSelectionChanged() {
 
 void RunBrowser::applySelectionNow() {
   selectionTimer_->stop();
-  const QList<core::Id> runs = selectionOrder_;
+  const QList<core::RunId> runs = selectionOrder_;
   QStringList names;
-  for (core::Id id : runs)
+  for (core::RunId id : runs)
     if (const auto* r = model_->runRow(id)) names << QString::fromStdString(core::runLabel(r->run.name, id));
   if (runs.isEmpty())
     selectionLabel_->setText(dbPath_.isEmpty() ? tr("Open a database to see its runs.") : tr("No run selected."));
@@ -384,33 +384,33 @@ void RunBrowser::applySelectionNow() {
   Q_EMIT selectionApplied(runs);
 }
 
-void RunBrowser::makeBaseline(core::Id id) {
+void RunBrowser::makeBaseline(core::RunId id) {
   if (!id || !selectionOrder_.contains(id) || selectionOrder_.first() == id) return;
   selectionOrder_.removeAll(id);
   selectionOrder_.prepend(id);
-  Q_EMIT message(tr("Run %1 is now the baseline").arg(id));
+  Q_EMIT message(tr("Run %1 is now the baseline").arg(id.value()));
   applySelectionNow();
 }
 
-void RunBrowser::renameRun(core::Id id) {
+void RunBrowser::renameRun(core::RunId id) {
   const QModelIndex i = model_->indexOfRun(id, RunListModel::NameColumn);
   if (!i.isValid() || !model_->isEditable()) return;
   view_->setCurrentIndex(i);
   view_->edit(i);
 }
 
-void RunBrowser::editTags(core::Id id) {
+void RunBrowser::editTags(core::RunId id) {
   const QModelIndex i = model_->indexOfRun(id, RunListModel::TagsColumn);
   if (!i.isValid() || !model_->isEditable()) return;
   view_->scrollTo(i);
   view_->edit(i);
 }
 
-void RunBrowser::deleteRuns(const QList<core::Id>& ids) {
+void RunBrowser::deleteRuns(const QList<core::RunId>& ids) {
   if (ids.isEmpty() || !model_->isEditable()) return;
   QStringList names;
   bool active = false;
-  for (core::Id id : ids) {
+  for (core::RunId id : ids) {
     if (const auto* r = model_->runRow(id)) {
       names << QString::fromStdString(core::runLabel(r->run.name, id));
       active = active || r->run.status == core::RunStatus::Running || r->run.status == core::RunStatus::Pending;
@@ -426,8 +426,8 @@ void RunBrowser::deleteRuns(const QList<core::Id>& ids) {
     return;
   }
   // The pages stop showing the runs about to go.
-  QList<core::Id> keep;
-  for (core::Id id : selectionOrder_)
+  QList<core::RunId> keep;
+  for (core::RunId id : selectionOrder_)
     if (!ids.contains(id)) keep << id;
   restoreSelection(keep);
   selectionOrder_ = keep;
@@ -443,7 +443,7 @@ void RunBrowser::deleteRuns(const QList<core::Id>& ids) {
     deleteTasks_.erase(
         std::remove_if(deleteTasks_.begin(), deleteTasks_.end(), [](const auto& t) { return t.isNull() || t->isCancelled(); }),
         deleteTasks_.end());
-    for (auto id : deleted) session_->cache()->invalidate(id);
+    for (qint64 id : deleted) session_->cache()->invalidate(core::RunId{id});
     if (error.isEmpty())
       Q_EMIT message(tr("Deleted %n run(s): %1", nullptr, static_cast<int>(deleted.size())).arg(what));
     else
@@ -457,9 +457,9 @@ void RunBrowser::deleteRuns(const QList<core::Id>& ids) {
       this, slot, tr("Deleting %1").arg(what),
       [db, ids, deleted](core::CancelToken&, const core::ProgressFn&) {
         core::TraceStore store(db.toStdString());
-        for (core::Id id : ids) {
+        for (core::RunId id : ids) {
           store.deleteRun(id);
-          *deleted << id;
+          *deleted << qint64(id.value());
         }
         return *deleted;
       },

@@ -56,15 +56,15 @@ class RunBrowser : public QWidget {
   QStringList collapsedGroups() const { return collapsedGroups_; }
 
   // The selection in the order it was made, and what was last applied (the pages' context).
-  QList<core::Id> selectedRuns() const { return selectionOrder_; }
-  QList<core::Id> appliedRuns() const { return applied_; }
-  void selectRuns(const QList<core::Id>& ids);  // after the run list loads, if it is loading
-  void selectAfterNextLoad(const QList<core::Id>& ids) { pendingSelection_ = ids; }
+  QList<core::RunId> selectedRuns() const { return selectionOrder_; }
+  QList<core::RunId> appliedRuns() const { return applied_; }
+  void selectRuns(const QList<core::RunId>& ids);  // after the run list loads, if it is loading
+  void selectAfterNextLoad(const QList<core::RunId>& ids) { pendingSelection_ = ids; }
   void applySelectionNow();
   bool selectionPending() const;
-  void makeBaseline(core::Id id);
-  core::Id currentRun() const;             // the current row when selected, else the baseline
-  QList<core::Id> selectedInView() const;  // sorted by id
+  void makeBaseline(core::RunId id);
+  core::RunId currentRun() const;             // the current row when selected, else the baseline
+  QList<core::RunId> selectedInView() const;  // sorted by id
   void setAutoSelectLatest(bool on) { autoSelect_ = on; }
 
   bool runsLoading() const { return !runsTask_.isNull(); }
@@ -72,16 +72,16 @@ class RunBrowser : public QWidget {
   void setPollInterval(int ms);
   void poll();
 
-  void renameRun(core::Id id);
-  void editTags(core::Id id);
+  void renameRun(core::RunId id);
+  void editTags(core::RunId id);
   // Asks `confirm` first, then deletes on a thread; runsDeleted when done.
-  void deleteRuns(const QList<core::Id>& ids);
+  void deleteRuns(const QList<core::RunId>& ids);
   bool deleting() const;
   void setConfirm(std::function<bool(const QString&)> confirm) { confirm_ = std::move(confirm); }
 
  Q_SIGNALS:
   void runsLoaded();
-  void selectionApplied(const QList<core::Id>& runs);
+  void selectionApplied(const QList<core::RunId>& runs);
   void selectionEdited();  // the view's selection changed (actions follow it)
   void message(const QString& text);
   void errorOccurred(const QString& text, bool popup);
@@ -92,9 +92,9 @@ class RunBrowser : public QWidget {
  private:
   void onRunsLoaded(std::vector<RunRow> rows, int generation, const RunsFingerprint& fingerprint);
   void onSelectionChanged();
-  void restoreSelection(const QList<core::Id>& ids);
+  void restoreSelection(const QList<core::RunId>& ids);
   void expandGroups();
-  QList<core::Id> selectedInViewOrdered() const;
+  QList<core::RunId> selectedInViewOrdered() const;
 
   RunSession* session_ = nullptr;
   QString dbPath_;
@@ -106,9 +106,9 @@ class RunBrowser : public QWidget {
   QTreeView* view_ = nullptr;
   QComboBox* groupCombo_ = nullptr;
   QLabel* selectionLabel_ = nullptr;
-  QList<core::Id> selectionOrder_;
-  QList<core::Id> applied_;
-  std::optional<QList<core::Id>> pendingSelection_;
+  QList<core::RunId> selectionOrder_;
+  QList<core::RunId> applied_;
+  std::optional<QList<core::RunId>> pendingSelection_;
   bool firstLoad_ = true;
   bool restoring_ = false;
   bool autoSelect_ = true;

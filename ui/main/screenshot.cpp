@@ -144,16 +144,16 @@ int takeScreenshot(MainWindow& w, const ScreenshotOptions& o) {
     return 3;
   }
 
-  QList<core::Id> runs = o.runs;
+  QList<core::RunId> runs = o.runs;
   if (runs.isEmpty()) {
-    QList<core::Id> all = w.runModel()->runIds();
+    QList<core::RunId> all = w.runModel()->runIds();
     std::sort(all.begin(), all.end());
     const int n = o.page == QLatin1String("compare") ? 3 : 1;
     runs = all.mid(std::max<qsizetype>(0, all.size() - n));
   } else {
-    for (core::Id id : runs) {
+    for (core::RunId id : runs) {
       if (!w.runModel()->runRow(id)) {
-        err(QStringLiteral("%1: no run with id %2").arg(o.dbPath).arg(id));
+        err(QStringLiteral("%1: no run with id %2").arg(o.dbPath).arg(id.value()));
         return 2;
       }
     }
@@ -199,7 +199,7 @@ int takeScreenshot(MainWindow& w, const ScreenshotOptions& o) {
     }
     if (!known) {
       err(QStringLiteral("--range needs the timeline of run %1 (use --page timeline with --timeline-view one)")
-              .arg(runs.first()));
+              .arg(runs.first().value()));
       return 2;
     }
     RunSession::TimeRange r;
@@ -224,17 +224,17 @@ int takeScreenshot(MainWindow& w, const ScreenshotOptions& o) {
     // What the page shows, for checks: the page's own description plus the window's selection.
     QJsonObject j = w.currentPage() ? w.currentPage()->describe() : QJsonObject{};
     QJsonArray selected;
-    for (core::Id id : w.selectedRuns()) {
+    for (core::RunId id : w.selectedRuns()) {
       const auto* row = w.runModel()->runRow(id);
       selected.append(
-          QJsonObject{{QStringLiteral("id"), static_cast<double>(id)},
+          QJsonObject{{QStringLiteral("id"), static_cast<double>(id.value())},
                       {QStringLiteral("label"), row ? QString::fromStdString(core::runLabel(row->run.name, id)) : QString()}});
     }
     j[QStringLiteral("selected_runs")] = selected;
     j[QStringLiteral("database")] = w.databasePath();
     j[QStringLiteral("settled")] = settled;
     if (const auto r = w.session()->timeRange())
-      j[QStringLiteral("time_range")] = QJsonObject{{QStringLiteral("run"), static_cast<double>(r->run)},
+      j[QStringLiteral("time_range")] = QJsonObject{{QStringLiteral("run"), static_cast<double>(r->run.value())},
                                                     {QStringLiteral("start_ns"), static_cast<double>(r->startNs)},
                                                     {QStringLiteral("end_ns"), static_cast<double>(r->endNs)}};
     QSaveFile jf(screenshotJsonPath(out.absoluteFilePath()));

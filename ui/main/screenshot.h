@@ -22,7 +22,7 @@ class MainWindow;
 struct ScreenshotOptions {
   QString dbPath;
   QString page = QStringLiteral("overview");
-  QList<core::Id> runs;  // empty: the latest run (the latest 3 for "compare")
+  QList<core::RunId> runs;  // empty: the latest run (the latest 3 for "compare")
   QString output;
   QSize size{1600, 1000};
   int timeoutMs = 60000;

@@ -223,7 +223,7 @@ QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, i
     case Qt::DisplayRole:
       return run == comparison_.baseline ? tr("%1 (baseline)").arg(name) : name;
     case Qt::ToolTipRole:
-      return tr("run %1: %2").arg(comparison_.runs[run]).arg(name);
+      return tr("run %1: %2").arg(comparison_.runs[run].value()).arg(name);
     case Qt::TextAlignmentRole:
       return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
     case Qt::FontRole:

@@ -56,7 +56,7 @@ bool RunRow::operator==(const RunRow& o) const {
 
 std::vector<RunRow> loadRunRows(core::TraceStore& store) {
   std::vector<RunRow> rows;
-  std::unordered_map<core::Id, std::size_t> pos;
+  std::unordered_map<core::RunId, std::size_t> pos;
   for (auto& r : store.runs()) {
     pos[r.id] = rows.size();
     rows.push_back(RunRow{std::move(r), 0, 0});
@@ -300,7 +300,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
       }
     case Qt::ToolTipRole: {
       QStringList lines;
-      lines << tr("Run %1: %2").arg(r.id).arg(qs(r.name));
+      lines << tr("Run %1: %2").arg(r.id.value()).arg(qs(r.name));
       lines << tr("%1, %2 rank(s), %3 events").arg(qs(core::toString(r.source))).arg(row->ranks).arg(formatCount(row->events));
       if (!r.failureReason.empty()) lines << tr("%1: %2").arg(qs(core::toString(r.status)), qs(r.failureReason));
       if (!r.tags.empty()) lines << tr("Tags: %1").arg(qs(r.tags));
@@ -326,7 +326,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
         return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
       return {};
     case RunIdRole:
-      return qlonglong(r.id);
+      return qlonglong(r.id.value());
     case IsGroupRole:
       return false;
     case GroupKeyRole:
@@ -346,7 +346,7 @@ Qt::ItemFlags RunListModel::flags(const QModelIndex& index) const {
 
 bool RunListModel::setData(const QModelIndex& index, const QVariant& value, int role) {
   if (role != Qt::EditRole || !(flags(index) & Qt::ItemIsEditable)) return false;
-  const core::Id id = runId(index);
+  const core::RunId id = runId(index);
   if (index.column() == NameColumn) return renameRun(id, value.toString());
   if (index.column() == TagsColumn) return setRunTags(id, value.toString());
   return false;
@@ -428,7 +428,7 @@ void RunListModel::setRuns(std::vector<RunRow> rows) {
       if (w.first == key) return &w.second;
     return nullptr;
   };
-  auto contains = [](const std::vector<RunRow>* v, core::Id id) {
+  auto contains = [](const std::vector<RunRow>* v, core::RunId id) {
     return v && std::any_of(v->begin(), v->end(), [id](const RunRow& r) { return r.run.id == id; });
   };
 
@@ -517,18 +517,18 @@ QString RunListModel::normalizeTags(const QString& tags) {
   return out.join(QLatin1Char(','));
 }
 
-bool RunListModel::renameRun(core::Id id, const QString& name) {
-  if (!store_) return fail(tr("Cannot rename run %1: the database is open read-only").arg(id));
+bool RunListModel::renameRun(core::RunId id, const QString& name) {
+  if (!store_) return fail(tr("Cannot rename run %1: the database is open read-only").arg(id.value()));
   const QString n = name.trimmed();
-  if (n.isEmpty()) return fail(tr("Cannot rename run %1: a run name cannot be empty").arg(id));
+  if (n.isEmpty()) return fail(tr("Cannot rename run %1: a run name cannot be empty").arg(id.value()));
   const RunRow* current = runRow(id);
-  if (!current) return fail(tr("Cannot rename run %1: no such run in the list").arg(id));
+  if (!current) return fail(tr("Cannot rename run %1: no such run in the list").arg(id.value()));
   try {
     // Re-read inside the transaction so a status written meanwhile by a running job is kept.
     std::optional<core::Run> r;
     core::writeInTransaction(*store_, [&] {
       r = store_->run(id);
-      if (!r) throw core::Error(store_->path() + ": no run with id " + std::to_string(id));
+      if (!r) throw core::Error(store_->path() + ": no run with id " + std::to_string(id.value()));
       r->name = n.toStdString();
       store_->updateRun(*r);
     });
@@ -536,21 +536,21 @@ bool RunListModel::renameRun(core::Id id, const QString& name) {
     row.run = *r;
     updateRun(row);
   } catch (const std::exception& e) {
-    return fail(tr("Cannot rename run %1: %2").arg(id).arg(QString::fromUtf8(e.what())));
+    return fail(tr("Cannot rename run %1: %2").arg(id.value()).arg(QString::fromUtf8(e.what())));
   }
   Q_EMIT runRenamed(id, n);
   return true;
 }
 
-bool RunListModel::setRunTags(core::Id id, const QString& tags) {
-  if (!store_) return fail(tr("Cannot tag run %1: the database is open read-only").arg(id));
+bool RunListModel::setRunTags(core::RunId id, const QString& tags) {
+  if (!store_) return fail(tr("Cannot tag run %1: the database is open read-only").arg(id.value()));
   const RunRow* current = runRow(id);
-  if (!current) return fail(tr("Cannot tag run %1: no such run in the list").arg(id));
+  if (!current) return fail(tr("Cannot tag run %1: no such run in the list").arg(id.value()));
   try {
     std::optional<core::Run> r;
     core::writeInTransaction(*store_, [&] {
       r = store_->run(id);
-      if (!r) throw core::Error(store_->path() + ": no run with id " + std::to_string(id));
+      if (!r) throw core::Error(store_->path() + ": no run with id " + std::to_string(id.value()));
       r->tags = normalizeTags(tags).toStdString();
       store_->updateRun(*r);
     });
@@ -558,22 +558,22 @@ bool RunListModel::setRunTags(core::Id id, const QString& tags) {
     row.run = *r;
     updateRun(row);
   } catch (const std::exception& e) {
-    return fail(tr("Cannot tag run %1: %2").arg(id).arg(QString::fromUtf8(e.what())));
+    return fail(tr("Cannot tag run %1: %2").arg(id.value()).arg(QString::fromUtf8(e.what())));
   }
   return true;
 }
 
-bool RunListModel::deleteRuns(const QList<core::Id>& ids) {
+bool RunListModel::deleteRuns(const QList<core::RunId>& ids) {
   if (ids.isEmpty()) return true;
   if (!store_) return fail(tr("Cannot delete runs: the database is open read-only"));
-  QList<core::Id> deleted;
+  QList<core::RunId> deleted;
   QString error;
-  for (core::Id id : ids) {
+  for (core::RunId id : ids) {
     try {
       store_->deleteRun(id);
       deleted << id;
     } catch (const std::exception& e) {
-      error = tr("Cannot delete run %1: %2").arg(id).arg(QString::fromUtf8(e.what()));
+      error = tr("Cannot delete run %1: %2").arg(id.value()).arg(QString::fromUtf8(e.what()));
       break;
     }
   }
@@ -587,7 +587,7 @@ bool RunListModel::deleteRuns(const QList<core::Id>& ids) {
 
 // ------------------------------------------------------------------------------------------------
 
-QModelIndex RunListModel::indexOfRun(core::Id id, int column) const {
+QModelIndex RunListModel::indexOfRun(core::RunId id, int column) const {
   for (int g = 0; g < static_cast<int>(groups_.size()); ++g) {
     const auto& runs = groups_[g].runs;
     for (int i = 0; i < static_cast<int>(runs.size()); ++i)
@@ -603,12 +603,12 @@ QModelIndex RunListModel::indexOfGroup(const QString& key) const {
   return {};
 }
 
-core::Id RunListModel::runId(const QModelIndex& index) const {
+core::RunId RunListModel::runId(const QModelIndex& index) const {
   const RunRow* r = rowAt(index);
-  return r ? r->run.id : 0;
+  return r ? r->run.id : core::RunId{};
 }
 
-const RunRow* RunListModel::runRow(core::Id id) const {
+const RunRow* RunListModel::runRow(core::RunId id) const {
   for (const auto& g : groups_)
     for (const auto& r : g.runs)
       if (r.run.id == id) return &r;
@@ -621,8 +621,8 @@ int RunListModel::runCount() const {
   return n;
 }
 
-QList<core::Id> RunListModel::runIds() const {
-  QList<core::Id> out;
+QList<core::RunId> RunListModel::runIds() const {
+  QList<core::RunId> out;
   for (const auto& g : groups_)
     for (const auto& r : g.runs) out << r.run.id;
   return out;

@@ -77,24 +77,24 @@ class RunListModel : public QAbstractItemModel {
   bool isEditable() const { return store_ != nullptr; }
 
   // Edits through the store; false (and errorOccurred) on failure. The model follows at once.
-  bool renameRun(core::Id id, const QString& name);
-  bool setRunTags(core::Id id, const QString& tags);  // normalised: "a, b ,,c" -> "a,b,c"
-  bool deleteRuns(const QList<core::Id>& ids);
+  bool renameRun(core::RunId id, const QString& name);
+  bool setRunTags(core::RunId id, const QString& tags);  // normalised: "a, b ,,c" -> "a,b,c"
+  bool deleteRuns(const QList<core::RunId>& ids);
 
-  QModelIndex indexOfRun(core::Id id, int column = NameColumn) const;
+  QModelIndex indexOfRun(core::RunId id, int column = NameColumn) const;
   QModelIndex indexOfGroup(const QString& key) const;  // invalid when not grouped or absent
-  core::Id runId(const QModelIndex& index) const;      // 0 for group rows / invalid
+  core::RunId runId(const QModelIndex& index) const;   // 0 for group rows / invalid
   bool isGroup(const QModelIndex& index) const;
-  const RunRow* runRow(core::Id id) const;
+  const RunRow* runRow(core::RunId id) const;
   int runCount() const;
-  QList<core::Id> runIds() const;  // in display order
+  QList<core::RunId> runIds() const;  // in display order
   QString lastError() const { return lastError_; }
 
   static QString normalizeTags(const QString& tags);
 
  Q_SIGNALS:
   void errorOccurred(const QString& message);
-  void runRenamed(core::Id id, const QString& name);
+  void runRenamed(core::RunId id, const QString& name);
 
  private:
   struct Group {

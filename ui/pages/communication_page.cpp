@@ -32,9 +32,9 @@ namespace shardscope::ui {
 
 // What the background task hands over.
 struct CommunicationPage::Loaded {
-  core::Id runId = 0;
-  std::vector<std::pair<core::Id, QString>> names;  // every run of the selection
-  QString info;                                     // "fsdp · runtime · 2 ranks · completed"
+  core::RunId runId;
+  std::vector<std::pair<core::RunId, QString>> names;  // every run of the selection
+  QString info;                                        // "fsdp · runtime · 2 ranks · completed"
   std::vector<core::CollectiveStats> collectives;
   std::vector<core::StepBreakdown> steps;
   std::vector<BottleneckRow> bottlenecks;
@@ -81,7 +81,7 @@ QTableView* makeTable(QAbstractItemModel* model) {
 // The event a bottleneck is, looked up on its rank's device lanes (Bottleneck does not carry its id).
 core::Id findEventId(core::TraceStore& store, const std::vector<core::Rank>& ranks, const std::vector<core::Track>& tracks,
                      const core::Bottleneck& b) {
-  core::Id rankId = 0;
+  core::RankId rankId;
   for (const auto& r : ranks)
     if (r.rank == b.rank) rankId = r.id;
   if (!rankId) return 0;
@@ -334,7 +334,7 @@ CommunicationPage::CommunicationPage(QWidget* parent) : Page(parent) {
   split->setStretchFactor(4, 2);
 
   connect(runCombo_, &QComboBox::activated, this, [this](int i) {
-    const core::Id id = runCombo_->itemData(i).toLongLong();
+    const core::RunId id{runCombo_->itemData(i).toLongLong()};
     if (id != runId_) showRun(id);
   });
   // Every filter applies to the collectives and to the bottlenecks.
@@ -370,17 +370,17 @@ CommunicationPage::CommunicationPage(QWidget* parent) : Page(parent) {
 
 CommunicationPage::~CommunicationPage() { cancelTask(); }
 
-void CommunicationPage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
+void CommunicationPage::setContext(const QString& dbPath, const QList<core::RunId>& runs) {
   sessionFor(dbPath);
-  const core::Id keep = (dbPath == dbPath_ && runs.contains(runId_)) ? runId_ : 0;
+  const core::RunId keep = (dbPath == dbPath_ && runs.contains(runId_)) ? runId_ : core::RunId{};
   dbPath_ = dbPath;
   runs_ = runs;
   runCombo_->clear();
-  for (core::Id id : runs_) runCombo_->addItem(tr("run %1").arg(id), QVariant::fromValue<qlonglong>(id));
+  for (core::RunId id : runs_) runCombo_->addItem(tr("run %1").arg(id.value()), QVariant::fromValue<qlonglong>(id.value()));
   runCombo_->setEnabled(runs_.size() > 1);
   if (dbPath_.isEmpty() || runs_.isEmpty()) {
     cancelTask();
-    runId_ = 0;
+    runId_ = {};
     runsCompared_.reset();
     showRunsCompared();
     collectives_->clear();
@@ -396,9 +396,9 @@ void CommunicationPage::setContext(const QString& dbPath, const QList<core::Id>&
   showRun(keep ? keep : runs_.front());
 }
 
-void CommunicationPage::showRun(core::Id runId) {
+void CommunicationPage::showRun(core::RunId runId) {
   runId_ = runId;
-  const int i = runCombo_->findData(QVariant::fromValue<qlonglong>(runId));
+  const int i = runCombo_->findData(QVariant::fromValue<qlonglong>(runId.value()));
   if (i >= 0) runCombo_->setCurrentIndex(i);
   load();
 }
@@ -424,22 +424,22 @@ void CommunicationPage::showPlaceholder(const QString& text) {
 void CommunicationPage::load() {
   cancelTask();
   lastError_.clear();
-  const core::Id runId = runId_;
-  const QList<core::Id> runs = runs_;
-  if (stack_->currentWidget() == placeholder_) showPlaceholder(tr("Analysing run %1…").arg(runId));
-  Q_EMIT statusMessage(tr("Analysing the communication of run %1…").arg(runId));
+  const core::RunId runId = runId_;
+  const QList<core::RunId> runs = runs_;
+  if (stack_->currentWidget() == placeholder_) showPlaceholder(tr("Analysing run %1…").arg(runId.value()));
+  Q_EMIT statusMessage(tr("Analysing the communication of run %1…").arg(runId.value()));
   Q_EMIT progress(-1, tr("Analysing communication"));
   task_ = session()->run<Loaded>(
-      this, taskSlot(), tr("Analysing the communication of run %1").arg(runId),
+      this, taskSlot(), tr("Analysing the communication of run %1").arg(runId.value()),
       [runId, runs](core::TraceStore& store, RunCache& cache, core::CancelToken& cancel, const core::ProgressFn&) {
         Loaded out;
         out.runId = runId;
-        for (core::Id id : runs) {
+        for (core::RunId id : runs) {
           auto r = store.run(id);
           out.names.emplace_back(id, r ? QString::fromStdString(r->name) : QString());
         }
         const auto run = store.run(runId);
-        if (!run) throw core::Error("run " + std::to_string(runId) + " is not in the database");
+        if (!run) throw core::Error("run " + std::to_string(runId.value()) + " is not in the database");
         out.info = Page::runInfoText(*run);
         // The session's analysis of the run (shared with every page), then the other runs' for the
         // side-by-side table.
@@ -457,11 +457,11 @@ void CommunicationPage::load() {
           out.bottlenecks.push_back(std::move(row));
         }
         if (runs.size() > 1) {
-          std::vector<core::Id> ids(runs.begin(), runs.end());
+          std::vector<core::RunId> ids(runs.begin(), runs.end());
           std::vector<std::shared_ptr<const core::RunAnalysis>> all;
           std::vector<const core::RunAnalysis*> raw;
           std::vector<core::RunFigures> figures;
-          for (core::Id id : ids) {
+          for (core::RunId id : ids) {
             all.push_back(id == runId ? a : RunSession::analysis(cache, store, id, &cancel));
             raw.push_back(all.back().get());
             figures.push_back(core::runFigures(store, id, all.back()->steps, all.back()->memoryPeaks));
@@ -475,8 +475,8 @@ void CommunicationPage::load() {
       [this](Loaded loaded) { apply(std::move(loaded)); },
       [this, runId](const QString& error) {
         lastError_ = error;
-        showPlaceholder(tr("Could not analyse run %1:\n%2").arg(runId).arg(error));
-        Q_EMIT errorMessage(tr("Communication page: run %1: %2").arg(runId).arg(error));
+        showPlaceholder(tr("Could not analyse run %1:\n%2").arg(runId.value()).arg(error));
+        Q_EMIT errorMessage(tr("Communication page: run %1: %2").arg(runId.value()).arg(error));
       });
   followLoad(task_, [this] {
     task_.clear();
@@ -526,7 +526,7 @@ void CommunicationPage::apply(Loaded loaded) {
   if (n) bnView_->selectRow(0);
   showDetails();
   stack_->setCurrentIndex(1);
-  Q_EMIT statusMessage(tr("Run %1: %n collective row(s)", nullptr, collectives_->rowCount()).arg(runId_));
+  Q_EMIT statusMessage(tr("Run %1: %n collective row(s)", nullptr, collectives_->rowCount()).arg(runId_.value()));
 }
 
 void CommunicationPage::rebuildFilters() {
@@ -638,7 +638,7 @@ int CommunicationPage::sourceRowOfBottleneck(const QModelIndex& viewIndex) const
 void CommunicationPage::showDetails() {
   const int row = sourceRowOfBottleneck(bnView_->currentIndex());
   if (row < 0 || row >= bottlenecks_->rowCount()) {
-    details_->setHtml(bottlenecks_->rowCount() || runId_ == 0
+    details_->setHtml(bottlenecks_->rowCount() || !runId_
                           ? tr("<p style='color:gray'>Select a row to see why it is exposed and what to try.</p>")
                           : tr("<p style='color:gray'>No exposed collective in this run.</p>"));
     jumpButton_->setEnabled(false);
@@ -665,7 +665,7 @@ void CommunicationPage::showRunsCompared() {
   runsTable_->setColumnCount(1 + n);
   QStringList header{tr("Operation")};
   for (int i = 0; i < n; ++i)
-    header << (i < runLabels_.size() ? runLabels_[i] : tr("run %1").arg(cc.runs[static_cast<std::size_t>(i)])) +
+    header << (i < runLabels_.size() ? runLabels_[i] : tr("run %1").arg((cc.runs[static_cast<std::size_t>(i)]).value())) +
                   (static_cast<std::size_t>(i) == cc.baseline ? tr(" (baseline)") : QString());
   runsTable_->setHorizontalHeaderLabels(header);
   runsTable_->setRowCount(static_cast<int>(cc.rows.size()));
@@ -772,7 +772,7 @@ void CommunicationPage::showArrivals() {
 QJsonObject CommunicationPage::describe() const {
   using namespace describe;
   QJsonObject out = Page::describe();
-  out[QStringLiteral("run")] = static_cast<double>(runId_);
+  out[QStringLiteral("run")] = static_cast<double>(runId_.value());
   QJsonArray rows;
   for (int r = 0; r < collectives_->rowCount(); ++r) {
     const auto& c = collectives_->rowAt(r);

@@ -45,13 +45,13 @@ class CommunicationPage : public Page {
 
   QString pageId() const override { return QStringLiteral("communication"); }
   QString title() const override { return tr("Communication"); }
-  void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
+  void setContext(const QString& dbPath, const QList<core::RunId>& runs) override;
   bool busy() const override { return !task_.isNull(); }
   QJsonObject describe() const override;
 
   // The run shown (0: none) and choosing another of the selection.
-  core::Id currentRun() const { return runId_; }
-  void showRun(core::Id runId);
+  core::RunId currentRun() const { return runId_; }
+  void showRun(core::RunId runId);
 
   // One point of the per-step chart for the current rank choice.
   struct StepPoint {
@@ -106,8 +106,8 @@ class CommunicationPage : public Page {
   int sourceRowOfBottleneck(const QModelIndex& viewIndex) const;
 
   QString dbPath_;
-  QList<core::Id> runs_;
-  core::Id runId_ = 0;
+  QList<core::RunId> runs_;
+  core::RunId runId_;
   QPointer<BackgroundTask> task_;
   QString lastError_;
   int chartRank_ = -1;

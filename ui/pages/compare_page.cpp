@@ -235,7 +235,7 @@ ComparePage::~ComparePage() {
 
 bool ComparePage::busy() const { return !task_.isNull(); }
 
-void ComparePage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
+void ComparePage::setContext(const QString& dbPath, const QList<core::RunId>& runs) {
   if (dbPath == dbPath_ && runs == runs_ && (loaded_ || busy())) return;
   sessionFor(dbPath);
   dbPath_ = dbPath;
@@ -267,7 +267,7 @@ void ComparePage::reload() {
 }
 
 void ComparePage::start() {
-  const std::vector<core::Id> ids(runs_.begin(), runs_.end());
+  const std::vector<core::RunId> ids(runs_.begin(), runs_.end());
   const unsigned generation = generation_;
   // The comparison and the recommendation, from the session's analyses (each run analysed once for
   // every page): core::buildReport without its memory charts.
@@ -321,7 +321,7 @@ void ComparePage::showRecommendation(const core::Report& r) {
   recommendation_->setText(html);
   recommendation_->show();
   recommendationPlain_ = sentences.join(QLatin1Char(' '));
-  recommendedRun_ = rec.recommended && *rec.recommended < r.runs.size() ? r.runs[*rec.recommended].id : 0;
+  recommendedRun_ = rec.recommended && *rec.recommended < r.runs.size() ? r.runs[*rec.recommended].id : core::RunId{};
 }
 
 QString ComparePage::recommendationText() const { return recommendation_->isHidden() ? QString() : recommendationPlain_; }
@@ -369,7 +369,7 @@ void ComparePage::showComparison(core::Comparison c) {
         const std::string how = core::describeStepTime(cmp.figures[i]);
         lines << tr("%1 (run %2): step time from %3.")
                      .arg(QString::fromStdString(cmp.names[i]))
-                     .arg(cmp.runs[i])
+                     .arg(cmp.runs[i].value())
                      .arg(how.empty() ? tr("nothing (no steps)") : QString::fromStdString(how));
       }
     }
@@ -584,7 +584,7 @@ QJsonObject ComparePage::describe() const {
   }
   out[QStringLiteral("charts")] = charts;
   out[QStringLiteral("verdict")] = recommendationText();
-  out[QStringLiteral("recommended_run")] = static_cast<double>(recommendedRun_);
+  out[QStringLiteral("recommended_run")] = static_cast<double>(recommendedRun_.value());
   QJsonArray diff;
   for (const auto& d : c.configDiff) diff.append(qs(d.key));
   out[QStringLiteral("config_diff_keys")] = diff;

@@ -40,7 +40,7 @@ class ComparePage : public Page {
 
   QString pageId() const override { return QStringLiteral("compare"); }
   QString title() const override { return tr("Compare"); }
-  void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
+  void setContext(const QString& dbPath, const QList<core::RunId>& runs) override;
   bool busy() const override;
   QJsonObject describe() const override;
 
@@ -69,7 +69,7 @@ class ComparePage : public Page {
   QString errorText() const { return error_; }
   // The verdict (core's recommendation sentences, plain text; "" when none) and the run it names.
   QString recommendationText() const;
-  core::Id recommendedRun() const { return recommendedRun_; }
+  core::RunId recommendedRun() const { return recommendedRun_; }
 
  private:
   void start();
@@ -87,7 +87,7 @@ class ComparePage : public Page {
 
  private:
   QString dbPath_;
-  QList<core::Id> runs_;
+  QList<core::RunId> runs_;
   bool loaded_ = false;
   QString error_;
   QPointer<BackgroundTask> task_;
@@ -101,7 +101,7 @@ class ComparePage : public Page {
   QLabel* configDiff_ = nullptr;
   QLabel* recommendation_ = nullptr;
   QString recommendationPlain_;
-  core::Id recommendedRun_ = 0;
+  core::RunId recommendedRun_;
   QLabel* errorLabel_ = nullptr;
   QSplitter* splitter_ = nullptr;
   QTableView* table_ = nullptr;

@@ -39,8 +39,8 @@ inline QString rowUnit(const std::string& key) {
   return {};
 }
 
-inline QJsonObject runRef(core::Id id, const QString& label) {
-  return QJsonObject{{QStringLiteral("id"), static_cast<double>(id)}, {QStringLiteral("label"), label}};
+inline QJsonObject runRef(core::RunId id, const QString& label) {
+  return QJsonObject{{QStringLiteral("id"), static_cast<double>(id.value())}, {QStringLiteral("label"), label}};
 }
 
 }  // namespace shardscope::ui::describe

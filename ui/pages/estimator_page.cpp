@@ -206,13 +206,14 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
   onModelChanged();
 }
 
-void EstimatorPage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
+void EstimatorPage::setContext(const QString& dbPath, const QList<core::RunId>& runs) {
   dbPath_ = dbPath;
-  runs_ = dbPath.isEmpty() ? QList<core::Id>() : runs;
+  runs_ = dbPath.isEmpty() ? QList<core::RunId>() : runs;
   simStore_->setEnabled(!dbPath.isEmpty());
   if (dbPath.isEmpty()) simStore_->setChecked(false);
   simFromRun_->setEnabled(!runs_.isEmpty());
-  simFromRun_->setText(runs_.isEmpty() ? tr("Profile from the selected run") : tr("Profile from run %1").arg(runs_.first()));
+  simFromRun_->setText(runs_.isEmpty() ? tr("Profile from the selected run")
+                                       : tr("Profile from run %1").arg(runs_.first().value()));
   if (runs_.isEmpty()) simFromRun_->setChecked(false);
 }
 
@@ -249,7 +250,7 @@ void EstimatorPage::simulate() {
   const int steps = simSteps_->value();
   const double jitter = simJitter_->value() / 100.0;
   const QString db = simStore_->isChecked() ? dbPath_ : QString();
-  const core::Id profileRun = simFromRun_->isChecked() && !runs_.isEmpty() ? runs_.first() : 0;
+  const core::RunId profileRun = simFromRun_->isChecked() && !runs_.isEmpty() ? runs_.first() : core::RunId{};
   const QString profileDb = dbPath_;
   simRows_.clear();
   simTable_->setRowCount(0);
@@ -265,7 +266,7 @@ void EstimatorPage::simulate() {
     // written.
     std::optional<est::MeasuredProfile> measured;
     std::optional<est::LinkFit> fit;
-    if (profileRun != 0) {
+    if (profileRun) {
       core::TraceStore read(profileDb.toStdString(), core::Database::Mode::ReadOnly);
       measured = est::measuredProfile(read, profileRun);
       fit = est::fitRunLink(read, profileRun);
@@ -323,11 +324,12 @@ void EstimatorPage::simulate() {
       [this, skipped, stored = !db.isEmpty(), profileRun](std::vector<SimulatedRow> rows) {
         simRows_ = std::move(rows);
         showSimulation();
-        QString text = tr("Simulated %1 step(s) of %2 strateg%3, compute %4.")
-                           .arg(simSteps_->value())
-                           .arg(simRows_.size())
-                           .arg(simRows_.size() == 1 ? "y" : "ies")
-                           .arg(profileRun ? tr("per block, link and jitter from run %1").arg(profileRun) : tr("from FLOPs"));
+        QString text =
+            tr("Simulated %1 step(s) of %2 strateg%3, compute %4.")
+                .arg(simSteps_->value())
+                .arg(simRows_.size())
+                .arg(simRows_.size() == 1 ? "y" : "ies")
+                .arg(profileRun ? tr("per block, link and jitter from run %1").arg(profileRun.value()) : tr("from FLOPs"));
         if (!skipped.isEmpty())
           text += QLatin1Char(' ') + tr("Not simulated (does not fit): %1.").arg(skipped.join(QStringLiteral(", ")));
         if (stored) text += QLatin1Char(' ') + tr("Stored as runs in the database.");
@@ -384,7 +386,7 @@ void EstimatorPage::showSimulation() {
                                gib(static_cast<double>(r.peakBytes)),
                                charts::formatNumber(r.tokensPerSPerDevice),
                                QString::number(r.collectivesPerStep),
-                               r.runId ? QString::number(r.runId) : QStringLiteral("-")};
+                               r.runId ? QString::number(r.runId.value()) : QStringLiteral("-")};
     for (int c = 0; c < cells.size(); ++c) simTable_->setItem(static_cast<int>(i), c, new QTableWidgetItem(cells[c]));
   }
   simTable_->resizeColumnsToContents();

@@ -43,7 +43,7 @@ class EstimatorPage : public Page {
   QString pageId() const override { return QStringLiteral("estimator"); }
   QString title() const override { return tr("Estimator"); }
   // The estimate does not read the database; simulations are stored into it when asked.
-  void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
+  void setContext(const QString& dbPath, const QList<core::RunId>& runs) override;
   bool busy() const override { return simulating(); }
 
   // The input the form describes (throws std::invalid_argument with the field's name when invalid).
@@ -68,7 +68,7 @@ class EstimatorPage : public Page {
     double estimatedStepS = 0, stepS = 0, computeS = 0, commS = 0, exposedCommS = 0, overlap = 0;
     double slowestRankStepS = 0, tokensPerSPerDevice = 0;
     std::int64_t peakBytes = 0, collectivesPerStep = 0;
-    core::Id runId = 0;  // stored as this run (0: not stored)
+    core::RunId runId;  // stored as this run (0: not stored)
   };
   // Simulates every strategy of the current estimate that fits (progress, cancel; the inputs stay
   // editable, a change marks the result stale), with compute from FLOPs at the estimate's device
@@ -136,7 +136,7 @@ class EstimatorPage : public Page {
   QPointer<BackgroundTask> simTask_;
   std::vector<SimulatedRow> simRows_;
   QString dbPath_;
-  QList<core::Id> runs_;
+  QList<core::RunId> runs_;
   bool filling_ = false;  // suppresses recomputes while the form is filled programmatically
 };
 

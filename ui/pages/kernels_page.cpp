@@ -25,9 +25,9 @@ namespace shardscope::ui {
 
 // What the background task hands over.
 struct KernelsPage::Loaded {
-  core::Id runId = 0;
-  std::vector<std::pair<core::Id, QString>> names;  // every run of the selection
-  QString info;                                     // "fsdp · runtime · world size 2 · completed"
+  core::RunId runId;
+  std::vector<std::pair<core::RunId, QString>> names;  // every run of the selection
+  QString info;                                        // "fsdp · runtime · world size 2 · completed"
   std::shared_ptr<const core::TopOps> top;
   core::HtaFigures hta;
 };
@@ -202,7 +202,7 @@ KernelsPage::KernelsPage(QWidget* parent) : Page(parent) {
   split->setStretchFactor(2, 2);
 
   connect(runCombo_, &QComboBox::activated, this, [this](int i) {
-    const core::Id id = runCombo_->itemData(i).toLongLong();
+    const core::RunId id{runCombo_->itemData(i).toLongLong()};
     if (id != runId_) showRun(id);
   });
   connect(filter_, &QLineEdit::textChanged, this, [this](const QString& t) {
@@ -220,17 +220,17 @@ KernelsPage::KernelsPage(QWidget* parent) : Page(parent) {
 
 KernelsPage::~KernelsPage() { cancelLoad(); }
 
-void KernelsPage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
+void KernelsPage::setContext(const QString& dbPath, const QList<core::RunId>& runs) {
   sessionFor(dbPath);
-  const core::Id keep = (dbPath == dbPath_ && runs.contains(runId_)) ? runId_ : 0;
+  const core::RunId keep = (dbPath == dbPath_ && runs.contains(runId_)) ? runId_ : core::RunId{};
   dbPath_ = dbPath;
   runs_ = runs;
   runCombo_->clear();
-  for (core::Id id : runs_) runCombo_->addItem(tr("run %1").arg(id), QVariant::fromValue<qlonglong>(id));
+  for (core::RunId id : runs_) runCombo_->addItem(tr("run %1").arg(id.value()), QVariant::fromValue<qlonglong>(id.value()));
   runCombo_->setEnabled(runs_.size() > 1);
   if (dbPath_.isEmpty() || runs_.isEmpty()) {
     cancelLoad();
-    runId_ = 0;
+    runId_ = {};
     top_.reset();
     hta_ = {};
     kernels_->clear();
@@ -244,15 +244,15 @@ void KernelsPage::setContext(const QString& dbPath, const QList<core::Id>& runs)
   showRun(keep ? keep : runs_.front());
 }
 
-void KernelsPage::showRun(core::Id runId) {
+void KernelsPage::showRun(core::RunId runId) {
   runId_ = runId;
-  const int i = runCombo_->findData(QVariant::fromValue<qlonglong>(runId));
+  const int i = runCombo_->findData(QVariant::fromValue<qlonglong>(runId.value()));
   if (i >= 0) runCombo_->setCurrentIndex(i);
   load();
 }
 
 void KernelsPage::reload() {
-  if (runId_ != 0 && !dbPath_.isEmpty()) load();
+  if (runId_ && !dbPath_.isEmpty()) load();
 }
 
 void KernelsPage::cancelLoad() {
@@ -281,22 +281,22 @@ void KernelsPage::load() {
     task_.clear();
   }
   lastError_.clear();
-  const core::Id runId = runId_;
-  const QList<core::Id> runs = runs_;
-  if (stack_->currentWidget() == placeholder_) showPlaceholder(tr("Analysing run %1…").arg(runId));
-  Q_EMIT statusMessage(tr("Finding the top kernels and operators of run %1…").arg(runId));
+  const core::RunId runId = runId_;
+  const QList<core::RunId> runs = runs_;
+  if (stack_->currentWidget() == placeholder_) showPlaceholder(tr("Analysing run %1…").arg(runId.value()));
+  Q_EMIT statusMessage(tr("Finding the top kernels and operators of run %1…").arg(runId.value()));
   Q_EMIT progress(-1, tr("Top kernels and operators"));
   task_ = session()->run<Loaded>(
-      this, taskSlot(), tr("Top kernels and operators of run %1").arg(runId),
+      this, taskSlot(), tr("Top kernels and operators of run %1").arg(runId.value()),
       [runId, runs](core::TraceStore& store, RunCache& cache, core::CancelToken& cancel, const core::ProgressFn&) {
         Loaded out;
         out.runId = runId;
-        for (core::Id id : runs) {
+        for (core::RunId id : runs) {
           auto r = store.run(id);
           out.names.emplace_back(id, r ? QString::fromStdString(r->name) : QString());
         }
         const auto run = store.run(runId);
-        if (!run) throw core::Error("run " + std::to_string(runId) + " is not in the database");
+        if (!run) throw core::Error("run " + std::to_string(runId.value()) + " is not in the database");
         out.info = Page::runInfoText(*run);
         out.top = cache.get<core::TopOps>(kTopOpsProduct, runId, &cancel, [&] {
           return std::make_shared<const core::TopOps>(core::computeTopOps(store, runId, core::kTopOpsDefaultLimit, &cancel));
@@ -308,8 +308,8 @@ void KernelsPage::load() {
       [this](Loaded loaded) { apply(std::move(loaded)); },
       [this, runId](const QString& error) {
         lastError_ = error;
-        showPlaceholder(tr("Could not analyse run %1:\n%2").arg(runId).arg(error));
-        Q_EMIT errorMessage(tr("Kernels page: run %1: %2").arg(runId).arg(error));
+        showPlaceholder(tr("Could not analyse run %1:\n%2").arg(runId.value()).arg(error));
+        Q_EMIT errorMessage(tr("Kernels page: run %1: %2").arg(runId.value()).arg(error));
       });
   followLoad(task_, [this] {
     task_.clear();
@@ -350,7 +350,7 @@ void KernelsPage::apply(Loaded loaded) {
   rebuildCharts();
   stack_->setCurrentIndex(1);
   Q_EMIT statusMessage(tr("Run %1: %2 kernel name(s), %3 operator name(s)")
-                           .arg(runId_)
+                           .arg(runId_.value())
                            .arg(top_->kernels.distinctNames)
                            .arg(top_->operators.distinctNames));
 }
@@ -461,7 +461,7 @@ void KernelsPage::rebuildCharts() {
 QJsonObject KernelsPage::describe() const {
   using namespace describe;
   QJsonObject out = Page::describe();
-  out[QStringLiteral("run")] = static_cast<double>(runId_);
+  out[QStringLiteral("run")] = static_cast<double>(runId_.value());
   out[QStringLiteral("filter")] = filter_->text();
   if (!top_) return out;
   out[QStringLiteral("device_lanes")] = qs(top_->deviceLanes);

@@ -47,13 +47,13 @@ class KernelsPage : public Page {
 
   QString pageId() const override { return QStringLiteral("kernels"); }
   QString title() const override { return tr("Kernels"); }
-  void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
+  void setContext(const QString& dbPath, const QList<core::RunId>& runs) override;
   bool busy() const override { return !task_.isNull(); }
   QJsonObject describe() const override;
 
   // The run shown (0: none) and choosing another of the selection.
-  core::Id currentRun() const { return runId_; }
-  void showRun(core::Id runId);
+  core::RunId currentRun() const { return runId_; }
+  void showRun(core::RunId runId);
 
   // The per-rank columns: -1 every rank, -2 none, else that rank number.
   void setRankColumns(int choice);
@@ -96,8 +96,8 @@ class KernelsPage : public Page {
   void updateCounts();
 
   QString dbPath_;
-  QList<core::Id> runs_;
-  core::Id runId_ = 0;
+  QList<core::RunId> runs_;
+  core::RunId runId_;
   QPointer<BackgroundTask> task_;
   QString lastError_;
   int rankChoice_ = -1;

@@ -60,11 +60,11 @@ QString phaseText(const core::MemoryPeak& p) {
 
 }  // namespace
 
-MemoryRunData loadMemoryRun(core::TraceStore& store, core::Id runId, const std::vector<core::Id>& contextRuns,
+MemoryRunData loadMemoryRun(core::TraceStore& store, core::RunId runId, const std::vector<core::RunId>& contextRuns,
                             const core::CancelToken* cancel, const core::ProgressFn& progress,
                             const std::vector<core::MemoryPeak>* peaks) {
   MemoryRunData d;
-  for (core::Id id : contextRuns)
+  for (core::RunId id : contextRuns)
     if (auto r = store.run(id)) d.runNames.emplace_back(id, r->name);
   const core::RunSummary summary = store.summary(runId);  // throws for an unknown run
   d.run = summary.run;
@@ -263,7 +263,7 @@ MemoryPage::~MemoryPage() {
 
 bool MemoryPage::overlayAvailable() const { return runs_.size() > 1; }
 
-void MemoryPage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
+void MemoryPage::setContext(const QString& dbPath, const QList<core::RunId>& runs) {
   if (!rangeFollowed_) {
     rangeFollowed_ = true;
     // The session's time range (the timeline's window) is shown when it is about the run shown.
@@ -276,12 +276,12 @@ void MemoryPage::setContext(const QString& dbPath, const QList<core::Id>& runs) 
   runs_ = runs;
   // Several runs: their curves overlaid, unless the user was looking at one of them.
   overlay_ = overlayAvailable() && !keepRun;
-  if (!keepRun) current_ = runs.isEmpty() ? 0 : runs.first();
+  if (!keepRun) current_ = runs.isEmpty() ? core::RunId{} : runs.first();
   {
     const QSignalBlocker block(runCombo_);
     runCombo_->clear();
     if (overlayAvailable()) runCombo_->addItem(tr("All %1 runs, overlaid").arg(runs_.size()), QVariant());
-    for (core::Id id : runs_) runCombo_->addItem(tr("run %1").arg(id), QVariant::fromValue<qlonglong>(id));
+    for (core::RunId id : runs_) runCombo_->addItem(tr("run %1").arg(id.value()), QVariant::fromValue<qlonglong>(id.value()));
     syncCombo();
   }
   reload();
@@ -316,7 +316,7 @@ void MemoryPage::reload() {
   loaded_ = false;
   error_.clear();
   runCombo_->setEnabled(runs_.size() > 1);
-  if (dbPath_.isEmpty() || current_ == 0) {
+  if (dbPath_.isEmpty() || !current_) {
     data_.reset();
     overlayRuns_.clear();
     chart_->clearSeries();
@@ -336,7 +336,7 @@ void MemoryPage::reload() {
 namespace {
 
 // A run's memory curves, once per session (the session's analysis gives the peaks).
-std::shared_ptr<const MemoryRunData> cachedMemory(core::TraceStore& store, RunCache& cache, core::Id runId,
+std::shared_ptr<const MemoryRunData> cachedMemory(core::TraceStore& store, RunCache& cache, core::RunId runId,
                                                   const core::CancelToken* cancel, const core::ProgressFn& progress) {
   const auto analysis = RunSession::analysis(cache, store, runId, cancel);
   return cache.get<MemoryRunData>("memory-curves", runId, cancel, [&] {
@@ -344,9 +344,9 @@ std::shared_ptr<const MemoryRunData> cachedMemory(core::TraceStore& store, RunCa
   });
 }
 
-std::vector<std::pair<core::Id, std::string>> runNames(core::TraceStore& store, const std::vector<core::Id>& ids) {
-  std::vector<std::pair<core::Id, std::string>> out;
-  for (core::Id id : ids)
+std::vector<std::pair<core::RunId, std::string>> runNames(core::TraceStore& store, const std::vector<core::RunId>& ids) {
+  std::vector<std::pair<core::RunId, std::string>> out;
+  for (core::RunId id : ids)
     if (auto r = store.run(id)) out.emplace_back(id, r->name);
   return out;
 }
@@ -354,13 +354,13 @@ std::vector<std::pair<core::Id, std::string>> runNames(core::TraceStore& store, 
 }  // namespace
 
 void MemoryPage::start() {
-  const core::Id runId = current_;
-  const std::vector<core::Id> context(runs_.begin(), runs_.end());
+  const core::RunId runId = current_;
+  const std::vector<core::RunId> context(runs_.begin(), runs_.end());
   const unsigned generation = generation_;
-  showMessage(tr("Loading the memory records of run %1…").arg(runId));
-  using Loaded = std::pair<std::shared_ptr<const MemoryRunData>, std::vector<std::pair<core::Id, std::string>>>;
+  showMessage(tr("Loading the memory records of run %1…").arg(runId.value()));
+  using Loaded = std::pair<std::shared_ptr<const MemoryRunData>, std::vector<std::pair<core::RunId, std::string>>>;
   task_ = session()->run<Loaded>(
-      this, taskSlot(), tr("Loading the memory of run %1").arg(runId),
+      this, taskSlot(), tr("Loading the memory of run %1").arg(runId.value()),
       [runId, context](core::TraceStore& store, RunCache& cache, core::CancelToken& cancel, const core::ProgressFn& progress) {
         return Loaded{cachedMemory(store, cache, runId, &cancel, progress), runNames(store, context)};
       },
@@ -380,20 +380,20 @@ void MemoryPage::start() {
     if (generation == generation_) Q_EMIT progress(pct, stage);
   });
   setBusy(true);
-  Q_EMIT statusMessage(tr("loading run %1…").arg(runId));
+  Q_EMIT statusMessage(tr("loading run %1…").arg(runId.value()));
 }
 
 void MemoryPage::startOverlay() {
-  const std::vector<core::Id> ids(runs_.begin(), runs_.end());
+  const std::vector<core::RunId> ids(runs_.begin(), runs_.end());
   const unsigned generation = generation_;
   showMessage(tr("Loading the memory records of %1 runs…").arg(ids.size()));
-  using Loaded = std::pair<std::vector<OverlayRun>, std::vector<std::pair<core::Id, std::string>>>;
+  using Loaded = std::pair<std::vector<OverlayRun>, std::vector<std::pair<core::RunId, std::string>>>;
   task_ = session()->run<Loaded>(
       this, taskSlot(), tr("Loading the memory of %1 runs").arg(ids.size()),
       [ids](core::TraceStore& store, RunCache& cache, core::CancelToken& cancel, const core::ProgressFn& progress) {
         Loaded out;
         out.second = runNames(store, ids);
-        for (core::Id id : ids) {
+        for (core::RunId id : ids) {
           OverlayRun o;
           o.id = id;
           const auto analysis = RunSession::analysis(cache, store, id, &cancel);
@@ -446,7 +446,7 @@ void MemoryPage::startOverlay() {
   Q_EMIT statusMessage(tr("loading %1 runs…").arg(ids.size()));
 }
 
-void MemoryPage::applyRunNames(const std::vector<std::pair<core::Id, std::string>>& names) {
+void MemoryPage::applyRunNames(const std::vector<std::pair<core::RunId, std::string>>& names) {
   const QSignalBlocker block(runCombo_);
   for (const auto& [id, name] : names) labelRun(runCombo_, id, name);
 }

@@ -39,8 +39,8 @@ class StackedBarChart;
 // What the page shows of one run, read by loadMemoryRun in a worker thread.
 struct MemoryRunData {
   core::Run run;
-  std::vector<std::pair<core::Id, std::string>> runNames;  // the context's runs, for the run selector
-  core::TimeNs origin = 0;                                 // run start: 0 ms on the time axis
+  std::vector<std::pair<core::RunId, std::string>> runNames;  // the context's runs, for the run selector
+  core::TimeNs origin = 0;                                    // run start: 0 ms on the time axis
   core::TimeNs end = 0;
   struct Series {
     int rank = 0;
@@ -61,13 +61,13 @@ struct MemoryRunData {
 
 // Reads one run's memory records (streamed, one rank at a time), its peaks and model-state metrics.
 // `peaks`: the run's memory peaks when at hand (the session's analysis); else computed.
-MemoryRunData loadMemoryRun(core::TraceStore& store, core::Id runId, const std::vector<core::Id>& contextRuns,
+MemoryRunData loadMemoryRun(core::TraceStore& store, core::RunId runId, const std::vector<core::RunId>& contextRuns,
                             const core::CancelToken* cancel = nullptr, const core::ProgressFn& progress = {},
                             const std::vector<core::MemoryPeak>* peaks = nullptr);
 
 // One run of the overlay (several runs selected): its curves, its figures and where it is aligned.
 struct MemoryOverlayRun {
-  core::Id id = 0;
+  core::RunId id;
   QString label;  // "ddp #7"
   std::shared_ptr<const MemoryRunData> data;
   core::RunFigures figures;
@@ -88,7 +88,7 @@ class MemoryPage : public Page {
   QString title() const override { return tr("Memory"); }
   // One run: its curves per rank. Several runs: their curves overlaid (the run figure's peak rank of
   // each, aligned at its first counted step), or one of them picked in the page's run selector.
-  void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
+  void setContext(const QString& dbPath, const QList<core::RunId>& runs) override;
   bool busy() const override { return !task_.isNull(); }
   QJsonObject describe() const override;
   // The runs overlaid (several selected); showOverlay() goes back to them.
@@ -101,7 +101,7 @@ class MemoryPage : public Page {
   void cancelLoad();
   // Shows the i-th run of the context.
   void showRun(int index);
-  core::Id currentRun() const { return current_; }
+  core::RunId currentRun() const { return current_; }
 
   // For tests and screenshots.
   const MemoryRunData* data() const { return data_.get(); }
@@ -124,7 +124,7 @@ class MemoryPage : public Page {
   void startOverlay();
   bool overlayAvailable() const;
   void syncCombo();
-  void applyRunNames(const std::vector<std::pair<core::Id, std::string>>& names);
+  void applyRunNames(const std::vector<std::pair<core::RunId, std::string>>& names);
   void showLoadError(const QString& message);
   void setBusy(bool busy);
   void showData(std::shared_ptr<const MemoryRunData> data);
@@ -137,8 +137,8 @@ class MemoryPage : public Page {
   void zoomToPeak(int row);
 
   QString dbPath_;
-  QList<core::Id> runs_;
-  core::Id current_ = 0;
+  QList<core::RunId> runs_;
+  core::RunId current_;
   bool loaded_ = false;
   QString error_;
   QPointer<BackgroundTask> task_;

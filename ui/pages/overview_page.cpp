@@ -174,9 +174,9 @@ QString describeDevices(const RunOverview& r) {
   return parts.isEmpty() ? QStringLiteral("—") : parts.join(QStringLiteral(", "));
 }
 
-std::vector<RunOverview> loadRunOverviews(core::TraceStore& store, const QList<core::Id>& runs) {
+std::vector<RunOverview> loadRunOverviews(core::TraceStore& store, const QList<core::RunId>& runs) {
   std::vector<RunOverview> out;
-  for (core::Id id : runs) {
+  for (core::RunId id : runs) {
     const auto s = store.summary(id);  // throws for a run that no longer exists
     RunOverview o;
     o.run = s.run;
@@ -205,8 +205,9 @@ std::vector<RunOverview> loadRunOverviews(core::TraceStore& store, const QList<c
   return out;
 }
 
-std::vector<RunKeyMetrics> loadKeyMetrics(core::TraceStore& store, const QList<core::Id>& runs, const core::CancelToken* cancel,
-                                          const core::ProgressFn& progress, const core::AnalysisSource& source) {
+std::vector<RunKeyMetrics> loadKeyMetrics(core::TraceStore& store, const QList<core::RunId>& runs,
+                                          const core::CancelToken* cancel, const core::ProgressFn& progress,
+                                          const core::AnalysisSource& source) {
   if (progress) {
     core::Progress p;
     p.stage = "analysing " + std::to_string(runs.size()) + " run(s)";
@@ -215,7 +216,7 @@ std::vector<RunKeyMetrics> loadKeyMetrics(core::TraceStore& store, const QList<c
     progress(p);
   }
   // The comparison's own figures, so the Overview and the Compare page agree.
-  const std::vector<core::Id> ids(runs.begin(), runs.end());
+  const std::vector<core::RunId> ids(runs.begin(), runs.end());
   const auto c = core::compareRuns(store, ids, 0, cancel, source);
   std::vector<RunKeyMetrics> out;
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -380,7 +381,7 @@ void OverviewPage::showMessage(const QString& text) {
   stack_->setCurrentWidget(message_);
 }
 
-void OverviewPage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
+void OverviewPage::setContext(const QString& dbPath, const QList<core::RunId>& runs) {
   sessionFor(dbPath);
   dbPath_ = dbPath;
   runs_ = runs;
@@ -412,7 +413,7 @@ void OverviewPage::startLoading() {
   showMessage(tr("Loading…"));
   setBusy(true);
   const int gen = generation_;
-  const QList<core::Id> ids = runs_;
+  const QList<core::RunId> ids = runs_;
   Q_EMIT progress(-1, tr("Loading the overview"));
   summaryTask_ = session()->run<std::vector<RunOverview>>(
       this, taskSlot(), tr("Loading the overview"),
@@ -460,12 +461,12 @@ void OverviewPage::startLoading() {
       });
 }
 
-core::Id OverviewPage::shownRun() const {
+core::RunId OverviewPage::shownRun() const {
   const int i = runCombo_->currentIndex();
-  return i >= 0 && i < static_cast<int>(overviews_.size()) ? overviews_[static_cast<std::size_t>(i)].run.id : 0;
+  return i >= 0 && i < static_cast<int>(overviews_.size()) ? overviews_[static_cast<std::size_t>(i)].run.id : core::RunId{};
 }
 
-void OverviewPage::showRun(core::Id id) {
+void OverviewPage::showRun(core::RunId id) {
   for (std::size_t i = 0; i < overviews_.size(); ++i)
     if (overviews_[i].run.id == id) runCombo_->setCurrentIndex(static_cast<int>(i));
 }
@@ -508,7 +509,7 @@ void OverviewPage::showDetails(int index) {
                                    "&nbsp;&nbsp;<span style='color:%2; font-weight:600'>%3</span>"
                                    "&nbsp;&nbsp;<span style='color:gray'>run %4%5</span>")
                         .arg(qs(r.name).toHtmlEscaped(), color, status.toHtmlEscaped())
-                        .arg(r.id)
+                        .arg(r.id.value())
                         .arg(index == 0 && overviews_.size() > 1 ? tr(" · baseline") : QString()));
   if (!r.failureReason.empty()) {
     failure_->setText(tr("%1: %2").arg(status, qs(r.failureReason)));
@@ -626,7 +627,7 @@ void OverviewPage::showMetrics() {
   metricsTable_->setColumnCount(static_cast<int>(metrics_.size()));
   QStringList headers;
   for (std::size_t c = 0; c < metrics_.size(); ++c) {
-    QString name = QString::number(metrics_[c].id);
+    QString name = QString::number(metrics_[c].id.value());
     for (const auto& o : overviews_)
       if (o.run.id == metrics_[c].id) name = qs(core::runLabel(o.run.name, o.run.id));
     headers << name;

@@ -55,7 +55,7 @@ struct RunOverview {
 };
 
 struct RunKeyMetrics {
-  core::Id id = 0;
+  core::RunId id;
   std::optional<double> stepTimeMs;
   std::optional<double> tokensPerS;
   std::optional<double> initS;
@@ -66,8 +66,8 @@ struct RunKeyMetrics {
 };
 
 // The loading steps, plain core work (used by the page's background tasks and by tests).
-std::vector<RunOverview> loadRunOverviews(core::TraceStore& store, const QList<core::Id>& runs);
-std::vector<RunKeyMetrics> loadKeyMetrics(core::TraceStore& store, const QList<core::Id>& runs,
+std::vector<RunOverview> loadRunOverviews(core::TraceStore& store, const QList<core::RunId>& runs);
+std::vector<RunKeyMetrics> loadKeyMetrics(core::TraceStore& store, const QList<core::RunId>& runs,
                                           const core::CancelToken* cancel = nullptr, const core::ProgressFn& progress = {},
                                           const core::AnalysisSource& source = {});
 // JSON indented by two spaces, member order kept; the text itself when it does not parse.
@@ -84,7 +84,7 @@ class OverviewPage : public Page {
 
   QString pageId() const override { return QStringLiteral("overview"); }
   QString title() const override { return tr("Overview"); }
-  void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
+  void setContext(const QString& dbPath, const QList<core::RunId>& runs) override;
   bool busy() const override;
   QJsonObject describe() const override;
 
@@ -95,8 +95,8 @@ class OverviewPage : public Page {
   QTableWidget* importTable() const { return importTable_; }  // "Imported from"; hidden when empty
   QTableWidget* metricsTable() const { return metricsTable_; }
   QPlainTextEdit* configView() const { return config_; }
-  core::Id shownRun() const;
-  void showRun(core::Id id);
+  core::RunId shownRun() const;
+  void showRun(core::RunId id);
 
  public Q_SLOTS:
   void cancel();  // stops the loading (the main window's Cancel button)
@@ -111,7 +111,7 @@ class OverviewPage : public Page {
   void showMessage(const QString& text);
 
   QString dbPath_;
-  QList<core::Id> runs_;
+  QList<core::RunId> runs_;
   std::vector<RunOverview> overviews_;
   std::vector<RunKeyMetrics> metrics_;
   QPointer<BackgroundTask> summaryTask_;

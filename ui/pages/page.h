@@ -36,7 +36,7 @@ class Page : public QWidget {
   virtual QString pageId() const = 0;
   virtual QString title() const = 0;
   // The open database (empty: none) and the runs selected in the browser (first = baseline).
-  virtual void setContext(const QString& dbPath, const QList<core::Id>& runs) = 0;
+  virtual void setContext(const QString& dbPath, const QList<core::RunId>& runs) = 0;
   // True while the page is loading (the screenshot mode waits for false).
   virtual bool busy() const = 0;
   // What the page shows now (ui/pages/describe.h): the screenshot mode's OUT.json.
@@ -65,8 +65,8 @@ class Page : public QWidget {
     return info.join(QStringLiteral(" · "));
   }
   // Names run `id`'s entry of a run combo box "name #id" (core::runLabel), once its name is known.
-  static void labelRun(QComboBox* combo, core::Id id, const std::string& name) {
-    const int i = combo->findData(QVariant::fromValue<qlonglong>(id));
+  static void labelRun(QComboBox* combo, core::RunId id, const std::string& name) {
+    const int i = combo->findData(QVariant::fromValue<qlonglong>(id.value()));
     if (i >= 0) combo->setItemText(i, QString::fromStdString(core::runLabel(name, id)));
   }
   // A page load's progress is the page's; `ended` runs once it is delivered, failed or cancelled.
@@ -84,7 +84,7 @@ class Page : public QWidget {
   void progress(int percent, const QString& stage);  // -1 percent: unknown; 100: done
   void busyChanged(bool busy);
   // Ask the main window to show an event in the timeline (Communication page rows).
-  void jumpToEvent(core::Id runId, core::Id eventId, qint64 startNs, qint64 endNs);
+  void jumpToEvent(core::RunId runId, core::Id eventId, qint64 startNs, qint64 endNs);
 
  private:
   mutable RunSession* session_ = nullptr;

@@ -274,7 +274,7 @@ void TimelinePage::followSessionRange() {
   });
 }
 
-void TimelinePage::setContext(const QString& dbPath, const QList<core::Id>& runs) {
+void TimelinePage::setContext(const QString& dbPath, const QList<core::RunId>& runs) {
   sessionFor(dbPath);
   followSessionRange();
   const bool sameRuns = dbPath == dbPath_ && runs == runs_;
@@ -288,7 +288,7 @@ void TimelinePage::setContext(const QString& dbPath, const QList<core::Id>& runs
     {
       const QSignalBlocker block(runCombo_);
       runCombo_->clear();
-      for (core::Id id : runs_) runCombo_->addItem(tr("run %1").arg(id), QVariant::fromValue<qlonglong>(id));
+      for (core::RunId id : runs_) runCombo_->addItem(tr("run %1").arg(id.value()), QVariant::fromValue<qlonglong>(id.value()));
     }
     current_ = runs.contains(current_) ? current_ : runs.first();
     {
@@ -304,7 +304,7 @@ void TimelinePage::setContext(const QString& dbPath, const QList<core::Id>& runs
   {
     const QSignalBlocker block(runCombo_);
     runCombo_->clear();
-    for (core::Id id : runs_) runCombo_->addItem(tr("run %1").arg(id), QVariant::fromValue<qlonglong>(id));
+    for (core::RunId id : runs_) runCombo_->addItem(tr("run %1").arg(id.value()), QVariant::fromValue<qlonglong>(id.value()));
   }
   if (same) {
     const QSignalBlocker block(runCombo_);
@@ -312,7 +312,7 @@ void TimelinePage::setContext(const QString& dbPath, const QList<core::Id>& runs
     runCombo_->setEnabled(runs_.size() > 1);
     return;
   }
-  current_ = runs.isEmpty() ? 0 : runs.first();
+  current_ = runs.isEmpty() ? core::RunId{} : runs.first();
   reload();
 }
 
@@ -328,7 +328,7 @@ void TimelinePage::reload() {
   ++generation_;
   error_.clear();
   runCombo_->setEnabled(runs_.size() > 1);
-  if (dbPath_.isEmpty() || current_ == 0) {
+  if (dbPath_.isEmpty() || !current_) {
     index_.reset();
     widget_->setIndex(nullptr);
     showMessage(dbPath_.isEmpty() ? tr("Open a database and select a run to see its timeline.")
@@ -340,14 +340,14 @@ void TimelinePage::reload() {
 }
 
 void TimelinePage::start() {
-  const core::Id runId = current_;
+  const core::RunId runId = current_;
   const unsigned generation = generation_;
   tl::BuildOptions opts;
   opts.withPython = withPython_;
-  showMessage(tr("Building the timeline of run %1…").arg(runId));
+  showMessage(tr("Building the timeline of run %1…").arg(runId.value()));
   // The index is a product of the session: built once per run (and lane choice) for every visit.
   task_ = session()->run<std::shared_ptr<const tl::TimelineIndex>>(
-      this, taskSlot(), tr("Building the timeline of run %1").arg(runId),
+      this, taskSlot(), tr("Building the timeline of run %1").arg(runId.value()),
       [runId, opts](core::TraceStore& store, RunCache& cache, core::CancelToken& cancel, const core::ProgressFn& progress) {
         return cache.get<tl::TimelineIndex>(opts.withPython ? "timeline+python" : "timeline", runId, &cancel,
                                             [&] { return tl::TimelineIndex::build(store, runId, opts, &cancel, progress); });
@@ -361,7 +361,7 @@ void TimelinePage::start() {
         if (const auto r = session()->timeRange(); r && r->run == current_) widget_->setViewRange(r->startNs, r->endNs);
         stack_->setCurrentWidget(widget_);
         Q_EMIT statusMessage(tr("run %1: %2 events on %3 ranks, %4 lanes")
-                                 .arg(current_)
+                                 .arg(current_.value())
                                  .arg(charts::formatNumber(static_cast<double>(index_->eventCount())))
                                  .arg(index_->ranks().size())
                                  .arg(index_->lanes().size()));
@@ -452,7 +452,8 @@ void TimelinePage::updateButtons() {
   next_->setEnabled(have);
 }
 
-void TimelinePage::showEvent(qint64 runId, qint64 eventId, qint64 startNs, qint64 endNs) {
+void TimelinePage::showEvent(qint64 runIdValue, qint64 eventId, qint64 startNs, qint64 endNs) {
+  const core::RunId runId{runIdValue};  // Q_INVOKABLE: the id arrives as a plain integer
   pendingJump_ = Jump{runId, eventId, startNs, endNs};
   if (view_ != View::OneRun) {  // an event is shown in its run's own timeline
     view_ = View::OneRun;
@@ -464,7 +465,7 @@ void TimelinePage::showEvent(qint64 runId, qint64 eventId, qint64 startNs, qint6
     {
       const QSignalBlocker block(runCombo_);
       runCombo_->clear();
-      for (core::Id id : runs_) runCombo_->addItem(tr("run %1").arg(id), QVariant::fromValue<qlonglong>(id));
+      for (core::RunId id : runs_) runCombo_->addItem(tr("run %1").arg(id.value()), QVariant::fromValue<qlonglong>(id.value()));
       runCombo_->setCurrentIndex(static_cast<int>(runs_.indexOf(runId)));
     }
     if (current_ != runId || (!index_ && !task_)) {
@@ -517,7 +518,7 @@ void TimelinePage::onEventSelected(quint32 lane, quint32 index) {
   // Args and the correlated launch come from the store, off the GUI thread.
   if (argsTask_) argsTask_->cancel();
   const core::Id eventId = l.eventId[index];
-  const core::Id runId = current_;
+  const core::RunId runId = current_;
   const unsigned generation = generation_;
   argsTask_ = session()->run<EventExtras>(
       this, taskSlot() + QStringLiteral(".args"), tr("Reading the event's args"),
@@ -548,7 +549,7 @@ void TimelinePage::onEventSelected(quint32 lane, quint32 index) {
       });
 }
 
-EventExtras loadEventExtras(core::TraceStore& store, core::Id runId, core::Id eventId) {
+EventExtras loadEventExtras(core::TraceStore& store, core::RunId runId, core::Id eventId) {
   EventExtras x;
   const auto ev = store.event(eventId, true);
   if (!ev) return x;
@@ -654,7 +655,7 @@ void TimelinePage::setView(View view) {
 }
 
 void TimelinePage::loadCompare() {
-  const std::vector<core::Id> ids(runs_.begin(), runs_.end());
+  const std::vector<core::RunId> ids(runs_.begin(), runs_.end());
   compareRuns_ = runs_;
   const unsigned generation = ++compareGeneration_;
   showMessage(tr("Building the timelines of %1 runs…").arg(ids.size()));
@@ -664,11 +665,11 @@ void TimelinePage::loadCompare() {
       this, taskSlot() + QStringLiteral(".compare"), tr("Aligning the steps of %1 runs").arg(ids.size()),
       [ids, opts](core::TraceStore& store, RunCache& cache, core::CancelToken& cancel, const core::ProgressFn& progress) {
         Loaded out;
-        for (core::Id id : ids) {
+        for (core::RunId id : ids) {
           StepCompareRun r;
           r.id = id;
           const auto run = store.run(id);
-          if (!run) throw core::Error(store.path() + ": no run with id " + std::to_string(id));
+          if (!run) throw core::Error(store.path() + ": no run with id " + std::to_string(id.value()));
           r.label = QString::fromStdString(core::runLabel(run->name, id));
           r.analysis = RunSession::analysis(cache, store, id, &cancel);
           r.counted = core::countedSteps(r.analysis->steps, run->source);
@@ -714,7 +715,7 @@ QJsonObject TimelinePage::describe() const {
   static const char* views[] = {"one_run", "same_step", "runs_stacked"};
   out[QStringLiteral("view")] = QString::fromLatin1(views[static_cast<int>(view_)]);
   if (view_ == View::OneRun) {
-    out[QStringLiteral("run")] = static_cast<double>(current_);
+    out[QStringLiteral("run")] = static_cast<double>(current_.value());
     if (const auto* idx = widget_->index()) {
       out[QStringLiteral("view_start_ns")] = static_cast<double>(widget_->viewStart());
       out[QStringLiteral("view_end_ns")] = static_cast<double>(widget_->viewEnd());
@@ -751,7 +752,7 @@ QJsonObject TimelinePage::describe() const {
     out[QStringLiteral("axis_ms")] = static_cast<double>(compare_->axisSpanNs()) / 1e6;
     QJsonArray rows;
     for (const auto& row : compare_->rows())
-      rows.append(QJsonObject{{QStringLiteral("run"), static_cast<double>(compare_->runs()[row.run].id)},
+      rows.append(QJsonObject{{QStringLiteral("run"), static_cast<double>((compare_->runs()[row.run].id).value())},
                               {QStringLiteral("rank"), row.rank},
                               {QStringLiteral("step"), static_cast<double>(row.step)},
                               {QStringLiteral("window_ns"), static_cast<double>(row.endNs - row.startNs)},

@@ -55,11 +55,12 @@ struct EventExtras {
   std::string args;
   std::int64_t correlation = 0;
   std::string launchName, launchTrack;
-  core::TimeNs launchLeadNs = 0;                  // kernel start - launch start
-  core::Id launchTrackId = 0, launchEventId = 0;  // the launch in the store (the widget's flow arrow)
+  core::TimeNs launchLeadNs = 0;  // kernel start - launch start
+  core::TrackId launchTrackId;
+  core::Id launchEventId = 0;  // the launch in the store (the widget's flow arrow)
   core::TimeNs launchStartNs = 0;
 };
-EventExtras loadEventExtras(core::TraceStore& store, core::Id runId, core::Id eventId);
+EventExtras loadEventExtras(core::TraceStore& store, core::RunId runId, core::Id eventId);
 
 class TimelinePage : public Page {
   Q_OBJECT
@@ -70,7 +71,7 @@ class TimelinePage : public Page {
 
   QString pageId() const override { return QStringLiteral("timeline"); }
   QString title() const override { return tr("Timeline"); }
-  void setContext(const QString& dbPath, const QList<core::Id>& runs) override;
+  void setContext(const QString& dbPath, const QList<core::RunId>& runs) override;
   // Loading, or the first draw list of a loaded run is still being built.
   bool busy() const override;
   QJsonObject describe() const override;
@@ -78,7 +79,7 @@ class TimelinePage : public Page {
   Q_INVOKABLE void reload();
   Q_INVOKABLE void cancelLoad();
   void showRun(int index);
-  core::Id currentRun() const { return current_; }
+  core::RunId currentRun() const { return current_; }
   // From the other pages (MainWindow::onJumpToEvent): loads the run if needed, then selects the event
   // and zooms to it (or to [startNs, endNs) when the event is not in the index).
   Q_INVOKABLE void showEvent(qint64 runId, qint64 eventId, qint64 startNs, qint64 endNs);
@@ -114,8 +115,8 @@ class TimelinePage : public Page {
   void updateLegend();
 
   QString dbPath_;
-  QList<core::Id> runs_;
-  core::Id current_ = 0;
+  QList<core::RunId> runs_;
+  core::RunId current_;
   bool withPython_ = false;
   bool busyReported_ = false;
   QString error_;
@@ -124,7 +125,8 @@ class TimelinePage : public Page {
   unsigned generation_ = 0;
   std::shared_ptr<const core::timeline::TimelineIndex> index_;
   struct Jump {
-    core::Id run = 0, event = 0;
+    core::RunId run;
+    core::Id event = 0;
     qint64 start = 0, end = 0;
   };
   std::optional<Jump> pendingJump_;
@@ -133,7 +135,7 @@ class TimelinePage : public Page {
   bool rangeFollowed_ = false;
   QPointer<BackgroundTask> compareTask_;
   unsigned compareGeneration_ = 0;
-  QList<core::Id> compareRuns_;
+  QList<core::RunId> compareRuns_;
   QComboBox* viewCombo_ = nullptr;
   QLabel* stepLabel_ = nullptr;
   QSpinBox* stepSpin_ = nullptr;

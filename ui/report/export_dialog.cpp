@@ -50,7 +50,8 @@ void saveText(const QString& path, const std::string& bytes) {
 
 }  // namespace
 
-ExportReportDialog::ExportReportDialog(const QString& dbPath, const QList<core::Id>& runs, QWidget* parent, RunSession* session)
+ExportReportDialog::ExportReportDialog(const QString& dbPath, const QList<core::RunId>& runs, QWidget* parent,
+                                       RunSession* session)
     : QDialog(parent), dbPath_(dbPath), runs_(runs), session_(session) {
   setWindowTitle(tr("Export Report"));
   setObjectName(QStringLiteral("exportReportDialog"));
@@ -76,7 +77,7 @@ ExportReportDialog::ExportReportDialog(const QString& dbPath, const QList<core::
   pathRow->addWidget(path_, 1);
   pathRow->addWidget(browse);
   QString runsText;
-  for (int i = 0; i < runs_.size(); ++i) runsText += (i ? QStringLiteral(", ") : QString()) + QString::number(runs_[i]);
+  for (int i = 0; i < runs_.size(); ++i) runsText += (i ? QStringLiteral(", ") : QString()) + QString::number(runs_[i].value());
   auto* runsLabel = new QLabel(
       runs_.isEmpty() ? tr("no run selected") : runsText + (runs_.size() > 1 ? tr("  (the first is the baseline)") : QString()),
       this);
@@ -165,7 +166,7 @@ void ExportReportDialog::build() {
     return;
   }
   status_->setText(tr("Analysing %n run(s)…", nullptr, static_cast<int>(runs_.size())));
-  const std::vector<core::Id> ids(runs_.begin(), runs_.end());
+  const std::vector<core::RunId> ids(runs_.begin(), runs_.end());
   auto done = [this](core::Report r) {
     report_ = std::move(r);
     defaultTitle_ = report_->title;

@@ -33,7 +33,7 @@ class ExportReportDialog : public QDialog {
  public:
   // With the window's session, the report reads the analyses the pages made (each run is analysed
   // once); without one it analyses the runs itself.
-  ExportReportDialog(const QString& dbPath, const QList<core::Id>& runs, QWidget* parent = nullptr,
+  ExportReportDialog(const QString& dbPath, const QList<core::RunId>& runs, QWidget* parent = nullptr,
                      RunSession* session = nullptr);
   ~ExportReportDialog() override;
 
@@ -66,7 +66,7 @@ class ExportReportDialog : public QDialog {
   void browse();
 
   QString dbPath_;
-  QList<core::Id> runs_;
+  QList<core::RunId> runs_;
   std::optional<core::Report> report_;
   std::string defaultTitle_;
   QPointer<BackgroundTask> task_;

@@ -7,13 +7,13 @@ namespace shardscope::ui {
 // ------------------------------------------------------------------------------------------------
 // RunCache
 
-bool RunCache::has(const std::string& kind, core::Id run) const {
+bool RunCache::has(const std::string& kind, core::RunId run) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = entries_.find({kind, run});
   return it != entries_.end() && it->second.future.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
 }
 
-int RunCache::computedCount(const std::string& kind, core::Id run) const {
+int RunCache::computedCount(const std::string& kind, core::RunId run) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = computed_.find({kind, run});
   return it == computed_.end() ? 0 : it->second;
@@ -27,15 +27,15 @@ int RunCache::computedCount(const std::string& kind) const {
   return n;
 }
 
-std::vector<core::Id> RunCache::runs() const {
+std::vector<core::RunId> RunCache::runs() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<core::Id> out;
+  std::vector<core::RunId> out;
   for (const auto& [key, f] : entries_)
     if (std::find(out.begin(), out.end(), key.second) == out.end()) out.push_back(key.second);
   return out;
 }
 
-void RunCache::invalidate(core::Id run) {
+void RunCache::invalidate(core::RunId run) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto it = entries_.begin(); it != entries_.end();) it = it->first.second == run ? entries_.erase(it) : std::next(it);
 }
@@ -76,7 +76,7 @@ void RunSession::setDatabase(const QString& path, bool readOnly) {
   if (hadRange) Q_EMIT timeRangeChanged();
 }
 
-void RunSession::setRuns(const QList<core::Id>& runs) {
+void RunSession::setRuns(const QList<core::RunId>& runs) {
   if (runs == runs_) return;
   runs_ = runs;
   if (timeRange_ && !runs_.contains(timeRange_->run)) {
@@ -92,7 +92,7 @@ void RunSession::setTimeRange(const std::optional<TimeRange>& range) {
   Q_EMIT timeRangeChanged();
 }
 
-std::shared_ptr<const core::RunAnalysis> RunSession::analysis(RunCache& cache, core::TraceStore& store, core::Id run,
+std::shared_ptr<const core::RunAnalysis> RunSession::analysis(RunCache& cache, core::TraceStore& store, core::RunId run,
                                                               const core::CancelToken* cancel) {
   return cache.get<core::RunAnalysis>(kAnalysis, run, cancel, [&store, run, cancel] {
     core::RunAnalysisOptions options;
@@ -102,7 +102,7 @@ std::shared_ptr<const core::RunAnalysis> RunSession::analysis(RunCache& cache, c
 }
 
 core::AnalysisSource RunSession::analysisSource(RunCache& cache, core::TraceStore& store, const core::CancelToken* cancel) {
-  return [&cache, &store, cancel](core::Id run) { return analysis(cache, store, run, cancel); };
+  return [&cache, &store, cancel](core::RunId run) { return analysis(cache, store, run, cancel); };
 }
 
 bool RunSession::poll() {
@@ -118,12 +118,12 @@ bool RunSession::poll() {
   const std::int64_t dv = watch_->dataVersion();
   if (dataVersion_ && *dataVersion_ == dv) return false;
   const bool first = !dataVersion_;
-  std::map<core::Id, core::RunStatus> now;
+  std::map<core::RunId, core::RunStatus> now;
   for (const auto& r : watch_->runs()) now[r.id] = r.status;
   dataVersion_ = dv;
-  QList<core::Id> changed;
+  QList<core::RunId> changed;
   if (!first) {
-    for (core::Id id : cache_->runs()) {
+    for (core::RunId id : cache_->runs()) {
       auto before = statuses_.find(id);
       auto after = now.find(id);
       const bool gone = after == now.end();
@@ -142,7 +142,7 @@ bool RunSession::poll() {
 void RunSession::invalidateAll() {
   const auto ids = cache_->runs();
   cache_->clear();
-  QList<core::Id> changed(ids.begin(), ids.end());
+  QList<core::RunId> changed(ids.begin(), ids.end());
   if (!changed.isEmpty()) Q_EMIT dataChanged(changed);
 }
 

@@ -47,7 +47,7 @@ class RunCache {
   // or computed here by `compute`. A computation that throws is not cached (the next call tries
   // again); one whose caller was cancelled is taken over by the next caller waiting for it.
   template <typename T>
-  std::shared_ptr<const T> get(const std::string& kind, core::Id run, const core::CancelToken* cancel,
+  std::shared_ptr<const T> get(const std::string& kind, core::RunId run, const core::CancelToken* cancel,
                                const std::function<std::shared_ptr<const T>()>& compute) {
     const Key key{kind, run};
     for (;;) {
@@ -91,16 +91,16 @@ class RunCache {
     }
   }
 
-  bool has(const std::string& kind, core::Id run) const;
+  bool has(const std::string& kind, core::RunId run) const;
   // How many times `kind` of `run` was computed (started) since the cache was made.
-  int computedCount(const std::string& kind, core::Id run) const;
+  int computedCount(const std::string& kind, core::RunId run) const;
   int computedCount(const std::string& kind) const;  // over all runs
-  std::vector<core::Id> runs() const;                // runs with at least one cached product
-  void invalidate(core::Id run);
+  std::vector<core::RunId> runs() const;             // runs with at least one cached product
+  void invalidate(core::RunId run);
   void clear();
 
  private:
-  using Key = std::pair<std::string, core::Id>;
+  using Key = std::pair<std::string, core::RunId>;
   struct Entry {
     std::shared_future<std::shared_ptr<const void>> future;
     std::uint64_t serial = 0;
@@ -125,13 +125,13 @@ class RunSession : public QObject {
   bool readOnly() const { return readOnly_; }
 
   // The selection (first = baseline).
-  QList<core::Id> runs() const { return runs_; }
-  core::Id baseline() const { return runs_.isEmpty() ? 0 : runs_.first(); }
-  void setRuns(const QList<core::Id>& runs);
+  QList<core::RunId> runs() const { return runs_; }
+  core::RunId baseline() const { return runs_.isEmpty() ? core::RunId{} : runs_.first(); }
+  void setRuns(const QList<core::RunId>& runs);
 
   // A time window pages may share: [startNs, endNs) of run `run`, in that run's clock.
   struct TimeRange {
-    core::Id run = 0;
+    core::RunId run;
     qint64 startNs = 0, endNs = 0;
     bool operator==(const TimeRange& o) const { return run == o.run && startNs == o.startNs && endNs == o.endNs; }
   };
@@ -161,7 +161,7 @@ class RunSession : public QObject {
 
   // Worker-thread helpers: a run's analysis (core::analyzeRun with kBottleneckLimit), once per run, and
   // the same as a core::AnalysisSource for compareRuns / buildReport.
-  static std::shared_ptr<const core::RunAnalysis> analysis(RunCache& cache, core::TraceStore& store, core::Id run,
+  static std::shared_ptr<const core::RunAnalysis> analysis(RunCache& cache, core::TraceStore& store, core::RunId run,
                                                            const core::CancelToken* cancel);
   static core::AnalysisSource analysisSource(RunCache& cache, core::TraceStore& store, const core::CancelToken* cancel);
   static constexpr const char* kAnalysis = "analysis";
@@ -176,21 +176,21 @@ class RunSession : public QObject {
 
  Q_SIGNALS:
   void databaseChanged(const QString& path);
-  void selectionChanged(const QList<core::Id>& runs);
+  void selectionChanged(const QList<core::RunId>& runs);
   void timeRangeChanged();
   // Runs whose cached products were dropped because their data changed.
-  void dataChanged(const QList<core::Id>& runs);
+  void dataChanged(const QList<core::RunId>& runs);
 
  private:
   QString dbPath_;
   bool readOnly_ = false;
-  QList<core::Id> runs_;
+  QList<core::RunId> runs_;
   std::optional<TimeRange> timeRange_;
   TaskRunner* tasks_ = nullptr;
   std::shared_ptr<RunCache> cache_;
   std::unique_ptr<core::TraceStore> watch_;  // GUI-thread connection used only for the cheap look
   std::optional<std::int64_t> dataVersion_;
-  std::map<core::Id, core::RunStatus> statuses_;  // at the last look
+  std::map<core::RunId, core::RunStatus> statuses_;  // at the last look
 };
 
 }  // namespace shardscope::ui

@@ -25,7 +25,7 @@
 namespace shardscope::ui {
 
 struct StepCompareRun {
-  core::Id id = 0;
+  core::RunId id;
   QString label;  // "ddp #7"
   std::shared_ptr<const core::timeline::TimelineIndex> index;
   std::shared_ptr<const core::RunAnalysis> analysis;

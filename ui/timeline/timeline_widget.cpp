@@ -552,7 +552,7 @@ std::optional<std::pair<std::uint32_t, std::uint32_t>> TimelineWidget::findEvent
     const tl::Lane& l = index_->lane(li);
     for (std::uint32_t i = 0; i < l.eventCount(); ++i)
       if (l.eventId[i] == eventId) {
-        if (l.trackId != 0) return std::make_pair(li, i);  // the event's own track first
+        if (l.trackId) return std::make_pair(li, i);  // the event's own track first
         if (!copy) copy = std::make_pair(li, i);
       }
   }
@@ -579,7 +579,7 @@ std::vector<std::pair<TimeNs, std::pair<std::uint32_t, std::uint32_t>>> searchIn
   if (!any) return matches;
   for (std::uint32_t li = 0; li < index.lanes().size(); ++li) {
     const tl::Lane& l = index.lane(li);
-    if (l.isCounter() || l.trackId == 0) continue;  // derived copies would match twice
+    if (l.isCounter() || !l.trackId) continue;  // derived copies would match twice
     for (std::uint32_t i = 0; i < l.eventCount(); ++i)
       if (l.nameIdx[i] < nameMatches.size() && nameMatches[l.nameIdx[i]]) matches.push_back({l.start[i], {li, i}});
   }
@@ -1053,9 +1053,9 @@ std::optional<QLineF> TimelineWidget::flowLine() const {
   return QLineF(from, to);
 }
 
-std::optional<std::pair<std::uint32_t, std::uint32_t>> TimelineWidget::findEventOnTrack(core::Id trackId, core::Id eventId,
+std::optional<std::pair<std::uint32_t, std::uint32_t>> TimelineWidget::findEventOnTrack(core::TrackId trackId, core::Id eventId,
                                                                                         TimeNs startNs) const {
-  if (!index_ || trackId == 0) return std::nullopt;
+  if (!index_ || !trackId) return std::nullopt;
   for (std::uint32_t li = 0; li < index_->lanes().size(); ++li) {
     const tl::Lane& l = index_->lane(li);
     if (l.trackId != trackId || l.isCounter()) continue;

@@ -151,7 +151,7 @@ class TimelineWidget : public QWidget {
   // lane is not shown, to the kernel's start); nullopt when the kernel's row is not shown.
   std::optional<QLineF> flowLine() const;
   // An event of a track by its store id and start time (depth by depth, two binary searches each).
-  std::optional<std::pair<std::uint32_t, std::uint32_t>> findEventOnTrack(core::Id trackId, core::Id eventId,
+  std::optional<std::pair<std::uint32_t, std::uint32_t>> findEventOnTrack(core::TrackId trackId, core::Id eventId,
                                                                           core::TimeNs startNs) const;
 
  Q_SIGNALS:
