@@ -26,9 +26,9 @@ using namespace estargs;
 
 std::string boolText(bool b) { return b ? "true" : "false"; }
 
-// With --profile-run and no --model, the measured run's model, scale, tokens and knobs are the
-// defaults of the simulation (any option given still wins).
-Args withRunDefaults(const Args& a, const est::MeasuredProfile& mp) {
+// The defaults of the simulation (any option given still wins): the model, scale, tokens and knobs of
+// --config / --deepspeed when given (the configuration to predict), else of the --profile-run.
+Args withTargetDefaults(const Args& a, const est::SimTarget& mp) {
   Args out = a;
   auto add = [&](const std::string& k, const std::string& v) {
     if (!out.has(k)) out.options.push_back({k, v});
@@ -59,7 +59,34 @@ Args withRunDefaults(const Args& a, const est::MeasuredProfile& mp) {
   add("limit-all-gathers", boolText(mp.limitAllGathers));
   // As many steps as the run.
   if (mp.steps >= 2) add("steps", std::to_string(mp.steps));
+  add("strategy", std::string(core::toString(mp.strategy)));
   return out;
+}
+
+est::SimTarget targetOf(const est::MeasuredProfile& mp) {
+  est::SimTarget t;
+  t.input = mp.input;
+  t.strategy = mp.strategy;
+  t.backwardPrefetch = mp.backwardPrefetch;
+  t.forwardPrefetch = mp.forwardPrefetch;
+  t.limitAllGathers = mp.limitAllGathers;
+  t.steps = mp.steps;
+  t.gloo = mp.gloo;
+  return t;
+}
+
+// --config run.json / --deepspeed ds.json: the run configuration to predict.
+std::optional<est::SimTarget> configTarget(const Args& a) {
+  if (!a.has("config") && !a.has("deepspeed")) return std::nullopt;
+  if (a.has("config") && a.has("deepspeed")) throw std::invalid_argument("give --config or --deepspeed, not both");
+  const std::string path = a.has("config") ? a.get("config") : a.get("deepspeed");
+  const core::JsonValue j = core::parseJsonFile(path);
+  core::RunConfig cfg = a.has("config") ? core::parseRunConfigJson(j, path, nullptr) : core::fromDeepSpeedJson(j, path, core::RunConfig{}, nullptr);
+  try {
+    return est::simTargetOf(cfg);
+  } catch (const core::Error& e) {
+    throw core::Error(path + ": " + e.what());
+  }
 }
 
 bool boolValue(const Args& a, const std::string& name, bool def) {
@@ -75,17 +102,19 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
     throw std::invalid_argument("simulate takes no positional arguments ('" + args.positional[0] + "')");
   const std::string dbPath = args.get("db", "shardscope.db");
   std::optional<est::MeasuredProfile> measured;
-  Args a = args;
+  const std::optional<est::SimTarget> target = configTarget(args);
+  Args a = target ? withTargetDefaults(args, *target) : args;
   if (args.has("profile-run")) {
     core::TraceStore store(dbPath, core::Database::Mode::ReadOnly);
     measured = est::measuredProfile(store, intOption(args, "profile-run", 0, 1));
-    if (!args.has("model")) a = withRunDefaults(args, *measured);
+    if (!args.has("model") && !target) a = withTargetDefaults(args, targetOf(*measured));
     // The run's own collectives give the link unless one is named.
     if (!a.has("link") && !a.has("fit-run")) a.options.push_back({"fit-run", a.get("profile-run")});
   }
   est::RecommendInput ri;
   std::string fitNote;
-  parseEstimatorInput(a, ri, fitNote);
+  std::optional<est::LinkCalibration> calibration;
+  parseEstimatorInput(a, ri, fitNote, &calibration);
   est::EstimateInput& in = ri.model;
   in.allgatherBucketSize = intOption(a, "allgather-bucket-size", in.allgatherBucketSize, 1);
   in.prefetchBucketSize = intOption(a, "prefetch-bucket-size", in.prefetchBucketSize, 0);
@@ -174,6 +203,7 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
     out.set("seed", JsonValue::number(static_cast<std::int64_t>(base.seed)));
     out.set("link", JsonValue::string(ri.intraNode.name));
     if (!fitNote.empty()) out.set("link_fit", JsonValue::string(fitNote));
+    if (calibration) out.set("link_calibration", est::toJson(*calibration));
     if (measured) out.set("profile_run", est::toJson(*measured));
     JsonValue arr = JsonValue::array();
     for (std::size_t i = 0; i < results.size(); ++i) {
@@ -259,12 +289,16 @@ std::vector<Command> simulatorCommands() {
            {"slow-rank", true, "RANK:FACTOR, a straggler whose compute takes FACTOR times longer; repeatable"},
            {"keep-ranks", true, "ranks stored in the database (default 16; 0 = all); slow ranks are always kept"},
            {"name", true, "name of the stored run(s)"},
+           {"config", true,
+            "a run configuration (JSON, as `run --config` takes) to predict: its model, scale and knobs are the "
+            "defaults; with --profile-run, that run calibrates the prediction"},
+           {"deepspeed", true, "the same from a DeepSpeed JSON config"},
            {"dry-run", false, "with --db: read the profile, store nothing"}})
     opts.push_back(std::move(o));
   return {
       {"simulate",
        "shardscope-cli simulate --model M --gpus N --strategy S[,S...] [estimate's model and link options] "
-       "[--db F [--profile-run ID]] [--steps K] [--jitter X --seed N] [--slow-rank R:F] [--keep-ranks K] [--json]",
+       "[--db F [--profile-run ID]] [--config run.json | --deepspeed ds.json] [--steps K] [--jitter X --seed N] [--slow-rank R:F] [--keep-ranks K] [--json]",
        "Simulate training steps event by event (compute per block, collectives on their own streams with the "
        "strategy's dependencies and prefetch rules, memory over time) and store them as simulated runs",
        opts, cmdSimulate},

@@ -336,7 +336,7 @@ LinkFit fitRunLink(TraceStore& store, Id runId) {
   return fitLink(collectiveSamples(store, runId), "fitted:run" + std::to_string(runId));
 }
 
-std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId) {
+std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId, SampleSet which) {
   // Per lane name (one per process group and rank, or a GPU stream), each rank's collectives in
   // order. When the ranks share a clock and every rank of a lane has the same sequence, the k-th instances are one collective:
   // its time is from the last rank's start to the ranks' mean end (the transfer once everyone has
@@ -371,7 +371,9 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId) {
         t.id,
         [&](const Event& e) {
           if (!e.bytes || *e.bytes <= 0 || e.endNs <= e.startNs) return;
-          if (firstCounted && (!e.step || *e.step < *firstCounted)) return;
+          const bool probe = e.name.find(" link probe") != std::string_view::npos;
+          if (probe != (which == SampleSet::LinkProbe) || e.name.find("link probe warmup") != std::string_view::npos) return;
+          if (which == SampleSet::Steps && firstCounted && (!e.step || *e.step < *firstCounted)) return;
           if (t.kind == TrackKind::GpuStream && e.category != Category::Communication) return;
           CollectiveSample s;
           switch (e.collOp) {

@@ -101,8 +101,12 @@ struct LinkFit {
 LinkFit fitLink(const std::vector<CollectiveSample>& samples, const std::string& name);
 // fitLink over a stored run's collectives, named "fitted:run<id>".
 LinkFit fitRunLink(TraceStore& store, Id runId);
+// Which collectives of a run: those of its counted steps (the run's own traffic), or its link
+// probe (profiler/runtime/link_probe.h: spans named "<op> link probe" outside the steps; the
+// probe's warm-up instances are never read).
+enum class SampleSet { Steps, LinkProbe };
 // The all-reduce, all-gather and reduce-scatter instances of a run with a known size (communication
 // lanes of our runtime, or NCCL kernels of an imported trace), from the trace store.
-std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId);
+std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId, SampleSet which = SampleSet::Steps);
 
 }  // namespace shardscope::core::estimator

@@ -47,26 +47,12 @@ core::CollectiveOp collOp(CollKind k) {
 
 }  // namespace
 
-MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
-  const auto run = store.run(runId);
-  const std::string where = store.path() + ": run " + std::to_string(runId);
-  if (!run) throw Error(store.path() + ": no run with id " + std::to_string(runId));
-  if (run->source != RunSource::Runtime)
-    throw Error(where + " is " + std::string(toString(run->source)) +
-                ", not a run of our runtime: a compute profile needs its configuration and per-block spans");
-  RunConfig cfg;
-  try {
-    cfg = parseRunConfigJson(parseJson(run->configJson, "run config"), "run config", nullptr);
-  } catch (const std::exception& e) {
-    throw Error(where + ": unreadable configuration: " + e.what());
-  }
-  MeasuredProfile mp;
-  mp.runId = runId;
-  mp.runName = run->name;
+SimTarget simTargetOf(const RunConfig& cfg) {
+  SimTarget t;
   auto shape = modelShapePreset(cfg.model, cfg.layers);
-  if (!shape) throw Error(where + ": unknown model '" + cfg.model + "'");
-  mp.strategy = cfg.strategy;
-  EstimateInput& in = mp.input;
+  if (!shape) throw Error("unknown model '" + cfg.model + "'");
+  t.strategy = cfg.strategy;
+  EstimateInput& in = t.input;
   in.model = *shape;
   in.gpus = cfg.worldSize;
   in.gpusPerNode = cfg.nprocPerNode > 0 ? cfg.nprocPerNode : cfg.worldSize / std::max(1, cfg.nnodes);
@@ -85,11 +71,44 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
   in.paramPersistenceThreshold = cfg.paramPersistenceThreshold;
   in.maxLiveParameters = cfg.maxLiveParameters;
   in.maxReuseDistance = cfg.maxReuseDistance;
-  mp.gloo = cfg.device != ComputeDevice::Cuda;
-  mp.backwardPrefetch = cfg.backwardPrefetch;
-  mp.forwardPrefetch = cfg.forwardPrefetch;
-  mp.limitAllGathers = cfg.limitAllGathers;
-  mp.steps = cfg.steps;
+  t.gloo = cfg.device != ComputeDevice::Cuda;
+  t.backwardPrefetch = cfg.backwardPrefetch;
+  t.forwardPrefetch = cfg.forwardPrefetch;
+  t.limitAllGathers = cfg.limitAllGathers;
+  t.steps = cfg.steps;
+  return t;
+}
+
+MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
+  const auto run = store.run(runId);
+  const std::string where = store.path() + ": run " + std::to_string(runId);
+  if (!run) throw Error(store.path() + ": no run with id " + std::to_string(runId));
+  if (run->source != RunSource::Runtime)
+    throw Error(where + " is " + std::string(toString(run->source)) +
+                ", not a run of our runtime: a compute profile needs its configuration and per-block spans");
+  RunConfig cfg;
+  try {
+    cfg = parseRunConfigJson(parseJson(run->configJson, "run config"), "run config", nullptr);
+  } catch (const std::exception& e) {
+    throw Error(where + ": unreadable configuration: " + e.what());
+  }
+  MeasuredProfile mp;
+  mp.runId = runId;
+  mp.runName = run->name;
+  SimTarget t;
+  try {
+    t = simTargetOf(cfg);
+  } catch (const Error& e) {
+    throw Error(where + ": " + e.what());
+  }
+  mp.input = t.input;
+  mp.strategy = t.strategy;
+  mp.gloo = t.gloo;
+  mp.backwardPrefetch = t.backwardPrefetch;
+  mp.forwardPrefetch = t.forwardPrefetch;
+  mp.limitAllGathers = t.limitAllGathers;
+  mp.steps = t.steps;
+  const EstimateInput& in = mp.input;
 
   const int L = in.model.layers;
   std::vector<double> fwd(static_cast<std::size_t>(L + 2), 0.0), bwd(fwd.size(), 0.0);

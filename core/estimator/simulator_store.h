@@ -4,11 +4,26 @@
 // records and metrics as a runtime run), so every page, analysis and report shows it.
 #include <string>
 
+#include "core/config/run_config.h"
 #include "core/estimator/simulator.h"
 #include "core/storage/trace_store.h"
 #include "core/util/progress.h"
 
 namespace shardscope::core::estimator {
+
+// What a run configuration asks the simulator to simulate: the model, scale, tokens, precision and
+// knobs (EstimateInput), the strategy, the FSDP knobs and the step count.
+struct SimTarget {
+  EstimateInput input;
+  Strategy strategy = Strategy::Ddp;
+  BackwardPrefetch backwardPrefetch = BackwardPrefetch::Pre;
+  bool forwardPrefetch = false;
+  bool limitAllGathers = true;
+  int steps = 0;
+  bool gloo = false;  // CPU (Gloo; LibTorch 1.13: reduce-scatter as an all-reduce)
+};
+// Throws core::Error for a model no preset names.
+SimTarget simTargetOf(const RunConfig& cfg);
 
 struct MeasuredProfile {
   Id runId = 0;

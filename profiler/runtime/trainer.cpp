@@ -33,6 +33,7 @@
 #include "profiler/gpu/gpu_capture.h"
 #endif
 #include "profiler/runtime/comm.h"
+#include "profiler/runtime/link_probe.h"
 #include "profiler/runtime/engine.h"
 #include "profiler/runtime/model.h"
 
@@ -210,6 +211,19 @@ class RankLife {
     comm_->world().barrier();
     initS_ = static_cast<double>(nowNs() - opts_.processStartNs) / 1e9;
     rec_->rankMetadata(rankMetadata());
+  }
+
+  // Probe: the link timed at the sizes this run can send (link_probe.h), after the initialisation
+  // time is taken and before the first step, so neither includes it.
+  void probeLink() {
+    if (!cfg_.linkProbe || cfg_.worldSize < 2) return;
+    // The largest message a strategy of this model can send: the whole fp32 gradient (ZeRO-2 with
+    // a bucket larger than the model reduces it in one go; every other message is smaller).
+    const std::int64_t maxBytes = std::clamp<std::int64_t>(model_->layout().totalNumel * 4, 64 * 1024, std::int64_t{1} << 30);
+    const LinkProbePlan plan = planLinkProbe(maxBytes, comm_->world().size());
+    const torch::Dtype paramDtype = cfg_.precision == core::Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32;
+    const double s = runLinkProbe(comm_->world(), plan, device_, paramDtype, bf16Reduce_);
+    rec_->metric("link_probe_s", s);
   }
 
   // Train: the steps, each recorded (step window, loss, progress line), with the GPU timeline
@@ -569,6 +583,7 @@ int runRank(const core::RunConfig& cfg, const WorkerOptions& opts) {
     life.setUp();
     life.startRecording();
     life.build();
+    life.probeLink();
     life.train();
     life.recordFigures();
     life.checkpoint();

@@ -1,0 +1,143 @@
+#include "core/estimator/link_calibration.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/util/error.h"
+#include "core/util/units.h"
+
+namespace shardscope::core::estimator {
+
+namespace {
+
+bool allReduceLike(const CollectiveSample& s) {
+  return s.kind == CollKind::AllReduce || (s.kind == CollKind::ReduceScatter && s.emulatedReduceScatter);
+}
+
+// The link's time for one instance (commTime's formula for count 1).
+double predict(const LinkModel& l, const CollectiveSample& s) {
+  const bool ar = allReduceLike(s);
+  const double wire = static_cast<double>(s.messageBytes) * ringFactor(ar ? CollKind::AllReduce : s.kind, s.groupSize);
+  const double bw = (ar ? l.arBw() : l.busBwGBps) * 1e9;
+  return (ar ? l.arAlphaUs() : l.alphaUs) * 1e-6 + (bw > 0 ? wire / bw : 0.0);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  double m = *mid;
+  if (v.size() % 2 == 0) m = 0.5 * (m + *std::max_element(v.begin(), mid));
+  return m;
+}
+
+// Both kinds at two or more sizes each.
+bool bothKindsSpread(const std::vector<CollectiveSample>& s) {
+  std::int64_t ar0 = -1, ag0 = -1;
+  bool ar2 = false, ag2 = false;
+  for (const auto& x : s) {
+    std::int64_t& first = allReduceLike(x) ? ar0 : ag0;
+    bool& two = allReduceLike(x) ? ar2 : ag2;
+    if (first < 0)
+      first = x.messageBytes;
+    else if (x.messageBytes != first)
+      two = true;
+  }
+  return ar2 && ag2;
+}
+
+}  // namespace
+
+LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const std::vector<CollectiveSample>& steps,
+                              const std::string& name) {
+  LinkCalibration c;
+  if (steps.size() >= 2) {
+    try {
+      c.run = fitLink(steps, "fitted:" + name);
+    } catch (const Error&) {
+      // Durations that do not grow with size: no run fit; the probe may still serve.
+    }
+  }
+  const std::vector<CollectiveSample>& measured = probe.size() >= 2 ? probe : steps;
+  for (const auto& s : measured) {
+    c.minBytes = c.minBytes == 0 ? s.messageBytes : std::min(c.minBytes, s.messageBytes);
+    c.maxBytes = std::max(c.maxBytes, s.messageBytes);
+    c.groupSize = std::max(c.groupSize, s.groupSize);
+  }
+  if (probe.size() >= 2) {
+    c.probe = fitLink(probe, "probe:" + name);
+    c.source = "probe";
+    c.link = c.probe->link;
+    // Contention: how much slower the run's own collectives ran than the probe's line says.
+    std::vector<double> ar, other;
+    for (const auto& s : steps) {
+      const double p = predict(c.probe->link, s);
+      if (p > 0 && s.durationS > 0) (allReduceLike(s) ? ar : other).push_back(s.durationS / p);
+    }
+    c.contentionSamples = static_cast<std::int64_t>(ar.size() + other.size());
+    const double mAr = median(ar), mOther = median(other);
+    c.contentionAllReduce = !ar.empty() ? mAr : (!other.empty() ? mOther : 1.0);
+    c.contentionOther = !other.empty() ? mOther : (!ar.empty() ? mAr : 1.0);
+    LinkModel& l = c.link;
+    l.name = "probe:" + name;
+    // A slower link in time: latency × factor, bandwidth / factor.
+    const double arAlpha = l.arAlphaUs(), arBw = l.arBw();
+    l.alphaUs *= c.contentionOther;
+    l.busBwGBps /= c.contentionOther;
+    l.allReduceAlphaUs = arAlpha * c.contentionAllReduce;
+    l.allReduceBusBwGBps = arBw / c.contentionAllReduce;
+    c.wellConditioned = true;
+    c.note = "link probe of " + name + ": " + std::to_string(c.probe->samples) + " collectives, " + formatBytes(c.minBytes) +
+             ".." + formatBytes(c.maxBytes) + " at " + std::to_string(c.groupSize) + " ranks, R^2 " +
+             formatFixed(c.probe->r2, 3) + "; in-run contention x" + formatFixed(c.contentionAllReduce, 2) +
+             " (all-reduce), x" + formatFixed(c.contentionOther, 2) + " (all-gather/reduce-scatter) from " +
+             std::to_string(c.contentionSamples) + " collectives of its steps";
+    return c;
+  }
+  if (!c.run)
+    throw Error(name + ": no link probe and fewer than two collectives whose duration grows with their size: no link can be fitted");
+  c.source = "run-fit";
+  c.link = c.run->link;
+  c.wellConditioned = bothKindsSpread(steps) && c.run->r2 >= 0.8;
+  c.note = "fitted from " + name + "'s own collectives (no link probe): " + std::to_string(c.run->samples) + " collectives, " +
+           formatBytes(c.minBytes) + ".." + formatBytes(c.maxBytes) + ", R^2 " + formatFixed(c.run->r2, 3) +
+           (c.wellConditioned ? "" : "; poorly conditioned (one collective kind or size, or R^2 < 0.8): a prediction for another "
+                                     "strategy may be far off");
+  return c;
+}
+
+LinkCalibration calibrateLink(TraceStore& store, Id runId) {
+  if (!store.run(runId)) throw Error(store.path() + ": no run with id " + std::to_string(runId));
+  const std::string name = "run" + std::to_string(runId);
+  try {
+    return calibrateLink(collectiveSamples(store, runId, SampleSet::LinkProbe), collectiveSamples(store, runId, SampleSet::Steps),
+                         name);
+  } catch (const Error& e) {
+    throw Error(store.path() + ": " + e.what());
+  }
+}
+
+JsonValue toJson(const LinkCalibration& c) {
+  JsonValue o = JsonValue::object();
+  o.set("source", JsonValue::string(c.source));
+  o.set("name", JsonValue::string(c.link.name));
+  o.set("alpha_us", JsonValue::number(c.link.alphaUs));
+  o.set("bus_bw_gbps", JsonValue::number(c.link.busBwGBps));
+  o.set("all_reduce_alpha_us", JsonValue::number(c.link.arAlphaUs()));
+  o.set("all_reduce_bus_bw_gbps", JsonValue::number(c.link.arBw()));
+  o.set("contention_all_reduce", JsonValue::number(c.contentionAllReduce));
+  o.set("contention_other", JsonValue::number(c.contentionOther));
+  o.set("contention_samples", JsonValue::number(c.contentionSamples));
+  o.set("min_bytes", JsonValue::number(c.minBytes));
+  o.set("max_bytes", JsonValue::number(c.maxBytes));
+  o.set("group_size", JsonValue::number(std::int64_t{c.groupSize}));
+  o.set("well_conditioned", JsonValue::boolean(c.wellConditioned));
+  o.set("probe_r2", c.probe ? JsonValue::number(c.probe->r2) : JsonValue());
+  o.set("probe_samples", c.probe ? JsonValue::number(c.probe->samples) : JsonValue());
+  o.set("run_r2", c.run ? JsonValue::number(c.run->r2) : JsonValue());
+  o.set("run_samples", c.run ? JsonValue::number(c.run->samples) : JsonValue());
+  o.set("note", JsonValue::string(c.note));
+  return o;
+}
+
+}  // namespace shardscope::core::estimator
