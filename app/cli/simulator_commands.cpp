@@ -11,6 +11,7 @@
 
 #include "app/cli/estimator_args.h"
 #include "app/cli/terminal_progress.h"
+#include "core/estimator/prediction.h"
 #include "core/estimator/simulator.h"
 #include "core/estimator/simulator_store.h"
 #include "core/storage/trace_store.h"
@@ -167,6 +168,28 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
           "give --strategy S (ddp, zero1, zero2, zero3, fsdp, fsdp_grad_op, hsdp, zeropp_hpz; comma-separated for several)");
   }
   const bool store = a.has("db") && !a.has("dry-run");
+  // A prediction calibrated on the measured run: its compute, interference and link (the measured
+  // one, or the preset named by --link), checked and given an interval (core/estimator/prediction.h).
+  std::optional<est::Calibration> cal;
+  if (measured) {
+    cal.emplace();
+    cal->profile = *measured;
+    if (calibration) {
+      cal->link = *calibration;
+    } else {
+      cal->link.link = ri.intraNode;
+      cal->link.source = "preset";
+      cal->link.wellConditioned = true;
+      cal->link.note = "preset " + ri.intraNode.name + " (--link), not measured";
+    }
+    if (a.has("interference")) {
+      const double k = doubleOption(a, "interference", 0.0);
+      if (!(k >= 0 && k <= 3)) throw std::invalid_argument("--interference must be in [0, 3] (0: none)");
+      cal->profile.interference.k = k;
+      cal->profile.interference.identified = false;
+      cal->profile.interference.note = "interference k " + core::formatFixed(k, 2) + " (--interference)";
+    }
+  }
 
   TerminalProgress bar;
   std::vector<est::SimulationResult> results;
@@ -176,7 +199,10 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
   for (auto s : strategies) {
     est::SimulateInput si = base;
     si.strategy = s;
+    std::optional<est::PredictionCheck> check;
+    if (cal) check = est::applyCalibration(si, *cal, a.has("jitter"), a.has("allow-extrapolation"));
     results.push_back(est::simulate(si, &cancel, bar.callback()));
+    if (cal) est::annotatePrediction(results.back(), *cal, *check);
     if (ts) {
       const std::string name = a.has("name")
                                    ? a.get("name") + (strategies.size() > 1 ? " " + est::strategyName(s) : "")
@@ -257,7 +283,15 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
     os << line;
     if (r.slowestRankStepS > r.steady.stepS * 1.0001)
       os << "      slowest rank " << r.slowestRank << ": " << core::formatFixed(r.slowestRankStepS * 1e3, 2) << " ms\n";
+    if (r.prediction) {
+      const auto& p = *r.prediction;
+      os << "      predicted from run " << p.calibrationRun << " (" << p.change << "): step "
+         << core::formatFixed(p.lowS * 1e3, 1) << " .. " << core::formatFixed(p.highS * 1e3, 1) << " ms (" << p.intervalBasis
+         << ")\n";
+      for (const auto& e : p.extrapolation) os << "      EXTRAPOLATION: " << e << "\n";
+    }
   }
+  if (cal) os << "  " << cal->profile.interference.note << "\n";
   if (!runIds.empty()) os << "\nStored in " << dbPath << " as simulated runs (open them in the app, `analyze`, `report`).\n";
   std::cout << os.str();
   return kOk;
@@ -293,6 +327,12 @@ std::vector<Command> simulatorCommands() {
             "a run configuration (JSON, as `run --config` takes) to predict: its model, scale and knobs are the "
             "defaults; with --profile-run, that run calibrates the prediction"},
            {"deepspeed", true, "the same from a DeepSpeed JSON config"},
+           {"allow-extrapolation", false,
+            "with --profile-run: predict even where ranks would share cores or GPUs differently from the calibration "
+            "(its compute is scaled by the load; the result says so)"},
+           {"interference", true,
+            "with --profile-run: the slowdown of compute per unit of overlap with communication (0 = none; default: "
+            "fitted from the run, or the device class's measured value)"},
            {"dry-run", false, "with --db: read the profile, store nothing"}})
     opts.push_back(std::move(o));
   return {

@@ -185,13 +185,32 @@ CommEstimate commVolume(const EstimateInput& in, Strategy s, const CommOptions& 
   return c;
 }
 
+double LinkModel::instanceS(bool allReduceLike, double wireBytes) const {
+  const double bw = (allReduceLike ? arBw() : busBwGBps) * 1e9;
+  const auto line = [&](double x) { return (allReduceLike ? arAlphaUs() : alphaUs) * 1e-6 + (bw > 0 ? x / bw : 0.0); };
+  const auto& pts = allReduceLike ? allReducePoints : otherPoints;
+  if (pts.size() < 2 || !(wireBytes > 0)) return line(std::max(0.0, wireBytes));
+  if (wireBytes <= pts.front().first) {
+    const double l0 = line(pts.front().first);
+    return l0 > 0 ? pts.front().second * line(wireBytes) / l0 : pts.front().second;
+  }
+  if (wireBytes >= pts.back().first) {
+    const double l1 = line(pts.back().first);
+    return l1 > 0 ? pts.back().second * line(wireBytes) / l1 : pts.back().second;
+  }
+  const auto hi = std::lower_bound(pts.begin(), pts.end(), wireBytes, [](const auto& p, double x) { return p.first < x; });
+  const auto lo = hi - 1;
+  const double f = std::log(wireBytes / lo->first) / std::log(hi->first / lo->first);
+  return std::exp(std::log(lo->second) + f * (std::log(hi->second) - std::log(lo->second)));
+}
+
 void commTime(CommEstimate& c, const LinkModel& intra, const LinkModel& inter) {
   c.timeS = 0;
   for (auto& col : c.collectives) {
     const LinkModel& l = col.interNode ? (inter.busBwGBps < intra.busBwGBps ? inter : intra) : intra;
     const bool ar = col.kind == CollKind::AllReduce || col.emulatedReduceScatter;
-    const double bw = (ar ? l.arBw() : l.busBwGBps) * 1e9;
-    col.timeS = static_cast<double>(col.count) * (ar ? l.arAlphaUs() : l.alphaUs) * 1e-6 + (bw > 0 ? col.wireBytes() / bw : 0.0);
+    const double n = static_cast<double>(std::max<std::int64_t>(1, col.count));
+    col.timeS = col.count > 0 ? n * l.instanceS(ar, col.wireBytes() / n) : 0.0;
     c.timeS += col.timeS;
   }
 }

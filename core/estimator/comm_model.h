@@ -33,6 +33,14 @@ struct LinkModel {
   double allReduceAlphaUs = -1;   // all-reduce latency when fitted apart; < 0 = alphaUs
   double arBw() const { return allReduceBusBwGBps > 0 ? allReduceBusBwGBps : busBwGBps; }
   double arAlphaUs() const { return allReduceAlphaUs >= 0 ? allReduceAlphaUs : alphaUs; }
+  // Measured times of one instance (a link probe, link_calibration.h), ascending in wire bytes:
+  // all-reduce-like collectives (all-reduce, Gloo's emulated reduce-scatter) and the others. Where
+  // a kind has two or more, its time is interpolated between them (log-log: a link's time is
+  // rarely a straight line from 4 KiB to 100 MiB, e.g. Gloo changes algorithm with size) and,
+  // outside them, the alpha-beta line scaled to meet the nearest point.
+  std::vector<std::pair<double, double>> allReducePoints, otherPoints;
+  // The time of one instance carrying `wireBytes` per device (nccl-tests' S x the bus factor).
+  double instanceS(bool allReduceLike, double wireBytes) const;
 };
 // nvlink-h100, nvlink-h200, pcie4, pcie5, ib-ndr, ib-hdr, eth-100g, eth-25g, gloo-cpu-local.
 std::optional<LinkModel> linkPreset(std::string_view name);

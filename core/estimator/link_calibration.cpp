@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "core/util/error.h"
 #include "core/util/units.h"
@@ -9,18 +10,6 @@
 namespace shardscope::core::estimator {
 
 namespace {
-
-bool allReduceLike(const CollectiveSample& s) {
-  return s.kind == CollKind::AllReduce || (s.kind == CollKind::ReduceScatter && s.emulatedReduceScatter);
-}
-
-// The link's time for one instance (commTime's formula for count 1).
-double predict(const LinkModel& l, const CollectiveSample& s) {
-  const bool ar = allReduceLike(s);
-  const double wire = static_cast<double>(s.messageBytes) * ringFactor(ar ? CollKind::AllReduce : s.kind, s.groupSize);
-  const double bw = (ar ? l.arBw() : l.busBwGBps) * 1e9;
-  return (ar ? l.arAlphaUs() : l.alphaUs) * 1e-6 + (bw > 0 ? wire / bw : 0.0);
-}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -30,6 +19,29 @@ double median(std::vector<double> v) {
   if (v.size() % 2 == 0) m = 0.5 * (m + *std::max_element(v.begin(), mid));
   return m;
 }
+
+bool allReduceLike(const CollectiveSample& s) {
+  return s.kind == CollKind::AllReduce || (s.kind == CollKind::ReduceScatter && s.emulatedReduceScatter);
+}
+
+double wireOf(const CollectiveSample& s) {
+  const bool ar = allReduceLike(s);
+  return static_cast<double>(s.messageBytes) * ringFactor(ar ? CollKind::AllReduce : s.kind, s.groupSize);
+}
+
+// The link's time for one instance.
+double predict(const LinkModel& l, const CollectiveSample& s) { return l.instanceS(allReduceLike(s), wireOf(s)); }
+
+// The probe's points: the median time per (class, wire bytes).
+void probePoints(const std::vector<CollectiveSample>& probe, LinkModel& l) {
+  std::map<std::pair<bool, double>, std::vector<double>> by;
+  for (const auto& s : probe)
+    if (s.durationS > 0) by[{allReduceLike(s), wireOf(s)}].push_back(s.durationS);
+  l.allReducePoints.clear();
+  l.otherPoints.clear();
+  for (auto& [key, v] : by) (key.first ? l.allReducePoints : l.otherPoints).push_back({key.second, median(v)});
+}
+
 
 // Both kinds at two or more sizes each.
 bool bothKindsSpread(const std::vector<CollectiveSample>& s) {
@@ -68,16 +80,22 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
     c.probe = fitLink(probe, "probe:" + name);
     c.source = "probe";
     c.link = c.probe->link;
+    probePoints(probe, c.link);
     // Contention: how much slower the run's own collectives ran than the probe's line says.
     std::vector<double> ar, other;
     for (const auto& s : steps) {
-      const double p = predict(c.probe->link, s);
+      const double p = predict(c.link, s);
       if (p > 0 && s.durationS > 0) (allReduceLike(s) ? ar : other).push_back(s.durationS / p);
     }
     c.contentionSamples = static_cast<std::int64_t>(ar.size() + other.size());
     const double mAr = median(ar), mOther = median(other);
     c.contentionAllReduce = !ar.empty() ? mAr : (!other.empty() ? mOther : 1.0);
     c.contentionOther = !other.empty() ? mOther : (!ar.empty() ? mAr : 1.0);
+    // How far the run's collectives stray from the scaled probe: the mean |relative error|.
+    double err = 0;
+    for (double r : ar) err += std::fabs(r / c.contentionAllReduce - 1.0);
+    for (double r : other) err += std::fabs(r / c.contentionOther - 1.0);
+    c.relError = c.contentionSamples > 0 ? err / static_cast<double>(c.contentionSamples) : c.probe->meanAbsRelError;
     LinkModel& l = c.link;
     l.name = "probe:" + name;
     // A slower link in time: latency × factor, bandwidth / factor.
@@ -86,6 +104,8 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
     l.busBwGBps /= c.contentionOther;
     l.allReduceAlphaUs = arAlpha * c.contentionAllReduce;
     l.allReduceBusBwGBps = arBw / c.contentionAllReduce;
+    for (auto& p : l.allReducePoints) p.second *= c.contentionAllReduce;
+    for (auto& p : l.otherPoints) p.second *= c.contentionOther;
     c.wellConditioned = true;
     c.note = "link probe of " + name + ": " + std::to_string(c.probe->samples) + " collectives, " + formatBytes(c.minBytes) +
              ".." + formatBytes(c.maxBytes) + " at " + std::to_string(c.groupSize) + " ranks, R^2 " +
@@ -98,6 +118,7 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
     throw Error(name + ": no link probe and fewer than two collectives whose duration grows with their size: no link can be fitted");
   c.source = "run-fit";
   c.link = c.run->link;
+  c.relError = c.run->meanAbsRelError;
   c.wellConditioned = bothKindsSpread(steps) && c.run->r2 >= 0.8;
   c.note = "fitted from " + name + "'s own collectives (no link probe): " + std::to_string(c.run->samples) + " collectives, " +
            formatBytes(c.minBytes) + ".." + formatBytes(c.maxBytes) + ", R^2 " + formatFixed(c.run->r2, 3) +
@@ -132,6 +153,7 @@ JsonValue toJson(const LinkCalibration& c) {
   o.set("max_bytes", JsonValue::number(c.maxBytes));
   o.set("group_size", JsonValue::number(std::int64_t{c.groupSize}));
   o.set("well_conditioned", JsonValue::boolean(c.wellConditioned));
+  o.set("rel_error", JsonValue::number(c.relError));
   o.set("probe_r2", c.probe ? JsonValue::number(c.probe->r2) : JsonValue());
   o.set("probe_samples", c.probe ? JsonValue::number(c.probe->samples) : JsonValue());
   o.set("run_r2", c.run ? JsonValue::number(c.run->r2) : JsonValue());

@@ -33,11 +33,14 @@ struct LinkCalibration {
   int groupSize = 0;
   // Well conditioned: from a probe, or from a run fit with both kinds at two or more sizes and R² >= 0.8.
   bool wellConditioned = false;
+  // The link's mean |relative error| on the run's own collectives (probe: after the contention
+  // factor; run fit: the fit's).
+  double relError = 0;
   std::string note;  // one line for the CLI and reports
 };
 // {source, name, alpha_us, bus_bw_gbps, all_reduce_alpha_us, all_reduce_bus_bw_gbps,
 //  contention_all_reduce, contention_other, contention_samples, min_bytes, max_bytes, group_size,
-//  well_conditioned, probe_r2, probe_samples, run_r2, run_samples, note}.
+//  well_conditioned, rel_error, probe_r2, probe_samples, run_r2, run_samples, note}.
 JsonValue toJson(const LinkCalibration& c);
 
 // The link of a stored run as above. Throws core::Error naming the store and run when the run has

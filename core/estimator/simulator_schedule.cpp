@@ -503,9 +503,7 @@ double Program::instanceTime(const CollDef& c) const {
   const LinkModel& inter = in->interNode;
   const LinkModel& l = layout.inter[c.group] && inter.busBwGBps < intra.busBwGBps ? inter : intra;
   const bool ar = c.kind == CollKind::AllReduce || c.emulated;
-  const double bw = (ar ? l.arBw() : l.busBwGBps) * 1e9;
-  const double wire = static_cast<double>(c.bytes) * ringFactor(ar ? CollKind::AllReduce : c.kind, n);
-  return (ar ? l.arAlphaUs() : l.alphaUs) * 1e-6 + (bw > 0 ? wire / bw : 0.0);
+  return l.instanceS(ar, static_cast<double>(c.bytes) * ringFactor(ar ? CollKind::AllReduce : c.kind, n));
 }
 
 Shape shapeOf(const EstimateInput& in) {

@@ -1,5 +1,7 @@
 #include "core/estimator/simulator_store.h"
 
+#include "core/estimator/interference.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -146,10 +148,75 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
   if (stepCount == 0) throw Error(where + " has no step after the first (warm-up) one: run at least two steps");
   mp.stepS = stepSum / static_cast<double>(stepCount);
   mp.steadySteps = static_cast<int>(stepCount);
+  {
+    // Step-to-step spread: the relative SD over steady steps of the ranks' mean step time.
+    std::map<std::int64_t, std::pair<double, int>> byStep;  // step relative to the rank's first -> (sum, ranks)
+    for (const auto& [rank, v] : stepTimes)
+      for (const auto& [n, d] : v)
+        if (steady(rank, n)) {
+          auto& e = byStep[n - firstStep[rank]];
+          e.first += d;
+          ++e.second;
+        }
+    if (byStep.size() >= 2) {
+      double m = 0, m2 = 0;
+      for (const auto& [k, e] : byStep) {
+        const double x = e.first / e.second;
+        m += x;
+        m2 += x * x;
+      }
+      const double n = static_cast<double>(byStep.size());
+      m /= n;
+      mp.stepCv = m > 0 ? std::sqrt(std::max(0.0, (m2 / n - m * m) * n / (n - 1))) / m : 0.0;
+    }
+  }
+  // The host it ran on (rank 0's metadata, written by our runtime since the link probe came).
+  for (const auto& r : store.ranks(runId)) {
+    if (r.rank != 0) continue;
+    try {
+      const JsonValue meta = parseJson(r.metadataJson, "rank metadata");
+      const auto num = [&](const char* k, int def) {
+        const JsonValue* v = meta.find(k);
+        return v && v->asInt() ? static_cast<int>(*v->asInt()) : def;
+      };
+      if (meta.isObject() && meta.find("host_cpus")) {
+        mp.host.known = true;
+        mp.host.cpus = num("host_cpus", 0);
+        mp.host.threadsPerRank = num("intra_op_threads", 1);
+        mp.host.ranksOnHost = num("ranks_on_host", mp.input.gpusPerNode);
+        mp.host.gpus = num("host_gpus", 0);
+      }
+    } catch (const std::exception&) {
+      // Metadata of another writer: the host stays unknown.
+    }
+  }
 
   // Compute time per (step, span name) per rank, for the rank-to-rank variation.
   std::map<std::pair<std::int64_t, std::string>, std::map<Id, double>> perSpan;
-  for (const auto& t : store.tracks(runId)) {
+  // Each rank's collectives in flight (its communication lanes' spans), merged: the overlap of a
+  // compute span with them is what interference.h relates its duration to.
+  std::map<Id, std::vector<std::pair<double, double>>> inFlight;
+  const auto tracks = store.tracks(runId);
+  for (const auto& t : tracks) {
+    if (t.kind != TrackKind::Comm) continue;
+    auto& iv = inFlight[t.rankId];
+    store.forEachEvent(
+        t.id,
+        [&](const Event& e) {
+          if (e.category == Category::Communication && e.endNs > e.startNs)
+            iv.push_back({static_cast<double>(e.startNs) * 1e-9, static_cast<double>(e.endNs) * 1e-9});
+        },
+        false);
+  }
+  for (auto& [r, iv] : inFlight) iv = mergeIntervals(std::move(iv));
+  struct PassSpan {
+    bool forward = false;
+    int block = 0;
+    InterferenceSample s;
+  };
+  std::vector<PassSpan> passSpans;
+  const std::vector<std::pair<double, double>> none;
+  for (const auto& t : tracks) {
     if (t.kind != TrackKind::CpuThread || t.name.rfind("compute", 0) != 0) continue;
     const auto fs = firstStep.find(t.rankId);
     if (fs == firstStep.end()) continue;
@@ -170,9 +237,28 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
           if (!f && !b) return;
           const int blk = blockOf(e.name.substr(f ? 8 : 9), L);
           if (blk < 0) return;
-          (f ? fwd : bwd)[static_cast<std::size_t>(blk)] += d;
+          const auto fl = inFlight.find(t.rankId);
+          PassSpan ps;
+          ps.forward = f;
+          ps.block = blk;
+          // Transformer blocks are alike: one group per pass for them, one per pass for the
+          // embedding and for the head.
+          ps.s.group = (f ? 0 : 3) + (blk == 0 ? 0 : blk <= L ? 1 : 2);
+          ps.s.overlap = overlapFraction(static_cast<double>(e.startNs) * 1e-9, static_cast<double>(e.endNs) * 1e-9,
+                                         fl == inFlight.end() ? none : fl->second);
+          ps.s.durS = d;
+          passSpans.push_back(ps);
         },
         false);
+  }
+  {
+    // The compute alone: each span less the interference of the collectives it overlapped.
+    std::vector<InterferenceSample> is;
+    is.reserve(passSpans.size());
+    for (const auto& p : passSpans) is.push_back(p.s);
+    mp.interference = fitInterference(is, mp.gloo ? kCpuGlooInterference : kGpuInterference);
+    for (const auto& p : passSpans)
+      (p.forward ? fwd : bwd)[static_cast<std::size_t>(p.block)] += baseDuration(p.s, mp.interference.k);
   }
   samples = stepCount;
   for (auto& v : fwd) v /= static_cast<double>(samples);
@@ -252,6 +338,7 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
 
 void applyMeasuredProfile(SimulateInput& si, const MeasuredProfile& mp, bool keepJitter) {
   si.compute = scaleComputeProfile(mp.compute, mp.input, si.model);
+  si.interference = mp.interference.k;
   if (keepJitter) return;
   si.jitter = std::min(0.9, mp.computeJitter);
   for (int p = 0; p < kComputePhases; ++p) si.phaseJitter[p] = std::min(0.9, mp.phaseJitter[p]);
@@ -533,6 +620,22 @@ JsonValue toJson(const MeasuredProfile& m) {
   for (int p = 0; p < kComputePhases; ++p)
     if (m.phaseJitter[p] >= 0)
       o.set(std::string("compute_jitter_") + computePhaseName(static_cast<ComputePhase>(p)), JsonValue::number(m.phaseJitter[p]));
+  // The compute profile per step: forward and backward of every block (alone, interference taken
+  // out), the optimizer step, the host work outside them.
+  double fwd = 0, bwd = 0;
+  for (double v : m.compute.forwardS) fwd += v;
+  for (double v : m.compute.backwardS) bwd += v;
+  o.set("forward_s", JsonValue::number(fwd));
+  o.set("backward_s", JsonValue::number(bwd));
+  o.set("step_overhead_s", JsonValue::number(m.compute.stepOverheadS));
+  JsonValue inter = JsonValue::object();
+  inter.set("k", JsonValue::number(m.interference.k));
+  inter.set("fitted", JsonValue::boolean(m.interference.identified));
+  inter.set("samples", JsonValue::number(m.interference.samples));
+  inter.set("mean_overlap", JsonValue::number(m.interference.meanOverlap));
+  inter.set("overlap_spread", JsonValue::number(m.interference.spread));
+  inter.set("note", JsonValue::string(m.interference.note));
+  o.set("interference", std::move(inter));
   return o;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/config/run_config.h"
+#include "core/estimator/interference.h"
 #include "core/estimator/simulator.h"
 #include "core/storage/trace_store.h"
 #include "core/util/progress.h"
@@ -35,9 +36,19 @@ struct MeasuredProfile {
   bool limitAllGathers = true;
   int steps = 0;
   bool gloo = false;       // ran on Gloo (LibTorch 1.13: reduce-scatter as an all-reduce)
-  ComputeProfile compute;  // mean per block over ranks and steady steps (the first step left out)
+  // Mean per block over ranks and steady steps (the first step left out), each span less the
+  // interference of the collectives it overlapped (interference.h): the compute alone.
+  ComputeProfile compute;
+  InterferenceFit interference;  // k, fitted from the run or its device class's default
   double stepS = 0;        // measured steady step time (mean over ranks and steps after the first)
   int steadySteps = 0;
+  double stepCv = 0;       // relative SD over the steady steps of the ranks' mean step time
+  // The host the ranks ran on (our runtime's rank metadata): cores, intra-op threads per rank,
+  // ranks on the host, GPUs. Unknown for runs older than the link probe.
+  struct Host {
+    bool known = false;
+    int cpus = 0, threadsPerRank = 0, ranksOnHost = 0, gpus = 0;
+  } host;
   // The step breakdown's figures (docs/METRICS.md) over the same steady steps, for comparison
   // with a simulation: communication (union of collectives) and its exposed part.
   double commS = 0, exposedCommS = 0;

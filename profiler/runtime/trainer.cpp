@@ -455,6 +455,9 @@ class RankLife {
          << ",\"reduce_dtype\":\"" << (bf16Reduce_ ? "bf16" : "fp32") << "\""
          << ",\"step_timing\":\"" << (cuda_ ? "device-synchronised at the step boundary" : "host clock (CPU)") << "\""
          << ",\"local_rank\":" << env_.localRank << ",\"node_rank\":" << env_.nodeRank
+         << ",\"ranks_on_host\":" << env_.localWorldSize << ",\"host_cpus\":" << std::thread::hardware_concurrency()
+         << ",\"intra_op_threads\":" << torch::get_num_threads()
+         << ",\"host_gpus\":" << (cuda_ ? static_cast<int>(torch::cuda::device_count()) : 0)
          << ",\"shared_device\":" << (sharedDevice_ ? "true" : "false") << ",\"gpu_trace\":\""
          << core::toString(cuda_ && cfg_.capture ? cfg_.gpuTrace : core::GpuTrace::Off) << "\""
          << ",\"collectives_on\":\"" << (cuda_ ? (backend_ == "gloo" ? "gloo over CUDA tensors" : "nccl") : "gloo (cpu)")
