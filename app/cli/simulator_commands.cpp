@@ -38,7 +38,12 @@ Args withTargetDefaults(const Args& a, const est::SimTarget& mp) {
   add("model", in.model.name);
   add("layers", std::to_string(in.model.layers));
   add("gpus", std::to_string(in.gpus));
-  add("gpus-per-node", std::to_string(in.gpusPerNode));
+  // One host calibrated, more ranks asked for: they are on that host too unless --gpus-per-node says
+  // otherwise (the prediction then says whether the host can hold them).
+  if (in.gpusPerNode >= in.gpus && out.has("gpus"))
+    add("gpus-per-node", out.get("gpus"));
+  else
+    add("gpus-per-node", std::to_string(in.gpusPerNode));
   add("micro-batch", std::to_string(in.microBatch));
   add("seq-len", std::to_string(in.seqLen));
   add("precision", std::string(core::toString(in.precision)));
@@ -82,7 +87,8 @@ std::optional<est::SimTarget> configTarget(const Args& a) {
   if (a.has("config") && a.has("deepspeed")) throw std::invalid_argument("give --config or --deepspeed, not both");
   const std::string path = a.has("config") ? a.get("config") : a.get("deepspeed");
   const core::JsonValue j = core::parseJsonFile(path);
-  core::RunConfig cfg = a.has("config") ? core::parseRunConfigJson(j, path, nullptr) : core::fromDeepSpeedJson(j, path, core::RunConfig{}, nullptr);
+  core::RunConfig cfg =
+      a.has("config") ? core::parseRunConfigJson(j, path, nullptr) : core::fromDeepSpeedJson(j, path, core::RunConfig{}, nullptr);
   try {
     return est::simTargetOf(cfg);
   } catch (const core::Error& e) {
@@ -338,7 +344,8 @@ std::vector<Command> simulatorCommands() {
   return {
       {"simulate",
        "shardscope-cli simulate --model M --gpus N --strategy S[,S...] [estimate's model and link options] "
-       "[--db F [--profile-run ID]] [--config run.json | --deepspeed ds.json] [--steps K] [--jitter X --seed N] [--slow-rank R:F] [--keep-ranks K] [--json]",
+       "[--db F [--profile-run ID]] [--config run.json | --deepspeed ds.json] [--steps K] [--jitter X --seed N] [--slow-rank "
+       "R:F] [--keep-ranks K] [--json]",
        "Simulate training steps event by event (compute per block, collectives on their own streams with the "
        "strategy's dependencies and prefetch rules, memory over time) and store them as simulated runs",
        opts, cmdSimulate},

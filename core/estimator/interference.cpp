@@ -115,8 +115,8 @@ InterferenceFit fitInterference(const std::vector<InterferenceSample>& samples, 
   const double r0 = residual(groups, 0.0), rk = residual(groups, f.k);
   f.r2Gain = r0 > 0 ? 1.0 - rk / r0 : 0;
   f.identified = true;
-  f.note = "interference k " + formatFixed(f.k, 2) + " fitted from " + std::to_string(f.samples) + " compute spans (overlap spread " +
-           formatFixed(f.spread, 2) + ", residual -" + formatFixed(f.r2Gain * 100, 0) + "%)";
+  f.note = "interference k " + formatFixed(f.k, 2) + " fitted from " + std::to_string(f.samples) +
+           " compute spans (overlap spread " + formatFixed(f.spread, 2) + ", residual -" + formatFixed(f.r2Gain * 100, 0) + "%)";
   return f;
 }
 

@@ -34,9 +34,9 @@ struct InterferenceFit {
   double k = 0;             // slowdown per unit of overlap
   bool identified = false;  // fitted from the run (false: the default was used)
   std::int64_t samples = 0;
-  double meanOverlap = 0;   // duration-weighted
-  double spread = 0;        // the overlap spread within groups that made it identifiable (duration-weighted SD)
-  double r2Gain = 0;        // relative reduction of the residual against k = 0
+  double meanOverlap = 0;  // duration-weighted
+  double spread = 0;       // the overlap spread within groups that made it identifiable (duration-weighted SD)
+  double r2Gain = 0;       // relative reduction of the residual against k = 0
   std::string note;
 };
 

@@ -42,7 +42,6 @@ void probePoints(const std::vector<CollectiveSample>& probe, LinkModel& l) {
   for (auto& [key, v] : by) (key.first ? l.allReducePoints : l.otherPoints).push_back({key.second, median(v)});
 }
 
-
 // Both kinds at two or more sizes each.
 bool bothKindsSpread(const std::vector<CollectiveSample>& s) {
   std::int64_t ar0 = -1, ag0 = -1;
@@ -109,21 +108,23 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
     c.wellConditioned = true;
     c.note = "link probe of " + name + ": " + std::to_string(c.probe->samples) + " collectives, " + formatBytes(c.minBytes) +
              ".." + formatBytes(c.maxBytes) + " at " + std::to_string(c.groupSize) + " ranks, R^2 " +
-             formatFixed(c.probe->r2, 3) + "; in-run contention x" + formatFixed(c.contentionAllReduce, 2) +
-             " (all-reduce), x" + formatFixed(c.contentionOther, 2) + " (all-gather/reduce-scatter) from " +
-             std::to_string(c.contentionSamples) + " collectives of its steps";
+             formatFixed(c.probe->r2, 3) + "; in-run contention x" + formatFixed(c.contentionAllReduce, 2) + " (all-reduce), x" +
+             formatFixed(c.contentionOther, 2) + " (all-gather/reduce-scatter) from " + std::to_string(c.contentionSamples) +
+             " collectives of its steps";
     return c;
   }
   if (!c.run)
-    throw Error(name + ": no link probe and fewer than two collectives whose duration grows with their size: no link can be fitted");
+    throw Error(name +
+                ": no link probe and fewer than two collectives whose duration grows with their size: no link can be fitted");
   c.source = "run-fit";
   c.link = c.run->link;
   c.relError = c.run->meanAbsRelError;
   c.wellConditioned = bothKindsSpread(steps) && c.run->r2 >= 0.8;
   c.note = "fitted from " + name + "'s own collectives (no link probe): " + std::to_string(c.run->samples) + " collectives, " +
            formatBytes(c.minBytes) + ".." + formatBytes(c.maxBytes) + ", R^2 " + formatFixed(c.run->r2, 3) +
-           (c.wellConditioned ? "" : "; poorly conditioned (one collective kind or size, or R^2 < 0.8): a prediction for another "
-                                     "strategy may be far off");
+           (c.wellConditioned ? ""
+                              : "; poorly conditioned (one collective kind or size, or R^2 < 0.8): a prediction for another "
+                                "strategy may be far off");
   return c;
 }
 

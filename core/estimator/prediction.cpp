@@ -23,11 +23,12 @@ bool sameShape(const EstimateInput& a, const EstimateInput& b) {
 }
 
 bool sameKnobs(const EstimateInput& a, const EstimateInput& b) {
-  return a.bucketCapMb == b.bucketCapMb && a.reduceBucketSize == b.reduceBucketSize && a.allgatherBucketSize == b.allgatherBucketSize &&
-         a.overlapComm == b.overlapComm && a.prefetchBucketSize == b.prefetchBucketSize &&
-         a.paramPersistenceThreshold == b.paramPersistenceThreshold && a.maxLiveParameters == b.maxLiveParameters &&
-         a.maxReuseDistance == b.maxReuseDistance && a.activationCheckpointing == b.activationCheckpointing &&
-         a.gradientAsBucketView == b.gradientAsBucketView && a.shardGroupSize == b.shardGroupSize;
+  return a.bucketCapMb == b.bucketCapMb && a.reduceBucketSize == b.reduceBucketSize &&
+         a.allgatherBucketSize == b.allgatherBucketSize && a.overlapComm == b.overlapComm &&
+         a.prefetchBucketSize == b.prefetchBucketSize && a.paramPersistenceThreshold == b.paramPersistenceThreshold &&
+         a.maxLiveParameters == b.maxLiveParameters && a.maxReuseDistance == b.maxReuseDistance &&
+         a.activationCheckpointing == b.activationCheckpointing && a.gradientAsBucketView == b.gradientAsBucketView &&
+         a.shardGroupSize == b.shardGroupSize;
 }
 
 }  // namespace
@@ -49,7 +50,8 @@ PredictionCheck checkPrediction(const MeasuredProfile& mp, const SimulateInput& 
 
   // The host: ranks per core (CPU) or per GPU. A calibration says nothing of a sharing it did not have.
   const int tOnHost = std::max(1, std::min(t.gpus, t.gpusPerNode));
-  const int mOnHost = mp.host.known && mp.host.ranksOnHost > 0 ? mp.host.ranksOnHost : std::max(1, std::min(m.gpus, m.gpusPerNode));
+  const int mOnHost =
+      mp.host.known && mp.host.ranksOnHost > 0 ? mp.host.ranksOnHost : std::max(1, std::min(m.gpus, m.gpusPerNode));
   const double lt = hostLoad(mp.host, tOnHost, gpu), lm = hostLoad(mp.host, mOnHost, gpu);
   if (lt > 0 && lm > 0) {
     c.loadFactor = lt / lm;
@@ -79,6 +81,12 @@ PredictionCheck checkPrediction(const MeasuredProfile& mp, const SimulateInput& 
                               std::to_string(t.microBatch) + " x " + std::to_string(t.seqLen) + ") from " + m.model.name + " (" +
                               std::to_string(m.model.layers) + " layers, " + std::to_string(m.microBatch) + " x " +
                               std::to_string(m.seqLen) + "): compute scaled by FLOPs per phase");
+  const int tNodes = (t.gpus + std::max(1, t.gpusPerNode) - 1) / std::max(1, t.gpusPerNode);
+  const int mNodes = (m.gpus + std::max(1, m.gpusPerNode) - 1) / std::max(1, m.gpusPerNode);
+  if (tNodes > 1 && mNodes == 1)
+    c.extrapolation.push_back(std::to_string(tNodes) + " nodes from a one-node calibration: groups that span nodes use " +
+                              (target.interNode.name.empty() ? std::string("a preset link") : target.interNode.name) +
+                              ", not measured");
   if (link) {
     if (!link->wellConditioned) c.extrapolation.push_back("the link is poorly conditioned: " + link->note);
     if (link->groupSize > 0 && link->groupSize != t.gpus && t.gpus == m.gpus)

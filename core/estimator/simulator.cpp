@@ -356,7 +356,8 @@ void settleInterference(Program& prog, const SimulateInput& in, SimulationResult
       iv.reserve(prog.colls.size());
       for (std::size_t c = 0; c < prog.colls.size(); ++c) {
         const std::size_t idx = rec.at(c, r);
-        if (std::isfinite(rec.collStart[idx]) && std::isfinite(rec.collDone[idx])) iv.push_back({rec.collStart[idx], rec.collDone[idx]});
+        if (std::isfinite(rec.collStart[idx]) && std::isfinite(rec.collDone[idx]))
+          iv.push_back({rec.collStart[idx], rec.collDone[idx]});
       }
       iv = mergeIntervals(std::move(iv));
       for (std::size_t c = 0; c < prog.comps.size(); ++c) {

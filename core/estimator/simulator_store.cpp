@@ -636,6 +636,15 @@ JsonValue toJson(const MeasuredProfile& m) {
   inter.set("overlap_spread", JsonValue::number(m.interference.spread));
   inter.set("note", JsonValue::string(m.interference.note));
   o.set("interference", std::move(inter));
+  o.set("step_cv", JsonValue::number(m.stepCv));
+  if (m.host.known) {
+    JsonValue h = JsonValue::object();
+    h.set("cpus", JsonValue::number(std::int64_t{m.host.cpus}));
+    h.set("intra_op_threads", JsonValue::number(std::int64_t{m.host.threadsPerRank}));
+    h.set("ranks_on_host", JsonValue::number(std::int64_t{m.host.ranksOnHost}));
+    h.set("gpus", JsonValue::number(std::int64_t{m.host.gpus}));
+    o.set("host", std::move(h));
+  }
   return o;
 }
 

@@ -35,14 +35,14 @@ struct MeasuredProfile {
   bool forwardPrefetch = false;
   bool limitAllGathers = true;
   int steps = 0;
-  bool gloo = false;       // ran on Gloo (LibTorch 1.13: reduce-scatter as an all-reduce)
+  bool gloo = false;  // ran on Gloo (LibTorch 1.13: reduce-scatter as an all-reduce)
   // Mean per block over ranks and steady steps (the first step left out), each span less the
   // interference of the collectives it overlapped (interference.h): the compute alone.
   ComputeProfile compute;
   InterferenceFit interference;  // k, fitted from the run or its device class's default
-  double stepS = 0;        // measured steady step time (mean over ranks and steps after the first)
+  double stepS = 0;              // measured steady step time (mean over ranks and steps after the first)
   int steadySteps = 0;
-  double stepCv = 0;       // relative SD over the steady steps of the ranks' mean step time
+  double stepCv = 0;  // relative SD over the steady steps of the ranks' mean step time
   // The host the ranks ran on (our runtime's rank metadata): cores, intra-op threads per rank,
   // ranks on the host, GPUs. Unknown for runs older than the link probe.
   struct Host {

@@ -16,7 +16,8 @@ LinkProbePlan planLinkProbe(std::int64_t maxBytes, int groupSize, int points, in
   points = std::max(2, points);
   for (int i = 0; i < points; ++i) {
     const double f = static_cast<double>(i) / (points - 1);
-    const double b = std::exp(std::log(static_cast<double>(lo)) + f * (std::log(static_cast<double>(hi)) - std::log(static_cast<double>(lo))));
+    const double b =
+        std::exp(std::log(static_cast<double>(lo)) + f * (std::log(static_cast<double>(hi)) - std::log(static_cast<double>(lo))));
     std::int64_t s = std::max(quantum, static_cast<std::int64_t>(std::llround(b / static_cast<double>(quantum))) * quantum);
     if (!plan.bytes.empty() && s <= plan.bytes.back()) continue;
     plan.bytes.push_back(s);
@@ -54,7 +55,8 @@ double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, t
         g.reduceScatter(out, in, red).wait();
       }
       {
-        auto t = torch::ones({std::max<std::int64_t>(1, bytes / 4)}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
+        auto t =
+            torch::ones({std::max<std::int64_t>(1, bytes / 4)}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
         g.allReduce(t, red).wait();
       }
     }
