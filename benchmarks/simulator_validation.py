@@ -82,7 +82,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a smaller grid (3 strategies, 2 knobs, no medium model)")
     ap.add_argument("--reuse", action="store_true", help="use the runs already in --db (named by configuration) instead of making them")
     ap.add_argument("--json", default="", help="also write every prediction to this JSON file")
-    ap.add_argument("--no-refine", action="store_true", help="pass --no-refine to simulate (the calibration as it was before #28)")
+    ap.add_argument("--simulate-arg", action="append", default=[],
+                    help="an extra argument for every prediction, e.g. --simulate-arg=--interference=0 (repeatable)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="simval-")
     db = args.db or os.path.join(tmp, "validation.db")
@@ -129,8 +130,8 @@ def main():
                 continue
             for rid in c["runs"]:
                 cmd = [args.cli, "simulate", "--db", db, "--profile-run", str(rid), "--config", t["path"], "--dry-run", "--json"]
-                if args.no_refine:
-                    cmd.append("--no-refine")
+                for extra in args.simulate_arg:
+                    cmd += extra.split("=", 1) if extra.startswith("--") and "=" in extra else [extra]
                 p = sh(cmd, check=False)
                 row = {"class": cls, "calibrated_on": f"{c['name']} (run {rid})", "predicted": t["name"],
                        "measured_s": measured[rid] if cls == "replay" else t["measured"], "noise": t["noise"]}
@@ -141,9 +142,10 @@ def main():
                     s = out["simulations"][0]
                     row["simulated_s"] = s["step_s"]
                     row["error"] = (s["step_s"] - row["measured_s"]) / row["measured_s"]
-                    if "interval" in s:
-                        row["interval"] = s["interval"]
-                    row["extrapolation"] = s.get("extrapolation", [])
+                    pred = s.get("prediction", {})
+                    if "interval_s" in pred:
+                        row["interval"] = pred["interval_s"]
+                    row["extrapolation"] = pred.get("extrapolation", [])
                 rows.append(row)
     # Table.
     print(f"{'class':<9} {'calibrated on':<36} {'predicted':<30} {'measured':>9} {'simulated':>9} {'error':>7} {'noise':>6}  notes")
@@ -158,7 +160,7 @@ def main():
         ext = "extrapolates: " + "; ".join(r["extrapolation"]) if r.get("extrapolation") else ""
         print(f"{r['class']:<9} {r['calibrated_on']:<36} {r['predicted']:<30} {r['measured_s']*1e3:7.1f}ms {r['simulated_s']*1e3:7.1f}ms {r['error']*100:+6.1f}% {r['noise']*100:5.1f}%  {inside} {ext}".rstrip())
     print()
-    print(f"{'class':<9} {'predictions':>11} {'refused':>8} {'mean |err|':>10} {'max |err|':>9} {'in interval':>11} {'noise (mean CV)':>15}")
+    print(f"{'class':<9} {'predictions':>11} {'refused':>8} {'mean |err|':>10} {'max |err|':>9} {'RMS':>7} {'in interval':>11} {'noise (mean CV)':>15}")
     for cls in ["replay", "strategy", "knob", "scale", "model"]:
         rs = [r for r in rows if r["class"] == cls]
         if not rs:
@@ -170,7 +172,8 @@ def main():
         noise = statistics.mean(r["noise"] for r in rs)
         mean = f"{statistics.mean(errs)*100:9.1f}%" if errs else f"{'-':>10}"
         mx = f"{max(errs)*100:8.1f}%" if errs else f"{'-':>9}"
-        print(f"{cls:<9} {len(ok):>11} {ref:>8} {mean} {mx} {len(inn):>5}/{len(ok):<5} {noise*100:14.1f}%")
+        rms = f"{(sum(e*e for e in errs)/len(errs))**0.5*100:6.1f}%" if errs else f"{'-':>7}"
+        print(f"{cls:<9} {len(ok):>11} {ref:>8} {mean} {mx} {rms} {len(inn):>5}/{len(ok):<5} {noise*100:14.1f}%")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"db": db, "configs": [{k: c[k] for k in ("name", "config", "runs", "measured", "noise")} for c in cfgs],

@@ -35,8 +35,11 @@ Args withTargetDefaults(const Args& a, const est::SimTarget& mp) {
     if (!out.has(k)) out.options.push_back({k, v});
   };
   const auto& in = mp.input;
-  add("model", in.model.name);
-  add("layers", std::to_string(in.model.layers));
+  // Another model named: its preset's depth, not the run's.
+  if (!out.has("model")) {
+    add("model", in.model.name);
+    add("layers", std::to_string(in.model.layers));
+  }
   add("gpus", std::to_string(in.gpus));
   // One host calibrated, more ranks asked for: they are on that host too unless --gpus-per-node says
   // otherwise (the prediction then says whether the host can hold them).
@@ -114,7 +117,7 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
   if (args.has("profile-run")) {
     core::TraceStore store(dbPath, core::Database::Mode::ReadOnly);
     measured = est::measuredProfile(store, intOption(args, "profile-run", 0, 1));
-    if (!args.has("model") && !target) a = withTargetDefaults(args, targetOf(*measured));
+    if (!target) a = withTargetDefaults(args, targetOf(*measured));
     // The run's own collectives give the link unless one is named.
     if (!a.has("link") && !a.has("fit-run")) a.options.push_back({"fit-run", a.get("profile-run")});
   }

@@ -40,9 +40,10 @@ struct InterferenceFit {
   std::string note;
 };
 
-// Measured on CPU ranks with Gloo (2 ranks on 2 cores, docs/ESTIMATOR.md): used where a run cannot
-// tell k itself.
-constexpr double kCpuGlooInterference = 0.45;
+// Measured on CPU ranks with Gloo (2 ranks on 2 cores): the median of the k fitted on the 22 of the
+// validation's 32 runs whose spans told it (docs/ESTIMATOR.md, "Validation"; they ranged 0..0.3).
+// Used where a run cannot tell k itself (DDP and ZeRO-1/2 runs whose collectives barely overlap compute).
+constexpr double kCpuGlooInterference = 0.16;
 // On GPUs (NCCL kernels beside compute kernels) the slowdown is smaller; without a measurement of
 // ours, the run's own fit or 0.
 constexpr double kGpuInterference = 0.0;

@@ -80,7 +80,19 @@ PredictionCheck checkPrediction(const MeasuredProfile& mp, const SimulateInput& 
     c.extrapolation.push_back("model " + t.model.name + " (" + std::to_string(t.model.layers) + " layers, micro-batch " +
                               std::to_string(t.microBatch) + " x " + std::to_string(t.seqLen) + ") from " + m.model.name + " (" +
                               std::to_string(m.model.layers) + " layers, " + std::to_string(m.microBatch) + " x " +
-                              std::to_string(m.seqLen) + "): compute scaled by FLOPs per phase");
+                              std::to_string(m.seqLen) + "): compute scaled by FLOPs per phase" +
+                              (mp.gemmGflops.size() >= 2 ? " and the measured GEMM rates" : " alone (the run has no compute probe)"));
+  if (!sameShape(t, m) && std::min(t.model.hidden, m.model.hidden) < 256)
+    c.extrapolation.push_back("a model narrower than 256 (hidden " + std::to_string(std::min(t.model.hidden, m.model.hidden)) +
+                              "): its compute is bound by op dispatch, and the growth of the non-product work was measured "
+                              "between hidden 256 and 512 (kRestGrowth)");
+  if (!sameShape(t, m) && mp.gemmGflops.size() >= 2) {
+    const double widest = std::max(layerGemmWidth(t.model), headGemmWidth(t.model));
+    if (widest > mp.gemmGflops.back().first * 1.001 || layerGemmWidth(t.model) < mp.gemmGflops.front().first * 0.999)
+      c.extrapolation.push_back("products " + formatFixed(widest, 0) + " wide: the compute probe measured " +
+                                formatFixed(mp.gemmGflops.front().first, 0) + ".." + formatFixed(mp.gemmGflops.back().first, 0) +
+                                ", the rate beyond is its end point's");
+  }
   const int tNodes = (t.gpus + std::max(1, t.gpusPerNode) - 1) / std::max(1, t.gpusPerNode);
   const int mNodes = (m.gpus + std::max(1, m.gpusPerNode) - 1) / std::max(1, m.gpusPerNode);
   if (tNodes > 1 && mNodes == 1)

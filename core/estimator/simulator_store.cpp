@@ -14,6 +14,7 @@
 #include "core/storage/store_transaction.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
+#include "core/util/units.h"
 
 namespace shardscope::core::estimator {
 namespace {
@@ -170,9 +171,13 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
       mp.stepCv = m > 0 ? std::sqrt(std::max(0.0, (m2 / n - m * m) * n / (n - 1))) / m : 0.0;
     }
   }
-  // The host it ran on (rank 0's metadata, written by our runtime since the link probe came).
+  // The host it ran on (rank 0's metadata, written by our runtime since the link probe came) and
+  // its compute probe.
   for (const auto& r : store.ranks(runId)) {
     if (r.rank != 0) continue;
+    for (std::int64_t d = 64; d <= 65536; d *= 2)
+      if (const auto g = store.metric(runId, r.id, "gemm_probe_gflops/" + std::to_string(d)); g && *g > 0)
+        mp.gemmGflops.push_back({static_cast<double>(d), *g});
     try {
       const JsonValue meta = parseJson(r.metadataJson, "rank metadata");
       const auto num = [&](const char* k, int def) {
@@ -336,9 +341,65 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
   return mp;
 }
 
+double gemmRate(const std::vector<std::pair<double, double>>& curve, double d) {
+  if (curve.empty() || !(d > 0)) return 0;
+  if (d <= curve.front().first) return curve.front().second;
+  if (d >= curve.back().first) return curve.back().second;
+  const auto hi = std::lower_bound(curve.begin(), curve.end(), d, [](const auto& p, double x) { return p.first < x; });
+  const auto lo = hi - 1;
+  const double f = std::log(d / lo->first) / std::log(hi->first / lo->first);
+  return std::exp(std::log(lo->second) + f * (std::log(hi->second) - std::log(lo->second)));
+}
+
+double layerGemmWidth(const ModelShape& m) { return std::sqrt(static_cast<double>(m.hidden) * static_cast<double>(m.ffn)); }
+double headGemmWidth(const ModelShape& m) { return std::sqrt(static_cast<double>(m.hidden) * static_cast<double>(m.vocab)); }
+
 void applyMeasuredProfile(SimulateInput& si, const MeasuredProfile& mp, bool keepJitter) {
   si.compute = scaleComputeProfile(mp.compute, mp.input, si.model);
   si.interference = mp.interference.k;
+  const ModelShape& a = mp.input.model;
+  const ModelShape& b = si.model.model;
+  if (mp.gemmGflops.size() >= 2 && (a.hidden != b.hidden || a.ffn != b.ffn || a.vocab != b.vocab || a.layers != b.layers ||
+                                     mp.input.microBatch != si.model.microBatch || mp.input.seqLen != si.model.seqLen)) {
+    // Per-op cost instead of FLOPs alone: a block's time is its matrix products at the probe's
+    // rate for their width, plus the rest (norms, activations, softmax, copies, the dispatch of
+    // every op), which grows with the activations (tokens x hidden; tokens x vocab for the head)
+    // rather than with FLOPs. The calibration's rest is its time less its products; the target's is
+    // that rest scaled by the activations. On a small model the rest is half of the compute, so
+    // FLOPs alone over-estimate a larger one (docs/ESTIMATOR.md, "Model size").
+    const auto fm = blockTrainFlops(mp.input), ft = blockTrainFlops(si.model);
+    const double Tm = static_cast<double>(mp.input.microBatch * mp.input.seqLen);
+    const double Tt = static_cast<double>(si.model.microBatch * si.model.seqLen);
+    const int Lm = a.layers, Lt = b.layers;
+    const auto carry = [&](double tMeasured, double flopsM, double rateM, double flopsT, double rateT, double actRatio) {
+      const double gemmM = flopsM / (rateM * 1e9);
+      const double rest = std::max(0.0, tMeasured - gemmM);
+      return flopsT / (rateT * 1e9) + rest * actRatio;
+    };
+    const double rLm = gemmRate(mp.gemmGflops, layerGemmWidth(a)), rLt = gemmRate(mp.gemmGflops, layerGemmWidth(b));
+    const double rHm = gemmRate(mp.gemmGflops, headGemmWidth(a)), rHt = gemmRate(mp.gemmGflops, headGemmWidth(b));
+    double fwd = 0, bwd = 0;
+    for (int l = 1; l <= Lm; ++l) {
+      fwd += mp.compute.forwardS[static_cast<std::size_t>(l)];
+      bwd += mp.compute.backwardS[static_cast<std::size_t>(l)];
+    }
+    fwd /= Lm;
+    bwd /= Lm;
+    // The rest grows with the activations as kRestGrowth says.
+    const auto grow = [&](double from, double to) { return std::pow(to / from, kRestGrowth); };
+    const double actLayer = grow(Tm * static_cast<double>(a.hidden), Tt * static_cast<double>(b.hidden));
+    const double actHead = grow(Tm * static_cast<double>(a.vocab), Tt * static_cast<double>(b.vocab));
+    const double flm = fm[1], flt = ft[static_cast<std::size_t>(std::min(1, Lt))];
+    for (int l = 1; l <= Lt; ++l) {
+      si.compute.forwardS[static_cast<std::size_t>(l)] = carry(fwd, flm / 3, rLm, flt / 3, rLt, actLayer);
+      si.compute.backwardS[static_cast<std::size_t>(l)] = carry(bwd, 2 * flm / 3, rLm, 2 * flt / 3, rLt, actLayer);
+    }
+    const auto hm = static_cast<std::size_t>(Lm + 1), ht = static_cast<std::size_t>(Lt + 1);
+    si.compute.forwardS[ht] = carry(mp.compute.forwardS[hm], fm[hm] / 3, rHm, ft[ht] / 3, rHt, actHead);
+    si.compute.backwardS[ht] = carry(mp.compute.backwardS[hm], 2 * fm[hm] / 3, rHm, 2 * ft[ht] / 3, rHt, actHead);
+    si.compute.source = mp.compute.source + ", carried by the measured GEMM rates (" + formatFixed(rLm, 0) + " -> " +
+                        formatFixed(rLt, 0) + " GFLOP/s per block) and the activations (x" + formatFixed(actLayer, 2) + ")";
+  }
   if (keepJitter) return;
   si.jitter = std::min(0.9, mp.computeJitter);
   for (int p = 0; p < kComputePhases; ++p) si.phaseJitter[p] = std::min(0.9, mp.phaseJitter[p]);
@@ -627,6 +688,11 @@ JsonValue toJson(const MeasuredProfile& m) {
   for (double v : m.compute.backwardS) bwd += v;
   o.set("forward_s", JsonValue::number(fwd));
   o.set("backward_s", JsonValue::number(bwd));
+  JsonValue fb = JsonValue::array(), bb = JsonValue::array();
+  for (double v : m.compute.forwardS) fb.push(JsonValue::number(v));
+  for (double v : m.compute.backwardS) bb.push(JsonValue::number(v));
+  o.set("forward_blocks_s", std::move(fb));  // per block: embedding, the transformer blocks, the head
+  o.set("backward_blocks_s", std::move(bb));
   o.set("step_overhead_s", JsonValue::number(m.compute.stepOverheadS));
   JsonValue inter = JsonValue::object();
   inter.set("k", JsonValue::number(m.interference.k));
@@ -637,6 +703,16 @@ JsonValue toJson(const MeasuredProfile& m) {
   inter.set("note", JsonValue::string(m.interference.note));
   o.set("interference", std::move(inter));
   o.set("step_cv", JsonValue::number(m.stepCv));
+  if (!m.gemmGflops.empty()) {
+    JsonValue g = JsonValue::array();
+    for (const auto& [d, r] : m.gemmGflops) {
+      JsonValue p = JsonValue::array();
+      p.push(JsonValue::number(d));
+      p.push(JsonValue::number(r));
+      g.push(std::move(p));
+    }
+    o.set("gemm_gflops", std::move(g));
+  }
   if (m.host.known) {
     JsonValue h = JsonValue::object();
     h.set("cpus", JsonValue::number(std::int64_t{m.host.cpus}));

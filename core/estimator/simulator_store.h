@@ -40,6 +40,9 @@ struct MeasuredProfile {
   // interference of the collectives it overlapped (interference.h): the compute alone.
   ComputeProfile compute;
   InterferenceFit interference;  // k, fitted from the run or its device class's default
+  // The run's compute probe (profiler/runtime/link_probe.h): GEMM rate in GFLOP/s by product width
+  // d, ascending; empty for runs without one.
+  std::vector<std::pair<double, double>> gemmGflops;
   double stepS = 0;              // measured steady step time (mean over ranks and steps after the first)
   int steadySteps = 0;
   double stepCv = 0;  // relative SD over the steady steps of the ranks' mean step time
@@ -74,9 +77,24 @@ JsonValue toJson(const MeasuredProfile& m);
 // store and run when the run is missing, not ours (no configuration), or has no steady step.
 MeasuredProfile measuredProfile(TraceStore& store, Id runId);
 
+// The GEMM rate at width d from a compute probe (log-log between its points, the end point's rate
+// outside them); 0 without a probe.
+double gemmRate(const std::vector<std::pair<double, double>>& curve, double d);
+// How the rest of a block (its time less its matrix products: norms, activations, softmax,
+// copies, and the dispatch of every op) grows with its activations (tokens x hidden; tokens x
+// vocab for the head): as activations^kRestGrowth. Measured on CPU between the small and medium
+// presets (per block, the rest grew 1.6x for 2x the activations; docs/ESTIMATOR.md, "Model
+// size"): part of it is per-op dispatch that does not grow at all.
+constexpr double kRestGrowth = 0.68;
+// The width at which a model's blocks are rated: sqrt(hidden x ffn) for the transformer blocks,
+// sqrt(hidden x vocab) for the head.
+double layerGemmWidth(const ModelShape& m);
+double headGemmWidth(const ModelShape& m);
+
 // Calibrates a simulation of si.model by a measured run (simulate --profile-run): the run's compute
-// per block, carried to si.model by FLOPs, and unless keepJitter its rank-to-rank jitter per phase
-// (each capped at 0.9). The link is the caller's (fitRunLink for the run's own).
+// per block, carried to si.model by FLOPs and, where the run has a compute probe, by the ratio of
+// the GEMM rates at the two models' widths; unless keepJitter its rank-to-rank jitter per phase
+// (each capped at 0.9). The link is the caller's (calibrateLink for the run's own).
 void applyMeasuredProfile(SimulateInput& si, const MeasuredProfile& mp, bool keepJitter);
 
 // Writes the kept ranks of a simulation as one run (source simulated, status completed) in one

@@ -32,10 +32,12 @@ double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, t
   const int n = g.size();
   for (std::size_t index = 0; index < plan.bytes.size(); ++index) {
     const std::int64_t bytes = plan.bytes[index];
-    const int reps = plan.warmups + plan.repeats[index];
+    // Warm-ups set up connections and touch buffers: needed at the first sizes, not past 1 MiB.
+    const int warm = bytes <= (std::int64_t{1} << 20) ? plan.warmups : 0;
+    const int reps = warm + plan.repeats[index];
     for (int r = 0; r < reps; ++r) {
       CollectiveInfo info;
-      info.label = r < plan.warmups ? "link probe warmup" : "link probe";
+      info.label = r < warm ? "link probe warmup" : "link probe";
       // All-gather: S is the gathered array, each rank contributes S/n in the parameters' dtype.
       {
         const std::int64_t el = torch::elementSize(paramDtype);
@@ -65,6 +67,40 @@ double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, t
   if (device.is_cuda()) torch::cuda::synchronize();
 #endif
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::vector<std::pair<std::int64_t, double>> runComputeProbe(torch::Device device, torch::Dtype dtype, std::int64_t tokens,
+                                                             std::int64_t maxDim) {
+  torch::NoGradGuard ng;
+  std::vector<std::pair<std::int64_t, double>> out;
+  const auto sync = [&] {
+#ifdef SHARDSCOPE_WITH_CUDA
+    if (device.is_cuda()) torch::cuda::synchronize();
+#endif
+  };
+  const auto opts = torch::TensorOptions().dtype(dtype).device(device);
+  for (std::int64_t d = 64; d <= maxDim; d *= 2) {
+    auto a = torch::randn({tokens, d}, opts);
+    auto b = torch::randn({d, d}, opts);
+    const auto w0 = std::chrono::steady_clock::now();
+    auto c = torch::matmul(a, b);  // warm-up: first use of the kernel and the buffers
+    sync();
+    const double warm = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    int reps = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    double s = 0;
+    // Twice at least, once where one product takes longer than the whole budget.
+    const int minReps = warm > 0.02 ? 1 : 2;
+    do {
+      c = torch::matmul(a, b);
+      sync();
+      ++reps;
+      s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    } while (reps < 8 && (reps < minReps || s < 0.02));
+    const double flops = 2.0 * static_cast<double>(tokens) * static_cast<double>(d) * static_cast<double>(d) * reps;
+    if (s > 0) out.push_back({d, flops / s / 1e9});
+  }
+  return out;
 }
 
 }  // namespace shardscope::runtime

@@ -7,6 +7,7 @@
 // they are recorded as spans on the group's lane, outside every step, named "<op> link probe <i>";
 // core/estimator's probeSamples() reads them back.
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include <torch/torch.h>
@@ -26,12 +27,24 @@ struct LinkProbePlan {
 // least one) where a size's repeats would send more than `budgetBytes` per op: the probe's cost is
 // the large sizes', and this bounds it whatever the model.
 LinkProbePlan planLinkProbe(std::int64_t maxBytes, int groupSize, int points = 7, int repeats = 3,
-                            std::int64_t budgetBytes = std::int64_t{256} << 20);
+                            std::int64_t budgetBytes = std::int64_t{64} << 20);
 
 // Runs the plan on `g` (every rank of g must call it with the same plan): for each size, all-gather,
 // reduce-scatter and all-reduce, the warm-ups labelled "link probe warmup", the rest
-// "link probe". `dtype` is the parameters' (all-gather); reductions are fp32 unless bf16Reduce (as
+// "link probe" (no warm-up past 1 MiB: connections are set up by then). `dtype` is the parameters' (all-gather); reductions are fp32 unless bf16Reduce (as
 // the run's gradients are sent). Returns the wall time it took in seconds.
 double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, torch::Dtype paramDtype, bool bf16Reduce);
+
+}  // namespace shardscope::runtime
+
+namespace shardscope::runtime {
+
+// The compute probe: the FLOP rate of matrix products [tokens x d] @ [d x d] for d on a ladder of
+// 64 ... maxDim (doubling), in the run's dtype, on this rank's device and threads. A model's blocks
+// are mostly such products; their rate grows with d (small products are bound by overheads and
+// memory, not arithmetic), so a compute profile carried to a larger model scales by this measured
+// curve rather than by FLOPs alone (docs/ESTIMATOR.md, "Model size"). Each size is repeated until
+// ~20 ms have passed (at least twice, or once when one product takes longer, at most 8 times). Returns (d, GFLOP/s) ascending.
+std::vector<std::pair<std::int64_t, double>> runComputeProbe(torch::Device device, torch::Dtype dtype, std::int64_t tokens, std::int64_t maxDim);
 
 }  // namespace shardscope::runtime

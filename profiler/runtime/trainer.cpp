@@ -226,6 +226,19 @@ class RankLife {
     rec_->metric("link_probe_s", s);
   }
 
+  // The compute probe (link_probe.h): GEMM rates up to twice the model's widest product (at least
+  // 1024, at most 4096), so that a prediction for a larger model knows how much faster its products run.
+  void probeCompute() {
+    if (!cfg_.linkProbe) return;
+    const std::int64_t widest = std::max(modelConfig_.hidden, modelConfig_.ffn);
+    const std::int64_t maxDim = std::clamp<std::int64_t>(2 * widest, 1024, 4096);
+    const torch::Dtype dtype = cfg_.precision == core::Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const auto& [d, gflops] : runComputeProbe(device_, dtype, static_cast<std::int64_t>(cfg_.microBatch) * cfg_.seqLen, maxDim))
+      rec_->metric("gemm_probe_gflops/" + std::to_string(d), gflops);
+    rec_->metric("compute_probe_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+
   // Train: the steps, each recorded (step window, loss, progress line), with the GPU timeline
   // captured around them where there is one.
   void train() {
@@ -587,6 +600,7 @@ int runRank(const core::RunConfig& cfg, const WorkerOptions& opts) {
     life.startRecording();
     life.build();
     life.probeLink();
+    life.probeCompute();
     life.train();
     life.recordFigures();
     life.checkpoint();
