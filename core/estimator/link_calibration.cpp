@@ -88,8 +88,12 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
     }
     c.contentionSamples = static_cast<std::int64_t>(ar.size() + other.size());
     const double mAr = median(ar), mOther = median(other);
-    c.contentionAllReduce = !ar.empty() ? mAr : (!other.empty() ? mOther : 1.0);
-    c.contentionOther = !other.empty() ? mOther : (!ar.empty() ? mAr : 1.0);
+    // Each kind's own factor: how much a kind slows down beside compute depends on when it runs
+    // (a DDP all-reduce after the backward, a ZeRO-3 all-gather inside the forward), so a kind the
+    // run does not have keeps the probe's time (carrying the other's factor over was measured
+    // worse: ddp@4 -> zero3@4 +46 % instead of -11 %).
+    c.contentionAllReduce = !ar.empty() ? mAr : 1.0;
+    c.contentionOther = !other.empty() ? mOther : 1.0;
     // How far the run's collectives stray from the scaled probe: the mean |relative error|.
     double err = 0;
     for (double r : ar) err += std::fabs(r / c.contentionAllReduce - 1.0);

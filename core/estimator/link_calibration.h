@@ -23,8 +23,7 @@ struct LinkCalibration {
   std::optional<LinkFit> probe;  // the probe's fit, when the run has one
   std::optional<LinkFit> run;    // the fit of the run's own collectives, when it has two or more
   // In-run transfer time over the probe's prediction at the same size: all-reduce-like (all-reduce
-  // and Gloo's emulated reduce-scatter) and the others; 1 where the run has none of the kind (the
-  // other kind's factor is used, or 1).
+  // and Gloo's emulated reduce-scatter) and the others; 1 where the run has none of the kind.
   double contentionAllReduce = 1, contentionOther = 1;
   std::int64_t contentionSamples = 0;
   // The sizes the link was measured over (message bytes) and at which group size: a prediction

@@ -43,6 +43,8 @@ struct MeasuredProfile {
   // The run's compute probe (profiler/runtime/link_probe.h): GEMM rate in GFLOP/s by product width
   // d, ascending; empty for runs without one.
   std::vector<std::pair<double, double>> gemmGflops;
+  // The same for the weight gradient's products ([d x tokens] @ [tokens x d]).
+  std::vector<std::pair<double, double>> gemmWeightGflops;
   double stepS = 0;              // measured steady step time (mean over ranks and steps after the first)
   int steadySteps = 0;
   double stepCv = 0;  // relative SD over the steady steps of the ranks' mean step time
@@ -80,12 +82,15 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId);
 // The GEMM rate at width d from a compute probe (log-log between its points, the end point's rate
 // outside them); 0 without a probe.
 double gemmRate(const std::vector<std::pair<double, double>>& curve, double d);
-// How the rest of a block (its time less its matrix products: norms, activations, softmax,
-// copies, and the dispatch of every op) grows with its activations (tokens x hidden; tokens x
-// vocab for the head): as activations^kRestGrowth. Measured on CPU between the small and medium
-// presets (per block, the rest grew 1.6x for 2x the activations; docs/ESTIMATOR.md, "Model
-// size"): part of it is per-op dispatch that does not grow at all.
-constexpr double kRestGrowth = 0.68;
+// How the rest of a block (its time less its matrix products at the probed rates: norms,
+// activations, softmax, copies, allocation of its gradients, and the dispatch of every op) grows
+// with its activations (tokens x hidden; tokens x vocab for the head): as activations^e. Measured
+// on CPU between the small and medium presets' DDP runs (2 ranks, fp32): per transformer block the
+// forward rest grew 1.67x and the backward rest 2.5x for 2x the activations (docs/ESTIMATOR.md,
+// "Model size"). Part of the forward's is per-op dispatch that does not grow; the backward's also
+// allocates and writes gradients, which grow with the parameters (4x).
+constexpr double kRestGrowthForward = 0.74;
+constexpr double kRestGrowthBackward = 1.32;
 // The width at which a model's blocks are rated: sqrt(hidden x ffn) for the transformer blocks,
 // sqrt(hidden x vocab) for the head.
 double layerGemmWidth(const ModelShape& m);

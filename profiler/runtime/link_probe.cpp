@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 
 #include "profiler/runtime/comm.h"
 
@@ -69,36 +70,41 @@ double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, t
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::vector<std::pair<std::int64_t, double>> runComputeProbe(torch::Device device, torch::Dtype dtype, std::int64_t tokens,
-                                                             std::int64_t maxDim) {
+ComputeProbe runComputeProbe(torch::Device device, torch::Dtype dtype, std::int64_t tokens, std::int64_t maxDim) {
   torch::NoGradGuard ng;
-  std::vector<std::pair<std::int64_t, double>> out;
+  ComputeProbe out;
   const auto sync = [&] {
 #ifdef SHARDSCOPE_WITH_CUDA
     if (device.is_cuda()) torch::cuda::synchronize();
 #endif
   };
-  const auto opts = torch::TensorOptions().dtype(dtype).device(device);
-  for (std::int64_t d = 64; d <= maxDim; d *= 2) {
-    auto a = torch::randn({tokens, d}, opts);
-    auto b = torch::randn({d, d}, opts);
+  // GFLOP/s of f(): one warm-up (first use of the kernel and the buffers), then repeated until
+  // ~20 ms have passed (twice at least, once where one product takes longer, at most 8 times).
+  const auto rate = [&](double flopsPerCall, const std::function<torch::Tensor()>& f) {
     const auto w0 = std::chrono::steady_clock::now();
-    auto c = torch::matmul(a, b);  // warm-up: first use of the kernel and the buffers
+    auto c = f();
     sync();
     const double warm = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
-    int reps = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    double s = 0;
-    // Twice at least, once where one product takes longer than the whole budget.
     const int minReps = warm > 0.02 ? 1 : 2;
+    int reps = 0;
+    double s = 0;
+    const auto t0 = std::chrono::steady_clock::now();
     do {
-      c = torch::matmul(a, b);
+      c = f();
       sync();
       ++reps;
       s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     } while (reps < 8 && (reps < minReps || s < 0.02));
-    const double flops = 2.0 * static_cast<double>(tokens) * static_cast<double>(d) * static_cast<double>(d) * reps;
-    if (s > 0) out.push_back({d, flops / s / 1e9});
+    return s > 0 ? flopsPerCall * reps / s / 1e9 : 0.0;
+  };
+  const auto opts = torch::TensorOptions().dtype(dtype).device(device);
+  for (std::int64_t d = 64; d <= maxDim; d *= 2) {
+    auto a = torch::randn({tokens, d}, opts);
+    auto b = torch::randn({d, d}, opts);
+    auto g = torch::randn({tokens, d}, opts);
+    const double flops = 2.0 * static_cast<double>(tokens) * static_cast<double>(d) * static_cast<double>(d);
+    out.forward.push_back({d, rate(flops, [&] { return torch::matmul(a, b); })});
+    out.weight.push_back({d, rate(flops, [&] { return torch::matmul(a.t(), g); })});
   }
   return out;
 }

@@ -39,12 +39,18 @@ double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, t
 
 namespace shardscope::runtime {
 
-// The compute probe: the FLOP rate of matrix products [tokens x d] @ [d x d] for d on a ladder of
-// 64 ... maxDim (doubling), in the run's dtype, on this rank's device and threads. A model's blocks
-// are mostly such products; their rate grows with d (small products are bound by overheads and
-// memory, not arithmetic), so a compute profile carried to a larger model scales by this measured
-// curve rather than by FLOPs alone (docs/ESTIMATOR.md, "Model size"). Each size is repeated until
-// ~20 ms have passed (at least twice, or once when one product takes longer, at most 8 times). Returns (d, GFLOP/s) ascending.
-std::vector<std::pair<std::int64_t, double>> runComputeProbe(torch::Device device, torch::Dtype dtype, std::int64_t tokens, std::int64_t maxDim);
+// The compute probe: the FLOP rate of matrix products [tokens x d] @ [d x d] (a forward product,
+// and the input gradient's shape) and [d x tokens] @ [tokens x d] (the weight gradient's: its
+// inner dimension is the tokens) for d on a ladder of 64 ... maxDim (doubling), in the run's dtype,
+// on this rank's device and threads. A model's blocks are mostly such products; their rate grows
+// with d (small products are bound by overheads and memory, not arithmetic), so a compute profile
+// carried to another model scales by this measured curve rather than by FLOPs alone
+// (docs/ESTIMATOR.md, "Model size"). Each is repeated until ~20 ms have passed (at least twice, or
+// once when one product takes longer, at most 8 times).
+struct ComputeProbe {
+  std::vector<std::pair<std::int64_t, double>> forward;  // (d, GFLOP/s), ascending
+  std::vector<std::pair<std::int64_t, double>> weight;
+};
+ComputeProbe runComputeProbe(torch::Device device, torch::Dtype dtype, std::int64_t tokens, std::int64_t maxDim);
 
 }  // namespace shardscope::runtime

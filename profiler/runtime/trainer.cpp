@@ -234,8 +234,9 @@ class RankLife {
     const std::int64_t maxDim = std::clamp<std::int64_t>(2 * widest, 1024, 4096);
     const torch::Dtype dtype = cfg_.precision == core::Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32;
     const auto t0 = std::chrono::steady_clock::now();
-    for (const auto& [d, gflops] : runComputeProbe(device_, dtype, static_cast<std::int64_t>(cfg_.microBatch) * cfg_.seqLen, maxDim))
-      rec_->metric("gemm_probe_gflops/" + std::to_string(d), gflops);
+    const ComputeProbe p = runComputeProbe(device_, dtype, static_cast<std::int64_t>(cfg_.microBatch) * cfg_.seqLen, maxDim);
+    for (const auto& [d, gflops] : p.forward) rec_->metric("gemm_probe_gflops/" + std::to_string(d), gflops);
+    for (const auto& [d, gflops] : p.weight) rec_->metric("gemm_probe_weight_gflops/" + std::to_string(d), gflops);
     rec_->metric("compute_probe_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
 
