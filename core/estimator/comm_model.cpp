@@ -1,5 +1,7 @@
 #include "core/estimator/comm_model.h"
 
+#include "core/estimator/interference.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -365,6 +367,23 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId, Sam
     CollectiveSample s;
     TimeNs start = 0, end = 0;
   };
+  // Each rank's compute (its compute lanes' spans, or its GPU streams' compute kernels), merged.
+  std::map<Id, std::vector<std::pair<double, double>>> computing;
+  const auto tracks = store.tracks(runId);
+  for (const auto& t : tracks) {
+    const bool computeLane = t.kind == TrackKind::CpuThread && t.name.rfind("compute", 0) == 0;
+    if (!computeLane && t.kind != TrackKind::GpuStream) continue;
+    auto& iv = computing[t.rankId];
+    store.forEachEvent(
+        t.id,
+        [&](const Event& e) {
+          if (e.category == Category::Computation && e.endNs > e.startNs)
+            iv.push_back({static_cast<double>(e.startNs), static_cast<double>(e.endNs)});
+        },
+        false);
+  }
+  for (auto& [r, iv] : computing) iv = mergeIntervals(std::move(iv));
+  const std::vector<std::pair<double, double>> noCompute;
   std::map<std::string, std::map<Id, std::vector<Inst>>> lanes;
   // Only our runtime's ranks share one clock (one machine's CLOCK_REALTIME, or the simulation's);
   // imported traces keep per-instance durations.
@@ -379,9 +398,11 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId, Sam
     for (const auto& s : store.steps(runId)) numbers[s.rankId].push_back(s.step);
     for (const auto& [rank, n] : numbers) counted[rank] = countedStepNumbers(n, run->source);
   }
-  for (const auto& t : store.tracks(runId)) {
+  for (const auto& t : tracks) {
     if (t.kind != TrackKind::Comm && t.kind != TrackKind::GpuStream) continue;
     auto& seq = lanes[t.name][t.rankId];
+    const auto cmp = computing.find(t.rankId);
+    const auto& busy = cmp == computing.end() ? noCompute : cmp->second;
     const auto cs = counted.find(t.rankId);
     // The first counted step when a warm-up was left out: samples before it (and outside any step) are dropped.
     const std::optional<std::int64_t> firstCounted =
@@ -413,6 +434,7 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId, Sam
           s.messageBytes = *e.bytes;
           s.emulatedReduceScatter = e.argsJson.find("\"emulated_by\":\"all_reduce\"") != std::string::npos;
           s.durationS = static_cast<double>(e.endNs - e.startNs) / 1e9;
+          s.computeOverlap = overlapFraction(static_cast<double>(e.startNs), static_cast<double>(e.endNs), busy);
           seq.push_back({s, e.startNs, e.endNs});
         },
         /*withArgs=*/true);
@@ -435,15 +457,17 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId, Sam
     }
     for (std::size_t k = 0; k < n; ++k) {
       TimeNs lastStart = 0;
-      double endSum = 0;
+      double endSum = 0, overlapSum = 0;
       for (const auto& [r, seq] : ranks) {
         lastStart = std::max(lastStart, seq[k].start);
         endSum += static_cast<double>(seq[k].end);
+        overlapSum += seq[k].s.computeOverlap;
       }
       const double d = (endSum / static_cast<double>(ranks.size()) - static_cast<double>(lastStart)) / 1e9;
       if (!(d > 0)) continue;
       CollectiveSample s = ranks.begin()->second[k].s;
       s.durationS = d;
+      s.computeOverlap = overlapSum / static_cast<double>(ranks.size());
       out.push_back(s);
     }
   }

@@ -93,6 +93,9 @@ struct CollectiveSample {
   std::int64_t messageBytes = 0;
   bool emulatedReduceScatter = false;
   double durationS = 0;
+  // The fraction of the instance during which its rank computed (mean over the ranks of a matched
+  // instance): what slows a collective down beside compute (link_calibration.h).
+  double computeOverlap = 0;
 };
 struct LinkFit {
   LinkModel link;  // name "fitted:<run>", alpha and busBw from the fit

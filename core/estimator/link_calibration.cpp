@@ -60,8 +60,9 @@ bool bothKindsSpread(const std::vector<CollectiveSample>& s) {
 }  // namespace
 
 LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const std::vector<CollectiveSample>& steps,
-                              const std::string& name) {
+                              const std::string& name, double defaultCommInterference) {
   LinkCalibration c;
+  c.commInterferenceAllReduce = c.commInterferenceOther = defaultCommInterference;
   if (steps.size() >= 2) {
     try {
       c.run = fitLink(steps, "fitted:" + name);
@@ -81,23 +82,69 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
     c.link = c.probe->link;
     probePoints(probe, c.link);
     // Contention: how much slower the run's own collectives ran than the probe's line says.
-    std::vector<double> ar, other;
+    // Each kind's in-run time against the probe's for the same instances: d = p·c0·(1 + m·g), g
+    // the fraction of the instance its rank spent computing. c0 is the kind's own slowdown in the
+    // run; m how much more it slows down beside compute (a ZeRO-3 all-gather inside the forward
+    // against a ZeRO-1 all-gather after the step). Least squares on the durations themselves (no
+    // intercept), so the fit reproduces the sum a step pays, heavy tail included; where g does not
+    // spread enough to tell m (spread < 0.15 or fewer than 6 instances), m is the device class's
+    // measured default and c0 the ratio of sums at it.
+    struct KindData {
+      double spp = 0, spg = 0, sgg = 0, sdp = 0, sdg = 0;  // sums of p², p²g, p²g², d·p, d·p·g
+      double sw = 0, sg = 0, sg2 = 0;                      // for g's spread (weighted by p)
+      std::int64_t n = 0;
+    } kd[2];  // [all-reduce-like, other]
     for (const auto& s : steps) {
       const double p = predict(c.link, s);
-      if (p > 0 && s.durationS > 0) (allReduceLike(s) ? ar : other).push_back(s.durationS / p);
+      if (!(p > 0) || !(s.durationS > 0)) continue;
+      KindData& k = kd[allReduceLike(s) ? 0 : 1];
+      const double g = std::clamp(s.computeOverlap, 0.0, 1.0), d = s.durationS;
+      k.spp += p * p;
+      k.spg += p * p * g;
+      k.sgg += p * p * g * g;
+      k.sdp += d * p;
+      k.sdg += d * p * g;
+      k.sw += p;
+      k.sg += p * g;
+      k.sg2 += p * g * g;
+      ++k.n;
     }
-    c.contentionSamples = static_cast<std::int64_t>(ar.size() + other.size());
-    const double mAr = median(ar), mOther = median(other);
-    // Each kind's own factor: how much a kind slows down beside compute depends on when it runs
-    // (a DDP all-reduce after the backward, a ZeRO-3 all-gather inside the forward), so a kind the
-    // run does not have keeps the probe's time (carrying the other's factor over was measured
-    // worse: ddp@4 -> zero3@4 +46 % instead of -11 %).
-    c.contentionAllReduce = !ar.empty() ? mAr : 1.0;
-    c.contentionOther = !other.empty() ? mOther : 1.0;
-    // How far the run's collectives stray from the scaled probe: the mean |relative error|.
+    c.contentionSamples = kd[0].n + kd[1].n;
+    double c0[2] = {1, 1}, m[2] = {defaultCommInterference, defaultCommInterference};
+    for (int i = 0; i < 2; ++i) {
+      const KindData& k = kd[i];
+      if (k.n == 0) continue;
+      const double mean = k.sg / k.sw, spread = std::sqrt(std::max(0.0, k.sg2 / k.sw - mean * mean));
+      const double det = k.spp * k.sgg - k.spg * k.spg;
+      bool fitted = false;
+      if (k.n >= 6 && spread >= 0.15 && det > 0) {
+        const double a = (k.sdp * k.sgg - k.sdg * k.spg) / det, bb = (k.spp * k.sdg - k.spg * k.sdp) / det;
+        if (a > 0 && bb >= 0) {
+          c0[i] = a;
+          m[i] = bb / a;
+          fitted = true;
+        }
+      }
+      if (!fitted) {
+        // c0 at the default m: d = c0·p·(1 + m·g) in least squares.
+        const double q = k.spp + 2 * m[i] * k.spg + m[i] * m[i] * k.sgg;
+        c0[i] = q > 0 ? (k.sdp + m[i] * k.sdg) / q : 1.0;
+      }
+      (i == 0 ? c.commInterferenceFittedAllReduce : c.commInterferenceFittedOther) = fitted;
+    }
+    c.contentionAllReduce = c0[0];
+    c.contentionOther = c0[1];
+    c.commInterferenceAllReduce = m[0];
+    c.commInterferenceOther = m[1];
+    // How far the run's collectives stray from the calibrated link (overlap included): the mean
+    // |relative error| of each instance.
     double err = 0;
-    for (double r : ar) err += std::fabs(r / c.contentionAllReduce - 1.0);
-    for (double r : other) err += std::fabs(r / c.contentionOther - 1.0);
+    for (const auto& s : steps) {
+      const double p = predict(c.link, s);
+      if (!(p > 0) || !(s.durationS > 0)) continue;
+      const int i = allReduceLike(s) ? 0 : 1;
+      err += std::fabs(p * c0[i] * (1 + m[i] * s.computeOverlap) / s.durationS - 1.0);
+    }
     c.relError = c.contentionSamples > 0 ? err / static_cast<double>(c.contentionSamples) : c.probe->meanAbsRelError;
     LinkModel& l = c.link;
     l.name = "probe:" + name;
@@ -113,8 +160,9 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
     c.note = "link probe of " + name + ": " + std::to_string(c.probe->samples) + " collectives, " + formatBytes(c.minBytes) +
              ".." + formatBytes(c.maxBytes) + " at " + std::to_string(c.groupSize) + " ranks, R^2 " +
              formatFixed(c.probe->r2, 3) + "; in-run contention x" + formatFixed(c.contentionAllReduce, 2) + " (all-reduce), x" +
-             formatFixed(c.contentionOther, 2) + " (all-gather/reduce-scatter) from " + std::to_string(c.contentionSamples) +
-             " collectives of its steps";
+             formatFixed(c.contentionOther, 2) + " (all-gather/reduce-scatter), x(1 + " + formatFixed(c.commInterferenceAllReduce, 2) +
+             " / " + formatFixed(c.commInterferenceOther, 2) + " of the time computing beside it) from " +
+             std::to_string(c.contentionSamples) + " collectives of its steps";
     return c;
   }
   if (!c.run)
@@ -136,8 +184,10 @@ LinkCalibration calibrateLink(TraceStore& store, Id runId) {
   if (!store.run(runId)) throw Error(store.path() + ": no run with id " + std::to_string(runId));
   const std::string name = "run" + std::to_string(runId);
   try {
+    const auto run = store.run(runId);
+    const bool gpu = run && run->configJson.find("\"device\":\"cuda\"") != std::string::npos;
     return calibrateLink(collectiveSamples(store, runId, SampleSet::LinkProbe), collectiveSamples(store, runId, SampleSet::Steps),
-                         name);
+                         name, gpu ? kGpuCommInterference : kCpuGlooCommInterference);
   } catch (const Error& e) {
     throw Error(store.path() + ": " + e.what());
   }
@@ -154,6 +204,10 @@ JsonValue toJson(const LinkCalibration& c) {
   o.set("contention_all_reduce", JsonValue::number(c.contentionAllReduce));
   o.set("contention_other", JsonValue::number(c.contentionOther));
   o.set("contention_samples", JsonValue::number(c.contentionSamples));
+  o.set("comm_interference_all_reduce", JsonValue::number(c.commInterferenceAllReduce));
+  o.set("comm_interference_other", JsonValue::number(c.commInterferenceOther));
+  o.set("comm_interference_fitted_all_reduce", JsonValue::boolean(c.commInterferenceFittedAllReduce));
+  o.set("comm_interference_fitted_other", JsonValue::boolean(c.commInterferenceFittedOther));
   o.set("min_bytes", JsonValue::number(c.minBytes));
   o.set("max_bytes", JsonValue::number(c.maxBytes));
   o.set("group_size", JsonValue::number(std::int64_t{c.groupSize}));

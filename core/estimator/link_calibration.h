@@ -26,6 +26,11 @@ struct LinkCalibration {
   // and Gloo's emulated reduce-scatter) and the others; 1 where the run has none of the kind.
   double contentionAllReduce = 1, contentionOther = 1;
   std::int64_t contentionSamples = 0;
+  // How much more a kind slows down per unit of the time its rank computes beside it:
+  // time = probe · contention · (1 + commInterference · g). Fitted where the run's instances
+  // spread in g, else the device class's default (kCpuGlooCommInterference).
+  double commInterferenceAllReduce = 0, commInterferenceOther = 0;
+  bool commInterferenceFittedAllReduce = false, commInterferenceFittedOther = false;
   // The sizes the link was measured over (message bytes) and at which group size: a prediction
   // outside them extrapolates.
   std::int64_t minBytes = 0, maxBytes = 0;
@@ -48,6 +53,12 @@ LinkCalibration calibrateLink(TraceStore& store, Id runId);
 
 // Pure: the same from the samples (probe may be empty).
 LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const std::vector<CollectiveSample>& steps,
-                              const std::string& name);
+                              const std::string& name, double defaultCommInterference = 0);
+
+// Measured default of the communication's slowdown beside compute on CPU ranks with Gloo (2 ranks
+// on 2 cores): the median of the values fitted on the validation runs (docs/ESTIMATOR.md).
+constexpr double kCpuGlooCommInterference = 0.68;
+// On GPUs: none known of ours; the run's own fit or 0.
+constexpr double kGpuCommInterference = 0.0;
 
 }  // namespace shardscope::core::estimator

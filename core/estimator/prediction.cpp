@@ -143,6 +143,8 @@ Calibration calibrate(TraceStore& store, Id runId) {
 PredictionCheck applyCalibration(SimulateInput& si, const Calibration& c, bool keepJitter, bool allowExtrapolation) {
   applyMeasuredProfile(si, c.profile, keepJitter);
   si.intraNode = c.link.link;
+  si.commInterferenceAllReduce = c.link.commInterferenceAllReduce;
+  si.commInterferenceOther = c.link.commInterferenceOther;
   si.comm.emulatedReduceScatter = c.profile.gloo;
   PredictionCheck check = checkPrediction(c.profile, si, &c.link);
   if (!check.refused.empty()) {

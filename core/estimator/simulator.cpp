@@ -342,16 +342,29 @@ namespace {
 // the rounds cannot oscillate between two schedules).
 void settleInterference(Program& prog, const SimulateInput& in, SimulationResult& res, const CancelToken* cancel) {
   const int W = in.model.gpus;
-  std::vector<double> base(prog.comps.size());
+  std::vector<double> base(prog.comps.size()), collBase(prog.colls.size());
   for (std::size_t c = 0; c < prog.comps.size(); ++c) base[c] = prog.comps[c].durS;
+  for (std::size_t c = 0; c < prog.colls.size(); ++c) collBase[c] = prog.colls[c].durS;
   const std::vector<int> noneKept(static_cast<std::size_t>(W), -1);
   std::vector<SimRankTrace> none;
-  double meanStretch = 0;
+  double meanStretch = 0, commStretch = 0;
   int rounds = 0;
   for (; rounds < 6; ++rounds) {
     const RunRecord rec = runProgram(prog, in, noneKept, none, cancel, {});
-    std::vector<double> fsum(prog.comps.size(), 0.0);
+    std::vector<double> fsum(prog.comps.size(), 0.0), gsum(prog.colls.size(), 0.0);
     for (int r = 0; r < W; ++r) {
+      std::vector<std::pair<double, double>> busy;
+      busy.reserve(prog.comps.size());
+      for (std::size_t c = 0; c < prog.comps.size(); ++c) {
+        const std::size_t idx = rec.at(c, r);
+        busy.push_back({rec.compStart[idx], rec.compStart[idx] + rec.compDur[idx]});
+      }
+      busy = mergeIntervals(std::move(busy));
+      for (std::size_t c = 0; c < prog.colls.size(); ++c) {
+        const std::size_t idx = rec.at(c, r);
+        if (std::isfinite(rec.collStart[idx]) && std::isfinite(rec.collDone[idx]))
+          gsum[c] += overlapFraction(rec.collStart[idx], rec.collDone[idx], busy);
+      }
       std::vector<std::pair<double, double>> iv;
       iv.reserve(prog.colls.size());
       for (std::size_t c = 0; c < prog.colls.size(); ++c) {
@@ -368,7 +381,7 @@ void settleInterference(Program& prog, const SimulateInput& in, SimulationResult
     double moved = 0, stretch = 0, total = 0;
     for (std::size_t c = 0; c < prog.comps.size(); ++c) {
       CompDef& cd = prog.comps[c];
-      if (cd.phase == ComputePhase::Other || !(base[c] > 0)) continue;
+      if (cd.phase == ComputePhase::Other || !(base[c] > 0) || !(in.interference > 0)) continue;
       const double target = base[c] * (1.0 + in.interference * fsum[c] / W);
       const double next = rounds == 0 ? target : 0.5 * (cd.durS + target);
       moved = std::max(moved, std::fabs(next - cd.durS) / cd.durS);
@@ -377,10 +390,25 @@ void settleInterference(Program& prog, const SimulateInput& in, SimulationResult
       total += base[c];
     }
     meanStretch = total > 0 ? stretch / total - 1.0 : 0.0;
+    double cstretch = 0, ctotal = 0;
+    for (std::size_t c = 0; c < prog.colls.size(); ++c) {
+      CollDef& cd = prog.colls[c];
+      if (!(collBase[c] > 0)) continue;
+      const double m = cd.kind == CollKind::AllReduce || cd.emulated ? in.commInterferenceAllReduce : in.commInterferenceOther;
+      const double target = collBase[c] * (1.0 + m * gsum[c] / W);
+      const double next = rounds == 0 ? target : 0.5 * (cd.durS + target);
+      moved = std::max(moved, std::fabs(next - cd.durS) / cd.durS);
+      cd.durS = next;
+      cstretch += next;
+      ctotal += collBase[c];
+    }
+    commStretch = ctotal > 0 ? cstretch / ctotal - 1.0 : 0.0;
     if (moved < 0.005) break;
   }
   res.notes.push_back("interference: compute " + formatFixed(meanStretch * 100, 1) + "% slower where collectives overlap it (k " +
-                      formatFixed(in.interference, 2) + ", " + std::to_string(rounds + 1) + " rounds)");
+                      formatFixed(in.interference, 2) + "), collectives " + formatFixed(commStretch * 100, 1) +
+                      "% slower where compute runs beside them (m " + formatFixed(in.commInterferenceAllReduce, 2) + " / " +
+                      formatFixed(in.commInterferenceOther, 2) + "), " + std::to_string(rounds + 1) + " rounds");
 }
 
 }  // namespace
@@ -397,7 +425,8 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
   const std::vector<int> keptIndex = keepRanks(in, res);
   if (cancel) cancel->throwIfCancelled();
   checkRunFits(prog, in);
-  if (in.interference > 0) settleInterference(prog, in, res, cancel);
+  if (in.interference > 0 || in.commInterferenceAllReduce > 0 || in.commInterferenceOther > 0)
+    settleInterference(prog, in, res, cancel);
 
   const RunRecord rec = runProgram(prog, in, keptIndex, res.ranks, cancel, progress);
   res.eventsSimulated = static_cast<std::int64_t>(rec.totalOps);

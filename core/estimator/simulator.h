@@ -87,6 +87,10 @@ struct SimulateInput {
   // rank's in-flight collectives for a fraction f of its time takes (1 + interference·f) times its
   // profile's duration. 0: none (the profile is taken as it is).
   double interference = 0;
+  // The same for collectives (link_calibration.h): a collective whose rank computes for a
+  // fraction g of it takes (1 + commInterference·g) times the link's time; all-reduce-like
+  // (all-reduce, Gloo's emulated reduce-scatter) and the others.
+  double commInterferenceAllReduce = 0, commInterferenceOther = 0;
   int keepRanks = 16;  // ranks whose events are kept in the result (0 = all)
 };
 
