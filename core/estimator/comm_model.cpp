@@ -411,8 +411,8 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, Id runId, Sam
         t.id,
         [&](const Event& e) {
           if (!e.bytes || *e.bytes <= 0 || e.endNs <= e.startNs) return;
-          const bool probe = e.name.find(" link probe") != std::string_view::npos;
-          if (probe != (which == SampleSet::LinkProbe) || e.name.find("link probe warmup") != std::string_view::npos) return;
+          const bool probe = isLinkProbeName(e.name);
+          if (probe != (which == SampleSet::LinkProbe) || e.name.find("warmup") != std::string_view::npos) return;
           if (which == SampleSet::Steps && firstCounted && (!e.step || *e.step < *firstCounted)) return;
           if (t.kind == TrackKind::GpuStream && e.category != Category::Communication) return;
           CollectiveSample s;

@@ -160,9 +160,9 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
     c.note = "link probe of " + name + ": " + std::to_string(c.probe->samples) + " collectives, " + formatBytes(c.minBytes) +
              ".." + formatBytes(c.maxBytes) + " at " + std::to_string(c.groupSize) + " ranks, R^2 " +
              formatFixed(c.probe->r2, 3) + "; in-run contention x" + formatFixed(c.contentionAllReduce, 2) + " (all-reduce), x" +
-             formatFixed(c.contentionOther, 2) + " (all-gather/reduce-scatter), x(1 + " + formatFixed(c.commInterferenceAllReduce, 2) +
-             " / " + formatFixed(c.commInterferenceOther, 2) + " of the time computing beside it) from " +
-             std::to_string(c.contentionSamples) + " collectives of its steps";
+             formatFixed(c.contentionOther, 2) + " (all-gather/reduce-scatter), x(1 + " +
+             formatFixed(c.commInterferenceAllReduce, 2) + " / " + formatFixed(c.commInterferenceOther, 2) +
+             " of the time computing beside it) from " + std::to_string(c.contentionSamples) + " collectives of its steps";
     return c;
   }
   if (!c.run)

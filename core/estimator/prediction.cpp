@@ -77,11 +77,11 @@ PredictionCheck checkPrediction(const MeasuredProfile& mp, const SimulateInput& 
     c.extrapolation.push_back(std::to_string(t.gpus) + " ranks from a calibration at " + std::to_string(m.gpus) +
                               ": the link is carried to the new group size by the ring factor, compute per rank as measured");
   if (!sameShape(t, m))
-    c.extrapolation.push_back("model " + t.model.name + " (" + std::to_string(t.model.layers) + " layers, micro-batch " +
-                              std::to_string(t.microBatch) + " x " + std::to_string(t.seqLen) + ") from " + m.model.name + " (" +
-                              std::to_string(m.model.layers) + " layers, " + std::to_string(m.microBatch) + " x " +
-                              std::to_string(m.seqLen) + "): compute scaled by FLOPs per phase" +
-                              (mp.gemmGflops.size() >= 2 ? " and the measured GEMM rates" : " alone (the run has no compute probe)"));
+    c.extrapolation.push_back(
+        "model " + t.model.name + " (" + std::to_string(t.model.layers) + " layers, micro-batch " + std::to_string(t.microBatch) +
+        " x " + std::to_string(t.seqLen) + ") from " + m.model.name + " (" + std::to_string(m.model.layers) + " layers, " +
+        std::to_string(m.microBatch) + " x " + std::to_string(m.seqLen) + "): compute scaled by FLOPs per phase" +
+        (mp.gemmGflops.size() >= 2 ? " and the measured GEMM rates" : " alone (the run has no compute probe)"));
   if (!sameShape(t, m) && std::min(t.model.hidden, m.model.hidden) < 256)
     c.extrapolation.push_back("a model narrower than 256 (hidden " + std::to_string(std::min(t.model.hidden, m.model.hidden)) +
                               "): its compute is bound by op dispatch, and the growth of the non-product work was measured "

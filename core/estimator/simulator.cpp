@@ -441,6 +441,25 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
   return res;
 }
 
+JsonValue toJson(const PredictionNotes& p) {
+  JsonValue j = JsonValue::object();
+  j.set("calibration_run", JsonValue::number(p.calibrationRun));
+  j.set("change", JsonValue::string(p.change));
+  JsonValue e = JsonValue::array();
+  for (const auto& x : p.extrapolation) e.push(JsonValue::string(x));
+  j.set("extrapolation", std::move(e));
+  j.set("load_factor", JsonValue::number(p.loadFactor));
+  JsonValue iv = JsonValue::array();
+  iv.push(JsonValue::number(p.lowS));
+  iv.push(JsonValue::number(p.highS));
+  j.set("interval_s", std::move(iv));
+  j.set("rel_se", JsonValue::number(p.relSe));
+  j.set("interval_basis", JsonValue::string(p.intervalBasis));
+  j.set("link", JsonValue::string(p.link));
+  j.set("interference", JsonValue::string(p.interference));
+  return j;
+}
+
 JsonValue toJson(const SimulationResult& r) {
   JsonValue o = JsonValue::object();
   o.set("strategy", JsonValue::string(strategyName(r.input.strategy)));
@@ -458,25 +477,7 @@ JsonValue toJson(const SimulationResult& r) {
   o.set("wire_bytes_per_step", JsonValue::number(r.wireBytesPerStep));
   o.set("events_simulated", JsonValue::number(r.eventsSimulated));
   o.set("wall_s", JsonValue::number(r.wallS));
-  if (r.prediction) {
-    const PredictionNotes& p = *r.prediction;
-    JsonValue j = JsonValue::object();
-    j.set("calibration_run", JsonValue::number(p.calibrationRun));
-    j.set("change", JsonValue::string(p.change));
-    JsonValue e = JsonValue::array();
-    for (const auto& x : p.extrapolation) e.push(JsonValue::string(x));
-    j.set("extrapolation", std::move(e));
-    j.set("load_factor", JsonValue::number(p.loadFactor));
-    JsonValue iv = JsonValue::array();
-    iv.push(JsonValue::number(p.lowS));
-    iv.push(JsonValue::number(p.highS));
-    j.set("interval_s", std::move(iv));
-    j.set("rel_se", JsonValue::number(p.relSe));
-    j.set("interval_basis", JsonValue::string(p.intervalBasis));
-    j.set("link", JsonValue::string(p.link));
-    j.set("interference", JsonValue::string(p.interference));
-    o.set("prediction", std::move(j));
-  }
+  if (r.prediction) o.set("prediction", toJson(*r.prediction));
   return o;
 }
 

@@ -155,6 +155,10 @@ struct PredictionNotes {
   std::string interference;
 };
 
+// {calibration_run, change, extrapolation, load_factor, interval_s: [low, high], rel_se,
+//  interval_basis, link, interference}.
+JsonValue toJson(const PredictionNotes& p);
+
 struct SimulationResult {
   SimulateInput input;
   std::optional<PredictionNotes> prediction;

@@ -364,7 +364,7 @@ void applyMeasuredProfile(SimulateInput& si, const MeasuredProfile& mp, bool kee
   const ModelShape& a = mp.input.model;
   const ModelShape& b = si.model.model;
   if (mp.gemmGflops.size() >= 2 && (a.hidden != b.hidden || a.ffn != b.ffn || a.vocab != b.vocab || a.layers != b.layers ||
-                                     mp.input.microBatch != si.model.microBatch || mp.input.seqLen != si.model.seqLen)) {
+                                    mp.input.microBatch != si.model.microBatch || mp.input.seqLen != si.model.seqLen)) {
     // Per-op cost instead of FLOPs alone: a block's time is its matrix products at the probe's
     // rate for their width, plus the rest (norms, activations, softmax, copies, the dispatch of
     // every op), which grows with the activations (tokens x hidden; tokens x vocab for the head)
@@ -404,19 +404,21 @@ void applyMeasuredProfile(SimulateInput& si, const MeasuredProfile& mp, bool kee
     const double actHeadB = grow(Tm * static_cast<double>(a.vocab), Tt * static_cast<double>(b.vocab), eb);
     const double flm = fm[1], flt = ft[static_cast<std::size_t>(std::min(1, Lt))];
     for (int l = 1; l <= Lt; ++l) {
-      si.compute.forwardS[static_cast<std::size_t>(l)] = carry(fwd, flm / 3, flt / 3, false, layerGemmWidth(a), layerGemmWidth(b), actLayer);
+      si.compute.forwardS[static_cast<std::size_t>(l)] =
+          carry(fwd, flm / 3, flt / 3, false, layerGemmWidth(a), layerGemmWidth(b), actLayer);
       si.compute.backwardS[static_cast<std::size_t>(l)] =
           carry(bwd, 2 * flm / 3, 2 * flt / 3, true, layerGemmWidth(a), layerGemmWidth(b), actLayerB);
     }
     const auto hm = static_cast<std::size_t>(Lm + 1), ht = static_cast<std::size_t>(Lt + 1);
-    si.compute.forwardS[ht] = carry(mp.compute.forwardS[hm], fm[hm] / 3, ft[ht] / 3, false, headGemmWidth(a), headGemmWidth(b), actHead);
+    si.compute.forwardS[ht] =
+        carry(mp.compute.forwardS[hm], fm[hm] / 3, ft[ht] / 3, false, headGemmWidth(a), headGemmWidth(b), actHead);
     si.compute.backwardS[ht] =
         carry(mp.compute.backwardS[hm], 2 * fm[hm] / 3, 2 * ft[ht] / 3, true, headGemmWidth(a), headGemmWidth(b), actHeadB);
     // Host work outside the blocks (gradient copies into buckets, hooks, the optimizer's
     // bookkeeping) grows with the parameters: 1.7 ms on small, 14 ms on medium (8x for 7.4x the
     // parameters) in the validation's DDP runs.
-    si.compute.stepOverheadS =
-        mp.compute.stepOverheadS * static_cast<double>(parameterCount(b)) / static_cast<double>(std::max<std::int64_t>(1, parameterCount(a)));
+    si.compute.stepOverheadS = mp.compute.stepOverheadS * static_cast<double>(parameterCount(b)) /
+                               static_cast<double>(std::max<std::int64_t>(1, parameterCount(a)));
     si.compute.source = mp.compute.source + ", carried by the measured GEMM rates (" + formatFixed(rLm, 0) + " -> " +
                         formatFixed(rLt, 0) + " GFLOP/s per block) and the activations (x" + formatFixed(actLayer, 2) + ")";
   }
@@ -490,6 +492,7 @@ Id writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::
   JsonValue notes = JsonValue::array();
   for (const auto& n : sim.notes) notes.push(JsonValue::string(n));
   meta.set("notes", std::move(notes));
+  if (sim.prediction) meta.set("prediction", toJson(*sim.prediction));
 
   Run run;
   run.name = name;

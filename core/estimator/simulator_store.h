@@ -45,7 +45,7 @@ struct MeasuredProfile {
   std::vector<std::pair<double, double>> gemmGflops;
   // The same for the weight gradient's products ([d x tokens] @ [tokens x d]).
   std::vector<std::pair<double, double>> gemmWeightGflops;
-  double stepS = 0;              // measured steady step time (mean over ranks and steps after the first)
+  double stepS = 0;  // measured steady step time (mean over ranks and steps after the first)
   int steadySteps = 0;
   double stepCv = 0;  // relative SD over the steady steps of the ranks' mean step time
   // The host the ranks ran on (our runtime's rank metadata): cores, intra-op threads per rank,

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 
+#include "core/model/types.h"
 #include "profiler/runtime/comm.h"
 
 namespace shardscope::runtime {
@@ -38,7 +39,7 @@ double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, t
     const int reps = warm + plan.repeats[index];
     for (int r = 0; r < reps; ++r) {
       CollectiveInfo info;
-      info.label = r < warm ? "link probe warmup" : "link probe";
+      info.label = std::string(core::kLinkProbeLabel) + (r < warm ? " warmup" : "");
       // All-gather: S is the gathered array, each rank contributes S/n in the parameters' dtype.
       {
         const std::int64_t el = torch::elementSize(paramDtype);

@@ -125,7 +125,8 @@ class TestPrediction : public QObject {
     QCOMPARE(c.contentionOther, 1.0);
     QCOMPARE(c.contentionSamples, std::int64_t{2});
     // The link predicts the run's own collectives.
-    for (const auto& s : steps) QVERIFY(std::abs(c.link.instanceS(true, static_cast<double>(s.messageBytes)) / s.durationS - 1) < 0.05);
+    for (const auto& s : steps)
+      QVERIFY(std::abs(c.link.instanceS(true, static_cast<double>(s.messageBytes)) / s.durationS - 1) < 0.05);
     QVERIFY(c.relError < 0.05);
     QVERIFY(c.note.find("link probe") != std::string::npos);
   }
