@@ -273,11 +273,15 @@ MeasuredProfile measuredProfile(TraceStore& store, Id runId) {
   for (auto& v : fwd) v /= static_cast<double>(samples);
   for (auto& v : bwd) v /= static_cast<double>(samples);
   opt /= static_cast<double>(samples);
-  // A checkpointed run's backward spans include the recomputed forward: the profile holds backward
-  // alone.
+  // A checkpointed run's forward spans ran without autograd's graph (kCheckpointedForwardShare of
+  // a forward with it), and its backward spans include the recomputed forward (with the graph): the
+  // profile holds the forward with the graph and the backward alone.
   if (in.activationCheckpointing)
-    for (int l = 1; l <= L; ++l)
-      bwd[static_cast<std::size_t>(l)] = std::max(0.0, bwd[static_cast<std::size_t>(l)] - fwd[static_cast<std::size_t>(l)]);
+    for (int l = 1; l <= L; ++l) {
+      auto& f = fwd[static_cast<std::size_t>(l)];
+      f /= kCheckpointedForwardShare;
+      bwd[static_cast<std::size_t>(l)] = std::max(0.0, bwd[static_cast<std::size_t>(l)] - f);
+    }
   double total = 0;
   for (std::size_t i = 0; i < fwd.size(); ++i) total += fwd[i] + bwd[i];
   if (!(total > 0)) throw Error(where + " has no forward/backward compute spans on its compute lanes");
