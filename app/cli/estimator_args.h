@@ -2,10 +2,12 @@
 // What `estimate` and `simulate` share: the model, parallelism, precision, knob and link options
 // and their parsing (estimator_commands.cpp). Usage errors throw std::invalid_argument.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "app/cli/command_table.h"
+#include "core/estimator/link_calibration.h"
 #include "core/estimator/recommend.h"
 
 namespace shardscope::cli {
@@ -20,7 +22,10 @@ std::string groupDigits(std::int64_t v);
 // --model (+ custom shape), --gpus, --gpus-per-node, precision, tokens, checkpointing, offload, the
 // ZeRO/DDP knobs, --gpu-memory/--headroom, --tflops/--efficiency, --link/--inter-link or
 // --db/--fit-run, --strategy.
-void parseEstimatorInput(const Args& a, core::estimator::RecommendInput& ri, std::string& fitNote);
+// With --fit-run, the run's link calibration (core/estimator/link_calibration.h) is the link, its
+// note goes to fitNote and, when asked, the whole calibration to *calibration.
+void parseEstimatorInput(const Args& a, core::estimator::RecommendInput& ri, std::string& fitNote,
+                         std::optional<core::estimator::LinkCalibration>* calibration = nullptr);
 // Their option specs (help), shared by both commands.
 std::vector<OptionSpec> estimatorInputOptions();
 

@@ -127,7 +127,8 @@ JsonValue num(double v) { return JsonValue::number(v); }
 
 using namespace estargs;
 
-void parseEstimatorInput(const Args& a, est::RecommendInput& ri, std::string& fitNote) {
+void parseEstimatorInput(const Args& a, est::RecommendInput& ri, std::string& fitNote,
+                         std::optional<est::LinkCalibration>* calibration) {
   est::EstimateInput& in = ri.model;
   in.model = shapeFrom(a);
   const bool runtimeModel = isRuntimePreset(in.model.name);
@@ -178,11 +179,10 @@ void parseEstimatorInput(const Args& a, est::RecommendInput& ri, std::string& fi
   if (a.has("fit-run")) {
     core::TraceStore store(a.get("db", "shardscope.db"), core::Database::Mode::ReadOnly);
     const core::RunId id{intOption(a, "fit-run", 0, 1)};
-    if (!store.run(id)) throw core::Error(store.path() + ": no run with id " + std::to_string(id.value()));
-    const auto fit = est::fitRunLink(store, id);
-    ri.intraNode = fit.link;
-    fitNote = "fitted from run " + std::to_string(id.value()) + ": " + std::to_string(fit.samples) + " collectives, R^2 " +
-              core::formatFixed(fit.r2, 3) + ", mean |error| " + core::formatFixed(fit.meanAbsRelError * 100, 1) + "%";
+    auto cal = est::calibrateLink(store, id);
+    ri.intraNode = cal.link;
+    fitNote = cal.note;
+    if (calibration) *calibration = std::move(cal);
   } else {
     auto l = est::linkPreset(linkName);
     if (!l) {

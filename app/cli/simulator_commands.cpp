@@ -11,6 +11,7 @@
 
 #include "app/cli/estimator_args.h"
 #include "app/cli/terminal_progress.h"
+#include "core/estimator/prediction.h"
 #include "core/estimator/simulator.h"
 #include "core/estimator/simulator_store.h"
 #include "core/storage/trace_store.h"
@@ -26,18 +27,26 @@ using namespace estargs;
 
 std::string boolText(bool b) { return b ? "true" : "false"; }
 
-// With --profile-run and no --model, the measured run's model, scale, tokens and knobs are the
-// defaults of the simulation (any option given still wins).
-Args withRunDefaults(const Args& a, const est::MeasuredProfile& mp) {
+// The defaults of the simulation (any option given still wins): the model, scale, tokens and knobs of
+// --config / --deepspeed when given (the configuration to predict), else of the --profile-run.
+Args withTargetDefaults(const Args& a, const est::SimTarget& mp) {
   Args out = a;
   auto add = [&](const std::string& k, const std::string& v) {
     if (!out.has(k)) out.options.push_back({k, v});
   };
   const auto& in = mp.input;
-  add("model", in.model.name);
-  add("layers", std::to_string(in.model.layers));
+  // Another model named: its preset's depth, not the run's.
+  if (!out.has("model")) {
+    add("model", in.model.name);
+    add("layers", std::to_string(in.model.layers));
+  }
   add("gpus", std::to_string(in.gpus));
-  add("gpus-per-node", std::to_string(in.gpusPerNode));
+  // One host calibrated, more ranks asked for: they are on that host too unless --gpus-per-node says
+  // otherwise (the prediction then says whether the host can hold them).
+  if (in.gpusPerNode >= in.gpus && out.has("gpus"))
+    add("gpus-per-node", out.get("gpus"));
+  else
+    add("gpus-per-node", std::to_string(in.gpusPerNode));
   add("micro-batch", std::to_string(in.microBatch));
   add("seq-len", std::to_string(in.seqLen));
   add("precision", std::string(core::toString(in.precision)));
@@ -59,7 +68,35 @@ Args withRunDefaults(const Args& a, const est::MeasuredProfile& mp) {
   add("limit-all-gathers", boolText(mp.limitAllGathers));
   // As many steps as the run.
   if (mp.steps >= 2) add("steps", std::to_string(mp.steps));
+  add("strategy", std::string(core::toString(mp.strategy)));
   return out;
+}
+
+est::SimTarget targetOf(const est::MeasuredProfile& mp) {
+  est::SimTarget t;
+  t.input = mp.input;
+  t.strategy = mp.strategy;
+  t.backwardPrefetch = mp.backwardPrefetch;
+  t.forwardPrefetch = mp.forwardPrefetch;
+  t.limitAllGathers = mp.limitAllGathers;
+  t.steps = mp.steps;
+  t.gloo = mp.gloo;
+  return t;
+}
+
+// --config run.json / --deepspeed ds.json: the run configuration to predict.
+std::optional<est::SimTarget> configTarget(const Args& a) {
+  if (!a.has("config") && !a.has("deepspeed")) return std::nullopt;
+  if (a.has("config") && a.has("deepspeed")) throw std::invalid_argument("give --config or --deepspeed, not both");
+  const std::string path = a.has("config") ? a.get("config") : a.get("deepspeed");
+  const core::JsonValue j = core::parseJsonFile(path);
+  core::RunConfig cfg =
+      a.has("config") ? core::parseRunConfigJson(j, path, nullptr) : core::fromDeepSpeedJson(j, path, core::RunConfig{}, nullptr);
+  try {
+    return est::simTargetOf(cfg);
+  } catch (const core::Error& e) {
+    throw core::Error(path + ": " + e.what());
+  }
 }
 
 bool boolValue(const Args& a, const std::string& name, bool def) {
@@ -75,17 +112,19 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
     throw std::invalid_argument("simulate takes no positional arguments ('" + args.positional[0] + "')");
   const std::string dbPath = args.get("db", "shardscope.db");
   std::optional<est::MeasuredProfile> measured;
-  Args a = args;
+  const std::optional<est::SimTarget> target = configTarget(args);
+  Args a = target ? withTargetDefaults(args, *target) : args;
   if (args.has("profile-run")) {
     core::TraceStore store(dbPath, core::Database::Mode::ReadOnly);
     measured = est::measuredProfile(store, core::RunId{intOption(args, "profile-run", 0, 1)});
-    if (!args.has("model")) a = withRunDefaults(args, *measured);
+    if (!target) a = withTargetDefaults(args, targetOf(*measured));
     // The run's own collectives give the link unless one is named.
     if (!a.has("link") && !a.has("fit-run")) a.options.push_back({"fit-run", a.get("profile-run")});
   }
   est::RecommendInput ri;
   std::string fitNote;
-  parseEstimatorInput(a, ri, fitNote);
+  std::optional<est::LinkCalibration> calibration;
+  parseEstimatorInput(a, ri, fitNote, &calibration);
   est::EstimateInput& in = ri.model;
   in.allgatherBucketSize = intOption(a, "allgather-bucket-size", in.allgatherBucketSize, 1);
   in.prefetchBucketSize = intOption(a, "prefetch-bucket-size", in.prefetchBucketSize, 0);
@@ -138,6 +177,28 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
           "give --strategy S (ddp, zero1, zero2, zero3, fsdp, fsdp_grad_op, hsdp, zeropp_hpz; comma-separated for several)");
   }
   const bool store = a.has("db") && !a.has("dry-run");
+  // A prediction calibrated on the measured run: its compute, interference and link (the measured
+  // one, or the preset named by --link), checked and given an interval (core/estimator/prediction.h).
+  std::optional<est::Calibration> cal;
+  if (measured) {
+    cal.emplace();
+    cal->profile = *measured;
+    if (calibration) {
+      cal->link = *calibration;
+    } else {
+      cal->link.link = ri.intraNode;
+      cal->link.source = "preset";
+      cal->link.wellConditioned = true;
+      cal->link.note = "preset " + ri.intraNode.name + " (--link), not measured";
+    }
+    if (a.has("interference")) {
+      const double k = doubleOption(a, "interference", 0.0);
+      if (!(k >= 0 && k <= 3)) throw std::invalid_argument("--interference must be in [0, 3] (0: none)");
+      cal->profile.interference.k = k;
+      cal->profile.interference.identified = false;
+      cal->profile.interference.note = "interference k " + core::formatFixed(k, 2) + " (--interference)";
+    }
+  }
 
   TerminalProgress bar;
   std::vector<est::SimulationResult> results;
@@ -147,7 +208,10 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
   for (auto s : strategies) {
     est::SimulateInput si = base;
     si.strategy = s;
+    std::optional<est::PredictionCheck> check;
+    if (cal) check = est::applyCalibration(si, *cal, a.has("jitter"), a.has("allow-extrapolation"));
     results.push_back(est::simulate(si, &cancel, bar.callback()));
+    if (cal) est::annotatePrediction(results.back(), *cal, *check);
     if (ts) {
       const std::string name = a.has("name")
                                    ? a.get("name") + (strategies.size() > 1 ? " " + est::strategyName(s) : "")
@@ -174,6 +238,7 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
     out.set("seed", JsonValue::number(static_cast<std::int64_t>(base.seed)));
     out.set("link", JsonValue::string(ri.intraNode.name));
     if (!fitNote.empty()) out.set("link_fit", JsonValue::string(fitNote));
+    if (calibration) out.set("link_calibration", est::toJson(*calibration));
     if (measured) out.set("profile_run", est::toJson(*measured));
     JsonValue arr = JsonValue::array();
     for (std::size_t i = 0; i < results.size(); ++i) {
@@ -227,7 +292,15 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
     os << line;
     if (r.slowestRankStepS > r.steady.stepS * 1.0001)
       os << "      slowest rank " << r.slowestRank << ": " << core::formatFixed(r.slowestRankStepS * 1e3, 2) << " ms\n";
+    if (r.prediction) {
+      const auto& p = *r.prediction;
+      os << "      predicted from run " << p.calibrationRun << " (" << p.change << "): step "
+         << core::formatFixed(p.lowS * 1e3, 1) << " .. " << core::formatFixed(p.highS * 1e3, 1) << " ms (" << p.intervalBasis
+         << ")\n";
+      for (const auto& e : p.extrapolation) os << "      EXTRAPOLATION: " << e << "\n";
+    }
   }
+  if (cal) os << "  " << cal->profile.interference.note << "\n";
   if (!runIds.empty()) os << "\nStored in " << dbPath << " as simulated runs (open them in the app, `analyze`, `report`).\n";
   std::cout << os.str();
   return kOk;
@@ -259,12 +332,23 @@ std::vector<Command> simulatorCommands() {
            {"slow-rank", true, "RANK:FACTOR, a straggler whose compute takes FACTOR times longer; repeatable"},
            {"keep-ranks", true, "ranks stored in the database (default 16; 0 = all); slow ranks are always kept"},
            {"name", true, "name of the stored run(s)"},
+           {"config", true,
+            "a run configuration (JSON, as `run --config` takes) to predict: its model, scale and knobs are the "
+            "defaults; with --profile-run, that run calibrates the prediction"},
+           {"deepspeed", true, "the same from a DeepSpeed JSON config"},
+           {"allow-extrapolation", false,
+            "with --profile-run: predict even where ranks would share cores or GPUs differently from the calibration "
+            "(its compute is scaled by the load; the result says so)"},
+           {"interference", true,
+            "with --profile-run: the slowdown of compute per unit of overlap with communication (0 = none; default: "
+            "fitted from the run, or the device class's measured value)"},
            {"dry-run", false, "with --db: read the profile, store nothing"}})
     opts.push_back(std::move(o));
   return {
       {"simulate",
        "shardscope-cli simulate --model M --gpus N --strategy S[,S...] [estimate's model and link options] "
-       "[--db F [--profile-run ID]] [--steps K] [--jitter X --seed N] [--slow-rank R:F] [--keep-ranks K] [--json]",
+       "[--db F [--profile-run ID]] [--config run.json | --deepspeed ds.json] [--steps K] [--jitter X --seed N] [--slow-rank "
+       "R:F] [--keep-ranks K] [--json]",
        "Simulate training steps event by event (compute per block, collectives on their own streams with the "
        "strategy's dependencies and prefetch rules, memory over time) and store them as simulated runs",
        opts, cmdSimulate},

@@ -91,6 +91,7 @@ void BottleneckAccumulator::onEvent(const EventChunk& c, std::size_t i, Id chunk
     if (hasGpu_) return;  // a GPU rank's CPU threads are not its device lanes
   }
   if (catBits & StringClasses::kGpuUserAnnotation) return;
+  if (ctx_.strings.bits(c.name[i]) & StringClasses::kLinkProbe) return;  // calibration, not the run's traffic
   const auto op = static_cast<CollectiveOp>(c.collOp[i]);
   const auto category = static_cast<Category>(c.category[i]);
   const bool comm = op != CollectiveOp::None && (category == Category::Communication || kind_ == TrackKind::Comm);

@@ -56,6 +56,7 @@ bool CollectivesAccumulator::beginTrack(const TrackSummary& t) {
 void CollectivesAccumulator::onEvent(const EventChunk& c, std::size_t i, Id) {
   if (c.flags[i] & EventFlags::Instant) return;
   if (ctx_.strings.bits(c.cat[i]) & (StringClasses::kUserAnnotation | StringClasses::kGpuUserAnnotation)) return;
+  if (ctx_.strings.bits(c.name[i]) & StringClasses::kLinkProbe) return;  // calibration, not the run's traffic
   const auto op = static_cast<CollectiveOp>(c.collOp[i]);
   const auto category = static_cast<Category>(c.category[i]);
   const bool comm = op != CollectiveOp::None && (category == Category::Communication || kind_ == TrackKind::Comm);

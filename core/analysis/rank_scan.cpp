@@ -16,6 +16,7 @@ const StringClasses::Entry& StringClasses::fill(std::uint32_t id) {
   if (s == "user_annotation") e.bits |= kUserAnnotation;
   if (s == "gpu_user_annotation") e.bits |= kGpuUserAnnotation;
   if (s == "Event Sync" || s == "Context Sync") e.bits |= kSyncName;
+  if (isLinkProbeName(s)) e.bits |= kLinkProbe;
   if (auto n = profilerStepNumber(s)) e.step = *n;
   constexpr std::uint32_t kMaxCached = 1u << 24;
   if (id >= kMaxCached) {

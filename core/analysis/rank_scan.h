@@ -30,6 +30,7 @@ class StringClasses {
     kUserAnnotation = 8,      // cat "user_annotation"
     kGpuUserAnnotation = 16,  // cat "gpu_user_annotation"
     kSyncName = 32,           // name "Event Sync" / "Context Sync"
+    kLinkProbe = 64,          // a collective of our runtime's link probe (isLinkProbeName)
   };
   explicit StringClasses(TraceStore& store) : store_(store) {}
 

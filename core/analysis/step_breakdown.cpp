@@ -62,6 +62,8 @@ void StepBreakdownAccumulator::onEvent(const EventChunk& c, std::size_t i, Id) {
   if ((!lane_ && !hostCommLane_) || (c.flags[i] & EventFlags::Instant)) return;
   // The annotation twins and step markers only bracket work; they are not work.
   if (ctx_.strings.bits(c.cat[i]) & (StringClasses::kUserAnnotation | StringClasses::kGpuUserAnnotation)) return;
+  if (ctx_.strings.bits(c.name[i]) & StringClasses::kLinkProbe) return;  // calibration, not the run's traffic
+
   const auto category = static_cast<Category>(c.category[i]);
   const bool collective = static_cast<CollectiveOp>(c.collOp[i]) != CollectiveOp::None;
   bool comm = category == Category::Communication || (collective && kind_ != TrackKind::CpuThread);

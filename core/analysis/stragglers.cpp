@@ -64,6 +64,8 @@ void StragglerAccumulator::onEvent(const EventChunk& c, std::size_t i, Id) {
   if (op == CollectiveOp::None || (static_cast<Category>(c.category[i]) != Category::Communication && kind_ != TrackKind::Comm))
     return;
   if (ctx_.strings.bits(c.cat[i]) & StringClasses::kGpuUserAnnotation) return;
+  if (ctx_.strings.bits(c.name[i]) & StringClasses::kLinkProbe) return;  // calibration, not the run's traffic
+
   std::string pg;
   if (c.pg[i])
     if (auto it = pgNames_.find(static_cast<Id>(c.pg[i])); it != pgNames_.end()) pg = it->second;

@@ -427,6 +427,12 @@ const std::vector<Knob>& knobs() {
        .kind = Kind::Bool,
        .member = &RunConfig::capture,
        .help = "record host spans, memory counters and (on GPU) kernels into the run"},
+      {.key = "link_probe",
+       .group = kCkpt,
+       .kind = Kind::Bool,
+       .member = &RunConfig::linkProbe,
+       .help = "before the first step, time the collectives at 4 KiB..the largest message (the simulator's "
+               "measured link; a fraction of a second, recorded outside the steps)"},
       {.key = "gpu_trace",
        .group = kCkpt,
        .kind = Kind::Enum,

@@ -70,6 +70,9 @@ struct RunConfig {
   bool consolidateCheckpoint = false;
   std::string checkpointDir;  // sharded save at the end (required with saveCheckpoint)
   bool capture = true;
+  // Time all-gather, reduce-scatter and all-reduce at 4 KiB..largest message before the first step
+  // (profiler/runtime/link_probe.h): the simulator's measured link. Multi-rank runs only.
+  bool linkProbe = true;
   // What CUPTI records on CUDA runs with capture on: launches (kernels, copies, memsets, memory and
   // the API calls that launch or wait) | full (every CUDA runtime and driver call) | kernels (device
   // records only, no API calls) | off (no CUPTI: host spans and allocator statistics only).

@@ -1,5 +1,7 @@
 #include "core/estimator/comm_model.h"
 
+#include "core/estimator/interference.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -185,13 +187,32 @@ CommEstimate commVolume(const EstimateInput& in, Strategy s, const CommOptions& 
   return c;
 }
 
+double LinkModel::instanceS(bool allReduceLike, double wireBytes) const {
+  const double bw = (allReduceLike ? arBw() : busBwGBps) * 1e9;
+  const auto line = [&](double x) { return (allReduceLike ? arAlphaUs() : alphaUs) * 1e-6 + (bw > 0 ? x / bw : 0.0); };
+  const auto& pts = allReduceLike ? allReducePoints : otherPoints;
+  if (pts.size() < 2 || !(wireBytes > 0)) return line(std::max(0.0, wireBytes));
+  if (wireBytes <= pts.front().first) {
+    const double l0 = line(pts.front().first);
+    return l0 > 0 ? pts.front().second * line(wireBytes) / l0 : pts.front().second;
+  }
+  if (wireBytes >= pts.back().first) {
+    const double l1 = line(pts.back().first);
+    return l1 > 0 ? pts.back().second * line(wireBytes) / l1 : pts.back().second;
+  }
+  const auto hi = std::lower_bound(pts.begin(), pts.end(), wireBytes, [](const auto& p, double x) { return p.first < x; });
+  const auto lo = hi - 1;
+  const double f = std::log(wireBytes / lo->first) / std::log(hi->first / lo->first);
+  return std::exp(std::log(lo->second) + f * (std::log(hi->second) - std::log(lo->second)));
+}
+
 void commTime(CommEstimate& c, const LinkModel& intra, const LinkModel& inter) {
   c.timeS = 0;
   for (auto& col : c.collectives) {
     const LinkModel& l = col.interNode ? (inter.busBwGBps < intra.busBwGBps ? inter : intra) : intra;
     const bool ar = col.kind == CollKind::AllReduce || col.emulatedReduceScatter;
-    const double bw = (ar ? l.arBw() : l.busBwGBps) * 1e9;
-    col.timeS = static_cast<double>(col.count) * (ar ? l.arAlphaUs() : l.alphaUs) * 1e-6 + (bw > 0 ? col.wireBytes() / bw : 0.0);
+    const double n = static_cast<double>(std::max<std::int64_t>(1, col.count));
+    col.timeS = col.count > 0 ? n * l.instanceS(ar, col.wireBytes() / n) : 0.0;
     c.timeS += col.timeS;
   }
 }
@@ -336,7 +357,7 @@ LinkFit fitRunLink(TraceStore& store, RunId runId) {
   return fitLink(collectiveSamples(store, runId), "fitted:run" + std::to_string(runId.value()));
 }
 
-std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId) {
+std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId, SampleSet which) {
   // Per lane name (one per process group and rank, or a GPU stream), each rank's collectives in
   // order. When the ranks share a clock and every rank of a lane has the same sequence, the k-th instances are one collective:
   // its time is from the last rank's start to the ranks' mean end (the transfer once everyone has
@@ -346,6 +367,23 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId) 
     CollectiveSample s;
     TimeNs start = 0, end = 0;
   };
+  // Each rank's compute (its compute lanes' spans, or its GPU streams' compute kernels), merged.
+  std::map<RankId, std::vector<std::pair<double, double>>> computing;
+  const auto tracks = store.tracks(runId);
+  for (const auto& t : tracks) {
+    const bool computeLane = t.kind == TrackKind::CpuThread && t.name.rfind("compute", 0) == 0;
+    if (!computeLane && t.kind != TrackKind::GpuStream) continue;
+    auto& iv = computing[t.rankId];
+    store.forEachEvent(
+        t.id,
+        [&](const Event& e) {
+          if (e.category == Category::Computation && e.endNs > e.startNs)
+            iv.push_back({static_cast<double>(e.startNs), static_cast<double>(e.endNs)});
+        },
+        false);
+  }
+  for (auto& [r, iv] : computing) iv = mergeIntervals(std::move(iv));
+  const std::vector<std::pair<double, double>> noCompute;
   std::map<std::string, std::map<RankId, std::vector<Inst>>> lanes;
   // Only our runtime's ranks share one clock (one machine's CLOCK_REALTIME, or the simulation's);
   // imported traces keep per-instance durations.
@@ -360,9 +398,11 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId) 
     for (const auto& s : store.steps(runId)) numbers[s.rankId].push_back(s.step);
     for (const auto& [rank, n] : numbers) counted[rank] = countedStepNumbers(n, run->source);
   }
-  for (const auto& t : store.tracks(runId)) {
+  for (const auto& t : tracks) {
     if (t.kind != TrackKind::Comm && t.kind != TrackKind::GpuStream) continue;
     auto& seq = lanes[t.name][t.rankId];
+    const auto cmp = computing.find(t.rankId);
+    const auto& busy = cmp == computing.end() ? noCompute : cmp->second;
     const auto cs = counted.find(t.rankId);
     // The first counted step when a warm-up was left out: samples before it (and outside any step) are dropped.
     const std::optional<std::int64_t> firstCounted =
@@ -371,7 +411,9 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId) 
         t.id,
         [&](const Event& e) {
           if (!e.bytes || *e.bytes <= 0 || e.endNs <= e.startNs) return;
-          if (firstCounted && (!e.step || *e.step < *firstCounted)) return;
+          const bool probe = isLinkProbeName(e.name);
+          if (probe != (which == SampleSet::LinkProbe) || e.name.find("warmup") != std::string_view::npos) return;
+          if (which == SampleSet::Steps && firstCounted && (!e.step || *e.step < *firstCounted)) return;
           if (t.kind == TrackKind::GpuStream && e.category != Category::Communication) return;
           CollectiveSample s;
           switch (e.collOp) {
@@ -392,6 +434,7 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId) 
           s.messageBytes = *e.bytes;
           s.emulatedReduceScatter = e.argsJson.find("\"emulated_by\":\"all_reduce\"") != std::string::npos;
           s.durationS = static_cast<double>(e.endNs - e.startNs) / 1e9;
+          s.computeOverlap = overlapFraction(static_cast<double>(e.startNs), static_cast<double>(e.endNs), busy);
           seq.push_back({s, e.startNs, e.endNs});
         },
         /*withArgs=*/true);
@@ -414,15 +457,17 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId) 
     }
     for (std::size_t k = 0; k < n; ++k) {
       TimeNs lastStart = 0;
-      double endSum = 0;
+      double endSum = 0, overlapSum = 0;
       for (const auto& [r, seq] : ranks) {
         lastStart = std::max(lastStart, seq[k].start);
         endSum += static_cast<double>(seq[k].end);
+        overlapSum += seq[k].s.computeOverlap;
       }
       const double d = (endSum / static_cast<double>(ranks.size()) - static_cast<double>(lastStart)) / 1e9;
       if (!(d > 0)) continue;
       CollectiveSample s = ranks.begin()->second[k].s;
       s.durationS = d;
+      s.computeOverlap = overlapSum / static_cast<double>(ranks.size());
       out.push_back(s);
     }
   }

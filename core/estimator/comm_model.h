@@ -33,6 +33,14 @@ struct LinkModel {
   double allReduceAlphaUs = -1;   // all-reduce latency when fitted apart; < 0 = alphaUs
   double arBw() const { return allReduceBusBwGBps > 0 ? allReduceBusBwGBps : busBwGBps; }
   double arAlphaUs() const { return allReduceAlphaUs >= 0 ? allReduceAlphaUs : alphaUs; }
+  // Measured times of one instance (a link probe, link_calibration.h), ascending in wire bytes:
+  // all-reduce-like collectives (all-reduce, Gloo's emulated reduce-scatter) and the others. Where
+  // a kind has two or more, its time is interpolated between them (log-log: a link's time is
+  // rarely a straight line from 4 KiB to 100 MiB, e.g. Gloo changes algorithm with size) and,
+  // outside them, the alpha-beta line scaled to meet the nearest point.
+  std::vector<std::pair<double, double>> allReducePoints{}, otherPoints{};
+  // The time of one instance carrying `wireBytes` per device (nccl-tests' S x the bus factor).
+  double instanceS(bool allReduceLike, double wireBytes) const;
 };
 // nvlink-h100, nvlink-h200, pcie4, pcie5, ib-ndr, ib-hdr, eth-100g, eth-25g, gloo-cpu-local.
 std::optional<LinkModel> linkPreset(std::string_view name);
@@ -85,6 +93,9 @@ struct CollectiveSample {
   std::int64_t messageBytes = 0;
   bool emulatedReduceScatter = false;
   double durationS = 0;
+  // The fraction of the instance during which its rank computed (mean over the ranks of a matched
+  // instance): what slows a collective down beside compute (link_calibration.h).
+  double computeOverlap = 0;
 };
 struct LinkFit {
   LinkModel link;  // name "fitted:<run>", alpha and busBw from the fit
@@ -101,8 +112,12 @@ struct LinkFit {
 LinkFit fitLink(const std::vector<CollectiveSample>& samples, const std::string& name);
 // fitLink over a stored run's collectives, named "fitted:run<id>".
 LinkFit fitRunLink(TraceStore& store, RunId runId);
+// Which collectives of a run: those of its counted steps (the run's own traffic), or its link
+// probe (profiler/runtime/link_probe.h: spans named "<op> link probe" outside the steps; the
+// probe's warm-up instances are never read).
+enum class SampleSet { Steps, LinkProbe };
 // The all-reduce, all-gather and reduce-scatter instances of a run with a known size (communication
 // lanes of our runtime, or NCCL kernels of an imported trace), from the trace store.
-std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId);
+std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId, SampleSet which = SampleSet::Steps);
 
 }  // namespace shardscope::core::estimator

@@ -1,5 +1,7 @@
 #include "core/estimator/simulator.h"
 
+#include "core/estimator/interference.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,6 +12,7 @@
 #include "core/analysis/step_breakdown.h"
 #include "core/estimator/recommend.h"
 #include "core/estimator/simulator_program.h"
+#include "core/util/units.h"
 
 // simulate() in four parts: check (here), build (simulator_schedule.cpp), run
 // (simulator_engine.cpp), collect (here); the public helpers around it (names of categories and
@@ -331,6 +334,85 @@ ComputeProfile scaleComputeProfile(const ComputeProfile& p, const EstimateInput&
   return out;
 }
 
+namespace {
+
+// Interference (interference.h): runs the program, stretches each forward/backward compute op by
+// (1 + k·f) of its mean overlap f with the rank's in-flight collectives, and runs it again, until
+// no op moves by more than 0.5 % (at most 6 rounds; each new duration is averaged with the last, so
+// the rounds cannot oscillate between two schedules).
+void settleInterference(Program& prog, const SimulateInput& in, SimulationResult& res, const CancelToken* cancel) {
+  const int W = in.model.gpus;
+  std::vector<double> base(prog.comps.size()), collBase(prog.colls.size());
+  for (std::size_t c = 0; c < prog.comps.size(); ++c) base[c] = prog.comps[c].durS;
+  for (std::size_t c = 0; c < prog.colls.size(); ++c) collBase[c] = prog.colls[c].durS;
+  const std::vector<int> noneKept(static_cast<std::size_t>(W), -1);
+  std::vector<SimRankTrace> none;
+  double meanStretch = 0, commStretch = 0;
+  int rounds = 0;
+  for (; rounds < 6; ++rounds) {
+    const RunRecord rec = runProgram(prog, in, noneKept, none, cancel, {});
+    std::vector<double> fsum(prog.comps.size(), 0.0), gsum(prog.colls.size(), 0.0);
+    for (int r = 0; r < W; ++r) {
+      std::vector<std::pair<double, double>> busy;
+      busy.reserve(prog.comps.size());
+      for (std::size_t c = 0; c < prog.comps.size(); ++c) {
+        const std::size_t idx = rec.at(c, r);
+        busy.push_back({rec.compStart[idx], rec.compStart[idx] + rec.compDur[idx]});
+      }
+      busy = mergeIntervals(std::move(busy));
+      for (std::size_t c = 0; c < prog.colls.size(); ++c) {
+        const std::size_t idx = rec.at(c, r);
+        if (std::isfinite(rec.collStart[idx]) && std::isfinite(rec.collDone[idx]))
+          gsum[c] += overlapFraction(rec.collStart[idx], rec.collDone[idx], busy);
+      }
+      std::vector<std::pair<double, double>> iv;
+      iv.reserve(prog.colls.size());
+      for (std::size_t c = 0; c < prog.colls.size(); ++c) {
+        const std::size_t idx = rec.at(c, r);
+        if (std::isfinite(rec.collStart[idx]) && std::isfinite(rec.collDone[idx]))
+          iv.push_back({rec.collStart[idx], rec.collDone[idx]});
+      }
+      iv = mergeIntervals(std::move(iv));
+      for (std::size_t c = 0; c < prog.comps.size(); ++c) {
+        const std::size_t idx = rec.at(c, r);
+        fsum[c] += overlapFraction(rec.compStart[idx], rec.compStart[idx] + rec.compDur[idx], iv);
+      }
+    }
+    double moved = 0, stretch = 0, total = 0;
+    for (std::size_t c = 0; c < prog.comps.size(); ++c) {
+      CompDef& cd = prog.comps[c];
+      if (cd.phase == ComputePhase::Other || !(base[c] > 0) || !(in.interference > 0)) continue;
+      const double target = base[c] * (1.0 + in.interference * fsum[c] / W);
+      const double next = rounds == 0 ? target : 0.5 * (cd.durS + target);
+      moved = std::max(moved, std::fabs(next - cd.durS) / cd.durS);
+      cd.durS = next;
+      stretch += next;
+      total += base[c];
+    }
+    meanStretch = total > 0 ? stretch / total - 1.0 : 0.0;
+    double cstretch = 0, ctotal = 0;
+    for (std::size_t c = 0; c < prog.colls.size(); ++c) {
+      CollDef& cd = prog.colls[c];
+      if (!(collBase[c] > 0)) continue;
+      const double m = cd.kind == CollKind::AllReduce || cd.emulated ? in.commInterferenceAllReduce : in.commInterferenceOther;
+      const double target = collBase[c] * (1.0 + m * gsum[c] / W);
+      const double next = rounds == 0 ? target : 0.5 * (cd.durS + target);
+      moved = std::max(moved, std::fabs(next - cd.durS) / cd.durS);
+      cd.durS = next;
+      cstretch += next;
+      ctotal += collBase[c];
+    }
+    commStretch = ctotal > 0 ? cstretch / ctotal - 1.0 : 0.0;
+    if (moved < 0.005) break;
+  }
+  res.notes.push_back("interference: compute " + formatFixed(meanStretch * 100, 1) + "% slower where collectives overlap it (k " +
+                      formatFixed(in.interference, 2) + "), collectives " + formatFixed(commStretch * 100, 1) +
+                      "% slower where compute runs beside them (m " + formatFixed(in.commInterferenceAllReduce, 2) + " / " +
+                      formatFixed(in.commInterferenceOther, 2) + "), " + std::to_string(rounds + 1) + " rounds");
+}
+
+}  // namespace
+
 SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel, const ProgressFn& progress) {
   const auto wall0 = std::chrono::steady_clock::now();
   SimulationResult res;
@@ -338,11 +420,13 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
   SimulateInput& in = res.input;
   const MemoryEstimate memEst = checkInput(in);
 
-  const Program prog = buildProgram(in, shapeOf(in.model), memEst, cancel);
+  Program prog = buildProgram(in, shapeOf(in.model), memEst, cancel);
   describeGroups(prog, res);
   const std::vector<int> keptIndex = keepRanks(in, res);
   if (cancel) cancel->throwIfCancelled();
   checkRunFits(prog, in);
+  if (in.interference > 0 || in.commInterferenceAllReduce > 0 || in.commInterferenceOther > 0)
+    settleInterference(prog, in, res, cancel);
 
   const RunRecord rec = runProgram(prog, in, keptIndex, res.ranks, cancel, progress);
   res.eventsSimulated = static_cast<std::int64_t>(rec.totalOps);
@@ -355,6 +439,25 @@ SimulationResult simulate(const SimulateInput& inRef, const CancelToken* cancel,
   res.notes.push_back("link: " + in.intraNode.name + (W > gpn ? ", between nodes " + in.interNode.name : ""));
   res.wallS = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return res;
+}
+
+JsonValue toJson(const PredictionNotes& p) {
+  JsonValue j = JsonValue::object();
+  j.set("calibration_run", JsonValue::number(p.calibrationRun));
+  j.set("change", JsonValue::string(p.change));
+  JsonValue e = JsonValue::array();
+  for (const auto& x : p.extrapolation) e.push(JsonValue::string(x));
+  j.set("extrapolation", std::move(e));
+  j.set("load_factor", JsonValue::number(p.loadFactor));
+  JsonValue iv = JsonValue::array();
+  iv.push(JsonValue::number(p.lowS));
+  iv.push(JsonValue::number(p.highS));
+  j.set("interval_s", std::move(iv));
+  j.set("rel_se", JsonValue::number(p.relSe));
+  j.set("interval_basis", JsonValue::string(p.intervalBasis));
+  j.set("link", JsonValue::string(p.link));
+  j.set("interference", JsonValue::string(p.interference));
+  return j;
 }
 
 JsonValue toJson(const SimulationResult& r) {
@@ -374,6 +477,7 @@ JsonValue toJson(const SimulationResult& r) {
   o.set("wire_bytes_per_step", JsonValue::number(r.wireBytesPerStep));
   o.set("events_simulated", JsonValue::number(r.eventsSimulated));
   o.set("wall_s", JsonValue::number(r.wallS));
+  if (r.prediction) o.set("prediction", toJson(*r.prediction));
   return o;
 }
 

@@ -10,6 +10,7 @@
 // FSDP backward prefetch pre/post/none, forward prefetch and the rate limiter; memory by category
 // over time. Pure C++: no Qt, no LibTorch; writing the result into a store is simulator_store.h.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,12 @@ struct ComputeProfile {
   // on the compute thread at the end of each step. 0 in FLOPs mode.
   double stepOverheadS = 0;
 };
+
+// The forward of a checkpointed block runs without autograd's graph (nothing saved for backward):
+// measured at 0.83 of the same block's forward with it (FSDP, model small, 2 CPU ranks, the
+// validation's runs: 9.1 against 10.9 ms per block). Its recomputation in backward builds the
+// graph, at the full forward's time.
+constexpr double kCheckpointedForwardShare = 0.83;
 
 // Forward 1/3, backward 2/3 of the training FLOPs of each block (6 FLOPs per parameter and token
 // plus attention, the runtime's trainFlopsPerToken split by block) at tflops·efficiency; the
@@ -82,6 +89,14 @@ struct SimulateInput {
   }
   std::uint64_t seed = 1;
   std::vector<std::pair<int, double>> slowRanks;
+  // Interference of communication with compute (interference.h): a compute op overlapped by the
+  // rank's in-flight collectives for a fraction f of its time takes (1 + interference·f) times its
+  // profile's duration. 0: none (the profile is taken as it is).
+  double interference = 0;
+  // The same for collectives (link_calibration.h): a collective whose rank computes for a
+  // fraction g of it takes (1 + commInterference·g) times the link's time; all-reduce-like
+  // (all-reduce, Gloo's emulated reduce-scatter) and the others.
+  double commInterferenceAllReduce = 0, commInterferenceOther = 0;
   int keepRanks = 16;  // ranks whose events are kept in the result (0 = all)
 };
 
@@ -133,8 +148,26 @@ struct SimProcessGroup {
   std::vector<int> ranks;
 };
 
+// What a prediction from a measured run claims (core/estimator/prediction.h fills it; absent for a
+// simulation from FLOPs and presets).
+struct PredictionNotes {
+  std::int64_t calibrationRun = 0;
+  std::string change;                      // replay, strategy, knob, scale, model
+  std::vector<std::string> extrapolation;  // what it extrapolates; empty: inside the calibrated range
+  double loadFactor = 1;                   // compute scaled by the host load (--allow-extrapolation)
+  double lowS = 0, highS = 0, relSe = 0;   // the step time's interval (about 95 %)
+  std::string intervalBasis;
+  std::string link;  // how the link was obtained
+  std::string interference;
+};
+
+// {calibration_run, change, extrapolation, load_factor, interval_s: [low, high], rel_se,
+//  interval_basis, link, interference}.
+JsonValue toJson(const PredictionNotes& p);
+
 struct SimulationResult {
   SimulateInput input;
+  std::optional<PredictionNotes> prediction;
   std::vector<std::string> names;          // span names
   std::vector<SimProcessGroup> groups;     // every process group of the run
   std::vector<std::string> laneGroupKind;  // per comm lane index: the group kind's display name
@@ -156,7 +189,9 @@ struct SimulationResult {
 
 // The figures of a simulation (not its traces): {strategy, step_s, compute_s, comm_s,
 // exposed_comm_s, overlap, slowest_rank, slowest_rank_step_s, peak_bytes, tokens_per_s_per_device,
-// collectives_per_step, message_bytes_per_step, wire_bytes_per_step, events_simulated, wall_s}:
+// collectives_per_step, message_bytes_per_step, wire_bytes_per_step, events_simulated, wall_s,
+// prediction (when calibrated on a run: {calibration_run, change, extrapolation, load_factor,
+// interval_s: [low, high], rel_se, interval_basis, link, interference})}:
 // `shardscope-cli simulate --json`'s simulations.
 JsonValue toJson(const SimulationResult& r);
 

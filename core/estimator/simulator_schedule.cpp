@@ -35,6 +35,9 @@ struct Builder {
   const ComputeProfile& cp;
   bool ckpt() const { return in.model.activationCheckpointing; }
   double fwd(int b) const { return cp.forwardS[static_cast<std::size_t>(b)]; }
+  // The forward pass of a block: a checkpointed one runs without autograd's graph
+  // (kCheckpointedForwardShare of it); its recomputation in backward builds the graph (fwd(b)).
+  double fwdPass(int b) const { return ckpt() && b >= 1 && b <= sh.L ? fwd(b) * kCheckpointedForwardShare : fwd(b); }
   double bwd(int b) const {
     const bool layer = b >= 1 && b <= sh.L;
     return cp.backwardS[static_cast<std::size_t>(b)] + (ckpt() && layer ? fwd(b) : 0.0);
@@ -62,7 +65,7 @@ struct Builder {
       for (auto n : m.params) params.push_back({n, m.block});
     p.begin("forward");
     for (int b = 0; b <= sh.L + 1; ++b) {
-      p.compute("forward " + bn(b), fwd(b));
+      p.compute("forward " + bn(b), fwdPass(b));
       actIn(b);
     }
     p.end();
@@ -353,10 +356,10 @@ struct Builder {
         }
         const double share = moduleShare(sh, sh.modules[static_cast<std::size_t>(m)]);
         shareLeft -= share;
-        p.compute("forward " + bn(b), fwd(b) * share);
+        p.compute("forward " + bn(b), fwdPass(b) * share);
         if (gi >= 0 && shouldReleaseAfterForward(m)) releaseUnit(gi);
       }
-      if (mods.empty()) p.compute("forward " + bn(b), fwd(b));
+      if (mods.empty()) p.compute("forward " + bn(b), fwdPass(b));
       actIn(b);
     }
     p.end();
@@ -426,7 +429,7 @@ struct Builder {
     for (int b = 0; b <= last; ++b) {
       ensureUnit(b, shardKind, lim);
       if (in.forwardPrefetch && b + 1 <= last) gatherUnit(b + 1, shardKind, lim);
-      p.compute("forward " + bn(b), fwd(b));
+      p.compute("forward " + bn(b), fwdPass(b));
       if (full && b != last) releaseUnit(b);
       actIn(b);
     }
@@ -503,9 +506,7 @@ double Program::instanceTime(const CollDef& c) const {
   const LinkModel& inter = in->interNode;
   const LinkModel& l = layout.inter[c.group] && inter.busBwGBps < intra.busBwGBps ? inter : intra;
   const bool ar = c.kind == CollKind::AllReduce || c.emulated;
-  const double bw = (ar ? l.arBw() : l.busBwGBps) * 1e9;
-  const double wire = static_cast<double>(c.bytes) * ringFactor(ar ? CollKind::AllReduce : c.kind, n);
-  return (ar ? l.arAlphaUs() : l.alphaUs) * 1e-6 + (bw > 0 ? wire / bw : 0.0);
+  return l.instanceS(ar, static_cast<double>(c.bytes) * ringFactor(ar ? CollKind::AllReduce : c.kind, n));
 }
 
 Shape shapeOf(const EstimateInput& in) {

@@ -1,8 +1,11 @@
 #include "core/estimator/simulator_store.h"
 
+#include "core/estimator/interference.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <set>
@@ -12,6 +15,7 @@
 #include "core/storage/store_transaction.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
+#include "core/util/units.h"
 
 namespace shardscope::core::estimator {
 namespace {
@@ -47,26 +51,12 @@ core::CollectiveOp collOp(CollKind k) {
 
 }  // namespace
 
-MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
-  const auto run = store.run(runId);
-  const std::string where = store.path() + ": run " + std::to_string(runId.value());
-  if (!run) throw Error(store.path() + ": no run with id " + std::to_string(runId.value()));
-  if (run->source != RunSource::Runtime)
-    throw Error(where + " is " + std::string(toString(run->source)) +
-                ", not a run of our runtime: a compute profile needs its configuration and per-block spans");
-  RunConfig cfg;
-  try {
-    cfg = parseRunConfigJson(parseJson(run->configJson, "run config"), "run config", nullptr);
-  } catch (const std::exception& e) {
-    throw Error(where + ": unreadable configuration: " + e.what());
-  }
-  MeasuredProfile mp;
-  mp.runId = runId;
-  mp.runName = run->name;
+SimTarget simTargetOf(const RunConfig& cfg) {
+  SimTarget t;
   auto shape = modelShapePreset(cfg.model, cfg.layers);
-  if (!shape) throw Error(where + ": unknown model '" + cfg.model + "'");
-  mp.strategy = cfg.strategy;
-  EstimateInput& in = mp.input;
+  if (!shape) throw Error("unknown model '" + cfg.model + "'");
+  t.strategy = cfg.strategy;
+  EstimateInput& in = t.input;
   in.model = *shape;
   in.gpus = cfg.worldSize;
   in.gpusPerNode = cfg.nprocPerNode > 0 ? cfg.nprocPerNode : cfg.worldSize / std::max(1, cfg.nnodes);
@@ -85,11 +75,44 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
   in.paramPersistenceThreshold = cfg.paramPersistenceThreshold;
   in.maxLiveParameters = cfg.maxLiveParameters;
   in.maxReuseDistance = cfg.maxReuseDistance;
-  mp.gloo = cfg.device != ComputeDevice::Cuda;
-  mp.backwardPrefetch = cfg.backwardPrefetch;
-  mp.forwardPrefetch = cfg.forwardPrefetch;
-  mp.limitAllGathers = cfg.limitAllGathers;
-  mp.steps = cfg.steps;
+  t.gloo = cfg.device != ComputeDevice::Cuda;
+  t.backwardPrefetch = cfg.backwardPrefetch;
+  t.forwardPrefetch = cfg.forwardPrefetch;
+  t.limitAllGathers = cfg.limitAllGathers;
+  t.steps = cfg.steps;
+  return t;
+}
+
+MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
+  const auto run = store.run(runId);
+  const std::string where = store.path() + ": run " + std::to_string(runId.value());
+  if (!run) throw Error(store.path() + ": no run with id " + std::to_string(runId.value()));
+  if (run->source != RunSource::Runtime)
+    throw Error(where + " is " + std::string(toString(run->source)) +
+                ", not a run of our runtime: a compute profile needs its configuration and per-block spans");
+  RunConfig cfg;
+  try {
+    cfg = parseRunConfigJson(parseJson(run->configJson, "run config"), "run config", nullptr);
+  } catch (const std::exception& e) {
+    throw Error(where + ": unreadable configuration: " + e.what());
+  }
+  MeasuredProfile mp;
+  mp.runId = runId;
+  mp.runName = run->name;
+  SimTarget tgt;
+  try {
+    tgt = simTargetOf(cfg);
+  } catch (const Error& e) {
+    throw Error(where + ": " + e.what());
+  }
+  mp.input = tgt.input;
+  mp.strategy = tgt.strategy;
+  mp.gloo = tgt.gloo;
+  mp.backwardPrefetch = tgt.backwardPrefetch;
+  mp.forwardPrefetch = tgt.forwardPrefetch;
+  mp.limitAllGathers = tgt.limitAllGathers;
+  mp.steps = tgt.steps;
+  const EstimateInput& in = mp.input;
 
   const int L = in.model.layers;
   std::vector<double> fwd(static_cast<std::size_t>(L + 2), 0.0), bwd(fwd.size(), 0.0);
@@ -127,10 +150,82 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
   if (stepCount == 0) throw Error(where + " has no step after the first (warm-up) one: run at least two steps");
   mp.stepS = stepSum / static_cast<double>(stepCount);
   mp.steadySteps = static_cast<int>(stepCount);
+  {
+    // Step-to-step spread: the relative SD over steady steps of the ranks' mean step time.
+    std::map<std::int64_t, std::pair<double, int>> byStep;  // step relative to the rank's first -> (sum, ranks)
+    for (const auto& [rank, v] : stepTimes)
+      for (const auto& [n, d] : v)
+        if (steady(rank, n)) {
+          auto& e = byStep[n - firstStep[rank]];
+          e.first += d;
+          ++e.second;
+        }
+    if (byStep.size() >= 2) {
+      double m = 0, m2 = 0;
+      for (const auto& [k, e] : byStep) {
+        const double x = e.first / e.second;
+        m += x;
+        m2 += x * x;
+      }
+      const double n = static_cast<double>(byStep.size());
+      m /= n;
+      mp.stepCv = m > 0 ? std::sqrt(std::max(0.0, (m2 / n - m * m) * n / (n - 1))) / m : 0.0;
+    }
+  }
+  // The host it ran on (rank 0's metadata, written by our runtime since the link probe came) and
+  // its compute probe.
+  for (const auto& r : store.ranks(runId)) {
+    if (r.rank != 0) continue;
+    for (std::int64_t d = 64; d <= 65536; d *= 2)
+      if (const auto g = store.metric(runId, r.id, "gemm_probe_gflops/" + std::to_string(d)); g && *g > 0)
+        mp.gemmGflops.push_back({static_cast<double>(d), *g});
+    for (std::int64_t d = 64; d <= 65536; d *= 2)
+      if (const auto g = store.metric(runId, r.id, "gemm_probe_weight_gflops/" + std::to_string(d)); g && *g > 0)
+        mp.gemmWeightGflops.push_back({static_cast<double>(d), *g});
+    try {
+      const JsonValue meta = parseJson(r.metadataJson, "rank metadata");
+      const auto num = [&](const char* k, int def) {
+        const JsonValue* v = meta.find(k);
+        return v && v->asInt() ? static_cast<int>(*v->asInt()) : def;
+      };
+      if (meta.isObject() && meta.find("host_cpus")) {
+        mp.host.known = true;
+        mp.host.cpus = num("host_cpus", 0);
+        mp.host.threadsPerRank = num("intra_op_threads", 1);
+        mp.host.ranksOnHost = num("ranks_on_host", mp.input.gpusPerNode);
+        mp.host.gpus = num("host_gpus", 0);
+      }
+    } catch (const std::exception&) {
+      // Metadata of another writer: the host stays unknown.
+    }
+  }
 
   // Compute time per (step, span name) per rank, for the rank-to-rank variation.
   std::map<std::pair<std::int64_t, std::string>, std::map<RankId, double>> perSpan;
-  for (const auto& t : store.tracks(runId)) {
+  // Each rank's collectives in flight (its communication lanes' spans), merged: the overlap of a
+  // compute span with them is what interference.h relates its duration to.
+  std::map<RankId, std::vector<std::pair<double, double>>> inFlight;
+  const auto tracks = store.tracks(runId);
+  for (const auto& t : tracks) {
+    if (t.kind != TrackKind::Comm) continue;
+    auto& iv = inFlight[t.rankId];
+    store.forEachEvent(
+        t.id,
+        [&](const Event& e) {
+          if (e.category == Category::Communication && e.endNs > e.startNs)
+            iv.push_back({static_cast<double>(e.startNs) * 1e-9, static_cast<double>(e.endNs) * 1e-9});
+        },
+        false);
+  }
+  for (auto& [r, iv] : inFlight) iv = mergeIntervals(std::move(iv));
+  struct PassSpan {
+    bool forward = false;
+    int block = 0;
+    InterferenceSample s;
+  };
+  std::vector<PassSpan> passSpans;
+  const std::vector<std::pair<double, double>> none;
+  for (const auto& t : tracks) {
     if (t.kind != TrackKind::CpuThread || t.name.rfind("compute", 0) != 0) continue;
     const auto fs = firstStep.find(t.rankId);
     if (fs == firstStep.end()) continue;
@@ -151,19 +246,42 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
           if (!f && !b) return;
           const int blk = blockOf(e.name.substr(f ? 8 : 9), L);
           if (blk < 0) return;
-          (f ? fwd : bwd)[static_cast<std::size_t>(blk)] += d;
+          const auto fl = inFlight.find(t.rankId);
+          PassSpan ps;
+          ps.forward = f;
+          ps.block = blk;
+          // Transformer blocks are alike: one group per pass for them, one per pass for the
+          // embedding and for the head.
+          ps.s.group = (f ? 0 : 3) + (blk == 0 ? 0 : blk <= L ? 1 : 2);
+          ps.s.overlap = overlapFraction(static_cast<double>(e.startNs) * 1e-9, static_cast<double>(e.endNs) * 1e-9,
+                                         fl == inFlight.end() ? none : fl->second);
+          ps.s.durS = d;
+          passSpans.push_back(ps);
         },
         false);
+  }
+  {
+    // The compute alone: each span less the interference of the collectives it overlapped.
+    std::vector<InterferenceSample> is;
+    is.reserve(passSpans.size());
+    for (const auto& p : passSpans) is.push_back(p.s);
+    mp.interference = fitInterference(is, mp.gloo ? kCpuGlooInterference : kGpuInterference);
+    for (const auto& p : passSpans)
+      (p.forward ? fwd : bwd)[static_cast<std::size_t>(p.block)] += baseDuration(p.s, mp.interference.k);
   }
   samples = stepCount;
   for (auto& v : fwd) v /= static_cast<double>(samples);
   for (auto& v : bwd) v /= static_cast<double>(samples);
   opt /= static_cast<double>(samples);
-  // A checkpointed run's backward spans include the recomputed forward: the profile holds backward
-  // alone.
+  // A checkpointed run's forward spans ran without autograd's graph (kCheckpointedForwardShare of
+  // a forward with it), and its backward spans include the recomputed forward (with the graph): the
+  // profile holds the forward with the graph and the backward alone.
   if (in.activationCheckpointing)
-    for (int l = 1; l <= L; ++l)
-      bwd[static_cast<std::size_t>(l)] = std::max(0.0, bwd[static_cast<std::size_t>(l)] - fwd[static_cast<std::size_t>(l)]);
+    for (int l = 1; l <= L; ++l) {
+      auto& f = fwd[static_cast<std::size_t>(l)];
+      f /= kCheckpointedForwardShare;
+      bwd[static_cast<std::size_t>(l)] = std::max(0.0, bwd[static_cast<std::size_t>(l)] - f);
+    }
   double total = 0;
   for (std::size_t i = 0; i < fwd.size(); ++i) total += fwd[i] + bwd[i];
   if (!(total > 0)) throw Error(where + " has no forward/backward compute spans on its compute lanes");
@@ -231,8 +349,83 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
   return mp;
 }
 
+double gemmRate(const std::vector<std::pair<double, double>>& curve, double d) {
+  if (curve.empty() || !(d > 0)) return 0;
+  if (d <= curve.front().first) return curve.front().second;
+  if (d >= curve.back().first) return curve.back().second;
+  const auto hi = std::lower_bound(curve.begin(), curve.end(), d, [](const auto& p, double x) { return p.first < x; });
+  const auto lo = hi - 1;
+  const double f = std::log(d / lo->first) / std::log(hi->first / lo->first);
+  return std::exp(std::log(lo->second) + f * (std::log(hi->second) - std::log(lo->second)));
+}
+
+double layerGemmWidth(const ModelShape& m) { return std::sqrt(static_cast<double>(m.hidden) * static_cast<double>(m.ffn)); }
+double headGemmWidth(const ModelShape& m) { return std::sqrt(static_cast<double>(m.hidden) * static_cast<double>(m.vocab)); }
+
 void applyMeasuredProfile(SimulateInput& si, const MeasuredProfile& mp, bool keepJitter) {
   si.compute = scaleComputeProfile(mp.compute, mp.input, si.model);
+  si.interference = mp.interference.k;
+  const ModelShape& a = mp.input.model;
+  const ModelShape& b = si.model.model;
+  if (mp.gemmGflops.size() >= 2 && (a.hidden != b.hidden || a.ffn != b.ffn || a.vocab != b.vocab || a.layers != b.layers ||
+                                    mp.input.microBatch != si.model.microBatch || mp.input.seqLen != si.model.seqLen)) {
+    // Per-op cost instead of FLOPs alone: a block's time is its matrix products at the probe's
+    // rate for their width, plus the rest (norms, activations, softmax, copies, the dispatch of
+    // every op), which grows with the activations (tokens x hidden; tokens x vocab for the head)
+    // rather than with FLOPs. The calibration's rest is its time less its products; the target's is
+    // that rest scaled by the activations. On a small model the rest is half of the compute, so
+    // FLOPs alone over-estimate a larger one (docs/ESTIMATOR.md, "Model size").
+    const auto fm = blockTrainFlops(mp.input), ft = blockTrainFlops(si.model);
+    const double Tm = static_cast<double>(mp.input.microBatch * mp.input.seqLen);
+    const double Tt = static_cast<double>(si.model.microBatch * si.model.seqLen);
+    const int Lm = a.layers, Lt = b.layers;
+    // A phase's products at their rates: forward at the forward shape's; backward half input
+    // gradients (the forward shape) and half weight gradients (their own shape, where probed).
+    const auto& wcurve = mp.gemmWeightGflops.size() >= 2 ? mp.gemmWeightGflops : mp.gemmGflops;
+    const auto gemmS = [&](double flops, bool backward, double width) {
+      const double rf = gemmRate(mp.gemmGflops, width) * 1e9;
+      if (!backward) return flops / rf;
+      return flops / 2 / rf + flops / 2 / (gemmRate(wcurve, width) * 1e9);
+    };
+    const auto carry = [&](double tMeasured, double flopsM, double flopsT, bool backward, double wm, double wt, double actRatio) {
+      const double rest = std::max(0.0, tMeasured - gemmS(flopsM, backward, wm));
+      return gemmS(flopsT, backward, wt) + rest * actRatio;
+    };
+    const double rLm = gemmRate(mp.gemmGflops, layerGemmWidth(a)), rLt = gemmRate(mp.gemmGflops, layerGemmWidth(b));
+    double fwd = 0, bwd = 0;
+    for (int l = 1; l <= Lm; ++l) {
+      fwd += mp.compute.forwardS[static_cast<std::size_t>(l)];
+      bwd += mp.compute.backwardS[static_cast<std::size_t>(l)];
+    }
+    fwd /= Lm;
+    bwd /= Lm;
+    // The rest grows with the activations as kRestGrowthForward / kRestGrowthBackward say.
+    const auto grow = [&](double from, double to, double e) { return std::pow(to / from, e); };
+    const double ef = kRestGrowthForward, eb = kRestGrowthBackward;
+    const double actLayer = grow(Tm * static_cast<double>(a.hidden), Tt * static_cast<double>(b.hidden), ef);
+    const double actLayerB = grow(Tm * static_cast<double>(a.hidden), Tt * static_cast<double>(b.hidden), eb);
+    const double actHead = grow(Tm * static_cast<double>(a.vocab), Tt * static_cast<double>(b.vocab), ef);
+    const double actHeadB = grow(Tm * static_cast<double>(a.vocab), Tt * static_cast<double>(b.vocab), eb);
+    const double flm = fm[1], flt = ft[static_cast<std::size_t>(std::min(1, Lt))];
+    for (int l = 1; l <= Lt; ++l) {
+      si.compute.forwardS[static_cast<std::size_t>(l)] =
+          carry(fwd, flm / 3, flt / 3, false, layerGemmWidth(a), layerGemmWidth(b), actLayer);
+      si.compute.backwardS[static_cast<std::size_t>(l)] =
+          carry(bwd, 2 * flm / 3, 2 * flt / 3, true, layerGemmWidth(a), layerGemmWidth(b), actLayerB);
+    }
+    const auto hm = static_cast<std::size_t>(Lm + 1), ht = static_cast<std::size_t>(Lt + 1);
+    si.compute.forwardS[ht] =
+        carry(mp.compute.forwardS[hm], fm[hm] / 3, ft[ht] / 3, false, headGemmWidth(a), headGemmWidth(b), actHead);
+    si.compute.backwardS[ht] =
+        carry(mp.compute.backwardS[hm], 2 * fm[hm] / 3, 2 * ft[ht] / 3, true, headGemmWidth(a), headGemmWidth(b), actHeadB);
+    // Host work outside the blocks (gradient copies into buckets, hooks, the optimizer's
+    // bookkeeping) grows with the parameters: 1.7 ms on small, 14 ms on medium (8x for 7.4x the
+    // parameters) in the validation's DDP runs.
+    si.compute.stepOverheadS = mp.compute.stepOverheadS * static_cast<double>(parameterCount(b)) /
+                               static_cast<double>(std::max<std::int64_t>(1, parameterCount(a)));
+    si.compute.source = mp.compute.source + ", carried by the measured GEMM rates (" + formatFixed(rLm, 0) + " -> " +
+                        formatFixed(rLt, 0) + " GFLOP/s per block) and the activations (x" + formatFixed(actLayer, 2) + ")";
+  }
   if (keepJitter) return;
   si.jitter = std::min(0.9, mp.computeJitter);
   for (int p = 0; p < kComputePhases; ++p) si.phaseJitter[p] = std::min(0.9, mp.phaseJitter[p]);
@@ -303,6 +496,7 @@ RunId writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const st
   JsonValue notes = JsonValue::array();
   for (const auto& n : sim.notes) notes.push(JsonValue::string(n));
   meta.set("notes", std::move(notes));
+  if (sim.prediction) meta.set("prediction", toJson(*sim.prediction));
 
   Run run;
   run.name = name;
@@ -515,6 +709,46 @@ JsonValue toJson(const MeasuredProfile& m) {
   for (int p = 0; p < kComputePhases; ++p)
     if (m.phaseJitter[p] >= 0)
       o.set(std::string("compute_jitter_") + computePhaseName(static_cast<ComputePhase>(p)), JsonValue::number(m.phaseJitter[p]));
+  // The compute profile per step: forward and backward of every block (alone, interference taken
+  // out), the optimizer step, the host work outside them.
+  double fwd = 0, bwd = 0;
+  for (double v : m.compute.forwardS) fwd += v;
+  for (double v : m.compute.backwardS) bwd += v;
+  o.set("forward_s", JsonValue::number(fwd));
+  o.set("backward_s", JsonValue::number(bwd));
+  JsonValue fb = JsonValue::array(), bb = JsonValue::array();
+  for (double v : m.compute.forwardS) fb.push(JsonValue::number(v));
+  for (double v : m.compute.backwardS) bb.push(JsonValue::number(v));
+  o.set("forward_blocks_s", std::move(fb));  // per block: embedding, the transformer blocks, the head
+  o.set("backward_blocks_s", std::move(bb));
+  o.set("step_overhead_s", JsonValue::number(m.compute.stepOverheadS));
+  JsonValue inter = JsonValue::object();
+  inter.set("k", JsonValue::number(m.interference.k));
+  inter.set("fitted", JsonValue::boolean(m.interference.identified));
+  inter.set("samples", JsonValue::number(m.interference.samples));
+  inter.set("mean_overlap", JsonValue::number(m.interference.meanOverlap));
+  inter.set("overlap_spread", JsonValue::number(m.interference.spread));
+  inter.set("note", JsonValue::string(m.interference.note));
+  o.set("interference", std::move(inter));
+  o.set("step_cv", JsonValue::number(m.stepCv));
+  if (!m.gemmGflops.empty()) {
+    JsonValue g = JsonValue::array();
+    for (const auto& [d, r] : m.gemmGflops) {
+      JsonValue p = JsonValue::array();
+      p.push(JsonValue::number(d));
+      p.push(JsonValue::number(r));
+      g.push(std::move(p));
+    }
+    o.set("gemm_gflops", std::move(g));
+  }
+  if (m.host.known) {
+    JsonValue h = JsonValue::object();
+    h.set("cpus", JsonValue::number(std::int64_t{m.host.cpus}));
+    h.set("intra_op_threads", JsonValue::number(std::int64_t{m.host.threadsPerRank}));
+    h.set("ranks_on_host", JsonValue::number(std::int64_t{m.host.ranksOnHost}));
+    h.set("gpus", JsonValue::number(std::int64_t{m.host.gpus}));
+    o.set("host", std::move(h));
+  }
   return o;
 }
 

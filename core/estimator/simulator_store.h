@@ -4,11 +4,27 @@
 // records and metrics as a runtime run), so every page, analysis and report shows it.
 #include <string>
 
+#include "core/config/run_config.h"
+#include "core/estimator/interference.h"
 #include "core/estimator/simulator.h"
 #include "core/storage/trace_store.h"
 #include "core/util/progress.h"
 
 namespace shardscope::core::estimator {
+
+// What a run configuration asks the simulator to simulate: the model, scale, tokens, precision and
+// knobs (EstimateInput), the strategy, the FSDP knobs and the step count.
+struct SimTarget {
+  EstimateInput input;
+  Strategy strategy = Strategy::Ddp;
+  BackwardPrefetch backwardPrefetch = BackwardPrefetch::Pre;
+  bool forwardPrefetch = false;
+  bool limitAllGathers = true;
+  int steps = 0;
+  bool gloo = false;  // CPU (Gloo; LibTorch 1.13: reduce-scatter as an all-reduce)
+};
+// Throws core::Error for a model no preset names.
+SimTarget simTargetOf(const RunConfig& cfg);
 
 struct MeasuredProfile {
   RunId runId;
@@ -19,10 +35,25 @@ struct MeasuredProfile {
   bool forwardPrefetch = false;
   bool limitAllGathers = true;
   int steps = 0;
-  bool gloo = false;       // ran on Gloo (LibTorch 1.13: reduce-scatter as an all-reduce)
-  ComputeProfile compute;  // mean per block over ranks and steady steps (the first step left out)
-  double stepS = 0;        // measured steady step time (mean over ranks and steps after the first)
+  bool gloo = false;  // ran on Gloo (LibTorch 1.13: reduce-scatter as an all-reduce)
+  // Mean per block over ranks and steady steps (the first step left out), each span less the
+  // interference of the collectives it overlapped (interference.h): the compute alone.
+  ComputeProfile compute;
+  InterferenceFit interference;  // k, fitted from the run or its device class's default
+  // The run's compute probe (profiler/runtime/link_probe.h): GEMM rate in GFLOP/s by product width
+  // d, ascending; empty for runs without one.
+  std::vector<std::pair<double, double>> gemmGflops;
+  // The same for the weight gradient's products ([d x tokens] @ [tokens x d]).
+  std::vector<std::pair<double, double>> gemmWeightGflops;
+  double stepS = 0;  // measured steady step time (mean over ranks and steps after the first)
   int steadySteps = 0;
+  double stepCv = 0;  // relative SD over the steady steps of the ranks' mean step time
+  // The host the ranks ran on (our runtime's rank metadata): cores, intra-op threads per rank,
+  // ranks on the host, GPUs. Unknown for runs older than the link probe.
+  struct Host {
+    bool known = false;
+    int cpus = 0, threadsPerRank = 0, ranksOnHost = 0, gpus = 0;
+  } host;
   // The step breakdown's figures (docs/METRICS.md) over the same steady steps, for comparison
   // with a simulation: communication (union of collectives) and its exposed part.
   double commS = 0, exposedCommS = 0;
@@ -48,9 +79,27 @@ JsonValue toJson(const MeasuredProfile& m);
 // store and run when the run is missing, not ours (no configuration), or has no steady step.
 MeasuredProfile measuredProfile(TraceStore& store, RunId runId);
 
+// The GEMM rate at width d from a compute probe (log-log between its points, the end point's rate
+// outside them); 0 without a probe.
+double gemmRate(const std::vector<std::pair<double, double>>& curve, double d);
+// How the rest of a block (its time less its matrix products at the probed rates: norms,
+// activations, softmax, copies, allocation of its gradients, and the dispatch of every op) grows
+// with its activations (tokens x hidden; tokens x vocab for the head): as activations^e. Measured
+// on CPU between the small and medium presets' DDP runs (2 ranks, fp32): per transformer block the
+// forward rest grew 1.67x and the backward rest 2.5x for 2x the activations (docs/ESTIMATOR.md,
+// "Model size"). Part of the forward's is per-op dispatch that does not grow; the backward's also
+// allocates and writes gradients, which grow with the parameters (4x).
+constexpr double kRestGrowthForward = 0.74;
+constexpr double kRestGrowthBackward = 1.32;
+// The width at which a model's blocks are rated: sqrt(hidden x ffn) for the transformer blocks,
+// sqrt(hidden x vocab) for the head.
+double layerGemmWidth(const ModelShape& m);
+double headGemmWidth(const ModelShape& m);
+
 // Calibrates a simulation of si.model by a measured run (simulate --profile-run): the run's compute
-// per block, carried to si.model by FLOPs, and unless keepJitter its rank-to-rank jitter per phase
-// (each capped at 0.9). The link is the caller's (fitRunLink for the run's own).
+// per block, carried to si.model by FLOPs and, where the run has a compute probe, by the ratio of
+// the GEMM rates at the two models' widths; unless keepJitter its rank-to-rank jitter per phase
+// (each capped at 0.9). The link is the caller's (calibrateLink for the run's own).
 void applyMeasuredProfile(SimulateInput& si, const MeasuredProfile& mp, bool keepJitter);
 
 // Writes the kept ranks of a simulation as one run (source simulated, status completed) in one

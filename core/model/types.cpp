@@ -6,6 +6,8 @@
 #include <utility>
 
 namespace shardscope::core {
+
+bool isLinkProbeName(std::string_view name) { return name.find(kLinkProbeLabel) != std::string_view::npos; }
 namespace {
 
 std::string lowerAlnum(std::string_view s) {

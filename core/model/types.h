@@ -46,6 +46,12 @@ constexpr int HtaGpuRow = 2;       // carries a numeric args.stream != -1: HTA c
 constexpr int CollectiveMeta = 4;  // collective fields came from args (not guessed from the name)
 }  // namespace EventFlags
 
+// Our runtime's link probe (profiler/runtime/link_probe.h) names its collectives "<op> link probe"
+// ("<op> link probe warmup" for the untimed ones): calibration, recorded outside the steps, and
+// left out of the run's communication analyses.
+constexpr std::string_view kLinkProbeLabel = "link probe";
+bool isLinkProbeName(std::string_view name);
+
 std::string_view toString(RunSource s);
 // How a run is named wherever runs sit side by side: its name and id, "ddp #7" (two runs may share a
 // name; the id never repeats).

@@ -244,6 +244,27 @@ void fillConfig(const RunSummary& s, ReportRun& rr) {
   }
 }
 
+// A simulated run that is a prediction from a measured one (core/estimator/prediction.h): what it
+// was calibrated on, its interval and what it extrapolates, so a report never shows a prediction
+// as a measurement.
+void fillPrediction(ReportRun& rr, const Run& run) {
+  auto meta = tryParse(run.metadataJson, "run metadata");
+  if (!meta || !meta->isObject()) return;
+  const JsonValue* p = meta->find("prediction");
+  if (!p || !p->isObject()) return;
+  const auto num = [&](const JsonValue* v) { return v && v->isNumber() ? v->asDouble() : 0.0; };
+  const JsonValue* iv = p->find("interval_s");
+  const JsonValue* change = p->find("change");
+  std::string line = "from run " + std::to_string(static_cast<std::int64_t>(num(p->find("calibration_run")))) + " (" +
+                     (change ? change->asString() : std::string("?")) + ")";
+  if (iv && iv->isArray() && iv->items().size() == 2)
+    line += ", step " + formatFixed(iv->items()[0].asDouble() * 1e3, 1) + " .. " +
+            formatFixed(iv->items()[1].asDouble() * 1e3, 1) + " ms";
+  rr.knownConfig.push_back({"prediction", line});
+  if (const JsonValue* e = p->find("extrapolation"); e && e->isArray())
+    for (const auto& x : e->items()) rr.knownConfig.push_back({"extrapolation", x.asString()});
+}
+
 // Mean step breakdown over ranks and counted steps: the run figures' own means (run_figures.h).
 void fillSteps(ReportRun& rr) {
   const RunFigures& f = rr.figures;
@@ -727,6 +748,7 @@ Report buildReport(TraceStore& store, const std::vector<RunId>& ids, const Repor
     rr.ranksStored = static_cast<int>(s.ranks.size());
     fillEnvironment(store, s, rr);
     fillConfig(s, rr);
+    fillPrediction(rr, s.run);
     RunAnalysisOptions ao;
     ao.bottleneckLimit = opt.bottleneckLimit;
     const std::shared_ptr<const RunAnalysis> given = opt.analysisSource ? opt.analysisSource(id) : nullptr;

@@ -33,6 +33,7 @@
 #include "profiler/gpu/gpu_capture.h"
 #endif
 #include "profiler/runtime/comm.h"
+#include "profiler/runtime/link_probe.h"
 #include "profiler/runtime/engine.h"
 #include "profiler/runtime/model.h"
 
@@ -210,6 +211,33 @@ class RankLife {
     comm_->world().barrier();
     initS_ = static_cast<double>(nowNs() - opts_.processStartNs) / 1e9;
     rec_->rankMetadata(rankMetadata());
+  }
+
+  // Probe: the link timed at the sizes this run can send (link_probe.h), after the initialisation
+  // time is taken and before the first step, so neither includes it.
+  void probeLink() {
+    if (!cfg_.linkProbe || cfg_.worldSize < 2) return;
+    // The largest message a strategy of this model can send: the whole fp32 gradient (ZeRO-2 with
+    // a bucket larger than the model reduces it in one go; every other message is smaller).
+    const std::int64_t maxBytes = std::clamp<std::int64_t>(model_->layout().totalNumel * 4, 64 * 1024, std::int64_t{1} << 30);
+    const LinkProbePlan plan = planLinkProbe(maxBytes, comm_->world().size());
+    const torch::Dtype paramDtype = cfg_.precision == core::Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32;
+    const double s = runLinkProbe(comm_->world(), plan, device_, paramDtype, bf16Reduce_);
+    rec_->metric("link_probe_s", s);
+  }
+
+  // The compute probe (link_probe.h): GEMM rates up to twice the model's widest product (at least
+  // 1024, at most 4096), so that a prediction for a larger model knows how much faster its products run.
+  void probeCompute() {
+    if (!cfg_.linkProbe) return;
+    const std::int64_t widest = std::max(modelConfig_.hidden, modelConfig_.ffn);
+    const std::int64_t maxDim = std::clamp<std::int64_t>(2 * widest, 1024, 4096);
+    const torch::Dtype dtype = cfg_.precision == core::Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32;
+    const auto t0 = std::chrono::steady_clock::now();
+    const ComputeProbe p = runComputeProbe(device_, dtype, static_cast<std::int64_t>(cfg_.microBatch) * cfg_.seqLen, maxDim);
+    for (const auto& [d, gflops] : p.forward) rec_->metric("gemm_probe_gflops/" + std::to_string(d), gflops);
+    for (const auto& [d, gflops] : p.weight) rec_->metric("gemm_probe_weight_gflops/" + std::to_string(d), gflops);
+    rec_->metric("compute_probe_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
 
   // Train: the steps, each recorded (step window, loss, progress line), with the GPU timeline
@@ -441,6 +469,9 @@ class RankLife {
          << ",\"reduce_dtype\":\"" << (bf16Reduce_ ? "bf16" : "fp32") << "\""
          << ",\"step_timing\":\"" << (cuda_ ? "device-synchronised at the step boundary" : "host clock (CPU)") << "\""
          << ",\"local_rank\":" << env_.localRank << ",\"node_rank\":" << env_.nodeRank
+         << ",\"ranks_on_host\":" << env_.localWorldSize << ",\"host_cpus\":" << std::thread::hardware_concurrency()
+         << ",\"intra_op_threads\":" << torch::get_num_threads()
+         << ",\"host_gpus\":" << (cuda_ ? static_cast<int>(torch::cuda::device_count()) : 0)
          << ",\"shared_device\":" << (sharedDevice_ ? "true" : "false") << ",\"gpu_trace\":\""
          << core::toString(cuda_ && cfg_.capture ? cfg_.gpuTrace : core::GpuTrace::Off) << "\""
          << ",\"collectives_on\":\"" << (cuda_ ? (backend_ == "gloo" ? "gloo over CUDA tensors" : "nccl") : "gloo (cpu)")
@@ -569,6 +600,8 @@ int runRank(const core::RunConfig& cfg, const WorkerOptions& opts) {
     life.setUp();
     life.startRecording();
     life.build();
+    life.probeLink();
+    life.probeCompute();
     life.train();
     life.recordFigures();
     life.checkpoint();

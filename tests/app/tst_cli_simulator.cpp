@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -80,6 +81,56 @@ class TestCliSimulator : public QObject {
     QVERIFY2(sims[2].toObject()["run_id"].toInt() == 4, qPrintable(r.out));
     r = runCli({"info", "--db", db});
     QVERIFY2(r.out.contains("[simulated, completed, zero3]"), qPrintable(r.out));
+
+    // The link comes from the run's probe: 7 sizes from 4 KiB to the model's fp32 bytes, 3 ops,
+    // 5 timed repeats each (the warm-ups are not read), matched across the 2 ranks.
+    const auto cal = doc["link_calibration"].toObject();
+    QCOMPARE(cal["source"].toString(), QString("probe"));
+    QCOMPARE(cal["probe_samples"].toInt(), 7 * 3 * 5);
+    QCOMPARE(cal["min_bytes"].toInt(), 4096);
+    QCOMPARE(cal["group_size"].toInt(), 2);
+    QVERIFY(cal["well_conditioned"].toBool());
+    // Each simulation is a prediction from run 1: fsdp replays it, ddp and zero3 change strategy.
+    QCOMPARE(sims[0].toObject()["prediction"].toObject()["change"].toString(), QString("replay"));
+    QCOMPARE(sims[1].toObject()["prediction"].toObject()["change"].toString(), QString("strategy"));
+    for (const auto& v : sims) {
+      const auto o = v.toObject();
+      const auto iv = o["prediction"].toObject()["interval_s"].toArray();
+      QVERIFY(iv[0].toDouble() < o["step_s"].toDouble() && o["step_s"].toDouble() < iv[1].toDouble());
+      QCOMPARE(o["prediction"].toObject()["calibration_run"].toInt(), 1);
+    }
+    // More ranks than the host has cores for (one thread each): refused with the reason, unless allowed.
+    const auto host = measured["host"].toObject();
+    QVERIFY2(host["cpus"].toInt() >= 1, qPrintable(r.out));
+    const QString crowd = QString::number(host["cpus"].toInt() / std::max(1, host["intra_op_threads"].toInt()) + 2);
+    r = runCli({"simulate", "--db", db, "--profile-run", "1", "--gpus", crowd, "--dry-run", "--json"});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("share cores") && r.err.contains("--allow-extrapolation"), qPrintable(r.err));
+    r = runCli({"simulate", "--db", db, "--profile-run", "1", "--gpus", crowd, "--dry-run", "--json", "--allow-extrapolation"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto ex =
+        QJsonDocument::fromJson(r.out.toUtf8()).object()["simulations"].toArray()[0].toObject()["prediction"].toObject();
+    QCOMPARE(ex["change"].toString(), QString("scale"));
+    QVERIFY(ex["load_factor"].toDouble() > 1.0);
+    QVERIFY2(QJsonDocument(ex["extrapolation"].toArray()).toJson().contains("host load"), qPrintable(r.out));
+    // Stored, the prediction stays one in reports: what it was calibrated on and what it extrapolates.
+    r = runCli({"simulate", "--db", db, "--profile-run", "1", "--gpus", crowd, "--allow-extrapolation", "--name", "crowded"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    r = runCli({"info", "--db", db, "--json"});
+    const auto runs = QJsonDocument::fromJson(r.out.toUtf8()).object()["runs"].toArray();
+    const QString last = QString::number(runs.last().toObject()["id"].toInt());
+    const QString md = dir.filePath("r.md");
+    r = runCli({"report", "--db", db, "--runs", last, "--format", "md", "-o", md});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QFile f(md);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(f.readAll());
+    QVERIFY2(
+        text.contains("| prediction | from run 1 (scale)") && text.contains("| extrapolation |") && text.contains("host load"),
+        qPrintable(text.left(4000)));
+    // The probe's collectives are calibration: no analysis counts them as the run's traffic.
+    r = runCli({"analyze", "--db", db, "--run", "1"});
+    QVERIFY2(r.code == 0 && !r.out.contains("link probe"), qPrintable(r.out));
   }
 
   void usageErrors() {

@@ -98,10 +98,10 @@ void addCases() {
     em.gradientAsBucketView = true;
     em.activationCheckpointing = true;
     add("ddp-8-bucket-view-ckpt-2-nodes", sim(em, Strategy::Ddp),
-        "step=0.082204415999999877 compute=0.044052544000000013 comm=0.057151871999999874 exposed=0.038151871999999858 "
-        "slowest=0:0.082204415999999877 peak=67511296 tok=1557.0939643923775 msg=15803392 wire=27655936 colls=23 events=2112 "
-        "ranks=8 spans=1368 samples=440",
-        "3ee94c39f22578e9");
+        "step=0.081099415999999883 compute=0.042947543999999997 comm=0.057151871999999881 "
+        "exposed=0.038151871999999865 slowest=0:0.081099415999999869 peak=67511296 tok=1578.3097624278846 "
+        "msg=15803392 wire=27655936 colls=23 events=2112 ranks=8 spans=1368 samples=440",
+        "95fbdd745da2bd11");
   }
   {
     auto em = model("tiny", 2, 2);
@@ -123,10 +123,10 @@ void addCases() {
     si.jitter = 0.03;
     si.seed = 11;
     add("zero2-8-overlap-ckpt-jitter", si,
-        "step=0.053859297023354492 compute=0.033643129215339879 comm=0.023338000998738756 exposed=0.020216167808014621 "
-        "slowest=3:0.053865373350467552 peak=26507392 tok=2376.5627676962918 msg=31606784 wire=41483904 colls=52 events=4128 "
-        "ranks=8 spans=2808 samples=1064",
-        "7916d2acabada380");
+        "step=0.052753105363040398 compute=0.03254005721032479 comm=0.02331899084191668 exposed=0.020213048152715608 "
+        "slowest=3:0.05275918169015345 peak=26507392 tok=2426.3974436977637 msg=31606784 wire=41483904 colls=52 "
+        "events=4128 ranks=8 spans=2808 samples=1064",
+        "1c8b58a5e78d006b");
   }
   {
     auto em = model("tiny", 2, 2);
@@ -150,10 +150,10 @@ void addCases() {
     si.slowRanks = {{5, 1.3}};
     si.keepRanks = 4;
     add("zero3-8-prefetch-ckpt-jitter-slow", si,
-        "step=0.046481685206622846 compute=0.034993826803942002 comm=0.035381586872165138 exposed=0.011487858402680807 "
-        "slowest=5:0.046499539594910835 peak=28718336 tok=2753.7727909607329 msg=31606784 wire=27655936 colls=62 events=9264 "
-        "ranks=5 spans=3502 samples=1745",
-        "4ce3ab4061494b24");
+        "step=0.045161975535208544 compute=0.033845223529764365 comm=0.034095143877749805 "
+        "exposed=0.011316752005444169 slowest=5:0.045179829923496534 peak=28718336 tok=2834.2427115530063 "
+        "msg=31606784 wire=27655936 colls=62 events=9264 ranks=5 spans=3517 samples=1745",
+        "422790f5593ee7a7");
   }
   {
     auto em = model("tiny", 2, 2);
@@ -218,10 +218,10 @@ void addCases() {
     auto si = sim(em, Strategy::FsdpGradOp);
     si.backwardPrefetch = BackwardPrefetch::None;
     add("fsdp-grad-op-8-no-prefetch-ckpt", si,
-        "step=0.041723056000000036 compute=0.033681568000000002 comm=0.014187967999999981 exposed=0.0080414879999999994 "
-        "slowest=0:0.041723056000000036 peak=28960128 tok=3067.8481461185365 msg=31606784 wire=27655936 colls=12 events=2040 "
-        "ranks=8 spans=888 samples=896",
-        "b1b84c9283351fd5");
+        "step=0.04061805600000002 compute=0.032576567999999986 comm=0.014187967999999981 "
+        "exposed=0.0080414879999999994 slowest=0:0.04061805600000002 peak=28960128 tok=3151.3078814013143 "
+        "msg=31606784 wire=27655936 colls=12 events=2040 ranks=8 spans=888 samples=896",
+        "e3eb6e12a79b07f3");
   }
   {
     auto em = model("small", 8, 4);

@@ -15,6 +15,7 @@
 #include "core/storage/store_access.h"
 #include "core/estimator/recommend.h"
 #include "core/estimator/simulator.h"
+#include "core/estimator/prediction.h"
 #include "core/estimator/simulator_store.h"
 #include "core/storage/trace_store.h"
 #include "ui/charts/bar_chart.h"
@@ -210,22 +211,33 @@ class TestEstimatorPage : public QObject {
     QVERIFY(done.wait(60000));
     QCOMPARE(done.takeFirst().at(0).toBool(), true);
     QVERIFY2(page.simulationStatus().contains(QString("from run %1").arg(id.value())), qPrintable(page.simulationStatus()));
-    // The same through core.
+    // The same through core's prediction path (what `simulate --profile-run` takes).
     core::TraceStore store(db.toStdString(), core::Database::Mode::ReadOnly);
-    const auto mp = est::measuredProfile(store, id);
-    QVERIFY(mp.computeJitter > 0.05);
+    const est::Calibration cal = est::calibrate(store, id);
+    QVERIFY(cal.profile.computeJitter > 0.05);
     const auto in = page.input();
     est::SimulateInput si;
     si.model = in.model;
     si.strategy = page.simulated().front().strategy;
-    si.compute = est::scaleComputeProfile(mp.compute, mp.input, in.model);
-    si.intraNode = si.interNode = est::fitLink(est::collectiveSamples(store, id), "fit").link;
+    si.intraNode = in.intraNode;
     si.comm = in.comm;
-    si.comm.emulatedReduceScatter = mp.gloo;
     si.steps = page.simulationStepsSpin()->value();
-    si.jitter = std::min(0.9, mp.computeJitter);
-    for (int p = 0; p < est::kComputePhases; ++p) si.phaseJitter[p] = std::min(0.9, mp.phaseJitter[p]);
-    QCOMPARE(page.simulated().front().stepS, est::simulate(si).steady.stepS);
+    const est::PredictionCheck check = est::applyCalibration(si, cal, /*keepJitter=*/false, /*allowExtrapolation=*/false);
+    si.interNode = si.intraNode;
+    auto r = est::simulate(si);
+    est::annotatePrediction(r, cal, check);
+    const auto& row = page.simulated().front();
+    QCOMPARE(row.stepS, r.steady.stepS);
+    // A prediction: 8 ranks from a 2-rank run is a change of scale, marked as an extrapolation,
+    // with its interval in the table.
+    QVERIFY(row.predicted);
+    QCOMPARE(row.change, std::string("scale"));
+    QCOMPARE(row.lowS, r.prediction->lowS);
+    QVERIFY(row.lowS < row.stepS && row.stepS < row.highS);
+    QVERIFY(!row.extrapolation.empty());
+    QVERIFY(page.simulationTable()->item(0, 13)->text().contains("extrapolates"));
+    QVERIFY(page.simulationTable()->item(0, 12)->text().contains(QStringLiteral("–")));
+    QVERIFY(page.simulationStatus().contains("extrapolate"));
     // Without the run: FLOPs at the page's device figures, a different step.
     page.profileFromRunCheck()->setChecked(false);
     page.simulateButton()->click();

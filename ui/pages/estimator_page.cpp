@@ -24,6 +24,7 @@
 
 #include "core/estimator/comm_model.h"
 #include "core/estimator/simulator.h"
+#include "core/estimator/prediction.h"
 #include "core/estimator/simulator_store.h"
 #include "core/storage/trace_store.h"
 #include "ui/charts/bar_chart.h"
@@ -160,9 +161,15 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
   simStore_->setEnabled(false);
   simFromRun_ = new QCheckBox(tr("Profile from the selected run"), simBox);
   simFromRun_->setToolTip(
-      tr("Compute per block, link and rank-to-rank jitter measured in the first selected run of our "
-         "runtime, carried to this model by FLOPs (select a run in the browser)"));
+      tr("A prediction calibrated on the first selected run of our runtime: its compute per block (carried to "
+         "this model by its measured GEMM rates), its link probe and rank-to-rank jitter; each result gets an "
+         "interval and says what it extrapolates (select a run in the browser)"));
   simFromRun_->setEnabled(false);
+  simAllowExtrapolation_ = new QCheckBox(tr("Allow extrapolation"), simBox);
+  simAllowExtrapolation_->setToolTip(
+      tr("Predict even where ranks would share cores or GPUs differently from the run (its compute is scaled by "
+         "the load; the result says so). Without it such a prediction is refused with the reason."));
+  simAllowExtrapolation_->setEnabled(false);
   controls->addWidget(simulate_);
   controls->addWidget(simCancel_);
   controls->addWidget(new QLabel(tr("Steps"), simBox));
@@ -171,6 +178,7 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
   controls->addWidget(simJitter_);
   controls->addWidget(simStore_);
   controls->addWidget(simFromRun_);
+  controls->addWidget(simAllowExtrapolation_);
   simProgress_ = new QProgressBar(simBox);
   simProgress_->setRange(0, 100);
   simProgress_->setVisible(false);
@@ -215,6 +223,7 @@ void EstimatorPage::setContext(const QString& dbPath, const QList<core::RunId>& 
   simFromRun_->setText(runs_.isEmpty() ? tr("Profile from the selected run")
                                        : tr("Profile from run %1").arg(runs_.first().value()));
   if (runs_.isEmpty()) simFromRun_->setChecked(false);
+  simAllowExtrapolation_->setEnabled(!runs_.isEmpty());
 }
 
 QString EstimatorPage::simulationStatus() const { return simStatus_->text(); }
@@ -252,6 +261,7 @@ void EstimatorPage::simulate() {
   const QString db = simStore_->isChecked() ? dbPath_ : QString();
   const core::RunId profileRun = simFromRun_->isChecked() && !runs_.isEmpty() ? runs_.first() : core::RunId{};
   const QString profileDb = dbPath_;
+  const bool allowExtrapolation = simAllowExtrapolation_->isChecked();
   simRows_.clear();
   simTable_->setRowCount(0);
   simulate_->setEnabled(false);
@@ -260,16 +270,15 @@ void EstimatorPage::simulate() {
   simProgress_->setVisible(true);
   simStatus_->setText(tr("Simulating %1 strateg%2…").arg(todo.size()).arg(todo.size() == 1 ? "y" : "ies"));
   Q_EMIT busyChanged(true);
-  auto work = [ri, todo, steps, jitter, db, profileRun, profileDb](core::CancelToken& cancel, const core::ProgressFn& progress) {
+  auto work = [ri, todo, steps, jitter, db, profileRun, profileDb, allowExtrapolation](core::CancelToken& cancel,
+                                                                                       const core::ProgressFn& progress) {
     std::vector<SimulatedRow> rows;
     // The measured run's profile, link and jitter (simulate --profile-run), read before anything is
     // written.
-    std::optional<est::MeasuredProfile> measured;
-    std::optional<est::LinkFit> fit;
+    std::optional<est::Calibration> cal;
     if (profileRun) {
       core::TraceStore read(profileDb.toStdString(), core::Database::Mode::ReadOnly);
-      measured = est::measuredProfile(read, profileRun);
-      fit = est::fitRunLink(read, profileRun);
+      cal = est::calibrate(read, profileRun);
     }
     std::unique_ptr<core::TraceStore> store;
     if (!db.isEmpty()) store = std::make_unique<core::TraceStore>(db.toStdString());
@@ -283,10 +292,10 @@ void EstimatorPage::simulate() {
       si.comm = ri.comm;
       si.steps = steps;
       si.jitter = jitter;
-      if (measured) {
-        est::applyMeasuredProfile(si, *measured, /*keepJitter=*/jitter > 0);
-        si.intraNode = si.interNode = fit->link;
-        si.comm.emulatedReduceScatter = measured->gloo;
+      std::optional<est::PredictionCheck> check;
+      if (cal) {
+        check = est::applyCalibration(si, *cal, /*keepJitter=*/jitter > 0, allowExtrapolation);
+        si.interNode = si.intraNode;
       }
       // Progress over every strategy: each reports its own 0..total.
       const core::ProgressFn each = [&, i](const core::Progress& p) {
@@ -297,8 +306,17 @@ void EstimatorPage::simulate() {
         q.stage = "simulating " + est::strategyName(todo[i].first);
         progress(q);
       };
-      const auto r = est::simulate(si, &cancel, each);
+      auto r = est::simulate(si, &cancel, each);
+      if (cal) est::annotatePrediction(r, *cal, *check);
       SimulatedRow row;
+      if (r.prediction) {
+        row.predicted = true;
+        row.lowS = r.prediction->lowS;
+        row.highS = r.prediction->highS;
+        row.change = r.prediction->change;
+        row.intervalBasis = r.prediction->intervalBasis;
+        row.extrapolation = r.prediction->extrapolation;
+      }
       row.strategy = todo[i].first;
       row.estimatedStepS = todo[i].second;
       row.stepS = r.steady.stepS;
@@ -330,6 +348,9 @@ void EstimatorPage::simulate() {
                 .arg(simRows_.size())
                 .arg(simRows_.size() == 1 ? "y" : "ies")
                 .arg(profileRun ? tr("per block, link and jitter from run %1").arg(profileRun.value()) : tr("from FLOPs"));
+        bool extrapolates = false;
+        for (const auto& r : simRows_) extrapolates = extrapolates || !r.extrapolation.empty();
+        if (extrapolates) text += QLatin1Char(' ') + tr("Some predictions extrapolate: see the prediction column.");
         if (!skipped.isEmpty())
           text += QLatin1Char(' ') + tr("Not simulated (does not fit): %1.").arg(skipped.join(QStringLiteral(", ")));
         if (stored) text += QLatin1Char(' ') + tr("Stored as runs in the database.");
@@ -368,26 +389,39 @@ void EstimatorPage::showSimulation() {
   const QStringList headers = {tr("strategy"),          tr("simulated step"),     tr("estimated step"),
                                tr("compute"),           tr("communication"),      tr("exposed"),
                                tr("overlap"),           tr("slowest rank"),       tr("peak / device"),
-                               tr("tokens/s / device"), tr("collectives / step"), tr("run")};
+                               tr("tokens/s / device"), tr("collectives / step"), tr("run"),
+                               tr("step interval"),     tr("prediction")};
   simTable_->clear();
   simTable_->setColumnCount(static_cast<int>(headers.size()));
   simTable_->setHorizontalHeaderLabels(headers);
   simTable_->setRowCount(static_cast<int>(simRows_.size()));
   for (std::size_t i = 0; i < simRows_.size(); ++i) {
     const auto& r = simRows_[i];
-    const QStringList cells = {QString::fromStdString(est::strategyName(r.strategy)),
-                               charts::formatMs(r.stepS * 1e3),
-                               charts::formatMs(r.estimatedStepS * 1e3),
-                               charts::formatMs(r.computeS * 1e3),
-                               charts::formatMs(r.commS * 1e3),
-                               charts::formatMs(r.exposedCommS * 1e3),
-                               charts::formatPercent(r.overlap * 100, 1),
-                               charts::formatMs(r.slowestRankStepS * 1e3),
-                               gib(static_cast<double>(r.peakBytes)),
-                               charts::formatNumber(r.tokensPerSPerDevice),
-                               QString::number(r.collectivesPerStep),
-                               r.runId ? QString::number(r.runId.value()) : QStringLiteral("-")};
+    const QStringList cells = {
+        QString::fromStdString(est::strategyName(r.strategy)),
+        charts::formatMs(r.stepS * 1e3),
+        charts::formatMs(r.estimatedStepS * 1e3),
+        charts::formatMs(r.computeS * 1e3),
+        charts::formatMs(r.commS * 1e3),
+        charts::formatMs(r.exposedCommS * 1e3),
+        charts::formatPercent(r.overlap * 100, 1),
+        charts::formatMs(r.slowestRankStepS * 1e3),
+        gib(static_cast<double>(r.peakBytes)),
+        charts::formatNumber(r.tokensPerSPerDevice),
+        QString::number(r.collectivesPerStep),
+        r.runId ? QString::number(r.runId.value()) : QStringLiteral("-"),
+        r.predicted ? charts::formatMs(r.lowS * 1e3) + QStringLiteral(" – ") + charts::formatMs(r.highS * 1e3)
+                    : QStringLiteral("-"),
+        r.predicted ? QString::fromStdString(r.change) + (r.extrapolation.empty() ? QString() : tr(", extrapolates"))
+                    : tr("from FLOPs")};
     for (int c = 0; c < cells.size(); ++c) simTable_->setItem(static_cast<int>(i), c, new QTableWidgetItem(cells[c]));
+    if (r.predicted) {
+      QStringList why;
+      for (const auto& e : r.extrapolation) why << QString::fromStdString(e);
+      simTable_->item(static_cast<int>(i), 12)->setToolTip(QString::fromStdString(r.intervalBasis));
+      simTable_->item(static_cast<int>(i), 13)
+          ->setToolTip(why.isEmpty() ? tr("inside the calibrated range") : why.join(QLatin1Char('\n')));
+    }
   }
   simTable_->resizeColumnsToContents();
 }

@@ -69,6 +69,12 @@ class EstimatorPage : public Page {
     double slowestRankStepS = 0, tokensPerSPerDevice = 0;
     std::int64_t peakBytes = 0, collectivesPerStep = 0;
     core::RunId runId;  // stored as this run (0: not stored)
+    // A prediction from the selected run (core/estimator/prediction.h): the step's interval, what
+    // changes from the run, what is extrapolated. Absent in FLOPs mode.
+    bool predicted = false;
+    double lowS = 0, highS = 0;
+    std::string change, intervalBasis;
+    std::vector<std::string> extrapolation;
   };
   // Simulates every strategy of the current estimate that fits (progress, cancel; the inputs stay
   // editable, a change marks the result stale), with compute from FLOPs at the estimate's device
@@ -83,6 +89,9 @@ class EstimatorPage : public Page {
   // Compute per block, link and jitter from the first selected run of our runtime (what
   // `simulate --profile-run` does), carried to the page's model by FLOPs.
   QCheckBox* profileFromRunCheck() const { return simFromRun_; }
+  // Predict even where the run's ranks shared cores or GPUs differently (as simulate
+  // --allow-extrapolation); otherwise such a prediction is refused with the reason.
+  QCheckBox* allowExtrapolationCheck() const { return simAllowExtrapolation_; }
   QSpinBox* simulationStepsSpin() const { return simSteps_; }
   QTableWidget* simulationTable() const { return simTable_; }
   QString simulationStatus() const;
@@ -128,6 +137,7 @@ class EstimatorPage : public Page {
   QDoubleSpinBox* simJitter_ = nullptr;
   QCheckBox* simStore_ = nullptr;
   QCheckBox* simFromRun_ = nullptr;
+  QCheckBox* simAllowExtrapolation_ = nullptr;
   QPushButton* simulate_ = nullptr;
   QPushButton* simCancel_ = nullptr;
   QProgressBar* simProgress_ = nullptr;

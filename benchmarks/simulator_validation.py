@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Simulator validation: predictions against runs they were not calibrated on (docs/ESTIMATOR.md,
+"Validation"). Makes fresh runs of a grid of configurations (strategies, 2 and 4 ranks, knobs, two
+model sizes), each `--repeats` times to measure run-to-run noise, then predicts every configuration
+from every run of another configuration in the same class and prints the table: calibrated on,
+predicted, measured, simulated, error, noise; mean and max |error| per class.
+
+Classes (what changes between the calibration run and the predicted configuration):
+  replay    nothing (each run simulated from itself: the schedule alone is tested)
+  strategy  the strategy (same model, ranks and default knobs)
+  knob      one knob of the same strategy (bucket size, prefetch, checkpointing, overlap_comm)
+  scale     the number of ranks (same model, strategy and knobs)
+  model     the model size (same ranks, strategy and knobs)
+
+The measured step time of a configuration is the mean over its repeats of the run's steady step
+(core's rule: the first step is the warm-up); a prediction calibrated on one repeat of its own
+configuration is a replay. A prediction the simulator refuses (an extrapolation it will not make)
+is listed with its reason and counted apart.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+BASE = {"model": "small", "steps": 8, "seed": 1, "world_size": 2}
+
+def grid(quick):
+    cfgs = []
+    def add(name, cls_key, **kw):
+        c = dict(BASE)
+        c.update(kw)
+        cfgs.append({"name": name, "config": c, "key": cls_key})
+    strategies = ["ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op"]
+    if quick:
+        strategies = ["ddp", "zero3", "fsdp"]
+    for s in strategies:
+        add(f"{s}@2", {"model": "small", "world": 2, "strategy": s, "knob": ""}, strategy=s)
+    knobs = [("ddp", "bucket_cap_mb=5", {"bucket_cap_mb": 5}),
+             ("zero3", "prefetch_bucket_size=0", {"prefetch_bucket_size": 0}),
+             ("fsdp", "activation_checkpointing", {"activation_checkpointing": True}),
+             ("zero2", "overlap_comm=false", {"overlap_comm": False})]
+    if quick:
+        knobs = knobs[:2]
+    for s, label, kv in knobs:
+        add(f"{s}@2 {label}", {"model": "small", "world": 2, "strategy": s, "knob": label}, strategy=s, **kv)
+    for s in (["ddp", "zero3", "fsdp"] if not quick else ["ddp", "zero3"]):
+        add(f"{s}@4", {"model": "small", "world": 4, "strategy": s, "knob": ""}, strategy=s, world_size=4)
+    if not quick:
+        for s in ["ddp", "zero3", "fsdp"]:
+            add(f"{s}@2 medium", {"model": "medium", "world": 2, "strategy": s, "knob": ""}, strategy=s, model="medium")
+    return cfgs
+
+def cls_of(c, t):
+    a, b = c["key"], t["key"]
+    diff = [k for k in a if a[k] != b[k]]
+    if not diff:
+        return "replay"
+    if diff == ["strategy"]:
+        return "strategy" if a["knob"] == "" and b["knob"] == "" else None
+    if diff == ["knob"]:
+        return "knob"
+    if diff == ["world"]:
+        return "scale"
+    if diff == ["model"]:
+        return "model"
+    return None
+
+def sh(cmd, check=True):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if check and p.returncode != 0:
+        raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-2000:]}")
+    return p
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cli", default="build/app/shardscope-cli")
+    ap.add_argument("--db", default="", help="database of the runs (default: a new one in a temporary directory)")
+    ap.add_argument("--repeats", type=int, default=2, help="runs per configuration (noise), default 2")
+    ap.add_argument("--quick", action="store_true", help="a smaller grid (3 strategies, 2 knobs, no medium model)")
+    ap.add_argument("--reuse", action="store_true", help="use the runs already in --db (named by configuration) instead of making them")
+    ap.add_argument("--json", default="", help="also write every prediction to this JSON file")
+    ap.add_argument("--simulate-arg", action="append", default=[],
+                    help="an extra argument for every prediction, e.g. --simulate-arg=--interference=0 (repeatable)")
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="simval-")
+    db = args.db or os.path.join(tmp, "validation.db")
+    cfgs = grid(args.quick)
+    for c in cfgs:
+        path = os.path.join(tmp, c["name"].replace(" ", "_").replace("@", "-").replace("=", "-") + ".json")
+        with open(path, "w") as f:
+            json.dump(c["config"], f)
+        c["path"] = path
+    # Runs.
+    existing = {}
+    if args.reuse and os.path.exists(db):
+        info = json.loads(sh([args.cli, "info", "--db", db, "--json"]).stdout)
+        for r in info["runs"]:
+            if r["status"] == "completed" and r["source"] == "runtime":
+                existing.setdefault(r["name"].rsplit(" #", 1)[0], []).append(r["id"])
+    total = len(cfgs) * args.repeats
+    done = 0
+    for c in cfgs:
+        c["runs"] = existing.get("val " + c["name"], [])[: args.repeats]
+        while len(c["runs"]) < args.repeats:
+            done += 1
+            print(f"\r[run {done}/{total}] {c['name']:<40}", end="", file=sys.stderr, flush=True)
+            name = f"val {c['name']} #{len(c['runs']) + 1}"
+            sh([args.cli, "run", "--db", db, "--config", c["path"], "--name", name])
+            info = json.loads(sh([args.cli, "info", "--db", db, "--json"]).stdout)
+            c["runs"].append(max(r["id"] for r in info["runs"] if r["name"] == name))
+    print("", file=sys.stderr)
+    # Measured: each run's steady step (simulate's profile_run.step_s: core's steady-state rule).
+    measured = {}
+    for c in cfgs:
+        for rid in c["runs"]:
+            out = json.loads(sh([args.cli, "simulate", "--db", db, "--profile-run", str(rid), "--dry-run", "--json"]).stdout)
+            measured[rid] = out["profile_run"]["step_s"]
+        v = [measured[r] for r in c["runs"]]
+        c["measured"] = statistics.mean(v)
+        c["noise"] = statistics.stdev(v) / c["measured"] if len(v) > 1 else 0.0
+    # Predictions.
+    rows = []
+    for t in cfgs:
+        for c in cfgs:
+            cls = cls_of(c, t)
+            if cls is None:
+                continue
+            for rid in c["runs"]:
+                cmd = [args.cli, "simulate", "--db", db, "--profile-run", str(rid), "--config", t["path"], "--dry-run", "--json"]
+                for extra in args.simulate_arg:
+                    cmd += extra.split("=", 1) if extra.startswith("--") and "=" in extra else [extra]
+                p = sh(cmd, check=False)
+                row = {"class": cls, "calibrated_on": f"{c['name']} (run {rid})", "predicted": t["name"],
+                       "measured_s": measured[rid] if cls == "replay" else t["measured"], "noise": t["noise"]}
+                if p.returncode != 0:
+                    row["refused"] = (p.stderr.strip().splitlines() or ["?"])[-1]
+                else:
+                    out = json.loads(p.stdout)
+                    s = out["simulations"][0]
+                    row["simulated_s"] = s["step_s"]
+                    row["error"] = (s["step_s"] - row["measured_s"]) / row["measured_s"]
+                    pred = s.get("prediction", {})
+                    if "interval_s" in pred:
+                        row["interval"] = pred["interval_s"]
+                    row["extrapolation"] = pred.get("extrapolation", [])
+                rows.append(row)
+    # Table.
+    print(f"{'class':<9} {'calibrated on':<36} {'predicted':<30} {'measured':>9} {'simulated':>9} {'error':>7} {'noise':>6}  notes")
+    for r in rows:
+        if "refused" in r:
+            print(f"{r['class']:<9} {r['calibrated_on']:<36} {r['predicted']:<30} {r['measured_s']*1e3:7.1f}ms {'refused':>9} {'':>7} {r['noise']*100:5.1f}%  {r['refused']}")
+            continue
+        inside = ""
+        if "interval" in r:
+            lo, hi = r["interval"]
+            inside = "in interval" if lo <= r["measured_s"] <= hi else "outside interval"
+        ext = "extrapolates: " + "; ".join(r["extrapolation"]) if r.get("extrapolation") else ""
+        print(f"{r['class']:<9} {r['calibrated_on']:<36} {r['predicted']:<30} {r['measured_s']*1e3:7.1f}ms {r['simulated_s']*1e3:7.1f}ms {r['error']*100:+6.1f}% {r['noise']*100:5.1f}%  {inside} {ext}".rstrip())
+    print()
+    print(f"{'class':<9} {'predictions':>11} {'refused':>8} {'mean |err|':>10} {'max |err|':>9} {'RMS':>7} {'in interval':>11} {'noise (mean CV)':>15}")
+    for cls in ["replay", "strategy", "knob", "scale", "model"]:
+        rs = [r for r in rows if r["class"] == cls]
+        if not rs:
+            continue
+        ok = [r for r in rs if "error" in r]
+        ref = len(rs) - len(ok)
+        errs = [abs(r["error"]) for r in ok]
+        inn = [r for r in ok if "interval" in r and r["interval"][0] <= r["measured_s"] <= r["interval"][1]]
+        noise = statistics.mean(r["noise"] for r in rs)
+        mean = f"{statistics.mean(errs)*100:9.1f}%" if errs else f"{'-':>10}"
+        mx = f"{max(errs)*100:8.1f}%" if errs else f"{'-':>9}"
+        rms = f"{(sum(e*e for e in errs)/len(errs))**0.5*100:6.1f}%" if errs else f"{'-':>7}"
+        print(f"{cls:<9} {len(ok):>11} {ref:>8} {mean} {mx} {rms} {len(inn):>5}/{len(ok):<5} {noise*100:14.1f}%")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"db": db, "configs": [{k: c[k] for k in ("name", "config", "runs", "measured", "noise")} for c in cfgs],
+                       "predictions": rows}, f, indent=1)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+#pragma once
+// Interference of communication with compute (docs/ESTIMATOR.md, "Compute that follows the
+// strategy"). A rank's collectives run on communication threads (Gloo) or kernels (NCCL) beside its
+// compute; where they overlap, they share cores, memory bandwidth or SMs, and the compute runs
+// slower. The same block measured under DDP (whose few all-reduces overlap little of the backward)
+// and under ZeRO-3 or FSDP (whose all-gathers and reduce-scatters overlap most of both passes) takes
+// different times, so a compute profile carried from one strategy to another must be taken apart:
+//
+//   duration = base · (1 + k · f)
+//
+// with f the fraction of the span during which one of the rank's collectives was in flight, base
+// the span's time alone (one per block and pass) and k the slowdown per unit of overlap. k is
+// fitted from the calibration run's own spans (least squares of relative error over k, each group's
+// base solved for in closed form) where their overlaps differ enough to tell it; otherwise the
+// measured default of the device class is used (kCpuGlooInterference, fitted on this project's
+// validation runs). The simulator puts it back for the target: it runs the program, measures each
+// compute op's overlap, stretches it, and runs again until the times settle.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace shardscope::core::estimator {
+
+// A compute span of a measured run: its group (one per block and pass: spans of a group would take
+// the same time alone), its overlap fraction with the rank's in-flight collectives, its duration.
+struct InterferenceSample {
+  int group = 0;
+  double overlap = 0;
+  double durS = 0;
+};
+
+struct InterferenceFit {
+  double k = 0;             // slowdown per unit of overlap
+  bool identified = false;  // fitted from the run (false: the default was used)
+  std::int64_t samples = 0;
+  double meanOverlap = 0;  // duration-weighted
+  double spread = 0;       // the overlap spread within groups that made it identifiable (duration-weighted SD)
+  double r2Gain = 0;       // relative reduction of the residual against k = 0
+  std::string note;
+};
+
+// Measured on CPU ranks with Gloo (2 ranks on 2 cores): the median of the k fitted on the 22 of the
+// validation's 32 runs whose spans told it (docs/ESTIMATOR.md, "Validation"; they ranged 0..0.3).
+// Used where a run cannot tell k itself (DDP and ZeRO-1/2 runs whose collectives barely overlap compute).
+constexpr double kCpuGlooInterference = 0.16;
+// On GPUs (NCCL kernels beside compute kernels) the slowdown is smaller; without a measurement of
+// ours, the run's own fit or 0.
+constexpr double kGpuInterference = 0.0;
+
+// Fits k in [0, 3]. With fewer than 20 samples or an overlap spread below 0.15 inside the groups,
+// k = fallback and identified = false.
+InterferenceFit fitInterference(const std::vector<InterferenceSample>& samples, double fallback);
+
+// Each sample's duration alone (durS / (1 + k·overlap)).
+double baseDuration(const InterferenceSample& s, double k);
+
+// Sorted, merged [a, b) intervals.
+std::vector<std::pair<double, double>> mergeIntervals(std::vector<std::pair<double, double>> iv);
+// The fraction of [a, b) covered by `merged` (mergeIntervals' output); 0 for an empty span.
+double overlapFraction(double a, double b, const std::vector<std::pair<double, double>>& merged);
+
+}  // namespace shardscope::core::estimator

@@ -1,0 +1,224 @@
+#include "core/estimator/link_calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/util/error.h"
+#include "core/util/units.h"
+
+namespace shardscope::core::estimator {
+
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  double m = *mid;
+  if (v.size() % 2 == 0) m = 0.5 * (m + *std::max_element(v.begin(), mid));
+  return m;
+}
+
+bool allReduceLike(const CollectiveSample& s) {
+  return s.kind == CollKind::AllReduce || (s.kind == CollKind::ReduceScatter && s.emulatedReduceScatter);
+}
+
+double wireOf(const CollectiveSample& s) {
+  const bool ar = allReduceLike(s);
+  return static_cast<double>(s.messageBytes) * ringFactor(ar ? CollKind::AllReduce : s.kind, s.groupSize);
+}
+
+// The link's time for one instance.
+double predict(const LinkModel& l, const CollectiveSample& s) { return l.instanceS(allReduceLike(s), wireOf(s)); }
+
+// The probe's points: the median time per (class, wire bytes).
+void probePoints(const std::vector<CollectiveSample>& probe, LinkModel& l) {
+  std::map<std::pair<bool, double>, std::vector<double>> by;
+  for (const auto& s : probe)
+    if (s.durationS > 0) by[{allReduceLike(s), wireOf(s)}].push_back(s.durationS);
+  l.allReducePoints.clear();
+  l.otherPoints.clear();
+  for (auto& [key, v] : by) (key.first ? l.allReducePoints : l.otherPoints).push_back({key.second, median(v)});
+}
+
+// Both kinds at two or more sizes each.
+bool bothKindsSpread(const std::vector<CollectiveSample>& s) {
+  std::int64_t ar0 = -1, ag0 = -1;
+  bool ar2 = false, ag2 = false;
+  for (const auto& x : s) {
+    std::int64_t& first = allReduceLike(x) ? ar0 : ag0;
+    bool& two = allReduceLike(x) ? ar2 : ag2;
+    if (first < 0)
+      first = x.messageBytes;
+    else if (x.messageBytes != first)
+      two = true;
+  }
+  return ar2 && ag2;
+}
+
+}  // namespace
+
+LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const std::vector<CollectiveSample>& steps,
+                              const std::string& name, double defaultCommInterference) {
+  LinkCalibration c;
+  c.commInterferenceAllReduce = c.commInterferenceOther = defaultCommInterference;
+  if (steps.size() >= 2) {
+    try {
+      c.run = fitLink(steps, "fitted:" + name);
+    } catch (const Error&) {
+      // Durations that do not grow with size: no run fit; the probe may still serve.
+    }
+  }
+  const std::vector<CollectiveSample>& measured = probe.size() >= 2 ? probe : steps;
+  for (const auto& s : measured) {
+    c.minBytes = c.minBytes == 0 ? s.messageBytes : std::min(c.minBytes, s.messageBytes);
+    c.maxBytes = std::max(c.maxBytes, s.messageBytes);
+    c.groupSize = std::max(c.groupSize, s.groupSize);
+  }
+  if (probe.size() >= 2) {
+    c.probe = fitLink(probe, "probe:" + name);
+    c.source = "probe";
+    c.link = c.probe->link;
+    probePoints(probe, c.link);
+    // Contention: how much slower the run's own collectives ran than the probe's line says.
+    // Each kind's in-run time against the probe's for the same instances: d = p·c0·(1 + m·g), g
+    // the fraction of the instance its rank spent computing. c0 is the kind's own slowdown in the
+    // run; m how much more it slows down beside compute (a ZeRO-3 all-gather inside the forward
+    // against a ZeRO-1 all-gather after the step). Least squares on the durations themselves (no
+    // intercept), so the fit reproduces the sum a step pays, heavy tail included; where g does not
+    // spread enough to tell m (spread < 0.15 or fewer than 6 instances), m is the device class's
+    // measured default and c0 the ratio of sums at it.
+    struct KindData {
+      double spp = 0, spg = 0, sgg = 0, sdp = 0, sdg = 0;  // sums of p², p²g, p²g², d·p, d·p·g
+      double sw = 0, sg = 0, sg2 = 0;                      // for g's spread (weighted by p)
+      std::int64_t n = 0;
+    } kd[2];  // [all-reduce-like, other]
+    for (const auto& s : steps) {
+      const double p = predict(c.link, s);
+      if (!(p > 0) || !(s.durationS > 0)) continue;
+      KindData& k = kd[allReduceLike(s) ? 0 : 1];
+      const double g = std::clamp(s.computeOverlap, 0.0, 1.0), d = s.durationS;
+      k.spp += p * p;
+      k.spg += p * p * g;
+      k.sgg += p * p * g * g;
+      k.sdp += d * p;
+      k.sdg += d * p * g;
+      k.sw += p;
+      k.sg += p * g;
+      k.sg2 += p * g * g;
+      ++k.n;
+    }
+    c.contentionSamples = kd[0].n + kd[1].n;
+    double c0[2] = {1, 1}, m[2] = {defaultCommInterference, defaultCommInterference};
+    for (int i = 0; i < 2; ++i) {
+      const KindData& k = kd[i];
+      if (k.n == 0) continue;
+      const double mean = k.sg / k.sw, spread = std::sqrt(std::max(0.0, k.sg2 / k.sw - mean * mean));
+      const double det = k.spp * k.sgg - k.spg * k.spg;
+      bool fitted = false;
+      if (k.n >= 6 && spread >= 0.15 && det > 0) {
+        const double a = (k.sdp * k.sgg - k.sdg * k.spg) / det, bb = (k.spp * k.sdg - k.spg * k.sdp) / det;
+        if (a > 0 && bb >= 0) {
+          c0[i] = a;
+          m[i] = bb / a;
+          fitted = true;
+        }
+      }
+      if (!fitted) {
+        // c0 at the default m: d = c0·p·(1 + m·g) in least squares.
+        const double q = k.spp + 2 * m[i] * k.spg + m[i] * m[i] * k.sgg;
+        c0[i] = q > 0 ? (k.sdp + m[i] * k.sdg) / q : 1.0;
+      }
+      (i == 0 ? c.commInterferenceFittedAllReduce : c.commInterferenceFittedOther) = fitted;
+    }
+    c.contentionAllReduce = c0[0];
+    c.contentionOther = c0[1];
+    c.commInterferenceAllReduce = m[0];
+    c.commInterferenceOther = m[1];
+    // How far the run's collectives stray from the calibrated link (overlap included): the mean
+    // |relative error| of each instance.
+    double err = 0;
+    for (const auto& s : steps) {
+      const double p = predict(c.link, s);
+      if (!(p > 0) || !(s.durationS > 0)) continue;
+      const int i = allReduceLike(s) ? 0 : 1;
+      err += std::fabs(p * c0[i] * (1 + m[i] * s.computeOverlap) / s.durationS - 1.0);
+    }
+    c.relError = c.contentionSamples > 0 ? err / static_cast<double>(c.contentionSamples) : c.probe->meanAbsRelError;
+    LinkModel& l = c.link;
+    l.name = "probe:" + name;
+    // A slower link in time: latency × factor, bandwidth / factor.
+    const double arAlpha = l.arAlphaUs(), arBw = l.arBw();
+    l.alphaUs *= c.contentionOther;
+    l.busBwGBps /= c.contentionOther;
+    l.allReduceAlphaUs = arAlpha * c.contentionAllReduce;
+    l.allReduceBusBwGBps = arBw / c.contentionAllReduce;
+    for (auto& p : l.allReducePoints) p.second *= c.contentionAllReduce;
+    for (auto& p : l.otherPoints) p.second *= c.contentionOther;
+    c.wellConditioned = true;
+    c.note = "link probe of " + name + ": " + std::to_string(c.probe->samples) + " collectives, " + formatBytes(c.minBytes) +
+             ".." + formatBytes(c.maxBytes) + " at " + std::to_string(c.groupSize) + " ranks, R^2 " +
+             formatFixed(c.probe->r2, 3) + "; in-run contention x" + formatFixed(c.contentionAllReduce, 2) + " (all-reduce), x" +
+             formatFixed(c.contentionOther, 2) + " (all-gather/reduce-scatter), x(1 + " +
+             formatFixed(c.commInterferenceAllReduce, 2) + " / " + formatFixed(c.commInterferenceOther, 2) +
+             " of the time computing beside it) from " + std::to_string(c.contentionSamples) + " collectives of its steps";
+    return c;
+  }
+  if (!c.run)
+    throw Error(name +
+                ": no link probe and fewer than two collectives whose duration grows with their size: no link can be fitted");
+  c.source = "run-fit";
+  c.link = c.run->link;
+  c.relError = c.run->meanAbsRelError;
+  c.wellConditioned = bothKindsSpread(steps) && c.run->r2 >= 0.8;
+  c.note = "fitted from " + name + "'s own collectives (no link probe): " + std::to_string(c.run->samples) + " collectives, " +
+           formatBytes(c.minBytes) + ".." + formatBytes(c.maxBytes) + ", R^2 " + formatFixed(c.run->r2, 3) +
+           (c.wellConditioned ? ""
+                              : "; poorly conditioned (one collective kind or size, or R^2 < 0.8): a prediction for another "
+                                "strategy may be far off");
+  return c;
+}
+
+LinkCalibration calibrateLink(TraceStore& store, RunId runId) {
+  if (!store.run(runId)) throw Error(store.path() + ": no run with id " + std::to_string(runId.value()));
+  const std::string name = "run" + std::to_string(runId.value());
+  try {
+    const auto run = store.run(runId);
+    const bool gpu = run && run->configJson.find("\"device\":\"cuda\"") != std::string::npos;
+    return calibrateLink(collectiveSamples(store, runId, SampleSet::LinkProbe), collectiveSamples(store, runId, SampleSet::Steps),
+                         name, gpu ? kGpuCommInterference : kCpuGlooCommInterference);
+  } catch (const Error& e) {
+    throw Error(store.path() + ": " + e.what());
+  }
+}
+
+JsonValue toJson(const LinkCalibration& c) {
+  JsonValue o = JsonValue::object();
+  o.set("source", JsonValue::string(c.source));
+  o.set("name", JsonValue::string(c.link.name));
+  o.set("alpha_us", JsonValue::number(c.link.alphaUs));
+  o.set("bus_bw_gbps", JsonValue::number(c.link.busBwGBps));
+  o.set("all_reduce_alpha_us", JsonValue::number(c.link.arAlphaUs()));
+  o.set("all_reduce_bus_bw_gbps", JsonValue::number(c.link.arBw()));
+  o.set("contention_all_reduce", JsonValue::number(c.contentionAllReduce));
+  o.set("contention_other", JsonValue::number(c.contentionOther));
+  o.set("contention_samples", JsonValue::number(c.contentionSamples));
+  o.set("comm_interference_all_reduce", JsonValue::number(c.commInterferenceAllReduce));
+  o.set("comm_interference_other", JsonValue::number(c.commInterferenceOther));
+  o.set("comm_interference_fitted_all_reduce", JsonValue::boolean(c.commInterferenceFittedAllReduce));
+  o.set("comm_interference_fitted_other", JsonValue::boolean(c.commInterferenceFittedOther));
+  o.set("min_bytes", JsonValue::number(c.minBytes));
+  o.set("max_bytes", JsonValue::number(c.maxBytes));
+  o.set("group_size", JsonValue::number(std::int64_t{c.groupSize}));
+  o.set("well_conditioned", JsonValue::boolean(c.wellConditioned));
+  o.set("rel_error", JsonValue::number(c.relError));
+  o.set("probe_r2", c.probe ? JsonValue::number(c.probe->r2) : JsonValue());
+  o.set("probe_samples", c.probe ? JsonValue::number(c.probe->samples) : JsonValue());
+  o.set("run_r2", c.run ? JsonValue::number(c.run->r2) : JsonValue());
+  o.set("run_samples", c.run ? JsonValue::number(c.run->samples) : JsonValue());
+  o.set("note", JsonValue::string(c.note));
+  return o;
+}
+
+}  // namespace shardscope::core::estimator

@@ -1,0 +1,64 @@
+#pragma once
+// The link a prediction uses, and how it was obtained (docs/ESTIMATOR.md, "The link"). A run of our
+// runtime probes its link before the first step (profiler/runtime/link_probe.h): every collective
+// kind at a ladder of sizes, so latency and bandwidth are both determined. The collectives of the
+// run's own steps then say how much slower the link is while the training runs beside it (the
+// communication threads share the cores, the memory bus or the SMs with compute): the contention
+// factor, the median ratio of their transfer times to the probe's line at the same sizes. A run
+// without a probe (an imported trace, an older run) falls back to the alpha-beta fit of its own
+// collectives, whose quality (R², size range, kinds seen) is reported with it.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/estimator/comm_model.h"
+#include "core/util/json.h"
+
+namespace shardscope::core::estimator {
+
+struct LinkCalibration {
+  LinkModel link;  // what the simulation uses
+  // "probe" (the run's probe × its contention), "run-fit" (the run's collectives), "none".
+  std::string source = "none";
+  std::optional<LinkFit> probe;  // the probe's fit, when the run has one
+  std::optional<LinkFit> run;    // the fit of the run's own collectives, when it has two or more
+  // In-run transfer time over the probe's prediction at the same size: all-reduce-like (all-reduce
+  // and Gloo's emulated reduce-scatter) and the others; 1 where the run has none of the kind.
+  double contentionAllReduce = 1, contentionOther = 1;
+  std::int64_t contentionSamples = 0;
+  // How much more a kind slows down per unit of the time its rank computes beside it:
+  // time = probe · contention · (1 + commInterference · g). Fitted where the run's instances
+  // spread in g, else the device class's default (kCpuGlooCommInterference).
+  double commInterferenceAllReduce = 0, commInterferenceOther = 0;
+  bool commInterferenceFittedAllReduce = false, commInterferenceFittedOther = false;
+  // The sizes the link was measured over (message bytes) and at which group size: a prediction
+  // outside them extrapolates.
+  std::int64_t minBytes = 0, maxBytes = 0;
+  int groupSize = 0;
+  // Well conditioned: from a probe, or from a run fit with both kinds at two or more sizes and R² >= 0.8.
+  bool wellConditioned = false;
+  // The link's mean |relative error| on the run's own collectives (probe: after the contention
+  // factor; run fit: the fit's).
+  double relError = 0;
+  std::string note;  // one line for the CLI and reports
+};
+// {source, name, alpha_us, bus_bw_gbps, all_reduce_alpha_us, all_reduce_bus_bw_gbps,
+//  contention_all_reduce, contention_other, contention_samples, min_bytes, max_bytes, group_size,
+//  well_conditioned, rel_error, probe_r2, probe_samples, run_r2, run_samples, note}.
+JsonValue toJson(const LinkCalibration& c);
+
+// The link of a stored run as above. Throws core::Error naming the store and run when the run has
+// neither a probe nor two collectives with a size.
+LinkCalibration calibrateLink(TraceStore& store, RunId runId);
+
+// Pure: the same from the samples (probe may be empty).
+LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const std::vector<CollectiveSample>& steps,
+                              const std::string& name, double defaultCommInterference = 0);
+
+// Measured default of the communication's slowdown beside compute on CPU ranks with Gloo (2 ranks
+// on 2 cores): the median of the values fitted on the validation runs (docs/ESTIMATOR.md).
+constexpr double kCpuGlooCommInterference = 0.68;
+// On GPUs: none known of ours; the run's own fit or 0.
+constexpr double kGpuCommInterference = 0.0;
+
+}  // namespace shardscope::core::estimator

@@ -1,0 +1,205 @@
+#include "core/estimator/prediction.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/util/error.h"
+#include "core/util/units.h"
+
+namespace shardscope::core::estimator {
+
+double hostLoad(const MeasuredProfile::Host& h, int ranksOnHost, bool gpu) {
+  if (!h.known) return 0;
+  if (gpu) return h.gpus > 0 ? std::max(1.0, static_cast<double>(ranksOnHost) / h.gpus) : 0;
+  if (h.cpus <= 0) return 0;
+  return std::max(1.0, static_cast<double>(ranksOnHost) * std::max(1, h.threadsPerRank) / h.cpus);
+}
+
+namespace {
+
+bool sameShape(const EstimateInput& a, const EstimateInput& b) {
+  return a.model.name == b.model.name && a.model.layers == b.model.layers && a.model.hidden == b.model.hidden &&
+         a.microBatch == b.microBatch && a.seqLen == b.seqLen && a.precision == b.precision;
+}
+
+bool sameKnobs(const EstimateInput& a, const EstimateInput& b) {
+  return a.bucketCapMb == b.bucketCapMb && a.reduceBucketSize == b.reduceBucketSize &&
+         a.allgatherBucketSize == b.allgatherBucketSize && a.overlapComm == b.overlapComm &&
+         a.prefetchBucketSize == b.prefetchBucketSize && a.paramPersistenceThreshold == b.paramPersistenceThreshold &&
+         a.maxLiveParameters == b.maxLiveParameters && a.maxReuseDistance == b.maxReuseDistance &&
+         a.activationCheckpointing == b.activationCheckpointing && a.gradientAsBucketView == b.gradientAsBucketView &&
+         a.shardGroupSize == b.shardGroupSize;
+}
+
+}  // namespace
+
+PredictionCheck checkPrediction(const MeasuredProfile& mp, const SimulateInput& target, const LinkCalibration* link) {
+  PredictionCheck c;
+  const EstimateInput& t = target.model;
+  const EstimateInput& m = mp.input;
+  const bool gpu = !mp.gloo;
+  if (t.gpus != m.gpus)
+    c.change = "scale";
+  else if (!sameShape(t, m))
+    c.change = "model";
+  else if (target.strategy != mp.strategy)
+    c.change = "strategy";
+  else if (!sameKnobs(t, m) || target.backwardPrefetch != mp.backwardPrefetch || target.forwardPrefetch != mp.forwardPrefetch ||
+           target.limitAllGathers != mp.limitAllGathers)
+    c.change = "knob";
+
+  // The host: ranks per core (CPU) or per GPU. A calibration says nothing of a sharing it did not have.
+  const int tOnHost = std::max(1, std::min(t.gpus, t.gpusPerNode));
+  const int mOnHost =
+      mp.host.known && mp.host.ranksOnHost > 0 ? mp.host.ranksOnHost : std::max(1, std::min(m.gpus, m.gpusPerNode));
+  const double lt = hostLoad(mp.host, tOnHost, gpu), lm = hostLoad(mp.host, mOnHost, gpu);
+  if (lt > 0 && lm > 0) {
+    c.loadFactor = lt / lm;
+    if (std::fabs(lt - lm) > 1e-9) {
+      const std::string unit = gpu ? "GPU" : "core";
+      const auto describe = [&](int ranks, double load) {
+        return std::to_string(ranks) + " rank(s) on the host, " + formatFixed(load, 2) + " per " + unit;
+      };
+      c.refused.push_back(describe(tOnHost, lt) + " against the calibration's " + describe(mOnHost, lm) + " (" +
+                          (gpu ? std::to_string(mp.host.gpus) + " GPU(s)"
+                               : std::to_string(mp.host.cpus) + " cores, " + std::to_string(mp.host.threadsPerRank) +
+                                     " intra-op thread(s) per rank") +
+                          "): ranks would share " + (gpu ? "GPUs" : "cores") +
+                          " differently, and nothing in the calibration measures that; calibrate on a run with the same "
+                          "sharing, or pass --allow-extrapolation to scale its compute by the load (" +
+                          formatFixed(c.loadFactor, 2) + "x)");
+    }
+  } else if (!mp.host.known) {
+    c.extrapolation.push_back("the calibration run does not record its host (cores, GPUs): ranks per " +
+                              std::string(gpu ? "GPU" : "core") + " cannot be checked");
+  }
+  if (t.gpus != m.gpus)
+    c.extrapolation.push_back(std::to_string(t.gpus) + " ranks from a calibration at " + std::to_string(m.gpus) +
+                              ": the link is carried to the new group size by the ring factor, compute per rank as measured");
+  if (!sameShape(t, m))
+    c.extrapolation.push_back(
+        "model " + t.model.name + " (" + std::to_string(t.model.layers) + " layers, micro-batch " + std::to_string(t.microBatch) +
+        " x " + std::to_string(t.seqLen) + ") from " + m.model.name + " (" + std::to_string(m.model.layers) + " layers, " +
+        std::to_string(m.microBatch) + " x " + std::to_string(m.seqLen) + "): compute scaled by FLOPs per phase" +
+        (mp.gemmGflops.size() >= 2 ? " and the measured GEMM rates" : " alone (the run has no compute probe)"));
+  if (!sameShape(t, m) && std::min(t.model.hidden, m.model.hidden) < 256)
+    c.extrapolation.push_back("a model narrower than 256 (hidden " + std::to_string(std::min(t.model.hidden, m.model.hidden)) +
+                              "): its compute is bound by op dispatch, and the growth of the non-product work was measured "
+                              "between hidden 256 and 512 (kRestGrowth)");
+  if (!sameShape(t, m) && mp.gemmGflops.size() >= 2) {
+    const double widest = std::max(layerGemmWidth(t.model), headGemmWidth(t.model));
+    if (widest > mp.gemmGflops.back().first * 1.001 || layerGemmWidth(t.model) < mp.gemmGflops.front().first * 0.999)
+      c.extrapolation.push_back("products " + formatFixed(widest, 0) + " wide: the compute probe measured " +
+                                formatFixed(mp.gemmGflops.front().first, 0) + ".." + formatFixed(mp.gemmGflops.back().first, 0) +
+                                ", the rate beyond is its end point's");
+  }
+  const int tNodes = (t.gpus + std::max(1, t.gpusPerNode) - 1) / std::max(1, t.gpusPerNode);
+  const int mNodes = (m.gpus + std::max(1, m.gpusPerNode) - 1) / std::max(1, m.gpusPerNode);
+  if (tNodes > 1 && mNodes == 1)
+    c.extrapolation.push_back(std::to_string(tNodes) + " nodes from a one-node calibration: groups that span nodes use " +
+                              (target.interNode.name.empty() ? std::string("a preset link") : target.interNode.name) +
+                              ", not measured");
+  if (link) {
+    if (!link->wellConditioned) c.extrapolation.push_back("the link is poorly conditioned: " + link->note);
+    if (link->groupSize > 0 && link->groupSize != t.gpus && t.gpus == m.gpus)
+      c.extrapolation.push_back("link measured at " + std::to_string(link->groupSize) + " ranks");
+  }
+  return c;
+}
+
+double validationRmsError(const std::string& change) {
+  // RMS of the relative errors per class, benchmarks/simulator_validation.sh on this project's CPU
+  // machine (2 cores, Gloo; docs/ESTIMATOR.md, "Validation").
+  if (change == "strategy") return 0.10;
+  if (change == "knob") return 0.08;
+  if (change == "scale") return 0.15;
+  if (change == "model") return 0.15;
+  return 0.0;
+}
+
+PredictionInterval predictionInterval(const MeasuredProfile& mp, const SimulationResult& sim, const LinkCalibration* link,
+                                      const PredictionCheck& check) {
+  PredictionInterval p;
+  const double step = sim.steady.stepS;
+  const double commShare = step > 0 ? std::clamp(sim.steady.exposedCommS / step, 0.0, 1.0) : 0.0;
+  const double linkErr = link ? link->relError : 0.0;
+  const double cls = validationRmsError(check.change);
+  p.relSe = std::sqrt(mp.stepCv * mp.stepCv + (linkErr * commShare) * (linkErr * commShare) + cls * cls);
+  p.lo = step * std::max(0.0, 1.0 - 2 * p.relSe);
+  p.hi = step * (1.0 + 2 * p.relSe);
+  p.basis = "±2 x " + formatFixed(p.relSe * 100, 1) + "%: step spread " + formatFixed(mp.stepCv * 100, 1) + "%, link fit " +
+            formatFixed(linkErr * 100, 1) + "% x exposed share " + formatFixed(commShare * 100, 0) + "%, " + check.change +
+            " changes " + formatFixed(cls * 100, 0) + "% (validation RMS)";
+  return p;
+}
+
+Calibration calibrate(TraceStore& store, RunId runId) {
+  Calibration c;
+  c.profile = measuredProfile(store, runId);
+  c.link = calibrateLink(store, runId);
+  return c;
+}
+
+PredictionCheck applyCalibration(SimulateInput& si, const Calibration& c, bool keepJitter, bool allowExtrapolation) {
+  applyMeasuredProfile(si, c.profile, keepJitter);
+  si.intraNode = c.link.link;
+  si.commInterferenceAllReduce = c.link.commInterferenceAllReduce;
+  si.commInterferenceOther = c.link.commInterferenceOther;
+  si.comm.emulatedReduceScatter = c.profile.gloo;
+  PredictionCheck check = checkPrediction(c.profile, si, &c.link);
+  if (!check.refused.empty()) {
+    if (!allowExtrapolation) {
+      std::string why;
+      for (const auto& r : check.refused) why += (why.empty() ? "" : "; ") + r;
+      throw Error("cannot predict " + strategyName(si.strategy) + " at " + std::to_string(si.model.gpus) + " ranks from run " +
+                  std::to_string(c.profile.runId.value()) + ": " + why);
+    }
+    for (auto* v : {&si.compute.forwardS, &si.compute.backwardS})
+      for (double& x : *v) x *= check.loadFactor;
+    si.compute.optimizerSPerElement *= check.loadFactor;
+    si.compute.stepOverheadS *= check.loadFactor;
+    check.extrapolation.push_back("compute scaled by the host load, x" + formatFixed(check.loadFactor, 2) + " (" +
+                                  check.refused.front() + ")");
+  }
+  return check;
+}
+
+void annotatePrediction(SimulationResult& r, const Calibration& c, const PredictionCheck& check) {
+  const PredictionInterval iv = predictionInterval(c.profile, r, &c.link, check);
+  PredictionNotes n;
+  n.calibrationRun = c.profile.runId.value();
+  n.change = check.change;
+  n.extrapolation = check.extrapolation;
+  n.loadFactor = check.loadFactor;
+  n.lowS = iv.lo;
+  n.highS = iv.hi;
+  n.relSe = iv.relSe;
+  n.intervalBasis = iv.basis;
+  n.link = c.link.note;
+  n.interference = c.profile.interference.note;
+  for (const auto& e : n.extrapolation) r.notes.push_back("extrapolation: " + e);
+  r.prediction = std::move(n);
+}
+
+JsonValue toJson(const PredictionCheck& c) {
+  JsonValue o = JsonValue::object();
+  o.set("change", JsonValue::string(c.change));
+  JsonValue r = JsonValue::array(), e = JsonValue::array();
+  for (const auto& s : c.refused) r.push(JsonValue::string(s));
+  for (const auto& s : c.extrapolation) e.push(JsonValue::string(s));
+  o.set("refused", std::move(r));
+  o.set("extrapolation", std::move(e));
+  o.set("load_factor", JsonValue::number(c.loadFactor));
+  return o;
+}
+
+JsonValue toJson(const PredictionInterval& i) {
+  JsonValue o = JsonValue::object();
+  o.set("lo_s", JsonValue::number(i.lo));
+  o.set("hi_s", JsonValue::number(i.hi));
+  o.set("rel_se", JsonValue::number(i.relSe));
+  o.set("basis", JsonValue::string(i.basis));
+  return o;
+}
+
+}  // namespace shardscope::core::estimator

@@ -1,0 +1,56 @@
+#pragma once
+// The link probe: before the first step, a run times the collectives its strategy will issue
+// (all-gather, reduce-scatter and all-reduce on the world group) at a geometric ladder of sizes from
+// 4 KiB to the largest message the run can send, so that the simulator predicts other strategies
+// from a measured link instead of a fit over the two bucket sizes a DDP run happens to use
+// (docs/ESTIMATOR.md, "The link"). The collectives go through the communicator like any other, so
+// they are recorded as spans on the group's lane, outside every step, named "<op> link probe <i>";
+// core/estimator's probeSamples() reads them back.
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace shardscope::runtime {
+
+class Group;
+
+struct LinkProbePlan {
+  std::vector<std::int64_t> bytes;  // message sizes (nccl-tests' S), ascending
+  std::vector<int> repeats;         // recorded instances per size and op (same length as bytes)
+  int warmups = 1;                  // untimed instances per size (connection set-up, first touch)
+};
+
+// Sizes from 4 KiB to maxBytes (at most `points` of them, geometric, each a multiple of
+// 4·groupSize bytes so that every rank holds whole fp32 elements), `repeats` each, but fewer (at
+// least one) where a size's repeats would send more than `budgetBytes` per op: the probe's cost is
+// the large sizes', and this bounds it whatever the model.
+LinkProbePlan planLinkProbe(std::int64_t maxBytes, int groupSize, int points = 7, int repeats = 5,
+                            std::int64_t budgetBytes = std::int64_t{64} << 20);
+
+// Runs the plan on `g` (every rank of g must call it with the same plan): for each size, all-gather,
+// reduce-scatter and all-reduce, the warm-ups labelled "link probe warmup", the rest
+// "link probe" (no warm-up past 1 MiB: connections are set up by then). `dtype` is the parameters' (all-gather); reductions are
+// fp32 unless bf16Reduce (as the run's gradients are sent). Returns the wall time it took in seconds.
+double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, torch::Dtype paramDtype, bool bf16Reduce);
+
+}  // namespace shardscope::runtime
+
+namespace shardscope::runtime {
+
+// The compute probe: the FLOP rate of matrix products [tokens x d] @ [d x d] (a forward product,
+// and the input gradient's shape) and [d x tokens] @ [tokens x d] (the weight gradient's: its
+// inner dimension is the tokens) for d on a ladder of 64 ... maxDim (doubling), in the run's dtype,
+// on this rank's device and threads. A model's blocks are mostly such products; their rate grows
+// with d (small products are bound by overheads and memory, not arithmetic), so a compute profile
+// carried to another model scales by this measured curve rather than by FLOPs alone
+// (docs/ESTIMATOR.md, "Model size"). Each is repeated until ~20 ms have passed (at least twice, or
+// once when one product takes longer, at most 8 times).
+struct ComputeProbe {
+  std::vector<std::pair<std::int64_t, double>> forward;  // (d, GFLOP/s), ascending
+  std::vector<std::pair<std::int64_t, double>> weight;
+};
+ComputeProbe runComputeProbe(torch::Device device, torch::Dtype dtype, std::int64_t tokens, std::int64_t maxDim);
+
+}  // namespace shardscope::runtime

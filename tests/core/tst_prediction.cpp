@@ -1,0 +1,245 @@
+// Predictions from a measured run (#28): the link interpolated between a probe's points, the link
+// calibration (probe x contention, or a run fit and its conditioning), the interference fit on
+// spans with a known slowdown, the host-load refusal and the extrapolation marks, and the interval.
+#include <QtTest>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/estimator/comm_model.h"
+#include "core/estimator/interference.h"
+#include "core/estimator/link_calibration.h"
+#include "core/estimator/prediction.h"
+#include "core/estimator/simulator.h"
+#include "core/estimator/simulator_store.h"
+#include "core/util/error.h"
+
+using namespace shardscope::core;
+using namespace shardscope::core::estimator;
+
+namespace {
+
+// A link whose one instance takes 200 µs + wire / 1 GB/s up to 1 MiB and twice the slope beyond (a
+// protocol change), measured at 2 ranks.
+double truthS(double wire) { return 200e-6 + (wire <= 1048576 ? wire : 1048576 + 2 * (wire - 1048576)) / 1e9; }
+
+std::vector<CollectiveSample> probeSamples() {
+  std::vector<CollectiveSample> v;
+  for (std::int64_t bytes = 4096; bytes <= (std::int64_t{16} << 20); bytes *= 4)
+    for (CollKind k : {CollKind::AllReduce, CollKind::AllGather})
+      for (int rep = 0; rep < 3; ++rep) {
+        CollectiveSample s;
+        s.kind = k;
+        s.groupSize = 2;
+        s.messageBytes = bytes;
+        s.durationS = truthS(static_cast<double>(bytes) * ringFactor(k, 2));
+        v.push_back(s);
+      }
+  return v;
+}
+
+MeasuredProfile profileOn(int cpus, int threads, int ranks) {
+  MeasuredProfile mp;
+  mp.runId = RunId{7};
+  mp.input.model = *modelShapePreset("small");
+  mp.input.gpus = ranks;
+  mp.input.gpusPerNode = ranks;
+  mp.input.precision = Precision::Fp32;
+  mp.input.microBatch = 4;
+  mp.input.seqLen = 128;
+  mp.strategy = Strategy::Ddp;
+  mp.gloo = true;
+  mp.host.known = true;
+  mp.host.cpus = cpus;
+  mp.host.threadsPerRank = threads;
+  mp.host.ranksOnHost = ranks;
+  const int L = mp.input.model.layers;
+  mp.compute.forwardS.assign(static_cast<std::size_t>(L + 2), 1e-3);
+  mp.compute.backwardS.assign(static_cast<std::size_t>(L + 2), 2e-3);
+  mp.compute.optimizerSPerElement = 1e-9;
+  mp.stepS = 0.1;
+  mp.stepCv = 0.03;
+  mp.steps = 4;
+  return mp;
+}
+
+SimulateInput targetOf(const MeasuredProfile& mp, Strategy s, int gpus) {
+  SimulateInput si;
+  si.model = mp.input;
+  si.model.gpus = gpus;
+  si.model.gpusPerNode = gpus;
+  si.strategy = s;
+  si.steps = 3;
+  return si;
+}
+
+}  // namespace
+
+class TestPrediction : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  // Between the measured points the time is interpolated (exact at them); outside, the line is
+  // scaled to meet the nearest point.
+  void interpolatesMeasuredPoints() {
+    LinkModel l;
+    l.busBwGBps = 1;
+    l.alphaUs = 200;
+    for (double w : {4096.0, 65536.0, 1048576.0, 4194304.0, 16777216.0}) {
+      l.allReducePoints.push_back({w, truthS(w)});
+      l.otherPoints.push_back({w, truthS(w)});
+    }
+    for (const auto& [w, t] : l.allReducePoints) QVERIFY(std::abs(l.instanceS(true, w) - t) < 1e-12);
+    // Past the protocol change a straight line would be 2x off; the points follow it.
+    QVERIFY(std::abs(l.instanceS(true, 8388608.0) / truthS(8388608.0) - 1) < 0.05);
+    QVERIFY(std::abs(l.instanceS(false, 8388608.0) / truthS(8388608.0) - 1) < 0.05);
+    // Below the first point: the line through alpha, scaled to meet it.
+    const double below = l.instanceS(true, 1024.0);
+    QVERIFY(below < truthS(4096.0) && below > 150e-6);
+    // Without points: alpha-beta.
+    LinkModel plain{"p", 1.0, 0, 200, "p"};
+    QVERIFY(std::abs(plain.instanceS(true, 1e6) - (200e-6 + 1e6 / 1e9)) < 1e-12);
+  }
+
+  // The probe gives the link; the run's own collectives, 1.5x slower, give the contention.
+  void calibratesProbeAndContention() {
+    const auto probe = probeSamples();
+    std::vector<CollectiveSample> steps;
+    for (std::int64_t bytes : {std::int64_t{1} << 20, std::int64_t{15} << 20}) {
+      CollectiveSample s;
+      s.kind = CollKind::AllReduce;
+      s.groupSize = 2;
+      s.messageBytes = bytes;
+      s.durationS = 1.5 * truthS(static_cast<double>(bytes));
+      steps.push_back(s);
+    }
+    const LinkCalibration c = calibrateLink(probe, steps, "run3");
+    QCOMPARE(c.source, std::string("probe"));
+    QVERIFY(c.wellConditioned);
+    QCOMPARE(c.minBytes, std::int64_t{4096});
+    QCOMPARE(c.maxBytes, std::int64_t{16} << 20);
+    QCOMPARE(c.groupSize, 2);
+    QVERIFY2(std::abs(c.contentionAllReduce - 1.5) < 0.03, qPrintable(QString::number(c.contentionAllReduce)));
+    // No all-gather in the run: the probe's time stands for it (a kind's contention is its own).
+    QCOMPARE(c.contentionOther, 1.0);
+    QCOMPARE(c.contentionSamples, std::int64_t{2});
+    // The link predicts the run's own collectives.
+    for (const auto& s : steps)
+      QVERIFY(std::abs(c.link.instanceS(true, static_cast<double>(s.messageBytes)) / s.durationS - 1) < 0.05);
+    QVERIFY(c.relError < 0.05);
+    QVERIFY(c.note.find("link probe") != std::string::npos);
+  }
+
+  // Without a probe: the run's fit, marked poorly conditioned when it has one kind only.
+  void runFitConditioning() {
+    std::vector<CollectiveSample> steps;
+    for (std::int64_t bytes : {std::int64_t{1} << 20, std::int64_t{15} << 20}) {
+      CollectiveSample s;
+      s.kind = CollKind::AllReduce;
+      s.groupSize = 2;
+      s.messageBytes = bytes;
+      s.durationS = truthS(static_cast<double>(bytes));
+      steps.push_back(s);
+    }
+    const LinkCalibration c = calibrateLink({}, steps, "run4");
+    QCOMPARE(c.source, std::string("run-fit"));
+    QVERIFY(!c.wellConditioned);
+    QVERIFY(c.note.find("poorly conditioned") != std::string::npos);
+    QVERIFY_THROWS_EXCEPTION(Error, calibrateLink({}, {}, "run5"));
+  }
+
+  // Spans slowed by (1 + 0.6 f) around three bases: k comes back; without spread, the default.
+  void fitsInterference() {
+    std::vector<InterferenceSample> v;
+    const double bases[] = {1e-3, 2e-3, 5e-4};
+    for (int g = 0; g < 3; ++g)
+      for (int i = 0; i < 30; ++i) {
+        const double f = (i % 10) / 9.0;
+        v.push_back({g, f, bases[g] * (1 + 0.6 * f)});
+      }
+    const InterferenceFit fit = fitInterference(v, 0.2);
+    QVERIFY(fit.identified);
+    QVERIFY2(std::abs(fit.k - 0.6) < 0.01, qPrintable(QString::number(fit.k)));
+    QVERIFY(std::abs(baseDuration(v[5], fit.k) - bases[0]) < 1e-5);
+    for (auto& s : v) s.overlap = 0.3;
+    const InterferenceFit flat = fitInterference(v, 0.2);
+    QVERIFY(!flat.identified);
+    QCOMPARE(flat.k, 0.2);
+    QVERIFY(flat.note.find("default") != std::string::npos);
+    // Overlap of a span with merged intervals.
+    const auto merged = mergeIntervals({{0, 1}, {0.5, 2}, {3, 4}});
+    QCOMPARE(merged.size(), std::size_t{2});
+    QVERIFY(std::abs(overlapFraction(1.5, 3.5, merged) - 0.5) < 1e-12);
+    QCOMPARE(overlapFraction(2, 3, merged), 0.0);
+  }
+
+  // More ranks per core than the calibration had: refused, with the reason, unless allowed; then
+  // the compute is scaled by the load and marked.
+  void refusesAnotherHostLoad() {
+    const MeasuredProfile mp = profileOn(2, 1, 2);
+    SimulateInput t = targetOf(mp, Strategy::Ddp, 4);
+    PredictionCheck c = checkPrediction(mp, t, nullptr);
+    QCOMPARE(c.change, std::string("scale"));
+    QCOMPARE(c.refused.size(), std::size_t{1});
+    QVERIFY2(c.refused[0].find("share cores") != std::string::npos, c.refused[0].c_str());
+    QCOMPARE(c.loadFactor, 2.0);
+    QVERIFY(!c.extrapolation.empty());  // another world size
+    Calibration cal;
+    cal.profile = mp;
+    cal.link.link = LinkModel{"l", 1.0, 0, 100, "l"};
+    cal.link.source = "preset";
+    cal.link.wellConditioned = true;
+    SimulateInput a = t;
+    QVERIFY_THROWS_EXCEPTION(Error, applyCalibration(a, cal, false, false));
+    SimulateInput b = t;
+    const PredictionCheck allowed = applyCalibration(b, cal, false, true);
+    QVERIFY(std::abs(b.compute.forwardS[1] - 2e-3) < 1e-12);  // 1 ms x load 2
+    bool marked = false;
+    for (const auto& e : allowed.extrapolation) marked = marked || e.find("host load") != std::string::npos;
+    QVERIFY(marked);
+    // A machine with a core per rank at 4 ranks: no refusal, still an extrapolation of scale.
+    const MeasuredProfile big = profileOn(16, 1, 2);
+    const PredictionCheck ok = checkPrediction(big, targetOf(big, Strategy::Zero3, 4), nullptr);
+    QVERIFY(ok.refused.empty());
+    QCOMPARE(ok.change, std::string("scale"));
+  }
+
+  // What changes is named; the interval covers the step spread and the class's validation error.
+  void namesTheChangeAndGivesAnInterval() {
+    const MeasuredProfile mp = profileOn(2, 1, 2);
+    QCOMPARE(checkPrediction(mp, targetOf(mp, Strategy::Ddp, 2), nullptr).change, std::string("replay"));
+    QCOMPARE(checkPrediction(mp, targetOf(mp, Strategy::Zero3, 2), nullptr).change, std::string("strategy"));
+    SimulateInput knob = targetOf(mp, Strategy::Ddp, 2);
+    knob.model.bucketCapMb = 5;
+    QCOMPARE(checkPrediction(mp, knob, nullptr).change, std::string("knob"));
+    SimulateInput model = targetOf(mp, Strategy::Ddp, 2);
+    model.model.model = *modelShapePreset("medium");
+    const PredictionCheck mc = checkPrediction(mp, model, nullptr);
+    QCOMPARE(mc.change, std::string("model"));
+    QVERIFY(!mc.extrapolation.empty() && mc.extrapolation[0].find("medium") != std::string::npos);
+
+    Calibration cal;
+    cal.profile = mp;
+    cal.link.link = LinkModel{"l", 1.0, 0, 100, "l"};
+    cal.link.relError = 0.1;
+    SimulateInput si = targetOf(mp, Strategy::Zero3, 2);
+    const PredictionCheck c = applyCalibration(si, cal, false, false);
+    SimulationResult r = simulate(si);
+    annotatePrediction(r, cal, c);
+    QVERIFY(r.prediction.has_value());
+    const auto& p = *r.prediction;
+    QCOMPARE(p.calibrationRun, std::int64_t{7});
+    QCOMPARE(p.change, std::string("strategy"));
+    QVERIFY(p.lowS < r.steady.stepS && p.highS > r.steady.stepS);
+    const double share = r.steady.exposedCommS / r.steady.stepS;
+    const double rel = std::sqrt(0.03 * 0.03 + std::pow(0.1 * share, 2) + std::pow(validationRmsError("strategy"), 2));
+    QVERIFY2(std::abs(p.relSe - rel) < 1e-12, qPrintable(QString("%1 vs %2").arg(p.relSe).arg(rel)));
+    QVERIFY(std::abs(p.highS - r.steady.stepS * (1 + 2 * rel)) < 1e-12);
+    const JsonValue j = toJson(r);
+    QVERIFY(j.find("prediction") != nullptr);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestPrediction)
+#include "tst_prediction.moc"
