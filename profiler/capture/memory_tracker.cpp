@@ -139,4 +139,9 @@ void MemoryTracker::resetPeak() {
   peak_ = cur_;
 }
 
+void MemoryTracker::restorePeak(const MemSnapshot& p) {
+  std::lock_guard<std::mutex> l(mu_);
+  peak_ = p.total >= cur_.total ? p : cur_;
+}
+
 }  // namespace shardscope::capture

@@ -69,6 +69,9 @@ class MemoryTracker final : public c10::Allocator {
   MemSnapshot current() const;
   MemSnapshot peak() const;
   void resetPeak();
+  // Puts back a peak taken earlier (peak()), or the current total where that is higher: work whose
+  // buffers are not the run's (the link and compute probes) leaves no peak behind.
+  void restorePeak(const MemSnapshot& p);
 
  private:
   MemoryTracker();

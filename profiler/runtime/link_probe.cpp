@@ -28,7 +28,7 @@ LinkProbePlan planLinkProbe(std::int64_t maxBytes, int groupSize, int points, in
   return plan;
 }
 
-double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, torch::Dtype paramDtype, bool bf16Reduce) {
+double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, bool bf16Reduce) {
   torch::NoGradGuard ng;
   const auto t0 = std::chrono::steady_clock::now();
   const int n = g.size();
@@ -40,11 +40,10 @@ double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, t
     for (int r = 0; r < reps; ++r) {
       CollectiveInfo info;
       info.label = std::string(core::kLinkProbeLabel) + (r < warm ? " warmup" : "");
-      // All-gather: S is the gathered array, each rank contributes S/n in the parameters' dtype.
+      // All-gather: S is the gathered array, each rank contributes S/n bytes.
       {
-        const std::int64_t el = torch::elementSize(paramDtype);
-        const std::int64_t per = std::max<std::int64_t>(1, bytes / el / n);
-        auto in = torch::ones({per}, torch::TensorOptions().dtype(paramDtype).device(device));
+        const std::int64_t per = std::max<std::int64_t>(1, bytes / 4 / n);
+        auto in = torch::ones({per}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
         auto out = torch::empty({per * n}, in.options());
         g.allGather(out, in, info).wait();
       }
@@ -98,11 +97,12 @@ ComputeProbe runComputeProbe(torch::Device device, torch::Dtype dtype, std::int6
     } while (reps < 8 && (reps < minReps || s < 0.02));
     return s > 0 ? flopsPerCall * reps / s / 1e9 : 0.0;
   };
-  const auto opts = torch::TensorOptions().dtype(dtype).device(device);
   for (std::int64_t d = 64; d <= maxDim; d *= 2) {
-    auto a = torch::randn({tokens, d}, opts);
-    auto b = torch::randn({d, d}, opts);
-    auto g = torch::randn({tokens, d}, opts);
+    // Drawn in fp32 and cast: LibTorch 1.13 has no CPU randn for bf16.
+    const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+    auto a = torch::randn({tokens, d}, f32).to(dtype);
+    auto b = torch::randn({d, d}, f32).to(dtype);
+    auto g = torch::randn({tokens, d}, f32).to(dtype);
     const double flops = 2.0 * static_cast<double>(tokens) * static_cast<double>(d) * static_cast<double>(d);
     out.forward.push_back({d, rate(flops, [&] { return torch::matmul(a, b); })});
     out.weight.push_back({d, rate(flops, [&] { return torch::matmul(a.t(), g); })});

@@ -30,10 +30,11 @@ LinkProbePlan planLinkProbe(std::int64_t maxBytes, int groupSize, int points = 7
                             std::int64_t budgetBytes = std::int64_t{64} << 20);
 
 // Runs the plan on `g` (every rank of g must call it with the same plan): for each size, all-gather,
-// reduce-scatter and all-reduce, the warm-ups labelled "link probe warmup", the rest
-// "link probe" (no warm-up past 1 MiB: connections are set up by then). `dtype` is the parameters' (all-gather); reductions are
-// fp32 unless bf16Reduce (as the run's gradients are sent). Returns the wall time it took in seconds.
-double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, torch::Dtype paramDtype, bool bf16Reduce);
+// reduce-scatter and all-reduce, the warm-ups labelled "link probe warmup", the rest "link probe"
+// (no warm-up past 1 MiB: connections are set up by then). All-gathers move fp32 (a link moves
+// bytes; Gloo in LibTorch 1.13 cannot gather bf16); reductions are fp32 unless bf16Reduce (as the
+// run's gradients are sent). Returns the wall time it took in seconds.
+double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, bool bf16Reduce);
 
 }  // namespace shardscope::runtime
 

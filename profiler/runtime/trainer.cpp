@@ -215,14 +215,32 @@ class RankLife {
 
   // Probe: the link timed at the sizes this run can send (link_probe.h), after the initialisation
   // time is taken and before the first step, so neither includes it.
+  // The probes' buffers are not the run's: while they run the allocator records nothing, and
+  // afterwards the peaks are what they were before (host tracker; on a GPU the caching allocator's
+  // peak statistics, and its cache is emptied so the reserved memory is the run's own).
+  void probe() {
+    if (!cfg_.linkProbe) return;
+    const capture::MemSnapshot before = tracker_->peak();
+    if (cfg_.capture) tracker_->setRecorder(nullptr);
+    probeLink();
+    probeCompute();
+    tracker_->restorePeak(before);
+    if (cfg_.capture) tracker_->setRecorder(rec_.get(), 0, 0);
+#ifdef SHARDSCOPE_WITH_CUDA
+    if (cuda_) {
+      c10::cuda::CUDACachingAllocator::emptyCache();
+      c10::cuda::CUDACachingAllocator::resetPeakStats(device_.index());
+    }
+#endif
+  }
+
   void probeLink() {
     if (!cfg_.linkProbe || cfg_.worldSize < 2) return;
     // The largest message a strategy of this model can send: the whole fp32 gradient (ZeRO-2 with
     // a bucket larger than the model reduces it in one go; every other message is smaller).
     const std::int64_t maxBytes = std::clamp<std::int64_t>(model_->layout().totalNumel * 4, 64 * 1024, std::int64_t{1} << 30);
     const LinkProbePlan plan = planLinkProbe(maxBytes, comm_->world().size());
-    const torch::Dtype paramDtype = cfg_.precision == core::Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32;
-    const double s = runLinkProbe(comm_->world(), plan, device_, paramDtype, bf16Reduce_);
+    const double s = runLinkProbe(comm_->world(), plan, device_, bf16Reduce_);
     rec_->metric("link_probe_s", s);
   }
 
@@ -600,8 +618,7 @@ int runRank(const core::RunConfig& cfg, const WorkerOptions& opts) {
     life.setUp();
     life.startRecording();
     life.build();
-    life.probeLink();
-    life.probeCompute();
+    life.probe();
     life.train();
     life.recordFigures();
     life.checkpoint();

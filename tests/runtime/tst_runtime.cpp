@@ -366,13 +366,19 @@ class TestRuntime : public QObject {
     QCOMPARE(static_cast<int>(sum.ranks.size()), 2);
     QVERIFY(sum.collectiveCount > 0);
     QCOMPARE(static_cast<int>(store.steps(*fsdpRun).size()), 2 * kSteps);
-    int ag = 0, rs = 0;
+    int ag = 0, rs = 0, probe = 0;
     for (const auto& t : sum.tracks) {
       if (t.track.kind != core::TrackKind::Comm) continue;
       store.forEachEvent(t.track.id, [&](const core::Event& e) {
         if (e.collOp == core::CollectiveOp::Barrier) return;
         QVERIFY(e.bytes && *e.bytes > 0);
         QVERIFY(e.processGroupId.has_value());
+        // The link probe (before step 1, outside every step): counted apart.
+        if (core::isLinkProbeName(e.name)) {
+          QVERIFY(!e.step.has_value());
+          ++probe;
+          return;
+        }
         QCOMPARE(e.groupSize.value_or(0), 2);
         QVERIFY(e.endNs >= e.startNs);
         ag += e.collOp == core::CollectiveOp::AllGather;
@@ -385,6 +391,9 @@ class TestRuntime : public QObject {
     // in backward (the head is kept, the embedding is gathered last) ... at least one per unit and
     // pass, and one reduce-scatter per unit per step.
     QCOMPARE(rs, 2 * 4 * kSteps);
+    // The probe: 7 sizes x 3 ops x 5 timed instances, plus a warm-up per size up to 1 MiB (all of
+    // them for this model), on each of the 2 ranks.
+    QCOMPARE(probe, 2 * 7 * 3 * (5 + 1));
     QVERIFY2(ag >= 2 * 6 * kSteps, qPrintable(QString::number(ag)));
     QVERIFY(store.metric(*fsdpRun, std::nullopt, "tokens_per_s").value_or(0) > 0);
     for (const auto& r : sum.ranks) {

@@ -220,6 +220,7 @@ class TestLaunchDialog : public QObject {
     c.consolidateCheckpoint = true;
     c.checkpointDir = "/ckpt";
     c.capture = false;
+    c.linkProbe = false;
     c.gpuTrace = core::GpuTrace::Full;
     c.hangTimeoutS = 42.5;
     c.flushIntervalS = 0.25;
