@@ -82,12 +82,16 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a smaller grid (3 strategies, 2 knobs, no medium model)")
     ap.add_argument("--reuse", action="store_true", help="use the runs already in --db (named by configuration) instead of making them")
     ap.add_argument("--json", default="", help="also write every prediction to this JSON file")
+    ap.add_argument("--device", default="", help="the runs' device: cpu (default) or cuda (ranks share the GPUs through Gloo where they outnumber them)")
     ap.add_argument("--simulate-arg", action="append", default=[],
                     help="an extra argument for every prediction, e.g. --simulate-arg=--interference=0 (repeatable)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="simval-")
     db = args.db or os.path.join(tmp, "validation.db")
     cfgs = grid(args.quick)
+    if args.device:
+        for c in cfgs:
+            c["config"]["device"] = args.device
     for c in cfgs:
         path = os.path.join(tmp, c["name"].replace(" ", "_").replace("@", "-").replace("=", "-") + ".json")
         with open(path, "w") as f:
