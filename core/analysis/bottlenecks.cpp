@@ -268,8 +268,9 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
   for (std::size_t i = 0; i < candidates_.size(); ++i) {
     const Candidate& c = candidates_[i];
     const Key key{static_cast<int>(c.op), c.target, c.pg, c.targetFrom == 0 ? c.bytes : -1};
-    auto [it, fresh] = groups.try_emplace(key, Group{i});
+    auto [it, fresh] = groups.try_emplace(key);
     Group& g = it->second;
+    if (fresh) g.worst = i;
     if (!fresh && c.exposed > candidates_[g.worst].exposed) g.worst = i;
     ++g.instances;
     g.total += c.exposed;

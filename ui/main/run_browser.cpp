@@ -87,8 +87,8 @@ RunBrowser::RunBrowser(RunSession* session, QWidget* parent) : QWidget(parent), 
   });
   connect(view_, &QTreeView::expanded, this,
           [this](const QModelIndex& i) { collapsedGroups_.removeAll(i.data(RunListModel::GroupKeyRole).toString()); });
-  connect(model_, &QAbstractItemModel::rowsInserted, this, [this](const QModelIndex& parent) {
-    if (!parent.isValid()) expandGroups();
+  connect(model_, &QAbstractItemModel::rowsInserted, this, [this](const QModelIndex& under) {
+    if (!under.isValid()) expandGroups();
   });
   connect(model_, &QAbstractItemModel::modelReset, this, [this] {
     expandGroups();
