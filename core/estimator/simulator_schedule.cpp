@@ -347,7 +347,6 @@ struct Builder {
     p.begin("forward");
     for (int b = 0; b <= sh.L + 1; ++b) {
       const auto& mods = byBlock[static_cast<std::size_t>(b)];
-      double shareLeft = 1.0;
       for (int m : mods) {
         const int gi = moduleGroup[static_cast<std::size_t>(m)];
         if (gi >= 0) {
@@ -355,7 +354,6 @@ struct Builder {
           ensureUnit(gi, kWorld, false);
         }
         const double share = moduleShare(sh, sh.modules[static_cast<std::size_t>(m)]);
-        shareLeft -= share;
         p.compute("forward " + bn(b), fwdPass(b) * share);
         if (gi >= 0 && shouldReleaseAfterForward(m)) releaseUnit(gi);
       }
