@@ -357,34 +357,22 @@ LinkFit fitRunLink(TraceStore& store, RunId runId) {
   return fitLink(collectiveSamples(store, runId), "fitted:run" + std::to_string(runId.value()));
 }
 
-std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId, SampleSet which) {
+RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId) {
   // Per lane name (one per process group and rank, or a GPU stream), each rank's collectives in
-  // order. When the ranks share a clock and every rank of a lane has the same sequence, the k-th instances are one collective:
-  // its time is from the last rank's start to the ranks' mean end (the transfer once everyone has
-  // arrived: the waiting of early ranks for late ones is skew, not link time). Otherwise (a single
-  // rank, uneven sequences) each instance's own duration is used.
+  // order, the step's and the link probe's apart. When the ranks share a clock and every rank of a
+  // lane has the same sequence, the k-th instances are one collective: its time is from the last
+  // rank's start to the ranks' mean end (the transfer once everyone has arrived: the waiting of
+  // early ranks for late ones is skew, not link time). Otherwise (a single rank, uneven sequences)
+  // each instance's own duration is used. Every track is read once.
   struct Inst {
     CollectiveSample s;
     TimeNs start = 0, end = 0;
   };
-  // Each rank's compute (its compute lanes' spans, or its GPU streams' compute kernels), merged.
+  using Lanes = std::map<std::string, std::map<RankId, std::vector<Inst>>>;
+  Lanes lanes[2];  // [SampleSet::Steps, SampleSet::LinkProbe]
+  // Each rank's compute (its compute lanes' spans, or its GPU streams' compute kernels), merged
+  // once every track is read: a collective's compute overlap is taken against it.
   std::map<RankId, std::vector<std::pair<double, double>>> computing;
-  const auto tracks = store.tracks(runId);
-  for (const auto& t : tracks) {
-    const bool computeLane = t.kind == TrackKind::CpuThread && t.name.rfind("compute", 0) == 0;
-    if (!computeLane && t.kind != TrackKind::GpuStream) continue;
-    auto& iv = computing[t.rankId];
-    store.forEachEvent(
-        t.id,
-        [&](const Event& e) {
-          if (e.category == Category::Computation && e.endNs > e.startNs)
-            iv.push_back({static_cast<double>(e.startNs), static_cast<double>(e.endNs)});
-        },
-        false);
-  }
-  for (auto& [r, iv] : computing) iv = mergeIntervals(std::move(iv));
-  const std::vector<std::pair<double, double>> noCompute;
-  std::map<std::string, std::map<RankId, std::vector<Inst>>> lanes;
   // Only our runtime's ranks share one clock (one machine's CLOCK_REALTIME, or the simulation's);
   // imported traces keep per-instance durations.
   const auto run = store.run(runId);
@@ -398,22 +386,25 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId, 
     for (const auto& s : store.steps(runId)) numbers[s.rankId].push_back(s.step);
     for (const auto& [rank, n] : numbers) counted[rank] = countedStepNumbers(n, run->source);
   }
-  for (const auto& t : tracks) {
-    if (t.kind != TrackKind::Comm && t.kind != TrackKind::GpuStream) continue;
-    auto& seq = lanes[t.name][t.rankId];
-    const auto cmp = computing.find(t.rankId);
-    const auto& busy = cmp == computing.end() ? noCompute : cmp->second;
+  for (const auto& t : store.tracks(runId)) {
+    const bool computeLane = t.kind == TrackKind::CpuThread && t.name.rfind("compute", 0) == 0;
+    const bool commLane = t.kind == TrackKind::Comm || t.kind == TrackKind::GpuStream;
+    if (!computeLane && !commLane) continue;
+    auto& busy = computing[t.rankId];
     const auto cs = counted.find(t.rankId);
-    // The first counted step when a warm-up was left out: samples before it (and outside any step) are dropped.
+    // The first counted step when a warm-up was left out: step samples before it (and outside any
+    // step) are dropped.
     const std::optional<std::int64_t> firstCounted =
         cs != counted.end() && cs->second.warmupLeftOut ? std::optional<std::int64_t>(cs->second.first) : std::nullopt;
     store.forEachEvent(
         t.id,
         [&](const Event& e) {
-          if (!e.bytes || *e.bytes <= 0 || e.endNs <= e.startNs) return;
+          if (e.category == Category::Computation && e.endNs > e.startNs && (computeLane || t.kind == TrackKind::GpuStream))
+            busy.push_back({static_cast<double>(e.startNs), static_cast<double>(e.endNs)});
+          if (!commLane || !e.bytes || *e.bytes <= 0 || e.endNs <= e.startNs) return;
           const bool probe = isLinkProbeName(e.name);
-          if (probe != (which == SampleSet::LinkProbe) || e.name.find("warmup") != std::string_view::npos) return;
-          if (which == SampleSet::Steps && firstCounted && (!e.step || *e.step < *firstCounted)) return;
+          if (probe && e.name.find("warmup") != std::string_view::npos) return;
+          if (!probe && firstCounted && (!e.step || *e.step < *firstCounted)) return;
           if (t.kind == TrackKind::GpuStream && e.category != Category::Communication) return;
           CollectiveSample s;
           switch (e.collOp) {
@@ -434,44 +425,59 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId, 
           s.messageBytes = *e.bytes;
           s.emulatedReduceScatter = e.argsJson.find("\"emulated_by\":\"all_reduce\"") != std::string::npos;
           s.durationS = static_cast<double>(e.endNs - e.startNs) / 1e9;
-          s.computeOverlap = overlapFraction(static_cast<double>(e.startNs), static_cast<double>(e.endNs), busy);
-          seq.push_back({s, e.startNs, e.endNs});
+          lanes[probe ? 1 : 0][t.name][t.rankId].push_back({s, e.startNs, e.endNs});
         },
-        /*withArgs=*/true);
+        /*withArgs=*/commLane);
   }
-  std::vector<CollectiveSample> out;
-  const bool sharedClock = ours;
-  for (const auto& [name, ranks] : lanes) {
-    bool matched = sharedClock && ranks.size() >= 2;
-    const std::size_t n = ranks.begin()->second.size();
-    for (const auto& [r, seq] : ranks) {
-      if (seq.size() != n) matched = false;
-      for (std::size_t k = 0; matched && k < n; ++k)
-        if (seq[k].s.kind != ranks.begin()->second[k].s.kind || seq[k].s.messageBytes != ranks.begin()->second[k].s.messageBytes)
-          matched = false;
-    }
-    if (!matched) {
-      for (const auto& [r, seq] : ranks)
-        for (const auto& i : seq) out.push_back(i.s);
-      continue;
-    }
-    for (std::size_t k = 0; k < n; ++k) {
-      TimeNs lastStart = 0;
-      double endSum = 0, overlapSum = 0;
-      for (const auto& [r, seq] : ranks) {
-        lastStart = std::max(lastStart, seq[k].start);
-        endSum += static_cast<double>(seq[k].end);
-        overlapSum += seq[k].s.computeOverlap;
+  for (auto& [r, iv] : computing) iv = mergeIntervals(std::move(iv));
+  const auto collect = [&](Lanes& set) {
+    std::vector<CollectiveSample> out;
+    for (auto& [name, ranks] : set) {
+      for (auto& [r, seq] : ranks) {
+        const auto& busy = computing[r];
+        for (auto& i : seq) i.s.computeOverlap = overlapFraction(static_cast<double>(i.start), static_cast<double>(i.end), busy);
       }
-      const double d = (endSum / static_cast<double>(ranks.size()) - static_cast<double>(lastStart)) / 1e9;
-      if (!(d > 0)) continue;
-      CollectiveSample s = ranks.begin()->second[k].s;
-      s.durationS = d;
-      s.computeOverlap = overlapSum / static_cast<double>(ranks.size());
-      out.push_back(s);
+      bool matched = ours && ranks.size() >= 2;
+      const std::size_t n = ranks.begin()->second.size();
+      for (const auto& [r, seq] : ranks) {
+        if (seq.size() != n) matched = false;
+        for (std::size_t k = 0; matched && k < n; ++k)
+          if (seq[k].s.kind != ranks.begin()->second[k].s.kind ||
+              seq[k].s.messageBytes != ranks.begin()->second[k].s.messageBytes)
+            matched = false;
+      }
+      if (!matched) {
+        for (const auto& [r, seq] : ranks)
+          for (const auto& i : seq) out.push_back(i.s);
+        continue;
+      }
+      for (std::size_t k = 0; k < n; ++k) {
+        TimeNs lastStart = 0;
+        double endSum = 0, overlapSum = 0;
+        for (const auto& [r, seq] : ranks) {
+          lastStart = std::max(lastStart, seq[k].start);
+          endSum += static_cast<double>(seq[k].end);
+          overlapSum += seq[k].s.computeOverlap;
+        }
+        const double d = (endSum / static_cast<double>(ranks.size()) - static_cast<double>(lastStart)) / 1e9;
+        if (!(d > 0)) continue;
+        CollectiveSample s = ranks.begin()->second[k].s;
+        s.durationS = d;
+        s.computeOverlap = overlapSum / static_cast<double>(ranks.size());
+        out.push_back(s);
+      }
     }
-  }
+    return out;
+  };
+  RunCollectiveSamples out;
+  out.steps = collect(lanes[0]);
+  out.probe = collect(lanes[1]);
   return out;
+}
+
+std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId, SampleSet which) {
+  RunCollectiveSamples all = runCollectiveSamples(store, runId);
+  return which == SampleSet::LinkProbe ? std::move(all.probe) : std::move(all.steps);
 }
 
 JsonValue toJson(const Collective& c) {

@@ -119,5 +119,10 @@ enum class SampleSet { Steps, LinkProbe };
 // The all-reduce, all-gather and reduce-scatter instances of a run with a known size (communication
 // lanes of our runtime, or NCCL kernels of an imported trace), from the trace store.
 std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId, SampleSet which = SampleSet::Steps);
+// Both sets in one read of the run's tracks.
+struct RunCollectiveSamples {
+  std::vector<CollectiveSample> steps, probe;
+};
+RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId);
 
 }  // namespace shardscope::core::estimator

@@ -181,13 +181,13 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
 }
 
 LinkCalibration calibrateLink(TraceStore& store, RunId runId) {
-  if (!store.run(runId)) throw Error(store.path() + ": no run with id " + std::to_string(runId.value()));
+  const auto run = store.run(runId);
+  if (!run) throw Error(store.path() + ": no run with id " + std::to_string(runId.value()));
   const std::string name = "run" + std::to_string(runId.value());
   try {
-    const auto run = store.run(runId);
-    const bool gpu = run && run->configJson.find("\"device\":\"cuda\"") != std::string::npos;
-    return calibrateLink(collectiveSamples(store, runId, SampleSet::LinkProbe), collectiveSamples(store, runId, SampleSet::Steps),
-                         name, gpu ? kGpuCommInterference : kCpuGlooCommInterference);
+    const RunCollectiveSamples samples = runCollectiveSamples(store, runId);
+    const bool gpu = run->configJson.find("\"device\":\"cuda\"") != std::string::npos;
+    return calibrateLink(samples.probe, samples.steps, name, gpu ? kGpuCommInterference : kCpuGlooCommInterference);
   } catch (const Error& e) {
     throw Error(store.path() + ": " + e.what());
   }
