@@ -475,6 +475,10 @@ RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId) {
   return out;
 }
 
+bool ranOnCuda(const std::vector<Rank>& ranks) {
+  return std::any_of(ranks.begin(), ranks.end(), [](const Rank& r) { return r.device.rfind("cuda", 0) == 0; });
+}
+
 std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId, SampleSet which) {
   RunCollectiveSamples all = runCollectiveSamples(store, runId);
   return which == SampleSet::LinkProbe ? std::move(all.probe) : std::move(all.steps);

@@ -119,6 +119,9 @@ enum class SampleSet { Steps, LinkProbe };
 // The all-reduce, all-gather and reduce-scatter instances of a run with a known size (communication
 // lanes of our runtime, or NCCL kernels of an imported trace), from the trace store.
 std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId, SampleSet which = SampleSet::Steps);
+// Whether a run's ranks ran on CUDA devices ("cuda:N", as our runtime and the importers name a
+// rank's device): what picks a device class's measured defaults (interference, contention).
+bool ranOnCuda(const std::vector<Rank>& ranks);
 // Both sets in one read of the run's tracks.
 struct RunCollectiveSamples {
   std::vector<CollectiveSample> steps, probe;

@@ -186,8 +186,8 @@ LinkCalibration calibrateLink(TraceStore& store, RunId runId) {
   const std::string name = "run" + std::to_string(runId.value());
   try {
     const RunCollectiveSamples samples = runCollectiveSamples(store, runId);
-    const bool gpu = run->configJson.find("\"device\":\"cuda\"") != std::string::npos;
-    return calibrateLink(samples.probe, samples.steps, name, gpu ? kGpuCommInterference : kCpuGlooCommInterference);
+    return calibrateLink(samples.probe, samples.steps, name,
+                         ranOnCuda(store.ranks(runId)) ? kGpuCommInterference : kCpuGlooCommInterference);
   } catch (const Error& e) {
     throw Error(store.path() + ": " + e.what());
   }

@@ -265,7 +265,8 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
     std::vector<InterferenceSample> is;
     is.reserve(passSpans.size());
     for (const auto& p : passSpans) is.push_back(p.s);
-    mp.interference = fitInterference(is, mp.gloo ? kCpuGlooInterference : kGpuInterference);
+    // The defaults are the device class's: a CUDA run sharing its GPU through Gloo is still a GPU run.
+    mp.interference = fitInterference(is, ranOnCuda(store.ranks(runId)) ? kGpuInterference : kCpuGlooInterference);
     for (const auto& p : passSpans)
       (p.forward ? fwd : bwd)[static_cast<std::size_t>(p.block)] += baseDuration(p.s, mp.interference.k);
   }

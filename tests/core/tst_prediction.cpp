@@ -131,6 +131,17 @@ class TestPrediction : public QObject {
     QVERIFY(c.note.find("link probe") != std::string::npos);
   }
 
+  // The device class comes from the ranks' devices, not the backend: a CUDA run that shares its GPU
+  // through Gloo is a GPU run.
+  void deviceClassFromRanks() {
+    Rank cpu, gpu;
+    cpu.device = "cpu";
+    gpu.device = "cuda:0";
+    QVERIFY(!ranOnCuda({cpu, cpu}));
+    QVERIFY(ranOnCuda({gpu, gpu}));
+    QVERIFY(!ranOnCuda({}));
+  }
+
   // Without a probe: the run's fit, marked poorly conditioned when it has one kind only.
   void runFitConditioning() {
     std::vector<CollectiveSample> steps;
