@@ -72,18 +72,6 @@ Args withTargetDefaults(const Args& a, const est::SimTarget& mp) {
   return out;
 }
 
-est::SimTarget targetOf(const est::MeasuredProfile& mp) {
-  est::SimTarget t;
-  t.input = mp.input;
-  t.strategy = mp.strategy;
-  t.backwardPrefetch = mp.backwardPrefetch;
-  t.forwardPrefetch = mp.forwardPrefetch;
-  t.limitAllGathers = mp.limitAllGathers;
-  t.steps = mp.steps;
-  t.gloo = mp.gloo;
-  return t;
-}
-
 // --config run.json / --deepspeed ds.json: the run configuration to predict.
 std::optional<est::SimTarget> configTarget(const Args& a) {
   if (!a.has("config") && !a.has("deepspeed")) return std::nullopt;
@@ -117,7 +105,7 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
   if (args.has("profile-run")) {
     core::TraceStore store(dbPath, core::Database::Mode::ReadOnly);
     measured = est::measuredProfile(store, core::RunId{intOption(args, "profile-run", 0, 1)});
-    if (!target) a = withTargetDefaults(args, targetOf(*measured));
+    if (!target) a = withTargetDefaults(args, *measured);
     // The run's own collectives give the link unless one is named.
     if (!a.has("link") && !a.has("fit-run")) a.options.push_back({"fit-run", a.get("profile-run")});
   }

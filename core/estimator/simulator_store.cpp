@@ -99,19 +99,11 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
   MeasuredProfile mp;
   mp.runId = runId;
   mp.runName = run->name;
-  SimTarget tgt;
   try {
-    tgt = simTargetOf(cfg);
+    static_cast<SimTarget&>(mp) = simTargetOf(cfg);
   } catch (const Error& e) {
     throw Error(where + ": " + e.what());
   }
-  mp.input = tgt.input;
-  mp.strategy = tgt.strategy;
-  mp.gloo = tgt.gloo;
-  mp.backwardPrefetch = tgt.backwardPrefetch;
-  mp.forwardPrefetch = tgt.forwardPrefetch;
-  mp.limitAllGathers = tgt.limitAllGathers;
-  mp.steps = tgt.steps;
   const EstimateInput& in = mp.input;
 
   const int L = in.model.layers;

@@ -26,16 +26,10 @@ struct SimTarget {
 // Throws core::Error for a model no preset names.
 SimTarget simTargetOf(const RunConfig& cfg);
 
-struct MeasuredProfile {
+// A measured run as the simulator sees it: what it ran (its SimTarget: model, world size, tokens,
+// precision, knobs, strategy, FSDP knobs, steps, Gloo) and what it measured.
+struct MeasuredProfile : SimTarget {
   RunId runId;
-  EstimateInput input;  // the run's model, world size, tokens, precision and knobs
-  Strategy strategy = Strategy::Ddp;
-  // The run's FSDP knobs and step count (what EstimateInput does not hold).
-  BackwardPrefetch backwardPrefetch = BackwardPrefetch::Pre;
-  bool forwardPrefetch = false;
-  bool limitAllGathers = true;
-  int steps = 0;
-  bool gloo = false;  // ran on Gloo (LibTorch 1.13: reduce-scatter as an all-reduce)
   // Mean per block over ranks and steady steps (the first step left out), each span less the
   // interference of the collectives it overlapped (interference.h): the compute alone.
   ComputeProfile compute;
