@@ -181,25 +181,4 @@ void annotatePrediction(SimulationResult& r, const Calibration& c, const Predict
   r.prediction = std::move(n);
 }
 
-JsonValue toJson(const PredictionCheck& c) {
-  JsonValue o = JsonValue::object();
-  o.set("change", JsonValue::string(c.change));
-  JsonValue r = JsonValue::array(), e = JsonValue::array();
-  for (const auto& s : c.refused) r.push(JsonValue::string(s));
-  for (const auto& s : c.extrapolation) e.push(JsonValue::string(s));
-  o.set("refused", std::move(r));
-  o.set("extrapolation", std::move(e));
-  o.set("load_factor", JsonValue::number(c.loadFactor));
-  return o;
-}
-
-JsonValue toJson(const PredictionInterval& i) {
-  JsonValue o = JsonValue::object();
-  o.set("lo_s", JsonValue::number(i.lo));
-  o.set("hi_s", JsonValue::number(i.hi));
-  o.set("rel_se", JsonValue::number(i.relSe));
-  o.set("basis", JsonValue::string(i.basis));
-  return o;
-}
-
 }  // namespace shardscope::core::estimator

@@ -12,7 +12,6 @@
 #include "core/estimator/link_calibration.h"
 #include "core/estimator/simulator.h"
 #include "core/estimator/simulator_store.h"
-#include "core/util/json.h"
 
 namespace shardscope::core::estimator {
 
@@ -65,10 +64,5 @@ PredictionCheck applyCalibration(SimulateInput& si, const Calibration& c, bool k
 
 // Fills r.prediction: what changed, what is extrapolated, the interval.
 void annotatePrediction(SimulationResult& r, const Calibration& c, const PredictionCheck& check);
-
-// {change, refused, extrapolation, load_factor}.
-JsonValue toJson(const PredictionCheck& c);
-// {lo_s, hi_s, rel_se, basis}.
-JsonValue toJson(const PredictionInterval& i);
 
 }  // namespace shardscope::core::estimator

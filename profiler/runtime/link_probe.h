@@ -36,10 +36,6 @@ LinkProbePlan planLinkProbe(std::int64_t maxBytes, int groupSize, int points = 7
 // run's gradients are sent). Returns the wall time it took in seconds.
 double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, bool bf16Reduce);
 
-}  // namespace shardscope::runtime
-
-namespace shardscope::runtime {
-
 // The compute probe: the FLOP rate of matrix products [tokens x d] @ [d x d] (a forward product,
 // and the input gradient's shape) and [d x tokens] @ [tokens x d] (the weight gradient's: its
 // inner dimension is the tokens) for d on a ladder of 64 ... maxDim (doubling), in the run's dtype,

@@ -235,7 +235,7 @@ class RankLife {
   }
 
   void probeLink() {
-    if (!cfg_.linkProbe || cfg_.worldSize < 2) return;
+    if (cfg_.worldSize < 2) return;
     // The largest message a strategy of this model can send: the whole fp32 gradient (ZeRO-2 with
     // a bucket larger than the model reduces it in one go; every other message is smaller).
     const std::int64_t maxBytes = std::clamp<std::int64_t>(model_->layout().totalNumel * 4, 64 * 1024, std::int64_t{1} << 30);
@@ -247,7 +247,6 @@ class RankLife {
   // The compute probe (link_probe.h): GEMM rates up to twice the model's widest product (at least
   // 1024, at most 4096), so that a prediction for a larger model knows how much faster its products run.
   void probeCompute() {
-    if (!cfg_.linkProbe) return;
     const std::int64_t widest = std::max(modelConfig_.hidden, modelConfig_.ffn);
     const std::int64_t maxDim = std::clamp<std::int64_t>(2 * widest, 1024, 4096);
     const torch::Dtype dtype = cfg_.precision == core::Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32;
