@@ -200,9 +200,15 @@ double LinkModel::instanceS(bool allReduceLike, double wireBytes) const {
     const double l1 = line(pts.back().first);
     return l1 > 0 ? pts.back().second * line(wireBytes) / l1 : pts.back().second;
   }
-  const auto hi = std::lower_bound(pts.begin(), pts.end(), wireBytes, [](const auto& p, double x) { return p.first < x; });
+  return logLogBetween(pts, wireBytes);
+}
+
+double logLogBetween(const std::vector<std::pair<double, double>>& pts, double x) {
+  if (x <= pts.front().first) return pts.front().second;
+  if (x >= pts.back().first) return pts.back().second;
+  const auto hi = std::lower_bound(pts.begin(), pts.end(), x, [](const auto& p, double v) { return p.first < v; });
   const auto lo = hi - 1;
-  const double f = std::log(wireBytes / lo->first) / std::log(hi->first / lo->first);
+  const double f = std::log(x / lo->first) / std::log(hi->first / lo->first);
   return std::exp(std::log(lo->second) + f * (std::log(hi->second) - std::log(lo->second)));
 }
 

@@ -42,6 +42,10 @@ struct LinkModel {
   // The time of one instance carrying `wireBytes` per device (nccl-tests' S x the bus factor).
   double instanceS(bool allReduceLike, double wireBytes) const;
 };
+// A measured curve between its points: log-log interpolation over (x, y) ascending in x, for x in
+// [front.x, back.x] (the link's time by size, a GEMM rate by width).
+double logLogBetween(const std::vector<std::pair<double, double>>& pts, double x);
+
 // nvlink-h100, nvlink-h200, pcie4, pcie5, ib-ndr, ib-hdr, eth-100g, eth-25g, gloo-cpu-local.
 std::optional<LinkModel> linkPreset(std::string_view name);
 const std::vector<std::string>& linkPresetNames();

@@ -344,12 +344,7 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
 
 double gemmRate(const std::vector<std::pair<double, double>>& curve, double d) {
   if (curve.empty() || !(d > 0)) return 0;
-  if (d <= curve.front().first) return curve.front().second;
-  if (d >= curve.back().first) return curve.back().second;
-  const auto hi = std::lower_bound(curve.begin(), curve.end(), d, [](const auto& p, double x) { return p.first < x; });
-  const auto lo = hi - 1;
-  const double f = std::log(d / lo->first) / std::log(hi->first / lo->first);
-  return std::exp(std::log(lo->second) + f * (std::log(hi->second) - std::log(lo->second)));
+  return logLogBetween(curve, d);
 }
 
 double layerGemmWidth(const ModelShape& m) { return std::sqrt(static_cast<double>(m.hidden) * static_cast<double>(m.ffn)); }
