@@ -101,8 +101,11 @@ std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, RunId runId) {
     for (auto& [key, p] : peaks) {
       for (const Step& s : steps)
         if (s.rankId == rank.id && p.allocatedAtNs >= s.startNs && p.allocatedAtNs < s.endNs) p.step = s.step;
-      // What was running: the innermost CPU op and user annotation covering the moment.
-      TimeNs opStart = INT64_MIN, annStart = INT64_MIN;
+      // What was running: the innermost CPU op and user annotation covering the moment; where no
+      // op covers it, the wait the thread was in (our runtime's "wait all_gather param ...": the
+      // peak then is that collective's buffer, allocated before the wait began).
+      TimeNs opStart = INT64_MIN, annStart = INT64_MIN, waitStart = INT64_MIN;
+      std::string wait;
       for (const auto& t : summary.tracks) {
         if (t.track.rankId != rank.id || t.track.kind != TrackKind::CpuThread) continue;
         for (const Event& e : store.eventsInWindow(t.track.id, p.allocatedAtNs, p.allocatedAtNs + 1)) {
@@ -117,9 +120,13 @@ std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, RunId runId) {
               opStart = e.startNs;
               p.operation = e.name;
             }
+          } else if (e.cat == "wait" && e.startNs >= waitStart) {
+            waitStart = e.startNs;
+            wait = e.name;
           }
         }
       }
+      if (p.operation.empty()) p.operation = wait;
       // The runtime stores its allocator's breakdown at the peak (CPU allocator: device type 0).
       if (summary.run.source == RunSource::Runtime && p.deviceType == 0) {
         for (const char* cat : {"parameters", "gradients", "optimizer_state", "activations", "comm_buffers", "other"})

@@ -11,13 +11,12 @@ namespace shardscope::core::estimator {
 
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  double m = *mid;
-  if (v.size() % 2 == 0) m = 0.5 * (m + *std::max_element(v.begin(), mid));
-  return m;
+// The mean, not the median: a step pays every instance, its stalls included (the in-run contention
+// is fitted on sums for the same reason).
+double mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
 }
 
 bool allReduceLike(const CollectiveSample& s) {
@@ -32,14 +31,14 @@ double wireOf(const CollectiveSample& s) {
 // The link's time for one instance.
 double predict(const LinkModel& l, const CollectiveSample& s) { return l.instanceS(allReduceLike(s), wireOf(s)); }
 
-// The probe's points: the median time per (class, wire bytes).
+// The probe's points: the mean time per (class, wire bytes).
 void probePoints(const std::vector<CollectiveSample>& probe, LinkModel& l) {
   std::map<std::pair<bool, double>, std::vector<double>> by;
   for (const auto& s : probe)
     if (s.durationS > 0) by[{allReduceLike(s), wireOf(s)}].push_back(s.durationS);
   l.allReducePoints.clear();
   l.otherPoints.clear();
-  for (auto& [key, v] : by) (key.first ? l.allReducePoints : l.otherPoints).push_back({key.second, median(v)});
+  for (auto& [key, v] : by) (key.first ? l.allReducePoints : l.otherPoints).push_back({key.second, mean(v)});
 }
 
 // Both kinds at two or more sizes each.

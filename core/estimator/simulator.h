@@ -36,9 +36,12 @@ struct ComputeProfile {
 
 // The forward of a checkpointed block runs without autograd's graph (nothing saved for backward):
 // measured at 0.83 of the same block's forward with it (FSDP, model small, 2 CPU ranks, the
-// validation's runs: 9.1 against 10.9 ms per block). Its recomputation in backward builds the
-// graph, at the full forward's time.
+// validation's runs: 9.0 against 10.9 ms per block).
 constexpr double kCheckpointedForwardShare = 0.83;
+// Its recomputation inside the backward adds less than that forward: 0.72 of it (the same runs:
+// a checkpointed block's backward 27.1 ms against 19.3 without checkpointing, 7.8 ms more, each
+// span less its interference; the recomputed activations are used at once, still in cache).
+constexpr double kRecomputeShare = 0.72;
 
 // Forward 1/3, backward 2/3 of the training FLOPs of each block (6 FLOPs per parameter and token
 // plus attention, the runtime's trainFlopsPerToken split by block) at tflops·efficiency; the

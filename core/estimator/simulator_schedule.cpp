@@ -36,12 +36,11 @@ struct Builder {
   bool ckpt() const { return in.model.activationCheckpointing; }
   double fwd(int b) const { return cp.forwardS[static_cast<std::size_t>(b)]; }
   // The forward pass of a block: a checkpointed one runs without autograd's graph
-  // (kCheckpointedForwardShare of it); its recomputation in backward builds the graph (fwd(b)).
+  // (kCheckpointedForwardShare of it); its recomputation in backward adds kRecomputeShare of fwd(b).
   double fwdPass(int b) const { return ckpt() && b >= 1 && b <= sh.L ? fwd(b) * kCheckpointedForwardShare : fwd(b); }
-  double bwd(int b) const {
-    const bool layer = b >= 1 && b <= sh.L;
-    return cp.backwardS[static_cast<std::size_t>(b)] + (ckpt() && layer ? fwd(b) : 0.0);
-  }
+  // The recomputation of a checkpointed block inside its backward.
+  double recompute(int b) const { return ckpt() && b >= 1 && b <= sh.L ? fwd(b) * kRecomputeShare : 0.0; }
+  double bwd(int b) const { return cp.backwardS[static_cast<std::size_t>(b)] + recompute(b); }
   std::string bn(int b) const { return blockName(b, sh.L); }
   void actIn(int b) { p.mem(MemCat::Activations, sh.actKept[static_cast<std::size_t>(b)]); }
   void actOut(int b) { p.mem(MemCat::Activations, -sh.actKept[static_cast<std::size_t>(b)]); }
@@ -370,7 +369,7 @@ struct Builder {
         for (int m : mods) {
           const int gi = moduleGroup[static_cast<std::size_t>(m)];
           if (gi >= 0) ensureUnit(gi, zero3Kind(true), false);
-          p.compute("recompute " + bn(b), fwd(b) * moduleShare(sh, sh.modules[static_cast<std::size_t>(m)]));
+          p.compute("recompute " + bn(b), recompute(b) * moduleShare(sh, sh.modules[static_cast<std::size_t>(m)]));
         }
       }
       for (auto it = mods.rbegin(); it != mods.rend(); ++it) {

@@ -267,13 +267,13 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
   for (auto& v : bwd) v /= static_cast<double>(samples);
   opt /= static_cast<double>(samples);
   // A checkpointed run's forward spans ran without autograd's graph (kCheckpointedForwardShare of
-  // a forward with it), and its backward spans include the recomputed forward (with the graph): the
-  // profile holds the forward with the graph and the backward alone.
+  // a forward with it), and its backward spans include the recomputation (kRecomputeShare of that
+  // forward): the profile holds the forward with the graph and the backward alone.
   if (in.activationCheckpointing)
     for (int l = 1; l <= L; ++l) {
       auto& f = fwd[static_cast<std::size_t>(l)];
       f /= kCheckpointedForwardShare;
-      bwd[static_cast<std::size_t>(l)] = std::max(0.0, bwd[static_cast<std::size_t>(l)] - f);
+      bwd[static_cast<std::size_t>(l)] = std::max(0.0, bwd[static_cast<std::size_t>(l)] - f * kRecomputeShare);
     }
   double total = 0;
   for (std::size_t i = 0; i < fwd.size(); ++i) total += fwd[i] + bwd[i];

@@ -26,7 +26,7 @@ struct LinkProbePlan {
 // 4·groupSize bytes so that every rank holds whole fp32 elements), `repeats` each, but fewer (at
 // least one) where a size's repeats would send more than `budgetBytes` per op: the probe's cost is
 // the large sizes', and this bounds it whatever the model.
-LinkProbePlan planLinkProbe(std::int64_t maxBytes, int groupSize, int points = 7, int repeats = 5,
+LinkProbePlan planLinkProbe(std::int64_t maxBytes, int groupSize, int points = 7, int repeats = 10,
                             std::int64_t budgetBytes = std::int64_t{64} << 20);
 
 // Runs the plan on `g` (every rank of g must call it with the same plan): for each size, all-gather,

@@ -86,7 +86,7 @@ class TestCliSimulator : public QObject {
     // 5 timed repeats each (the warm-ups are not read), matched across the 2 ranks.
     const auto cal = doc["link_calibration"].toObject();
     QCOMPARE(cal["source"].toString(), QString("probe"));
-    QCOMPARE(cal["probe_samples"].toInt(), 7 * 3 * 5);
+    QCOMPARE(cal["probe_samples"].toInt(), 7 * 3 * 10);
     QCOMPARE(cal["min_bytes"].toInt(), 4096);
     QCOMPARE(cal["group_size"].toInt(), 2);
     QVERIFY(cal["well_conditioned"].toBool());

@@ -98,10 +98,10 @@ void addCases() {
     em.gradientAsBucketView = true;
     em.activationCheckpointing = true;
     add("ddp-8-bucket-view-ckpt-2-nodes", sim(em, Strategy::Ddp),
-        "step=0.081099415999999883 compute=0.042947543999999997 comm=0.057151871999999881 "
-        "exposed=0.038151871999999865 slowest=0:0.081099415999999869 peak=67511296 tok=1578.3097624278846 "
-        "msg=15803392 wire=27655936 colls=23 events=2112 ranks=8 spans=1368 samples=440",
-        "95fbdd745da2bd11");
+        "step=0.081099415999999883 compute=0.041127543999999995 comm=0.057151871999999881 "
+        "exposed=0.03997187199999986 slowest=0:0.081099415999999869 peak=67511296 tok=1578.3097624278846 "
+        "msg=15803392 wire=27655936 colls=23 events=2112 ranks=8 spans=1392 samples=440",
+        "e15585cae366b1d5");
   }
   {
     auto em = model("tiny", 2, 2);
@@ -123,10 +123,10 @@ void addCases() {
     si.jitter = 0.03;
     si.seed = 11;
     add("zero2-8-overlap-ckpt-jitter", si,
-        "step=0.052753105363040398 compute=0.03254005721032479 comm=0.02331899084191668 exposed=0.020213048152715608 "
-        "slowest=3:0.05275918169015345 peak=26507392 tok=2426.3974436977637 msg=31606784 wire=41483904 colls=52 "
-        "events=4128 ranks=8 spans=2808 samples=1064",
-        "1c8b58a5e78d006b");
+        "step=0.050889480741859804 compute=0.030729654181117311 comm=0.023265769249943561 "
+        "exposed=0.020159826560742489 slowest=3:0.050895557068972849 peak=26507392 tok=2515.2545896329402 "
+        "msg=31606784 wire=41483904 colls=52 events=4128 ranks=8 spans=2808 samples=1064",
+        "24d15a056ad074f7");
   }
   {
     auto em = model("tiny", 2, 2);
@@ -150,10 +150,10 @@ void addCases() {
     si.slowRanks = {{5, 1.3}};
     si.keepRanks = 4;
     add("zero3-8-prefetch-ckpt-jitter-slow", si,
-        "step=0.045161975535208544 compute=0.033845223529764365 comm=0.034095143877749805 "
-        "exposed=0.011316752005444169 slowest=5:0.045179829923496534 peak=28718336 tok=2834.2427115530063 "
+        "step=0.042786897475809459 compute=0.031953684075475858 comm=0.032200512140910929 "
+        "exposed=0.010833213400333601 slowest=5:0.042804751864097448 peak=28718336 tok=2991.5700261363354 "
         "msg=31606784 wire=27655936 colls=62 events=9264 ranks=5 spans=3517 samples=1745",
-        "422790f5593ee7a7");
+        "13f9a227e60b8798");
   }
   {
     auto em = model("tiny", 2, 2);
@@ -218,10 +218,10 @@ void addCases() {
     auto si = sim(em, Strategy::FsdpGradOp);
     si.backwardPrefetch = BackwardPrefetch::None;
     add("fsdp-grad-op-8-no-prefetch-ckpt", si,
-        "step=0.04061805600000002 compute=0.032576567999999986 comm=0.014187967999999981 "
-        "exposed=0.0080414879999999994 slowest=0:0.04061805600000002 peak=28960128 tok=3151.3078814013143 "
+        "step=0.038798056000000004 compute=0.030756567999999988 comm=0.014187967999999981 "
+        "exposed=0.0080414879999999994 slowest=0:0.038798056000000011 peak=28960128 tok=3299.1343690003432 "
         "msg=31606784 wire=27655936 colls=12 events=2040 ranks=8 spans=888 samples=896",
-        "e3eb6e12a79b07f3");
+        "ae1ff38b257a335e");
   }
   {
     auto em = model("small", 8, 4);

@@ -391,9 +391,9 @@ class TestRuntime : public QObject {
     // in backward (the head is kept, the embedding is gathered last) ... at least one per unit and
     // pass, and one reduce-scatter per unit per step.
     QCOMPARE(rs, 2 * 4 * kSteps);
-    // The probe: 7 sizes x 3 ops x 5 timed instances, plus a warm-up per size up to 1 MiB (all of
+    // The probe: 7 sizes x 3 ops x 10 timed instances, plus a warm-up per size up to 1 MiB (all of
     // them for this model), on each of the 2 ranks.
-    QCOMPARE(probe, 2 * 7 * 3 * (5 + 1));
+    QCOMPARE(probe, 2 * 7 * 3 * (10 + 1));
     QVERIFY2(ag >= 2 * 6 * kSteps, qPrintable(QString::number(ag)));
     QVERIFY(store.metric(*fsdpRun, std::nullopt, "tokens_per_s").value_or(0) > 0);
     for (const auto& r : sum.ranks) {
