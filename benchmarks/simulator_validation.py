@@ -178,6 +178,27 @@ def main():
         mx = f"{max(errs)*100:8.1f}%" if errs else f"{'-':>9}"
         rms = f"{(sum(e*e for e in errs)/len(errs))**0.5*100:6.1f}%" if errs else f"{'-':>7}"
         print(f"{cls:<9} {len(ok):>11} {ref:>8} {mean} {mx} {rms} {len(inn):>5}/{len(ok):<5} {noise*100:14.1f}%")
+    # The change a user asks about ("what does prefetch off do?"): the simulated ratio target /
+    # replay of the calibration run against the measured ratio target / calibration configuration.
+    # The calibration run's own replay error cancels; what is left is the model's error on the change.
+    # Noise: the standard error of the measured ratio (two means of `repeats` runs each).
+    replay = {r["calibrated_on"]: r for r in rows if r["class"] == "replay" and "error" in r}
+    by_name = {c["name"]: c for c in cfgs}
+    print()
+    print(f"{'change':<9} {'predictions':>11} {'mean |err|':>10} {'max |err|':>9} {'noise (2 s.e.)':>14}")
+    for cls in ["strategy", "knob", "model"]:
+        errs, noises = [], []
+        for r in rows:
+            if r["class"] != cls or "error" not in r or r["calibrated_on"] not in replay:
+                continue
+            cal = by_name[r["calibrated_on"].rsplit(" (run", 1)[0]]
+            predicted = r["simulated_s"] / replay[r["calibrated_on"]]["simulated_s"]
+            measured = r["measured_s"] / cal["measured"]
+            r["change_error"] = predicted / measured - 1
+            errs.append(abs(r["change_error"]))
+            noises.append(2 * ((r["noise"] ** 2 + cal["noise"] ** 2) / max(1, len(cal["runs"]))) ** 0.5)
+        if errs:
+            print(f"{cls:<9} {len(errs):>11} {statistics.mean(errs)*100:9.1f}% {max(errs)*100:8.1f}% {statistics.mean(noises)*100:13.1f}%")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"db": db, "configs": [{k: c[k] for k in ("name", "config", "runs", "measured", "noise")} for c in cfgs],
