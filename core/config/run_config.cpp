@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cctype>
 #include <cmath>
 #include <set>
 #include <variant>
@@ -36,6 +37,45 @@ std::string_view trim(std::string_view s) {
 }  // namespace
 
 const std::vector<std::string_view>& knownModelPresets() { return modelPresetNames(); }
+
+std::vector<std::string> loraTargetList(std::string_view text, std::string* problem) {
+  static constexpr std::string_view kAll[] = {"q", "k", "v", "o", "gate", "up", "down"};
+  bool seen[std::size(kAll)] = {};
+  std::string bad;
+  std::size_t pos = 0;
+  bool any = false;
+  while (pos <= text.size()) {
+    std::size_t end = text.find(',', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string item;
+    for (char ch : text.substr(pos, end - pos))
+      if (ch != ' ' && ch != '\t') item += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    pos = end + 1;
+    if (item.empty()) continue;
+    any = true;
+    if (item == "all-linear" || item == "all") {
+      for (bool& b : seen) b = true;
+      continue;
+    }
+    if (item.size() > 5 && item.ends_with("_proj")) item.resize(item.size() - 5);
+    bool found = false;
+    for (std::size_t i = 0; i < std::size(kAll); ++i)
+      if (item == kAll[i]) seen[i] = found = true;
+    if (!found) bad += (bad.empty() ? "" : ", ") + item;
+  }
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < std::size(kAll); ++i)
+    if (seen[i]) out.emplace_back(kAll[i]);
+  if (problem) {
+    if (!bad.empty())
+      *problem = "unknown projection " + bad + " (known: q, k, v, o, gate, up, down, all-linear)";
+    else if (!any)
+      *problem = "must name at least one projection (q, k, v, o, gate, up, down)";
+    else
+      problem->clear();
+  }
+  return out;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Value parsing shared by flags and JSON
@@ -121,6 +161,7 @@ struct Knob {
 };
 
 constexpr std::string_view kModel = "Model & data";
+constexpr std::string_view kLora = "Fine-tuning (LoRA)";
 constexpr std::string_view kPar = "Parallelism";
 constexpr std::string_view kOpt = "Optimizer";
 constexpr std::string_view kPrec = "Precision";
@@ -128,7 +169,7 @@ constexpr std::string_view kDdp = "DDP";
 constexpr std::string_view kZero = "ZeRO";
 constexpr std::string_view kFsdp = "FSDP/HSDP";
 constexpr std::string_view kCkpt = "Checkpointing & capture";
-constexpr std::string_view kGroups[] = {kModel, kPar, kOpt, kPrec, kDdp, kZero, kFsdp, kCkpt};
+constexpr std::string_view kGroups[] = {kModel, kLora, kPar, kOpt, kPrec, kDdp, kZero, kFsdp, kCkpt};
 
 std::string num(double v) { return formatDouble(v); }
 std::string num(std::int64_t v) { return std::to_string(v); }
@@ -194,6 +235,30 @@ const std::vector<Knob>& knobs() {
        .kind = Kind::Path,
        .member = &RunConfig::dataFile,
        .help = "UTF-8 text file whose bytes are the tokens (empty = synthetic tokens from the seed)"},
+      // Fine-tuning (LoRA)
+      {.key = "lora_rank",
+       .group = kLora,
+       .kind = Kind::Int,
+       .member = &RunConfig::loraRank,
+       .help = "LoRA rank r: freeze the base weights and train adapters A [r x in], B [out x r] on the target "
+               "projections (0 = full fine-tuning)",
+       .check = [](const RunConfig& c) { return atLeast(c.loraRank, 0); }},
+      {.key = "lora_alpha",
+       .group = kLora,
+       .kind = Kind::Number,
+       .member = &RunConfig::loraAlpha,
+       .help = "LoRA alpha: the adapters' output is scaled by alpha / r",
+       .check = [](const RunConfig& c) { return firstOf(finite(c.loraAlpha), positive(c.loraAlpha)); }},
+      {.key = "lora_targets",
+       .group = kLora,
+       .kind = Kind::Text,
+       .member = &RunConfig::loraTargets,
+       .help = "projections that get adapters: a comma list of q, k, v, o, gate, up, down",
+       .check = [](const RunConfig& c) {
+         std::string problem;
+         (void)loraTargetList(c.loraTargets, &problem);
+         return problem;
+       }},
       {.key = "activation_checkpointing",
        .group = kModel,
        .kind = Kind::Bool,
@@ -293,6 +358,39 @@ const std::vector<Knob>& knobs() {
        .kind = Kind::Enum,
        .member = &RunConfig::precision,
        .help = "dtype of parameters and activations in compute"},
+      {.key = "loss_scale",
+       .group = kPrec,
+       .kind = Kind::Number,
+       .member = &RunConfig::lossScale,
+       .help = "fp16: a static loss scale (0 = dynamic loss scaling, DeepSpeed's default)",
+       .check = [](const RunConfig& c) { return firstOf(finite(c.lossScale), nonNegative(c.lossScale)); }},
+      {.key = "initial_scale_power",
+       .group = kPrec,
+       .kind = Kind::Int,
+       .member = &RunConfig::initialScalePower,
+       .help = "fp16 dynamic loss scaling: the first scale is 2^this",
+       .check = [](const RunConfig& c) {
+         return c.initialScalePower >= 0 && c.initialScalePower <= 64 ? std::string()
+                                                                      : "must be in [0, 64] (got " + num(c.initialScalePower) + ")";
+       }},
+      {.key = "loss_scale_window",
+       .group = kPrec,
+       .kind = Kind::Int,
+       .member = &RunConfig::lossScaleWindow,
+       .help = "fp16 dynamic loss scaling: steps without overflow before the scale doubles",
+       .check = [](const RunConfig& c) { return atLeast(c.lossScaleWindow, 1); }},
+      {.key = "hysteresis",
+       .group = kPrec,
+       .kind = Kind::Int,
+       .member = &RunConfig::hysteresis,
+       .help = "fp16 dynamic loss scaling: overflows tolerated before the scale is halved (each skips its step)",
+       .check = [](const RunConfig& c) { return atLeast(c.hysteresis, 1); }},
+      {.key = "min_loss_scale",
+       .group = kPrec,
+       .kind = Kind::Number,
+       .member = &RunConfig::minLossScale,
+       .help = "fp16 dynamic loss scaling: the scale never goes below this",
+       .check = [](const RunConfig& c) { return firstOf(finite(c.minLossScale), positive(c.minLossScale)); }},
       {.key = "reduce_dtype",
        .group = kPrec,
        .kind = Kind::Enum,
@@ -1069,6 +1167,8 @@ class DeepSpeedReader {
         readBf16(key, v);
       } else if (key == "fp16") {
         readFp16(key, v);
+      } else if (key == "lora" || key == "peft") {
+        readLora(key, v);
       } else if (key == "amp") {
         const JsonValue* en = v.isObject() ? v.find("enabled") : nullptr;
         if (en && en->isBool() && en->asBool())
@@ -1255,6 +1355,8 @@ class DeepSpeedReader {
       const std::string path = key + "." + sub;
       if (sub == "enabled") {
         if (boolean(path, val)) {
+          if (precisionSet_ && cfg_.precision == Precision::Fp16)
+            fail(path, "bf16 and fp16 cannot both be enabled (DeepSpeed refuses it too)");
           cfg_.precision = Precision::Bf16;
           precisionSet_ = true;
         }
@@ -1267,11 +1369,64 @@ class DeepSpeedReader {
     }
   }
 
+  // DeepSpeed's fp16 block: fp16 compute with fp32 master weights and (dynamic) loss scaling.
   void readFp16(const std::string& key, const JsonValue& v) {
     if (!v.isObject()) fail(key, "must be a JSON object (got " + v.dump() + ")");
-    if (const JsonValue* en = v.find("enabled"); en && boolean(key + ".enabled", *en))
-      fail(key + ".enabled", "fp16 training is not supported by Shardscope; use bf16 (\"bf16\": {\"enabled\": true})");
-    // fp16 is off: its loss-scaling keys have no effect.
+    const JsonValue* en = v.find("enabled");
+    const bool on = en && boolean(key + ".enabled", *en);
+    if (on) {
+      if (precisionSet_ && cfg_.precision == Precision::Bf16)
+        fail(key + ".enabled", "bf16 and fp16 cannot both be enabled (DeepSpeed refuses it too)");
+      cfg_.precision = Precision::Fp16;
+      precisionSet_ = true;
+    }
+    for (const auto& [sub, val] : v.members()) {
+      const std::string path = key + "." + sub;
+      if (sub == "enabled") continue;
+      if (sub == "loss_scale" || sub == "initial_scale_power" || sub == "loss_scale_window" || sub == "hysteresis" ||
+          sub == "min_loss_scale") {
+        if (on) setKnob(sub, path, val);  // fp16 off: the loss-scaling keys have no effect
+      } else if (sub == "consecutive_hysteresis" || sub == "auto_cast" || sub == "fp16_master_weights_and_grads") {
+        ignored(path, val, "false");
+      } else {
+        warn("unknown key " + path + " (ignored)");
+      }
+    }
+  }
+
+  // A LoRA block in PEFT's LoraConfig spelling ("lora": {"r": 8, "lora_alpha": 16, "target_modules":
+  // ["q_proj", ...]}): DeepSpeed itself leaves adapters to PEFT, whose config travels beside it.
+  void readLora(const std::string& key, const JsonValue& v) {
+    if (!v.isObject()) fail(key, "must be a JSON object such as {\"r\": 8, \"lora_alpha\": 16} (got " + v.dump() + ")");
+    for (const auto& [sub, val] : v.members()) {
+      const std::string path = key + "." + sub;
+      if (sub == "r" || sub == "rank") {
+        setKnob("lora_rank", path, val);
+      } else if (sub == "lora_alpha" || sub == "alpha") {
+        setKnob("lora_alpha", path, val);
+      } else if (sub == "target_modules") {
+        std::string list;
+        if (val.isString()) {
+          list = val.asString();
+        } else if (val.isArray()) {
+          for (const auto& item : val.items()) {
+            if (!item.isString()) fail(path, "must be a list of projection names (got " + val.dump() + ")");
+            list += (list.empty() ? "" : ",") + item.asString();
+          }
+        } else {
+          fail(path, "must be a list of projection names or \"all-linear\" (got " + val.dump() + ")");
+        }
+        setKnob("lora_targets", path, JsonValue::string(list));
+      } else if (sub == "lora_dropout") {
+        ignored(path, val, "0");
+      } else if (sub == "bias") {
+        if (!val.isString() || val.asString() != "none") fail(path, "only \"none\" is supported (got " + val.dump() + ")");
+      } else if (sub == "task_type" || sub == "peft_type" || sub == "inference_mode") {
+        // PEFT bookkeeping: nothing to train differently
+      } else {
+        warn("unknown key " + path + " (ignored)");
+      }
+    }
   }
 
   void readCommDtype(const std::string& key, const JsonValue& v) {
@@ -1404,6 +1559,26 @@ JsonValue toDeepSpeedJson(const RunConfig& cfg) {
     bf16.set("enabled", JsonValue::boolean(cfg.precision == Precision::Bf16));
     ds.set("bf16", std::move(bf16));
     carried.insert("precision");
+  } else {
+    JsonValue fp16 = JsonValue::object();
+    fp16.set("enabled", JsonValue::boolean(true));
+    fp16.set("loss_scale", JsonValue::number(cfg.lossScale));
+    fp16.set("initial_scale_power", JsonValue::number(std::int64_t(cfg.initialScalePower)));
+    fp16.set("loss_scale_window", JsonValue::number(std::int64_t(cfg.lossScaleWindow)));
+    fp16.set("hysteresis", JsonValue::number(std::int64_t(cfg.hysteresis)));
+    fp16.set("min_loss_scale", JsonValue::number(cfg.minLossScale));
+    ds.set("fp16", std::move(fp16));
+    carried.insert({"precision", "loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis", "min_loss_scale"});
+  }
+  if (cfg.loraRank > 0) {
+    JsonValue lora = JsonValue::object();
+    lora.set("r", JsonValue::number(std::int64_t(cfg.loraRank)));
+    lora.set("lora_alpha", JsonValue::number(cfg.loraAlpha));
+    JsonValue targets = JsonValue::array();
+    for (const auto& t : loraTargetList(cfg.loraTargets)) targets.push(JsonValue::string(t + "_proj"));
+    lora.set("target_modules", std::move(targets));
+    ds.set("lora", std::move(lora));
+    carried.insert({"lora_rank", "lora_alpha", "lora_targets"});
   }
   if (cfg.reduceDtype != ReduceDtype::SameAsParams) {
     ds.set("communication_data_type", JsonValue::string(std::string(toString(cfg.reduceDtype))));

@@ -39,7 +39,17 @@ struct RunConfig {
   OptimizerKind optimizer = OptimizerKind::AdamW;  // adamw | sgd
   double lr = 1e-3, weightDecay = 0.0, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, momentum = 0.9, gradClip = 0.0;
   // The set-valued knobs are enums of core/model/run_knobs.h (one name table each).
-  Precision precision = Precision::Fp32;                // fp32 | bf16
+  Precision precision = Precision::Fp32;                // fp32 | bf16 | fp16 (fp16: dynamic loss scaling)
+  // fp16 loss scaling (DeepSpeed's fp16 block; PyTorch's GradScaler is the same rule with window
+  // 2000 and hysteresis 1): the loss is multiplied by the scale before backward; a step whose
+  // gradients overflow (inf/NaN on any rank) is skipped by every rank and the scale halved once
+  // `hysteresis` overflows have been seen (never below minLossScale); after lossScaleWindow steps
+  // without overflow it doubles. lossScale > 0 is a static scale (no skipping, no growth).
+  double lossScale = 0;
+  int initialScalePower = 16;
+  int lossScaleWindow = 1000;
+  int hysteresis = 2;
+  double minLossScale = 1;
   ReduceDtype reduceDtype = ReduceDtype::SameAsParams;  // "" = same as params | fp32 | bf16
   AttentionKernel attention = AttentionKernel::Auto;    // auto | sdpa | eager (auto: sdpa where LibTorch has it)
   ComputeDevice device = ComputeDevice::Auto;           // auto | cpu | cuda
@@ -64,6 +74,13 @@ struct RunConfig {
   bool forwardPrefetch = false;
   bool limitAllGathers = true;
   int shardGroupSize = 0;  // HSDP ranks per shard group; 0 = effectiveShardGroupSize() picks; must divide worldSize
+  // LoRA fine-tuning (loraRank > 0): the base weights are frozen (no gradient, no optimizer state,
+  // held in the compute dtype) and each target projection gets adapters A [r x in] (random) and
+  // B [out x r] (zero), its output plus (alpha / r) · B·A·x. Targets: a comma list of q, k, v, o,
+  // gate, up, down (the attention and MLP projections).
+  int loraRank = 0;
+  double loraAlpha = 16;
+  std::string loraTargets = "q,k,v,o,gate,up,down";
   // Common
   bool activationCheckpointing = false;
   bool saveCheckpoint = false;
@@ -82,6 +99,11 @@ struct RunConfig {
 
   friend bool operator==(const RunConfig&, const RunConfig&) = default;
 };
+
+// The LoRA target projections in `text` ("q,k,v,o,gate,up,down"; spaces ignored, "*_proj" accepted
+// as PEFT spells them, "all-linear" = all seven), in that canonical order and without repeats.
+// An unknown or empty list leaves `problem` saying so (when not null) and returns what parsed.
+std::vector<std::string> loraTargetList(std::string_view text, std::string* problem = nullptr);
 
 // One row of the key table, for help screens, completion and tests.
 struct RunConfigKeyInfo {

@@ -11,7 +11,7 @@
 
 namespace shardscope::core {
 
-enum class Precision { Fp32, Bf16 };                  // dtype of parameters and activations in compute
+enum class Precision { Fp32, Bf16, Fp16 };            // dtype of parameters and activations in compute
 enum class ReduceDtype { SameAsParams, Fp32, Bf16 };  // dtype gradients are reduced in
 enum class AttentionKernel { Auto, Sdpa, Eager };
 enum class ComputeDevice { Auto, Cpu, Cuda };
@@ -33,7 +33,8 @@ template <class E>
 struct KnobNames;
 template <>
 struct KnobNames<Precision> {
-  static constexpr KnobName<Precision> table[] = {{Precision::Fp32, "fp32"}, {Precision::Bf16, "bf16"}};
+  static constexpr KnobName<Precision> table[] = {
+      {Precision::Fp32, "fp32"}, {Precision::Bf16, "bf16"}, {Precision::Fp16, "fp16"}};
 };
 template <>
 struct KnobNames<ReduceDtype> {
