@@ -54,7 +54,8 @@ std::vector<OptionSpec> runOptions(bool compare) {
   o.push_back({"name", true, "run name (compare: a prefix)"});
   o.push_back({"master-addr", true, "rendezvous address for multi-node runs (default 127.0.0.1)"});
   o.push_back({"master-port", true, "rendezvous port (default: a free port)"});
-  o.push_back({"dump-params", true, "rank 0 writes every full parameter after training (float32, model order) to FILE"});
+  o.push_back({"dump-params", true,
+               "rank 0 writes every full parameter after training (float32, model order) to FILE, and FILE.json naming them"});
   o.push_back({"dump-losses", true, "each rank writes its per-step losses to FILE.rank<R> (FILE when one rank)"});
   o.push_back({"progress", true,
                "json: one JSON event per line on stdout (progress per step, runs, warnings, errors with the key, "

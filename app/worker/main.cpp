@@ -23,7 +23,7 @@ const std::vector<core::ArgSpec> kOptions = {
     {"run-name", true, "the run's name when this rank creates it", "NAME"},
     {"config", true, "run configuration JSON", "run.json"},
     {"deepspeed", true, "DeepSpeed JSON config", "ds.json"},
-    {"dump-params", true, "rank 0 writes every full parameter after training to FILE", "FILE"},
+    {"dump-params", true, "rank 0 writes every full parameter after training to FILE (FILE.json names them)", "FILE"},
     {"dump-losses", true, "this rank writes its per-step losses to FILE", "FILE"},
     {"no-progress", false, "no @ss progress lines on stdout"},
     {"help", false, "show this help"},

@@ -254,11 +254,12 @@ const std::vector<Knob>& knobs() {
        .kind = Kind::Text,
        .member = &RunConfig::loraTargets,
        .help = "projections that get adapters: a comma list of q, k, v, o, gate, up, down",
-       .check = [](const RunConfig& c) {
-         std::string problem;
-         (void)loraTargetList(c.loraTargets, &problem);
-         return problem;
-       }},
+       .check =
+           [](const RunConfig& c) {
+             std::string problem;
+             (void)loraTargetList(c.loraTargets, &problem);
+             return problem;
+           }},
       {.key = "activation_checkpointing",
        .group = kModel,
        .kind = Kind::Bool,
@@ -369,10 +370,12 @@ const std::vector<Knob>& knobs() {
        .kind = Kind::Int,
        .member = &RunConfig::initialScalePower,
        .help = "fp16 dynamic loss scaling: the first scale is 2^this",
-       .check = [](const RunConfig& c) {
-         return c.initialScalePower >= 0 && c.initialScalePower <= 64 ? std::string()
-                                                                      : "must be in [0, 64] (got " + num(c.initialScalePower) + ")";
-       }},
+       .check =
+           [](const RunConfig& c) {
+             return c.initialScalePower >= 0 && c.initialScalePower <= 64
+                        ? std::string()
+                        : "must be in [0, 64] (got " + num(c.initialScalePower) + ")";
+           }},
       {.key = "loss_scale_window",
        .group = kPrec,
        .kind = Kind::Int,
@@ -1416,7 +1419,11 @@ class DeepSpeedReader {
         } else {
           fail(path, "must be a list of projection names or \"all-linear\" (got " + val.dump() + ")");
         }
-        setKnob("lora_targets", path, JsonValue::string(list));
+        std::string problem;
+        std::string canonical;
+        for (const auto& t : loraTargetList(list, &problem)) canonical += (canonical.empty() ? "" : ",") + t;
+        if (!problem.empty()) fail(path, problem);
+        setKnob("lora_targets", path, JsonValue::string(canonical));
       } else if (sub == "lora_dropout") {
         ignored(path, val, "0");
       } else if (sub == "bias") {

@@ -39,7 +39,7 @@ struct RunConfig {
   OptimizerKind optimizer = OptimizerKind::AdamW;  // adamw | sgd
   double lr = 1e-3, weightDecay = 0.0, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, momentum = 0.9, gradClip = 0.0;
   // The set-valued knobs are enums of core/model/run_knobs.h (one name table each).
-  Precision precision = Precision::Fp32;                // fp32 | bf16 | fp16 (fp16: dynamic loss scaling)
+  Precision precision = Precision::Fp32;  // fp32 | bf16 | fp16 (fp16: dynamic loss scaling)
   // fp16 loss scaling (DeepSpeed's fp16 block; PyTorch's GradScaler is the same rule with window
   // 2000 and hysteresis 1): the loss is multiplied by the scale before backward; a step whose
   // gradients overflow (inf/NaN on any rank) is skipped by every rank and the scale halved once

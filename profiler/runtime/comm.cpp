@@ -176,6 +176,12 @@ class GroupImpl final : public Group {
       // every input has been read, so `in` aliasing outs[rank()] is safe.
       std::vector<std::vector<at::Tensor>> o(1, outs);
       std::vector<at::Tensor> ins{in};
+      if (gloo_ && in.scalar_type() == torch::kBFloat16) {
+        // Gloo in LibTorch 1.13 has no bf16 type; a gather only copies bits, so the same bytes go as
+        // fp16 (LoRA's frozen bf16 base, gathered by ZeRO-3 and FSDP).
+        ins[0] = in.view(torch::kHalf);
+        for (auto& t : o[0]) t = t.view(torch::kHalf);
+      }
       pg_->allgather(o, ins)->wait();
     });
   }

@@ -74,6 +74,18 @@ struct Checkpoint : public torch::autograd::Function<Checkpoint> {
 
 std::int64_t roundUp(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
 
+torch::ScalarType computeDtypeOf(core::Precision p) {
+  switch (p) {
+    case core::Precision::Bf16:
+      return torch::kBFloat16;
+    case core::Precision::Fp16:
+      return torch::kHalf;
+    case core::Precision::Fp32:
+      break;
+  }
+  return torch::kFloat32;
+}
+
 void freeStorage(const torch::Tensor& t) {
   auto* s = t.storage().unsafeGetStorageImpl();
   s->set_data_ptr_noswap(at::DataPtr(nullptr, s->device()));
@@ -99,9 +111,36 @@ void adoptStorage(const torch::Tensor& t, const torch::Tensor& buf) {
 Engine::Engine(const EngineContext& ctx)
     : ctx_(ctx),
       cfg_(*ctx.cfg),
-      computeDtype_(ctx.cfg->precision == core::Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32),
+      computeDtype_(computeDtypeOf(ctx.cfg->precision)),
       layout_(ctx.model->layout()),
-      world_(ctx.comm->world()) {}
+      world_(ctx.comm->world()) {
+  if (cfg_.precision == core::Precision::Fp16)
+    scaler_ = std::make_unique<LossScaler>(cfg_.lossScale, cfg_.initialScalePower, cfg_.lossScaleWindow, cfg_.hysteresis,
+                                           cfg_.minLossScale);
+}
+
+bool Engine::unscaleGradients(const std::vector<torch::Tensor>& grads, Group& group) {
+  if (!scaler_) return true;
+  torch::NoGradGuard ng;
+  const double scale = scaler_->scale();
+  if (scaler_->dynamic()) {
+    // Non-finite elements of this rank's gradients, summed over the ranks: every rank decides alike.
+    torch::Tensor bad;
+    for (const auto& g : grads) {
+      if (!g.defined() || g.numel() == 0) continue;
+      auto n = g.isfinite().logical_not().sum().to(torch::kFloat32).reshape({1});
+      bad = bad.defined() ? bad + n : n;
+    }
+    if (!bad.defined()) bad = torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat32).device(ctx_.device));
+    waitOutsideCompute(group.allReduce(bad, info("overflow check")));
+    const bool overflow = bad.item<double>() > 0;
+    stepSkipped_ = scaler_->update(overflow);
+    if (stepSkipped_) return false;
+  }
+  for (const auto& g : grads)
+    if (g.defined() && g.numel() > 0) g.mul_(1.0 / scale);
+  return true;
+}
 
 Engine::~Engine() = default;
 
@@ -274,7 +313,10 @@ StepStats Engine::trainStep(std::int64_t step, const std::vector<Batch>& micro) 
     noteBackward("backward " + layout_.modules.back().name);
     {
       MemScope ms(MemCategory::Activations);
-      (loss / static_cast<double>(n)).backward();
+      if (scaler_)
+        (loss * (scaler_->scale() / static_cast<double>(n))).backward();
+      else
+        (loss / static_cast<double>(n)).backward();
     }
     closeBackwardSegment();
     finishBackward(i, n);
@@ -285,7 +327,10 @@ StepStats Engine::trainStep(std::int64_t step, const std::vector<Batch>& micro) 
   }
   const std::int64_t o0 = nowNs();
   noteBackward("optimizer step");
+  if (scaler_) out.lossScale = scaler_->scale();  // the scale this step's backward used
+  stepSkipped_ = false;
   out.gradNorm = optimizerStep(step);
+  out.skipped = stepSkipped_;
   closeBackwardSegment();
   annotation("optimizer", o0, nowNs());
   annotation("ProfilerStep#" + std::to_string(step), stepStart, nowNs());
@@ -347,17 +392,28 @@ class ReplicatedEngine final : public Engine {
   explicit ReplicatedEngine(const EngineContext& ctx) : Engine(ctx) {
     const auto N = static_cast<std::int64_t>(world_.size());
     stage_ = cfg_.strategy == Strategy::Ddp ? 0 : cfg_.strategy == Strategy::Zero1 ? 1 : 2;
-    const std::int64_t P = layout_.totalNumel;
+    // The trainable parameters are one flat fp32 tensor (what buckets, partitions and the optimizer
+    // see); frozen ones (LoRA's base) another, in the compute dtype, outside all of that.
+    const std::int64_t P = layout_.trainableNumel;
     padded_ = roundUp(P, N);
     part_ = padded_ / N;
     auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(ctx.device);
     {
       MemScope ms(MemCategory::Parameters);
       flatParams_ = torch::zeros({padded_}, opts);
+      if (layout_.totalNumel > P) frozenParams_ = torch::empty({layout_.totalNumel - P}, opts.dtype(computeDtype_));
     }
-    std::int64_t off = 0;
+    std::int64_t off = 0, frozenOff = 0;
     for (std::size_t p = 0; p < layout_.params.size(); ++p) {
       const auto& info = layout_.params[p];
+      if (!info.trainable) {
+        offsets_.push_back(frozenOff);
+        auto view = frozenParams_.narrow(0, frozenOff, info.numel);
+        initParam(layout_, static_cast<int>(p), ctx.seed, view);
+        leaves_.push_back(view.view(info.shape));
+        frozenOff += info.numel;
+        continue;
+      }
       offsets_.push_back(off);
       auto view = flatParams_.narrow(0, off, info.numel);
       initParam(layout_, static_cast<int>(p), ctx.seed, view);
@@ -382,7 +438,7 @@ class ReplicatedEngine final : public Engine {
 
   torch::Tensor param(int p) override {
     auto& leaf = leaves_[static_cast<std::size_t>(p)];
-    if (!torch::GradMode::is_enabled()) return compute(leaf.detach());
+    if (!torch::GradMode::is_enabled() || !layout_.params[static_cast<std::size_t>(p)].trainable) return compute(leaf.detach());
     return compute(GradTap::apply(leaf, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)), p));
   }
   void beginModule(int) override {}
@@ -393,7 +449,7 @@ class ReplicatedEngine final : public Engine {
     torch::Tensor y;
     if (cfg_.activationCheckpointing && block >= 1 && block <= layout_.config.layers && torch::GradMode::is_enabled()) {
       bodies_[block] = body;
-      y = Checkpoint::apply(x, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)),
+      y = Checkpoint::apply(checkpointInput(x), reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)),
                             reinterpret_cast<std::int64_t>(&bodies_[block]));
     } else {
       y = body(x);
@@ -461,12 +517,13 @@ class ReplicatedEngine final : public Engine {
   void buildBuckets() {
     // Reverse parameter order (a proxy for the order gradients become ready); the first bucket is
     // small so the first gradients are not stuck behind a big one (DDP's first_bucket_bytes).
-    bucketOf_.assign(layout_.params.size(), 0);
+    bucketOf_.assign(layout_.params.size(), -1);
     std::int64_t cap = static_cast<std::int64_t>(cfg_.firstBucketMb * 1024 * 1024) / 4;
     std::int64_t fill = 0;
     int b = 0;
     std::vector<std::pair<std::int64_t, std::int64_t>> ranges;  // [lo, hi) in flat elements
     for (int p = static_cast<int>(layout_.params.size()) - 1; p >= 0; --p) {
+      if (!layout_.params[static_cast<std::size_t>(p)].trainable) continue;  // no gradient
       const auto n = layout_.params[static_cast<std::size_t>(p)].numel;
       const auto off = offsets_[static_cast<std::size_t>(p)];
       if (fill > 0 && fill + n > cap) {
@@ -481,7 +538,8 @@ class ReplicatedEngine final : public Engine {
     }
     buckets_ = ranges;
     count_.assign(buckets_.size(), 0);
-    for (int bo : bucketOf_) ++count_[static_cast<std::size_t>(bo)];
+    for (int bo : bucketOf_)
+      if (bo >= 0) ++count_[static_cast<std::size_t>(bo)];
   }
 
   void launchBucket(int b) {
@@ -577,6 +635,8 @@ class ReplicatedEngine final : public Engine {
     torch::NoGradGuard ng;
     const auto r = static_cast<std::int64_t>(world_.rank());
     const double N = world_.size();
+    if (!unscaleGradients({stage_ == 2 ? gradPart_ : stage_ == 1 ? flatGrad_.narrow(0, r * part_, part_) : flatGrad_}, world_))
+      return 0;  // fp16 overflow: every rank skips the step (parameters unchanged, no all-gather)
     if (stage_ == 0) {
       const double norm = flatGrad_.norm().item<double>();
       const double coef = cfg_.gradClip > 0 && norm > cfg_.gradClip ? cfg_.gradClip / (norm + 1e-6) : 1.0;
@@ -615,9 +675,9 @@ class ReplicatedEngine final : public Engine {
 
   ModelStateBytes stateBytes() const override {
     ModelStateBytes b;
-    b.parameters = bytesOf(flatParams_);
+    b.parameters = bytesOf(flatParams_) + bytesOf(frozenParams_);
     b.gradients = bytesOf(flatGrad_) + bytesOf(gradPart_);
-    if (stage_ == 0 && !cfg_.gradientAsBucketView) b.gradients += layout_.totalNumel * 4;  // param.grad copies
+    if (stage_ == 0 && !cfg_.gradientAsBucketView) b.gradients += layout_.trainableNumel * 4;  // param.grad copies
     b.optimizer = bytesOf(opt_.m) + bytesOf(opt_.v);
     for (const auto& t : ipg_) b.buffers += bytesOf(t);
     return b;
@@ -626,6 +686,7 @@ class ReplicatedEngine final : public Engine {
   std::vector<std::pair<std::string, torch::Tensor>> shardTensors() override {
     const auto r = static_cast<std::int64_t>(world_.rank());
     std::vector<std::pair<std::string, torch::Tensor>> out;
+    if (r == 0 && frozenParams_.defined()) out.push_back({"frozen_params", frozenParams_});  // replicated: rank 0 saves
     if (stage_ == 0) {
       if (r == 0) out.push_back({"params", flatParams_});
       if (r == 0 && opt_.m.defined()) out.push_back({"exp_avg", opt_.m});
@@ -641,6 +702,7 @@ class ReplicatedEngine final : public Engine {
   int stage_ = 0;
   std::int64_t padded_ = 0, part_ = 0;
   torch::Tensor flatParams_, flatGrad_, gradPart_;
+  torch::Tensor frozenParams_;  // LoRA's base weights, in the compute dtype (undefined without LoRA)
   std::vector<std::int64_t> offsets_;
   std::vector<torch::Tensor> leaves_;
   std::map<int, BlockBody> bodies_;
@@ -701,10 +763,26 @@ class ShardedEngine final : public Engine, private FetchUnits {
     const int u = unitOf_[static_cast<std::size_t>(p)];
     auto& unit = units_[static_cast<std::size_t>(u)];
     ensure(u);
-    if (!unit.tapped.defined()) {
+    const auto& info = layout_.params[static_cast<std::size_t>(p)];
+    // The unit's gradient tap is made before its first parameter is used, frozen ones included:
+    // autograd runs later-created nodes first, so every backward that reads the unit's frozen
+    // weights (the input gradient of a frozen projection) runs before the tap's, whose gradient
+    // may release the unit.
+    if (!unit.tapped.defined() && unit.padded > 0) {
       unit.tapped = torch::GradMode::is_enabled()
                         ? GradTap::apply(unit.full, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)), u)
                         : unit.full.detach();
+    }
+    if (!info.trainable) {
+      // The unit's frozen part: no autograd entry point, the same one split.
+      if (unit.fviews.empty()) {
+        std::vector<std::int64_t> sizes;
+        sizes.reserve(unit.frozen.size() + 1);
+        for (int q : unit.frozen) sizes.push_back(layout_.params[static_cast<std::size_t>(q)].numel);
+        if (unit.fpadded > unit.fnumel) sizes.push_back(unit.fpadded - unit.fnumel);
+        unit.fviews = unit.ffull.split_with_sizes(sizes);
+      }
+      return compute(unit.fviews[static_cast<std::size_t>(indexIn_[static_cast<std::size_t>(p)])].view(info.shape));
     }
     // All of the unit's parameters are cut from the flat tensor by one split: its backward writes the
     // flat gradient once (one concatenation). A narrow per parameter made autograd build a zero-filled
@@ -717,7 +795,6 @@ class ShardedEngine final : public Engine, private FetchUnits {
       if (unit.padded > unit.numel) sizes.push_back(unit.padded - unit.numel);
       unit.views = unit.tapped.split_with_sizes(sizes);
     }
-    const auto& info = layout_.params[static_cast<std::size_t>(p)];
     return compute(unit.views[static_cast<std::size_t>(indexIn_[static_cast<std::size_t>(p)])].view(info.shape));
   }
 
@@ -751,7 +828,7 @@ class ShardedEngine final : public Engine, private FetchUnits {
         recompute_ = false;
         return r;
       };
-      y = Checkpoint::apply(x, reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)),
+      y = Checkpoint::apply(checkpointInput(x), reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)),
                             reinterpret_cast<std::int64_t>(&bodies_[block]));
     } else {
       y = body(x);
@@ -766,10 +843,21 @@ class ShardedEngine final : public Engine, private FetchUnits {
         "backward " +
         (policy_->fetchPoint() == FetchPoint::Block ? blockName(point) : layout_.modules[static_cast<std::size_t>(point)].name);
     noteBackward(label);
-    if (policy_->unitAt(point) < 0) return;
+    const int unit = policy_->unitAt(point);
+    // A unit without gradients (LoRA's frozen embedding, head, projections) gets no reduction to
+    // release it after its backward: that backward is over when the next point's begins (autograd
+    // runs the later-created nodes first, so no node of it is still pending).
+    if (frozenInBackward_ >= 0 && frozenInBackward_ != unit) {
+      closeBackwardSegment();
+      policy_->backwardDone(frozenInBackward_);
+      noteBackward(label);
+      frozenInBackward_ = -1;
+    }
+    if (unit < 0) return;
     closeBackwardSegment();
     policy_->beforeBackward(point);
     noteBackward(label);
+    if (units_[static_cast<std::size_t>(unit)].padded == 0) frozenInBackward_ = unit;
   }
 
   void onGrad(int u, const torch::Tensor& grad) override {
@@ -782,9 +870,16 @@ class ShardedEngine final : public Engine, private FetchUnits {
  private:
   struct Unit {
     std::string name;
-    std::vector<int> params;
+    std::vector<int> params;  // the trainable ones: full, shard, gradients and optimizer below
     std::int64_t numel = 0, padded = 0;
     bool persistent = false;
+    // LoRA's frozen base in this unit: sharded and gathered like the rest, in the compute dtype,
+    // with no gradient and no optimizer state (empty without LoRA).
+    std::vector<int> frozen;
+    std::int64_t fnumel = 0, fpadded = 0;
+    torch::Tensor ffull, fshard, fagBuf;
+    CommHandle fag;
+    std::vector<torch::Tensor> fviews;
     torch::Tensor full;   // leaf [padded]; storage present only while gathered
     torch::Tensor shard;  // this rank's [padded / S] (the optimizer's parameter)
     torch::Tensor gradShard;
@@ -818,23 +913,44 @@ class ShardedEngine final : public Engine, private FetchUnits {
     const auto r = static_cast<std::int64_t>(shard_->rank());
     Unit u;
     u.name = name;
-    u.params = params;
     u.persistent = persistent;
     const int ui = static_cast<int>(units_.size());
-    for (std::size_t k = 0; k < params.size(); ++k) {
-      const int p = params[k];
+    for (const int p : params) {
+      const bool trainable = layout_.params[static_cast<std::size_t>(p)].trainable;
+      auto& list = trainable ? u.params : u.frozen;
+      std::int64_t& n = trainable ? u.numel : u.fnumel;
       unitOf_[static_cast<std::size_t>(p)] = ui;
-      indexIn_[static_cast<std::size_t>(p)] = static_cast<int>(k);
-      offsetIn_[static_cast<std::size_t>(p)] = u.numel;
-      u.numel += layout_.params[static_cast<std::size_t>(p)].numel;
+      indexIn_[static_cast<std::size_t>(p)] = static_cast<int>(list.size());
+      offsetIn_[static_cast<std::size_t>(p)] = n;
+      list.push_back(p);
+      n += layout_.params[static_cast<std::size_t>(p)].numel;
     }
-    u.padded = roundUp(u.numel, S);
+    u.padded = u.numel > 0 ? roundUp(u.numel, S) : 0;
+    u.fpadded = u.fnumel > 0 ? roundUp(u.fnumel, S) : 0;
     auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(ctx_.device);
+    if (u.fpadded > 0) {
+      torch::Tensor ffull;
+      {
+        MemScope ms(MemCategory::Other);  // initialisation scratch
+        ffull = torch::zeros({u.fpadded}, opts.dtype(computeDtype_));
+        for (int p : u.frozen)
+          initParam(layout_, p, ctx_.seed,
+                    ffull.narrow(0, offsetIn_[static_cast<std::size_t>(p)], layout_.params[static_cast<std::size_t>(p)].numel));
+      }
+      MemScope ms(MemCategory::Parameters);
+      u.fshard = ffull.narrow(0, r * (u.fpadded / S), u.fpadded / S).clone();
+      if (persistent) {
+        u.ffull = ffull.clone();
+      } else {
+        u.ffull = torch::empty({u.fpadded}, ffull.options());
+        freeStorage(u.ffull);
+      }
+    }
     torch::Tensor full;
     {
       MemScope ms(MemCategory::Other);  // initialisation scratch
       full = torch::zeros({u.padded}, opts);
-      for (int p : params)
+      for (int p : u.params)
         initParam(layout_, p, ctx_.seed,
                   full.narrow(0, offsetIn_[static_cast<std::size_t>(p)], layout_.params[static_cast<std::size_t>(p)].numel));
     }
@@ -860,8 +976,13 @@ class ShardedEngine final : public Engine, private FetchUnits {
   int unitCount() const override { return static_cast<int>(units_.size()); }
   const std::string& unitName(int u) const override { return units_[static_cast<std::size_t>(u)].name; }
   State state(int u) const override { return units_[static_cast<std::size_t>(u)].state; }
-  std::int64_t numel(int u) const override { return units_[static_cast<std::size_t>(u)].numel; }
-  std::int64_t padded(int u) const override { return units_[static_cast<std::size_t>(u)].padded; }
+  std::int64_t numel(int u) const override {
+    return units_[static_cast<std::size_t>(u)].numel + units_[static_cast<std::size_t>(u)].fnumel;
+  }
+  std::int64_t padded(int u) const override {
+    return units_[static_cast<std::size_t>(u)].padded + units_[static_cast<std::size_t>(u)].fpadded;
+  }
+  std::int64_t gradPadded(int u) const override { return units_[static_cast<std::size_t>(u)].padded; }
   bool persistent(int u) const override { return units_[static_cast<std::size_t>(u)].persistent; }
   std::int64_t gatheredElements() const override { return availableElems_; }
   int shardGroupSize() const override { return shard_->size(); }
@@ -874,11 +995,13 @@ class ShardedEngine final : public Engine, private FetchUnits {
     policy_->beforeGather();
     {
       MemScope ms(MemCategory::Parameters);
-      u.agBuf = torch::empty({u.padded}, u.shard.options());
+      if (u.padded > 0) u.agBuf = torch::empty({u.padded}, u.shard.options());
+      if (u.fpadded > 0) u.fagBuf = torch::empty({u.fpadded}, u.fshard.options());
     }
-    u.ag = shard_->allGather(u.agBuf, u.shard, info("param " + u.name));
+    if (u.fpadded > 0) u.fag = shard_->allGather(u.fagBuf, u.fshard, info("param " + u.name + " (frozen)"));
+    if (u.padded > 0) u.ag = shard_->allGather(u.agBuf, u.shard, info("param " + u.name));
     u.state = State::InFlight;
-    availableElems_ += u.padded;
+    availableElems_ += u.padded + u.fpadded;
   }
 
   void ensure(int ui) override {
@@ -887,11 +1010,15 @@ class ShardedEngine final : public Engine, private FetchUnits {
     if (u.state == State::Released) gather(ui);
     const std::string label = segLabel_;
     closeBackwardSegment();
-    u.ag.wait();
+    if (u.fpadded > 0) u.fag.wait();
+    if (u.padded > 0) u.ag.wait();
     if (!label.empty()) noteBackward(label);
-    adoptStorage(u.full, u.agBuf);
+    if (u.padded > 0) adoptStorage(u.full, u.agBuf);
+    if (u.fpadded > 0) adoptStorage(u.ffull, u.fagBuf);
     u.agBuf = torch::Tensor();
+    u.fagBuf = torch::Tensor();
     u.ag = CommHandle();
+    u.fag = CommHandle();
     u.state = State::Available;
   }
 
@@ -900,9 +1027,10 @@ class ShardedEngine final : public Engine, private FetchUnits {
     if (u.persistent || u.state == State::Released) return;
     if (u.state == State::InFlight) ensure(ui);
     untap(ui);
-    freeStorage(u.full);
+    if (u.padded > 0) freeStorage(u.full);
+    if (u.fpadded > 0) freeStorage(u.ffull);
     u.state = State::Released;
-    availableElems_ -= u.padded;
+    availableElems_ -= u.padded + u.fpadded;
   }
 
   // Forgets the unit's autograd entry point (the next use taps the flat tensor afresh).
@@ -910,6 +1038,7 @@ class ShardedEngine final : public Engine, private FetchUnits {
     auto& u = units_[static_cast<std::size_t>(ui)];
     u.tapped = torch::Tensor();
     u.views.clear();
+    u.fviews.clear();
   }
 
   void reduceScatterGradient(const torch::Tensor& in, std::int64_t outNumel, int unit,
@@ -972,6 +1101,7 @@ class ShardedEngine final : public Engine, private FetchUnits {
   }
 
   void finishBackward(int, int) override {
+    frozenInBackward_ = -1;  // everything is released below
     policy_->flushGradients();
     completeReductions(true);
     for (auto& u : units_)  // a unit that received no gradient in this micro-batch
@@ -988,18 +1118,29 @@ class ShardedEngine final : public Engine, private FetchUnits {
     torch::NoGradGuard ng;
     const double W = world_.size();
     double norm = 0, coef = 1.0;
-    for (auto& u : units_) u.gradShard.div_(W);
+    {
+      std::vector<torch::Tensor> grads;
+      for (auto& u : units_)
+        if (u.padded > 0) grads.push_back(u.gradShard);
+      // The overflow flag over the world: HSDP's replicas hold the same shards, the flag is the same.
+      if (!unscaleGradients(grads, world_)) return 0;  // fp16 overflow: every rank skips the step
+    }
+    for (auto& u : units_)
+      if (u.padded > 0) u.gradShard.div_(W);
     if (cfg_.gradClip > 0) {
-      auto sq = torch::zeros({1}, units_[0].shard.options());
-      for (auto& u : units_) sq += u.gradShard.pow(2).sum();
+      auto sq = torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat32).device(ctx_.device));
+      for (auto& u : units_)
+        if (u.padded > 0) sq += u.gradShard.pow(2).sum();
       waitOutsideCompute(shard_->allReduce(sq, info("grad norm")));
       norm = std::sqrt(sq.item<double>());
       if (norm > cfg_.gradClip) coef = cfg_.gradClip / (norm + 1e-6);
     }
-    for (auto& u : units_) applyOptimizer(u.shard, u.gradShard, u.opt, coef);
-    // Persistent parameters are whole on every rank: gather their updated shards.
+    for (auto& u : units_)
+      if (u.padded > 0) applyOptimizer(u.shard, u.gradShard, u.opt, coef);
+    // Persistent parameters are whole on every rank: gather their updated shards (a frozen part
+    // never changes).
     for (auto& u : units_) {
-      if (!u.persistent) continue;
+      if (!u.persistent || u.padded == 0) continue;
       torch::Tensor out;
       {
         MemScope ms(MemCategory::CommBuffers);
@@ -1014,12 +1155,17 @@ class ShardedEngine final : public Engine, private FetchUnits {
   void fillFullParameters(std::vector<torch::Tensor>& out) override {
     torch::NoGradGuard ng;
     for (const auto& u : units_) {
-      auto full = torch::empty({u.padded}, u.shard.options());
-      shard_->allGather(full, u.shard, info("consolidate " + u.name)).wait();
-      for (int p : u.params) {
-        const auto& info = layout_.params[static_cast<std::size_t>(p)];
-        out[static_cast<std::size_t>(p)] =
-            full.narrow(0, offsetIn_[static_cast<std::size_t>(p)], info.numel).view(info.shape).clone();
+      for (const bool frozen : {false, true}) {
+        const std::int64_t padded = frozen ? u.fpadded : u.padded;
+        if (padded == 0) continue;
+        const torch::Tensor& shard = frozen ? u.fshard : u.shard;
+        auto full = torch::empty({padded}, shard.options());
+        shard_->allGather(full, shard, info("consolidate " + u.name + (frozen ? " (frozen)" : ""))).wait();
+        for (int p : frozen ? u.frozen : u.params) {
+          const auto& info = layout_.params[static_cast<std::size_t>(p)];
+          out[static_cast<std::size_t>(p)] =
+              full.narrow(0, offsetIn_[static_cast<std::size_t>(p)], info.numel).view(info.shape).clone();
+        }
       }
     }
   }
@@ -1028,6 +1174,7 @@ class ShardedEngine final : public Engine, private FetchUnits {
     ModelStateBytes b;
     for (const auto& u : units_) {
       b.parameters += bytesOf(u.shard) + (u.persistent ? bytesOf(u.full) : 0);
+      b.parameters += bytesOf(u.fshard) + (u.persistent ? bytesOf(u.ffull) : 0);
       b.gradients += bytesOf(u.gradShard);
       b.optimizer += bytesOf(u.opt.m) + bytesOf(u.opt.v);
     }
@@ -1039,6 +1186,8 @@ class ShardedEngine final : public Engine, private FetchUnits {
     std::vector<std::pair<std::string, torch::Tensor>> out;
     if (replica_ && replica_->rank() != 0) return out;  // one replica saves
     for (const auto& u : units_) {
+      if (u.fpadded > 0) out.push_back({u.name + ".frozen", u.fshard});
+      if (u.padded == 0) continue;
       out.push_back({u.name + ".param", u.shard});
       if (u.opt.m.defined()) out.push_back({u.name + ".exp_avg", u.opt.m});
       if (u.opt.v.defined()) out.push_back({u.name + ".exp_avg_sq", u.opt.v});
@@ -1057,6 +1206,7 @@ class ShardedEngine final : public Engine, private FetchUnits {
   std::deque<Flight> flights_;
   std::int64_t availableElems_ = 0;
   bool recompute_ = false;
+  int frozenInBackward_ = -1;  // a unit without gradients whose backward is running
 };
 
 std::unique_ptr<Engine> Engine::create(const EngineContext& ctx) {

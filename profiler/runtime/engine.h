@@ -13,6 +13,7 @@
 
 #include "core/config/run_config.h"
 #include "profiler/runtime/comm.h"
+#include "profiler/runtime/loss_scaler.h"
 #include "profiler/runtime/model.h"
 
 namespace shardscope::capture {
@@ -45,6 +46,10 @@ struct ModelStateBytes {
 struct StepStats {
   double loss = 0;  // this rank's mean loss over its micro-batches
   double gradNorm = 0;
+  // fp16: the loss scale the step's backward used, and whether the step was skipped (its gradients
+  // overflowed on some rank: no parameter changed). 0 / false without loss scaling.
+  double lossScale = 0;
+  bool skipped = false;
 };
 
 class Engine : public ForwardHooks {
@@ -91,6 +96,12 @@ class Engine : public ForwardHooks {
   // Waits for a collective with the open compute segment closed around the wait, so the wait is
   // not counted as compute (the post-step all-gathers, the gradient-norm all-reduce).
   void waitOutsideCompute(CommHandle h);
+  // fp16 loss scaling, at the start of an optimizer step with the gradients reduced: `grads` are this
+  // rank's (the ones its optimizer will read). With dynamic scaling every rank reports whether any
+  // is inf/NaN (one all-reduce on `group`, which must span every rank holding gradients) and the
+  // scaler decides; returns false when the step is skipped (nothing may change), else divides the
+  // gradients by the scale and returns true. Without loss scaling: true, nothing done.
+  bool unscaleGradients(const std::vector<torch::Tensor>& grads, Group& group);
 
   // AdamW / SGD over flat fp32 tensors; state created lazily (first step) in OptimizerState memory.
   struct FlatOptState {
@@ -107,13 +118,22 @@ class Engine : public ForwardHooks {
   torch::Tensor compute(torch::Tensor t);
   // The block's name in spans: "embed_tokens", "layers.N", "lm_head".
   std::string blockName(int block) const;
+  // A checkpointed block's input: our reentrant Checkpoint back-propagates only when its input
+  // needs a gradient, which the embedding's output does not when the embedding is frozen (LoRA):
+  // it is made a leaf that does (PEFT's enable_input_require_grads).
+  static torch::Tensor checkpointInput(const torch::Tensor& x) {
+    if (!x.is_floating_point() || x.requires_grad()) return x;
+    return x.detach().requires_grad_(true);
+  }
 
   EngineContext ctx_;
   const core::RunConfig& cfg_;
   torch::ScalarType computeDtype_ = torch::kFloat32;
   std::int64_t observedParamBytes_ = 0;
   std::int64_t observedActivationBytes_ = 0;
-  bool fusedAdamRefused_ = false;  // the fused CUDA AdamW failed once: element-wise from then on
+  bool fusedAdamRefused_ = false;       // the fused CUDA AdamW failed once: element-wise from then on
+  std::unique_ptr<LossScaler> scaler_;  // fp16 only
+  bool stepSkipped_ = false;
   const ModelLayout& layout_;
   Group& world_;
   std::string description_;

@@ -47,7 +47,7 @@ class Zero3FetchPolicy final : public ParamFetchPolicy {
       if (!small.empty()) persistentUnit_[m] = units_.addUnit(layout_.modules[m].name + " (persistent)", small, true);
     }
     std::int64_t cap = 0;
-    for (int u = 0; u < units_.unitCount(); ++u) cap += units_.padded(u);
+    for (int u = 0; u < units_.unitCount(); ++u) cap += units_.gradPadded(u);
     ipgCap_ = std::max<std::int64_t>(1, std::min(reduceBucketSize_, cap));
     ipgCap_ = roundUp(ipgCap_, units_.shardGroupSize());
     MemScope ms(MemCategory::CommBuffers);
@@ -81,6 +81,10 @@ class Zero3FetchPolicy final : public ParamFetchPolicy {
 
   void reduceGradient(int u, const torch::Tensor& flat) override {
     ipgAdd(u, flat);
+    if (!units_.persistent(u)) units_.release(u);
+  }
+
+  void backwardDone(int u) override {
     if (!units_.persistent(u)) units_.release(u);
   }
 
@@ -155,7 +159,7 @@ class Zero3FetchPolicy final : public ParamFetchPolicy {
   // reduce-scatter of the bucket hands every rank its own chunks.
   void ipgAdd(int u, const torch::Tensor& flat) {
     const auto S = static_cast<std::int64_t>(units_.shardGroupSize());
-    const std::int64_t chunk = units_.padded(u) / S, section = ipgCap_ / S;
+    const std::int64_t chunk = units_.gradPadded(u) / S, section = ipgCap_ / S;
     torch::NoGradGuard ng;
     if (chunk > section) {  // larger than a section: reduced on its own
       flushIpg();
@@ -258,14 +262,19 @@ class FsdpFetchPolicy final : public ParamFetchPolicy {
 
   void beforeBackward(int block) override {
     units_.ensure(block);
-    if (backwardPrefetch_ == BackwardPrefetch::Pre && block > 0) units_.gather(block - 1);
+    if (backwardPrefetch_ == BackwardPrefetch::Pre && block > 0 && hasBackward(block - 1)) units_.gather(block - 1);
   }
 
   void reduceGradient(int u, const torch::Tensor& flat) override {
-    if (backwardPrefetch_ == BackwardPrefetch::Post && u > 0) units_.gather(u - 1);
-    units_.reduceScatterGradient(flat, units_.padded(u) / units_.shardGroupSize(), u, {}, "grad " + units_.unitName(u));
+    if (backwardPrefetch_ == BackwardPrefetch::Post && u > 0 && hasBackward(u - 1)) units_.gather(u - 1);
+    units_.reduceScatterGradient(flat, units_.gradPadded(u) / units_.shardGroupSize(), u, {}, "grad " + units_.unitName(u));
     if (reshardAfterForward_) units_.release(u);
     units_.completeReductions(false);
+  }
+
+  void backwardDone(int u) override {
+    if (backwardPrefetch_ == BackwardPrefetch::Post && u > 0 && hasBackward(u - 1)) units_.gather(u - 1);
+    if (reshardAfterForward_) units_.release(u);
   }
 
   // limit_all_gathers: at most two units' all-gathers in flight; block the CPU otherwise.
@@ -281,6 +290,10 @@ class FsdpFetchPolicy final : public ParamFetchPolicy {
   std::int64_t bufferBytes() const override { return 0; }
 
  private:
+  // Whether a block runs a backward: all but a frozen embedding (LoRA), whose output needs no
+  // gradient (prefetching it for backward would gather it for nothing).
+  bool hasBackward(int block) const { return block > 0 || units_.gradPadded(block) > 0; }
+
   int inFlightCount() const {
     int n = 0;
     for (int k = 0; k < units_.unitCount(); ++k) n += units_.state(k) == State::InFlight;

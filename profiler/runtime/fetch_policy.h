@@ -36,6 +36,9 @@ class FetchUnits {
   virtual State state(int unit) const = 0;
   virtual std::int64_t numel(int unit) const = 0;
   virtual std::int64_t padded(int unit) const = 0;  // numel rounded up to a multiple of the shard group
+  // The part of padded() that has gradients (all of it but LoRA's frozen base; 0 for a unit of
+  // frozen parameters only, which never reaches reduceGradient).
+  virtual std::int64_t gradPadded(int unit) const = 0;
   virtual bool persistent(int unit) const = 0;
   virtual std::int64_t gatheredElements() const = 0;  // of the units gathered or in flight
   virtual int shardGroupSize() const = 0;
@@ -85,6 +88,9 @@ class ParamFetchPolicy {
   virtual void beforeBackward(int point) = 0;
   // A unit's flat gradient is ready: reduce it (and release the unit where the flavour says so).
   virtual void reduceGradient(int unit, const torch::Tensor& flat) = 0;
+  // A unit without gradients (frozen parameters only) has finished its backward: released where
+  // the flavour releases a unit after reduceGradient.
+  virtual void backwardDone(int unit) = 0;
   // Every launch of an all-gather asks first (FSDP's rate limiter).
   virtual void beforeGather() = 0;
 

@@ -74,8 +74,13 @@ ModelLayout buildLayout(const ModelConfig& cfg) {
     L.modules.push_back(std::move(m));
     return static_cast<int>(L.modules.size() - 1);
   };
+  const bool lora = cfg.loraRank > 0;
+  int baseParams = 0, adapterParams = 0;
+  if (lora) L.loraScale = cfg.loraAlpha / cfg.loraRank;
   auto addParam = [&](int module, const std::string& leaf, std::vector<std::int64_t> shape, InitKind init, double stdev = 0.02) {
     ParamInfo p;
+    p.trainable = !lora;
+    p.initIndex = baseParams++;
     p.name = L.modules[static_cast<std::size_t>(module)].name + "." + leaf;
     p.shape = std::move(shape);
     p.numel = 1;
@@ -86,33 +91,54 @@ ModelLayout buildLayout(const ModelConfig& cfg) {
     L.modules[static_cast<std::size_t>(module)].params.push_back(static_cast<int>(L.params.size()));
     L.modules[static_cast<std::size_t>(module)].numel += p.numel;
     L.totalNumel += p.numel;
+    if (p.trainable) L.trainableNumel += p.numel;
     L.params.push_back(std::move(p));
+    return static_cast<int>(L.params.size() - 1);
+  };
+  auto isTarget = [&](const std::string& t) {
+    return std::find(cfg.loraTargets.begin(), cfg.loraTargets.end(), t) != cfg.loraTargets.end();
+  };
+  // A projection [out x in]: weight, optional bias, and under LoRA (a target) its adapters. A is
+  // drawn like PEFT's kaiming-uniform A (the same variance, 1 / (3·in)), B starts at zero, so the
+  // adapted model starts as the base model.
+  auto addLinear = [&](int module, std::int64_t out, std::int64_t in, bool bias, double stdev, const std::string& target) {
+    auto& m = L.modules[static_cast<std::size_t>(module)];
+    m.weight = addParam(module, "weight", {out, in}, InitKind::Normal, stdev);
+    if (bias) L.modules[static_cast<std::size_t>(module)].bias = addParam(module, "bias", {out}, InitKind::Zeros);
+    if (lora && isTarget(target)) {
+      const int a = addParam(module, "lora_A.weight", {cfg.loraRank, in}, InitKind::Normal, 1.0 / std::sqrt(3.0 * in));
+      const int b = addParam(module, "lora_B.weight", {out, cfg.loraRank}, InitKind::Zeros);
+      --baseParams;  // the two adapters took base indices: give them back
+      --baseParams;
+      for (int p : {a, b}) {
+        L.params[static_cast<std::size_t>(p)].initIndex = kAdapterInitBase + adapterParams++;
+        L.params[static_cast<std::size_t>(p)].trainable = true;
+        L.trainableNumel += L.params[static_cast<std::size_t>(p)].numel;
+      }
+      L.modules[static_cast<std::size_t>(module)].loraA = a;
+      L.modules[static_cast<std::size_t>(module)].loraB = b;
+    }
   };
   addParam(addModule("embed_tokens", 0), "weight", {cfg.vocab, h}, InitKind::Normal);
   for (int l = 0; l < cfg.layers; ++l) {
     const std::string pre = "layers." + std::to_string(l) + ".";
     const int b = l + 1;
     addParam(addModule(pre + "input_layernorm", b), "weight", {h}, InitKind::Ones);
-    auto proj = [&](const std::string& n, std::int64_t out, bool bias) {
-      const int m = addModule(pre + "self_attn." + n, b);
-      addParam(m, "weight", {out, h}, InitKind::Normal);
-      if (bias) addParam(m, "bias", {out}, InitKind::Zeros);
-    };
-    proj("q_proj", q, cfg.qkvBias);
-    proj("k_proj", kv, cfg.qkvBias);
-    proj("v_proj", kv, cfg.qkvBias);
+    addLinear(addModule(pre + "self_attn.q_proj", b), q, h, cfg.qkvBias, 0.02, "q");
+    addLinear(addModule(pre + "self_attn.k_proj", b), kv, h, cfg.qkvBias, 0.02, "k");
+    addLinear(addModule(pre + "self_attn.v_proj", b), kv, h, cfg.qkvBias, 0.02, "v");
     if (cfg.qkNorm) {
       addParam(addModule(pre + "self_attn.q_norm", b), "weight", {cfg.headDim}, InitKind::Ones);
       addParam(addModule(pre + "self_attn.k_norm", b), "weight", {cfg.headDim}, InitKind::Ones);
     }
-    addParam(addModule(pre + "self_attn.o_proj", b), "weight", {h, q}, InitKind::Normal, projStd);
+    addLinear(addModule(pre + "self_attn.o_proj", b), h, q, false, projStd, "o");
     addParam(addModule(pre + "post_attention_layernorm", b), "weight", {h}, InitKind::Ones);
-    addParam(addModule(pre + "mlp.gate_proj", b), "weight", {cfg.ffn, h}, InitKind::Normal);
-    addParam(addModule(pre + "mlp.up_proj", b), "weight", {cfg.ffn, h}, InitKind::Normal);
-    addParam(addModule(pre + "mlp.down_proj", b), "weight", {h, cfg.ffn}, InitKind::Normal, projStd);
+    addLinear(addModule(pre + "mlp.gate_proj", b), cfg.ffn, h, false, 0.02, "gate");
+    addLinear(addModule(pre + "mlp.up_proj", b), cfg.ffn, h, false, 0.02, "up");
+    addLinear(addModule(pre + "mlp.down_proj", b), h, cfg.ffn, false, projStd, "down");
   }
   addParam(addModule("norm", cfg.layers + 1), "weight", {h}, InitKind::Ones);
-  addParam(addModule("lm_head", cfg.layers + 1), "weight", {cfg.vocab, h}, InitKind::Normal);
+  addLinear(addModule("lm_head", cfg.layers + 1), cfg.vocab, h, false, 0.02, "lm_head");
   for (const auto& m : L.modules) L.largestModuleNumel = std::max(L.largestModuleNumel, m.numel);
   return L;
 }
@@ -132,7 +158,7 @@ void initParam(const ModelLayout& layout, int p, std::uint64_t seed, const torch
       // fp32 where the tensor lives (LibTorch's vectorised normal fill on CPU, Philox on CUDA):
       // deterministic for a seed and a device type, and ~10x faster than the fp64 draw on the CPU it
       // replaces (a 1.3B-parameter model: 46.6 s -> docs/RUNTIME.md).
-      const std::uint64_t s = seed * 1000003ULL + static_cast<std::uint64_t>(p) * 7919ULL + 17ULL;
+      const std::uint64_t s = seed * 1000003ULL + static_cast<std::uint64_t>(info.initIndex) * 7919ULL + 17ULL;
       torch::Tensor dst = out;
       if (out.scalar_type() != torch::kFloat32 || !out.is_contiguous())
         dst = torch::empty({info.numel}, torch::TensorOptions().dtype(torch::kFloat32).device(out.device()));
@@ -229,10 +255,16 @@ torch::Tensor rotateHalf(const torch::Tensor& x) {
 torch::Tensor Transformer::linear(int module, torch::Tensor x, ForwardHooks& h) {
   h.beginModule(module);
   const auto& m = layout_.modules[static_cast<std::size_t>(module)];
-  auto w = h.param(m.params[0]);
+  auto w = h.param(m.weight);
   torch::Tensor b;
-  if (m.params.size() > 1) b = h.param(m.params[1]);
+  if (m.bias >= 0) b = h.param(m.bias);
   auto y = b.defined() ? torch::nn::functional::linear(x, w, b) : torch::nn::functional::linear(x, w);
+  if (m.loraA >= 0) {
+    // The adapters' path: (x·Aᵀ)·Bᵀ scaled, never the [out x in] product B·A.
+    auto a = h.param(m.loraA);
+    auto bb = h.param(m.loraB);
+    y = y + torch::nn::functional::linear(torch::nn::functional::linear(x, a), bb) * layout_.loraScale;
+  }
   return h.endModule(module, y);
 }
 
@@ -319,7 +351,10 @@ torch::Tensor Transformer::loss(const Batch& batch, ForwardHooks& h) {
 double trainFlopsPerToken(const ModelLayout& layout, std::int64_t seq) {
   const auto& c = layout.config;
   const double nonEmbed = static_cast<double>(layout.totalNumel - c.vocab * c.hidden);
-  return 6.0 * nonEmbed + 6.0 * c.layers * c.heads * (2.0 * c.headDim) * static_cast<double>(seq);
+  double trainableNonEmbed = 0;
+  for (const auto& p : layout.params)
+    if (p.trainable && p.module != 0) trainableNonEmbed += static_cast<double>(p.numel);
+  return 4.0 * nonEmbed + 2.0 * trainableNonEmbed + 6.0 * c.layers * c.heads * (2.0 * c.headDim) * static_cast<double>(seq);
 }
 
 }  // namespace shardscope::runtime

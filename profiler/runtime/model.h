@@ -26,6 +26,12 @@ struct ModelConfig {
   double normEps = 1e-5;
   bool qkNorm = false;   // Qwen3: RMSNorm on q and k per head
   bool qkvBias = false;  // Qwen2/2.5: biases on q/k/v projections
+  // LoRA (rank > 0): every parameter of the model is frozen and each target projection ("q", "k",
+  // "v", "o", "gate", "up", "down") gets trainable adapters lora_A [r x in] and lora_B [out x r]:
+  // y = W·x (+ b) + (alpha / r) · B·A·x.
+  int loraRank = 0;
+  double loraAlpha = 16;
+  std::vector<std::string> loraTargets;
 };
 
 // Presets: tiny, odd (odd sizes, for tests), small, medium (CPU-sized), llama3-8b, llama3-70b, qwen3-8b, qwen2.5-7b.
@@ -42,7 +48,14 @@ struct ParamInfo {
   int module = 0;  // index into ModelLayout::modules
   InitKind init = InitKind::Normal;
   double stdev = 0.02;
+  // Frozen parameters (the base weights under LoRA) get no gradient and no optimizer state and are
+  // held in the compute dtype.
+  bool trainable = true;
+  // What seeds its initial value: the parameter's index in the model without adapters, so the base
+  // weights under LoRA are the full model's; adapters count from kAdapterInitBase.
+  int initIndex = 0;
 };
+constexpr int kAdapterInitBase = 1 << 20;
 
 // A module that owns parameters directly (DeepSpeed ZeRO-3's fetch unit).
 struct ModuleInfo {
@@ -50,6 +63,8 @@ struct ModuleInfo {
   int block = 0;     // 0 = embedding, 1..L = transformer blocks, L+1 = final norm + lm head
   std::vector<int> params;
   std::int64_t numel = 0;
+  // A projection's weight and bias (-1: none) and, under LoRA, its adapters (-1: not a target).
+  int weight = -1, bias = -1, loraA = -1, loraB = -1;
 };
 
 struct ModelLayout {
@@ -58,7 +73,9 @@ struct ModelLayout {
   std::vector<ModuleInfo> modules;  // in forward order
   int blocks = 0;                   // L + 2 (embedding, L layers, head)
   std::int64_t totalNumel = 0;
+  std::int64_t trainableNumel = 0;      // = totalNumel but under LoRA: the adapters
   std::int64_t largestModuleNumel = 0;  // LL of strategies.md (DeepSpeed's estimator)
+  double loraScale = 0;                 // alpha / r under LoRA
   std::vector<int> blockOfParam() const;
 };
 
@@ -122,7 +139,9 @@ class Transformer {
   bool sdpa_ = false;
 };
 
-// FLOPs of one training step per token (6·Ψ_non-embedding + attention), for MFU-like figures.
+// FLOPs of one training step per token, for MFU-like figures: forward 2·Ψ, the input gradient 2·Ψ
+// and the weight gradient 2·Ψ of the trainable parameters only (Ψ without the embedding: 6·Ψ for
+// full fine-tuning, 4·Ψ + 2·Ψ_adapters under LoRA), plus attention.
 double trainFlopsPerToken(const ModelLayout& layout, std::int64_t seq);
 
 }  // namespace shardscope::runtime

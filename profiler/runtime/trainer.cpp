@@ -189,8 +189,13 @@ class RankLife {
   // reduction dtype; every rank ready (barrier) ends the initialisation time.
   void build() {
     modelConfig_ = modelPreset(cfg_.model, cfg_.layers);
-    model_ = std::make_unique<Transformer>(buildLayout(modelConfig_), device_,
-                                           cfg_.precision == core::Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32);
+    if (cfg_.loraRank > 0) {
+      modelConfig_.loraRank = cfg_.loraRank;
+      modelConfig_.loraAlpha = cfg_.loraAlpha;
+      modelConfig_.loraTargets = core::loraTargetList(cfg_.loraTargets);
+    }
+    if (cfg_.precision == core::Precision::Fp16) requireFp16Kernels();
+    model_ = std::make_unique<Transformer>(buildLayout(modelConfig_), device_, computeDtype());
     try {
       model_->setSdpa(cfg_.attention == core::AttentionKernel::Sdpa ||
                       (cfg_.attention == core::AttentionKernel::Auto && haveSdpa()));
@@ -249,7 +254,7 @@ class RankLife {
   void probeCompute() {
     const std::int64_t widest = std::max(modelConfig_.hidden, modelConfig_.ffn);
     const std::int64_t maxDim = std::clamp<std::int64_t>(2 * widest, 1024, 4096);
-    const torch::Dtype dtype = cfg_.precision == core::Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32;
+    const torch::Dtype dtype = computeDtype();
     const auto t0 = std::chrono::steady_clock::now();
     const ComputeProbe p = runComputeProbe(device_, dtype, static_cast<std::int64_t>(cfg_.microBatch) * cfg_.seqLen, maxDim);
     for (const auto& [d, gflops] : p.forward) rec_->metric("gemm_probe_gflops/" + std::to_string(d), gflops);
@@ -294,13 +299,19 @@ class RankLife {
       const double ms = static_cast<double>(t1 - t0) / 1e6;
       stepMs_.push_back(ms);
       rec_->metric("loss/step/" + std::to_string(s), st.loss);
+      if (cfg_.precision == core::Precision::Fp16) {
+        rec_->metric("loss_scale/step/" + std::to_string(s), st.lossScale);
+        rec_->metric("skipped/step/" + std::to_string(s), st.skipped ? 1.0 : 0.0);
+        skippedSteps_ += st.skipped ? 1 : 0;
+      }
       if (lossOut) lossOut << core::formatDouble(st.loss) << "\n";
       if (opts_.progressLines) {
         std::printf("@ss {\"rank\":%d,\"event\":\"step\",\"step\":%d,\"steps\":%d,\"loss\":%s,\"step_ms\":%.3f}\n", env_.rank, s,
                     cfg_.steps, core::formatDouble(st.loss).c_str(), ms);
         std::fflush(stdout);
       }
-      if (!std::isfinite(st.loss)) throw core::Error("loss is not finite at step " + std::to_string(s));
+      // Under fp16 an overflowing step may have an infinite loss: it is skipped, and the scale drops.
+      if (!std::isfinite(st.loss) && !st.skipped) throw core::Error("loss is not finite at step " + std::to_string(s));
     }
     stopGpuCapture();
   }
@@ -382,6 +393,9 @@ class RankLife {
       rec_->metric("init_time_s", initS_, false);
       if (saveS_ >= 0) rec_->metric("checkpoint_save_s", saveS_, false);
       rec_->metric("params", static_cast<double>(model_->layout().totalNumel), false);
+      rec_->metric("trainable_params", static_cast<double>(model_->layout().trainableNumel), false);
+      rec_->metric("frozen_params", static_cast<double>(model_->layout().totalNumel - model_->layout().trainableNumel), false);
+      rec_->metric("skipped_steps", static_cast<double>(skippedSteps_), false);
     }
     tracker_->setRecorder(nullptr);
     rec_->close();
@@ -454,6 +468,32 @@ class RankLife {
   }
 
   std::string deviceName() const { return cuda_ ? "cuda:" + std::to_string(device_.index()) : "cpu"; }
+
+  torch::Dtype computeDtype() const {
+    return cfg_.precision == core::Precision::Bf16   ? torch::kBFloat16
+           : cfg_.precision == core::Precision::Fp16 ? torch::kHalf
+                                                     : torch::kFloat32;
+  }
+
+  // fp16 needs half-precision kernels on the device: a small forward and backward of what the model
+  // runs (matrix product, softmax, the norm's reduction, embedding) tells. LibTorch 1.13 has none on
+  // the CPU ("addmm_impl_cpu_" not implemented for 'Half'): refused there with the reason.
+  void requireFp16Kernels() const {
+    try {
+      auto opts = torch::TensorOptions().dtype(torch::kHalf).device(device_);
+      auto w = torch::ones({8, 8}, opts).requires_grad_(true);
+      auto x = torch::embedding(torch::ones({4, 8}, opts),
+                                torch::zeros({2}, torch::TensorOptions().dtype(torch::kLong).device(device_)));
+      auto y = torch::softmax(torch::nn::functional::linear(x, w), -1);
+      auto n = y * torch::rsqrt(y.pow(2).mean({-1}, true, torch::kFloat32) + 1e-5).to(torch::kHalf);
+      n.to(torch::kFloat32).sum().backward();
+    } catch (const std::exception& e) {
+      std::string why = e.what();
+      if (const auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
+      throw core::Error("--precision fp16: this LibTorch (" TORCH_VERSION ") has no fp16 kernels on " + deviceName() + " (" +
+                        why + "); use --precision bf16 or fp32" + (cuda_ ? "" : ", or a CUDA device"));
+    }
+  }
 
   // Gradient reduction dtype: --reduce-dtype, or unset = the parameters' dtype (FSDP's
   // MixedPrecision rule). Gloo in older LibTorch cannot sum bf16 ("Invalid scalar type"): asked
@@ -540,7 +580,20 @@ class RankLife {
       auto c = t.to(torch::kCPU).to(torch::kFloat32).contiguous();
       out.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.numel() * 4));
     }
-    return static_cast<bool>(out);
+    // Beside it, what the floats are: each parameter's name, element count and whether it trained.
+    core::JsonValue params = core::JsonValue::array();
+    for (const auto& info : model_->layout().params) {
+      core::JsonValue o = core::JsonValue::object();
+      o.set("name", core::JsonValue::string(info.name));
+      o.set("numel", core::JsonValue::number(info.numel));
+      o.set("trainable", core::JsonValue::boolean(info.trainable));
+      params.push(std::move(o));
+    }
+    core::JsonValue manifest = core::JsonValue::object();
+    manifest.set("params", std::move(params));
+    std::ofstream json(path + ".json");
+    json << manifest.dump() << "\n";
+    return static_cast<bool>(out) && static_cast<bool>(json);
   }
 
   // The GPU timeline (kernels, memcpys, NCCL kernels, allocator segments) through CUPTI, into this
@@ -598,6 +651,7 @@ class RankLife {
   Communicator::Volume volBefore_;
   std::vector<double> stepMs_;
   double meanMs_ = 0;
+  std::int64_t skippedSteps_ = 0;  // fp16 steps skipped on overflow
   double saveS_ = -1;
   // Destroyed in reverse: GPU capture, engine, model, communicator, recorder.
   std::unique_ptr<capture::Recorder> rec_;

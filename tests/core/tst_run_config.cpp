@@ -165,6 +165,14 @@ RunConfig nonDefaultConfig() {
   c.capture = false;
   c.hangTimeoutS = 12.75;
   c.flushIntervalS = 0.125;
+  c.loraRank = 8;
+  c.loraAlpha = 32;
+  c.loraTargets = "q,v,down";
+  c.lossScale = 64;
+  c.initialScalePower = 10;
+  c.lossScaleWindow = 200;
+  c.hysteresis = 4;
+  c.minLossScale = 0.25;
   return c;
 }
 
@@ -193,7 +201,7 @@ class TestRunConfig : public QObject {
   }
 
   void enumKnobNames() {
-    checkEnumKnob(&RunConfig::precision, "precision", "fp32 or bf16");
+    checkEnumKnob(&RunConfig::precision, "precision", "fp32, bf16 or fp16");
     checkEnumKnob(&RunConfig::reduceDtype, "reduce_dtype", "\"\", fp32 or bf16");
     checkEnumKnob(&RunConfig::attention, "attention", "auto, sdpa or eager");
     checkEnumKnob(&RunConfig::device, "device", "auto, cpu or cuda");
@@ -414,8 +422,10 @@ class TestRunConfig : public QObject {
                                     << R"(cfg.json: world_size: expected an integer (got "2"))";
     QTest::newRow("number for bool") << R"({"capture": 1})"
                                      << "cfg.json: capture: expected true or false (got 1)";
-    QTest::newRow("bad choice") << R"({"precision": "fp16"})"
-                                << R"(cfg.json: precision: must be fp32 or bf16 (got "fp16"))";
+    QTest::newRow("bad choice") << R"({"precision": "fp8"})"
+                                << R"(cfg.json: precision: must be fp32, bf16 or fp16 (got "fp8"))";
+    QTest::newRow("bad lora target") << R"({"lora_rank": 8, "lora_targets": "q,qkv"})"
+                                     << "cfg.json: lora_targets: unknown projection qkv";
     QTest::newRow("bad gpu_trace") << R"({"gpu_trace": "all"})"
                                    << R"(cfg.json: gpu_trace: must be launches, full, kernels or off (got "all"))";
     QTest::newRow("bad strategy") << R"({"strategy": 3})"
@@ -644,8 +654,12 @@ class TestRunConfig : public QObject {
                               << "ds.json: train_micro_batch_size_per_gpu: \"auto\" must be resolved";
     QTest::newRow("auto nested") << R"({"bf16": {"enabled": "auto"}})"
                                  << "ds.json: bf16.enabled: \"auto\" must be resolved";
-    QTest::newRow("fp16") << R"({"fp16": {"enabled": true}})"
-                          << "ds.json: fp16.enabled: fp16 training is not supported by Shardscope; use bf16";
+    QTest::newRow("fp16 and bf16") << R"({"bf16": {"enabled": true}, "fp16": {"enabled": true}})"
+                                   << "ds.json: fp16.enabled: bf16 and fp16 cannot both be enabled";
+    QTest::newRow("lora bias") << R"({"lora": {"r": 8, "bias": "all"}})"
+                               << R"(ds.json: lora.bias: only "none" is supported)";
+    QTest::newRow("lora targets") << R"({"lora": {"r": 8, "target_modules": ["q_proj", "fc1"]}})"
+                                  << "ds.json: lora.target_modules: unknown projection fc1";
     QTest::newRow("nvme") << R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme", "nvme_path": "/x"}}})"
                           << "ds.json: zero_optimization.offload_param.device: NVMe offload (ZeRO-Infinity) is not supported";
     QTest::newRow("nvme optimizer") << R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme"}}})"
@@ -677,6 +691,49 @@ class TestRunConfig : public QObject {
     QTest::newRow("root") << "[]"
                           << "ds.json: a DeepSpeed config must be a JSON object";
   }
+  // DeepSpeed's fp16 block and a PEFT-style lora block map onto the knobs, and back.
+  void deepSpeedFp16AndLora() {
+    std::vector<std::string> warnings;
+    const RunConfig c = fromDeepSpeedJson(parseJson(R"({"fp16": {"enabled": true, "loss_scale": 0, "initial_scale_power": 12,
+      "loss_scale_window": 500, "hysteresis": 3, "min_loss_scale": 0.5},
+      "lora": {"r": 16, "lora_alpha": 32, "target_modules": ["q_proj", "v_proj"], "lora_dropout": 0.0, "task_type": "CAUSAL_LM"}})",
+                                                    "ds.json"),
+                                          "ds.json", RunConfig{}, &warnings);
+    QVERIFY(c.precision == Precision::Fp16);
+    QCOMPARE(c.lossScale, 0.0);
+    QCOMPARE(c.initialScalePower, 12);
+    QCOMPARE(c.lossScaleWindow, 500);
+    QCOMPARE(c.hysteresis, 3);
+    QCOMPARE(c.minLossScale, 0.5);
+    QCOMPARE(c.loraRank, 16);
+    QCOMPARE(c.loraAlpha, 32.0);
+    QCOMPARE(loraTargetList(c.loraTargets), (std::vector<std::string>{"q", "v"}));
+    validate(c);
+    const RunConfig back = fromDeepSpeedJson(toDeepSpeedJson(c), "again", RunConfig{}, nullptr);
+    QVERIFY(back.precision == Precision::Fp16);
+    QCOMPARE(back.initialScalePower, 12);
+    QCOMPARE(back.hysteresis, 3);
+    QCOMPARE(back.loraRank, 16);
+    QCOMPARE(loraTargetList(back.loraTargets), (std::vector<std::string>{"q", "v"}));
+    // Disabled fp16: its scaling keys change nothing.
+    const RunConfig off = fromDeepSpeedJson(parseJson(R"({"fp16": {"enabled": false, "initial_scale_power": 3}})", "ds.json"),
+                                            "ds.json", RunConfig{}, nullptr);
+    QVERIFY(off.precision == Precision::Fp32);
+    QCOMPARE(off.initialScalePower, 16);
+  }
+
+  void loraTargets() {
+    std::string problem;
+    QCOMPARE(loraTargetList("down, q_proj,Q,all", &problem),
+             (std::vector<std::string>{"q", "k", "v", "o", "gate", "up", "down"}));
+    QVERIFY(problem.empty());
+    QCOMPARE(loraTargetList("v,q", &problem), (std::vector<std::string>{"q", "v"}));
+    loraTargetList("q,wq", &problem);
+    QCOMPARE(problem, std::string("unknown projection wq (known: q, k, v, o, gate, up, down, all-linear)"));
+    loraTargetList(" , ", &problem);
+    QCOMPARE(problem, std::string("must name at least one projection (q, k, v, o, gate, up, down)"));
+  }
+
   void deepSpeedRefusals() {
     QFETCH(QString, json);
     QFETCH(QString, expected);

@@ -224,6 +224,14 @@ class TestLaunchDialog : public QObject {
     c.gpuTrace = core::GpuTrace::Full;
     c.hangTimeoutS = 42.5;
     c.flushIntervalS = 0.25;
+    c.loraRank = 8;
+    c.loraAlpha = 32;
+    c.loraTargets = "q,v";
+    c.lossScale = 128;
+    c.initialScalePower = 12;
+    c.lossScaleWindow = 500;
+    c.hysteresis = 3;
+    c.minLossScale = 2;
     // Every field differs from the defaults (so the round trip covers every flag).
     const core::JsonValue cj = core::toJson(c), dj = core::toJson(core::RunConfig{});
     for (const auto& [key, v] : cj.members()) QVERIFY2(dj.find(key)->dump() != v.dump(), key.c_str());
@@ -296,11 +304,11 @@ class TestLaunchDialog : public QObject {
   void refusedDeepSpeedLeavesTheFields() {
     QTemporaryDir dir;
     const std::string path =
-        test::writeFile(dir, "fp16.json", "{\"fp16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 2}}");
+        test::writeFile(dir, "amp.json", "{\"amp\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 2}}");
     ui::LaunchDialog d;
     const QStringList before = d.arguments();
     QVERIFY(!d.loadDeepSpeedJson(QString::fromStdString(path)));
-    QVERIFY(d.deepSpeedError().contains("fp16"));
+    QVERIFY(d.deepSpeedError().contains("amp"));
     QCOMPARE(d.arguments(), before);
     QVERIFY(d.isValid());
     QVERIFY(!d.loadDeepSpeedJson(dir.filePath("missing.json")));
