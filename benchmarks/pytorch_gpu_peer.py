@@ -6,7 +6,10 @@ The model is the Llama-style decoder of profiler/runtime/model.cpp (RMSNorm, RoP
 attention through scaled_dot_product_attention, SwiGLU MLP, untied head; presets below), AdamW in
 fp32. Strategies: `ddp` (DistributedDataParallel) and `fsdp` (FSDP2: fully_shard per block and the
 root). Precisions: `fp32`, and `bf16` as mixed precision (DDP: torch.autocast to bfloat16; FSDP2:
-MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)), fp32 master weights in both.
+MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)), fp32 master weights in both; `fp16`
+(DDP only) as torch.autocast to float16 with torch.amp.GradScaler (init 2^16, growth interval 2000,
+backoff 0.5): the step is skipped when the scale drops, and the line adds skipped_steps and the final
+scale (compare with `--precision fp16 --hysteresis 1 --loss-scale-window 2000`).
 
 Timing is synchronised: torch.cuda.synchronize() before a step's start and after its optimizer
 step, so a step is device time, as the Shardscope runtime measures it on CUDA. The first --warmup
@@ -121,6 +124,11 @@ def run(torch, args, strategy, precision):
     model.cos, model.sin = model.cos.to(dev), model.sin.to(dev)
     model = model.to(dev)
     bf16 = precision == "bf16"
+    fp16 = precision == "fp16"
+    if fp16 and strategy != "ddp":
+        return
+    scaler = torch.amp.GradScaler("cuda", init_scale=2.0**16, growth_interval=2000) if fp16 else None
+    skipped = 0
     if strategy == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
         wrapped = DDP(model, device_ids=[0])
@@ -143,13 +151,20 @@ def run(torch, args, strategy, precision):
     for step in range(args.warmup + args.steps):
         torch.cuda.synchronize(dev)
         t0 = time.perf_counter()
-        if bf16 and strategy == "ddp":
-            with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+        if (bf16 or fp16) and strategy == "ddp":
+            with torch.autocast(device_type="cuda", dtype=torch.float16 if fp16 else torch.bfloat16):
                 loss = wrapped(x, y)
         else:
             loss = wrapped(x, y)
-        loss.backward()
-        opt.step()
+        if scaler is not None:
+            before = scaler.get_scale()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            skipped += scaler.get_scale() < before  # GradScaler backs off exactly when it skipped
+        else:
+            loss.backward()
+            opt.step()
         opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize(dev)
         if step >= args.warmup:
@@ -158,7 +173,8 @@ def run(torch, args, strategy, precision):
     tps = args.micro_batch * args.seq_len / (ms / 1000.0)
     peak = torch.cuda.max_memory_allocated(dev) / 2**30
     print(f"pytorch {strategy} {precision}: model {args.model} layers {args.layers} micro_batch {args.micro_batch} "
-          f"seq {args.seq_len}: step_time_ms {ms:.1f} tokens_per_s {tps:.0f} peak_allocated_gib {peak:.2f}", flush=True)
+          f"seq {args.seq_len}: step_time_ms {ms:.1f} tokens_per_s {tps:.0f} peak_allocated_gib {peak:.2f}"
+          + (f" skipped_steps {skipped} final_scale {scaler.get_scale():.0f}" if scaler is not None else ""), flush=True)
     del wrapped, model, opt
     torch.cuda.empty_cache()
 
