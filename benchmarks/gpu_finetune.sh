@@ -38,9 +38,15 @@ run() {
   fi
 }
 run "ours fp16 ddp" "${SHAPE[@]}" --strategy ddp --steps "$STEPS" --precision fp16 --hysteresis 1 --loss-scale-window 2000
+# From 2^30 the scale must back off: skipped steps on both sides.
+run "ours fp16 2^30" "${SHAPE[@]}" --strategy ddp --steps "$STEPS" --precision fp16 --hysteresis 1 --loss-scale-window 2000 \
+  --initial-scale-power 30
 run "ours bf16 ddp" "${SHAPE[@]}" --strategy ddp --steps "$STEPS" --precision bf16
 python3 benchmarks/pytorch_gpu_peer.py --model llama3-8b --layers 2 --micro-batch 2 --seq-len 1024 --strategies ddp \
   --precisions fp16,bf16 --steps $((STEPS - 3)) --warmup 3 2>&1 | grep '^pytorch' | tee "$OUTDIR/peer.txt" || fail=1
+python3 benchmarks/pytorch_gpu_peer.py --model llama3-8b --layers 2 --micro-batch 2 --seq-len 1024 --strategies ddp \
+  --precisions fp16 --init-scale-power 30 --steps $((STEPS - 3)) --warmup 3 2>&1 | grep '^pytorch' | sed 's/fp16/fp16 2^30/' |
+  tee -a "$OUTDIR/peer.txt" || fail=1
 for s in ddp zero3 fsdp; do
   run "lora $s" "${SHAPE[@]}" --strategy "$s" --steps 6 --precision bf16 --lora-rank 8 --lora-alpha 16
 done

@@ -7,7 +7,7 @@ attention through scaled_dot_product_attention, SwiGLU MLP, untied head; presets
 fp32. Strategies: `ddp` (DistributedDataParallel) and `fsdp` (FSDP2: fully_shard per block and the
 root). Precisions: `fp32`, and `bf16` as mixed precision (DDP: torch.autocast to bfloat16; FSDP2:
 MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)), fp32 master weights in both; `fp16`
-(DDP only) as torch.autocast to float16 with torch.amp.GradScaler (init 2^16, growth interval 2000,
+(DDP only) as torch.autocast to float16 with torch.amp.GradScaler (init 2^--init-scale-power, growth interval 2000,
 backoff 0.5): the step is skipped when the scale drops, and the line adds skipped_steps and the final
 scale (compare with `--precision fp16 --hysteresis 1 --loss-scale-window 2000`).
 
@@ -127,7 +127,7 @@ def run(torch, args, strategy, precision):
     fp16 = precision == "fp16"
     if fp16 and strategy != "ddp":
         return
-    scaler = torch.amp.GradScaler("cuda", init_scale=2.0**16, growth_interval=2000) if fp16 else None
+    scaler = torch.amp.GradScaler("cuda", init_scale=2.0**args.init_scale_power, growth_interval=2000) if fp16 else None
     skipped = 0
     if strategy == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
@@ -190,6 +190,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--strategies", default="ddp,fsdp")
     ap.add_argument("--precisions", default="fp32,bf16")
+    ap.add_argument("--init-scale-power", type=int, default=16, help="fp16: GradScaler's first scale is 2^this")
     args = ap.parse_args()
     import torch
     import torch.distributed as dist
