@@ -14,18 +14,38 @@ const std::vector<std::string>& devicePresetNames() {
 std::optional<DevicePreset> devicePreset(std::string_view name) {
   // NVIDIA's datasheets: dense (no sparsity) tensor-core bf16, fp32, memory and its bandwidth.
   if (name == "a10")
-    return DevicePreset{"a10", 24 * kGiB, 125, 31.2, 600, "pcie4",
+    return DevicePreset{"a10",
+                        24 * kGiB,
+                        125,
+                        31.2,
+                        600,
+                        "pcie4",
                         "NVIDIA A10 datasheet: 24 GB GDDR6, 600 GB/s, bf16 tensor 125 TFLOPS dense (250 sparse), fp32 31.2; "
                         "PCIe 4.0 x16, no NVLink"};
   if (name == "a100-80gb")
-    return DevicePreset{"a100-80gb", 80 * kGiB, 312, 19.5, 2039, "nvlink-a100",
+    return DevicePreset{"a100-80gb",
+                        80 * kGiB,
+                        312,
+                        19.5,
+                        2039,
+                        "nvlink-a100",
                         "NVIDIA A100 datasheet (80GB SXM): 80 GB HBM2e, 2039 GB/s, bf16 tensor 312 TFLOPS dense, fp32 19.5; "
                         "NVLink 3 / NVSwitch"};
   if (name == "h100-sxm")
-    return DevicePreset{"h100-sxm", 80 * kGiB, 989, 67, 3350, "nvlink-h100",
+    return DevicePreset{"h100-sxm",
+                        80 * kGiB,
+                        989,
+                        67,
+                        3350,
+                        "nvlink-h100",
                         "NVIDIA H100 SXM datasheet: 80 GB HBM3, 3.35 TB/s, bf16 tensor 989 TFLOPS dense, fp32 67"};
   if (name == "h200")
-    return DevicePreset{"h200", 141LL * 1000 * 1000 * 1000, 989, 67, 4800, "nvlink-h200",
+    return DevicePreset{"h200",
+                        141LL * 1000 * 1000 * 1000,
+                        989,
+                        67,
+                        4800,
+                        "nvlink-h200",
                         "NVIDIA H200 datasheet: 141 GB HBM3e, 4.8 TB/s, bf16 tensor 989 TFLOPS dense, fp32 67"};
   return std::nullopt;
 }
