@@ -19,6 +19,13 @@ std::vector<core::estimator::Strategy> strategiesFrom(const Args& a);
 std::string groupDigits(std::int64_t v);
 }  // namespace estargs
 
+// --scenario NAME (core/estimator/scenarios.h): the scenario's options added in front of those
+// given, so that an explicit flag overrides the scenario's value. An unknown name throws
+// std::invalid_argument listing the scenarios. Without --scenario, `a` unchanged.
+Args withScenario(const Args& a);
+// "Scenarios (estimate --scenario NAME):" and one line each.
+std::string scenarioList();
+
 // --model (+ custom shape), --gpus, --gpus-per-node, precision, tokens, checkpointing, offload, the
 // ZeRO/DDP knobs, --gpu-memory/--headroom, --tflops/--efficiency, --link/--inter-link or
 // --db/--fit-run, --strategy.

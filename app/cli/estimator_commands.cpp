@@ -1,16 +1,19 @@
 // `shardscope-cli estimate`: per-device memory (by category), communication per step and its
 // alpha-beta time, fits / does not fit, and the strategies ranked, before anything runs
 // (core/estimator, docs/ESTIMATOR.md).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
 
 #include "app/cli/estimator_args.h"
+#include "core/config/run_config.h"
 #include "core/model/model_presets.h"
 #include "core/estimator/comm_model.h"
 #include "core/estimator/memory_estimator.h"
 #include "core/estimator/recommend.h"
+#include "core/estimator/scenarios.h"
 #include "core/storage/trace_store.h"
 #include "core/util/json.h"
 #include "core/util/units.h"
@@ -58,7 +61,9 @@ bool isRuntimePreset(const std::string& n) {
 est::ModelShape shapeFrom(const Args& a) {
   const std::string name = a.get("model");
   if (name.empty())
-    throw std::invalid_argument("give --model (llama3-8b, llama3-70b, qwen3-8b, qwen2.5-7b, tiny, odd, small, medium or custom)");
+    throw std::invalid_argument(
+        "give --model (llama3-8b, llama3-70b, llama2-7b, qwen3-8b, qwen2.5-7b, tiny, odd, small, medium or custom) or "
+        "--scenario NAME");
   static const char* shapeFlags[] = {"hidden", "heads", "kv-heads", "ffn", "vocab", "head-dim"};
   if (name == "custom") {
     est::ModelShape m;
@@ -127,8 +132,38 @@ JsonValue num(double v) { return JsonValue::number(v); }
 
 using namespace estargs;
 
-void parseEstimatorInput(const Args& a, est::RecommendInput& ri, std::string& fitNote,
+Args withScenario(const Args& a) {
+  if (!a.has("scenario")) return a;
+  const std::string name = a.get("scenario");
+  const est::Scenario* sc = est::findScenario(name);
+  if (!sc) {
+    std::string list;
+    for (const auto& x : est::scenarios()) list += (list.empty() ? "" : ", ") + x.name;
+    throw std::invalid_argument("unknown scenario '" + name + "' (" + list + "; --scenario list describes them)");
+  }
+  Args out = a;
+  std::vector<std::pair<std::string, std::string>> front;
+  for (const auto& [k, v] : sc->options) {
+    front.emplace_back(k, v);
+    if (v == "true" && std::find(out.flags.begin(), out.flags.end(), k) == out.flags.end()) out.flags.push_back(k);
+  }
+  out.options.insert(out.options.begin(), front.begin(), front.end());
+  return out;
+}
+
+std::string scenarioList() {
+  std::string s = "Scenarios (estimate --scenario NAME; flags given with it override its values):\n";
+  for (const auto& x : est::scenarios()) {
+    s += "  " + x.name + ": " + x.summary + "\n    ";
+    for (const auto& [k, v] : x.options) s += " --" + k + (v == "true" ? std::string() : " " + v);
+    s += "\n";
+  }
+  return s;
+}
+
+void parseEstimatorInput(const Args& rawArgs, est::RecommendInput& ri, std::string& fitNote,
                          std::optional<est::LinkCalibration>* calibration) {
+  const Args a = withScenario(rawArgs);
   est::EstimateInput& in = ri.model;
   in.model = shapeFrom(a);
   const bool runtimeModel = isRuntimePreset(in.model.name);
@@ -162,6 +197,29 @@ void parseEstimatorInput(const Args& a, est::RecommendInput& ri, std::string& fi
   in.paramPersistenceThreshold = intOption(a, "param-persistence-threshold", in.paramPersistenceThreshold, 0);
   in.maxReuseDistance = intOption(a, "max-reuse-distance", in.maxReuseDistance, 0);
 
+  // Fine-tuning: LoRA adapters on the target projections, QLoRA's NF4 base.
+  in.loraRank = static_cast<int>(intOption(a, "lora-rank", 0, 0));
+  in.loraAlpha = doubleOption(a, "lora-alpha", in.loraAlpha);
+  in.loraTargets = a.get("lora-targets", in.loraTargets);
+  in.qlora = a.has("qlora");
+  if (in.loraRank == 0 && (a.has("lora-alpha") || a.has("lora-targets") || in.qlora))
+    throw std::invalid_argument("--lora-alpha, --lora-targets and --qlora go with --lora-rank R (R > 0)");
+  if (in.qlora && a.has("precision") && in.precision == core::Precision::Fp32)
+    throw std::invalid_argument("--qlora computes in bf16 (NF4 weights dequantised to 16 bits): drop --precision fp32");
+  if (in.qlora) in.precision = core::Precision::Bf16;
+  (void)est::moduleShapes(in);  // the LoRA settings checked here, before any strategy
+
+  // A device preset: its memory, peak and link, unless given apart.
+  std::optional<est::DevicePreset> device;
+  if (a.has("gpu")) {
+    device = est::devicePreset(a.get("gpu"));
+    if (!device) {
+      std::string list;
+      for (const auto& n : est::devicePresetNames()) list += (list.empty() ? "" : ", ") + n;
+      throw std::invalid_argument("unknown --gpu '" + a.get("gpu") + "' (" + list + ")");
+    }
+    ri.deviceBytes = device->memoryBytes;
+  }
   if (a.has("gpu-memory")) {
     auto b = est::parseByteSize(a.get("gpu-memory"));
     if (!b)
@@ -170,12 +228,13 @@ void parseEstimatorInput(const Args& a, est::RecommendInput& ri, std::string& fi
   }
   ri.headroom = doubleOption(a, "headroom", 0.1);
   if (!(ri.headroom >= 0 && ri.headroom < 1)) throw std::invalid_argument("--headroom must be in [0, 1), e.g. 0.1");
-  ri.deviceTflops = doubleOption(a, "tflops", 989);
+  ri.deviceTflops =
+      doubleOption(a, "tflops", device ? (in.precision == core::Precision::Fp32 ? device->fp32Tflops : device->bf16Tflops) : 989);
   ri.efficiency = doubleOption(a, "efficiency", 0.4);
   if (!(ri.deviceTflops > 0) || !(ri.efficiency > 0 && ri.efficiency <= 1))
     throw std::invalid_argument("--tflops must be positive and --efficiency in (0, 1]");
 
-  const std::string linkName = a.get("link", "nvlink-h100");
+  const std::string linkName = a.get("link", device ? device->link : "nvlink-h100");
   if (a.has("fit-run")) {
     core::TraceStore store(a.get("db", "shardscope.db"), core::Database::Mode::ReadOnly);
     const core::RunId id{intOption(a, "fit-run", 0, 1)};
@@ -204,8 +263,14 @@ void parseEstimatorInput(const Args& a, est::RecommendInput& ri, std::string& fi
 
 namespace {
 
-int cmdEstimate(const Args& a, core::CancelToken&) {
-  if (!a.positional.empty()) throw std::invalid_argument("estimate takes no positional arguments ('" + a.positional[0] + "')");
+int cmdEstimate(const Args& rawArgs, core::CancelToken&) {
+  if (!rawArgs.positional.empty())
+    throw std::invalid_argument("estimate takes no positional arguments ('" + rawArgs.positional[0] + "')");
+  if (rawArgs.get("scenario") == "list") {
+    std::cout << scenarioList();
+    return kOk;
+  }
+  const Args a = withScenario(rawArgs);
   est::RecommendInput ri;
   est::EstimateInput& in = ri.model;
   std::string fitNote;
@@ -247,6 +312,23 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
     out.set("activation_checkpointing", JsonValue::boolean(in.activationCheckpointing));
     out.set("offload_optimizer", JsonValue::boolean(in.offloadOptimizer));
     out.set("offload_param", JsonValue::boolean(in.offloadParam));
+    {
+      JsonValue ft = JsonValue::object();
+      ft.set("mode", JsonValue::string(est::fineTuningName(est::fineTuning(in))));
+      ft.set("trainable_params", num(est::trainableParameterCount(in)));
+      ft.set("frozen_params", num(est::frozenParameterCount(in)));
+      if (in.loraRank > 0) {
+        ft.set("lora_rank", num(std::int64_t{in.loraRank}));
+        ft.set("lora_alpha", num(in.loraAlpha));
+        JsonValue targets = JsonValue::array();
+        for (const auto& t : core::loraTargetList(in.loraTargets)) targets.push(JsonValue::string(t));
+        ft.set("lora_targets", std::move(targets));
+        ft.set("frozen_base_bytes", num(est::frozenBaseBytes(in)));
+      }
+      if (in.qlora) ft.set("nf4_bytes_per_param", num(est::kNf4BytesPerParam));
+      out.set("fine_tuning", std::move(ft));
+    }
+    if (a.has("scenario")) out.set("scenario", JsonValue::string(a.get("scenario")));
     out.set("device_bytes", num(ri.deviceBytes));
     out.set("headroom", num(ri.headroom));
     JsonValue link = JsonValue::object();
@@ -291,25 +373,62 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
      << (est::effectiveAttention(in) == est::AttentionKind::Eager ? "eager" : "flash") << " attention"
      << (in.activationCheckpointing ? ", activation checkpointing" : "") << (in.offloadOptimizer ? ", optimizer offload" : "")
      << (in.offloadParam ? ", parameter offload" : "") << "\n";
+  const bool lora = in.loraRank > 0;
+  if (a.has("scenario")) os << "Scenario " << a.get("scenario") << "\n";
+  if (lora) {
+    const std::int64_t T = est::trainableParameterCount(in);
+    os << (in.qlora ? "QLoRA" : "LoRA") << " r=" << in.loraRank << " alpha=" << core::formatFixed(in.loraAlpha, 0) << " on "
+       << in.loraTargets << ": " << groupDigits(T) << " trainable parameters ("
+       << core::formatFixed(100.0 * static_cast<double>(T) / static_cast<double>(P), 3) << "%), frozen base "
+       << est::formatBytes(static_cast<double>(est::frozenBaseBytes(in)))
+       << (in.qlora ? " (NF4 projections, " + core::formatFixed(est::kNf4BytesPerParam, 4) +
+                          " B/param; embeddings, norms, head 16-bit)"
+                    : " in the compute dtype")
+       << "\n";
+  }
   os << "Device memory " << est::formatBytes(static_cast<double>(ri.deviceBytes)) << ", headroom "
      << core::formatFixed(ri.headroom * 100, 0) << "%; link " << ri.intraNode.name << " ("
      << core::formatFixed(ri.intraNode.busBwGBps, 2) << " GB/s bus, " << core::formatFixed(ri.intraNode.alphaUs, 1) << " us)"
      << (nodes > 1 ? ", between nodes " + ri.interNode.name : std::string()) << "\n";
   if (!fitNote.empty()) os << "  link " << fitNote << "\n";
-  os << "\nPer device (" << (small ? "MiB" : "GiB") << "): model states, then the estimated peak\n";
+  os << "\nPer device (" << (small ? "MiB" : "GiB") << "): model states, then the estimated peak"
+     << (lora ? " (params, grads, optimizer: the adapters'; frozen: the base this device holds)" : "") << "\n";
   char line[512];
-  std::snprintf(line, sizeof line, "  %-13s %10s %10s %10s %10s %10s %10s %10s %10s  %-4s %12s %10s\n", "strategy", "params",
-                "grads", "optimizer", "buffers", "states", "gathered", "activ.", "peak", "fits", "wire/step", "comm time");
+  if (lora)
+    std::snprintf(line, sizeof line, "  %-13s %10s %10s %10s %10s %10s %10s %10s %10s %10s  %-4s %12s %10s\n", "strategy",
+                  "frozen", "adapters", "grads", "optimizer", "buffers", "states", "gathered", "activ.", "peak", "fits",
+                  "wire/step", "comm time");
+  else
+    std::snprintf(line, sizeof line, "  %-13s %10s %10s %10s %10s %10s %10s %10s %10s  %-4s %12s %10s\n", "strategy", "params",
+                  "grads", "optimizer", "buffers", "states", "gathered", "activ.", "peak", "fits", "wire/step", "comm time");
   os << line;
   for (const auto& s : ranked) {
     const auto& st = s.memory.state;
     const auto& pk = s.memory.atPeak;
-    std::snprintf(line, sizeof line, "  %-13s %10s %10s %10s %10s %10s %10s %10s %10s  %-4s %12s %10s\n",
-                  est::strategyName(s.strategy).c_str(), col(st.parameters).c_str(), col(st.gradients).c_str(),
-                  col(st.optimizer).c_str(), col(st.buffers).c_str(), col(st.modelStates()).c_str(), col(pk.gathered).c_str(),
-                  col(pk.activations).c_str(), col(s.memory.peakBytes).c_str(), s.fit.fits ? "yes" : "NO",
-                  est::formatBytes(s.comm.wireBytes).c_str(), (core::formatFixed(s.comm.timeS * 1e3, 2) + " ms").c_str());
+    const std::string tail = std::string(s.fit.fits ? "yes" : "NO");
+    if (lora)
+      std::snprintf(line, sizeof line, "  %-13s %10s %10s %10s %10s %10s %10s %10s %10s %10s  %-4s %12s %10s\n",
+                    est::strategyName(s.strategy).c_str(), col(st.frozen).c_str(), col(st.parameters).c_str(),
+                    col(st.gradients).c_str(), col(st.optimizer).c_str(), col(st.buffers).c_str(), col(st.modelStates()).c_str(),
+                    col(pk.gathered).c_str(), col(pk.activations).c_str(), col(s.memory.peakBytes).c_str(), tail.c_str(),
+                    est::formatBytes(s.comm.wireBytes).c_str(), (core::formatFixed(s.comm.timeS * 1e3, 2) + " ms").c_str());
+    else
+      std::snprintf(line, sizeof line, "  %-13s %10s %10s %10s %10s %10s %10s %10s %10s  %-4s %12s %10s\n",
+                    est::strategyName(s.strategy).c_str(), col(st.parameters).c_str(), col(st.gradients).c_str(),
+                    col(st.optimizer).c_str(), col(st.buffers).c_str(), col(st.modelStates()).c_str(), col(pk.gathered).c_str(),
+                    col(pk.activations).c_str(), col(s.memory.peakBytes).c_str(), tail.c_str(),
+                    est::formatBytes(s.comm.wireBytes).c_str(), (core::formatFixed(s.comm.timeS * 1e3, 2) + " ms").c_str());
     os << line;
+  }
+  if (lora) {
+    os << "\nCommunication per step and device by kind (message bytes S):\n";
+    for (const auto& s : ranked) {
+      std::int64_t by[3] = {0, 0, 0};
+      for (const auto& c : s.comm.collectives) by[static_cast<int>(c.kind)] += c.messageBytes;
+      os << "  " << est::strategyName(s.strategy) << ": all-reduce " << est::formatBytes(static_cast<double>(by[0]))
+         << ", all-gather " << est::formatBytes(static_cast<double>(by[1])) << ", reduce-scatter "
+         << est::formatBytes(static_cast<double>(by[2])) << "\n";
+    }
   }
   os << "\nCommunication per step and device:\n";
   for (const auto& s : ranked) {
@@ -348,52 +467,64 @@ int cmdEstimate(const Args& a, core::CancelToken&) {
 }  // namespace
 
 std::vector<OptionSpec> estimatorInputOptions() {
-  return {{"model", true, "model preset, or custom with the shape flags below"},
-          {"layers", true, "transformer blocks (custom; with a preset: cut the depth)"},
-          {"hidden", true, "hidden size (custom)"},
-          {"heads", true, "attention heads (custom)"},
-          {"kv-heads", true, "key/value heads (custom; default: heads)"},
-          {"head-dim", true, "head dimension (custom; default hidden/heads)"},
-          {"ffn", true, "SwiGLU intermediate size (custom)"},
-          {"vocab", true, "vocabulary size (custom)"},
-          {"tied-embeddings", false, "custom: the LM head shares the embedding"},
-          {"qk-norm", false, "custom: per-head q/k RMSNorm (Qwen3)"},
-          {"qkv-bias", false, "custom: q/k/v biases (Qwen2.5)"},
-          {"gpus", true, "data-parallel devices (world size)"},
-          {"gpus-per-node", true, "devices per node (default min(gpus, 8))"},
-          {"shard-group-size", true, "HSDP shard group / hpZ partition size (default: gpus per node)"},
-          {"gpu-memory", true, "device memory, e.g. 80GiB (default), 141GB, 24GiB"},
-          {"headroom", true, "fraction of the device kept free (default 0.1)"},
-          {"strategy", true,
-           "ddp|zero1|zero2|zero3|fsdp|fsdp_grad_op|hsdp|zeropp_hpz; repeat or comma-separate "
-           "(default: all; hsdp and zeropp_hpz only across nodes)"},
-          {"micro-batch", true, "sequences per device per step (default 1; runtime presets 4)"},
-          {"seq-len", true, "tokens per sequence (default 2048; runtime presets 128)"},
-          {"precision", true, "fp32 | bf16 (fp32 master weights and Adam; default bf16, runtime presets fp32)"},
-          {"attention", true, "eager (our runtime: s x s scores) | flash (default for the published models)"},
-          {"activation-checkpointing", false, "keep only each block's input; recompute in backward"},
-          {"offload-optimizer", false, "optimizer state on the CPU (ZeRO / FSDP)"},
-          {"offload-param", false, "parameter shards on the CPU (zero3, fsdp, hsdp, zeropp_hpz)"},
-          {"gradient-as-bucket-view", false, "DDP: gradients are views into the buckets (no second copy)"},
-          {"reduce-bucket-size", true, "ZeRO reduce bucket in elements (default 5e8 = 500000000)"},
-          {"param-persistence-threshold", true, "ZeRO-3: parameters below this many elements stay whole (default 100000)"},
-          {"max-reuse-distance", true, "ZeRO-3 stage3_max_reuse_distance in elements (default 1000000000)"},
-          {"link", true,
-           "nvlink-h100 (default) | nvlink-h200 | pcie4 | pcie5 | ib-ndr | ib-hdr | eth-100g | eth-25g | "
-           "gloo-cpu-local"},
-          {"inter-link", true, "link between nodes (default ib-ndr)"},
-          {"fit-run", true, "fit alpha and bandwidth from this run's collectives (with --db) instead of --link"},
-          {"gloo-reduce-scatter", false,
-           "Gloo collectives: reduce-scatter emulated by all-reduce, all-gather staged through a full-size copy (implied by "
-           "gloo-cpu-local)"},
-          {"tflops", true, "device dense peak for the compute dtype (default 989, H100 SXM bf16)"},
-          {"efficiency", true, "achieved fraction of the peak (default 0.4)"}};
+  return {
+      {"model", true, "model preset, or custom with the shape flags below"},
+      {"layers", true, "transformer blocks (custom; with a preset: cut the depth)"},
+      {"hidden", true, "hidden size (custom)"},
+      {"heads", true, "attention heads (custom)"},
+      {"kv-heads", true, "key/value heads (custom; default: heads)"},
+      {"head-dim", true, "head dimension (custom; default hidden/heads)"},
+      {"ffn", true, "SwiGLU intermediate size (custom)"},
+      {"vocab", true, "vocabulary size (custom)"},
+      {"tied-embeddings", false, "custom: the LM head shares the embedding"},
+      {"qk-norm", false, "custom: per-head q/k RMSNorm (Qwen3)"},
+      {"qkv-bias", false, "custom: q/k/v biases (Qwen2.5)"},
+      {"gpus", true, "data-parallel devices (world size)"},
+      {"gpus-per-node", true, "devices per node (default min(gpus, 8))"},
+      {"shard-group-size", true, "HSDP shard group / hpZ partition size (default: gpus per node)"},
+      {"gpu-memory", true, "device memory, e.g. 80GiB (default), 141GB, 24GiB"},
+      {"headroom", true, "fraction of the device kept free (default 0.1)"},
+      {"strategy", true,
+       "ddp|zero1|zero2|zero3|fsdp|fsdp_grad_op|hsdp|zeropp_hpz; repeat or comma-separate "
+       "(default: all; hsdp and zeropp_hpz only across nodes)"},
+      {"micro-batch", true, "sequences per device per step (default 1; runtime presets 4)"},
+      {"seq-len", true, "tokens per sequence (default 2048; runtime presets 128)"},
+      {"precision", true, "fp32 | bf16 (fp32 master weights and Adam; default bf16, runtime presets fp32)"},
+      {"attention", true, "eager (our runtime: s x s scores) | flash (default for the published models)"},
+      {"activation-checkpointing", false, "keep only each block's input; recompute in backward"},
+      {"offload-optimizer", false, "optimizer state on the CPU (ZeRO / FSDP)"},
+      {"offload-param", false, "parameter shards on the CPU (zero3, fsdp, hsdp, zeropp_hpz)"},
+      {"gradient-as-bucket-view", false, "DDP: gradients are views into the buckets (no second copy)"},
+      {"reduce-bucket-size", true, "ZeRO reduce bucket in elements (default 5e8 = 500000000)"},
+      {"param-persistence-threshold", true, "ZeRO-3: parameters below this many elements stay whole (default 100000)"},
+      {"max-reuse-distance", true, "ZeRO-3 stage3_max_reuse_distance in elements (default 1000000000)"},
+      {"link", true,
+       "nvlink-h100 (default) | nvlink-h200 | pcie4 | pcie5 | ib-ndr | ib-hdr | eth-100g | eth-25g | "
+       "gloo-cpu-local"},
+      {"inter-link", true, "link between nodes (default ib-ndr)"},
+      {"fit-run", true, "fit alpha and bandwidth from this run's collectives (with --db) instead of --link"},
+      {"gloo-reduce-scatter", false,
+       "Gloo collectives: reduce-scatter emulated by all-reduce, all-gather staged through a full-size copy (implied by "
+       "gloo-cpu-local)"},
+      {"tflops", true, "device dense peak for the compute dtype (default 989, H100 SXM bf16)"},
+      {"efficiency", true, "achieved fraction of the peak (default 0.4)"},
+      {"gpu", true,
+       "device preset: a10 | a100-80gb | h100-sxm | h200 (its memory, dense peak and link unless --gpu-memory, "
+       "--tflops, --link)"},
+      {"lora-rank", true, "LoRA rank r: freeze the base, train adapters A [r x in], B [out x r] (default 0: full fine-tuning)"},
+      {"lora-alpha", true, "LoRA alpha (adapter scale alpha/r; default 16)"},
+      {"lora-targets", true, "LoRA target projections, comma list of q,k,v,o,gate,up,down or all-linear (default all)"},
+      {"qlora", false, "QLoRA: the frozen projections in NF4 with double-quantised scales, bf16 compute (needs --lora-rank)"},
+      {"scenario", true,
+       "a preset setup (qwen3-lora-4xa10, qwen3-qlora-4xa10, llama-7b-full-8xa100; list: describe them); flags given "
+       "override it"}};
 }
 
 std::vector<Command> estimatorCommands() {
   return {
       {"estimate",
-       "shardscope-cli estimate --model llama3-8b|llama3-70b|qwen3-8b|qwen2.5-7b|tiny|odd|small|medium|custom "
+       "shardscope-cli estimate [--scenario NAME|list] --model llama3-8b|llama3-70b|llama2-7b|qwen3-8b|qwen2.5-7b|tiny|odd|small|"
+       "medium|custom [--lora-rank R --lora-alpha A --lora-targets LIST --qlora] [--gpu a10|a100-80gb|h100-sxm|h200] "
        "[--layers --hidden --heads --kv-heads --ffn --vocab] --gpus N [--gpus-per-node G] [--gpu-memory 80GiB] "
        "[--strategy S ...] [--micro-batch B --seq-len L --precision fp32|bf16 --activation-checkpointing "
        "--offload-optimizer --offload-param] [--deepspeed-formulas] [--link L | --db F --fit-run ID] [--json]",

@@ -12,6 +12,7 @@
 #include "app/cli/estimator_args.h"
 #include "app/cli/terminal_progress.h"
 #include "core/estimator/prediction.h"
+#include "core/estimator/scenarios.h"
 #include "core/estimator/simulator.h"
 #include "core/estimator/simulator_store.h"
 #include "core/storage/trace_store.h"
@@ -69,6 +70,11 @@ Args withTargetDefaults(const Args& a, const est::SimTarget& mp) {
   // As many steps as the run.
   if (mp.steps >= 2) add("steps", std::to_string(mp.steps));
   add("strategy", std::string(core::toString(mp.strategy)));
+  if (in.loraRank > 0) {  // the run's LoRA (the run config's lora_*)
+    add("lora-rank", std::to_string(in.loraRank));
+    add("lora-alpha", core::formatFixed(in.loraAlpha, 6));
+    add("lora-targets", in.loraTargets);
+  }
   return out;
 }
 
@@ -95,7 +101,12 @@ bool boolValue(const Args& a, const std::string& name, bool def) {
   throw std::invalid_argument("--" + name + " expects true or false, got '" + v + "'");
 }
 
-int cmdSimulate(const Args& args, core::CancelToken& cancel) {
+int cmdSimulate(const Args& rawArgs, core::CancelToken& cancel) {
+  if (rawArgs.get("scenario") == "list") {
+    std::cout << scenarioList();
+    return kOk;
+  }
+  const Args args = withScenario(rawArgs);
   if (!args.positional.empty())
     throw std::invalid_argument("simulate takes no positional arguments ('" + args.positional[0] + "')");
   const std::string dbPath = args.get("db", "shardscope.db");
@@ -151,7 +162,7 @@ int cmdSimulate(const Args& args, core::CancelToken& cancel) {
       throw std::invalid_argument("--slow-rank expects RANK:FACTOR, e.g. 3:1.2, got '" + v + "'");
     }
   }
-  const double memBw = doubleOption(a, "mem-bw", 3350);
+  const double memBw = doubleOption(a, "mem-bw", a.has("gpu") ? est::devicePreset(a.get("gpu"))->memBwGBps : 3350);
   if (measured)
     est::applyMeasuredProfile(base, *measured, a.has("jitter"));  // the run's own jitter unless --jitter
   else

@@ -53,8 +53,8 @@ double Collective::wireFactor() const {
 }
 
 const std::vector<std::string>& linkPresetNames() {
-  static const std::vector<std::string> names = {"nvlink-h100", "nvlink-h200", "pcie4",   "pcie5",         "ib-ndr",
-                                                 "ib-hdr",      "eth-100g",    "eth-25g", "gloo-cpu-local"};
+  static const std::vector<std::string> names = {"nvlink-h100", "nvlink-h200", "nvlink-a100", "pcie4",   "pcie5",
+                                                 "ib-ndr",      "ib-hdr",      "eth-100g",    "eth-25g", "gloo-cpu-local"};
   return names;
 }
 
@@ -64,6 +64,9 @@ std::optional<LinkModel> linkPreset(std::string_view name) {
   // (strategies.md §3.3), the network ones line rate less protocol overhead.
   if (name == "nvlink-h100") return LinkModel{"nvlink-h100", 370, 480, 15, "8xH100 NVSwitch: AG/RS 370 GB/s, AR (NVLS) 480 GB/s"};
   if (name == "nvlink-h200") return LinkModel{"nvlink-h200", 370, 475, 15, "8xH200 NVSwitch: AG/RS 370 GB/s, AR 475 GB/s"};
+  if (name == "nvlink-a100")
+    return LinkModel{"nvlink-a100", 230, 0, 15,
+                     "8xA100 SXM NVSwitch (NVLink 3, 300 GB/s per direction): ~230 GB/s bus bandwidth, an assumption"};
   if (name == "pcie4") return LinkModel{"pcie4", 20, 0, 20, "PCIe 4.0 x16 (32 GB/s line), ring through the host bridge"};
   if (name == "pcie5") return LinkModel{"pcie5", 40, 0, 20, "PCIe 5.0 x16 (64 GB/s line), ring through the host bridge"};
   if (name == "ib-ndr") return LinkModel{"ib-ndr", 45, 0, 30, "InfiniBand NDR 400 Gb/s, one NIC per GPU, ~90% of line rate"};
@@ -83,7 +86,13 @@ CommEstimate commVolume(const EstimateInput& in, Strategy s, const CommOptions& 
   const bool fp32 = in.precision == Precision::Fp32;
   const std::int64_t w = fp32 ? 4 : 2, g = fp32 ? 4 : 2;
   const std::int64_t W = in.gpus, gpn = std::max(1, in.gpusPerNode);
-  const std::int64_t P = parameterCount(in.model);
+  // Fine-tuning: gradients and the post-step all-gathers carry the trainable tensors only (the
+  // adapters with LoRA); the parameter all-gathers of ZeRO-3 and FSDP carry the frozen base too, in
+  // the compute dtype (NF4 bytes with QLoRA).
+  const auto mods = moduleShapes(in);
+  const bool lora = in.loraRank > 0;
+  auto trainableOf = [&](const ModuleShape& m) -> const std::vector<std::int64_t>& { return lora ? m.adapters : m.params; };
+  const std::int64_t P = lora ? trainableParameterCount(in) : parameterCount(in.model);
   const bool multiNode = W > gpn;
   CommEstimate c;
   c.strategy = s;
@@ -124,28 +133,32 @@ CommEstimate commVolume(const EstimateInput& in, Strategy s, const CommOptions& 
     }
     case Strategy::Zero3:
     case Strategy::ZeroPPHpz: {
-      std::int64_t nonPersistent = 0, persistent = 0, modules = 0;
-      for (const auto& mod : moduleShapes(in.model)) {
-        std::int64_t big = 0, small = 0;
-        for (auto n : mod.params) (n < in.paramPersistenceThreshold ? small : big) += n;
-        if (big > 0) {
-          nonPersistent += roundUp(big, W);
-          ++modules;
-        }
+      std::int64_t nonPersistent = 0, persistent = 0, modules = 0, frozenGathered = 0, frozenBig = 0;
+      for (const auto& mod : mods) {
+        std::int64_t big = 0, small = 0, fBig = 0;
+        for (auto n : trainableOf(mod)) (n < in.paramPersistenceThreshold ? small : big) += n;
+        if (mod.frozen)
+          for (std::size_t i = 0; i < mod.params.size(); ++i)
+            if (mod.params[i] >= in.paramPersistenceThreshold)
+              fBig += mod.quantised && i == 0 ? nf4Bytes(mod.params[i]) : w * mod.params[i];
+        if (big > 0 || fBig > 0) ++modules;
+        if (big > 0) nonPersistent += roundUp(big, W);
         if (small > 0) persistent += roundUp(small, W);
+        frozenGathered += roundUp(fBig, w * W);
+        frozenBig += fBig;
       }
       const std::int64_t all = nonPersistent + persistent;
-      const bool released = 2 * P > in.maxReuseDistance;
+      const bool released = 2 * parameterCount(in.model) > in.maxReuseDistance;
       add("forward parameter all-gather (per module)", CollKind::AllGather, CommPhase::Forward, W, multiNode, modules,
-          w * nonPersistent);
+          w * nonPersistent + frozenGathered);
       if (released) {
         if (s == Strategy::ZeroPPHpz) {
           const std::int64_t G = effectiveShardGroup(in, s);
           add("backward parameter all-gather (hpZ, inside the node)", CollKind::AllGather, CommPhase::Backward, G, G > gpn,
-              modules, w * roundUp(nonPersistent, G));
+              modules, w * roundUp(nonPersistent, G) + (lora ? roundUp(frozenBig, w * G) : 0));
         } else {
           add("backward parameter all-gather (per module)", CollKind::AllGather, CommPhase::Backward, W, multiNode, modules,
-              w * nonPersistent);
+              w * nonPersistent + frozenGathered);
         }
       } else {
         c.notes.push_back("2Ψ within stage3_max_reuse_distance: modules stay gathered, no backward all-gather");
@@ -162,18 +175,27 @@ CommEstimate commVolume(const EstimateInput& in, Strategy s, const CommOptions& 
     case Strategy::Hsdp: {
       const std::int64_t N = fsdpShardCount(in, s);
       const bool shardInter = N > gpn;
-      const auto units = fsdpUnitSizes(in.model);
-      std::int64_t all = 0;
-      for (auto u : units) all += roundUp(u, N);
-      const std::int64_t head = roundUp(units.back(), N);
-      const auto nu = static_cast<std::int64_t>(units.size());
-      add("forward unit all-gather", CollKind::AllGather, CommPhase::Forward, N, shardInter, nu, w * all);
+      // Per unit (embedding, blocks, head): trainable elements and frozen bytes.
+      std::vector<std::int64_t> tUnits(static_cast<std::size_t>(in.model.layers + 2), 0), fUnits(tUnits.size(), 0);
+      for (const auto& mod : mods) {
+        for (auto n : trainableOf(mod)) tUnits[static_cast<std::size_t>(mod.block)] += n;
+        fUnits[static_cast<std::size_t>(mod.block)] += frozenBytes(mod, w);
+      }
+      std::int64_t all = 0, gathered = 0, reduced = 0;
+      for (std::size_t u = 0; u < tUnits.size(); ++u) {
+        all += roundUp(tUnits[u], N);
+        gathered += w * roundUp(tUnits[u], N) + roundUp(fUnits[u], w * N);
+        reduced += tUnits[u] > 0 ? 1 : 0;  // units without trainable parameters reduce nothing
+      }
+      const std::int64_t head = w * roundUp(tUnits.back(), N) + roundUp(fUnits.back(), w * N);
+      const auto nu = static_cast<std::int64_t>(tUnits.size());
+      add("forward unit all-gather", CollKind::AllGather, CommPhase::Forward, N, shardInter, nu, gathered);
       if (s != Strategy::FsdpGradOp)
         add("backward unit all-gather (root kept)", CollKind::AllGather, CommPhase::Backward, N, shardInter, nu - 1,
-            w * (all - head));
-      add("gradient reduce-scatter (per unit)", CollKind::ReduceScatter, CommPhase::Backward, N, shardInter, nu, g * all);
+            gathered - head);
+      add("gradient reduce-scatter (per unit)", CollKind::ReduceScatter, CommPhase::Backward, N, shardInter, reduced, g * all);
       if (s == Strategy::Hsdp)
-        add("gradient shard all-reduce across replicas", CollKind::AllReduce, CommPhase::Backward, W / N, multiNode, nu,
+        add("gradient shard all-reduce across replicas", CollKind::AllReduce, CommPhase::Backward, W / N, multiNode, reduced,
             g * all / N);
       break;
     }

@@ -1,4 +1,5 @@
 #include "core/estimator/memory_estimator.h"
+#include "core/config/run_config.h"
 #include "core/model/model_presets.h"
 #include "core/util/units.h"
 
@@ -30,6 +31,15 @@ ModelShape make(std::string name, std::int64_t vocab, std::int64_t hidden, int l
 }
 
 std::int64_t headDimOf(const ModelShape& m) { return m.headDim > 0 ? m.headDim : m.hidden / std::max(1, m.heads); }
+
+// A module with one parameter that is not a projection (embedding, norm, head).
+ModuleShape plain(std::string name, int block, std::int64_t numel) {
+  ModuleShape s;
+  s.name = std::move(name);
+  s.block = block;
+  s.params = {numel};
+  return s;
+}
 
 }  // namespace
 
@@ -81,32 +91,113 @@ std::int64_t ModuleShape::numel() const {
 std::vector<ModuleShape> moduleShapes(const ModelShape& m) {
   const std::int64_t h = m.hidden, d = headDimOf(m), q = m.heads * d, kv = m.kvHeads * d, f = m.ffn;
   std::vector<ModuleShape> out;
-  out.push_back({"embed_tokens", 0, {m.vocab * h}});
+  out.push_back(plain("embed_tokens", 0, m.vocab * h));
   for (int l = 0; l < m.layers; ++l) {
     const std::string pre = "layers." + std::to_string(l) + ".";
     const int b = l + 1;
-    out.push_back({pre + "input_layernorm", b, {h}});
-    auto proj = [&](const std::string& n, std::int64_t o) {
-      ModuleShape s{pre + "self_attn." + n, b, {o * h}};
-      if (m.qkvBias) s.params.push_back(o);
+    out.push_back(plain(pre + "input_layernorm", b, h));
+    // A linear [out x in] named `kind` (its LoRA target name), with a bias when `bias`.
+    auto linear = [&](const std::string& n, const char* kind, std::int64_t o, std::int64_t i, bool bias) {
+      ModuleShape s;
+      s.name = pre + n;
+      s.block = b;
+      s.params = {o * i};
+      if (bias) s.params.push_back(o);
+      s.proj = kind;
+      s.in = i;
+      s.out = o;
       out.push_back(std::move(s));
     };
-    proj("q_proj", q);
-    proj("k_proj", kv);
-    proj("v_proj", kv);
+    linear("self_attn.q_proj", "q", q, h, m.qkvBias);
+    linear("self_attn.k_proj", "k", kv, h, m.qkvBias);
+    linear("self_attn.v_proj", "v", kv, h, m.qkvBias);
     if (m.qkNorm) {
-      out.push_back({pre + "self_attn.q_norm", b, {d}});
-      out.push_back({pre + "self_attn.k_norm", b, {d}});
+      out.push_back(plain(pre + "self_attn.q_norm", b, d));
+      out.push_back(plain(pre + "self_attn.k_norm", b, d));
     }
-    out.push_back({pre + "self_attn.o_proj", b, {h * q}});
-    out.push_back({pre + "post_attention_layernorm", b, {h}});
-    out.push_back({pre + "mlp.gate_proj", b, {f * h}});
-    out.push_back({pre + "mlp.up_proj", b, {f * h}});
-    out.push_back({pre + "mlp.down_proj", b, {h * f}});
+    linear("self_attn.o_proj", "o", h, q, false);
+    out.push_back(plain(pre + "post_attention_layernorm", b, h));
+    linear("mlp.gate_proj", "gate", f, h, false);
+    linear("mlp.up_proj", "up", f, h, false);
+    linear("mlp.down_proj", "down", h, f, false);
   }
-  out.push_back({"norm", m.layers + 1, {h}});
-  if (!m.tiedEmbeddings) out.push_back({"lm_head", m.layers + 1, {m.vocab * h}});
+  out.push_back(plain("norm", m.layers + 1, h));
+  if (!m.tiedEmbeddings) out.push_back(plain("lm_head", m.layers + 1, m.vocab * h));
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fine-tuning
+
+FineTuning fineTuning(const EstimateInput& in) {
+  if (in.loraRank <= 0) return FineTuning::Full;
+  return in.qlora ? FineTuning::Qlora : FineTuning::Lora;
+}
+
+std::string fineTuningName(FineTuning f) {
+  switch (f) {
+    case FineTuning::Full:
+      return "full";
+    case FineTuning::Lora:
+      return "lora";
+    case FineTuning::Qlora:
+      return "qlora";
+  }
+  return "?";
+}
+
+std::vector<ModuleShape> moduleShapes(const EstimateInput& in) {
+  auto mods = moduleShapes(in.model);
+  if (in.loraRank < 0) throw std::invalid_argument("LoRA rank must not be negative");
+  if (in.loraRank == 0) {
+    if (in.qlora) throw std::invalid_argument("QLoRA trains LoRA adapters: give a LoRA rank (--lora-rank R)");
+    return mods;
+  }
+  if (in.qlora && in.precision == Precision::Fp32)
+    throw std::invalid_argument("QLoRA computes in bf16 (NF4 weights dequantised to 16 bits): use --precision bf16");
+  if (!(in.loraAlpha > 0) || !std::isfinite(in.loraAlpha)) throw std::invalid_argument("LoRA alpha must be a positive number");
+  std::string problem;
+  const auto targets = loraTargetList(in.loraTargets, &problem);
+  if (!problem.empty()) throw std::invalid_argument("LoRA targets: " + problem);
+  const std::int64_t r = in.loraRank;
+  for (auto& mod : mods) {
+    mod.frozen = true;
+    if (mod.proj.empty()) continue;
+    mod.quantised = in.qlora;
+    if (std::find(targets.begin(), targets.end(), mod.proj) != targets.end()) mod.adapters = {r * mod.in, mod.out * r};
+  }
+  return mods;
+}
+
+std::int64_t trainableParameterCount(const EstimateInput& in) {
+  if (in.loraRank <= 0) return parameterCount(in.model);
+  std::int64_t n = 0;
+  for (const auto& mod : moduleShapes(in))
+    for (auto a : mod.adapters) n += a;
+  return n;
+}
+
+std::int64_t frozenParameterCount(const EstimateInput& in) { return in.loraRank > 0 ? parameterCount(in.model) : 0; }
+
+std::int64_t nf4Bytes(std::int64_t n) {
+  if (n <= 0) return 0;
+  const std::int64_t blocks = (n + 63) / 64;  // one 8-bit absmax per 64 weights
+  return (n + 1) / 2 + blocks + 4 * ((blocks + 255) / 256);
+}
+
+std::int64_t frozenBytes(const ModuleShape& mod, std::int64_t computeBytes) {
+  if (!mod.frozen) return 0;
+  std::int64_t b = 0;
+  for (std::size_t i = 0; i < mod.params.size(); ++i)
+    b += mod.quantised && i == 0 ? nf4Bytes(mod.params[i]) : computeBytes * mod.params[i];
+  return b;
+}
+
+std::int64_t frozenBaseBytes(const EstimateInput& in) {
+  const std::int64_t c = in.precision == Precision::Fp32 ? 4 : 2;
+  std::int64_t b = 0;
+  for (const auto& mod : moduleShapes(in)) b += frozenBytes(mod, c);
+  return b;
 }
 
 std::int64_t parameterCount(const ModelShape& m) {
@@ -197,6 +288,12 @@ ActivationMoments activationMoments(const EstimateInput& in) {
     keptPerLayer = T * h * a;
     flowing = T * a * 2 * h;  // the fused kernel keeps no probabilities
   }
+  if (in.loraRank > 0) {
+    // LoRA: each target projection also saves its low-rank intermediate x·Aᵀ (r per token) for B's
+    // gradient; the input x is saved as before (A's gradient needs it).
+    const auto targets = loraTargetList(in.loraTargets);
+    perLayer += T * a * in.loraRank * static_cast<std::int64_t>(targets.size());
+  }
   ActivationMoments am;
   if (!in.activationCheckpointing) {
     am.headBackward = L * perLayer + base;
@@ -226,12 +323,26 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
         "fsdp_grad_op, hsdp, zeropp_hpz), not " +
         strategyName(s));
   const bool fp32 = in.precision == Precision::Fp32;
-  const std::int64_t w = fp32 ? 4 : 2;       // 16-bit (or fp32) parameter copy
+  const std::int64_t w = fp32 ? 4 : 2;       // 16-bit (or fp32) parameter copy; frozen weights in this dtype too
   const std::int64_t g = fp32 ? 4 : 2;       // gradients in the compute dtype
   const std::int64_t master = fp32 ? 0 : 4;  // fp32 master weights beside 16-bit parameters
   const std::int64_t adam = 8;               // fp32 exp_avg + exp_avg_sq
   const std::int64_t W = in.gpus;
   const std::int64_t P = parameterCount(in.model);
+  // Fine-tuning: the trainable tensors of each module (every parameter for full fine-tuning, the
+  // adapters with LoRA) follow the strategy's rules as before; the frozen base is held in the
+  // compute dtype (NF4 projections with QLoRA), whole or sharded, and has no gradient or state.
+  const auto mods = moduleShapes(in);
+  const bool lora = in.loraRank > 0;
+  auto trainableOf = [&](const ModuleShape& m) -> const std::vector<std::int64_t>& { return lora ? m.adapters : m.params; };
+  const std::int64_t T = lora ? trainableParameterCount(in) : P;
+  std::vector<std::int64_t> tUnits(static_cast<std::size_t>(in.model.layers + 2), 0), fUnits(tUnits.size(), 0);
+  std::int64_t largestQuantised = 0;
+  for (const auto& mod : mods) {
+    for (auto n : trainableOf(mod)) tUnits[static_cast<std::size_t>(mod.block)] += n;
+    fUnits[static_cast<std::size_t>(mod.block)] += frozenBytes(mod, w);
+    if (mod.quantised) largestQuantised = std::max(largestQuantised, mod.params.front());
+  }
 
   MemoryEstimate e;
   e.strategy = s;
@@ -257,12 +368,13 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
       const int stage = s == Strategy::Ddp ? 0 : s == Strategy::Zero1 ? 1 : 2;
       if (stage == 0 && in.offloadOptimizer)
         throw std::invalid_argument("optimizer offload needs a ZeRO or FSDP strategy, not ddp");
-      const std::int64_t padded = stage == 0 ? P : roundUp(P, W);
+      const std::int64_t padded = stage == 0 ? T : roundUp(T, W);
       st.parameters = w * padded;
+      st.frozen = frozenBaseBytes(in);  // replicated on every device
       if (stage == 0) {
-        st.gradients = g * P;
-        if (!in.gradientAsBucketView) gradCopies = g * P;  // param.grad beside the bucket storage
-        st.optimizer = (master + adam) * P;
+        st.gradients = g * T;
+        if (!in.gradientAsBucketView) gradCopies = g * T;  // param.grad beside the bucket storage
+        st.optimizer = (master + adam) * T;
       } else {
         st.gradients = stage == 1 ? g * padded : g * padded / W;
         st.optimizer = moveOptimizer((master + adam) * padded / W);
@@ -288,10 +400,13 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
     case Strategy::Zero3:
     case Strategy::ZeroPPHpz: {
       // Fetch unit = module; parameters below the persistence threshold stay whole on every rank.
+      // The frozen base (LoRA) splits the same way: large tensors sharded (their bytes padded to
+      // the ranks), small ones (norms, biases) whole; it has no gradient and no optimizer state.
       std::int64_t shards = 0, persistentFull = 0, nonPersistent = 0, groupsPadded = 0;
-      for (const auto& mod : moduleShapes(in.model)) {
+      std::int64_t frozenShard = 0, frozenWhole = 0, frozenGathered = 0, largestGathered = 0;
+      for (const auto& mod : mods) {
         std::int64_t big = 0, small = 0;
-        for (auto n : mod.params) (n < in.paramPersistenceThreshold ? small : big) += n;
+        for (auto n : trainableOf(mod)) (n < in.paramPersistenceThreshold ? small : big) += n;
         for (int k = 0; k < 2; ++k) {
           const std::int64_t part = k == 0 ? big : small;
           if (part == 0) continue;
@@ -301,8 +416,24 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
           if (k == 1) persistentFull += padded;  // kept whole on every rank
         }
         nonPersistent += roundUp(big, W) * (big > 0 ? 1 : 0);
+        std::int64_t gathered = w * roundUp(big, W);
+        if (mod.frozen) {
+          std::int64_t fBig = 0, fSmall = 0;
+          for (std::size_t i = 0; i < mod.params.size(); ++i) {
+            const std::int64_t n = mod.params[i];
+            const std::int64_t bytes = mod.quantised && i == 0 ? nf4Bytes(n) : w * n;
+            (n < in.paramPersistenceThreshold ? fSmall : fBig) += bytes;
+          }
+          const std::int64_t padded = roundUp(fBig, w * W);
+          frozenShard += padded / W;
+          frozenGathered += padded;
+          frozenWhole += fSmall;
+          gathered += padded;
+        }
+        largestGathered = std::max(largestGathered, gathered);
       }
       st.parameters = w * (shards + persistentFull);
+      st.frozen = frozenShard + frozenWhole;
       st.gradients = g * shards;
       st.optimizer = moveOptimizer((master + adam) * shards);
       const bool overlap = in.overlapComm.value_or(true);
@@ -312,26 +443,31 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
         const std::int64_t G = effectiveShardGroup(in, s);
         if (G < 1 || W % G != 0)
           throw std::invalid_argument("hpZ partition size " + std::to_string(G) + " must divide gpus " + std::to_string(W));
-        const std::int64_t secondary = w * roundUp(P, G) / G;  // secondary 16-bit partition inside the node
+        // Secondary 16-bit partition inside the node (of the frozen base too: it is gathered in backward).
+        const std::int64_t secondary =
+            lora ? w * roundUp(T, G) / G + roundUp(frozenBaseBytes(in), w * G) / G : w * roundUp(P, G) / G;
         st.parameters += secondary;
         e.notes.push_back("hpZ secondary partition: " + formatBytes(static_cast<double>(secondary)) + " (2Ψ/" +
                           std::to_string(G) + ")");
       }
       if (in.offloadParam) {
-        e.cpuBytes += w * shards + g * shards;
+        e.cpuBytes += w * shards + g * shards + frozenShard;
         st.parameters -= w * shards;
+        st.frozen -= frozenShard;
         st.gradients = 0;
       }
       // Gathered at the peak: with a reuse distance longer than a whole step's fetches, every module
       // stays gathered from its forward to its backward; otherwise the live set is bounded by the
       // largest module plus the prefetch bucket (and max_live_parameters).
       if (2 * P <= in.maxReuseDistance) {
-        peakOnlyGathered = w * nonPersistent;
-        if (nonPersistent > 0)
+        peakOnlyGathered = w * nonPersistent + frozenGathered;
+        if (nonPersistent + frozenGathered > 0)
           e.notes.push_back("stage3_max_reuse_distance (" + std::to_string(in.maxReuseDistance) +
                             ") exceeds 2Ψ: gathered modules stay resident from forward to backward");
-      } else {
+      } else if (!lora) {
         peakOnlyGathered = w * std::min(in.maxLiveParameters, largestModuleParameters(in.model) + in.prefetchBucketSize);
+      } else {
+        peakOnlyGathered = std::min(w * in.maxLiveParameters, largestGathered + w * in.prefetchBucketSize);
       }
       break;
     }
@@ -340,35 +476,48 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
     case Strategy::Hsdp: {
       const std::int64_t N = fsdpShardCount(in, s);
       // Flat parameter per unit, padded to the shard count; the shards are fp32 (they are the
-      // optimizer's master copy), only the gathered copy is in the compute dtype.
-      const auto units = fsdpUnitSizes(in.model);
-      std::int64_t shards = 0, maxBlock = 0, maxUnit = 0, all = 0;
-      for (std::size_t u = 0; u < units.size(); ++u) {
-        const std::int64_t padded = roundUp(units[u], N);
-        shards += padded / N;
-        all += padded;
-        maxUnit = std::max(maxUnit, padded);
-        if (u > 0 && u + 1 < units.size()) maxBlock = std::max(maxBlock, padded);
+      // optimizer's master copy), only the gathered copy is in the compute dtype. The frozen base
+      // (LoRA) is a flat buffer of its own per unit in the compute dtype (NF4 bytes with QLoRA),
+      // padded to the shard count, gathered with the unit.
+      std::int64_t shards = 0, frozenShard = 0, maxBlockGathered = 0, maxBlockT = 0, maxUnitT = 0, all = 0;
+      for (std::size_t u = 0; u < tUnits.size(); ++u) {
+        const std::int64_t tp = roundUp(tUnits[u], N), fp = roundUp(fUnits[u], w * N);
+        shards += tp / N;
+        frozenShard += fp / N;
+        all += w * tp + fp;
+        maxUnitT = std::max(maxUnitT, tp);
+        if (u > 0 && u + 1 < tUnits.size()) {
+          maxBlockGathered = std::max(maxBlockGathered, w * tp + fp);
+          maxBlockT = std::max(maxBlockT, tp);
+        }
       }
-      const std::int64_t head = roundUp(units.back(), N);
+      const std::int64_t head = w * roundUp(tUnits.back(), N) + roundUp(fUnits.back(), w * N);
       st.parameters = 4 * shards;
+      st.frozen = frozenShard;
       st.gradients = 4 * shards;
       st.optimizer = moveOptimizer(adam * shards);
       if (in.offloadParam) {
-        e.cpuBytes += st.parameters + st.gradients;
+        e.cpuBytes += st.parameters + st.gradients + st.frozen;
         st.parameters = 0;
         st.gradients = 0;
+        st.frozen = 0;
       }
       // At the start of backward: the root (head) unit kept from forward, the next unit prefetched
       // (BACKWARD_PRE: the last block); SHARD_GRAD_OP keeps every unit gathered until the end of
       // backward. One unit's unsharded gradient (the largest) is the reduce-scatter input.
-      peakOnlyGathered = w * (s == Strategy::FsdpGradOp ? all : head + maxBlock);
-      peakOnlyBuffers = g * maxUnit;
-      unitWeightGrads = g * maxBlock;
+      peakOnlyGathered = s == Strategy::FsdpGradOp ? all : head + maxBlockGathered;
+      peakOnlyBuffers = g * maxUnitT;
+      unitWeightGrads = g * maxBlockT;
       if (s == Strategy::Hsdp)
         e.notes.push_back("HSDP: sharded over groups of " + std::to_string(N) + ", replicated across " + std::to_string(W / N));
       break;
     }
+  }
+  if (largestQuantised > 0) {
+    // QLoRA dequantises each NF4 projection to 16 bits for its matmul: one transient copy of the largest.
+    peakOnlyBuffers += 2 * largestQuantised;
+    e.notes.push_back("QLoRA: NF4 weights dequantised per use, a transient 16-bit copy of the largest projection (" +
+                      formatBytes(2.0 * static_cast<double>(largestQuantised)) + ")");
   }
 
   e.state = st;
@@ -386,8 +535,7 @@ MemoryEstimate estimateMemory(const EstimateInput& in, Strategy s) {
   // reduce-scatter buffer.
   if (acts.blockBackward > 0) {
     MemoryBreakdown r = st;
-    const auto units = fsdpUnitSizes(in.model);  // embedding, blocks, head
-    r.gradients -= std::min(gradCopies, g * (units.front() + (units.size() > 2 ? units[1] : 0)));
+    r.gradients -= std::min(gradCopies, g * (tUnits.front() + (tUnits.size() > 2 ? tUnits[1] : 0)));
     r.gathered = peakOnlyGathered;
     r.buffers += peakOnlyBuffers;
     r.activations = acts.blockBackward + unitWeightGrads;
@@ -530,6 +678,7 @@ std::string formatBytes(double bytes) { return core::formatBytes(bytes); }  // c
 JsonValue toJson(const MemoryBreakdown& b) {
   JsonValue o = JsonValue::object();
   o.set("parameters", JsonValue::number(b.parameters));
+  o.set("frozen_base", JsonValue::number(b.frozen));
   o.set("gradients", JsonValue::number(b.gradients));
   o.set("optimizer", JsonValue::number(b.optimizer));
   o.set("buffers", JsonValue::number(b.buffers));

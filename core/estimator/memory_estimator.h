@@ -48,6 +48,16 @@ struct ModuleShape {
   std::string name;
   int block = 0;
   std::vector<std::int64_t> params;
+  // A linear projection: its LoRA target name (q, k, v, o, gate, up, down) and its weight's shape
+  // [out x in] (params[0]); empty / 0 for embeddings, norms and the head.
+  std::string proj;
+  std::int64_t in = 0, out = 0;
+  // Fine-tuning (moduleShapes(EstimateInput)): `frozen` when the module's params are the frozen base
+  // (LoRA), `adapters` its trainable LoRA tensors A [r x in] and B [out x r] (element counts),
+  // `quantised` when its weight (params[0]) is stored in NF4 (QLoRA; biases stay 16-bit).
+  bool frozen = false;
+  bool quantised = false;
+  std::vector<std::int64_t> adapters;
   std::int64_t numel() const;
 };
 std::vector<ModuleShape> moduleShapes(const ModelShape& m);
@@ -94,7 +104,40 @@ struct EstimateInput {
   std::int64_t paramPersistenceThreshold = 100000;
   std::int64_t maxLiveParameters = 1000000000;
   std::int64_t maxReuseDistance = 1000000000;
+  // Fine-tuning (docs/ESTIMATOR.md "Fine-tuning: LoRA and QLoRA"; the run config's lora_* keys).
+  // loraRank > 0: every base parameter is frozen (stored in the compute dtype, no gradient, no
+  // optimizer state) and each target projection [out x in] gets trainable adapters A [r x in] and
+  // B [out x r], fp32 masters like any trainable parameter. qlora (needs loraRank > 0 and bf16):
+  // the frozen projection weights, targets or not, in NF4 with double-quantised block scales.
+  int loraRank = 0;
+  double loraAlpha = 16;
+  std::string loraTargets = "q,k,v,o,gate,up,down";
+  bool qlora = false;
 };
+
+// full | lora | qlora.
+enum class FineTuning { Full, Lora, Qlora };
+FineTuning fineTuning(const EstimateInput& in);
+std::string fineTuningName(FineTuning f);  // "full", "lora", "qlora"
+// The modules of the input's model with the fine-tuning applied (frozen, adapters, quantised);
+// moduleShapes(in.model) for full fine-tuning. Throws std::invalid_argument for bad LoRA settings
+// (an unknown target, QLoRA without LoRA or in fp32).
+std::vector<ModuleShape> moduleShapes(const EstimateInput& in);
+// Trainable parameter elements: Ψ for full fine-tuning; Σ over layers and targets r·(in + out) with LoRA.
+std::int64_t trainableParameterCount(const EstimateInput& in);
+// Frozen base elements: 0 for full fine-tuning, Ψ with LoRA.
+std::int64_t frozenParameterCount(const EstimateInput& in);
+// Bytes of one tensor of n elements in NF4 with QLoRA's double quantisation (blocksize 64, the
+// absmax of each block quantised to 8 bits in blocks of 256 with an fp32 scale each):
+// ceil(n/2) + ceil(n/64) + 4·ceil(ceil(n/64)/256), about 0.5159 bytes per element.
+std::int64_t nf4Bytes(std::int64_t n);
+// 0.5 + 1/64 + 4/(64·256): the asymptotic bytes per NF4 parameter.
+constexpr double kNf4BytesPerParam = 0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0);
+// Bytes the frozen base of a module takes whole: NF4 weight (QLoRA) plus 16-bit biases, or every
+// param in the compute dtype. 0 for a module that is not frozen.
+std::int64_t frozenBytes(const ModuleShape& mod, std::int64_t computeBytes);
+// The whole frozen base, unsharded (what DDP and ZeRO-1/2 replicate on every device).
+std::int64_t frozenBaseBytes(const EstimateInput& in);
 
 AttentionKind effectiveAttention(const EstimateInput& in);
 // G for HSDP and hpZ: shardGroupSize when set; otherwise the GPUs of a node (capped at gpus), except
@@ -105,18 +148,23 @@ int nodeCount(const EstimateInput& in);  // ceil(gpus / gpusPerNode)
 // divide the GPUs; std::invalid_argument otherwise).
 int fsdpShardCount(const EstimateInput& in, Strategy s);
 
-// Bytes on one device. `buffers` = communication buffers (DDP param.grad copies are gradients,
-// not buffers); `gathered` = unsharded parameters materialised at the peak (ZeRO-3/FSDP units).
+// Bytes on one device. `parameters` = the trainable parameters' own copy (the adapters under
+// LoRA), `frozen` = the frozen base weights this device holds (0 for full fine-tuning; whole under
+// DDP and ZeRO-1/2, a shard under ZeRO-3/FSDP), `gradients` and `optimizer` those of the trainable
+// parameters; `buffers` = communication buffers (DDP param.grad copies are gradients, not buffers;
+// QLoRA's transient dequantised projection is a buffer); `gathered` = unsharded parameters
+// materialised at the peak (ZeRO-3/FSDP units, frozen base included).
 struct MemoryBreakdown {
   std::int64_t parameters = 0;
+  std::int64_t frozen = 0;
   std::int64_t gradients = 0;
   std::int64_t optimizer = 0;
   std::int64_t buffers = 0;
   std::int64_t gathered = 0;
   std::int64_t activations = 0;
-  std::int64_t modelStates() const { return parameters + gradients + optimizer + buffers; }
+  std::int64_t modelStates() const { return parameters + frozen + gradients + optimizer + buffers; }
 };
-// {parameters, gradients, optimizer, buffers, gathered, activations, model_states} in bytes.
+// {parameters, frozen_base, gradients, optimizer, buffers, gathered, activations, model_states} in bytes.
 JsonValue toJson(const MemoryBreakdown& b);
 
 struct MemoryEstimate {

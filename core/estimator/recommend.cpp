@@ -12,6 +12,25 @@ double trainFlopsPerToken(const ModelShape& m, std::int64_t seq) {
   return 6.0 * nonEmbed + 6.0 * m.layers * m.heads * (2.0 * static_cast<double>(d)) * static_cast<double>(seq);
 }
 
+StepFlops stepFlops(const EstimateInput& in) {
+  const double tokens = static_cast<double>(in.microBatch * in.seqLen);
+  StepFlops f;
+  if (in.loraRank <= 0) {
+    const double flops = trainFlopsPerToken(in.model, in.seqLen) * tokens;
+    f.forward = flops / 3.0;
+    f.backward = 2.0 * flops / 3.0;
+    return f;
+  }
+  const ModelShape& m = in.model;
+  const std::int64_t d = m.headDim > 0 ? m.headDim : m.hidden / std::max(1, m.heads);
+  const double nonEmbed = static_cast<double>(parameterCount(m) - m.vocab * m.hidden);
+  const double adapters = static_cast<double>(trainableParameterCount(in));
+  const double attention = 2.0 * m.layers * m.heads * (2.0 * static_cast<double>(d)) * static_cast<double>(in.seqLen);
+  f.forward = (2.0 * nonEmbed + 2.0 * adapters + attention) * tokens;
+  f.backward = (2.0 * nonEmbed + 4.0 * adapters + 2.0 * attention) * tokens;
+  return f;
+}
+
 StrategyAssessment assess(const RecommendInput& in, Strategy s) {
   StrategyAssessment a;
   a.strategy = s;
@@ -22,10 +41,10 @@ StrategyAssessment assess(const RecommendInput& in, Strategy s) {
 
   // Compute: forward one third, backward two thirds; checkpointing adds one forward.
   const double tokens = static_cast<double>(in.model.microBatch * in.model.seqLen);
-  const double flops = trainFlopsPerToken(in.model.model, in.model.seqLen) * tokens;
+  const StepFlops flops = stepFlops(in.model);
   const double rate = in.deviceTflops * 1e12 * in.efficiency;
   if (!(rate > 0)) throw std::invalid_argument("device TFLOPS and efficiency must be positive");
-  const double fwd = flops / 3.0 / rate, bwd = 2.0 * flops / 3.0 / rate;
+  const double fwd = flops.forward / rate, bwd = flops.backward / rate;
   const double recompute = in.model.activationCheckpointing ? fwd : 0.0;
   a.computeS = fwd + bwd + recompute;
 
@@ -54,7 +73,7 @@ StrategyAssessment assess(const RecommendInput& in, Strategy s) {
   a.exposedCommS = fwdExposed + bwdExposed + outside;
 
   // Offload: gradients down and parameters up over the host link, the optimizer step on the CPU.
-  const std::int64_t P = parameterCount(in.model.model);
+  const std::int64_t P = trainableParameterCount(in.model);  // what the optimizer updates
   const double perRank = static_cast<double>(P) / in.model.gpus;
   const double w = in.model.precision == Precision::Fp32 ? 4.0 : 2.0;
   if (in.model.offloadOptimizer || in.model.offloadParam) {
@@ -65,6 +84,30 @@ StrategyAssessment assess(const RecommendInput& in, Strategy s) {
   a.tokensPerSPerDevice = a.stepS > 0 ? tokens / a.stepS : 0.0;
   return a;
 }
+
+namespace {
+
+// Why LoRA / QLoRA fits or not with this strategy: where the frozen base lives and what the
+// adapters cost.
+std::string fineTuningReason(const EstimateInput& in, const StrategyAssessment& a) {
+  const std::int64_t T = trainableParameterCount(in), P = parameterCount(in.model);
+  const std::int64_t base = frozenBaseBytes(in);
+  const auto& st = a.memory.state;
+  char share[32];
+  std::snprintf(share, sizeof share, "%.2f%%", 100.0 * static_cast<double>(T) / static_cast<double>(P));
+  std::string r = (in.qlora ? "QLoRA r=" : "LoRA r=") + std::to_string(in.loraRank) + ": " + formatCount(T) +
+                  " trainable parameters (" + share + " of " + formatCount(P) + "; adapters, grads and Adam " +
+                  formatBytes(static_cast<double>(st.parameters + st.gradients + st.optimizer)) + " per GPU); the " +
+                  formatBytes(static_cast<double>(base)) + (in.qlora ? " NF4/16-bit" : "") + " frozen base ";
+  if (!shardsParameters(a.strategy))
+    r += "is replicated on every GPU";
+  else
+    r += "is sharded: " + formatBytes(static_cast<double>(st.frozen)) + " per GPU, gathered per unit";
+  if (!a.fit.fits && base > a.fit.usableBytes) r += ", and alone exceeds the usable memory";
+  return r;
+}
+
+}  // namespace
 
 std::vector<StrategyAssessment> recommend(const RecommendInput& in) {
   std::vector<Strategy> cands = in.candidates;
@@ -99,6 +142,7 @@ std::vector<StrategyAssessment> recommend(const RecommendInput& in) {
   for (auto& a : out) {
     a.rank = ++r;
     a.relativeStepTime = best > 0 ? a.stepS / best : 0.0;
+    if (in.model.loraRank > 0) a.reasons.push_back(fineTuningReason(in.model, a));
     if (a.fit.fits)
       a.reasons.push_back("fits: peak " + formatBytes(static_cast<double>(a.memory.peakBytes)) + " = " +
                           formatPercent(100.0 * (a.fit.usedFraction), 0) + " of the device, " +

@@ -47,6 +47,14 @@ JsonValue toJson(const StrategyAssessment& s);
 // FLOPs of one training step per token: 6·Ψ_non-embedding + 6·L·heads·2·head_dim·s (the runtime's
 // trainFlopsPerToken; strategies.md §5).
 double trainFlopsPerToken(const ModelShape& m, std::int64_t seq);
+// Forward and backward FLOPs of one micro-batch on one device. Full fine-tuning: a third and two
+// thirds of trainFlopsPerToken x tokens. LoRA: per token forward 2·Ψ_ne + 2·A + 4·L·heads·d·s,
+// backward 2·Ψ_ne (frozen weights: input gradients only) + 4·A + 8·L·heads·d·s, with A the adapter
+// elements (docs/ESTIMATOR.md, "Fine-tuning: LoRA and QLoRA").
+struct StepFlops {
+  double forward = 0, backward = 0;
+};
+StepFlops stepFlops(const EstimateInput& in);
 
 StrategyAssessment assess(const RecommendInput& in, Strategy s);
 // Sorted best first (rank 1..n); strategies the input refuses (parameter offload with DDP, a group

@@ -252,7 +252,45 @@ ComputePhase computePhaseOf(const std::string& n) {
   return ComputePhase::Other;
 }
 
+namespace {
+
+// LoRA: forward and backward FLOPs per block. Frozen weights: 2 FLOPs per element and token forward,
+// 2 backward (the input gradient only); adapters 2 forward, 4 backward; attention scores 1/3, 2/3.
+void loraBlockFlops(const EstimateInput& in, std::vector<double>& fwd, std::vector<double>& bwd) {
+  const ModelShape& m = in.model;
+  const double T = static_cast<double>(in.microBatch * in.seqLen);
+  const double d = static_cast<double>(headDimOf(m));
+  fwd.assign(static_cast<std::size_t>(m.layers + 2), 0.0);
+  bwd.assign(fwd.size(), 0.0);
+  for (const auto& mod : moduleShapes(in)) {
+    if (mod.block == 0) continue;  // a row gather, no FLOPs
+    const auto b = static_cast<std::size_t>(mod.block);
+    std::int64_t adapters = 0;
+    for (auto a : mod.adapters) adapters += a;
+    fwd[b] += 2.0 * static_cast<double>(mod.numel() + adapters) * T;
+    bwd[b] += (2.0 * static_cast<double>(mod.numel()) + 4.0 * static_cast<double>(adapters)) * T;
+  }
+  const auto head = static_cast<std::size_t>(m.layers + 1);
+  if (m.tiedEmbeddings) {
+    fwd[head] += 2.0 * static_cast<double>(m.vocab * m.hidden) * T;
+    bwd[head] += 2.0 * static_cast<double>(m.vocab * m.hidden) * T;
+  }
+  for (int l = 1; l <= m.layers; ++l) {
+    const double attn = 2.0 * m.heads * (2.0 * d) * static_cast<double>(in.seqLen) * T;
+    fwd[static_cast<std::size_t>(l)] += attn;
+    bwd[static_cast<std::size_t>(l)] += 2.0 * attn;
+  }
+}
+
+}  // namespace
+
 std::vector<double> blockTrainFlops(const EstimateInput& in) {
+  if (in.loraRank > 0) {
+    std::vector<double> fwd, bwd;
+    loraBlockFlops(in, fwd, bwd);
+    for (std::size_t b = 0; b < fwd.size(); ++b) fwd[b] += bwd[b];
+    return fwd;
+  }
   const ModelShape& m = in.model;
   const double T = static_cast<double>(in.microBatch * in.seqLen);
   const double d = static_cast<double>(headDimOf(m));
@@ -277,9 +315,18 @@ ComputeProfile flopsComputeProfile(const EstimateInput& in, double tflops, doubl
   const double T = static_cast<double>(in.microBatch * in.seqLen);
   p.forwardS.resize(flops.size());
   p.backwardS.resize(flops.size());
-  for (std::size_t b = 0; b < flops.size(); ++b) {
-    p.forwardS[b] = flops[b] / 3.0 / rate;
-    p.backwardS[b] = 2.0 * flops[b] / 3.0 / rate;
+  if (in.loraRank > 0) {
+    std::vector<double> fwd, bwd;
+    loraBlockFlops(in, fwd, bwd);
+    for (std::size_t b = 0; b < flops.size(); ++b) {
+      p.forwardS[b] = fwd[b] / rate;
+      p.backwardS[b] = bwd[b] / rate;
+    }
+  } else {
+    for (std::size_t b = 0; b < flops.size(); ++b) {
+      p.forwardS[b] = flops[b] / 3.0 / rate;
+      p.backwardS[b] = 2.0 * flops[b] / 3.0 / rate;
+    }
   }
   // Embedding: gather T rows of h (read + write) forward, scatter-add the gradient backward.
   p.forwardS[0] = 2.0 * T * static_cast<double>(in.model.hidden) * a / bw;
@@ -303,7 +350,9 @@ ComputeProfile scaleComputeProfile(const ComputeProfile& p, const EstimateInput&
   const bool same = a.vocab == b.vocab && a.hidden == b.hidden && a.layers == b.layers && a.heads == b.heads &&
                     a.kvHeads == b.kvHeads && headDimOf(a) == headDimOf(b) && a.ffn == b.ffn && a.qkNorm == b.qkNorm &&
                     a.qkvBias == b.qkvBias && a.tiedEmbeddings == b.tiedEmbeddings && measured.microBatch == target.microBatch &&
-                    measured.seqLen == target.seqLen && measured.precision == target.precision;
+                    measured.seqLen == target.seqLen && measured.precision == target.precision &&
+                    measured.loraRank == target.loraRank &&
+                    (measured.loraRank == 0 || (measured.loraTargets == target.loraTargets && measured.qlora == target.qlora));
   if (same) return p;
   ComputeProfile out;
   out.source = p.source + ", scaled by FLOPs";

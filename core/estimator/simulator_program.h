@@ -92,6 +92,12 @@ struct Shape {
   std::vector<ModuleShape> modules;
   std::vector<std::int64_t> blockNumel;  // L+2
   std::int64_t P = 0;
+  // Fine-tuning (moduleShapes(EstimateInput)): the trainable elements (P for full fine-tuning, the
+  // adapters with LoRA) and, per block, the trainable elements and the frozen base's bytes.
+  bool lora = false;
+  std::int64_t T = 0;
+  std::vector<std::int64_t> blockTrainable, blockFrozenBytes;  // L+2
+  const std::vector<std::int64_t>& trainable(const ModuleShape& m) const { return lora ? m.adapters : m.params; }
   std::int64_t w = 4, g = 4;
   // activations kept per block after its forward (without checkpointing: everything the block
   // saves; with: the block input), and one block's full set (recomputed in backward)

@@ -56,12 +56,14 @@ struct Builder {
 
   // DDP, ZeRO-1, ZeRO-2 --------------------------------------------------------------------------
   void replicated(Strategy s) {
-    const std::int64_t W = in.model.gpus, P = sh.P, g = sh.g, w = sh.w;
+    // The trainable parameters only (the adapters with LoRA): the frozen base is neither reduced
+    // nor gathered.
+    const std::int64_t W = in.model.gpus, P = sh.T, g = sh.g, w = sh.w;
     const std::int64_t Pp = roundUp(P, W), part = Pp / W;
     // Parameters in layout order with their block (the runtime's flat order).
     std::vector<std::pair<std::int64_t, int>> params;
     for (const auto& m : sh.modules)
-      for (auto n : m.params) params.push_back({n, m.block});
+      for (auto n : sh.trainable(m)) params.push_back({n, m.block});
     p.begin("forward");
     for (int b = 0; b <= sh.L + 1; ++b) {
       p.compute("forward " + bn(b), fwdPass(b));
@@ -94,7 +96,7 @@ struct Builder {
         p.compute("backward " + bn(b), bwd(b));
         recomputeOut(b);
         actOut(b);
-        if (!in.model.gradientAsBucketView) p.mem(MemCat::Gradients, g * sh.blockNumel[static_cast<std::size_t>(b)]);
+        if (!in.model.gradientAsBucketView) p.mem(MemCat::Gradients, g * sh.blockTrainable[static_cast<std::size_t>(b)]);
         while (next < buckets.size() && buckets[next].readyBlock >= b) {
           handles.push_back(
               p.issue("all_reduce grad bucket " + std::to_string(next), CollKind::AllReduce, kWorld, g * buckets[next].elems));
@@ -194,6 +196,9 @@ struct Builder {
     bool persistent = false;
     enum class State { Released, InFlight, Available } state = State::Released;
     int ag = -1;
+    // Bytes one gather moves and holds (the frozen base's included), and the padded trainable
+    // elements whose gradients are reduced (all of them for full fine-tuning).
+    std::int64_t gatherBytes = 0, gradPadded = 0;
   };
   std::vector<Group> groups;
   std::vector<int> moduleGroup, persistentGroup;
@@ -209,20 +214,34 @@ struct Builder {
   void zero3Setup(std::int64_t S) {
     moduleGroup.assign(sh.modules.size(), -1);
     persistentGroup.assign(sh.modules.size(), -1);
+    const std::int64_t thr = in.model.paramPersistenceThreshold;
     for (std::size_t m = 0; m < sh.modules.size(); ++m) {
-      std::int64_t big = 0, small = 0;
-      for (auto n : sh.modules[m].params) (n < in.model.paramPersistenceThreshold ? small : big) += n;
-      if (big > 0) {
+      const auto& mod = sh.modules[m];
+      std::int64_t big = 0, small = 0, fBig = 0, fBigBytes = 0;
+      for (auto n : sh.trainable(mod)) (n < thr ? small : big) += n;
+      if (mod.frozen)  // the frozen base's large tensors are sharded and gathered with the module
+        for (std::size_t i = 0; i < mod.params.size(); ++i)
+          if (mod.params[i] >= thr) {
+            fBig += mod.params[i];
+            fBigBytes += mod.quantised && i == 0 ? nf4Bytes(mod.params[i]) : sh.w * mod.params[i];
+          }
+      if (big > 0 || fBig > 0) {
         moduleGroup[m] = static_cast<int>(groups.size());
-        groups.push_back({sh.modules[m].name, big, roundUp(big, S), false});
+        Group g{mod.name, big + fBig, roundUp(big, S) + roundUp(fBig, S), false};
+        g.gatherBytes = sh.w * roundUp(big, S) + roundUp(fBigBytes, sh.w * S);
+        g.gradPadded = roundUp(big, S);
+        groups.push_back(std::move(g));
       }
       if (small > 0) {
         persistentGroup[m] = static_cast<int>(groups.size());
-        groups.push_back({sh.modules[m].name + " (persistent)", small, roundUp(small, S), true, Group::State::Available});
+        Group g{mod.name + " (persistent)", small, roundUp(small, S), true, Group::State::Available};
+        g.gatherBytes = sh.w * g.padded;
+        g.gradPadded = g.padded;
+        groups.push_back(std::move(g));
       }
     }
     std::int64_t cap = 0;
-    for (const auto& g : groups) cap += g.padded;
+    for (const auto& g : groups) cap += g.gradPadded;
     ipgCap = roundUp(std::max<std::int64_t>(1, std::min(in.model.reduceBucketSize, cap)), S);
   }
 
@@ -235,8 +254,8 @@ struct Builder {
     if (limit)
       for (std::size_t k = 0; k < groups.size() && inFlight() >= 2; ++k)
         if (groups[k].state == Group::State::InFlight) waitUnit(static_cast<int>(k));
-    p.mem(MemCat::Parameters, sh.w * g.padded);
-    g.ag = p.issue("all_gather param " + g.name, CollKind::AllGather, kind, sh.w * g.padded);
+    p.mem(MemCat::Parameters, g.gatherBytes);
+    g.ag = p.issue("all_gather param " + g.name, CollKind::AllGather, kind, g.gatherBytes);
     g.state = Group::State::InFlight;
     available += g.padded;
   }
@@ -254,7 +273,7 @@ struct Builder {
     auto& g = groups[static_cast<std::size_t>(gi)];
     if (g.persistent || g.state == Group::State::Released) return;
     waitUnit(gi);
-    p.mem(MemCat::Parameters, -sh.w * g.padded);
+    p.mem(MemCat::Parameters, -g.gatherBytes);
     g.state = Group::State::Released;
     available -= g.padded;
   }
@@ -322,11 +341,12 @@ struct Builder {
   }
   void ipgAdd(int gi, std::int64_t S, bool overlap) {
     const auto& g = groups[static_cast<std::size_t>(gi)];
-    const std::int64_t chunk = g.padded / S, section = ipgCap / S;
+    if (g.gradPadded == 0) return;  // the frozen base only: no gradient
+    const std::int64_t chunk = g.gradPadded / S, section = ipgCap / S;
     if (chunk > section) {
       flushIpg(S, overlap);
-      flights.push_back(
-          p.issue("reduce_scatter grad bucket " + std::to_string(bucketSeq++), CollKind::ReduceScatter, kWorld, sh.g * g.padded));
+      flights.push_back(p.issue("reduce_scatter grad bucket " + std::to_string(bucketSeq++), CollKind::ReduceScatter, kWorld,
+                                sh.g * g.gradPadded));
       if (!overlap) progressFlights(0);
       return;
     }
@@ -398,7 +418,7 @@ struct Builder {
     p.end();
     p.begin("optimizer");
     std::int64_t elems = 0;
-    for (const auto& g : groups) elems += g.padded / S;
+    for (const auto& g : groups) elems += g.gradPadded / S;
     optimizer(elems);
     for (const auto& g : groups) {
       if (!g.persistent) continue;
@@ -411,9 +431,15 @@ struct Builder {
 
   // FSDP full shard, shard-grad-op, HSDP ------------------------------------------------------------
   void fsdpSetup(std::int64_t N) {
-    for (int b = 0; b <= sh.L + 1; ++b)
-      groups.push_back(
-          {bn(b), sh.blockNumel[static_cast<std::size_t>(b)], roundUp(sh.blockNumel[static_cast<std::size_t>(b)], N), false});
+    for (int b = 0; b <= sh.L + 1; ++b) {
+      const auto u = static_cast<std::size_t>(b);
+      Group g{bn(b), sh.blockNumel[u], roundUp(sh.blockNumel[u], N), false};
+      // The trainable flat parameter (fp32 shards, gathered in the compute dtype) and, with LoRA,
+      // the frozen base's (compute dtype or NF4 bytes), padded to the shard count.
+      g.gradPadded = roundUp(sh.blockTrainable[u], N);
+      g.gatherBytes = sh.w * g.gradPadded + roundUp(sh.blockFrozenBytes[u], sh.w * N);
+      groups.push_back(std::move(g));
+    }
   }
   void fsdpStep(Strategy s) {
     const bool full = s != Strategy::FsdpGradOp;
@@ -441,22 +467,25 @@ struct Builder {
       actOut(b);
       if (in.backwardPrefetch == BackwardPrefetch::Post && b > 0) gatherUnit(b - 1, shardKind, lim);
       const auto& g = groups[static_cast<std::size_t>(b)];
-      p.mem(MemCat::CommBuffers, sh.g * g.padded / N);
-      const int rs = p.issue("reduce_scatter grad " + g.name, CollKind::ReduceScatter, shardKind, sh.g * g.padded);
-      flights.push_back(rs);
-      if (hsdp)
-        flights.push_back(p.issue("all_reduce grad replicas " + g.name, CollKind::AllReduce, kReplica, sh.g * g.padded / N, rs));
+      if (g.gradPadded > 0) {  // a unit without trainable parameters reduces nothing
+        p.mem(MemCat::CommBuffers, sh.g * g.gradPadded / N);
+        const int rs = p.issue("reduce_scatter grad " + g.name, CollKind::ReduceScatter, shardKind, sh.g * g.gradPadded);
+        flights.push_back(rs);
+        if (hsdp)
+          flights.push_back(
+              p.issue("all_reduce grad replicas " + g.name, CollKind::AllReduce, kReplica, sh.g * g.gradPadded / N, rs));
+      }
       if (full) releaseUnit(b);
     }
     progressFlights(0);
     std::int64_t rsBuf = 0;
-    for (const auto& g : groups) rsBuf += sh.g * g.padded / N;
+    for (const auto& g : groups) rsBuf += sh.g * g.gradPadded / N;
     p.mem(MemCat::CommBuffers, -rsBuf);
     for (std::size_t k = 0; k < groups.size(); ++k) releaseUnit(static_cast<int>(k));
     p.end();
     p.begin("optimizer");
     std::int64_t elems = 0;
-    for (const auto& g : groups) elems += g.padded / N;
+    for (const auto& g : groups) elems += g.gradPadded / N;
     optimizer(elems);
     p.end();
   }
@@ -509,12 +538,21 @@ double Program::instanceTime(const CollDef& c) const {
 Shape shapeOf(const EstimateInput& in) {
   Shape s;
   s.L = in.model.layers;
-  s.modules = moduleShapes(in.model);
-  s.blockNumel.assign(static_cast<std::size_t>(s.L + 2), 0);
-  for (const auto& m : s.modules) s.blockNumel[static_cast<std::size_t>(m.block)] += m.numel();
-  s.P = parameterCount(in.model);
+  s.modules = moduleShapes(in);
+  s.lora = in.loraRank > 0;
   const bool fp32 = in.precision == Precision::Fp32;
   s.w = s.g = fp32 ? 4 : 2;
+  s.blockNumel.assign(static_cast<std::size_t>(s.L + 2), 0);
+  s.blockTrainable.assign(s.blockNumel.size(), 0);
+  s.blockFrozenBytes.assign(s.blockNumel.size(), 0);
+  for (const auto& m : s.modules) {
+    const auto b = static_cast<std::size_t>(m.block);
+    s.blockNumel[b] += m.numel();
+    for (auto n : s.trainable(m)) s.blockTrainable[b] += n;
+    s.blockFrozenBytes[b] += frozenBytes(m, s.w);
+  }
+  s.P = parameterCount(in.model);
+  s.T = s.lora ? trainableParameterCount(in) : s.P;
   EstimateInput a = in, b = in;
   a.activationCheckpointing = b.activationCheckpointing = false;
   b.model.layers = a.model.layers + 1;
@@ -570,9 +608,10 @@ Program buildProgram(const SimulateInput& in, const Shape& sh, const MemoryEstim
     prog.end();
     prog.ops.push_back({Op::StepEnd, s, 0});
   }
-  prog.baseline[static_cast<int>(MemCat::Parameters)] = me.state.parameters;
+  // The frozen base (LoRA) is a parameter to the runtime's peak_breakdown.
+  prog.baseline[static_cast<int>(MemCat::Parameters)] = me.state.parameters + me.state.frozen;
   prog.baseline[static_cast<int>(MemCat::Gradients)] =
-      me.state.gradients - (in.strategy == Strategy::Ddp && !in.model.gradientAsBucketView ? sh.g * sh.P : 0);
+      me.state.gradients - (in.strategy == Strategy::Ddp && !in.model.gradientAsBucketView ? sh.g * sh.T : 0);
   prog.baseline[static_cast<int>(MemCat::Optimizer)] = me.state.optimizer;
   prog.baseline[static_cast<int>(MemCat::CommBuffers)] = me.state.buffers;
   for (const auto& c : prog.colls)

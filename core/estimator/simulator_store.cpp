@@ -75,6 +75,9 @@ SimTarget simTargetOf(const RunConfig& cfg) {
   in.paramPersistenceThreshold = cfg.paramPersistenceThreshold;
   in.maxLiveParameters = cfg.maxLiveParameters;
   in.maxReuseDistance = cfg.maxReuseDistance;
+  in.loraRank = cfg.loraRank;
+  in.loraAlpha = cfg.loraAlpha;
+  in.loraTargets = cfg.loraTargets;
   t.gloo = cfg.device != ComputeDevice::Cuda;
   t.backwardPrefetch = cfg.backwardPrefetch;
   t.forwardPrefetch = cfg.forwardPrefetch;
@@ -454,6 +457,9 @@ RunId writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const st
   cfg.limitAllGathers = in.limitAllGathers;
   if (in.strategy == Strategy::Hsdp) cfg.shardGroupSize = fsdpShardCount(em, in.strategy);
   cfg.activationCheckpointing = em.activationCheckpointing;
+  cfg.loraRank = em.loraRank;
+  cfg.loraAlpha = em.loraAlpha;
+  cfg.loraTargets = em.loraTargets;
   JsonValue cj = toJson(cfg);
   JsonValue simj = JsonValue::object();
   simj.set("strategy", JsonValue::string(strategyName(in.strategy)));
@@ -461,6 +467,7 @@ RunId writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const st
            JsonValue::string(em.model.name + ": L=" + std::to_string(em.model.layers) + " h=" + std::to_string(em.model.hidden) +
                              " ffn=" + std::to_string(em.model.ffn) + " V=" + std::to_string(em.model.vocab)));
   simj.set("compute", JsonValue::string(in.compute.source));
+  if (em.loraRank > 0) simj.set("fine_tuning", JsonValue::string(fineTuningName(fineTuning(em))));
   simj.set("link", JsonValue::string(in.intraNode.name));
   simj.set("link_bus_bw_gbps", JsonValue::number(in.intraNode.busBwGBps));
   simj.set("link_alpha_us", JsonValue::number(in.intraNode.alphaUs));

@@ -36,6 +36,8 @@ const std::vector<ModelPreset>& modelPresets() {
       preset("medium", 8192, 512, 8, 8, 4, 64, 1376, 10000.0, 1e-5, false, false, true, "a longer CPU run"),
       preset("llama3-8b", 128256, 4096, 32, 32, 8, 128, 14336, 500000.0, 1e-5, false, false, false, "Llama 3 8B"),
       preset("llama3-70b", 128256, 8192, 80, 64, 8, 128, 28672, 500000.0, 1e-5, false, false, false, "Llama 3 70B"),
+      preset("llama2-7b", 32000, 4096, 32, 32, 32, 128, 11008, 10000.0, 1e-5, false, false, false,
+             "Llama 2 7B (multi-head attention, the classic 7B)"),
       preset("qwen3-8b", 151936, 4096, 36, 32, 8, 128, 12288, 1e6, 1e-6, true, false, false, "Qwen3 8B (q/k norm)"),
       preset("qwen2.5-7b", 152064, 3584, 28, 28, 4, 128, 18944, 1e6, 1e-6, false, true, false, "Qwen2.5 7B (q/k/v biases)"),
   };
