@@ -489,9 +489,9 @@ class TestRunConfig : public QObject {
     QVERIFY(contains(errorOf([&] { validate(c); }), "seq_len (--seq-len): must be at least 2 (got 1)"));
     c = RunConfig{};
     c.model = "gpt2";
-    QVERIFY(contains(
-        errorOf([&] { validate(c); }),
-        "model (--model): must be tiny, odd, small, medium, llama3-8b, llama3-70b, llama2-7b, qwen3-8b or qwen2.5-7b (got \"gpt2\")"));
+    QVERIFY(contains(errorOf([&] { validate(c); }),
+                     "model (--model): must be tiny, odd, small, medium, llama3-8b, llama3-70b, llama2-7b, qwen3-8b or "
+                     "qwen2.5-7b (got \"gpt2\")"));
     c = RunConfig{};
     c.worldSize = 0;
     QVERIFY(contains(errorOf([&] { validate(c); }), "world_size (--world-size): must be at least 1 (got 0)"));
