@@ -6,11 +6,10 @@
 
 #include "core/analysis/comparison.h"
 #include "core/analysis/strategy_table.h"
-#include "core/config/run_config.h"
 #include "core/estimator/memory_estimator.h"
 #include "core/model/model_presets.h"
 #include "tests/common/test_support.h"
-#include "tests/ui/ui_fixture.h"
+#include "tests/common/fine_tuning_runs.h"
 
 using namespace shardscope::core;
 using shardscope::test::pathIn;
@@ -19,21 +18,7 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// The run-config JSON a run of ours stores (every key of core/config's table).
-std::string configOf(Strategy s, Precision p, int loraRank, bool saveCheckpoint) {
-  RunConfig c;
-  c.strategy = s;
-  c.model = "tiny";
-  c.worldSize = 2;
-  c.microBatch = 4;
-  c.seqLen = 128;
-  c.gradAccum = 1;
-  c.precision = p;
-  c.loraRank = loraRank;
-  c.saveCheckpoint = saveCheckpoint;
-  if (saveCheckpoint) c.checkpointDir = "/tmp/ckpt";
-  return toJson(c).dump();
-}
+using shardscope::test::fineTuningConfig;
 
 struct Fixture {
   QTemporaryDir dir;
@@ -41,33 +26,10 @@ struct Fixture {
   RunId lora, full, imported;
 
   Fixture() {
-    shardscope::test::RunSpec a;
-    a.name = "fsdp lora";
-    a.strategy = "fsdp";
-    a.configJson = configOf(Strategy::FsdpFull, Precision::Fp16, 8, false);
-    lora = shardscope::test::writeRun(store, a);
-    store.setMetric(lora, std::nullopt, "trainable_params", 1234567);
-    store.setMetric(lora, std::nullopt, "frozen_params", 7654321);
-    store.setMetric(lora, std::nullopt, "skipped_steps", 3);
-
-    shardscope::test::RunSpec b;
-    b.name = "zero3 full";
-    b.strategy = "zero3";
-    b.peakBytes = 200ll << 20;
-    b.initS = 2.5;
-    b.commNs = 4'000'000;
-    b.configJson = configOf(Strategy::Zero3, Precision::Bf16, 0, true);
-    full = shardscope::test::writeRun(store, b);
-    store.setMetric(full, std::nullopt, "checkpoint_save_s", 1.25);
-
-    shardscope::test::RunSpec c;
-    c.name = "imported";
-    c.strategy = "";
-    c.source = RunSource::Kineto;
-    c.memorySamples = 0;
-    c.runMetrics = false;
-    c.breakdown = false;
-    imported = shardscope::test::writeRun(store, c);
+    const auto runs = shardscope::test::writeFineTuningRuns(store);
+    lora = runs.lora;
+    full = runs.full;
+    imported = runs.imported;
   }
 };
 
@@ -209,7 +171,7 @@ class TestStrategyTable : public QObject {
     QTemporaryDir dir;
     TraceStore store(pathIn(dir, "t.db"));
     shardscope::test::RunSpec s;
-    s.configJson = configOf(Strategy::Ddp, Precision::Fp16, 4, false);
+    s.configJson = fineTuningConfig(Strategy::Ddp, Precision::Fp16, 4, false);
     const RunId id = shardscope::test::writeRun(store, s);
     const RunFigures f = computeRunFigures(store, id);
     QVERIFY(!f.trainableParams.known());
