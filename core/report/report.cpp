@@ -842,7 +842,7 @@ ReportTable strategyReportTable(const Report& rep) {
   ReportTable t;
   const StrategyTable& st = rep.comparison.strategies;
   t.caption = std::string(rep.runs.size() > 1 ? "One row per run" : "The run") +
-              ": peak memory per GPU is the largest peak allocated over ranks (GiB; host memory where the run has no GPU "
+              ": peak memory per GPU is the largest peak allocated over ranks, in GiB (host memory where the run has no GPU "
               "memory, as the memory column says); shares are of the step time.";
   const auto notes = strategyTableNotes(st);
   if (!notes.empty()) {
