@@ -23,6 +23,9 @@ struct Command {
   bool positional = false;  // takes operands (import's FILE|DIR...); otherwise any is a usage error
 };
 
+// The strategy table (core/analysis/strategy_table.h) as aligned text, one row per run, then the
+// reasons of its n/a cells.
+void printStrategyTable(std::ostream& os, const core::StrategyTable& t);
 // The comparison as a text table (baseline, values, deltas, best run per row marked).
 void printComparisonTable(std::ostream& os, const core::Comparison& c);
 // The comparison as compare-runs --json prints it (runs, baseline, rows with values and deltas).

@@ -718,6 +718,42 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
 
 }  // namespace
 
+void printStrategyTable(std::ostream& os, const core::StrategyTable& t) {
+  if (t.rows.empty()) return;
+  std::vector<std::vector<std::string>> cells;  // [row][column]: "run" first
+  std::vector<std::string> header{"run"};
+  for (core::StrategyColumn c : t.columns) header.emplace_back(core::strategyColumn(c).header);
+  for (const auto& r : t.rows) {
+    std::vector<std::string> line{core::runLabel(r.name, r.run)};
+    for (core::StrategyColumn c : t.columns) line.push_back(core::strategyCellText(c, r.at(c)));
+    cells.push_back(std::move(line));
+  }
+  std::vector<std::size_t> width(header.size());
+  for (std::size_t k = 0; k < header.size(); ++k) {
+    width[k] = header[k].size();
+    for (const auto& line : cells) width[k] = std::max(width[k], line[k].size());
+  }
+  auto print = [&](const std::vector<std::string>& line) {
+    std::string out = " ";
+    for (std::size_t k = 0; k < line.size(); ++k) {
+      const bool left = k == 0 || core::strategyColumn(t.columns[k - 1]).text;
+      const std::string pad(width[k] - line[k].size(), ' ');
+      out += " " + (left ? line[k] + pad : pad + line[k]);
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    os << out << "\n";
+  };
+  os << "strategy table (peak memory per GPU, max over ranks; shares of the step time):\n";
+  print(header);
+  for (const auto& line : cells) print(line);
+  const auto notes = core::strategyTableNotes(t);
+  if (!notes.empty()) {
+    os << "n/a:\n";
+    for (const auto& n : notes) os << "  " << n << "\n";
+  }
+  os << "\n";
+}
+
 void printComparisonTable(std::ostream& os, const core::Comparison& c) {
   os << "baseline: run " << c.runs[c.baseline].value() << " (" << c.names[c.baseline]
      << "); * = best; (±%) vs baseline, shares in percentage points (pp); ~ = within the runs' step-to-step spread\n";
@@ -763,6 +799,7 @@ void printComparisonTable(std::ostream& os, const core::Comparison& c) {
 
 core::JsonValue comparisonJson(const core::Comparison& c, const std::vector<core::RunId>& ids, std::size_t baseline) {
   JsonValue out = JsonValue::object();
+  out.set("strategy_table", core::toJson(c.strategies));
   JsonValue runs = JsonValue::array();
   for (std::size_t i = 0; i < ids.size(); ++i) {
     JsonValue r = JsonValue::object();
@@ -919,6 +956,7 @@ int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
     }
     return kOk;
   }
+  printStrategyTable(std::cout, c.strategies);
   printComparisonTable(std::cout, c);
   printCollectiveComparison(std::cout, cc, c);
   return kOk;
@@ -950,7 +988,9 @@ const std::vector<Command>& commands() {
        cmdAnalyze},
       {"compare-runs",
        "shardscope-cli compare-runs [--db F] [--runs ID,ID,...] [--baseline ID] [--json | --csv]",
-       "Compare runs side by side (default: every run): step time, throughput, communication and exposed "
+       "Compare runs side by side (default: every run): the strategy table (peak memory per GPU, init time, "
+       "tokens/s, communication share, checkpoint save time, trainable parameters, skipped steps), then step time, throughput, "
+       "communication and exposed "
        "communication, memory peaks, initialisation and checkpoint time, with deltas and the best run per row",
        {{"runs", true, "run ids, comma separated (default: all runs)"},
         {"baseline", true, "the run the deltas refer to (default: the first)"},

@@ -133,8 +133,11 @@ int cmdReport(const Args& a, core::CancelToken& cancel) {
     const std::string collPath = core::collectivesCsvPath(out);
     writeFileAtomically(out, cmp);
     writeFileAtomically(collPath, coll);
+    const std::string strat = core::strategiesCsv(report), stratPath = core::strategiesCsvPath(out);
+    writeFileAtomically(stratPath, strat);
     files.emplace_back(out, cmp.size());
     files.emplace_back(collPath, coll.size());
+    files.emplace_back(stratPath, strat.size());
   } else {
 #ifdef SHARDSCOPE_CLI_HAS_PDF
     // Headless: the offscreen platform needs no display.
@@ -196,11 +199,13 @@ std::vector<Command> reportCommands() {
        "shardscope-cli report [--db F] [--runs ID,ID,...] [--baseline ID] --format html|pdf|md|csv -o OUT "
        "[--page-size a4|letter] [--title T] [--json]",
        "Write a report for people who will not install anything: one run (default: the latest) or a comparison, "
-       "as one self-contained HTML file, a PDF, Markdown, or CSV (OUT and OUT.collectives.csv)",
+       "as one self-contained HTML file, a PDF, Markdown, or CSV (OUT, OUT.collectives.csv and OUT.strategies.csv)",
        {{"runs", true, "run ids, comma separated (default: the latest run); several make a comparison"},
         {"baseline", true, "the run the deltas refer to (default: the first of --runs)"},
         {"format", true, "html (default) | pdf | md | csv"},
-        {"o", true, "output file (csv: the comparison; the collectives go to OUT.collectives.csv)"},
+        {"o", true,
+         "output file (csv: the comparison; the collectives go to OUT.collectives.csv, the strategy table to "
+         "OUT.strategies.csv)"},
         {"page-size", true, "pdf page size: a4 (default) | letter"},
         {"title", true, "report title (default: from the runs)"}},
        cmdReport},

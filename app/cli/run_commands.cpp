@@ -393,7 +393,9 @@ int cmdCompare(const Args& a, core::CancelToken& cancel) {
   if (ids.size() >= 2) {
     core::TraceStore store(db, core::Database::Mode::ReadOnly);
     std::cout << "\n";
-    printComparisonTable(std::cout, core::compareRuns(store, ids, 0));
+    const core::Comparison c = core::compareRuns(store, ids, 0);
+    printStrategyTable(std::cout, c.strategies);
+    printComparisonTable(std::cout, c);
     std::cout << "\nmost exposed collective per run:\n";
     for (core::RunId id : ids) {
       const auto b = core::findCollectiveBottlenecks(store, id, 1);

@@ -91,6 +91,7 @@ Comparison compareRuns(TraceStore& store, const std::vector<RunId>& runs, std::s
     row(c, metric_keys::kCheckpointSaveSeconds, "", true).values[i] = f.checkpointSaveSeconds;
   }
 
+  c.strategies = strategyTable(c.names, c.figures);
   rebase(c, baseline);
   for (auto& r : c.rows) {
     for (std::size_t i = 0; i < runs.size(); ++i) {

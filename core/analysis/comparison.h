@@ -9,6 +9,7 @@
 
 #include "core/analysis/run_analysis.h"
 #include "core/analysis/run_figures.h"
+#include "core/analysis/strategy_table.h"
 #include "core/storage/trace_store.h"
 #include "core/util/progress.h"
 
@@ -43,6 +44,7 @@ struct Comparison {
   std::vector<ComparisonRow> rows;
   std::vector<RunFigures> figures;        // per run: the figures the rows show, and how they were measured
   std::vector<ConfigDiffRow> configDiff;  // what differs in the runs' configurations, in key order
+  StrategyTable strategies;               // the strategy table of the runs (strategy_table.h), from `figures`
 };
 
 // The configuration keys whose values differ between runs (configJson of each, "{}" for none).

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/model/model_presets.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
 
@@ -77,6 +78,76 @@ std::optional<double> tokensPerStepOf(TraceStore& store, const Run& run, std::st
     return *tps * *ms / 1000.0;
   }
   return std::nullopt;
+}
+
+// What was trained (strategy, precision, LoRA rank) and the parameter / skipped-step figures of the
+// strategy table. A run of ours (runtime or simulated) carries its run-config JSON (every key of
+// core/config's table, so an absent LoRA key means a config from before LoRA: full fine-tuning);
+// an imported trace says none of it.
+void fillTrained(TraceStore& store, const Run& run, RunFigures& f) {
+  const bool ours = run.source != RunSource::Kineto;
+  JsonValue cfg = JsonValue::object();
+  try {
+    cfg = parseJson(run.configJson.empty() ? "{}" : run.configJson, "config");
+  } catch (const std::exception&) {
+  }
+  const bool hasConfig = ours && cfg.isObject() && cfg.find("strategy") != nullptr;
+  auto text = [&](const char* k) -> std::string {
+    const JsonValue* v = hasConfig ? cfg.find(k) : nullptr;
+    return v && v->isString() ? v->asString() : std::string();
+  };
+  auto num = [&](const char* k) -> std::optional<double> {
+    const JsonValue* v = hasConfig ? cfg.find(k) : nullptr;
+    return v && v->isNumber() ? std::optional<double>(v->asDouble()) : std::nullopt;
+  };
+  f.worldSize = run.worldSize;
+  f.strategy = !run.strategy.empty() ? run.strategy : text("strategy");
+  f.precision = text("precision");
+  if (hasConfig) f.loraRank = static_cast<int>(num("lora_rank").value_or(0));
+  if (hasConfig)
+    if (const JsonValue* v = cfg.find("save_checkpoint"); v && v->isBool()) f.savesCheckpoint = v->asBool();
+  if (f.tokensPerSecond && f.worldSize > 0) f.tokensPerSecondPerGpu = *f.tokensPerSecond / f.worldSize;
+
+  const std::string imported = "an imported trace does not say";
+  // Trainable and frozen parameters.
+  if (auto v = store.metric(run.id, std::nullopt, metric_keys::kTrainableParams)) {
+    f.trainableParams = {v, "stored by the run (trainable_params)"};
+  } else if (!hasConfig) {
+    f.trainableParams.why =
+        ours ? "the run stored neither trainable_params nor a readable configuration" : imported + " which parameters train";
+  } else if (f.loraRank.value_or(0) > 0) {
+    f.trainableParams.why = "a LoRA run that stored no trainable_params";
+  } else {
+    const std::string model = text("model");
+    if (const ModelPreset* p = findModelPreset(model)) {
+      const int layers = static_cast<int>(num("layers").value_or(0));
+      f.trainableParams = {static_cast<double>(presetParameterCount(*p, layers)),
+                           "full fine-tuning: every parameter of the " + model + " preset"};
+    } else {
+      f.trainableParams.why = "full fine-tuning of a model that is not a preset ('" + model + "'): its size is unknown";
+    }
+  }
+  if (auto v = store.metric(run.id, std::nullopt, metric_keys::kFrozenParams)) {
+    f.frozenParams = {v, "stored by the run (frozen_params)"};
+  } else if (!hasConfig) {
+    f.frozenParams.why = f.trainableParams.why;
+  } else if (f.loraRank.value_or(0) > 0) {
+    f.frozenParams.why = "a LoRA run that stored no frozen_params";
+  } else {
+    f.frozenParams = {0.0, "full fine-tuning: nothing is frozen"};
+  }
+  // Skipped steps: only fp16's dynamic loss scaling skips a step.
+  if (auto v = store.metric(run.id, std::nullopt, metric_keys::kSkippedSteps)) {
+    f.skippedSteps = {v, "stored by the run (skipped_steps)"};
+  } else if (!ours) {
+    f.skippedSteps.why = imported + " whether steps were skipped";
+  } else if (f.precision == "fp32" || f.precision == "bf16") {
+    f.skippedSteps = {0.0, f.precision + ": no loss scaling, so no step is skipped"};
+  } else if (f.precision.empty()) {
+    f.skippedSteps.why = "the run's precision is unknown";
+  } else {
+    f.skippedSteps.why = "an " + f.precision + " run that stored no skipped_steps";
+  }
 }
 
 }  // namespace
@@ -157,6 +228,7 @@ RunFigures runFigures(TraceStore& store, RunId runId, const std::vector<StepBrea
   if (f.peakAllocatedBytes) f.peakDevice = anyDevice ? "GPU" : "host";
   f.initSeconds = store.metric(runId, std::nullopt, "init_time_s");
   f.checkpointSaveSeconds = store.metric(runId, std::nullopt, "checkpoint_save_s");
+  fillTrained(store, *run, f);
   return f;
 }
 
@@ -202,6 +274,14 @@ JsonValue toJson(const RunFigures& f) {
   o.set("peaks", std::move(peaks));
   o.set("init_time_s", num(f.initSeconds));
   o.set("checkpoint_save_s", num(f.checkpointSaveSeconds));
+  o.set("world_size", JsonValue::number(static_cast<std::int64_t>(f.worldSize)));
+  o.set("strategy", f.strategy.empty() ? JsonValue() : JsonValue::string(f.strategy));
+  o.set("precision", f.precision.empty() ? JsonValue() : JsonValue::string(f.precision));
+  o.set("lora_rank", f.loraRank ? JsonValue::number(static_cast<std::int64_t>(*f.loraRank)) : JsonValue());
+  o.set("tokens_per_s_per_gpu", num(f.tokensPerSecondPerGpu));
+  o.set("trainable_params", num(f.trainableParams.value));
+  o.set("frozen_params", num(f.frozenParams.value));
+  o.set("skipped_steps", num(f.skippedSteps.value));
   return o;
 }
 

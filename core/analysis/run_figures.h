@@ -17,6 +17,13 @@
 
 namespace shardscope::core {
 
+// Run-level metrics (rank NULL) the runtime stores and the figures read, by these keys.
+namespace metric_keys {
+constexpr const char* kTrainableParams = "trainable_params";  // trainable parameter elements
+constexpr const char* kFrozenParams = "frozen_params";        // frozen base-weight elements (0: full fine-tuning)
+constexpr const char* kSkippedSteps = "skipped_steps";        // steps skipped on fp16 overflow
+}  // namespace metric_keys
+
 // Means over ranks and counted steps (each (rank, step) row weighs the same).
 struct StepMeans {
   std::int64_t rows = 0;
@@ -31,6 +38,14 @@ struct DevicePeak {
   std::string device;  // "cuda:0", "cpu"
   std::int64_t allocatedBytes = 0, reservedBytes = 0;
   bool fromCounter = false;  // the allocator's peak counter, above every memory record
+};
+
+// A figure that may not be known: its value, or why there is none (surfaces show "n/a" and the
+// reason: a tooltip, a footnote, JSON's null beside the reason).
+struct KnownFigure {
+  std::optional<double> value;
+  std::string why;  // with a value: how it was obtained; without: why it cannot be known
+  bool known() const { return value.has_value(); }
 };
 
 struct RunFigures {
@@ -55,6 +70,19 @@ struct RunFigures {
   std::string peakDevice;                     // "GPU" or "host"
   std::optional<std::int64_t> hostPeakBytes;  // the largest host peak of a GPU run
   std::optional<double> initSeconds, checkpointSaveSeconds;
+
+  // What was trained, as the strategy table names it (docs/METRICS.md "Strategy table").
+  int worldSize = 0;                            // the run's ranks (a simulated run: the world it simulated)
+  std::string strategy;                         // core::Strategy's name; "" when unknown (an imported trace without one)
+  std::string precision;                        // "fp32", "bf16", "fp16" (the run's config); "" when unknown
+  std::optional<int> loraRank;                  // 0: full fine-tuning; nullopt: unknown (imported traces)
+  std::optional<double> tokensPerSecondPerGpu;  // tokensPerSecond / worldSize (a rank is one GPU or process)
+  // Parameter elements that train and that stay frozen (metrics trainable_params, frozen_params; a
+  // runtime or simulated run without them trained the whole model: its preset's parameter count, 0
+  // frozen), and steps skipped on fp16 overflow (metric skipped_steps; 0 by definition for a run of
+  // ours in fp32 or bf16, which never skips). Imported traces tell none of them.
+  KnownFigure trainableParams, frozenParams, skippedSteps;
+  std::optional<bool> savesCheckpoint;  // the config's save_checkpoint (why a save time is missing)
 
   // A rank's peak allocated bytes on the memory the run figure is about (its GPUs where the run has
   // any, else the host); nullopt for a rank without memory records or counters.

@@ -50,6 +50,18 @@ const ModelPreset* findModelPreset(std::string_view name) {
   return nullptr;
 }
 
+std::int64_t presetParameterCount(const ModelPreset& p, int layers) {
+  const std::int64_t h = p.hidden, d = p.headDim > 0 ? p.headDim : (p.heads > 0 ? p.hidden / p.heads : 0);
+  const std::int64_t q = p.heads * d, kv = p.kvHeads * d, f = p.ffn;
+  std::int64_t block = 2 * h;           // input and post-attention RMSNorm
+  block += q * h + 2 * kv * h + h * q;  // q, k, v, o projections
+  if (p.qkvBias) block += q + 2 * kv;   // Qwen2.5's q/k/v biases
+  if (p.qkNorm) block += 2 * d;         // Qwen3's per-head q/k RMSNorm
+  block += 3 * f * h;                   // gate, up, down
+  const std::int64_t depth = layers > 0 ? layers : p.layers;
+  return p.vocab * h + depth * block + h + (p.tiedEmbeddings ? 0 : p.vocab * h);
+}
+
 const std::vector<std::string_view>& modelPresetNames() {
   static const std::vector<std::string_view> names = [] {
     std::vector<std::string_view> n;

@@ -36,4 +36,11 @@ const ModelPreset* findModelPreset(std::string_view name);
 // The names, in table order.
 const std::vector<std::string_view>& modelPresetNames();
 
+// Parameter elements of the preset's model as the runtime builds it (profiler/runtime/model.cpp):
+// embedding, per block two RMSNorms, q/k/v/o (GQA; q/k/v biases and per-head q/k norms where the
+// preset has them) and the SwiGLU MLP, the final norm and the LM head (counted once when tied).
+// `layers` > 0 replaces the depth (the run config's `layers`). What full fine-tuning trains; the
+// estimator's parameterCount(ModelShape) counts the same modules (tst_comparison holds them equal).
+std::int64_t presetParameterCount(const ModelPreset& preset, int layers = 0);
+
 }  // namespace shardscope::core

@@ -58,14 +58,45 @@ std::string collectivesCsv(const Report& rep) {
   return out;
 }
 
-std::string collectivesCsvPath(const std::string& path) {
+std::string strategiesCsv(const Report& rep) {
+  std::string out;
+  std::vector<std::string> head = {"run_id", "run_name"};
+  for (const auto& c : strategyColumns()) head.emplace_back(c.key);
+  head.emplace_back("not_known");
+  line(out, head);
+  for (const auto& r : rep.comparison.strategies.rows) {
+    std::vector<std::string> cells = {integer(r.run.value()), csvText(r.name)};
+    std::string why;
+    for (const auto& c : strategyColumns()) {
+      const StrategyCell& cell = r.at(c.column);
+      if (!cell.known()) {
+        cells.emplace_back();
+        why += (why.empty() ? "" : "; ") + std::string(c.key) + ": " + cell.why;
+      } else {
+        cells.push_back(c.text ? csvText(cell.text) : csvNumber(*cell.value));
+      }
+    }
+    cells.push_back(csvText(why));
+    line(out, cells);
+  }
+  return out;
+}
+
+namespace {
+
+std::string siblingCsv(const std::string& path, const char* suffix) {
   const std::string ext = ".csv";
   if (path.size() > ext.size()) {
     std::string tail = path.substr(path.size() - ext.size());
     for (auto& ch : tail) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (tail == ext) return path.substr(0, path.size() - ext.size()) + ".collectives.csv";
+    if (tail == ext) return path.substr(0, path.size() - ext.size()) + suffix;
   }
-  return path + ".collectives.csv";
+  return path + suffix;
 }
+
+}  // namespace
+
+std::string collectivesCsvPath(const std::string& path) { return siblingCsv(path, ".collectives.csv"); }
+std::string strategiesCsvPath(const std::string& path) { return siblingCsv(path, ".strategies.csv"); }
 
 }  // namespace shardscope::core

@@ -1,7 +1,8 @@
 #pragma once
 // CSV of a report (RFC 4180: comma separated, CRLF line ends, fields with , " CR LF quoted, quotes
-// doubled). Two tables, two files: the comparison (OUT) and the collectives of every run
-// (collectivesCsvPath(OUT): "out.csv" -> "out.collectives.csv").
+// doubled). Three tables, three files: the comparison (OUT), the collectives of every run
+// (collectivesCsvPath(OUT): "out.csv" -> "out.collectives.csv") and the strategy table
+// (strategiesCsvPath(OUT): "out.strategies.csv").
 //
 // Formula injection: a TEXT cell that starts with = + - @ TAB or CR gets a leading single quote, so a
 // spreadsheet shows it as text instead of evaluating it. Numeric cells are written by us from numbers
@@ -21,6 +22,11 @@ std::string comparisonCsv(const Report& report);
 // algbw_gbps, busbw_gbps: one row per collective (operation, group) of each run.
 std::string collectivesCsv(const Report& report);
 std::string collectivesCsvPath(const std::string& comparisonPath);
+
+// run_id, run_name, then every strategy-table column by its key (strategy_table.h; raw numbers, text
+// for the text columns, empty where n/a), then not_known: "key: why; key: why" for the n/a cells.
+std::string strategiesCsv(const Report& report);
+std::string strategiesCsvPath(const std::string& comparisonPath);
 
 std::string csvNumber(double v);  // a numeric cell ("" for NaN/inf)
 

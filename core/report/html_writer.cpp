@@ -185,6 +185,7 @@ struct Writer {
       for (const auto& [id, name] :
            std::initializer_list<std::pair<const char*, const char*>>{{"recommendation", "Recommendation"},
                                                                       {"environment", "Environment"},
+                                                                      {"strategies", "Strategy table"},
                                                                       {"comparison", "Comparison"},
                                                                       {"charts", "Charts"},
                                                                       {"bottlenecks", "Bottlenecks"},
@@ -207,6 +208,9 @@ struct Writer {
 
     section("environment", "Environment");
     table(environmentTable(rep));
+
+    section("strategies", "Strategy table");
+    table(strategyReportTable(rep));
 
     section("comparison", rep.runs.size() > 1 ? "Comparison" : "Figures");
     table(comparisonTable(rep));

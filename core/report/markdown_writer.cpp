@@ -183,6 +183,8 @@ std::string writeMarkdown(const Report& rep) {
 
   o += "## Environment\n\n";
   table(o, environmentTable(rep));
+  o += "## Strategy table\n\n";
+  table(o, strategyReportTable(rep));
   o += std::string("## ") + (rep.runs.size() > 1 ? "Comparison" : "Figures") + "\n\n";
   table(o, comparisonTable(rep));
   o += "## Charts\n\n";

@@ -838,6 +838,33 @@ ReportTable comparisonTable(const Report& rep) {
   return t;
 }
 
+ReportTable strategyReportTable(const Report& rep) {
+  ReportTable t;
+  const StrategyTable& st = rep.comparison.strategies;
+  t.caption = std::string(rep.runs.size() > 1 ? "One row per run" : "The run") +
+              ": peak memory per GPU is the largest peak allocated over ranks, in GiB (host memory where the run has no GPU "
+              "memory, as the memory column says); shares are of the step time.";
+  const auto notes = strategyTableNotes(st);
+  if (!notes.empty()) {
+    t.caption += " n/a where a figure cannot be known: ";
+    for (std::size_t i = 0; i < notes.size(); ++i) t.caption += (i ? "; " : "") + notes[i];
+    t.caption += ".";
+  }
+  t.header.push_back("run");
+  for (StrategyColumn c : st.columns) t.header.emplace_back(strategyColumn(c).header);
+  for (const auto& r : st.rows) {
+    std::vector<ReportCell> row;
+    row.push_back(text(runLabel(r.name, r.run)));
+    for (StrategyColumn c : st.columns) {
+      const std::string v = strategyCellText(c, r.at(c));
+      row.push_back(strategyColumn(c).text || !r.at(c).known() ? text(v) : numberCell(v));
+    }
+    t.rows.push_back(std::move(row));
+  }
+  t.emptyText = "No runs.";
+  return t;
+}
+
 ReportTable environmentTable(const Report& rep) {
   ReportTable t;
   t.header.push_back("item");

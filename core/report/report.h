@@ -144,7 +144,11 @@ struct ReportTable {
   std::size_t detailColumns = 0;
 };
 
-ReportTable comparisonTable(const Report& report);   // rows with at least one value; best marked
+ReportTable comparisonTable(const Report& report);  // rows with at least one value; best marked
+// The strategy table (core/analysis/strategy_table.h) of the report's runs: a row per run (one row in
+// a single-run report), core's shown columns and cell text ("n/a" where not known); the caption says
+// why each n/a is.
+ReportTable strategyReportTable(const Report& report);
 ReportTable environmentTable(const Report& report);  // one column per run
 ReportTable knobTable(const ReportRun& run);         // runtime runs: every knob
 ReportTable knownConfigTable(const ReportRun& run);  // imported runs: what the trace tells

@@ -106,6 +106,12 @@ class TestCliReport : public QObject {
     QVERIFY(coll.startsWith("run_id,run_name,operation,process_group,"));
     QVERIFY(coll.contains("\r\n2,<script>alert(1)</script>,"));
     QVERIFY(r.out.contains("r.collectives.csv"));
+    // The strategy table beside them: a row per run, hostile names still text.
+    const QString strat = QString::fromUtf8(readAll(out("r.strategies.csv")));
+    QVERIFY2(strat.startsWith("run_id,run_name,strategy,precision,tuning,ranks,peak_memory_gib,"), qPrintable(strat));
+    QVERIFY(strat.contains("\r\n2,<script>alert(1)</script>,"));
+    QCOMPARE(strat.count("\r\n"), 3);  // header + 2 runs
+    QVERIFY(r.out.contains("r.strategies.csv"));
   }
 
   void pdf_data() {

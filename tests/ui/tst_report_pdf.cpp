@@ -271,6 +271,7 @@ class TestReportPdf : public QObject {
                head.constData());
     }
     QVERIFY(QFile::exists(base + ".collectives.csv"));
+    QVERIFY(QFile::exists(base + ".strategies.csv"));
     // A file that cannot be written: the dialog says why and stays open.
     dlg.setFormat(ui::ExportReportDialog::Format::Html);
     dlg.setOutputPath(QString::fromStdString(test::pathIn(dir, "no/such/dir/r.html")));

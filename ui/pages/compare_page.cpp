@@ -11,6 +11,7 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QJsonDocument>
 #include <QLabel>
 #include <QMenu>
 #include <QPainter>
@@ -29,6 +30,7 @@
 #include "core/report/report.h"
 #include "ui/common/background.h"
 #include "ui/models/comparison_model.h"
+#include "ui/models/strategy_table_model.h"
 
 namespace shardscope::ui {
 namespace {
@@ -124,7 +126,8 @@ constexpr ChartSpec kCharts[] = {
 
 }  // namespace
 
-ComparePage::ComparePage(QWidget* parent) : Page(parent), model_(new ComparisonModel(this)) {
+ComparePage::ComparePage(QWidget* parent)
+    : Page(parent), model_(new ComparisonModel(this)), strategyModel_(new StrategyTableModel(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(8, 8, 8, 8);
   layout->setSpacing(6);
@@ -176,6 +179,23 @@ ComparePage::ComparePage(QWidget* parent) : Page(parent), model_(new ComparisonM
       "QLabel { background: #fdecea; border: 1px solid #f5c2c0; border-radius: 3px; padding: 6px; color: #8a1c1c; }"));
   errorLabel_->hide();
   layout->addWidget(errorLabel_);
+
+  // The strategy table: one row per run, as tall as its rows (a handful of runs).
+  strategyTable_ = new QTableView(this);
+  strategyTable_->setObjectName(QStringLiteral("strategyTable"));
+  strategyTable_->setModel(strategyModel_);
+  strategyTable_->verticalHeader()->hide();
+  strategyTable_->setAlternatingRowColors(true);
+  strategyTable_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  strategyTable_->setWordWrap(false);
+  strategyTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  strategyTable_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  strategyTable_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+  strategyTable_->setToolTip(
+      tr("The strategy table: peak memory per GPU (max over ranks), initialisation, throughput, "
+         "communication shares and checkpoint save time per run; n/a where a figure cannot be known"));
+  strategyTable_->hide();
+  layout->addWidget(strategyTable_);
 
   splitter_ = new QSplitter(Qt::Vertical, this);
   table_ = new QTableView(splitter_);
@@ -255,6 +275,8 @@ void ComparePage::reload() {
     baseline_->clear();
   }
   model_->clear();
+  strategyModel_->clear();
+  strategyTable_->hide();
   recommendation_->clear();
   recommendation_->hide();
   updateCharts();
@@ -345,7 +367,9 @@ void ComparePage::showComparison(core::Comparison c) {
   const std::size_t runs = c.runs.size();
   QStringList names;
   for (std::size_t i = 0; i < runs; ++i) names << QString::fromStdString(core::runLabel(c.names[i], c.runs[i]));
+  strategyModel_->setTable(c.strategies);
   model_->setComparison(std::move(c));
+  fitStrategyTable();
   {
     const QSignalBlocker block(baseline_);
     baseline_->clear();
@@ -398,6 +422,16 @@ void ComparePage::showComparison(core::Comparison c) {
     configDiff_->setHidden(html.isEmpty());
   }
   Q_EMIT statusMessage(runs == 1 ? tr("figures of 1 run") : tr("compared %1 runs").arg(runs));
+}
+
+void ComparePage::fitStrategyTable() {
+  strategyTable_->setHidden(strategyModel_->isEmpty());
+  if (strategyModel_->isEmpty()) return;
+  strategyTable_->resizeColumnsToContents();
+  strategyTable_->resizeRowsToContents();
+  const int h = strategyTable_->horizontalHeader()->sizeHint().height() + strategyTable_->verticalHeader()->length() +
+                2 * strategyTable_->frameWidth() + strategyTable_->horizontalScrollBar()->sizeHint().height();
+  strategyTable_->setFixedHeight(h);
 }
 
 void ComparePage::fitTable() {
@@ -558,6 +592,9 @@ QJsonObject ComparePage::describe() const {
                             {QStringLiteral("best"), r.best ? QJsonValue(static_cast<int>(*r.best)) : QJsonValue()}});
   }
   out[QStringLiteral("rows")] = rows;
+  // The strategy table as core writes it (compare-runs --json's "strategy_table").
+  out[QStringLiteral("strategy_table")] =
+      QJsonDocument::fromJson(QByteArray::fromStdString(core::toJson(strategyModel_->table()).dump())).array();
   QJsonArray charts;
   {
     QJsonArray series;

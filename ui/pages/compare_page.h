@@ -1,5 +1,8 @@
 #pragma once
-// Compare page: the selected runs side by side. core::compareRuns runs off the GUI thread; the table
+// Compare page: the selected runs side by side. core::compareRuns runs off the GUI thread. On top, the
+// strategy table (StrategyTableModel over core's: a row per run with strategy, precision, LoRA, peak
+// memory per GPU, init time, tokens/s, communication shares, checkpoint save time, parameters and
+// skipped steps; n/a cells say why in their tooltip); below, the comparison table
 // (ComparisonModel) shows every figure with deltas against the baseline run (chosen in a combo; the
 // browser's first selected run by default) and the best run per row; bar charts show step time,
 // throughput, peak memory and exposed communication per run with the best bar highlighted.
@@ -26,6 +29,7 @@ namespace shardscope::ui {
 
 class BackgroundTask;
 class ComparisonModel;
+class StrategyTableModel;
 namespace charts {
 class BarChart;
 class StackedBarChart;
@@ -57,6 +61,9 @@ class ComparePage : public Page {
   // For tests and screenshots.
   ComparisonModel* model() const { return model_; }
   QTableView* table() const { return table_; }
+  // The strategy table (core's, one row per run) above the comparison.
+  StrategyTableModel* strategyModel() const { return strategyModel_; }
+  QTableView* strategyTable() const { return strategyTable_; }
   QComboBox* baselineCombo() const { return baseline_; }
   const std::vector<charts::BarChart*>& charts() const { return charts_; }
   // Where each run's mean step goes: compute, exposed communication, other device work, idle (ms).
@@ -81,6 +88,7 @@ class ComparePage : public Page {
   void updateCharts();
   void showContextMenu(const QPoint& pos);
   void fitTable();
+  void fitStrategyTable();
 
  protected:
   void showEvent(QShowEvent* event) override;
@@ -94,6 +102,8 @@ class ComparePage : public Page {
   unsigned generation_ = 0;
 
   ComparisonModel* model_ = nullptr;
+  StrategyTableModel* strategyModel_ = nullptr;
+  QTableView* strategyTable_ = nullptr;
   QComboBox* baseline_ = nullptr;
   QToolButton* copyButton_ = nullptr;
   QLabel* note_ = nullptr;

@@ -239,6 +239,7 @@ bool ExportReportDialog::exportNow() {
       case Format::Csv:
         saveText(path, core::comparisonCsv(*report_));
         saveText(QString::fromStdString(core::collectivesCsvPath(path.toStdString())), core::collectivesCsv(*report_));
+        saveText(QString::fromStdString(core::strategiesCsvPath(path.toStdString())), core::strategiesCsv(*report_));
         break;
       case Format::Pdf:
         writeReportPdf(
