@@ -220,6 +220,14 @@ void printRunSummary(std::ostream& os, core::TraceStore& store, core::RunId runI
   if (f.checkpointSaveSeconds) os << ", checkpoint save " << core::formatFixed(*f.checkpointSaveSeconds, 3) << " s";
   if (f.stepTimeMs) os << "\n  (" << core::describeStepTime(f) << ")";
   os << "\n";
+  // What trained: LoRA's share of the model, fp16's skipped steps (the strategy table's figures).
+  if (f.loraRank.value_or(0) > 0 && f.trainableParams.value && f.frozenParams.value)
+    os << "  LoRA r=" << *f.loraRank << ": " << core::formatFixed(*f.trainableParams.value, 0) << " trainable parameters ("
+       << core::formatFixed(100.0 * *f.trainableParams.value / (*f.trainableParams.value + *f.frozenParams.value), 3) << " % of "
+       << core::formatFixed(*f.trainableParams.value + *f.frozenParams.value, 0) << "), the rest frozen\n";
+  if (f.precision == "fp16" && f.skippedSteps.value)
+    os << "  fp16: " << core::formatFixed(*f.skippedSteps.value, 0)
+       << " step(s) skipped on overflow (loss_scale/step/N has the scale)\n";
   if (f.peakAllocatedBytes) {
     os << "  peak " << (f.peakDevice == "GPU" ? "GPU" : "host") << " memory "
        << core::formatBytes(static_cast<double>(*f.peakAllocatedBytes)) << " allocated";
