@@ -104,6 +104,45 @@ class TestEstimatorPage : public QObject {
     QCOMPARE(est::parameterCount(page.input().model.model), std::int64_t(3950848));
   }
 
+  // LoRA and QLoRA: the base is frozen (its own bar segment), what trains is small; the page asks the
+  // estimator what the CLI asks (same input, same figures).
+  void fineTuningModes() {
+    ui::EstimatorPage page;
+    page.modelCombo()->setCurrentText("llama3-8b");
+    page.memoryEdit()->setText("24GiB");
+    Q_EMIT page.memoryEdit()->editingFinished();
+    QVERIFY(!page.loraRankSpin()->isEnabled());
+    const auto full = page.assessments();
+    page.fineTuningCombo()->setCurrentIndex(1);  // LoRA
+    QVERIFY(page.loraRankSpin()->isEnabled());
+    page.loraRankSpin()->setValue(8);
+    QCOMPARE(page.input().model.loraRank, 8);
+    QVERIFY(!page.input().model.qlora);
+    const auto lora = page.assessments();
+    const auto expected = est::recommend(page.input());
+    QCOMPARE(lora.size(), expected.size());
+    for (std::size_t i = 0; i < lora.size(); ++i) {
+      QCOMPARE(lora[i].memory.peakBytes, expected[i].memory.peakBytes);
+      QVERIFY(lora[i].memory.atPeak.frozen > 0);
+      QCOMPARE(page.memoryChart()->totalBytes(static_cast<int>(i)), lora[i].memory.peakBytes);
+    }
+    // DDP under LoRA holds far less than under full fine-tuning (no fp32 master, grads or Adam of the base).
+    auto ddpPeak = [](const auto& v) {
+      for (const auto& a : v)
+        if (a.strategy == est::Strategy::Ddp) return a.memory.peakBytes;
+      return std::int64_t{0};
+    };
+    QVERIFY(ddpPeak(lora) * 3 < ddpPeak(full));
+    // QLoRA holds the frozen projections in NF4: less frozen base still.
+    page.fineTuningCombo()->setCurrentIndex(2);
+    QVERIFY(page.input().model.qlora);
+    QVERIFY(ddpPeak(page.assessments()) < ddpPeak(lora));
+    // A bad target list is an error on the page, not a crash.
+    page.loraTargetsEdit()->setText("q,qkv");
+    QVERIFY(page.errorText().contains("qkv"));
+    QVERIFY(page.assessments().empty());
+  }
+
   void badInputIsAnErrorNotACrash() {
     ui::EstimatorPage page;
     page.memoryEdit()->setText("eighty gigs");

@@ -1,5 +1,7 @@
 #include "ui/pages/estimator_page.h"
 
+#include "core/config/run_config.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -89,8 +91,18 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
   headroom_->setToolTip(tr("Memory kept free for the CUDA context, fragmentation and the allocator"));
   form->addRow(tr("Headroom"), headroom_);
   precision_ = new QComboBox(formHost);
-  precision_->addItems({QStringLiteral("bf16"), QStringLiteral("fp32")});
+  precision_->addItems({QStringLiteral("bf16"), QStringLiteral("fp16"), QStringLiteral("fp32")});
   form->addRow(tr("Precision"), precision_);
+  // Fine-tuning: LoRA freezes the base (held in the compute dtype, no gradients, no optimizer state)
+  // and trains adapters; QLoRA holds the frozen projections in NF4 (docs/ESTIMATOR.md).
+  fineTuning_ = new QComboBox(formHost);
+  fineTuning_->addItems({tr("full"), tr("LoRA"), tr("QLoRA")});
+  form->addRow(tr("Fine-tuning"), fineTuning_);
+  loraRank_ = spin(1, 4096, 8, formHost);
+  form->addRow(tr("LoRA rank"), loraRank_);
+  loraTargets_ = new QLineEdit(QStringLiteral("q,k,v,o,gate,up,down"), formHost);
+  loraTargets_->setToolTip(tr("projections with adapters: q, k, v, o, gate, up, down (or all-linear)"));
+  form->addRow(tr("LoRA targets"), loraTargets_);
   microBatch_ = spin(1, 4096, 1, formHost);
   seqLen_ = spin(1, 1 << 20, 2048, formHost);
   form->addRow(tr("Micro-batch"), microBatch_);
@@ -209,7 +221,16 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
     connect(s, &QSpinBox::valueChanged, this, changed);
   connect(headroom_, &QDoubleSpinBox::valueChanged, this, changed);
   connect(memory_, &QLineEdit::editingFinished, this, changed);
-  for (QComboBox* c : {precision_, link_, interLink_}) connect(c, &QComboBox::currentIndexChanged, this, changed);
+  for (QComboBox* c : {precision_, link_, interLink_, fineTuning_}) connect(c, &QComboBox::currentIndexChanged, this, changed);
+  connect(loraRank_, &QSpinBox::valueChanged, this, changed);
+  connect(loraTargets_, &QLineEdit::textChanged, this, changed);
+  const auto loraEnabled = [this] {
+    const bool on = fineTuning_->currentIndex() > 0;
+    loraRank_->setEnabled(on);
+    loraTargets_->setEnabled(on);
+  };
+  connect(fineTuning_, &QComboBox::currentIndexChanged, this, loraEnabled);
+  loraEnabled();
   for (QCheckBox* c : {checkpointing_, offloadOptimizer_, offloadParam_}) connect(c, &QCheckBox::toggled, this, changed);
   onModelChanged();
 }
@@ -474,6 +495,15 @@ est::RecommendInput EstimatorPage::input() const {
   in.model.microBatch = microBatch_->value();
   in.model.seqLen = seqLen_->value();
   in.model.activationCheckpointing = checkpointing_->isChecked();
+  if (fineTuning_->currentIndex() > 0) {
+    in.model.loraRank = loraRank_->value();
+    in.model.loraAlpha = 2.0 * loraRank_->value();
+    std::string problem;
+    (void)core::loraTargetList(loraTargets_->text().toStdString(), &problem);
+    if (!problem.empty()) throw std::invalid_argument("LoRA targets: " + problem);
+    in.model.loraTargets = loraTargets_->text().toStdString();
+    in.model.qlora = fineTuning_->currentIndex() == 2;
+  }
   in.model.offloadOptimizer = offloadOptimizer_->isChecked();
   in.model.offloadParam = offloadParam_->isChecked();
   const auto bytes = est::parseByteSize(memory_->text().trimmed().toStdString());
@@ -515,9 +545,10 @@ void EstimatorPage::showResult() {
   // Charts in ranking order.
   QStringList names;
   std::vector<charts::StackedBarChart::Category> cats = {
-      {tr("parameters"), QColor(0x4e, 0x79, 0xa7), {}},      {tr("gradients"), QColor(0xf2, 0x8e, 0x2b), {}},
-      {tr("optimizer state"), QColor(0x59, 0xa1, 0x4f), {}}, {tr("comm buffers"), QColor(0x76, 0xb7, 0xb2), {}},
-      {tr("gathered units"), QColor(0xb0, 0x7a, 0xa1), {}},  {tr("activations"), QColor(0xe1, 0x57, 0x59), {}}};
+      {tr("parameters"), QColor(0x4e, 0x79, 0xa7), {}},   {tr("frozen base"), QColor(0x9c, 0x75, 0x5f), {}},
+      {tr("gradients"), QColor(0xf2, 0x8e, 0x2b), {}},    {tr("optimizer state"), QColor(0x59, 0xa1, 0x4f), {}},
+      {tr("comm buffers"), QColor(0x76, 0xb7, 0xb2), {}}, {tr("gathered units"), QColor(0xb0, 0x7a, 0xa1), {}},
+      {tr("activations"), QColor(0xe1, 0x57, 0x59), {}}};
   std::vector<std::optional<double>> steps;
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < result_.size(); ++i) {
@@ -529,11 +560,12 @@ void EstimatorPage::showResult() {
     names << label;
     const auto& p = a.memory.atPeak;
     cats[0].bytes.push_back(p.parameters);
-    cats[1].bytes.push_back(p.gradients);
-    cats[2].bytes.push_back(p.optimizer);
-    cats[3].bytes.push_back(p.buffers);
-    cats[4].bytes.push_back(p.gathered);
-    cats[5].bytes.push_back(p.activations);
+    cats[1].bytes.push_back(p.frozen);
+    cats[2].bytes.push_back(p.gradients);
+    cats[3].bytes.push_back(p.optimizer);
+    cats[4].bytes.push_back(p.buffers);
+    cats[5].bytes.push_back(p.gathered);
+    cats[6].bytes.push_back(p.activations);
     steps.push_back(a.stepS * 1000.0);
     if (a.rank == 1 && a.fit.fits) best = i;
   }

@@ -54,6 +54,9 @@ class EstimatorPage : public Page {
   const std::vector<core::estimator::StrategyAssessment>& assessments() const { return result_; }
   QString errorText() const;
   QComboBox* modelCombo() const { return model_; }
+  QComboBox* fineTuningCombo() const { return fineTuning_; }
+  QSpinBox* loraRankSpin() const { return loraRank_; }
+  QLineEdit* loraTargetsEdit() const { return loraTargets_; }
   QSpinBox* gpusSpin() const { return gpus_; }
   QLineEdit* memoryEdit() const { return memory_; }
   QSpinBox* headsSpin() const { return heads_; }
@@ -119,6 +122,9 @@ class EstimatorPage : public Page {
   QLineEdit* memory_ = nullptr;
   QDoubleSpinBox* headroom_ = nullptr;
   QComboBox* precision_ = nullptr;
+  QComboBox* fineTuning_ = nullptr;  // full | LoRA | QLoRA
+  QSpinBox* loraRank_ = nullptr;
+  QLineEdit* loraTargets_ = nullptr;
   QSpinBox* microBatch_ = nullptr;
   QSpinBox* seqLen_ = nullptr;
   QCheckBox* checkpointing_ = nullptr;
