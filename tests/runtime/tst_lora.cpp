@@ -230,6 +230,7 @@ class TestLora : public QObject {
     QTest::newRow("fsdp post, checkpointing")
         << "fsdp" << 2 << QStringList{"--backward-prefetch", "post", "--activation-checkpointing"};
     QTest::newRow("fsdp_grad_op") << "fsdp_grad_op" << 2 << none;
+    QTest::newRow("hsdp 2x2") << "hsdp" << 4 << QStringList{"--shard-group-size", "2"};
   }
   void strategies() {
     QFETCH(QString, strategy);
@@ -276,6 +277,9 @@ class TestLora : public QObject {
     const core::RunId id = lastRun();
     const auto ranks = store.ranks(id);
     QCOMPARE(static_cast<int>(ranks.size()), world);
+    // FSDP-like: the units are sharded over the shard group (HSDP's 2 ranks, else every rank).
+    const bool fsdpLike = strategy.startsWith("fsdp") || strategy == "hsdp";
+    const int shard = strategy == "hsdp" ? 2 : world;
     for (const auto& r : ranks) {
       const double ar = store.metric(id, r.id, "comm.bytes_per_step.all_reduce").value_or(0);
       const double ag = store.metric(id, r.id, "comm.bytes_per_step.all_gather").value_or(0);
@@ -287,22 +291,26 @@ class TestLora : public QObject {
         // ZeRO-1/2 gather the updated partitions of the adapters; DDP gathers nothing.
         QCOMPARE(ag, strategy == "ddp" ? 0.0 : static_cast<double>(roundUp(trainable, world) * 4));
       }
-      if (strategy.startsWith("fsdp")) {
-        // One reduce-scatter per unit with adapters (the layers), of the adapters only.
-        std::int64_t expectRs = 0;
-        for (const auto& [unit, n] : unitTrainable) expectRs += roundUp(n, world) * 4;
+      if (fsdpLike) {
+        // One reduce-scatter per unit with adapters (the layers), of the adapters only; HSDP then
+        // all-reduces each adapter gradient shard across the replicas.
+        std::int64_t expectRs = 0, expectAr = 0;
+        for (const auto& [unit, n] : unitTrainable) {
+          expectRs += roundUp(n, shard) * 4;
+          expectAr += roundUp(n, shard) / shard * 4;
+        }
         QCOMPARE(rs, static_cast<double>(expectRs));
-        QCOMPARE(ar, 0.0);
+        QCOMPARE(ar, strategy == "hsdp" ? static_cast<double>(expectAr) : 0.0);
         // Every unit's base and adapters are gathered at least once per step (forward).
         std::int64_t forward = 0;
-        for (const auto& [unit, n] : unitFrozen) forward += roundUp(n, world) * 4;
-        for (const auto& [unit, n] : unitTrainable) forward += roundUp(n, world) * 4;
+        for (const auto& [unit, n] : unitFrozen) forward += roundUp(n, shard) * 4;
+        for (const auto& [unit, n] : unitTrainable) forward += roundUp(n, shard) * 4;
         QVERIFY2(ag >= static_cast<double>(forward), qPrintable(QString("%1 < %2").arg(ag).arg(forward)));
       }
     }
     // Each all-gather instance of FSDP is a unit's base ("param U (frozen)") or its adapters
     // ("param U"), of exactly that part's padded bytes; the reduce-scatters name adapter units only.
-    if (strategy.startsWith("fsdp")) {
+    if (fsdpLike) {
       for (const auto& t : store.tracks(id)) {
         if (t.kind != core::TrackKind::Comm) continue;
         store.forEachEvent(t.id, [&](const core::Event& e) {
@@ -311,10 +319,12 @@ class TestLora : public QObject {
             const std::string n(e.name.substr(e.name.find("param ") + 6));
             const bool frozen = n.size() > 9 && n.compare(n.size() - 9, 9, " (frozen)") == 0;
             const std::string unit = frozen ? n.substr(0, n.size() - 9) : n;
-            const std::int64_t expect = roundUp(frozen ? unitFrozen[unit] : unitTrainable[unit], world) * 4;
+            const std::int64_t expect = roundUp(frozen ? unitFrozen[unit] : unitTrainable[unit], shard) * 4;
             QCOMPARE(*e.bytes, expect);
-          } else if (e.collOp == core::CollectiveOp::ReduceScatter) {
-            const std::string unit(e.name.substr(e.name.find("grad ") + 5));
+          } else if (e.collOp == core::CollectiveOp::ReduceScatter || e.collOp == core::CollectiveOp::AllReduce) {
+            const std::string unit(
+                e.name.substr(e.name.find(e.collOp == core::CollectiveOp::AllReduce ? "grad replicas " : "grad ") +
+                              (e.collOp == core::CollectiveOp::AllReduce ? 14 : 5)));
             QVERIFY2(unitTrainable.count(unit) && unitTrainable[unit] > 0, unit.c_str());
           }
         });
