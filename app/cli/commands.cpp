@@ -33,6 +33,7 @@
 #include "core/import/kineto_importer.h"
 #include "core/import/trace_reader.h"
 #include "core/storage/import_log.h"
+#include "core/storage/run_copy.h"
 #include "core/storage/trace_store.h"
 #include "core/util/csv.h"
 #include "core/util/error.h"
@@ -313,11 +314,52 @@ int cmdInfo(const Args& a, core::CancelToken& cancel) {
   return kOk;
 }
 
+// "3,5,8" -> run ids (empty -> none); a bad item is a usage error naming it.
+std::vector<core::RunId> parseRunList(const std::string& list) {
+  std::vector<core::RunId> ids;
+  for (std::size_t pos = 0; pos <= list.size();) {
+    const std::size_t comma = std::min(list.find(',', pos), list.size());
+    const std::string item = list.substr(pos, comma - pos);
+    if (!item.empty()) {
+      auto id = parseRunId(item);
+      if (!id) throw std::invalid_argument("--runs expects run ids separated by commas, got '" + item + "'");
+      ids.push_back(*id);
+    }
+    pos = comma + 1;
+  }
+  return ids;
+}
+
 int cmdExport(const Args& a, core::CancelToken& cancel) {
   const std::string format = a.get("format");
   const std::string out = a.get("o", a.get("output"));
-  if (format != "kineto" && format != "perfetto") throw std::invalid_argument("export: --format must be kineto or perfetto");
+  if (format != "kineto" && format != "perfetto" && format != "db")
+    throw std::invalid_argument("export: --format must be kineto, perfetto or db");
   if (out.empty()) throw std::invalid_argument("export: -o OUT is required");
+  if (format == "db") {
+    // Runs into a new database (a run travels off a cluster as one file): --runs, else --run, else the latest.
+    std::vector<core::RunId> ids = parseRunList(a.get("runs"));
+    if (ids.empty()) {
+      core::TraceStore store(dbPath(a), core::Database::Mode::ReadOnly);
+      ids.push_back(resolveRun(store, a));
+    }
+    const core::RunCopyResult res = core::copyRunsToNewDatabase(dbPath(a), ids, out, &cancel);
+    if (a.has("json")) {
+      JsonValue j = JsonValue::object();
+      JsonValue runs = JsonValue::array();
+      for (core::RunId id : res.runs) runs.push(JsonValue::number(static_cast<std::int64_t>(id.value())));
+      j.set("runs", std::move(runs));
+      j.set("format", JsonValue::string("db"));
+      j.set("file", JsonValue::string(out));
+      j.set("rows", JsonValue::number(res.rows));
+      j.set("bytes", JsonValue::number(res.bytes));
+      std::cout << j.dump() << "\n";
+    } else {
+      std::cout << "exported " << res.runs.size() << " run(s) (" << res.rows << " rows, "
+                << core::formatBytes(static_cast<double>(res.bytes)) << ") into the new database " << out << "\n";
+    }
+    return kOk;
+  }
   core::TraceStore store(dbPath(a), core::Database::Mode::ReadOnly);
   const core::RunId run = resolveRun(store, a);
   TerminalProgress bar;
@@ -899,18 +941,7 @@ namespace {
 
 int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
   core::TraceStore store(dbPath(a), core::Database::Mode::ReadOnly);
-  std::vector<core::RunId> ids;
-  std::string list = a.get("runs");
-  for (std::size_t pos = 0; pos <= list.size();) {
-    const std::size_t comma = std::min(list.find(',', pos), list.size());
-    const std::string item = list.substr(pos, comma - pos);
-    if (!item.empty()) {
-      auto id = parseRunId(item);
-      if (!id) throw std::invalid_argument("--runs expects run ids separated by commas, got '" + item + "'");
-      ids.push_back(*id);
-    }
-    pos = comma + 1;
-  }
+  std::vector<core::RunId> ids = parseRunList(a.get("runs"));
   if (ids.empty())
     for (const auto& r : store.runs()) ids.push_back(r.id);
   if (ids.size() < 2) throw core::Error(store.path() + ": comparing needs at least two runs");
@@ -997,12 +1028,13 @@ const std::vector<Command>& commands() {
         {"csv", false, "CSV on stdout (RFC 4180)"}},
        cmdCompareRuns},
       {"export",
-       "shardscope-cli export [--db F] [--run ID] --format kineto|perfetto -o OUT [--no-gzip] [--json]",
-       "Export a run: Kineto JSON per rank into directory OUT (HTA, TraceLens, Perfetto read it), or one merged "
-       "multi-rank JSON file OUT for ui.perfetto.dev",
+       "shardscope-cli export [--db F] [--run ID | --runs N,M] --format kineto|perfetto|db -o OUT [--no-gzip] [--json]",
+       "Export a run: Kineto JSON per rank into directory OUT (HTA, TraceLens, Perfetto read it), one merged "
+       "multi-rank JSON file OUT for ui.perfetto.dev, or runs into a new database OUT (db: the app opens it)",
        {{"run", true, "run id (default: the latest run)"},
-        {"format", true, "kineto | perfetto"},
-        {"o", true, "output directory (kineto) or file (perfetto)"},
+        {"runs", true, "db: run ids, comma separated (default: --run)"},
+        {"format", true, "kineto | perfetto | db"},
+        {"o", true, "output directory (kineto) or file (perfetto, db: a new file)"},
         {"no-gzip", false, "write plain .json instead of .json.gz"}},
        cmdExport},
   };
