@@ -23,6 +23,10 @@ std::string frameText(const MemFrame& f) { return f.file + ":" + std::to_string(
 
 bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
 
+// Sizes come from the file: sums wrap instead of overflowing (a hostile file gets nonsense, no UB).
+std::int64_t add(std::int64_t a, std::int64_t b) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b)); }
+std::int64_t sub(std::int64_t a, std::int64_t b) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b)); }
+
 }  // namespace
 
 std::string snapshotOwnerFrame(const MemorySnapshot& s, StackId stack) {
@@ -122,31 +126,31 @@ SnapshotTimeline buildSnapshotTimeline(const MemorySnapshot& s, int device) {
   for (const MemPriorBlock& p : s.prior)
     if (p.device == device && !p.fromFree) prior.push_back({p.addr, p.size, p.stack, -1, -1, firstNs, lastNs});
 
-  for (const auto& p : prior) t.priorActiveBytes += p.size;
+  for (const auto& p : prior) t.priorActiveBytes = add(t.priorActiveBytes, p.size);
   std::int64_t level = t.priorActiveBytes;
   t.active.push_back({-1, firstNs, level});
   for (std::size_t i = 0; i < actionAlloc.size(); ++i) {
     const auto [isPrior, idx] = actionAlloc[i];
     const MemTraceEvent* e = actionEvent[i];
     const std::int64_t size = isPrior ? prior[idx].size : traced[idx].size;
-    level += e->action == MemAction::Alloc ? size : -size;
+    level = e->action == MemAction::Alloc ? add(level, size) : sub(level, size);
     t.active.push_back({e->seq, e->tsNs, level});
   }
 
   // Reserved: the segments at the dump minus the net of the trace's segment events, then their running sum.
   std::int64_t atDump = 0, net = 0;
   for (const auto& g : s.segments)
-    if (g.device == device) atDump += g.totalSize;
+    if (g.device == device) atDump = add(atDump, g.totalSize);
   for (const MemTraceEvent* e : events) {
-    if (e->action == MemAction::SegmentAlloc || e->action == MemAction::SegmentMap) net += e->size;
-    if (e->action == MemAction::SegmentFree || e->action == MemAction::SegmentUnmap) net -= e->size;
+    if (e->action == MemAction::SegmentAlloc || e->action == MemAction::SegmentMap) net = add(net, e->size);
+    if (e->action == MemAction::SegmentFree || e->action == MemAction::SegmentUnmap) net = sub(net, e->size);
   }
-  t.priorReservedBytes = atDump - net;
+  t.priorReservedBytes = sub(atDump, net);
   std::int64_t reserved = t.priorReservedBytes;
   t.reserved.push_back({-1, firstNs, reserved});
   for (const MemTraceEvent* e : events) {
-    if (e->action == MemAction::SegmentAlloc || e->action == MemAction::SegmentMap) reserved += e->size;
-    else if (e->action == MemAction::SegmentFree || e->action == MemAction::SegmentUnmap) reserved -= e->size;
+    if (e->action == MemAction::SegmentAlloc || e->action == MemAction::SegmentMap) reserved = add(reserved, e->size);
+    else if (e->action == MemAction::SegmentFree || e->action == MemAction::SegmentUnmap) reserved = sub(reserved, e->size);
     else continue;
     t.reserved.push_back({e->seq, e->tsNs, reserved});
   }
@@ -194,7 +198,7 @@ SnapshotFigures snapshotFigures(const MemorySnapshot& s, const SnapshotTimeline&
   }
   f.peakReservedBytes = rpeak->bytes;
   f.peakReservedNs = rpeak->tsNs;
-  f.fragmentationBytes = f.reservedAtPeakBytes - f.peakActiveBytes;
+  f.fragmentationBytes = sub(f.reservedAtPeakBytes, f.peakActiveBytes);
 
   // Alive at the peak, in order of allocation time, with the annotations open when each was made.
   std::vector<const SnapshotAllocation*> alive;
@@ -232,9 +236,9 @@ SnapshotFigures snapshotFigures(const MemorySnapshot& s, const SnapshotTimeline&
       g.category = snapshotCategory(s, a->stack, isPrior ? std::vector<std::string>{} : openNow);
       if (g.owner.empty()) g.owner = isPrior ? "<allocated before recording started>" : "<no Python frame>";
     }
-    g.bytes += a->size;
+    g.bytes = add(g.bytes, a->size);
     ++g.count;
-    cats[g.category] += a->size;
+    cats[g.category] = add(cats[g.category], a->size);
   }
   std::vector<SnapshotStackGroup> all;
   all.reserve(groups.size());
@@ -297,24 +301,24 @@ SnapshotComparison compareSnapshots(const SnapshotFigures& a, const SnapshotFigu
   SnapshotComparison c;
   c.a = a;
   c.b = b;
-  c.peakActiveDelta = b.peakActiveBytes - a.peakActiveBytes;
-  c.peakReservedDelta = b.peakReservedBytes - a.peakReservedBytes;
-  c.fragmentationDelta = b.fragmentationBytes - a.fragmentationBytes;
+  c.peakActiveDelta = sub(b.peakActiveBytes, a.peakActiveBytes);
+  c.peakReservedDelta = sub(b.peakReservedBytes, a.peakReservedBytes);
+  c.fragmentationDelta = sub(b.fragmentationBytes, a.fragmentationBytes);
   std::map<std::string, SnapshotStackDelta> by;
   auto key = [](const SnapshotStackGroup& g) { return g.owner + "\n" + g.site; };
   for (const auto& g : a.topAtPeak) {
     auto& d = by[key(g)];
     d.owner = g.owner, d.site = g.site, d.category = g.category;
-    d.bytesA += g.bytes;
+    d.bytesA = add(d.bytesA, g.bytes);
   }
   for (const auto& g : b.topAtPeak) {
     auto& d = by[key(g)];
     d.owner = g.owner, d.site = g.site, d.category = g.category;
-    d.bytesB += g.bytes;
+    d.bytesB = add(d.bytesB, g.bytes);
   }
   for (auto& [k, d] : by)
     if (d.bytesB > d.bytesA) c.grew.push_back(d);
-  std::stable_sort(c.grew.begin(), c.grew.end(), [](const auto& x, const auto& y) { return x.bytesB - x.bytesA > y.bytesB - y.bytesA; });
+  std::stable_sort(c.grew.begin(), c.grew.end(), [](const auto& x, const auto& y) { return sub(x.bytesB, x.bytesA) > sub(y.bytesB, y.bytesA); });
   if (c.grew.size() > static_cast<std::size_t>(std::max(topN, 0))) c.grew.resize(static_cast<std::size_t>(std::max(topN, 0)));
   return c;
 }
