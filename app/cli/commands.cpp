@@ -99,8 +99,8 @@ void printSnapshotFigures(std::ostream& os, const core::SnapshotFigures& f) {
   os << "  Memory snapshot, rank " << f.rank << " cuda:" << f.device << " (" << f.events << " allocator events)\n";
   os << "    peak active " << b(f.peakActiveBytes) << " (" << f.peakActiveBytes << " bytes) at event " << f.peakActiveSeq
      << ", peak reserved " << b(f.peakReservedBytes) << "; at the active peak: reserved " << b(f.reservedAtPeakBytes)
-     << ", fragmentation " << b(f.fragmentationBytes) << ", " << f.allocationsAtPeak << " allocations, "
-     << b(f.priorActiveBytes) << " from before recording\n";
+     << ", fragmentation " << b(f.fragmentationBytes) << ", " << f.allocationsAtPeak << " allocations, " << b(f.priorActiveBytes)
+     << " from before recording\n";
   if (!f.categories.empty()) {
     std::string line = "    by category:";
     for (const auto& [cat, bytes] : f.categories) line += " " + cat + " " + b(bytes) + ",";
@@ -111,8 +111,9 @@ void printSnapshotFigures(std::ostream& os, const core::SnapshotFigures& f) {
   os << "    top allocations alive at the peak, by stack:\n";
   for (const auto& g : f.topAtPeak) {
     char line[1024];
-    std::snprintf(line, sizeof line, "    %12s %5lld x  %-15s %s%s%s\n", b(g.bytes).c_str(), static_cast<long long>(g.count), g.category.c_str(),
-                  g.owner.c_str(), g.site.empty() || g.site == g.owner ? "" : "  via ", g.site == g.owner ? "" : g.site.c_str());
+    std::snprintf(line, sizeof line, "    %12s %5lld x  %-15s %s%s%s\n", b(g.bytes).c_str(), static_cast<long long>(g.count),
+                  g.category.c_str(), g.owner.c_str(), g.site.empty() || g.site == g.owner ? "" : "  via ",
+                  g.site == g.owner ? "" : g.site.c_str());
     os << line;
   }
 }
@@ -972,7 +973,8 @@ int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
 const std::vector<Command>& commands() {
   static const std::vector<Command> cmds = {
       {"import",
-       "shardscope-cli import [--db F] [--name N] [--separate-runs] [--no-args] [--attach-to RUN [--rank R]] [--json] [--progress json] "
+       "shardscope-cli import [--db F] [--name N] [--separate-runs] [--no-args] [--attach-to RUN [--rank R]] [--json] "
+       "[--progress json] "
        "FILE|DIR...",
        "Import torch.profiler (Kineto) JSON traces (.json/.json.gz), one per rank, as one run, or PyTorch memory snapshots "
        "(.pickle/.pickle.gz, torch.cuda.memory._dump_snapshot)",

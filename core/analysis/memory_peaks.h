@@ -37,7 +37,8 @@ struct MemoryPeak {
 
 // One entry per (rank, device) with memory records, ordered by rank then device.
 // Snapshot figures (computeSnapshotFigures) are computed here unless `snapshots` gives them.
-std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, RunId runId, const std::vector<SnapshotFigures>* snapshots = nullptr);
+std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, RunId runId,
+                                           const std::vector<SnapshotFigures>* snapshots = nullptr);
 
 // At most `buckets` samples over [t0, t1): for each bucket the sample with the largest value (its own
 // time), so no peak is lost however far the curve is zoomed out. Samples must be sorted by time.

@@ -24,8 +24,12 @@ std::string frameText(const MemFrame& f) { return f.file + ":" + std::to_string(
 bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
 
 // Sizes come from the file: sums wrap instead of overflowing (a hostile file gets nonsense, no UB).
-std::int64_t add(std::int64_t a, std::int64_t b) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b)); }
-std::int64_t sub(std::int64_t a, std::int64_t b) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b)); }
+std::int64_t add(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+}
+std::int64_t sub(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
+}
 
 }  // namespace
 
@@ -58,7 +62,8 @@ std::string snapshotCategory(const MemorySnapshot& s, StackId stack, const std::
   bool optimizer = false, comm = false, grads = false, params = false, forward = false, backward = false;
   for (const std::string& a : open) {
     if (contains(a, "Optimizer.step") || contains(a, "optimizer")) optimizer = true;
-    if (contains(a, "post_backward_reduce") || contains(a, "all_gather") || contains(a, "reduce_scatter") || contains(a, "all_reduce"))
+    if (contains(a, "post_backward_reduce") || contains(a, "all_gather") || contains(a, "reduce_scatter") ||
+        contains(a, "all_reduce"))
       comm = true;
     if (contains(a, "post_backward_accumulate")) grads = true;
     if (contains(a, "forward")) forward = true;
@@ -73,12 +78,14 @@ std::string snapshotCategory(const MemorySnapshot& s, StackId stack, const std::
           contains(f.name, "all_reduce") || contains(f.name, "c10d::") || contains(f.name, "ProcessGroupNCCL") ||
           contains(f.file, "torch/distributed/distributed_c10d.py"))
         comm = true;
-      if (contains(f.name, "AccumulateGrad") || contains(f.name, "accumulate_grad") || contains(f.name, "_make_grads")) grads = true;
+      if (contains(f.name, "AccumulateGrad") || contains(f.name, "accumulate_grad") || contains(f.name, "_make_grads"))
+        grads = true;
       if (contains(f.file, "_fsdp_param.py") || contains(f.file, "torch/nn/init.py") || contains(f.name, "reset_parameters") ||
           (contains(f.file, "torch/nn/modules/module.py") && f.name == "_apply"))
         params = true;
       if ((isPython(f) && f.name == "forward") || contains(f.file, "torch/nn/functional.py")) forward = true;
-      if (contains(f.name, "torch::autograd::Engine") || contains(f.name, "run_backward") || f.name == "backward") backward = true;
+      if (contains(f.name, "torch::autograd::Engine") || contains(f.name, "run_backward") || f.name == "backward")
+        backward = true;
     }
   }
   if (optimizer) return "optimizer_state";
@@ -149,9 +156,12 @@ SnapshotTimeline buildSnapshotTimeline(const MemorySnapshot& s, int device) {
   std::int64_t reserved = t.priorReservedBytes;
   t.reserved.push_back({-1, firstNs, reserved});
   for (const MemTraceEvent* e : events) {
-    if (e->action == MemAction::SegmentAlloc || e->action == MemAction::SegmentMap) reserved = add(reserved, e->size);
-    else if (e->action == MemAction::SegmentFree || e->action == MemAction::SegmentUnmap) reserved = sub(reserved, e->size);
-    else continue;
+    if (e->action == MemAction::SegmentAlloc || e->action == MemAction::SegmentMap)
+      reserved = add(reserved, e->size);
+    else if (e->action == MemAction::SegmentFree || e->action == MemAction::SegmentUnmap)
+      reserved = sub(reserved, e->size);
+    else
+      continue;
     t.reserved.push_back({e->seq, e->tsNs, reserved});
   }
 
@@ -160,7 +170,8 @@ SnapshotTimeline buildSnapshotTimeline(const MemorySnapshot& s, int device) {
   return t;
 }
 
-std::vector<SnapshotCurvePoint> curveLevelOfDetail(const std::vector<SnapshotCurvePoint>& curve, TimeNs t0, TimeNs t1, int buckets) {
+std::vector<SnapshotCurvePoint> curveLevelOfDetail(const std::vector<SnapshotCurvePoint>& curve, TimeNs t0, TimeNs t1,
+                                                   int buckets) {
   std::vector<SnapshotCurvePoint> out;
   if (buckets <= 0 || t1 <= t0) return out;
   const double width = static_cast<double>(t1 - t0) / buckets;
@@ -318,7 +329,8 @@ SnapshotComparison compareSnapshots(const SnapshotFigures& a, const SnapshotFigu
   }
   for (auto& [k, d] : by)
     if (d.bytesB > d.bytesA) c.grew.push_back(d);
-  std::stable_sort(c.grew.begin(), c.grew.end(), [](const auto& x, const auto& y) { return sub(x.bytesB, x.bytesA) > sub(y.bytesB, y.bytesA); });
+  std::stable_sort(c.grew.begin(), c.grew.end(),
+                   [](const auto& x, const auto& y) { return sub(x.bytesB, x.bytesA) > sub(y.bytesB, y.bytesA); });
   if (c.grew.size() > static_cast<std::size_t>(std::max(topN, 0))) c.grew.resize(static_cast<std::size_t>(std::max(topN, 0)));
   return c;
 }

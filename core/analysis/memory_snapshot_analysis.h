@@ -50,7 +50,8 @@ SnapshotTimeline buildSnapshotTimeline(const MemorySnapshot& s, int device);
 
 // The points of `curve` within [t0, t1) thinned to at most `buckets`, each bucket keeping its
 // highest point, so no peak is lost at any zoom (the rule of downsampleMax).
-std::vector<SnapshotCurvePoint> curveLevelOfDetail(const std::vector<SnapshotCurvePoint>& curve, TimeNs t0, TimeNs t1, int buckets);
+std::vector<SnapshotCurvePoint> curveLevelOfDetail(const std::vector<SnapshotCurvePoint>& curve, TimeNs t0, TimeNs t1,
+                                                   int buckets);
 
 // The allocations alive at the peak with the same stack.
 struct SnapshotStackGroup {
@@ -73,9 +74,9 @@ struct SnapshotFigures {
   std::int64_t peakActiveSeq = -1;
   std::int64_t peakReservedBytes = 0;
   TimeNs peakReservedNs = 0;
-  std::int64_t reservedAtPeakBytes = 0;   // reserved when active peaked
-  std::int64_t fragmentationBytes = 0;    // reservedAtPeakBytes - peakActiveBytes
-  std::int64_t priorActiveBytes = 0;      // alive before recording
+  std::int64_t reservedAtPeakBytes = 0;  // reserved when active peaked
+  std::int64_t fragmentationBytes = 0;   // reservedAtPeakBytes - peakActiveBytes
+  std::int64_t priorActiveBytes = 0;     // alive before recording
   std::int64_t allocationsAtPeak = 0;
   std::vector<SnapshotStackGroup> topAtPeak;                     // by bytes, at most topN
   std::vector<std::pair<std::string, std::int64_t>> categories;  // bytes at the peak per category (all allocations)

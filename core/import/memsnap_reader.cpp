@@ -43,12 +43,17 @@ std::string strOf(const PV* d, std::string_view key) {
 JsonValue toJson(const PV& v, int depth) {
   if (depth > 16) return JsonValue();
   switch (v.kind()) {
-    case PV::Kind::None: return JsonValue();
-    case PV::Kind::Bool: return JsonValue::boolean(v.asBool());
-    case PV::Kind::Int: return JsonValue::number(v.asInt());
-    case PV::Kind::Float: return std::isfinite(v.asFloat()) ? JsonValue::number(v.asFloat()) : JsonValue();
+    case PV::Kind::None:
+      return JsonValue();
+    case PV::Kind::Bool:
+      return JsonValue::boolean(v.asBool());
+    case PV::Kind::Int:
+      return JsonValue::number(v.asInt());
+    case PV::Kind::Float:
+      return std::isfinite(v.asFloat()) ? JsonValue::number(v.asFloat()) : JsonValue();
     case PV::Kind::String:
-    case PV::Kind::Bytes: return JsonValue::string(v.asString());
+    case PV::Kind::Bytes:
+      return JsonValue::string(v.asString());
     case PV::Kind::List:
     case PV::Kind::Tuple: {
       JsonValue a = JsonValue::array();
@@ -70,13 +75,16 @@ class SnapshotBuilder {
   SnapshotBuilder(const std::string& name, const CancelToken* cancel) : name_(name), cancel_(cancel) {}
 
   MemorySnapshot build(const PV& root, std::uint64_t* skipped) {
-    if (!root.isDict()) throw Error(name_ + ": not a PyTorch memory snapshot (the pickle holds a " + PV::kindName(root.kind()) + ", not a dict)");
+    if (!root.isDict())
+      throw Error(name_ + ": not a PyTorch memory snapshot (the pickle holds a " + PV::kindName(root.kind()) + ", not a dict)");
     const PV* segments = root.get("segments");
     const PV* traces = root.get("device_traces");
     if (!segments && !traces)
       throw Error(name_ + ": not a PyTorch memory snapshot (a dict without 'segments' or 'device_traces')");
-    if (segments && !segments->isList()) throw Error(name_ + ": 'segments' is a " + std::string(PV::kindName(segments->kind())) + ", not a list");
-    if (traces && !traces->isList()) throw Error(name_ + ": 'device_traces' is a " + std::string(PV::kindName(traces->kind())) + ", not a list");
+    if (segments && !segments->isList())
+      throw Error(name_ + ": 'segments' is a " + std::string(PV::kindName(segments->kind())) + ", not a list");
+    if (traces && !traces->isList())
+      throw Error(name_ + ": 'device_traces' is a " + std::string(PV::kindName(traces->kind())) + ", not a list");
 
     if (traces) {
       for (std::size_t device = 0; device < traces->items().size(); ++device) {
@@ -85,7 +93,8 @@ class SnapshotBuilder {
         std::int64_t seq = 0;
         for (const PV* e : trace->items()) {
           if ((++polls_ & 0xfff) == 0 && cancel_) cancel_->throwIfCancelled();
-          if (!e->isDict()) throw Error(name_ + ": device_traces[" + std::to_string(device) + "][" + std::to_string(seq) + "] is not a dict");
+          if (!e->isDict())
+            throw Error(name_ + ": device_traces[" + std::to_string(device) + "][" + std::to_string(seq) + "] is not a dict");
           const auto action = parseMemAction(strOf(e, "action"));
           if (!action) {
             if (skipped) ++*skipped;
@@ -147,9 +156,8 @@ class SnapshotBuilder {
       for (const PV* a : ann->items()) {
         if (!a->isDict()) continue;
         const std::int64_t us = intOf(a, "time_us");
-        out_.annotations.push_back({static_cast<int>(intOf(a, "device")),
-                                    usToNs(us), strOf(a, "stage") != "END",
-                                    strOf(a, "name")});
+        out_.annotations.push_back(
+            {static_cast<int>(intOf(a, "device")), usToNs(us), strOf(a, "stage") != "END", strOf(a, "name")});
       }
     }
     if (const PV* settings = root.get("allocator_settings")) out_.allocatorSettingsJson = toJson(*settings, 0).dump();
@@ -224,7 +232,8 @@ class MemsnapReader final : public TraceReader {
     std::optional<Run> attachRun;
     if (options.attachTo) {
       attachRun = store.run(options.attachTo);
-      if (!attachRun) throw Error(store.path() + ": no run with id " + std::to_string(options.attachTo.value()) + " to attach the snapshot to");
+      if (!attachRun)
+        throw Error(store.path() + ": no run with id " + std::to_string(options.attachTo.value()) + " to attach the snapshot to");
     }
     RunId shared;  // one run for every file unless separateRuns
     int nextRank = 0;
@@ -293,7 +302,8 @@ class MemsnapReader final : public TraceReader {
           store.updateRun(run);
         }
       }
-      if (options.progress) options.progress({"store " + std::filesystem::path(path).filename().string(), 0, snap.events.size(), "events"});
+      if (options.progress)
+        options.progress({"store " + std::filesystem::path(path).filename().string(), 0, snap.events.size(), "events"});
       writeMemorySnapshot(store, rankId, snap, path, options.cancel);
       fs.memoryEvents = snap.events.size();
       fs.events = snap.events.size();

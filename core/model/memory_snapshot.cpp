@@ -8,8 +8,9 @@
 namespace shardscope::core {
 namespace {
 
-constexpr std::array<std::string_view, 9> kActionNames = {
-    "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map", "segment_unmap", "snapshot", "oom"};
+constexpr std::array<std::string_view, 9> kActionNames = {"alloc",         "free_requested", "free_completed",
+                                                          "segment_alloc", "segment_free",   "segment_map",
+                                                          "segment_unmap", "snapshot",       "oom"};
 
 }  // namespace
 

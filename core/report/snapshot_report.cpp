@@ -18,15 +18,23 @@ bool reportHasMemorySnapshots(const Report& report) {
 
 ReportTable memorySnapshotTable(const ReportRun& run) {
   ReportTable t;
-  t.header = {"rank", "device", "events", "peak active", "peak reserved", "reserved at the peak", "fragmentation at the peak",
-              "before recording", "by category at the peak"};
+  t.header = {"rank",
+              "device",
+              "events",
+              "peak active",
+              "peak reserved",
+              "reserved at the peak",
+              "fragmentation at the peak",
+              "before recording",
+              "by category at the peak"};
   t.emptyText = "No memory snapshot.";
   for (const auto& f : run.analysis.memorySnapshots) {
     std::string cats;
     for (const auto& [c, b] : f.categories) cats += (cats.empty() ? "" : ", ") + c + " " + bytes(b);
-    t.rows.push_back({numCell(std::to_string(f.rank)), textCell("cuda:" + std::to_string(f.device)), numCell(std::to_string(f.events)),
-                      numCell(bytes(f.peakActiveBytes)), numCell(bytes(f.peakReservedBytes)), numCell(bytes(f.reservedAtPeakBytes)),
-                      numCell(bytes(f.fragmentationBytes)), numCell(bytes(f.priorActiveBytes)), textCell(cats)});
+    t.rows.push_back({numCell(std::to_string(f.rank)), textCell("cuda:" + std::to_string(f.device)),
+                      numCell(std::to_string(f.events)), numCell(bytes(f.peakActiveBytes)), numCell(bytes(f.peakReservedBytes)),
+                      numCell(bytes(f.reservedAtPeakBytes)), numCell(bytes(f.fragmentationBytes)),
+                      numCell(bytes(f.priorActiveBytes)), textCell(cats)});
   }
   return t;
 }

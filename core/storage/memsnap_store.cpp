@@ -63,7 +63,11 @@ void writeMemorySnapshot(TraceStore& store, RankId rankId, const MemorySnapshot&
   for (std::size_t i = 0; i < s.frames.size(); ++i) {
     poll(i);
     const MemFrame& f = s.frames[i];
-    fr.bind(1, sid).bind(2, static_cast<std::int64_t>(i)).bind(3, store.intern(f.name)).bind(4, store.intern(f.file)).bind(5, f.line);
+    fr.bind(1, sid)
+        .bind(2, static_cast<std::int64_t>(i))
+        .bind(3, store.intern(f.name))
+        .bind(4, store.intern(f.file))
+        .bind(5, f.line);
     fr.exec();
   }
   Statement st(db, "INSERT INTO memsnap_stacks(snapshot_id, idx, frames) VALUES(?,?,?)");
@@ -105,13 +109,23 @@ void writeMemorySnapshot(TraceStore& store, RankId rankId, const MemorySnapshot&
   Statement an(db, "INSERT INTO memsnap_annotations(snapshot_id, idx, device, ts_ns, start, name) VALUES(?,?,?,?,?,?)");
   for (std::size_t i = 0; i < s.annotations.size(); ++i) {
     const MemAnnotation& a = s.annotations[i];
-    an.bind(1, sid).bind(2, static_cast<std::int64_t>(i)).bind(3, a.device).bind(4, a.tsNs).bind(5, a.start ? 1 : 0).bind(6, a.name);
+    an.bind(1, sid)
+        .bind(2, static_cast<std::int64_t>(i))
+        .bind(3, a.device)
+        .bind(4, a.tsNs)
+        .bind(5, a.start ? 1 : 0)
+        .bind(6, a.name);
     an.exec();
   }
   Statement pr(db, "INSERT INTO memsnap_prior(snapshot_id, idx, device, addr, size, stack, from_free) VALUES(?,?,?,?,?,?,?)");
   for (std::size_t i = 0; i < s.prior.size(); ++i) {
     const MemPriorBlock& p = s.prior[i];
-    pr.bind(1, sid).bind(2, static_cast<std::int64_t>(i)).bind(3, p.device).bind(4, toDb(p.addr)).bind(5, p.size).bind(6, p.stack);
+    pr.bind(1, sid)
+        .bind(2, static_cast<std::int64_t>(i))
+        .bind(3, p.device)
+        .bind(4, toDb(p.addr))
+        .bind(5, p.size)
+        .bind(6, p.stack);
     pr.bind(7, p.fromFree ? 1 : 0);
     pr.exec();
   }
@@ -133,8 +147,9 @@ std::optional<MemorySnapshot> loadMemorySnapshot(TraceStore& store, RankId rankI
   {
     Statement q(db, "SELECT name_id, file_id, line FROM memsnap_frames WHERE snapshot_id=? ORDER BY idx");
     q.bind(1, sid);
-    while (q.step()) s.frames.push_back({std::string(store.stringView(q.int64(0))), std::string(store.stringView(q.int64(1))),
-                                          static_cast<int>(q.int64(2))});
+    while (q.step())
+      s.frames.push_back(
+          {std::string(store.stringView(q.int64(0))), std::string(store.stringView(q.int64(1))), static_cast<int>(q.int64(2))});
   }
   {
     Statement q(db, "SELECT frames FROM memsnap_stacks WHERE snapshot_id=? ORDER BY idx");
@@ -147,8 +162,8 @@ std::optional<MemorySnapshot> loadMemorySnapshot(TraceStore& store, RankId rankI
                 "ORDER BY device, seq");
     q.bind(1, sid);
     while (q.step())
-      s.events.push_back({static_cast<int>(q.int64(0)), q.int64(1), q.int64(2), static_cast<MemAction>(q.int64(3)), fromDb(q.int64(4)),
-                          q.int64(5), q.int64(6), static_cast<StackId>(q.int64(7))});
+      s.events.push_back({static_cast<int>(q.int64(0)), q.int64(1), q.int64(2), static_cast<MemAction>(q.int64(3)),
+                          fromDb(q.int64(4)), q.int64(5), q.int64(6), static_cast<StackId>(q.int64(7))});
   }
   {
     Statement q(db,
@@ -156,12 +171,12 @@ std::optional<MemorySnapshot> loadMemorySnapshot(TraceStore& store, RankId rankI
                 "expandable, stack FROM memsnap_segments WHERE snapshot_id=? ORDER BY idx");
     q.bind(1, sid);
     while (q.step())
-      s.segments.push_back({static_cast<int>(q.int64(0)), fromDb(q.int64(1)), q.int64(2), q.int64(3), q.int64(4), q.int64(5), q.int64(6),
-                            q.text(7), q.int64(8) != 0, static_cast<StackId>(q.int64(9))});
+      s.segments.push_back({static_cast<int>(q.int64(0)), fromDb(q.int64(1)), q.int64(2), q.int64(3), q.int64(4), q.int64(5),
+                            q.int64(6), q.text(7), q.int64(8) != 0, static_cast<StackId>(q.int64(9))});
   }
   {
-    Statement q(db,
-                "SELECT segment, address, size, requested_size, state, stack FROM memsnap_blocks WHERE snapshot_id=? ORDER BY idx");
+    Statement q(
+        db, "SELECT segment, address, size, requested_size, state, stack FROM memsnap_blocks WHERE snapshot_id=? ORDER BY idx");
     q.bind(1, sid);
     while (q.step())
       s.blocks.push_back({static_cast<std::int32_t>(q.int64(0)), fromDb(q.int64(1)), q.int64(2), q.int64(3), q.text(4),
@@ -176,7 +191,8 @@ std::optional<MemorySnapshot> loadMemorySnapshot(TraceStore& store, RankId rankI
     Statement q(db, "SELECT device, addr, size, stack, from_free FROM memsnap_prior WHERE snapshot_id=? ORDER BY idx");
     q.bind(1, sid);
     while (q.step())
-      s.prior.push_back({static_cast<int>(q.int64(0)), fromDb(q.int64(1)), q.int64(2), static_cast<StackId>(q.int64(3)), q.int64(4) != 0});
+      s.prior.push_back(
+          {static_cast<int>(q.int64(0)), fromDb(q.int64(1)), q.int64(2), static_cast<StackId>(q.int64(3)), q.int64(4) != 0});
   }
   return s;
 }

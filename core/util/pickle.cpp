@@ -17,15 +17,24 @@ const PickleValue* PickleValue::get(std::string_view key) const {
 
 const char* PickleValue::kindName(Kind k) {
   switch (k) {
-    case Kind::None: return "None";
-    case Kind::Bool: return "bool";
-    case Kind::Int: return "int";
-    case Kind::Float: return "float";
-    case Kind::String: return "str";
-    case Kind::Bytes: return "bytes";
-    case Kind::List: return "list";
-    case Kind::Tuple: return "tuple";
-    case Kind::Dict: return "dict";
+    case Kind::None:
+      return "None";
+    case Kind::Bool:
+      return "bool";
+    case Kind::Int:
+      return "int";
+    case Kind::Float:
+      return "float";
+    case Kind::String:
+      return "str";
+    case Kind::Bytes:
+      return "bytes";
+    case Kind::List:
+      return "list";
+    case Kind::Tuple:
+      return "tuple";
+    case Kind::Dict:
+      return "dict";
   }
   return "?";
 }
@@ -51,7 +60,8 @@ class PickleParser {
       const std::size_t at = pos_;
       const auto op = static_cast<unsigned char>(data_[pos_++]);
       if (op == '.') {  // STOP
-        if (stack_.size() != 1 || !marks_.empty()) fail(at, "STOP with " + std::to_string(stack_.size()) + " values on the stack");
+        if (stack_.size() != 1 || !marks_.empty())
+          fail(at, "STOP with " + std::to_string(stack_.size()) + " values on the stack");
         doc_.root_ = stack_.back();
         return std::move(doc_);
       }
@@ -79,7 +89,8 @@ class PickleParser {
 
   void account(std::uint64_t n, std::size_t at) {
     bytes_ += n;
-    if (bytes_ > limits_.maxBytes) fail(at, "the pickle needs more memory than the reader's bound (" + std::to_string(limits_.maxBytes) + " bytes)");
+    if (bytes_ > limits_.maxBytes)
+      fail(at, "the pickle needs more memory than the reader's bound (" + std::to_string(limits_.maxBytes) + " bytes)");
   }
 
   PickleValue* make(PickleValue::Kind kind, std::size_t at) {
@@ -197,20 +208,52 @@ class PickleParser {
           what = " '" + stack_[stack_.size() - 2]->text_.substr(0, 100) + "." + stack_.back()->text_.substr(0, 100) + "'";
         fail(at, "opcode STACK_GLOBAL" + what + " refused: this reader builds plain data and executes nothing");
       }
-      case 'R': name = "REDUCE"; break;
-      case 'b': name = "BUILD"; break;
-      case 'i': name = "INST"; break;
-      case 'o': name = "OBJ"; break;
-      case 0x81: name = "NEWOBJ"; break;
-      case 0x92: name = "NEWOBJ_EX"; break;
-      case 0x82: case 0x83: case 0x84: name = "EXT"; break;
-      case 'P': name = "PERSID"; break;
-      case 'Q': name = "BINPERSID"; break;
-      case 0x97: name = "NEXT_BUFFER"; break;
-      case 0x98: name = "READONLY_BUFFER"; break;
-      case 'I': case 'L': case 'F': case 'S': case 'V': case 'g': case 'p':
-        fail(at, "text opcode '" + std::string(1, static_cast<char>(op)) + "' of pickle protocol 0/1; only protocols 2-5 are read");
-      default: break;
+      case 'R':
+        name = "REDUCE";
+        break;
+      case 'b':
+        name = "BUILD";
+        break;
+      case 'i':
+        name = "INST";
+        break;
+      case 'o':
+        name = "OBJ";
+        break;
+      case 0x81:
+        name = "NEWOBJ";
+        break;
+      case 0x92:
+        name = "NEWOBJ_EX";
+        break;
+      case 0x82:
+      case 0x83:
+      case 0x84:
+        name = "EXT";
+        break;
+      case 'P':
+        name = "PERSID";
+        break;
+      case 'Q':
+        name = "BINPERSID";
+        break;
+      case 0x97:
+        name = "NEXT_BUFFER";
+        break;
+      case 0x98:
+        name = "READONLY_BUFFER";
+        break;
+      case 'I':
+      case 'L':
+      case 'F':
+      case 'S':
+      case 'V':
+      case 'g':
+      case 'p':
+        fail(at,
+             "text opcode '" + std::string(1, static_cast<char>(op)) + "' of pickle protocol 0/1; only protocols 2-5 are read");
+      default:
+        break;
     }
     if (name) fail(at, std::string("opcode ") + name + " refused: this reader builds plain data and executes nothing");
     char hex[8];
@@ -226,26 +269,47 @@ class PickleParser {
         if (p < 2 || p > 5) fail(at, "pickle protocol " + std::to_string(p) + " (only 2-5 are read)");
         return;
       }
-      case 0x95: take(8, at); return;  // FRAME: a hint for buffered readers; the data is all here
+      case 0x95:
+        take(8, at);
+        return;  // FRAME: a hint for buffered readers; the data is all here
       case '(':
         if (marks_.size() >= limits_.maxDepth) fail(at, "MARKs nested deeper than " + std::to_string(limits_.maxDepth));
         marks_.push_back(stack_.size());
         return;
-      case '0': pop(at, "POP"); return;
-      case '1': popMark(at, "POP_MARK"); return;
-      case '2': push(top(at, "DUP"), at); return;
-      case 'N': push(make(K::None, at), at); return;
-      case 0x88: case 0x89: {
+      case '0':
+        pop(at, "POP");
+        return;
+      case '1':
+        popMark(at, "POP_MARK");
+        return;
+      case '2':
+        push(top(at, "DUP"), at);
+        return;
+      case 'N':
+        push(make(K::None, at), at);
+        return;
+      case 0x88:
+      case 0x89: {
         PickleValue* v = make(K::Bool, at);
         v->int_ = op == 0x88 ? 1 : 0;
         push(v, at);
         return;
       }
-      case 'J': push(integer(static_cast<std::int32_t>(static_cast<std::uint32_t>(readLe(4, at))), at), at); return;
-      case 'K': push(integer(static_cast<std::int64_t>(readLe(1, at)), at), at); return;
-      case 'M': push(integer(static_cast<std::int64_t>(readLe(2, at)), at), at); return;
-      case 0x8a: push(longInt(readLe(1, at), at), at); return;
-      case 0x8b: push(longInt(readLe(4, at), at), at); return;
+      case 'J':
+        push(integer(static_cast<std::int32_t>(static_cast<std::uint32_t>(readLe(4, at))), at), at);
+        return;
+      case 'K':
+        push(integer(static_cast<std::int64_t>(readLe(1, at)), at), at);
+        return;
+      case 'M':
+        push(integer(static_cast<std::int64_t>(readLe(2, at)), at), at);
+        return;
+      case 0x8a:
+        push(longInt(readLe(1, at), at), at);
+        return;
+      case 0x8b:
+        push(longInt(readLe(4, at), at), at);
+        return;
       case 'G': {
         const std::string_view s = take(8, at);
         std::uint64_t u = 0;
@@ -255,24 +319,53 @@ class PickleParser {
         push(v, at);
         return;
       }
-      case 0x8c: case 'U': push(text(op == 0x8c ? K::String : K::Bytes, readLe(1, at), at), at); return;
-      case 'X': case 'T': push(text(op == 'X' ? K::String : K::Bytes, readLe(4, at), at), at); return;
-      case 0x8d: push(text(K::String, readLe(8, at), at), at); return;
-      case 'C': push(text(K::Bytes, readLe(1, at), at), at); return;
-      case 'B': push(text(K::Bytes, readLe(4, at), at), at); return;
-      case 0x8e: case 0x96: push(text(K::Bytes, readLe(8, at), at), at); return;
-      case '}': push(make(K::Dict, at), at); return;
-      case ']': case 0x8f: push(make(K::List, at), at); return;  // EMPTY_SET: a set reads as a list
-      case ')': push(make(K::Tuple, at), at); return;
-      case 't': push(container(K::Tuple, popMark(at, "TUPLE"), at), at); return;
-      case 0x85: case 0x86: case 0x87: {
+      case 0x8c:
+      case 'U':
+        push(text(op == 0x8c ? K::String : K::Bytes, readLe(1, at), at), at);
+        return;
+      case 'X':
+      case 'T':
+        push(text(op == 'X' ? K::String : K::Bytes, readLe(4, at), at), at);
+        return;
+      case 0x8d:
+        push(text(K::String, readLe(8, at), at), at);
+        return;
+      case 'C':
+        push(text(K::Bytes, readLe(1, at), at), at);
+        return;
+      case 'B':
+        push(text(K::Bytes, readLe(4, at), at), at);
+        return;
+      case 0x8e:
+      case 0x96:
+        push(text(K::Bytes, readLe(8, at), at), at);
+        return;
+      case '}':
+        push(make(K::Dict, at), at);
+        return;
+      case ']':
+      case 0x8f:
+        push(make(K::List, at), at);
+        return;  // EMPTY_SET: a set reads as a list
+      case ')':
+        push(make(K::Tuple, at), at);
+        return;
+      case 't':
+        push(container(K::Tuple, popMark(at, "TUPLE"), at), at);
+        return;
+      case 0x85:
+      case 0x86:
+      case 0x87: {
         const std::size_t n = op - 0x84u;
         std::vector<PickleValue*> items(n);
         for (std::size_t i = n; i-- > 0;) items[i] = pop(at, "TUPLEn");
         push(container(K::Tuple, std::move(items), at), at);
         return;
       }
-      case 'l': case 0x91: push(container(K::List, popMark(at, "LIST"), at), at); return;  // FROZENSET too
+      case 'l':
+      case 0x91:
+        push(container(K::List, popMark(at, "LIST"), at), at);
+        return;  // FROZENSET too
       case 'd': {
         auto items = popMark(at, "DICT");
         if (items.size() % 2) fail(at, "DICT with an odd number of items");
@@ -288,7 +381,8 @@ class PickleParser {
         addItem(list, item, at);
         return;
       }
-      case 'e': case 0x90: {
+      case 'e':
+      case 0x90: {
         auto items = popMark(at, "APPENDS");
         PickleValue* list = top(at, "APPENDS");
         if (list->kind_ != K::List) fail(at, std::string("APPENDS to a ") + PickleValue::kindName(list->kind_));
@@ -311,12 +405,23 @@ class PickleParser {
         for (std::size_t i = 0; i < items.size(); i += 2) addEntry(dict, items[i], items[i + 1], at);
         return;
       }
-      case 0x94: memoPut(memoCount_, top(at, "MEMOIZE"), at); return;
-      case 'q': memoPut(readLe(1, at), top(at, "BINPUT"), at); return;
-      case 'r': memoPut(readLe(4, at), top(at, "LONG_BINPUT"), at); return;
-      case 'h': push(memoGet(readLe(1, at), at), at); return;
-      case 'j': push(memoGet(readLe(4, at), at), at); return;
-      default: refuse(op, at);
+      case 0x94:
+        memoPut(memoCount_, top(at, "MEMOIZE"), at);
+        return;
+      case 'q':
+        memoPut(readLe(1, at), top(at, "BINPUT"), at);
+        return;
+      case 'r':
+        memoPut(readLe(4, at), top(at, "LONG_BINPUT"), at);
+        return;
+      case 'h':
+        push(memoGet(readLe(1, at), at), at);
+        return;
+      case 'j':
+        push(memoGet(readLe(4, at), at), at);
+        return;
+      default:
+        refuse(op, at);
     }
   }
 

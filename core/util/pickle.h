@@ -20,11 +20,11 @@
 namespace shardscope::core {
 
 struct PickleLimits {
-  std::size_t maxDepth = 64;                    // nesting of containers and open MARKs
-  std::size_t maxStack = 1u << 20;              // values on the stack at once
-  std::size_t maxMemo = 1u << 24;               // memo entries
-  std::uint64_t maxBytes = 4ull << 30;          // input plus the values built (approximate)
-  std::size_t maxContainerItems = 1ull << 28;   // items of one list, dict or tuple
+  std::size_t maxDepth = 64;                   // nesting of containers and open MARKs
+  std::size_t maxStack = 1u << 20;             // values on the stack at once
+  std::size_t maxMemo = 1u << 24;              // memo entries
+  std::uint64_t maxBytes = 4ull << 30;         // input plus the values built (approximate)
+  std::size_t maxContainerItems = 1ull << 28;  // items of one list, dict or tuple
 };
 
 class PickleValue {

@@ -38,7 +38,8 @@ GenSnapshot smallSnapshot() {
        {"<module>", "/home/me/train.py", 7}},
       {{"step", "/venv/lib/python3.12/site-packages/torch/optim/adamw.py", 200}, {"<module>", "/home/me/train.py", 9}},
   };
-  s.segments = {{0, kSeg, 4096, {{512, 100, "active_allocated", -1}, {512, 300, "active_allocated", 0}, {3072, 3072, "inactive", -1}}}};
+  s.segments = {
+      {0, kSeg, 4096, {{512, 100, "active_allocated", -1}, {512, 300, "active_allocated", 0}, {3072, 3072, "inactive", -1}}}};
   s.traces = {{
       {"free_requested", 0x9000, 50, 1000, -1},
       {"free_completed", 0x9000, 50, 1001, -1},
@@ -78,7 +79,8 @@ std::int64_t peakByDefinition(const MemorySnapshot& s, int device) {
   }
   std::int64_t level = priorFreed;
   for (const auto& b : s.blocks)
-    if (s.segments[static_cast<std::size_t>(b.segment)].device == device && b.state == "active_allocated" && !live.contains(b.address))
+    if (s.segments[static_cast<std::size_t>(b.segment)].device == device && b.state == "active_allocated" &&
+        !live.contains(b.address))
       level += b.requestedSize;
   if (deltas.empty()) return level;
   std::int64_t peak = INT64_MIN;
@@ -126,9 +128,11 @@ class TestMemorySnapshot : public QObject {
     for (const auto& g : f.topAtPeak) sum += g.bytes;
     QCOMPARE(sum, f.peakActiveBytes);
     QCOMPARE(QString::fromStdString(f.topAtPeak[0].owner), QString("/home/me/train.py:9:<module>"));
-    QCOMPARE(QString::fromStdString(f.topAtPeak[0].site), QString("/venv/lib/python3.12/site-packages/torch/optim/adamw.py:200:step"));
+    QCOMPARE(QString::fromStdString(f.topAtPeak[0].site),
+             QString("/venv/lib/python3.12/site-packages/torch/optim/adamw.py:200:step"));
     QCOMPARE(QString::fromStdString(f.topAtPeak[0].category), QString("optimizer_state"));
-    QCOMPARE(QString::fromStdString(f.topAtPeak[1].owner), QString("/home/me/model.py:42:forward"));  // user code, not torch's linear
+    QCOMPARE(QString::fromStdString(f.topAtPeak[1].owner),
+             QString("/home/me/model.py:42:forward"));  // user code, not torch's linear
     QCOMPARE(QString::fromStdString(f.topAtPeak[1].category), QString("activations"));
     QVERIFY(f.topAtPeak[2].prior);
     // Level of detail keeps the peak however few buckets.

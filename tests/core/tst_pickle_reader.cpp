@@ -31,9 +31,13 @@ class TestPickleReader : public QObject {
   void readsPlainData() {
     // {'a': [1, -2, 300, -70000, 2**40, -(2**40), 1.5, True, None, 'é', b'xy', (7, 8)]}
     using namespace std::string_literals;
-    std::string b = p2("}(\x8c\x01" "a](K\x01J\xfe\xff\xff\xffM,\x01J\x90\xee\xfe\xff\x8a\x06\x00\x00\x00\x00\x00\x01\x8a\x06\x00\x00\x00\x00\x00\xff"s);
+    std::string b =
+        p2("}(\x8c\x01"
+           "a](K\x01J\xfe\xff\xff\xffM,\x01J\x90\xee\xfe\xff\x8a\x06\x00\x00\x00\x00\x00\x01\x8a\x06\x00\x00\x00\x00\x00\xff"s);
     b += "G\x3f\xf8\x00\x00\x00\x00\x00\x00"s;
-    b += "\x88N\x8c\x02\xc3\xa9" "C\x02xyK\x07K\x08\x86" "eu.";
+    b += "\x88N\x8c\x02\xc3\xa9"
+         "C\x02xyK\x07K\x08\x86"
+         "eu.";
     const PickleDocument doc = parsePickle(b, "x");
     const PickleValue* a = doc.root().get("a");
     QVERIFY(a && a->isList());
@@ -125,8 +129,14 @@ class TestPickleReader : public QObject {
   }
 
   void refusesHugeLengths() {
-    QVERIFY(errorOf(std::string("\x80\x04\x8d\xff\xff\xff\xff\xff\xff\xff\x3f" "abc.", 15)).find("runs past the end") != std::string::npos);
-    QVERIFY(errorOf(std::string("\x80\x04X\xff\xff\xff\x7f" "ab.", 10)).find("runs past the end") != std::string::npos);
+    QVERIFY(errorOf(std::string("\x80\x04\x8d\xff\xff\xff\xff\xff\xff\xff\x3f"
+                                "abc.",
+                                15))
+                .find("runs past the end") != std::string::npos);
+    QVERIFY(errorOf(std::string("\x80\x04X\xff\xff\xff\x7f"
+                                "ab.",
+                                10))
+                .find("runs past the end") != std::string::npos);
     QVERIFY(errorOf(std::string("\x80\x04\x8b\x00\x00\x01\x00.", 8)).find("does not fit 64 bits") != std::string::npos);
   }
 

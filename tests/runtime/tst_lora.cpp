@@ -105,22 +105,30 @@ class TestLora : public QObject {
   int runs_ = 0;
 
   QStringList common(int world) const {
-    return {"--model",     "odd",   "--steps",     QString::number(kSteps), "--seq-len",   "16",
-            "--micro-batch", QString::number(4 / world), "--optimizer", "adamw", "--lr", "0.003",
-            "--seed",      "3",     "--lora-rank", QString::number(kRank),  "--lora-alpha", "8",
-            "--lora-targets", kTargets, "--hang-timeout-s", "60"};
+    return {"--model",          "odd",   "--steps",        QString::number(kSteps),
+            "--seq-len",        "16",    "--micro-batch",  QString::number(4 / world),
+            "--optimizer",      "adamw", "--lr",           "0.003",
+            "--seed",           "3",     "--lora-rank",    QString::number(kRank),
+            "--lora-alpha",     "8",     "--lora-targets", kTargets,
+            "--hang-timeout-s", "60"};
   }
 
   // Runs and returns the base path of its dumps (params, params.json, losses).
   std::string run(const QString& strategy, int world, const QStringList& knobs, const QStringList& instead = {}) {
     const std::string base = test::pathIn(dir_, "run" + std::to_string(++runs_));
-    QStringList args = {"run",           "--db",
-                        QString::fromStdString(db_), "--strategy",
-                        strategy,        "--world-size",
-                        QString::number(world),      "--dump-params",
+    QStringList args = {"run",
+                        "--db",
+                        QString::fromStdString(db_),
+                        "--strategy",
+                        strategy,
+                        "--world-size",
+                        QString::number(world),
+                        "--dump-params",
                         QString::fromStdString(base + ".params"),
-                        "--dump-losses", QString::fromStdString(base + ".loss"),
-                        "--name",        QString::fromStdString("lora run" + std::to_string(runs_))};
+                        "--dump-losses",
+                        QString::fromStdString(base + ".loss"),
+                        "--name",
+                        QString::fromStdString("lora run" + std::to_string(runs_))};
     args << (instead.isEmpty() ? common(world) : instead) << knobs;
     const Result r = runCli(args);
     if (r.code != 0) qWarning().noquote() << strategy << knobs.join(' ') << r.err.right(3000);
@@ -219,7 +227,8 @@ class TestLora : public QObject {
     QTest::newRow("zero3 all partitioned, prefetch")
         << "zero3" << 2 << QStringList{"--stage3-param-persistence-threshold", "0", "--stage3-prefetch-bucket-size", "4000"};
     QTest::newRow("fsdp") << "fsdp" << 2 << none;
-    QTest::newRow("fsdp post, checkpointing") << "fsdp" << 2 << QStringList{"--backward-prefetch", "post", "--activation-checkpointing"};
+    QTest::newRow("fsdp post, checkpointing")
+        << "fsdp" << 2 << QStringList{"--backward-prefetch", "post", "--activation-checkpointing"};
     QTest::newRow("fsdp_grad_op") << "fsdp_grad_op" << 2 << none;
   }
   void strategies() {
@@ -232,8 +241,10 @@ class TestLora : public QObject {
     const auto losses = meanLosses(base, world);
     QCOMPARE(losses.size(), refLosses_.size());
     for (std::size_t i = 0; i < losses.size(); ++i)
-      QVERIFY2(std::abs(losses[i] - refLosses_[i]) <= 1e-5 * std::abs(refLosses_[i]) + 1e-6,
-               qPrintable(QString("step %1: loss %2 vs reference %3").arg(i + 1).arg(losses[i], 0, 'g', 10).arg(refLosses_[i], 0, 'g', 10)));
+      QVERIFY2(
+          std::abs(losses[i] - refLosses_[i]) <= 1e-5 * std::abs(refLosses_[i]) + 1e-6,
+          qPrintable(
+              QString("step %1: loss %2 vs reference %3").arg(i + 1).arg(losses[i], 0, 'g', 10).arg(refLosses_[i], 0, 'g', 10)));
     // Parameters: adapters as the reference's, base weights bit for bit their initial values.
     const auto params = readFloats(base + ".params");
     QCOMPARE(params.size(), refParams_.size());
@@ -248,7 +259,8 @@ class TestLora : public QObject {
         }
         movedAdapters += params[off] != 0.0f && p.name.find(".lora_B.") != std::string::npos;  // B starts at zero
         const double d = std::abs(static_cast<double>(params[off]) - refParams_[off]) - 1.3e-5 * std::abs(refParams_[off]);
-        QVERIFY2(d <= 2e-5, qPrintable(QString::fromStdString(p.name) + " differs from the reference at element " + QString::number(i)));
+        QVERIFY2(d <= 2e-5,
+                 qPrintable(QString::fromStdString(p.name) + " differs from the reference at element " + QString::number(i)));
       }
     }
     QVERIFY2(movedAdapters > 0, "no adapter weight changed");
@@ -313,9 +325,23 @@ class TestLora : public QObject {
   // fp16 needs half kernels on the device: on a CPU without them the run is refused with the reason
   // and nothing is left half-done.
   void fp16RefusedWhereNoKernels() {
-    QStringList args = {"run",          "--db",          QString::fromStdString(db_), "--model", "tiny", "--steps", "2",
-                        "--world-size", "2",             "--precision",               "fp16",    "--device", "cpu",
-                        "--seq-len",    "16",            "--hang-timeout-s",          "60"};
+    QStringList args = {"run",
+                        "--db",
+                        QString::fromStdString(db_),
+                        "--model",
+                        "tiny",
+                        "--steps",
+                        "2",
+                        "--world-size",
+                        "2",
+                        "--precision",
+                        "fp16",
+                        "--device",
+                        "cpu",
+                        "--seq-len",
+                        "16",
+                        "--hang-timeout-s",
+                        "60"};
     const Result r = runCli(args);
     if (r.code == 0) QSKIP("this LibTorch has fp16 kernels on the CPU: the loss-scaling path runs instead (see docs/RUNTIME.md)");
     QCOMPARE(r.code, 1);

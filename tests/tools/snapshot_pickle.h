@@ -35,7 +35,7 @@ struct GenSegment {
 struct GenSnapshot {
   std::vector<std::vector<GenFrame>> stacks;
   std::vector<GenSegment> segments;
-  std::vector<std::vector<GenEvent>> traces;  // one per device
+  std::vector<std::vector<GenEvent>> traces;                      // one per device
   std::vector<std::pair<std::string, std::int64_t>> annotations;  // ("START name" / "END name", time_us)
 };
 
@@ -83,7 +83,8 @@ class PickleOut {
   std::uint32_t memo = 0;
 };
 
-inline void writeFrames(PickleOut& p, const GenSnapshot& s, int stack, std::map<std::pair<int, std::size_t>, std::uint32_t>& memo) {
+inline void writeFrames(PickleOut& p, const GenSnapshot& s, int stack,
+                        std::map<std::pair<int, std::size_t>, std::uint32_t>& memo) {
   p.op(']');
   if (stack < 0) return;
   p.op('(');
