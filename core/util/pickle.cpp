@@ -145,7 +145,7 @@ class PickleParser {
     if (container->depth_ > limits_.maxDepth) fail(at, "values nested deeper than " + std::to_string(limits_.maxDepth));
   }
 
-  PickleValue* container(PickleValue::Kind kind, std::vector<PickleValue*> items, std::size_t at) {
+  PickleValue* container(PickleValue::Kind kind, const std::vector<PickleValue*>& items, std::size_t at) {
     PickleValue* c = make(kind, at);
     c->items_.reserve(items.size());
     for (PickleValue* i : items) addItem(c, i, at);
@@ -359,7 +359,7 @@ class PickleParser {
         const std::size_t n = op - 0x84u;
         std::vector<PickleValue*> items(n);
         for (std::size_t i = n; i-- > 0;) items[i] = pop(at, "TUPLEn");
-        push(container(K::Tuple, std::move(items), at), at);
+        push(container(K::Tuple, items, at), at);
         return;
       }
       case 'l':
