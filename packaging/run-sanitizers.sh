@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 cmake --preset asan >/dev/null
 mapfile -t tests < <(ls tests/core/tst_*.cpp tests/app/tst_*.cpp | xargs -n1 basename | sed 's/\.cpp$//')
 cmake --build build-asan --parallel "$(nproc)" --target "${tests[@]}" shardscope-cli shardscope-gen-kineto \
-  fuzz_kineto_regress fuzz_run_config_regress fuzz_event_chunk_regress
+  fuzz_kineto_regress fuzz_run_config_regress fuzz_event_chunk_regress fuzz_memsnap_regress
 regex="^($(IFS='|'; echo "${tests[*]}"))\$|^fuzz_"
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \

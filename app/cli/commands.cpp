@@ -94,6 +94,31 @@ core::RunId resolveRun(core::TraceStore& store, const Args& a) {
 
 // ------------------------------------------------------------------------------------------------
 
+// A memory snapshot's figures (core::SnapshotFigures) as `analyze` prints them.
+void printSnapshotFigures(std::ostream& os, const core::SnapshotFigures& f) {
+  auto b = [](std::int64_t v) { return core::formatBytes(static_cast<double>(v)); };
+  os << "  Memory snapshot, rank " << f.rank << " cuda:" << f.device << " (" << f.events << " allocator events)\n";
+  os << "    peak active " << b(f.peakActiveBytes) << " (" << f.peakActiveBytes << " bytes) at event " << f.peakActiveSeq
+     << ", peak reserved " << b(f.peakReservedBytes) << "; at the active peak: reserved " << b(f.reservedAtPeakBytes)
+     << ", fragmentation " << b(f.fragmentationBytes) << ", " << f.allocationsAtPeak << " allocations, " << b(f.priorActiveBytes)
+     << " from before recording\n";
+  if (!f.categories.empty()) {
+    std::string line = "    by category:";
+    for (const auto& [cat, bytes] : f.categories) line += " " + cat + " " + b(bytes) + ",";
+    line.pop_back();
+    os << line << "\n";
+  }
+  if (f.topAtPeak.empty()) return;
+  os << "    top allocations alive at the peak, by stack:\n";
+  for (const auto& g : f.topAtPeak) {
+    char line[1024];
+    std::snprintf(line, sizeof line, "    %12s %5lld x  %-15s %s%s%s\n", b(g.bytes).c_str(), static_cast<long long>(g.count),
+                  g.category.c_str(), g.owner.c_str(), g.site.empty() || g.site == g.owner ? "" : "  via ",
+                  g.site == g.owner ? "" : g.site.c_str());
+    os << line;
+  }
+}
+
 int cmdImport(const Args& a, core::CancelToken& cancel) {
   if (a.positional.empty()) throw std::invalid_argument("import: give at least one trace file or directory");
   const auto files = core::collectTraceFiles(a.positional);
@@ -107,6 +132,21 @@ int cmdImport(const Args& a, core::CancelToken& cancel) {
   opt.keepArgs = !a.has("no-args");
   opt.progress = EventStream::instance().wrap(bar.callback());
   opt.cancel = &cancel;
+  if (a.has("attach-to")) {
+    if (reader.name() != "memsnap")
+      throw core::Error("import --attach-to: only a memory snapshot attaches to a run; " + files.front() + " is a " +
+                        std::string(reader.name()) + " file");
+    const auto id = parseRunId(a.get("attach-to"));
+    if (!id) throw core::Error("--attach-to expects a run id (a positive integer), got '" + a.get("attach-to") + "'");
+    opt.attachTo = *id;
+    const std::string r = a.has("rank") ? a.get("rank") : "0";
+    char* end = nullptr;
+    const long v = std::strtol(r.c_str(), &end, 10);
+    if (r.empty() || *end || v < 0 || v > 1'000'000) throw core::Error("--rank expects a rank number, got '" + r + "'");
+    opt.attachRank = static_cast<int>(v);
+  } else if (a.has("rank")) {
+    throw core::Error("import --rank: give it with --attach-to RUN");
+  }
   const auto res = reader.import(store, files, opt);
   bar.finish();
   for (const auto& w : res.warnings) EventStream::instance().warning(w);  // --progress json (protocol.h)
@@ -488,6 +528,7 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         x.set("reserved_at_ns", JsonValue::number(p.reservedAtNs));
         x.set("device", JsonValue::string(core::deviceName(p.deviceType, p.deviceId)));
         x.set("allocated_from_counter", JsonValue::boolean(p.allocatedFromCounter));
+        x.set("from_memory_snapshot", JsonValue::boolean(p.fromSnapshot));
         x.set("step", p.step ? JsonValue::number(*p.step) : JsonValue());
         x.set("operation", JsonValue::string(p.operation));
         x.set("annotation", JsonValue::string(p.annotation));
@@ -499,6 +540,9 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         mj.push(std::move(x));
       }
       rj.set("memory_peaks", std::move(mj));
+      JsonValue snapj = JsonValue::array();
+      for (const auto& snap : analysis.memorySnapshots) snapj.push(snap.toJson());
+      rj.set("memory_snapshots", std::move(snapj));
       JsonValue bj = JsonValue::array();
       for (const auto& b : bottlenecks) {
         JsonValue x = JsonValue::object();
@@ -729,6 +773,7 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         const std::string dev = core::deviceName(p.deviceType, p.deviceId);
         std::string what = p.operation;
         if (!p.annotation.empty()) what += (what.empty() ? "" : " in ") + p.annotation;
+        if (p.fromSnapshot) what = "(memory snapshot)" + (what.empty() ? "" : " " + what);
         std::snprintf(
             line, sizeof line, "  %4d  %-8s  %14s   %14s   %4s   %s\n", p.rank, dev.c_str(),
             (core::formatBytes(static_cast<double>(p.peakAllocatedBytes)) + (p.allocatedFromCounter ? "*" : "")).c_str(),
@@ -744,6 +789,7 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         }
       }
     }
+    for (const auto& snap : analysis.memorySnapshots) printSnapshotFigures(std::cout, snap);
     for (const auto& r : f.ranks)
       if (!r.overlapPct) {
         std::cout << "  (overlap n/a: that rank has no communication kernel, HTA reports NaN)\n";
@@ -996,9 +1042,14 @@ int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
 const std::vector<Command>& commands() {
   static const std::vector<Command> cmds = {
       {"import",
-       "shardscope-cli import [--db F] [--name N] [--separate-runs] [--no-args] [--json] [--progress json] FILE|DIR...",
-       "Import torch.profiler (Kineto) JSON traces (.json/.json.gz), one per rank, as one run",
+       "shardscope-cli import [--db F] [--name N] [--separate-runs] [--no-args] [--attach-to RUN [--rank R]] [--json] "
+       "[--progress json] "
+       "FILE|DIR...",
+       "Import torch.profiler (Kineto) JSON traces (.json/.json.gz), one per rank, as one run, or PyTorch memory snapshots "
+       "(.pickle/.pickle.gz, torch.cuda.memory._dump_snapshot)",
        {{"name", true, "run name (default: the directory or file name)"},
+        {"attach-to", true, "memory snapshot: store it as the memory of a rank of this existing run"},
+        {"rank", true, "with --attach-to: the rank (default 0)"},
         {"progress", true, "json: one JSON event per line on stdout (the app's protocol); human output to stderr"},
         {"separate-runs", false, "import each file as its own run (files from different jobs)"},
         {"no-args", false, "do not keep each event's free-form args (smaller database)"}},

@@ -24,8 +24,13 @@ std::vector<CounterSample> downsampleMax(const std::vector<CounterSample>& sampl
   return out;
 }
 
-std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, RunId runId) {
+std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, RunId runId, const std::vector<SnapshotFigures>* snapshots) {
   std::vector<MemoryPeak> out;
+  std::vector<SnapshotFigures> ownSnapshots;
+  if (!snapshots) {
+    ownSnapshots = computeSnapshotFigures(store, runId, /*topN=*/0);
+    snapshots = &ownSnapshots;
+  }
   const RunSummary summary = store.summary(runId);
   const std::vector<Step> steps = store.steps(runId);
   for (const Rank& rank : summary.ranks) {
@@ -97,6 +102,22 @@ std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, RunId runId) {
       } else {
         raise(0, 0, "peak_allocated_bytes", nullptr);
       }
+    }
+    // A memory snapshot of the rank's device: its peaks are memory_viz's (docs/METRICS.md, "Memory
+    // snapshots"), whatever the sampled records said.
+    for (const SnapshotFigures& f : *snapshots) {
+      if (f.rank != rank.rank) continue;
+      auto [it, fresh] = peaks.try_emplace({1, f.device});
+      MemoryPeak& p = it->second;
+      p.rank = rank.rank;
+      p.deviceType = 1;
+      p.deviceId = f.device;
+      p.peakAllocatedBytes = f.peakActiveBytes;
+      p.allocatedAtNs = f.peakActiveNs;
+      p.peakReservedBytes = f.peakReservedBytes;
+      p.reservedAtNs = f.peakReservedNs;
+      p.allocatedFromCounter = p.reservedFromCounter = false;
+      p.fromSnapshot = true;
     }
     for (auto& [key, p] : peaks) {
       for (const Step& s : steps)

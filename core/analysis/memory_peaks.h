@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/analysis/memory_snapshot_analysis.h"
 #include "core/storage/trace_store.h"
 
 namespace shardscope::core {
@@ -22,6 +23,9 @@ struct MemoryPeak {
   // samples): allocatedAtNs, step and operation are then those of the highest record, not of the peak.
   bool allocatedFromCounter = false;
   bool reservedFromCounter = false;
+  // The peaks are a memory snapshot's (memory_viz's definitions, SnapshotFigures): a rank with a
+  // snapshot of a device takes its peaks from there, the allocator's record of every event.
+  bool fromSnapshot = false;
   std::optional<std::int64_t> step;  // the rank's step window containing the allocated peak
   std::string operation;             // innermost CPU operation running at the allocated peak (or the wait)
   std::string annotation;            // innermost user annotation (e.g. "## forward ##") at that moment
@@ -32,7 +36,9 @@ struct MemoryPeak {
 };
 
 // One entry per (rank, device) with memory records, ordered by rank then device.
-std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, RunId runId);
+// Snapshot figures (computeSnapshotFigures) are computed here unless `snapshots` gives them.
+std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, RunId runId,
+                                           const std::vector<SnapshotFigures>* snapshots = nullptr);
 
 // At most `buckets` samples over [t0, t1): for each bucket the sample with the largest value (its own
 // time), so no peak is lost however far the curve is zoomed out. Samples must be sorted by time.

@@ -63,7 +63,10 @@ RunAnalysis analyzeRun(TraceStore& store, RunId runId, const RunAnalysisOptions&
   timed(bnMs, [&] { out.bottlenecks = bottlenecks.finish(options.bottleneckLimit, &stragglers); });
   if (cancel) cancel->throwIfCancelled();
   double memMs = 0;
-  timed(memMs, [&] { out.memoryPeaks = computeMemoryPeaks(store, runId); });
+  timed(memMs, [&] {
+    out.memorySnapshots = computeSnapshotFigures(store, runId);
+    out.memoryPeaks = computeMemoryPeaks(store, runId, &out.memorySnapshots);
+  });
 
   out.timings = {{"scan", scanMs},      {"hta", htaMs},          {"steps", stepsMs}, {"collectives", collMs},
                  {"bottlenecks", bnMs}, {"stragglers", stragMs}, {"memory", memMs}};

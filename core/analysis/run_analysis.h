@@ -31,6 +31,7 @@ struct RunAnalysis {
   std::vector<Bottleneck> bottlenecks;
   StragglerReport stragglers;
   std::vector<MemoryPeak> memoryPeaks;
+  std::vector<SnapshotFigures> memorySnapshots;  // the run's memory snapshots, top 20 allocations at each peak
   // Wall time of each part, ms, in order: "scan" (reading and decoding the events, handing them
   // over), then each analysis' own work (per-rank condensing and the final figures), "memory".
   std::vector<std::pair<std::string, double>> timings;

@@ -81,10 +81,11 @@ std::vector<std::string> collectTraceFiles(const std::vector<std::string>& input
         auto endsWith = [&](std::string_view suf) {
           return name.size() >= suf.size() && name.compare(name.size() - suf.size(), suf.size(), suf) == 0;
         };
-        if (endsWith(".json") || endsWith(".json.gz")) found.push_back(entry.path().string());
+        if (endsWith(".json") || endsWith(".json.gz") || endsWith(".pickle") || endsWith(".pickle.gz"))
+          found.push_back(entry.path().string());
       }
       if (ec) throw Error(in + ": cannot list directory: " + ec.message());
-      if (found.empty()) throw Error(in + ": directory contains no *.json or *.json.gz trace files");
+      if (found.empty()) throw Error(in + ": directory contains no *.json, *.json.gz, *.pickle or *.pickle.gz trace files");
       std::sort(found.begin(), found.end());
       out.insert(out.end(), found.begin(), found.end());
     } else {

@@ -8,7 +8,7 @@
 #include "core/util/input_source.h"
 
 // Every reader's factory, one per line; on a tie of sniff scores the earlier reader wins.
-#define SHARDSCOPE_TRACE_READERS(X) X(makeKinetoReader)
+#define SHARDSCOPE_TRACE_READERS(X) X(makeKinetoReader) X(makeMemsnapReader)
 
 namespace shardscope::core {
 

@@ -22,6 +22,10 @@ struct ImportOptions {
   bool keepArgs = true;       // store each event's args JSON in event_args
   bool separateRuns = false;  // one run per file instead of one run for all files
   JsonLimits limits;
+  // Memory snapshots only: attach the snapshot to rank `attachRank` of this existing run (the
+  // memory of a rank of a Kineto import of the same job) instead of making a run of its own.
+  RunId attachTo;
+  int attachRank = 0;
   ProgressFn progress;  // called from the calling thread
   const CancelToken* cancel = nullptr;
 };

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/report/snapshot_report.h"
 #include "core/report/svg_chart.h"
 
 namespace shardscope::core {
@@ -238,6 +239,11 @@ struct Writer {
       }
     });
     perRun("memory", "Memory peaks", [&](const ReportRun& r) { table(memoryPeakTable(r)); });
+    if (reportHasMemorySnapshots(rep))
+      perRun("memory-snapshots", "Memory snapshots", [&](const ReportRun& r) {
+        table(memorySnapshotTable(r));
+        table(memorySnapshotTopTable(r));
+      });
     perRun("collectives", "Collectives", [&](const ReportRun& r) { table(collectivesTable(r)); });
     perRun("configuration", "Configuration", [&](const ReportRun& r) {
       if (r.hasRunConfig) table(knobTable(r));

@@ -1,5 +1,7 @@
 #include "core/report/markdown_writer.h"
 
+#include "core/report/snapshot_report.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -208,6 +210,11 @@ std::string writeMarkdown(const Report& rep) {
     }
   });
   perRun("Memory peaks", [&](const ReportRun& r) { table(o, memoryPeakTable(r)); });
+  if (reportHasMemorySnapshots(rep))
+    perRun("Memory snapshots", [&](const ReportRun& r) {
+      table(o, memorySnapshotTable(r));
+      table(o, memorySnapshotTopTable(r));
+    });
   perRun("Collectives", [&](const ReportRun& r) { table(o, collectivesTable(r)); });
   perRun("Configuration", [&](const ReportRun& r) {
     if (r.hasRunConfig) table(o, knobTable(r));

@@ -165,7 +165,91 @@ CREATE TABLE import_log(
 CREATE INDEX import_log_run ON import_log(run_id);
 )SQL";
 
-constexpr std::array<const char*, kCurrentVersion> kMigrations = {kV1, kV2, kV3, kV4};
+// Version 5: PyTorch memory snapshots (torch.cuda.memory._dump_snapshot), one per rank: every
+// allocator event with its interned stack, the segments and blocks at the dump, the external
+// annotations and the blocks alive before recording (docs/SCHEMA.md, "Memory snapshots"). Older
+// files simply have no snapshot; readers of a version-4 file opened read-only see none.
+constexpr const char* kV5 = R"SQL(
+CREATE TABLE memsnaps(
+  id INTEGER PRIMARY KEY,
+  rank_id INTEGER NOT NULL UNIQUE REFERENCES ranks(id) ON DELETE CASCADE,
+  source_file TEXT NOT NULL DEFAULT '',
+  allocator_settings_json TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE memsnap_frames(
+  snapshot_id INTEGER NOT NULL REFERENCES memsnaps(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  name_id INTEGER NOT NULL REFERENCES strings(id),
+  file_id INTEGER NOT NULL REFERENCES strings(id),
+  line INTEGER NOT NULL,
+  PRIMARY KEY(snapshot_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE memsnap_stacks(
+  snapshot_id INTEGER NOT NULL REFERENCES memsnaps(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  frames TEXT NOT NULL,
+  PRIMARY KEY(snapshot_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE memsnap_events(
+  snapshot_id INTEGER NOT NULL REFERENCES memsnaps(id) ON DELETE CASCADE,
+  device INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  ts_ns INTEGER NOT NULL,
+  action INTEGER NOT NULL,
+  addr INTEGER NOT NULL,
+  size INTEGER NOT NULL,
+  stream INTEGER NOT NULL,
+  stack INTEGER NOT NULL,
+  PRIMARY KEY(snapshot_id, device, seq)
+) WITHOUT ROWID;
+CREATE TABLE memsnap_segments(
+  snapshot_id INTEGER NOT NULL REFERENCES memsnaps(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  device INTEGER NOT NULL,
+  address INTEGER NOT NULL,
+  total_size INTEGER NOT NULL,
+  allocated_size INTEGER NOT NULL,
+  active_size INTEGER NOT NULL,
+  requested_size INTEGER NOT NULL,
+  stream INTEGER NOT NULL,
+  segment_type TEXT NOT NULL,
+  expandable INTEGER NOT NULL,
+  stack INTEGER NOT NULL,
+  PRIMARY KEY(snapshot_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE memsnap_blocks(
+  snapshot_id INTEGER NOT NULL REFERENCES memsnaps(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  segment INTEGER NOT NULL,
+  address INTEGER NOT NULL,
+  size INTEGER NOT NULL,
+  requested_size INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  stack INTEGER NOT NULL,
+  PRIMARY KEY(snapshot_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE memsnap_annotations(
+  snapshot_id INTEGER NOT NULL REFERENCES memsnaps(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  device INTEGER NOT NULL,
+  ts_ns INTEGER NOT NULL,
+  start INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  PRIMARY KEY(snapshot_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE memsnap_prior(
+  snapshot_id INTEGER NOT NULL REFERENCES memsnaps(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  device INTEGER NOT NULL,
+  addr INTEGER NOT NULL,
+  size INTEGER NOT NULL,
+  stack INTEGER NOT NULL,
+  from_free INTEGER NOT NULL,
+  PRIMARY KEY(snapshot_id, idx)
+) WITHOUT ROWID;
+)SQL";
+
+constexpr std::array<const char*, kCurrentVersion> kMigrations = {kV1, kV2, kV3, kV4, kV5};
 
 }  // namespace
 

@@ -4,9 +4,10 @@
 
 namespace shardscope::core::schema {
 
-constexpr int kCurrentVersion = 4;
+constexpr int kCurrentVersion = 5;
 // The oldest version a read-only connection reads as it is (version 3 added only a column that
-// readers do without, version 4 only a table they read as empty). Older files need a writable connection, which migrates them.
+// readers do without, versions 4 and 5 only tables they read as empty). Older files need a writable connection, which migrates
+// them.
 constexpr int kOldestReadableVersion = 2;
 
 // Applies the per-connection settings (WAL, foreign keys, cache) and brings the file to
