@@ -106,8 +106,8 @@ RunCopyResult copyRunsToNewDatabase(const std::string& from, const std::vector<R
       } else {
         for (const auto& k : fks[t]) {
           if (k.parent == t) continue;
-          where += (where.empty() ? "" : " AND ") + std::string("(") + quoted(k.column) + " IS NULL OR " + quoted(k.column) + " IN (SELECT " +
-                   quoted(k.parentColumn) + " FROM main." + quoted(k.parent) + "))";
+          where += (where.empty() ? "" : " AND ") + std::string("(") + quoted(k.column) + " IS NULL OR " + quoted(k.column) +
+                   " IN (SELECT " + quoted(k.parentColumn) + " FROM main." + quoted(k.parent) + "))";
         }
       }
       db.exec("INSERT INTO main." + quoted(t) + " (" + cols + ") SELECT " + cols + " FROM src." + quoted(t) +
