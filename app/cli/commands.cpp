@@ -199,7 +199,7 @@ int cmdImport(const Args& a, core::CancelToken& cancel) {
     std::cout << " of " << store.path() << ": " << res.events << " events in " << std::fixed;
     std::cout.precision(2);
     std::cout << res.seconds << " s (" << core::formatSi(eps, "events/s") << ", "
-              << core::formatSi(res.seconds > 0 ? static_cast<double>(res.jsonBytes) / res.seconds : 0, "B/s") << " of JSON)\n";
+              << core::formatSi(res.seconds > 0 ? static_cast<double>(res.jsonBytes) / res.seconds : 0, "B/s") << " of input)\n";
   }
   return kOk;
 }
