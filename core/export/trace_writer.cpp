@@ -627,9 +627,25 @@ void RankWriter::writeEvent(TrackOut& t, const Event& e, bool cpuSide) {
     appendMicros(b, e.endNs - e.startNs);
   }
   if (!e.argsJson.empty()) {
-    // The source file's own args, as the importer stored them (valid, compact JSON).
-    b += R"(,"args":)";
-    b += e.argsJson;
+    // The source file's own args, as the importer stored them (valid, compact JSON). A collective
+    // whose args lack Kineto's collective fields (our runtime stores its timing args only: issue,
+    // queue, wait) gets them added from the columns, or HTA cannot size it.
+    const bool addCollective = e.collOp != CollectiveOp::None && e.argsJson.size() >= 2 && e.argsJson.back() == '}' &&
+                               e.argsJson.find(R"("Collective name")") == std::string_view::npos;
+    const std::size_t mark = b.size();
+    if (addCollective) writeSynthesizedArgs(t, e);
+    if (b.size() > mark) {
+      constexpr std::string_view kOpen = R"(,"args":{)";
+      const std::string added = b.substr(mark + kOpen.size());  // "fields}"
+      b.resize(mark);
+      b += R"(,"args":)";
+      b.append(e.argsJson.data(), e.argsJson.size() - 1);  // "{stored" without its '}'
+      if (e.argsJson.size() > 2) b.push_back(',');
+      b += added;
+    } else {
+      b += R"(,"args":)";
+      b += e.argsJson;
+    }
   } else {
     writeSynthesizedArgs(t, e);
   }

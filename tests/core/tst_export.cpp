@@ -664,6 +664,11 @@ class TestExport : public QObject {
     gpu.device = 0;
     gpu.stream = 3;
     const TrackId gpuId = store.addTrack(gpu);
+    Track comm;
+    comm.rankId = rankId;
+    comm.kind = TrackKind::Comm;
+    comm.name = "comm world";
+    const TrackId commId = store.addTrack(comm);
     const TimeNs t0 = 1'700'000'000'123'456'789;
     {
       Transaction tx(shardscope::core::storeDb(store));
@@ -691,6 +696,20 @@ class TestExport : public QObject {
       k.processGroupId = pgId;
       k.category = Category::Communication;
       w.addEvent(k);
+      // Our runtime's collective span: its own timing args, the collective fields in the columns.
+      EventRecord c;
+      c.trackId = commId;
+      c.startNs = t0 + 10000;
+      c.endNs = t0 + 12000;
+      c.nameId = store.intern("all_gather param layers.0");
+      c.catId = store.intern("collective");
+      c.collOp = CollectiveOp::AllGather;
+      c.bytes = 8192;
+      c.dtypeId = store.intern("Float");
+      c.groupSize = 2;
+      c.processGroupId = pgId;
+      c.category = Category::Communication;
+      w.addEvent(c, R"({"issue_ns":11,"queue_ns":22,"wait_ns":33})");
       w.finish();
       tx.commit();
     }
@@ -705,6 +724,27 @@ class TestExport : public QObject {
     QCOMPARE(base % (std::int64_t(7889238) * 1000000000), std::int64_t(0));
     QVERIFY(base <= t0 - 1000 && t0 - 1000 - base < std::int64_t(7889238) * 1000000000);
 
+    {
+      // The runtime collective keeps its own args and gains Kineto's collective fields.
+      const JsonValue doc = parseJsonFile(res.files.at(0));
+      int collectives = 0;
+      for (const auto& e : doc.find("traceEvents")->items()) {
+        const JsonValue* name = e.find("name");
+        if (!name || name->asString() != "all_gather param layers.0") continue;
+        ++collectives;
+        const JsonValue* args = e.find("args");
+        QVERIFY(args);
+        QCOMPARE(args->find("wait_ns")->asInt().value_or(-1), std::int64_t(33));
+        for (const char* k : {"Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype"})
+          QVERIFY2(args->find(k), k);
+        QCOMPARE(QString::fromStdString(args->find("Collective name")->asString()), QString("_allgather_base"));
+        QCOMPARE(args->find("In msg nelems")->asInt().value_or(-1), std::int64_t(1024));
+        QCOMPARE(args->find("Out msg nelems")->asInt().value_or(-1), std::int64_t(2048));
+        QCOMPARE(args->find("Group size")->asInt().value_or(-1), std::int64_t(2));
+        QCOMPARE(QString::fromStdString(args->find("dtype")->asString()), QString("Float"));
+      }
+      QCOMPARE(collectives, 1);
+    }
     TraceStore again(pathIn(dir, "b.db"));
     const RunId run2 = importRun(again, res.files);
     const auto steps = again.steps(run2);
@@ -734,6 +774,13 @@ class TestExport : public QObject {
         QVERIFY(t.kind == TrackKind::CpuThread);
         QCOMPARE(e.startNs, t0 - 1000);
         QCOMPARE(e.endNs, t0 + 20000);
+        return;
+      }
+      if (e.name == "all_gather param layers.0") {
+        // Re-imported from the merged args: the same collective columns.
+        QVERIFY(e.collOp == CollectiveOp::AllGather);
+        QCOMPARE(e.bytes.value_or(-1), std::int64_t(8192));
+        QCOMPARE(e.groupSize.value_or(-1), 2);
         return;
       }
       ++kernels;
