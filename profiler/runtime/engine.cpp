@@ -939,10 +939,12 @@ class ShardedEngine final : public Engine, private FetchUnits {
                     ffull.narrow(0, offsetIn_[static_cast<std::size_t>(p)], layout_.params[static_cast<std::size_t>(p)].numel));
       }
       MemScope ms(MemCategory::Parameters);
-      u.fshard = ffull.narrow(0, r * (u.fpadded / S), u.fpadded / S).clone();
       if (persistent) {
+        // Kept whole and never updated: the shard is a view of it (no second copy).
         u.ffull = ffull.clone();
+        u.fshard = u.ffull.narrow(0, r * (u.fpadded / S), u.fpadded / S);
       } else {
+        u.fshard = ffull.narrow(0, r * (u.fpadded / S), u.fpadded / S).clone();
         u.ffull = torch::empty({u.fpadded}, ffull.options());
         freeStorage(u.ffull);
       }
@@ -1175,7 +1177,7 @@ class ShardedEngine final : public Engine, private FetchUnits {
     ModelStateBytes b;
     for (const auto& u : units_) {
       b.parameters += bytesOf(u.shard) + (u.persistent ? bytesOf(u.full) : 0);
-      b.parameters += bytesOf(u.fshard) + (u.persistent ? bytesOf(u.ffull) : 0);
+      b.parameters += u.persistent ? bytesOf(u.ffull) : bytesOf(u.fshard);  // a persistent shard is a view of ffull
       b.gradients += bytesOf(u.gradShard);
       b.optimizer += bytesOf(u.opt.m) + bytesOf(u.opt.v);
     }
