@@ -9,6 +9,7 @@
 #include <QClipboard>
 #include <QComboBox>
 #include <QGridLayout>
+#include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QJsonDocument>
@@ -19,6 +20,7 @@
 #include <QSplitter>
 #include <QStyledItemDelegate>
 #include <QTableView>
+#include <QTableWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -30,6 +32,7 @@
 #include "core/report/report.h"
 #include "ui/common/background.h"
 #include "ui/models/comparison_model.h"
+#include "ui/models/snapshot_models.h"
 #include "ui/models/strategy_table_model.h"
 
 namespace shardscope::ui {
@@ -197,6 +200,39 @@ ComparePage::ComparePage(QWidget* parent)
   strategyTable_->hide();
   layout->addWidget(strategyTable_);
 
+  // Two runs with memory snapshots: core's compareSnapshots, figures side by side and what grew.
+  snapshotBox_ = new QGroupBox(tr("Memory snapshots"), this);
+  snapshotBox_->setObjectName(QStringLiteral("snapshotComparison"));
+  auto* sl = new QHBoxLayout(snapshotBox_);
+  auto* figs = new QVBoxLayout;
+  snapshotNote_ = new QLabel(snapshotBox_);
+  snapshotNote_->setWordWrap(true);
+  figs->addWidget(snapshotNote_);
+  snapshotFigures_ = new QTableWidget(3, 4, snapshotBox_);
+  snapshotFigures_->setObjectName(QStringLiteral("snapshotFigures"));
+  snapshotFigures_->setHorizontalHeaderLabels({tr("Figure"), tr("A"), tr("B"), tr("B − A")});
+  snapshotFigures_->verticalHeader()->hide();
+  snapshotFigures_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  snapshotFigures_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  snapshotFigures_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+  figs->addWidget(snapshotFigures_);
+  figs->addStretch(1);
+  sl->addLayout(figs, 2);
+  growthModel_ = new SnapshotGrowthModel(this);
+  growthTable_ = new QTableView(snapshotBox_);
+  growthTable_->setObjectName(QStringLiteral("snapshotGrowth"));
+  growthTable_->setModel(growthModel_);
+  growthTable_->verticalHeader()->hide();
+  growthTable_->setAlternatingRowColors(true);
+  growthTable_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  growthTable_->setWordWrap(false);
+  growthTable_->horizontalHeader()->setStretchLastSection(true);
+  growthTable_->setToolTip(tr("Allocation groups alive at the peak (by owner and site) that hold more bytes in B than in A"));
+  sl->addWidget(growthTable_, 3);
+  snapshotBox_->setMaximumHeight(260);
+  snapshotBox_->hide();
+  layout->addWidget(snapshotBox_);
+
   splitter_ = new QSplitter(Qt::Vertical, this);
   table_ = new QTableView(splitter_);
   table_->setModel(model_);
@@ -279,6 +315,9 @@ void ComparePage::reload() {
   strategyTable_->hide();
   recommendation_->clear();
   recommendation_->hide();
+  snapshotComparison_.reset();
+  growthModel_->clear();
+  snapshotBox_->hide();
   updateCharts();
   updateNote();
   if (dbPath_.isEmpty() || runs_.isEmpty()) {
@@ -306,6 +345,7 @@ void ComparePage::start() {
         if (generation != generation_) return;
         task_ = nullptr;
         showRecommendation(r);
+        showSnapshots(r);
         showComparison(std::move(r.comparison));
         setBusy(false);
       },
@@ -344,6 +384,70 @@ void ComparePage::showRecommendation(const core::Report& r) {
   recommendation_->show();
   recommendationPlain_ = sentences.join(QLatin1Char(' '));
   recommendedRun_ = rec.recommended && *rec.recommended < r.runs.size() ? r.runs[*rec.recommended].id : core::RunId{};
+}
+
+void ComparePage::showSnapshots(const core::Report& r) {
+  // Each run's snapshot with the largest peak (its peak device); A = the first such run, B = the next.
+  std::vector<std::pair<const core::ReportRun*, const core::SnapshotFigures*>> with;
+  for (const auto& run : r.runs) {
+    const core::SnapshotFigures* best = nullptr;
+    for (const auto& f : run.analysis.memorySnapshots)
+      if (!best || f.peakActiveBytes > best->peakActiveBytes) best = &f;
+    if (best) with.emplace_back(&run, best);
+  }
+  if (with.size() < 2) {
+    snapshotComparison_.reset();
+    growthModel_->clear();
+    snapshotBox_->hide();
+    return;
+  }
+  const auto& [runA, a] = with[0];
+  const auto& [runB, b] = with[1];
+  snapshotComparison_ = core::compareSnapshots(*a, *b);
+  const core::SnapshotComparison& c = *snapshotComparison_;
+  const auto label = [](const core::ReportRun* run, const core::SnapshotFigures* f) {
+    return QObject::tr("%1 (rank %2, cuda:%3)")
+        .arg(QString::fromStdString(core::runLabel(run->name, run->id)))
+        .arg(f->rank)
+        .arg(f->device);
+  };
+  QString note = tr("A: %1 · B: %2").arg(label(runA, a), label(runB, b));
+  if (with.size() > 2) note += tr(" (%1 runs have snapshots: the first two are compared)").arg(with.size());
+  snapshotNote_->setText(note);
+  struct Row {
+    QString name;
+    std::int64_t a, b, delta;
+  };
+  const Row rows[] = {{tr("Peak active"), c.a.peakActiveBytes, c.b.peakActiveBytes, c.peakActiveDelta},
+                      {tr("Peak reserved"), c.a.peakReservedBytes, c.b.peakReservedBytes, c.peakReservedDelta},
+                      {tr("Fragmentation at the peak"), c.a.fragmentationBytes, c.b.fragmentationBytes, c.fragmentationDelta}};
+  for (int i = 0; i < 3; ++i) {
+    const Row& row = rows[i];
+    snapshotFigures_->setItem(i, 0, new QTableWidgetItem(row.name));
+    int col = 1;
+    for (std::int64_t v : {row.a, row.b, row.delta}) {
+      QString text = charts::formatBytes(static_cast<double>(v), 2);
+      if (col == 3) {
+        if (v > 0) text.prepend(QLatin1Char('+'));
+        if (row.a != 0)
+          text +=
+              QStringLiteral(" (%1%2 %)")
+                  .arg(v > 0 ? QStringLiteral("+") : QString(),
+                       QLocale(QLocale::English).toString(100.0 * static_cast<double>(v) / static_cast<double>(row.a), 'f', 1));
+      }
+      auto* item = new QTableWidgetItem(text);
+      item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      item->setToolTip(tr("%1 bytes").arg(charts::formatNumber(static_cast<double>(v))));
+      item->setData(Qt::UserRole, static_cast<qlonglong>(v));
+      if (col == 3 && v != 0) item->setForeground(v > 0 ? charts::worseColor() : charts::betterColor());
+      snapshotFigures_->setItem(i, col++, item);
+    }
+  }
+  snapshotFigures_->setFixedHeight(snapshotFigures_->horizontalHeader()->sizeHint().height() +
+                                   snapshotFigures_->verticalHeader()->length() + 2 * snapshotFigures_->frameWidth());
+  growthModel_->setRows(c.grew);
+  growthTable_->resizeColumnsToContents();
+  snapshotBox_->show();
 }
 
 QString ComparePage::recommendationText() const { return recommendation_->isHidden() ? QString() : recommendationPlain_; }
@@ -626,6 +730,11 @@ QJsonObject ComparePage::describe() const {
   for (const auto& d : c.configDiff) diff.append(qs(d.key));
   out[QStringLiteral("config_diff_keys")] = diff;
   out[QStringLiteral("measured")] = measuredText();
+  // The snapshot comparison as core writes it (SnapshotComparison::toJson); null when not shown.
+  out[QStringLiteral("memory_snapshots")] =
+      snapshotComparison_
+          ? QJsonValue(QJsonDocument::fromJson(QByteArray::fromStdString(snapshotComparison_->toJson().dump())).object())
+          : QJsonValue();
   return out;
 }
 

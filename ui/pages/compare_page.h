@@ -5,14 +5,20 @@
 // skipped steps; n/a cells say why in their tooltip); below, the comparison table
 // (ComparisonModel) shows every figure with deltas against the baseline run (chosen in a combo; the
 // browser's first selected run by default) and the best run per row; bar charts show step time,
-// throughput, peak memory and exposed communication per run with the best bar highlighted.
+// throughput, peak memory and exposed communication per run with the best bar highlighted. When two
+// of the runs have PyTorch memory snapshots (issue #18), a section compares them (core's
+// compareSnapshots of each run's largest snapshot peak, the first such run as A): peak active, peak
+// reserved and fragmentation side by side with their deltas, and the allocation groups that grew
+// (SnapshotGrowthModel).
 #include <QList>
 #include <QPointer>
 #include <QString>
 
+#include <optional>
 #include <vector>
 
 #include "core/analysis/comparison.h"
+#include "core/analysis/memory_snapshot_analysis.h"
 
 namespace shardscope::core {
 struct Report;
@@ -20,6 +26,8 @@ struct Report;
 #include "ui/pages/page.h"
 
 class QComboBox;
+class QGroupBox;
+class QTableWidget;
 class QLabel;
 class QSplitter;
 class QTableView;
@@ -29,6 +37,7 @@ namespace shardscope::ui {
 
 class BackgroundTask;
 class ComparisonModel;
+class SnapshotGrowthModel;
 class StrategyTableModel;
 namespace charts {
 class BarChart;
@@ -77,12 +86,18 @@ class ComparePage : public Page {
   // The verdict (core's recommendation sentences, plain text; "" when none) and the run it names.
   QString recommendationText() const;
   core::RunId recommendedRun() const { return recommendedRun_; }
+  // The memory-snapshot comparison (none unless two runs have snapshots) and its widgets.
+  const std::optional<core::SnapshotComparison>& snapshotComparison() const { return snapshotComparison_; }
+  QGroupBox* snapshotBox() const { return snapshotBox_; }
+  QTableWidget* snapshotFiguresTable() const { return snapshotFigures_; }
+  SnapshotGrowthModel* snapshotGrowthModel() const { return growthModel_; }
 
  private:
   void start();
   void setBusy(bool busy);
   void showComparison(core::Comparison comparison);
   void showRecommendation(const core::Report& report);
+  void showSnapshots(const core::Report& report);
   void showError(const QString& message);
   void updateNote();
   void updateCharts();
@@ -118,6 +133,12 @@ class ComparePage : public Page {
   QWidget* chartPanel_ = nullptr;
   std::vector<charts::BarChart*> charts_;
   charts::StackedBarChart* breakdown_ = nullptr;
+  std::optional<core::SnapshotComparison> snapshotComparison_;
+  QGroupBox* snapshotBox_ = nullptr;
+  QLabel* snapshotNote_ = nullptr;
+  QTableWidget* snapshotFigures_ = nullptr;
+  SnapshotGrowthModel* growthModel_ = nullptr;
+  QTableView* growthTable_ = nullptr;
 };
 
 }  // namespace shardscope::ui

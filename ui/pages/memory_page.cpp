@@ -6,6 +6,7 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QJsonDocument>
 #include <QLabel>
 #include <QSplitter>
 #include <QStackedWidget>
@@ -23,6 +24,7 @@
 #include "ui/charts/stacked_bar_chart.h"
 #include "ui/common/background.h"
 #include "ui/models/memory_peaks_model.h"
+#include "ui/pages/snapshot_view.h"
 
 namespace shardscope::ui {
 namespace {
@@ -154,6 +156,11 @@ MemoryPage::MemoryPage(QWidget* parent) : Page(parent), peaksModel_(new MemoryPe
   resetZoom_ = new QToolButton(this);
   resetZoom_->setText(tr("Reset zoom"));
   resetZoom_->setToolTip(tr("Show the whole run (wheel: zoom the time axis, drag: pan)"));
+  snapshotButton_ = new QToolButton(this);
+  snapshotButton_->setText(tr("Memory snapshot"));
+  snapshotButton_->setCheckable(true);
+  snapshotButton_->setToolTip(tr("The run's PyTorch memory snapshot: every allocation of the allocator's trace"));
+  snapshotButton_->hide();
   info_ = new QLabel(this);
   info_->setStyleSheet(QStringLiteral("color: #6a737d;"));
   bar->addWidget(runLabel);
@@ -166,6 +173,7 @@ MemoryPage::MemoryPage(QWidget* parent) : Page(parent), peaksModel_(new MemoryPe
   bar->addWidget(reserved_);
   bar->addSpacing(12);
   bar->addWidget(resetZoom_);
+  bar->addWidget(snapshotButton_);
   bar->addStretch(1);
   bar->addWidget(info_);
   layout->addLayout(bar);
@@ -236,6 +244,8 @@ MemoryPage::MemoryPage(QWidget* parent) : Page(parent), peaksModel_(new MemoryPe
   content->setSizes({600, 340});
   bottom->setSizes({600, 450});
   stack_->addWidget(content);
+  snapshotView_ = new SnapshotView(stack_);
+  stack_->addWidget(snapshotView_);
   layout->addWidget(stack_, 1);
 
   connect(runCombo_, &QComboBox::activated, this, [this](int comboIndex) {
@@ -249,6 +259,8 @@ MemoryPage::MemoryPage(QWidget* parent) : Page(parent), peaksModel_(new MemoryPe
   connect(allocated_, &QCheckBox::toggled, chart_, &charts::MemoryChart::setShowAllocated);
   connect(reserved_, &QCheckBox::toggled, chart_, &charts::MemoryChart::setShowReserved);
   connect(resetZoom_, &QToolButton::clicked, chart_, &charts::MemoryChart::resetZoom);
+  connect(snapshotButton_, &QToolButton::toggled, this, [this] { showContent(); });
+  connect(snapshotView_, &SnapshotView::statusMessage, this, &Page::statusMessage);
   connect(chart_, &charts::MemoryChart::viewChanged, this, &MemoryPage::updateInfo);
   connect(peaksTable_, &QTableView::doubleClicked, this, [this](const QModelIndex& i) { zoomToPeak(i.row()); });
   showMessage(tr("Open a database and select a run to see its memory."));
@@ -316,6 +328,9 @@ void MemoryPage::reload() {
   loaded_ = false;
   error_.clear();
   runCombo_->setEnabled(runs_.size() > 1);
+  snapshot_.reset();
+  snapshotView_->clear();
+  snapshotButton_->hide();
   if (dbPath_.isEmpty() || !current_) {
     data_.reset();
     overlayRuns_.clear();
@@ -358,17 +373,26 @@ void MemoryPage::start() {
   const std::vector<core::RunId> context(runs_.begin(), runs_.end());
   const unsigned generation = generation_;
   showMessage(tr("Loading the memory records of run %1…").arg(runId.value()));
-  using Loaded = std::pair<std::shared_ptr<const MemoryRunData>, std::vector<std::pair<core::RunId, std::string>>>;
+  struct Loaded {
+    std::shared_ptr<const MemoryRunData> memory;
+    std::vector<std::pair<core::RunId, std::string>> names;
+    std::shared_ptr<const SnapshotRunData> snapshot;
+  };
   task_ = session()->run<Loaded>(
       this, taskSlot(), tr("Loading the memory of run %1").arg(runId.value()),
       [runId, context](core::TraceStore& store, RunCache& cache, core::CancelToken& cancel, const core::ProgressFn& progress) {
-        return Loaded{cachedMemory(store, cache, runId, &cancel, progress), runNames(store, context)};
+        Loaded out{cachedMemory(store, cache, runId, &cancel, progress), runNames(store, context), nullptr};
+        if (progress) progress(core::Progress{"reading the memory snapshots", 1, 1, "runs"});
+        out.snapshot = cache.get<SnapshotRunData>("memory-snapshot", runId, &cancel, [&] {
+          return std::make_shared<const SnapshotRunData>(loadSnapshotRun(store, runId, &cancel));
+        });
+        return out;
       },
       [this, generation](Loaded d) {
         if (generation != generation_) return;
         task_ = nullptr;
-        applyRunNames(d.second);
-        showData(std::move(d.first));
+        applyRunNames(d.names);
+        showData(std::move(d.memory), std::move(d.snapshot));
         setBusy(false);
       },
       [this, generation](QString message) {
@@ -455,6 +479,9 @@ void MemoryPage::showLoadError(const QString& message) {
   error_ = message;
   data_.reset();
   overlayRuns_.clear();
+  snapshot_.reset();
+  snapshotView_->clear();
+  snapshotButton_->hide();
   chart_->clearSeries();
   peaksModel_->clear();
   runPeaks_->setRowCount(0);
@@ -485,16 +512,52 @@ void MemoryPage::showMessage(const QString& text) {
   info_->clear();
 }
 
+bool MemoryPage::snapshotShown() const {
+  return snapshot_ && snapshotButton_->isChecked() && stack_->currentWidget() == snapshotView_;
+}
+
+void MemoryPage::setSnapshotShown(bool shown) { snapshotButton_->setChecked(shown && snapshot_); }
+
+// The records' chart, the snapshot view or the note saying why there is neither.
+void MemoryPage::showContent() {
+  if (!data_ || overlay_) return;
+  if (snapshot_ && snapshotButton_->isChecked()) {
+    stack_->setCurrentWidget(snapshotView_);
+    for (QWidget* w : std::initializer_list<QWidget*>{allocated_, reserved_, resetZoom_, deviceCombo_}) w->setEnabled(false);
+    info_->setText(tr("memory snapshot · %1 event(s) · loaded in %2 ms")
+                       .arg(snapshotView_->entry() ? snapshotView_->entry()->figures.events : 0)
+                       .arg(snapshot_->loadMs, 0, 'f', 0));
+    return;
+  }
+  if (data_->records == 0) {
+    showMessage(tr("Run “%1” has no memory records.\n\nImported traces have them when torch.profiler ran with "
+                   "profile_memory=True; runs of Shardscope's runtime always record them.")
+                    .arg(QString::fromStdString(core::runLabel(data_->run.name, data_->run.id))));
+    return;
+  }
+  stack_->setCurrentIndex(1);
+  for (QWidget* w : std::initializer_list<QWidget*>{allocated_, reserved_, resetZoom_, deviceCombo_}) w->setEnabled(true);
+  updateInfo();
+}
+
 QString MemoryPage::messageText() const { return stack_->currentWidget() == message_ ? message_->text() : QString(); }
 
 bool MemoryPage::breakdownShown() const { return !breakdown_->isHidden() && breakdown_->groupCount() > 0; }
 
-void MemoryPage::showData(std::shared_ptr<const MemoryRunData> d) {
+void MemoryPage::showData(std::shared_ptr<const MemoryRunData> d, std::shared_ptr<const SnapshotRunData> snapshot) {
   loaded_ = true;
   overlayRuns_.clear();
   peaksTable_->show();
   runPeaks_->hide();
   data_ = std::move(d);
+  snapshot_ = snapshot && !snapshot->entries.empty() ? std::move(snapshot) : nullptr;
+  snapshotView_->setData(snapshot_);
+  snapshotButton_->setVisible(snapshot_ != nullptr);
+  {
+    // A run with a snapshot and no memory records opens on the snapshot.
+    const QSignalBlocker block(snapshotButton_);
+    snapshotButton_->setChecked(snapshot_ && data_->records == 0);
+  }
   const MemoryRunData& data = *data_;
 
   // The chart gets the samples (moved: the page keeps only the peaks and metadata).
@@ -572,16 +635,7 @@ void MemoryPage::showData(std::shared_ptr<const MemoryRunData> d) {
   applySessionRange();
   chart_->rebucket();  // drawn when the page stops being busy
   updateBreakdown();
-
-  if (data.records == 0) {
-    showMessage(tr("Run “%1” has no memory records.\n\nImported traces have them when torch.profiler ran with "
-                   "profile_memory=True; runs of Shardscope's runtime always record them.")
-                    .arg(QString::fromStdString(core::runLabel(data.run.name, data.run.id))));
-  } else {
-    stack_->setCurrentIndex(1);
-    for (QWidget* w : std::initializer_list<QWidget*>{allocated_, reserved_, resetZoom_, deviceCombo_}) w->setEnabled(true);
-  }
-  updateInfo();
+  showContent();
   std::set<int> ranks;
   for (const auto& s : data.series) ranks.insert(s.rank);
   Q_EMIT statusMessage(tr("run “%1”: %2 memory records on %3 rank(s)")
@@ -684,7 +738,7 @@ void MemoryPage::updateBreakdown() {
 }
 
 void MemoryPage::updateInfo() {
-  if (!overlayRuns_.empty()) return;  // the overlay's note stays
+  if (!overlayRuns_.empty() || snapshotShown()) return;  // the overlay's and the snapshot's notes stay
   if (!data_ || data_->records == 0) {
     info_->clear();
     return;
@@ -709,6 +763,9 @@ void MemoryPage::zoomToPeak(int row) {
 void MemoryPage::showOverlayData(std::vector<OverlayRun> runs) {
   loaded_ = true;
   data_.reset();
+  snapshot_.reset();
+  snapshotView_->clear();
+  snapshotButton_->hide();
   overlayRuns_ = std::move(runs);
   peaksModel_->clear();
   peaksTable_->hide();
@@ -866,6 +923,13 @@ QJsonObject MemoryPage::describe() const {
                               {QStringLiteral("step"), p.step ? QJsonValue(static_cast<double>(*p.step)) : QJsonValue()}});
   }
   out[QStringLiteral("table_rows")] = rows;
+  // The snapshots' figures as core writes them (analyze --json's "memory_snapshots").
+  QJsonArray snaps;
+  if (snapshot_)
+    for (const auto& e : snapshot_->entries)
+      snaps.append(QJsonDocument::fromJson(QByteArray::fromStdString(e.figures.toJson().dump())).object());
+  out[QStringLiteral("memory_snapshots")] = snaps;
+  out[QStringLiteral("snapshot_shown")] = snapshotShown();
   out[QStringLiteral("message")] = messageText();
   return out;
 }

@@ -2,7 +2,11 @@
 // Memory page: one run's memory over time, a curve per rank (allocated, and reserved on request),
 // each rank's peak marked with what caused it, the list of peaks and, for runs of our runtime, the
 // breakdown at the peak (stacked bars per rank) and the model-state bytes per rank. Everything is
-// read off the GUI thread; the chart keeps the samples and re-buckets them as the user zooms.
+// read off the GUI thread; the chart keeps the samples and re-buckets them as the user zooms. A run
+// with a PyTorch memory snapshot (imported, issue #18) also has the snapshot view (SnapshotView: the
+// active and reserved curves of the allocator's trace, the allocations alive at a clicked moment with
+// their stacks, the top allocations at the peak), shown by the "Memory snapshot" button, and in place
+// of the records' chart when the run has no memory records.
 #include <QList>
 #include <QPointer>
 #include <QString>
@@ -31,6 +35,8 @@ namespace shardscope::ui {
 
 class BackgroundTask;
 class MemoryPeaksModel;
+class SnapshotView;
+struct SnapshotRunData;
 namespace charts {
 class MemoryChart;
 class StackedBarChart;
@@ -117,6 +123,12 @@ class MemoryPage : public Page {
   bool breakdownShown() const;
   QString messageText() const;  // the note shown instead of the chart ("" when the chart shows)
   QString errorText() const { return error_; }
+  // The run's memory snapshots (null: none or not loaded) and their view.
+  const SnapshotRunData* snapshotData() const { return snapshot_.get(); }
+  SnapshotView* snapshotView() const { return snapshotView_; }
+  QToolButton* snapshotButton() const { return snapshotButton_; }
+  bool snapshotShown() const;
+  void setSnapshotShown(bool shown);
 
  private:
   using OverlayRun = MemoryOverlayRun;
@@ -127,7 +139,8 @@ class MemoryPage : public Page {
   void applyRunNames(const std::vector<std::pair<core::RunId, std::string>>& names);
   void showLoadError(const QString& message);
   void setBusy(bool busy);
-  void showData(std::shared_ptr<const MemoryRunData> data);
+  void showData(std::shared_ptr<const MemoryRunData> data, std::shared_ptr<const SnapshotRunData> snapshot);
+  void showContent();
   void showOverlayData(std::vector<OverlayRun> runs);
   void showMessage(const QString& text);
   void applyDeviceFilter();
@@ -144,6 +157,7 @@ class MemoryPage : public Page {
   QPointer<BackgroundTask> task_;
   unsigned generation_ = 0;
   std::shared_ptr<const MemoryRunData> data_;
+  std::shared_ptr<const SnapshotRunData> snapshot_;
   bool overlay_ = false;
   bool rangeFollowed_ = false;
   std::vector<OverlayRun> overlayRuns_;
@@ -155,6 +169,8 @@ class MemoryPage : public Page {
   QCheckBox* allocated_ = nullptr;
   QCheckBox* reserved_ = nullptr;
   QToolButton* resetZoom_ = nullptr;
+  QToolButton* snapshotButton_ = nullptr;
+  SnapshotView* snapshotView_ = nullptr;
   QLabel* info_ = nullptr;
   QStackedWidget* stack_ = nullptr;
   QLabel* message_ = nullptr;

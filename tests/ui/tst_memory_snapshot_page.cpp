@@ -1,0 +1,283 @@
+// Memory snapshots in the GUI (issue #18), offscreen with real widgets over a real store built by
+// importing snapshots (the committed H100 fixture and generated ones): the Memory page's snapshot view
+// shows core's figures, its level of detail keeps the peak at every zoom, a click at the peak lists the
+// allocations alive there (largest first) and shows a stack, the top-allocations model passes
+// QAbstractItemModelTester, and the Compare page's snapshot section shows core's deltas.
+#include <QAbstractItemModelTester>
+#include <QElapsedTimer>
+#include <QGroupBox>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QToolButton>
+#include <QtTest>
+
+#include <filesystem>
+
+#include "core/analysis/memory_snapshot_analysis.h"
+#include "core/import/trace_reader.h"
+#include "core/storage/trace_store.h"
+#include "tests/common/test_support.h"
+#include "tests/tools/snapshot_pickle.h"
+#include "ui/charts/chart_style.h"
+#include "ui/models/snapshot_models.h"
+#include "ui/pages/compare_page.h"
+#include "ui/pages/memory_page.h"
+#include "ui/pages/snapshot_view.h"
+
+using namespace shardscope;
+
+namespace {
+
+std::string fixturePath() {
+  const auto dir = test::sharedTracesDir();
+  return dir ? *dir + "/gpu/torch211_fsdp2_bf16_h100.memsnap.pickle.gz" : std::string();
+}
+
+core::RunId importSnapshot(const std::string& db, const std::string& file) {
+  core::TraceStore store(db);
+  const core::ImportResult r = core::traceReader("memsnap")->import(store, {file}, {});
+  return r.runIds.at(0);
+}
+
+// A small snapshot: one prior block (512 B), then allocations of `big` and 300 bytes from two owners;
+// the peak is prior + big + 300.
+test::GenSnapshot generated(std::int64_t big, std::int64_t segment) {
+  constexpr std::uint64_t kSeg = 0x7f0000000000;
+  test::GenSnapshot s;
+  s.stacks = {
+      {{"c10::cuda::CUDACachingAllocator::malloc", "CUDACachingAllocator.cpp", 0},
+       {"forward", "/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py", 134},
+       {"forward", "/home/me/model.py", 42}},
+      {{"step", "/venv/lib/python3.12/site-packages/torch/optim/adamw.py", 200}, {"<module>", "/home/me/train.py", 9}},
+  };
+  s.segments = {{0, kSeg, segment, {{512, 512, "active_allocated", -1}, {segment - 512, segment - 512, "inactive", -1}}}};
+  s.traces = {{
+      {"alloc", 0xA000, big, 1000, 0},
+      {"alloc", 0xB000, 300, 1100, 1},
+      {"free_requested", 0xA000, big, 1200, 0},
+      {"free_completed", 0xA000, big, 1201, 0},
+      {"alloc", 0xC000, 100, 1300, 0},
+  }};
+  return s;
+}
+
+}  // namespace
+
+class TestMemorySnapshotPage : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void fixtureOnTheMemoryPage() {
+    const std::string file = fixturePath();
+    QVERIFY2(std::filesystem::exists(file), file.c_str());  // the build unpacks tests/data
+    QTemporaryDir dir;
+    const std::string db = test::pathIn(dir, "s.db");
+    const core::RunId run = importSnapshot(db, file);
+    std::vector<core::SnapshotFigures> figs;
+    {
+      core::TraceStore store(db, core::Database::Mode::ReadOnly);
+      figs = core::computeSnapshotFigures(store, run);
+    }
+    QCOMPARE(figs.size(), std::size_t(1));
+    const core::SnapshotFigures& want = figs[0];
+
+    ui::MemoryPage page;
+    page.resize(1400, 900);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    QElapsedTimer timer;
+    timer.start();
+    page.setContext(QString::fromStdString(db), {run});
+    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 30000);
+    const qint64 openMs = timer.elapsed();
+    QVERIFY2(page.errorText().isEmpty(), qPrintable(page.errorText()));
+    QVERIFY(page.snapshotData());
+    qInfo("fixture opened in %lld ms (snapshot read and analysed in %.1f ms)", static_cast<long long>(openMs),
+          page.snapshotData()->loadMs);
+    QVERIFY2(page.snapshotData()->loadMs < 1000, "the fixture's snapshot must load well under a second");
+
+    // No memory records: the page opens on the snapshot.
+    QVERIFY(page.snapshotShown());
+    QVERIFY(!page.snapshotButton()->isHidden());
+    QVERIFY(page.messageText().isEmpty());
+    ui::SnapshotView* view = page.snapshotView();
+    const core::SnapshotFigures& got = view->entry()->figures;
+    QCOMPARE(got.peakActiveBytes, want.peakActiveBytes);
+    QCOMPARE(got.peakReservedBytes, want.peakReservedBytes);
+    QCOMPARE(got.fragmentationBytes, want.fragmentationBytes);
+    QCOMPARE(got.priorActiveBytes, want.priorActiveBytes);
+    QCOMPARE(got.peakActiveNs, want.peakActiveNs);
+    // The text shows them in core's units.
+    for (std::int64_t b : {want.peakActiveBytes, want.peakReservedBytes, want.fragmentationBytes, want.priorActiveBytes})
+      QVERIFY2(view->figuresText().contains(ui::charts::formatBytes(static_cast<double>(b), 2)), qPrintable(view->figuresText()));
+    // The peak marker sits on core's peak.
+    QCOMPARE(view->peakTracer()->position->key(), static_cast<double>(want.peakActiveNs - view->origin()) / 1e6);
+    QCOMPARE(view->peakTracer()->position->value(), static_cast<double>(want.peakActiveBytes) / view->bytesPerUnit());
+
+    // The top allocations: core's groups in core's order, under the tester.
+    ui::SnapshotTopModel* top = view->topModel();
+    QAbstractItemModelTester tester(top, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QCOMPARE(top->rowCount(), static_cast<int>(want.topAtPeak.size()));
+    QVERIFY(top->rowCount() > 0);
+    for (int r = 0; r < top->rowCount(); ++r) {
+      const auto& g = want.topAtPeak[static_cast<std::size_t>(r)];
+      QCOMPARE(top->data(top->index(r, ui::SnapshotTopModel::Bytes), ui::SnapshotTopModel::RawValueRole).toLongLong(), g.bytes);
+      QCOMPARE(top->data(top->index(r, ui::SnapshotTopModel::Count), ui::SnapshotTopModel::RawValueRole).toLongLong(), g.count);
+      QCOMPARE(top->data(top->index(r, ui::SnapshotTopModel::Owner)).toString(), QString::fromStdString(g.owner));
+    }
+    top->setGroups(want.topAtPeak);  // a reset under the tester
+
+    // The level of detail keeps the peak's maximum at every zoom that contains it.
+    const core::TimeNs t0 = view->origin();
+    const core::TimeNs span = std::max<core::TimeNs>(1000, want.peakActiveNs - t0) * 2;
+    const auto drawnMax = [&] {
+      std::int64_t m = 0;
+      for (const auto& p : view->drawnActive()) m = std::max(m, p.bytes);
+      double g = 0;
+      for (auto it = view->activeGraph()->data()->constBegin(); it != view->activeGraph()->data()->constEnd(); ++it)
+        g = std::max(g, it->value);
+      return std::pair{m, g};
+    };
+    for (const double frac : {1.0, 0.5, 0.1, 0.01, 0.001}) {
+      const auto half = std::max<core::TimeNs>(1000, static_cast<core::TimeNs>(static_cast<double>(span) * frac / 2));
+      view->zoomTo(want.peakActiveNs - half, want.peakActiveNs + half);
+      const auto [bytes, value] = drawnMax();
+      QCOMPARE(bytes, want.peakActiveBytes);
+      QCOMPARE(value, static_cast<double>(want.peakActiveBytes) / view->bytesPerUnit());
+      QVERIFY(view->drawnActive().size() <= static_cast<std::size_t>(std::max(50, view->plot()->axisRect()->width())) + 2);
+    }
+    // A window before the peak never shows more than the curve holds there.
+    view->zoomTo(t0, t0 + 1000);
+    QVERIFY(drawnMax().first <= want.peakActiveBytes);
+    view->resetZoom();
+    QCOMPARE(drawnMax().first, want.peakActiveBytes);
+
+    // A click at the peak's time (a real mouse click on the plot) lists what is alive there.
+    view->plot()->replot();
+    const double px = view->plot()->xAxis->coordToPixel(static_cast<double>(want.peakActiveNs - t0) / 1e6);
+    const double py = view->plot()->yAxis->coordToPixel(static_cast<double>(want.peakActiveBytes) / view->bytesPerUnit() / 2);
+    QTest::mouseClick(view->plot(), Qt::LeftButton, {},
+                      QPoint(static_cast<int>(std::lround(px)), static_cast<int>(std::lround(py))));
+    QCOMPARE(view->selectedSeq(), want.peakActiveSeq);
+    QTableWidget* alive = view->aliveTable();
+    QCOMPARE(alive->rowCount(), static_cast<int>(std::min<std::int64_t>(want.allocationsAtPeak, 1000)));
+    QCOMPARE(alive->currentRow(), 0);
+    QVERIFY2(view->stackText().contains("Owner: "), qPrintable(view->stackText()));  // the largest, selected
+    // The largest allocation here predates recording (no stack); the next ones with a stack show their frames.
+    QString stack;
+    for (int r = 0; r < alive->rowCount() && stack.isEmpty(); ++r) {
+      alive->setCurrentCell(r, 0);
+      if (view->stackText().contains("Stack (innermost first):")) stack = view->stackText();
+    }
+    QVERIFY2(stack.contains(".py"), qPrintable(stack));  // frames with their files
+    // Selecting a top group shows its stack.
+    view->topTable()->setCurrentIndex(top->index(0, 0));
+    QVERIFY2(view->stackText().contains(ui::charts::formatBytes(static_cast<double>(want.topAtPeak[0].bytes), 2)),
+             qPrintable(view->stackText()));
+    QVERIFY(view->stackText() != stack);
+
+    // The page's JSON carries core's figures.
+    const QJsonObject json = page.describe();
+    QCOMPARE(json["memory_snapshots"].toArray().size(), 1);
+    QCOMPARE(json["memory_snapshots"].toArray()[0].toObject()["peak_active_bytes"].toDouble(),
+             static_cast<double>(want.peakActiveBytes));
+  }
+
+  void aliveAtThePeakLargestFirst() {
+    QTemporaryDir dir;
+    const std::string file = test::writeGzip(dir, "a.pickle.gz", test::snapshotPickle(generated(4096, 8192)));
+    const std::string db = test::pathIn(dir, "g.db");
+    const core::RunId run = importSnapshot(db, file);
+    ui::MemoryPage page;
+    page.resize(1200, 800);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    page.setContext(QString::fromStdString(db), {run});
+    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 30000);
+    ui::SnapshotView* view = page.snapshotView();
+    QVERIFY(view->entry());
+    const auto& f = view->entry()->figures;
+    QCOMPARE(f.peakActiveBytes, std::int64_t(512 + 4096 + 300));
+    view->selectAt(f.peakActiveNs);
+    QCOMPARE(view->selectedSeq(), f.peakActiveSeq);
+    QCOMPARE(view->aliveTable()->rowCount(), 3);
+    // Largest first; the prior block says so.
+    QCOMPARE(view->aliveTable()->item(0, 0)->text(), ui::charts::formatBytes(4096, 2));
+    QCOMPARE(view->aliveTable()->item(1, 0)->text(), ui::charts::formatBytes(512, 2));
+    QCOMPARE(view->aliveTable()->item(1, 1)->text(), QString("before recording"));
+    QVERIFY2(view->stackText().contains("/home/me/model.py:42:forward"), qPrintable(view->stackText()));
+    // Later, after the big block's free: two blocks and the new one.
+    view->selectAt(f.peakActiveNs + 1'000'000);
+    QCOMPARE(view->aliveTable()->rowCount(), 3);
+    QCOMPARE(view->aliveTable()->item(0, 0)->text(), ui::charts::formatBytes(512, 2));
+    QCOMPARE(view->aliveTable()->item(2, 0)->text(), ui::charts::formatBytes(100, 2));
+    // The button goes back to the (empty) records view and its note.
+    page.setSnapshotShown(false);
+    QVERIFY(!page.snapshotShown());
+    QVERIFY(page.messageText().contains("no memory records"));
+    page.setSnapshotShown(true);
+    QVERIFY(page.snapshotShown());
+  }
+
+  void compareTwoSnapshots() {
+    QTemporaryDir dir;
+    const std::string db = test::pathIn(dir, "c.db");
+    const core::RunId a = importSnapshot(db, test::writeGzip(dir, "a.pickle.gz", test::snapshotPickle(generated(4096, 8192))));
+    const core::RunId b = importSnapshot(db, test::writeGzip(dir, "b.pickle.gz", test::snapshotPickle(generated(10000, 16384))));
+    std::vector<core::SnapshotFigures> fa, fb;
+    {
+      core::TraceStore store(db, core::Database::Mode::ReadOnly);
+      fa = core::computeSnapshotFigures(store, a);
+      fb = core::computeSnapshotFigures(store, b);
+    }
+    const core::SnapshotComparison want = core::compareSnapshots(fa.at(0), fb.at(0));
+    QCOMPARE(want.peakActiveDelta, std::int64_t(10000 - 4096));
+
+    ui::ComparePage page;
+    page.resize(1400, 1000);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    page.setContext(QString::fromStdString(db), {a, b});
+    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 30000);
+    QVERIFY2(page.errorText().isEmpty(), qPrintable(page.errorText()));
+    QVERIFY(page.snapshotComparison());
+    QVERIFY(!page.snapshotBox()->isHidden());
+    const auto& got = *page.snapshotComparison();
+    QCOMPARE(got.peakActiveDelta, want.peakActiveDelta);
+    QCOMPARE(got.peakReservedDelta, want.peakReservedDelta);
+    QCOMPARE(got.fragmentationDelta, want.fragmentationDelta);
+    QTableWidget* t = page.snapshotFiguresTable();
+    const std::int64_t expect[3][3] = {{want.a.peakActiveBytes, want.b.peakActiveBytes, want.peakActiveDelta},
+                                       {want.a.peakReservedBytes, want.b.peakReservedBytes, want.peakReservedDelta},
+                                       {want.a.fragmentationBytes, want.b.fragmentationBytes, want.fragmentationDelta}};
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) {
+        QCOMPARE(t->item(r, c + 1)->data(Qt::UserRole).toLongLong(), expect[r][c]);
+        QVERIFY(t->item(r, c + 1)->text().contains(
+            ui::charts::formatBytes(static_cast<double>(expect[r][c] < 0 ? -expect[r][c] : expect[r][c]), 2)));
+      }
+    QVERIFY(t->item(0, 3)->text().startsWith("+"));
+    // What grew: the model.py activation (4096 -> 10000 at the peak).
+    ui::SnapshotGrowthModel* grew = page.snapshotGrowthModel();
+    QAbstractItemModelTester tester(grew, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QCOMPARE(grew->rowCount(), static_cast<int>(want.grew.size()));
+    QVERIFY(grew->rowCount() >= 1);
+    QCOMPARE(grew->data(grew->index(0, ui::SnapshotGrowthModel::Owner)).toString(), QString("/home/me/model.py:42:forward"));
+    QCOMPARE(grew->data(grew->index(0, ui::SnapshotGrowthModel::Growth), ui::SnapshotGrowthModel::RawValueRole).toLongLong(),
+             std::int64_t(10000 - 4096));
+    const QJsonObject json = page.describe();
+    QCOMPARE(json["memory_snapshots"].toObject()["peak_active_delta"].toDouble(), static_cast<double>(want.peakActiveDelta));
+
+    // One run alone: no section.
+    page.setContext(QString::fromStdString(db), {a});
+    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 30000);
+    QVERIFY(page.snapshotBox()->isHidden());
+    QVERIFY(!page.snapshotComparison());
+  }
+};
+
+QTEST_MAIN(TestMemorySnapshotPage)
+#include "tst_memory_snapshot_page.moc"
