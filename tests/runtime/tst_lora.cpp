@@ -17,49 +17,16 @@
 #include "core/model/model_presets.h"
 #include "core/storage/trace_store.h"
 #include "core/util/json.h"
+#include "tests/app/cli_runner.h"
 #include "tests/common/test_support.h"
+#include "tests/runtime/runtime_files.h"
 
 using namespace shardscope;
+using test::readFloats;
+using test::readLosses;
+using test::runCli;
 
 namespace {
-
-struct Result {
-  int code = -1;
-  QString out, err;
-};
-
-Result runCli(const QStringList& args) {
-  QProcess p;
-  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-  env.insert("SHARDSCOPE_NO_PROGRESS", "1");
-  p.setProcessEnvironment(env);
-  p.start(SHARDSCOPE_CLI, args);
-  if (!p.waitForFinished(240000)) {
-    p.kill();
-    p.waitForFinished();
-    return {-3, {}, "timed out"};
-  }
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
-          QString::fromUtf8(p.readAllStandardError())};
-}
-
-std::vector<float> readFloats(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return {};
-  const auto n = static_cast<std::size_t>(in.tellg()) / 4;
-  std::vector<float> v(n);
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * 4));
-  return v;
-}
-
-std::vector<double> readLosses(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<double> v;
-  double x;
-  while (in >> x) v.push_back(x);
-  return v;
-}
 
 struct Param {
   std::string name;
@@ -130,7 +97,7 @@ class TestLora : public QObject {
                         "--name",
                         QString::fromStdString("lora run" + std::to_string(runs_))};
     args << (instead.isEmpty() ? common(world) : instead) << knobs;
-    const Result r = runCli(args);
+    const test::CliResult r = runCli(args, 240000);
     if (r.code != 0) qWarning().noquote() << strategy << knobs.join(' ') << r.err.right(3000);
     return r.code == 0 ? base : std::string();
   }
@@ -352,7 +319,7 @@ class TestLora : public QObject {
                         "16",
                         "--hang-timeout-s",
                         "60"};
-    const Result r = runCli(args);
+    const test::CliResult r = runCli(args, 240000);
     if (r.code == 0) QSKIP("this LibTorch has fp16 kernels on the CPU: the loss-scaling path runs instead (see docs/RUNTIME.md)");
     QCOMPARE(r.code, 1);
     QVERIFY2(r.err.contains("--precision fp16") && r.err.contains("no fp16 kernels on cpu") && r.err.contains("bf16"),

@@ -19,8 +19,11 @@
 #include "core/analysis/memory_peaks.h"
 #include "core/storage/trace_store.h"
 #include "tests/common/test_support.h"
+#include "tests/runtime/runtime_files.h"
 
 using namespace shardscope;
+using test::readFloats;
+using test::readLosses;
 
 namespace {
 
@@ -46,24 +49,6 @@ Result runCli(const QStringList& args, const QProcessEnvironment& extra = {}, in
   }
   return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
           QString::fromUtf8(p.readAllStandardError()), static_cast<double>(t.elapsed()) / 1000.0};
-}
-
-std::vector<float> readFloats(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return {};
-  const auto n = static_cast<std::size_t>(in.tellg()) / 4;
-  std::vector<float> v(n);
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * 4));
-  return v;
-}
-
-std::vector<double> readLosses(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<double> v;
-  double x;
-  while (in >> x) v.push_back(x);
-  return v;
 }
 
 // Mean over ranks of each step's loss (the global batch's loss: ranks hold equal token counts).
