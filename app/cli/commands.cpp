@@ -32,6 +32,7 @@
 #include "core/export/perfetto_exporter.h"
 #include "core/import/kineto_importer.h"
 #include "core/import/trace_reader.h"
+#include "core/merge/job_merge.h"
 #include "core/storage/import_log.h"
 #include "core/storage/run_copy.h"
 #include "core/storage/trace_store.h"
@@ -424,6 +425,88 @@ int cmdExport(const Args& a, core::CancelToken& cancel) {
     std::cout << "exported run " << run.value() << " (" << res.events << " events) as " << format << ":\n";
     for (const auto& f : res.files) std::cout << "  " << f << "\n";
   }
+  return kOk;
+}
+
+// `merge --db OUT IN.db...`: the per-node databases of multi-node jobs into one (core/merge/job_merge.h).
+int cmdMerge(const Args& a, core::CancelToken& cancel) {
+  if (a.positional.empty()) throw std::invalid_argument("merge: give the databases to merge (IN.db...)");
+  core::MergeOptions opt;
+  opt.align = core::clockAlignFromString(a.get("clock-align", "auto"));
+  opt.partial = a.has("partial");
+  TerminalProgress bar;
+  const core::MergeResult res = core::mergeDatabases(dbPath(a), a.positional, opt, &cancel, bar.callback());
+  bar.finish();
+  if (a.has("json")) {
+    JsonValue j = JsonValue::object();
+    j.set("db", JsonValue::string(dbPath(a)));
+    JsonValue jobs = JsonValue::array();
+    for (const auto& m : res.jobs) {
+      JsonValue o = JsonValue::object();
+      o.set("job_id", JsonValue::string(m.jobId));
+      o.set("run", JsonValue::number(static_cast<std::int64_t>(m.run.value())));
+      o.set("skipped", JsonValue::boolean(m.skipped));
+      o.set("nnodes", JsonValue::number(static_cast<std::int64_t>(m.nnodes)));
+      o.set("ranks", JsonValue::number(static_cast<std::int64_t>(m.ranks)));
+      o.set("status", JsonValue::string(std::string(core::toString(m.status))));
+      o.set("failure_reason", JsonValue::string(m.failureReason));
+      o.set("events", JsonValue::number(m.events));
+      JsonValue nodes = JsonValue::array();
+      for (const auto& n : m.nodes) {
+        JsonValue x = JsonValue::object();
+        x.set("node_rank", JsonValue::number(static_cast<std::int64_t>(n.nodeRank)));
+        x.set("source_file", JsonValue::string(n.sourceFile));
+        x.set("source_run", JsonValue::number(static_cast<std::int64_t>(n.sourceRun.value())));
+        x.set("host", JsonValue::string(n.host));
+        x.set("status", JsonValue::string(std::string(core::toString(n.status))));
+        x.set("ranks", JsonValue::number(static_cast<std::int64_t>(n.ranks)));
+        x.set("clock_offset_ns", JsonValue::number(static_cast<std::int64_t>(n.clockOffsetNs)));
+        x.set("clock_offset_method", JsonValue::string(n.offsetMethod));
+        nodes.push(std::move(x));
+      }
+      o.set("nodes", std::move(nodes));
+      JsonValue miss = JsonValue::array();
+      for (int n : m.missingNodes) miss.push(JsonValue::number(static_cast<std::int64_t>(n)));
+      o.set("missing_nodes", std::move(miss));
+      jobs.push(std::move(o));
+    }
+    j.set("jobs", std::move(jobs));
+    JsonValue copied = JsonValue::array();
+    for (const auto& c : res.copied) {
+      JsonValue o = JsonValue::object();
+      o.set("source_file", JsonValue::string(c.sourceFile));
+      o.set("source_run", JsonValue::number(static_cast<std::int64_t>(c.sourceRun.value())));
+      o.set("run", JsonValue::number(static_cast<std::int64_t>(c.run.value())));
+      o.set("skipped", JsonValue::boolean(c.skipped));
+      o.set("events", JsonValue::number(c.events));
+      copied.push(std::move(o));
+    }
+    j.set("copied", std::move(copied));
+    j.set("events", JsonValue::number(res.events));
+    j.set("seconds", JsonValue::number(res.seconds));
+    std::cout << j.dump() << "\n";
+    return kOk;
+  }
+  for (const auto& m : res.jobs) {
+    if (m.skipped) {
+      std::cout << "job " << m.jobId << ": already merged as run " << m.run.value() << " (skipped)\n";
+      continue;
+    }
+    std::cout << "job " << m.jobId << ": " << m.nodes.size() << " of " << m.nnodes << " node(s), " << m.ranks
+              << " ranks -> run " << m.run.value() << " (" << core::toString(m.status);
+    if (!m.failureReason.empty()) std::cout << ": " << m.failureReason;
+    std::cout << ")\n";
+    for (const auto& n : m.nodes)
+      std::cout << "  node " << n.nodeRank << ": " << n.sourceFile << " run " << n.sourceRun.value() << ", " << n.ranks
+                << " rank(s) on " << n.host << ", " << core::toString(n.status) << ", clock offset "
+                << core::formatFixed(static_cast<double>(n.clockOffsetNs) / 1e6, 3) << " ms (" << n.offsetMethod << ")\n";
+  }
+  int copied = 0, skipped = 0;
+  for (const auto& c : res.copied) (c.skipped ? skipped : copied)++;
+  if (copied || skipped)
+    std::cout << copied << " other run(s) copied" << (skipped ? ", " + std::to_string(skipped) + " already there (skipped)" : "")
+              << "\n";
+  std::cout << res.events << " events written into " << dbPath(a) << " in " << core::formatFixed(res.seconds, 2) << " s\n";
   return kOk;
 }
 
@@ -1088,6 +1171,15 @@ const std::vector<Command>& commands() {
         {"o", true, "output directory (kineto) or file (perfetto, db: a new file)"},
         {"no-gzip", false, "write plain .json instead of .json.gz"}},
        cmdExport},
+      {"merge",
+       "shardscope-cli merge --db OUT [--clock-align auto|collectives|none] [--partial] [--json] IN.db...",
+       "Merge the per-node databases of multi-node jobs (torchrun, srun, run --nnodes) into OUT: each job becomes one run "
+       "with all its ranks, node clocks aligned on collective ends; every other run is copied. Idempotent",
+       {{"clock-align", true,
+         "auto (align nodes on other hosts on their collectives; default) | collectives (every node) | none"},
+        {"partial", false, "merge a job with missing nodes anyway (the run is marked failed, naming them)"}},
+       cmdMerge,
+       /*positional=*/true},
   };
   static const std::vector<Command> all = [] {
     auto v = cmds;

@@ -23,6 +23,7 @@ const std::vector<core::ArgSpec> kOptions = {
     {"run-name", true, "the run's name when this rank creates it", "NAME"},
     {"config", true, "run configuration JSON", "run.json"},
     {"deepspeed", true, "DeepSpeed JSON config", "ds.json"},
+    {"same-db", false, "every node of a multi-node job writes --db itself (default: one database per node, FILE.node<N>, or \"{node}\" in FILE)"},
     {"dump-params", true, "rank 0 writes every full parameter after training to FILE (FILE.json names them)", "FILE"},
     {"dump-losses", true, "this rank writes its per-step losses to FILE", "FILE"},
     {"no-progress", false, "no @ss progress lines on stdout"},
@@ -31,10 +32,12 @@ const std::vector<core::ArgSpec> kOptions = {
 
 void usage() {
   std::printf(
-      "usage: shardscope-worker --db FILE [--run-id ID] [--run-name NAME] [--config run.json]\n"
+      "usage: shardscope-worker --db FILE [--same-db] [--run-id ID] [--run-name NAME] [--config run.json]\n"
       "                         [--deepspeed ds.json] [--dump-params FILE] [--dump-losses FILE]\n"
       "                         [--no-progress] [run configuration flags]\n\n"
-      "One rank of a run; the environment gives RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT.\n\n%s\n%s",
+      "One rank of a run; the environment gives RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT\n"
+      "(torchrun --no-python, our launcher) or SLURM_PROCID, SLURM_NTASKS, SLURM_NODEID... (srun).\n"
+      "A job over several nodes writes one database per node; `shardscope-cli merge` joins them.\n\n%s\n%s",
       core::argsHelp(kOptions).c_str(), core::runConfigHelp().c_str());
 }
 
@@ -63,6 +66,7 @@ int main(int argc, char** argv) {
     opts.dumpParamsPath = args.get("dump-params");
     opts.dumpLossesPath = args.get("dump-losses");
     if (args.has("no-progress")) opts.progressLines = false;
+    if (args.has("same-db")) opts.sameDatabase = true;
     const std::string configPath = args.get("config"), dsPath = args.get("deepspeed");
     if (opts.dbPath.empty()) throw core::Error("--db FILE is required");
     core::RunConfig cfg;

@@ -138,6 +138,7 @@ bool Supervisor::spawnOne(Rank& r, const std::vector<std::string>& envBase, int 
   vars["LOCAL_WORLD_SIZE"] = std::to_string(nproc);
   vars["GROUP_RANK"] = std::to_string(spec_.nodeRank);
   vars["GROUP_WORLD_SIZE"] = std::to_string(spec_.worldSize / nproc);
+  vars["SHARDSCOPE_LAUNCHER"] = "shardscope-cli";
   std::vector<std::string> env = envBase;
   // envBase already lacks every name in spec_.env; drop the torchrun names too, then add ours.
   std::erase_if(env, [&](const std::string& e) { return vars.count(e.substr(0, e.find('='))) != 0; });

@@ -5,6 +5,8 @@
 #include <iterator>
 
 #include "core/storage/trace_store.h"
+#include "core/util/error.h"
+#include "core/util/json.h"
 
 namespace shardscope::core {
 
@@ -18,6 +20,21 @@ RunId createRunRow(TraceStore& store, const Run& run) {
 void setRunOutcome(TraceStore& store, RunId runId, RunStatus status, const std::string& failureReason) {
   Transaction tx(storeDb(store));
   store.setRunStatus(runId, status, failureReason);
+  tx.commit();
+}
+
+void setRunJob(TraceStore& store, RunId runId, const JobPart& job) {
+  Transaction tx(storeDb(store));
+  const auto run = store.run(runId);
+  if (!run) throw Error(store.path() + ": run " + std::to_string(runId.value()) + " does not exist");
+  JsonValue meta = JsonValue::object();
+  try {
+    meta = parseJson(run->metadataJson.empty() ? std::string("{}") : run->metadataJson, "run metadata");
+  } catch (const std::exception&) {
+  }
+  if (!meta.isObject()) meta = JsonValue::object();
+  meta.set("job", job.toJson());
+  store.setRunMetadata(runId, meta.dump());
   tx.commit();
 }
 

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/model/job.h"
 #include "core/model/types.h"
 
 namespace shardscope::core {
@@ -24,6 +25,9 @@ class TraceStore;
 RunId createRunRow(TraceStore& store, const Run& run);
 // Sets a run's status (and failure reason), committed at once.
 void setRunOutcome(TraceStore& store, RunId runId, RunStatus status, const std::string& failureReason = {});
+// Records the run as a node's part of a job (runs.metadata_json "job", core/model/job.h), the rest
+// of its metadata kept; committed at once.
+void setRunJob(TraceStore& store, RunId runId, const JobPart& job);
 
 // One span of a live run as the runtime records it: on a lane of its rank (RankWriter::addLane),
 // names and process group by name (interned and resolved when written).

@@ -102,6 +102,12 @@ void TraceStore::updateRun(const Run& run) {
   st.exec();
 }
 
+void TraceStore::setRunMetadata(RunId runId, const std::string& metadataJson) {
+  Statement st(*db_, "UPDATE runs SET metadata_json=? WHERE id=?");
+  st.bind(1, metadataJson).bind(2, runId.value());
+  st.exec();
+}
+
 void TraceStore::setRunStatus(RunId runId, RunStatus status, const std::string& failureReason) {
   Statement st(*db_, "UPDATE runs SET status=?, failure_reason=? WHERE id=?");
   st.bind(1, toString(status)).bind(2, failureReason).bind(3, runId.value());
@@ -335,6 +341,34 @@ std::optional<double> TraceStore::metric(RunId runId, std::optional<RankId> rank
   st.bind(1, runId.value()).bind(2, rankId ? rankId->value() : std::int64_t{-1}).bind(3, key);
   if (!st.step() || st.isNull(0)) return std::nullopt;
   return st.real(0);
+}
+
+std::vector<TraceStore::MetricRow> TraceStore::metrics(RunId runId) {
+  Statement st(*db_, "SELECT rank_id, key, value, text_value FROM metrics WHERE run_id=? ORDER BY IFNULL(rank_id, -1), key");
+  st.bind(1, runId.value());
+  std::vector<MetricRow> out;
+  while (st.step()) {
+    MetricRow m;
+    if (!st.isNull(0)) m.rankId = RankId{st.int64(0)};
+    m.key = st.text(1);
+    if (!st.isNull(2)) m.value = st.real(2);
+    if (!st.isNull(3)) m.text = st.text(3);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+void TraceStore::setMetricRow(RunId runId, const MetricRow& m) {
+  Statement st(*db_,
+               "INSERT INTO metrics(run_id, rank_id, key, value, text_value) VALUES(?,?,?,?,?) "
+               "ON CONFLICT(run_id, IFNULL(rank_id, -1), key) DO UPDATE SET value=excluded.value, "
+               "text_value=excluded.text_value");
+  st.bind(1, runId.value())
+      .bind(2, m.rankId ? std::optional<std::int64_t>(m.rankId->value()) : std::nullopt)
+      .bind(3, m.key)
+      .bind(4, m.value)
+      .bind(5, m.text);
+  st.exec();
 }
 
 Id TraceStore::intern(std::string_view s) {
@@ -927,6 +961,8 @@ void BulkWriter::shiftTracks(const std::vector<TrackId>& trackIds, TimeNs delta)
   if (delta == 0) return;
   flush();
   Statement counters(storeDb(store_), "UPDATE counters SET ts_ns = ts_ns + ? WHERE track_id = ?");
+  Statement trackStats(storeDb(store_),
+                       "UPDATE tracks SET min_start_ns = min_start_ns + ?1, max_end_ns = max_end_ns + ?1 WHERE id = ?2");
   for (TrackId t : trackIds) {
     rewriteChunks(t, std::numeric_limits<TimeNs>::min(), std::numeric_limits<TimeNs>::max(), [&](EventChunk& c) {
       for (auto& v : c.start) v += delta;
@@ -938,6 +974,9 @@ void BulkWriter::shiftTracks(const std::vector<TrackId>& trackIds, TimeNs delta)
     if (auto it = stats_.find(t); it != stats_.end()) {
       it->second.minStart += delta;
       it->second.maxEnd += delta;
+    } else {  // written by an earlier finish(): its statistics are in the row
+      trackStats.bind(1, delta).bind(2, t.value());
+      trackStats.exec();
     }
   }
 }

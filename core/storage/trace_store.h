@@ -86,6 +86,7 @@ class TraceStore {
   RunId createRun(const Run& run);
   void updateRun(const Run& run);
   void setRunStatus(RunId runId, RunStatus status, const std::string& failureReason = {});
+  void setRunMetadata(RunId runId, const std::string& metadataJson);
   void deleteRun(RunId runId);
   std::vector<Run> runs();
   std::optional<Run> run(RunId runId);
@@ -110,6 +111,15 @@ class TraceStore {
   std::vector<Step> steps(RunId runId);
   void setMetric(RunId runId, std::optional<RankId> rankId, const std::string& key, double value);
   std::optional<double> metric(RunId runId, std::optional<RankId> rankId, const std::string& key);
+  // Every metric of a run (run-level rows have no rank), in (rank, key) order.
+  struct MetricRow {
+    std::optional<RankId> rankId;
+    std::string key;
+    std::optional<double> value;
+    std::optional<std::string> text;
+  };
+  std::vector<MetricRow> metrics(RunId runId);
+  void setMetricRow(RunId runId, const MetricRow& row);  // insert or replace
 
   // Interned strings (names, categories, dtypes). Cached in memory; call invalidateCaches() after a
   // rolled-back transaction, since ids created inside it no longer exist.

@@ -23,6 +23,7 @@
 #include <c10/cuda/CUDAStream.h>
 #endif
 
+#include "core/launch/cluster_env.h"
 #include "core/util/error.h"
 #include "profiler/capture/recorder.h"
 
@@ -391,33 +392,19 @@ class GroupImpl final : public Group {
   std::thread thread_;
 };
 
-namespace {
-int envInt(const char* a, const char* b, int dflt) {
-  for (const char* k : {a, b}) {
-    if (!k) continue;
-    if (const char* v = std::getenv(k); v && *v) {
-      char* endp = nullptr;
-      const long x = std::strtol(v, &endp, 10);
-      if (endp && *endp == 0) return static_cast<int>(x);
-      throw core::Error(std::string("environment variable ") + k + "='" + v + "' is not an integer");
-    }
-  }
-  return dflt;
-}
-}  // namespace
-
 DistEnv DistEnv::fromEnvironment() {
+  const core::ClusterEnv c = core::clusterEnvFromProcess();
   DistEnv e;
-  e.rank = envInt("RANK", "SLURM_PROCID", 0);
-  e.worldSize = envInt("WORLD_SIZE", "SLURM_NTASKS", 1);
-  e.localRank = envInt("LOCAL_RANK", "SLURM_LOCALID", 0);
-  e.localWorldSize = envInt("LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE", e.worldSize);
-  e.nodeRank = envInt("GROUP_RANK", "SLURM_NODEID", 0);
-  if (const char* a = std::getenv("MASTER_ADDR"); a && *a) e.masterAddr = a;
-  e.masterPort = envInt("MASTER_PORT", nullptr, 29500);
-  if (e.worldSize < 1) throw core::Error("WORLD_SIZE must be at least 1 (got " + std::to_string(e.worldSize) + ")");
-  if (e.rank < 0 || e.rank >= e.worldSize)
-    throw core::Error("RANK " + std::to_string(e.rank) + " is outside 0.." + std::to_string(e.worldSize - 1));
+  e.rank = c.rank;
+  e.worldSize = c.worldSize;
+  e.localRank = c.localRank;
+  e.localWorldSize = c.localWorldSize;
+  e.nodeRank = c.nodeRank;
+  e.nnodes = c.nnodes;
+  e.masterAddr = c.masterAddr;
+  e.masterPort = c.masterPort;
+  e.launcher = c.launcher;
+  e.schedulerId = c.schedulerId;
   return e;
 }
 

@@ -83,10 +83,12 @@ struct DistEnv {
   int localRank = 0;
   int localWorldSize = 1;
   int nodeRank = 0;
+  int nnodes = 1;
   std::string masterAddr = "127.0.0.1";
   int masterPort = 29500;
-  // From MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK (the
-  // variables torchrun and our launcher set) or Slurm's SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID.
+  std::string launcher = "env";  // core::ClusterEnv::launcher
+  std::string schedulerId;       // core::ClusterEnv::schedulerId
+  // The variables torchrun, srun and our launcher set (core/launch/cluster_env.h has the rules).
   static DistEnv fromEnvironment();
 };
 

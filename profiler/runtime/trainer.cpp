@@ -19,6 +19,7 @@
 #include <torch/version.h>
 
 #include "core/analysis/step_breakdown.h"
+#include "core/launch/cluster_env.h"
 #include "core/storage/run_writer.h"
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"
@@ -150,13 +151,32 @@ class RankLife {
     comm_ = std::make_unique<Communicator>(env_, backend_, device_, cfg_.hangTimeoutS, nullptr);
   }
 
-  // Record: the run row (rank 0 creates it unless the launcher did, and shares its id through the
-  // store), this rank's recorder with its compute lane, the communicator's lanes, the allocator's
-  // records.
+  // Record: the job (its id from rank 0's token, shared through the rendezvous store), the run row
+  // (each node's local rank 0 creates its node's run in its node's database unless the launcher did,
+  // and shares its id through the store), this rank's recorder with its compute lane, the
+  // communicator's lanes, the allocator's records.
   void startRecording() {
+    job_.launcher = env_.launcher;
+    job_.schedulerId = core::schedulerPartOfJobId(env_.schedulerId, env_.masterAddr, env_.masterPort);
+    job_.nnodes = env_.nnodes;
+    job_.nodeRank = env_.nodeRank;
+    job_.firstRank = env_.rank - env_.localRank;
+    job_.ranksOnNode = env_.localWorldSize;
+    job_.host = hostName();
+    job_.master = env_.masterAddr + ":" + std::to_string(env_.masterPort);
+    std::string token;
+    if (env_.rank == 0) {
+      token = core::newJobToken();
+      comm_->storeSet("shardscope/job_token", token);
+    } else {
+      token = comm_->storeGet("shardscope/job_token");
+    }
+    job_.id = job_.schedulerId + "/" + token;
+    dbPath_ = opts_.runId || opts_.sameDatabase ? opts_.dbPath : core::nodeDatabasePath(opts_.dbPath, env_.nodeRank, env_.nnodes);
+    const std::string runKey = "shardscope/run_id/node" + std::to_string(env_.nodeRank);
     if (!runId_) {
-      if (env_.rank == 0) {
-        core::TraceStore store(opts_.dbPath);
+      if (env_.localRank == 0) {
+        core::TraceStore store(dbPath_);
         core::Run run;
         run.name = opts_.runName.empty() ? std::string(core::toString(cfg_.strategy)) + " " + cfg_.model : opts_.runName;
         run.source = core::RunSource::Runtime;
@@ -164,14 +184,22 @@ class RankLife {
         run.configJson = core::toJson(cfg_).dump();
         run.worldSize = cfg_.worldSize;
         run.status = core::RunStatus::Running;
+        core::JsonValue meta = core::JsonValue::object();
+        meta.set("launcher", core::JsonValue::string(env_.launcher));
+        meta.set("nnodes", core::JsonValue::number(static_cast<std::int64_t>(env_.nnodes)));
+        meta.set("job", job_.toJson());
+        run.metadataJson = meta.dump();
         runId_ = core::createRunRow(store, run);
-        comm_->storeSet("shardscope/run_id", std::to_string(runId_.value()));
+        comm_->storeSet(runKey, std::to_string(runId_.value()));
       } else {
-        runId_ = core::RunId{std::stoll(comm_->storeGet("shardscope/run_id"))};
+        runId_ = core::RunId{std::stoll(comm_->storeGet(runKey))};
       }
+    } else if (env_.localRank == 0) {
+      core::TraceStore store(dbPath_);
+      core::setRunJob(store, runId_, job_);
     }
     capture::Recorder::Options ro;
-    ro.dbPath = opts_.dbPath;
+    ro.dbPath = dbPath_;
     ro.runId = runId_;
     ro.rank = env_.rank;
     ro.host = hostName();
@@ -400,8 +428,8 @@ class RankLife {
     tracker_->setRecorder(nullptr);
     rec_->close();
     comm_->world().barrier();  // every rank's data is committed
-    if (env_.rank == 0 && !opts_.runId) {
-      core::TraceStore store(opts_.dbPath);
+    if (env_.localRank == 0 && !opts_.runId) {  // each node's leader completes its node's run
+      core::TraceStore store(dbPath_);
       core::setRunOutcome(store, runId_, core::RunStatus::Completed);
     }
     if (opts_.progressLines) {
@@ -434,7 +462,7 @@ class RankLife {
     }
     if (!opts_.runId && runId_) {
       try {
-        core::TraceStore store(opts_.dbPath);
+        core::TraceStore store(dbPath_);
         core::setRunOutcome(store, runId_, core::RunStatus::Failed, "rank " + std::to_string(rank_) + ": " + msg);
       } catch (...) {
       }
@@ -638,6 +666,8 @@ class RankLife {
   const WorkerOptions& opts_;
   int rank_ = -1;
   core::RunId runId_;
+  std::string dbPath_;  // this node's database (WorkerOptions::sameDatabase)
+  core::JobPart job_;
   DistEnv env_;
   bool cuda_ = false;
   bool sharedDevice_ = false;

@@ -12,8 +12,11 @@
 namespace shardscope::runtime {
 
 struct WorkerOptions {
-  std::string dbPath;  // the trace store (created if missing)
-  core::RunId runId;   // 0: rank 0 creates the run and shares its id through the store
+  std::string dbPath;  // the trace store (created if missing); see sameDatabase
+  core::RunId runId;   // 0: each node's local rank 0 creates the node's run and shares its id through the store
+  // Without runId, a job over several nodes writes one database per node (core::nodeDatabasePath:
+  // "{node}" in dbPath, else dbPath.node<N>); true: every node writes dbPath itself.
+  bool sameDatabase = false;
   std::string runName;
   std::string dumpParamsPath;  // rank 0 writes every full parameter (float32, model order) here
   std::string dumpLossesPath;  // each rank writes its per-step losses (one per line) here (+ ".rank<R>" when world > 1)

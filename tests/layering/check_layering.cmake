@@ -46,9 +46,9 @@ foreach(dir app benchmarks core profiler ui)
 endforeach()
 
 # Inside core the arrows run one way (docs/ARCHITECTURE.md, "Layers"):
-#   util < model < storage < import | export | analysis | config | launch < timeline | estimator | report
+#   util < model < storage < import | export | analysis | config | launch < timeline | estimator | report | merge
 # a folder includes only the folders before its tier (and itself); folders of one tier never each other.
-set(core_tiers "util" "model" "storage" "import:export:analysis:config:launch" "timeline:estimator:report")
+set(core_tiers "util" "model" "storage" "import:export:analysis:config:launch" "timeline:estimator:report:merge")
 set(lower "")
 list(LENGTH core_tiers ntiers)
 math(EXPR last "${ntiers} - 1")
