@@ -492,8 +492,8 @@ int cmdMerge(const Args& a, core::CancelToken& cancel) {
       std::cout << "job " << m.jobId << ": already merged as run " << m.run.value() << " (skipped)\n";
       continue;
     }
-    std::cout << "job " << m.jobId << ": " << m.nodes.size() << " of " << m.nnodes << " node(s), " << m.ranks
-              << " ranks -> run " << m.run.value() << " (" << core::toString(m.status);
+    std::cout << "job " << m.jobId << ": " << m.nodes.size() << " of " << m.nnodes << " node(s), " << m.ranks << " ranks -> run "
+              << m.run.value() << " (" << core::toString(m.status);
     if (!m.failureReason.empty()) std::cout << ": " << m.failureReason;
     std::cout << ")\n";
     for (const auto& n : m.nodes)

@@ -259,12 +259,7 @@ void printRunSummary(std::ostream& os, core::TraceStore& store, core::RunId runI
 // The rank that caused a failure. When one rank dies, its peers fail too ("Connection closed by
 // peer", timeouts) and may be reaped first: prefer a rank whose own error is not a peer's failure.
 std::string rootCause(const core::LaunchResult& r, const std::map<int, std::string>& lastErr, int firstRank) {
-  auto secondary = [](const std::string& e) {
-    for (const char* pat :
-         {"Connection closed by peer", "Connection reset", "Broken pipe", "Timed out", "timed out", "Connection refused"})
-      if (e.find(pat) != std::string::npos) return true;
-    return false;
-  };
+  auto secondary = [](const std::string& e) { return core::isSecondaryFailure(e); };
   if (!secondary(r.reason)) return r.reason;
   for (std::size_t i = 0; i < r.exitCodes.size(); ++i) {
     const int rank = static_cast<int>(i) + firstRank;

@@ -117,14 +117,14 @@ ClusterEnv clusterEnvFrom(const EnvLookup& env) {
   else if (local && *local >= 1)
     e.nnodes = std::max(1, e.worldSize / *local);
   e.localWorldSize = local.value_or(e.worldSize / std::max(1, e.nnodes));
-  if (e.localWorldSize < 1)
-    throw Error("LOCAL_WORLD_SIZE must be at least 1 (got " + std::to_string(e.localWorldSize) + ")");
+  if (e.localWorldSize < 1) throw Error("LOCAL_WORLD_SIZE must be at least 1 (got " + std::to_string(e.localWorldSize) + ")");
   if (e.localRank < 0 || e.localRank >= e.localWorldSize)
     throw Error("LOCAL_RANK " + std::to_string(e.localRank) + " is outside 0.." + std::to_string(e.localWorldSize - 1));
   if (e.nodeRank < 0 || e.nodeRank >= e.nnodes)
     throw Error("the node rank (GROUP_RANK / SLURM_NODEID) " + std::to_string(e.nodeRank) + " is outside 0.." +
                 std::to_string(e.nnodes - 1));
-  if (e.rank - e.localRank < 0) throw Error("RANK " + std::to_string(e.rank) + " is below LOCAL_RANK " + std::to_string(e.localRank));
+  if (e.rank - e.localRank < 0)
+    throw Error("RANK " + std::to_string(e.rank) + " is below LOCAL_RANK " + std::to_string(e.localRank));
 
   const std::string addr = strVar(env, "MASTER_ADDR");
   if (!addr.empty()) {
@@ -143,7 +143,8 @@ ClusterEnv clusterEnvFrom(const EnvLookup& env) {
   } else if (slurm) {
     if (auto job = parseInt(env("SLURM_JOB_ID"))) e.masterPort = 20000 + static_cast<int>(*job % 20000);
   }
-  if (e.masterPort <= 0 || e.masterPort > 65535) throw Error("MASTER_PORT " + std::to_string(e.masterPort) + " is not a TCP port");
+  if (e.masterPort <= 0 || e.masterPort > 65535)
+    throw Error("MASTER_PORT " + std::to_string(e.masterPort) + " is not a TCP port");
 
   const std::string slurmJob = strVar(env, "SLURM_JOB_ID");
   const std::string torchrunId = strVar(env, "TORCHELASTIC_RUN_ID");

@@ -517,4 +517,11 @@ LaunchResult launchRanks(const LaunchSpec& spec) {
   return sup.run();
 }
 
+bool isSecondaryFailure(std::string_view e) {
+  for (const char* pat :
+       {"Connection closed by peer", "Connection reset", "Broken pipe", "Timed out", "timed out", "Connection refused"})
+    if (e.find(pat) != std::string_view::npos) return true;
+  return false;
+}
+
 }  // namespace shardscope::core

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -64,5 +65,10 @@ int pickFreePort();
 
 // "SIGKILL" for 9, "SIG<n>" for a number it does not know.
 std::string signalName(int sig);
+
+// Whether a rank's error is what its peers' failure does to it (a connection closed or reset, a
+// timed-out collective) rather than a failure of its own: the launcher's and the merge's root-cause
+// rules skip these when another rank has its own.
+bool isSecondaryFailure(std::string_view reason);
 
 }  // namespace shardscope::core

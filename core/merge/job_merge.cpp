@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "core/analysis/stragglers.h"
+#include "core/launch/launcher.h"
 #include "core/model/job.h"
 #include "core/storage/import_log.h"
 #include "core/storage/import_writer.h"
@@ -79,15 +80,21 @@ struct PartRef {
   Run run;
   JobPart job;
   std::int64_t events = 0;
+  std::string identity;  // runIdentity
 };
 
-// The identity of a run for idempotency: its metadata's "uid", else a fingerprint of its row and size.
-std::string runIdentity(const Run& r, const RunCounts& c) {
+// The identity of a run for idempotency: its metadata's "uid", else a fingerprint of its row, its
+// size and its time span (two runs made in the same second with the same name and shape still differ
+// in their times).
+std::string runIdentity(TraceStore& store, const Run& r) {
   const JsonValue meta = parseObject(r.metadataJson);
   if (std::string uid = jsonString(meta, "uid"); !uid.empty()) return uid;
+  const RunSummary sum = store.summary(r.id);
   std::string key = r.name + '\x1f' + std::string(toString(r.source)) + '\x1f' + r.createdAt + '\x1f' + r.strategy + '\x1f' +
-                    r.configJson + '\x1f' + std::to_string(r.worldSize) + '\x1f' + std::to_string(c.ranks) + '\x1f' +
-                    std::to_string(c.events);
+                    r.configJson + '\x1f' + std::to_string(r.worldSize) + '\x1f' + std::to_string(sum.ranks.size()) + '\x1f' +
+                    std::to_string(sum.eventCount) + '\x1f' + std::to_string(sum.counterSamples) + '\x1f' +
+                    std::to_string(sum.stepCount) + '\x1f' + std::to_string(sum.startNs.value_or(0)) + '\x1f' +
+                    std::to_string(sum.endNs.value_or(0));
   char buf[24];
   std::snprintf(buf, sizeof buf, "fp:%016llx", static_cast<unsigned long long>(fnv1a(key)));
   return buf;
@@ -279,6 +286,7 @@ MergeResult mergeDatabases(const std::string& out, const std::vector<std::string
       p.in = &in;
       p.run = r;
       p.events = in.counts.count(r.id) ? in.counts[r.id].events : 0;
+      p.identity = runIdentity(*in.store, r);
       totalEvents += static_cast<std::uint64_t>(p.events);
       auto job = JobPart::fromRunMetadata(r.metadataJson);
       if (job && job->multiNode()) {
@@ -306,8 +314,8 @@ MergeResult mergeDatabases(const std::string& out, const std::vector<std::string
         throw Error("merge: job " + id + ": " + nodeLabel(p) + " says the job has " + std::to_string(p.job.nnodes) + " nodes, " +
                     nodeLabel(first) + " says " + std::to_string(first.job.nnodes));
       if (p.run.worldSize != first.run.worldSize)
-        throw Error("merge: job " + id + ": world sizes differ: " + nodeLabel(first) + " has " + std::to_string(first.run.worldSize) +
-                    " ranks, " + nodeLabel(p) + " has " + std::to_string(p.run.worldSize));
+        throw Error("merge: job " + id + ": world sizes differ: " + nodeLabel(first) + " has " +
+                    std::to_string(first.run.worldSize) + " ranks, " + nodeLabel(p) + " has " + std::to_string(p.run.worldSize));
       if (p.run.strategy != first.run.strategy)
         throw Error("merge: job " + id + ": strategies differ: " + nodeLabel(first) + " ran " + first.run.strategy + ", " +
                     nodeLabel(p) + " ran " + p.run.strategy);
@@ -319,10 +327,10 @@ MergeResult mergeDatabases(const std::string& out, const std::vector<std::string
     for (const auto& p : parts) {
       if (!plan.parts.empty() && plan.parts.back().job.nodeRank == p.job.nodeRank) {
         const PartRef& q = plan.parts.back();
-        const bool same = runIdentity(q.run, q.in->counts[q.run.id]) == runIdentity(p.run, p.in->counts[p.run.id]);
+        const bool same = q.identity == p.identity;
         if (same) continue;  // the same node's database given twice (or copied)
-        throw Error("merge: job " + id + ": node " + std::to_string(p.job.nodeRank) + " appears twice with different data: " +
-                    nodeLabel(q) + " and " + nodeLabel(p));
+        throw Error("merge: job " + id + ": node " + std::to_string(p.job.nodeRank) +
+                    " appears twice with different data: " + nodeLabel(q) + " and " + nodeLabel(p));
       }
       plan.parts.push_back(p);
     }
@@ -335,16 +343,17 @@ MergeResult mergeDatabases(const std::string& out, const std::vector<std::string
     if (!plan.missing.empty() && !options.partial) {
       std::string list;
       for (int n : plan.missing) list += (list.empty() ? "" : ", ") + std::to_string(n);
-      throw Error("merge: job " + id + ": node(s) " + list + " of " + std::to_string(first.job.nnodes) +
-                  " are missing from the inputs (give every node's database, or --partial to merge what is there as a failed run)");
+      throw Error(
+          "merge: job " + id + ": node(s) " + list + " of " + std::to_string(first.job.nnodes) +
+          " are missing from the inputs (give every node's database, or --partial to merge what is there as a failed run)");
     }
     // Ranks must not overlap between nodes.
     std::set<int> ranksSeen;
     for (const auto& p : plan.parts)
       for (const auto& r : p.in->store->ranks(p.run.id))
         if (!ranksSeen.insert(r.rank).second)
-          throw Error("merge: job " + id + ": rank " + std::to_string(r.rank) + " is in more than one node's part (" + nodeLabel(p) +
-                      ")");
+          throw Error("merge: job " + id + ": rank " + std::to_string(r.rank) + " is in more than one node's part (" +
+                      nodeLabel(p) + ")");
     plans.push_back(std::move(plan));
   }
 
@@ -355,15 +364,13 @@ MergeResult mergeDatabases(const std::string& out, const std::vector<std::string
     // What OUT already holds: merged jobs and copied runs are not added twice.
     std::map<std::string, RunId> have;
     {
-      std::map<RunId, RunCounts> outCounts;
-      for (const auto& c : dst.runCounts()) outCounts[c.runId] = c;
       for (const auto& r : dst.runs()) {
         const JsonValue meta = parseObject(r.metadataJson);
         if (const JsonValue* j = meta.find("job"); j && j->isObject()) {
           const JsonValue* merged = j->find("merged");
           if (merged && merged->isBool() && merged->asBool()) have["job:" + jsonString(*j, "id")] = r.id;
         }
-        have[runIdentity(r, outCounts[r.id])] = r.id;
+        have[runIdentity(dst, r)] = r.id;
       }
     }
     ImportWriter w(dst);
@@ -400,8 +407,14 @@ MergeResult mergeDatabases(const std::string& out, const std::vector<std::string
             return 1;
         }
       };
+      // A failed node whose own error is the root cause (not its peers' failure) speaks for the run.
+      const PartRef* cause = nullptr;
       for (const auto& p : plan.parts)
-        if (rankOf(p.run.status) > rankOf(status)) {
+        if (p.run.status == RunStatus::Failed &&
+            (!cause || (isSecondaryFailure(cause->run.failureReason) && !isSecondaryFailure(p.run.failureReason))))
+          cause = &p;
+      for (const auto& p : plan.parts)
+        if (rankOf(p.run.status) > rankOf(status) && (!cause || &p == cause)) {
           status = p.run.status == RunStatus::Pending ? RunStatus::Running : p.run.status;
           reason = p.run.status == RunStatus::Running || p.run.status == RunStatus::Pending
                        ? "node " + std::to_string(p.job.nodeRank) + " was still running when merged"
@@ -431,7 +444,8 @@ MergeResult mergeDatabases(const std::string& out, const std::vector<std::string
         const auto pgMap = copier.processGroups(src, p.run.id, runId);
         const auto metrics = src.metrics(p.run.id);
         const auto steps = src.steps(p.run.id);
-        for (const auto& r : src.ranks(p.run.id)) copied[i].push_back(copier.rank(src, r, p.run.id, runId, pgMap, metrics, steps));
+        for (const auto& r : src.ranks(p.run.id))
+          copied[i].push_back(copier.rank(src, r, p.run.id, runId, pgMap, metrics, steps));
         for (const auto& m : metrics)
           if (!m.rankId && runMetricKeys.insert(m.key).second) dst.setMetricRow(runId, m);
         copyImportLog(src, p.run.id, runId, w);
@@ -532,7 +546,7 @@ MergeResult mergeDatabases(const std::string& out, const std::vector<std::string
       CopiedRun cr;
       cr.sourceFile = p.in->path;
       cr.sourceRun = p.run.id;
-      const std::string ident = runIdentity(p.run, p.in->counts[p.run.id]);
+      const std::string& ident = p.identity;
       if (auto it = have.find(ident); it != have.end()) {
         cr.skipped = true;
         cr.run = it->second;
