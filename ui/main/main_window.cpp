@@ -48,6 +48,7 @@
 #include "core/util/error.h"
 #include "ui/common/background.h"
 #include "ui/main/import_process.h"
+#include "ui/main/merge_task.h"
 #include "ui/main/run_browser.h"
 #include "ui/main/task_centre.h"
 #include "ui/session/run_session.h"
@@ -243,6 +244,11 @@ void MainWindow::buildActions() {
   importAction_->setToolTip(tr("Import torch.profiler (Kineto) traces: one run per job (Ctrl+I); or drop files on the window"));
   connect(importAction_, &QAction::triggered, this, &MainWindow::chooseTraces);
   file->addAction(importAction_);
+  auto* mergeAction = make(QStringLiteral("actionMerge"), tr("&Merge Databases…"));
+  mergeAction->setToolTip(tr(
+      "Join the per-node databases of multi-node jobs (torchrun, srun) into one database: each job one run with all its ranks"));
+  connect(mergeAction, &QAction::triggered, this, &MainWindow::chooseMerge);
+  file->addAction(mergeAction);
   launchAction_ = make(QStringLiteral("actionLaunch"), tr("&Launch Runs…"), QKeySequence(Qt::CTRL | Qt::Key_R));
   launchAction_->setIcon(style->standardIcon(QStyle::SP_MediaPlay));
   connect(launchAction_, &QAction::triggered, this, &MainWindow::launchRuns);
@@ -430,6 +436,48 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 
 // ------------------------------------------------------------------------------------------------
 // Database
+
+void MainWindow::chooseMerge() {
+  const QString dir = dbPath_.isEmpty() ? QString() : QFileInfo(dbPath_).absolutePath();
+  const QStringList inputs = QFileDialog::getOpenFileNames(this, tr("Merge Databases: the per-node databases"), dir,
+                                                           tr("Shardscope databases (*.db *.db.node* *.sqlite);;All files (*)"));
+  if (inputs.isEmpty()) return;
+  const QString out = QFileDialog::getSaveFileName(this, tr("Merge Databases: write to"),
+                                                   QFileInfo(inputs.front()).absolutePath() + QStringLiteral("/merged.db"),
+                                                   tr("Shardscope databases (*.db)"), nullptr, QFileDialog::DontConfirmOverwrite);
+  if (out.isEmpty()) return;
+  mergeDatabases(inputs, out);
+}
+
+bool MainWindow::mergeRunning() const { return merge_ && merge_->isRunning(); }
+
+bool MainWindow::mergeDatabases(const QStringList& inputs, const QString& out) {
+  if (mergeRunning()) {
+    showError(tr("Merge Databases: a merge is already running"), false);
+    return false;
+  }
+  if (!merge_) {
+    merge_ = new MergeTask(this);
+    connect(merge_, &MergeTask::progress, this,
+            [this](int pct, const QString& label) { tasks_->setActivity(QStringLiteral("merge"), label, pct, true, 60); });
+    connect(merge_, &MergeTask::finished, this, [this](bool ok, const QString& message) {
+      tasks_->clearActivity(QStringLiteral("merge"));
+      if (!ok) {
+        showError(tr("Merge Databases: %1").arg(message), false);
+        Q_EMIT mergeFinished(false, message);
+        return;
+      }
+      const QString summary = MergeTask::summary(merge_->result());
+      for (const auto& line : summary.split(QLatin1Char('\n'))) log(line);
+      if (QFileInfo(merge_->output()).absoluteFilePath() != QFileInfo(dbPath_).absoluteFilePath())
+        openDatabase(merge_->output(), OpenMode::MustExist);
+      Q_EMIT mergeFinished(true, summary);
+    });
+  }
+  log(tr("Merging %n database(s) into %1…", nullptr, static_cast<int>(inputs.size())).arg(out));
+  tasks_->setActivity(QStringLiteral("merge"), tr("Merging databases…"), -1, true, 60);
+  return merge_->start(inputs, out);
+}
 
 void MainWindow::chooseNewDatabase() {
   const QString path = QFileDialog::getSaveFileName(
@@ -918,6 +966,11 @@ void MainWindow::cancelCurrentTask() {
 }
 
 void MainWindow::onCancelRequested(const QString& key) {
+  if (key == QLatin1String("merge") && mergeRunning()) {
+    log(tr("Cancelling the merge…"));
+    merge_->cancel();
+    return;
+  }
   if (key == QLatin1String("import") && importRunning()) {
     log(tr("Cancelling the import…"));
     import_->cancel();

@@ -51,6 +51,7 @@ class TraceStore;
 namespace shardscope::ui {
 
 class ImportProcess;
+class MergeTask;
 class Page;
 class RunBrowser;
 class RunController;
@@ -120,6 +121,12 @@ class MainWindow : public QMainWindow {
   bool exportPerfetto(core::RunId run, const QString& path);
   bool exportRunning() const;
 
+  // File ▸ Merge Databases…: the per-node databases of multi-node jobs into `out`
+  // (core::mergeDatabases on a worker thread; progress and Cancel in the task centre), which is opened
+  // when it is done. false when a merge is already running.
+  bool mergeDatabases(const QStringList& inputs, const QString& out);
+  bool mergeRunning() const;
+
   // Launch (shardscope-cli compare --progress json --config FILE as a child process, when the launch
   // code is built): `base` as run-config JSON, the strategies compared in order.
   // As LaunchDialog::config() and strategies(); progress in the Launch dock; the runs appear in the
@@ -153,6 +160,7 @@ class MainWindow : public QMainWindow {
   void importFinished(bool ok, const QList<qint64>& runIds);
   void launchEnded(bool ok, const QList<qint64>& runIds);
   void exportFinished(bool ok, const QString& pathOrError);
+  void mergeFinished(bool ok, const QString& summaryOrError);
   void runsDeleted(const QList<qint64>& runIds);
   void errorReported(const QString& message);
   void contextDelivered(const QString& pageId, const QList<core::RunId>& runs);
@@ -168,6 +176,7 @@ class MainWindow : public QMainWindow {
   void chooseNewDatabase();
   void chooseDatabase();
   void chooseTraces();
+  void chooseMerge();
   void choosePerfettoExport();
   void launchRuns();
   void setUpLaunch();
@@ -210,6 +219,7 @@ class MainWindow : public QMainWindow {
 
   // Import and launch.
   ImportProcess* import_ = nullptr;
+  MergeTask* merge_ = nullptr;
   RunController* runController_ = nullptr;  // null when the launch code is not in the build
   QDockWidget* launchDock_ = nullptr;
   QWidget* launchProgress_ = nullptr;
