@@ -427,7 +427,7 @@ class RankLife {
     }
     tracker_->setRecorder(nullptr);
     rec_->close();
-    comm_->world().barrier();  // every rank's data is committed
+    comm_->world().barrier();                   // every rank's data is committed
     if (env_.localRank == 0 && !opts_.runId) {  // each node's leader completes its node's run
       core::TraceStore store(dbPath_);
       core::setRunOutcome(store, runId_, core::RunStatus::Completed);

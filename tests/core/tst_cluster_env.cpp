@@ -68,7 +68,9 @@ class TestClusterEnv : public QObject {
     QCOMPARE(d.schedulerId, std::string());
     QCOMPARE(schedulerPartOfJobId(d.schedulerId, d.masterAddr, d.masterPort), std::string("rdzv:127.0.0.1:1234"));
     // Without GROUP_WORLD_SIZE, nodes = world / local world.
-    QCOMPARE(from({{"RANK", "3"}, {"WORLD_SIZE", "6"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "3"}, {"GROUP_RANK", "1"}}).nnodes, 2);
+    QCOMPARE(
+        from({{"RANK", "3"}, {"WORLD_SIZE", "6"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "3"}, {"GROUP_RANK", "1"}}).nnodes,
+        2);
     QCOMPARE(from({{"RANK", "0"}, {"SHARDSCOPE_LAUNCHER", "shardscope-cli"}}).launcher, std::string("shardscope-cli"));
   }
 
@@ -95,8 +97,13 @@ class TestClusterEnv : public QObject {
     QCOMPARE(e.masterPort, 20000 + 123456 % 20000);
     QCOMPARE(e.schedulerId, std::string("slurm:123456.2"));
     // torchrun inside an allocation: torchrun's names win, the Slurm job still names the job.
-    const ClusterEnv t = from({{"SLURM_JOB_ID", "9"}, {"SLURM_PROCID", "0"}, {"RANK", "3"}, {"WORLD_SIZE", "4"},
-                               {"TORCHELASTIC_RUN_ID", "x"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "5"}});
+    const ClusterEnv t = from({{"SLURM_JOB_ID", "9"},
+                               {"SLURM_PROCID", "0"},
+                               {"RANK", "3"},
+                               {"WORLD_SIZE", "4"},
+                               {"TORCHELASTIC_RUN_ID", "x"},
+                               {"MASTER_ADDR", "h"},
+                               {"MASTER_PORT", "5"}});
     QCOMPARE(t.rank, 3);
     QCOMPARE(t.launcher, std::string("torchrun"));
     QCOMPARE(t.schedulerId, std::string("slurm:9"));
@@ -125,7 +132,8 @@ class TestClusterEnv : public QObject {
     QVERIFY(errorOf({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_TASKS_PER_NODE", "two"}})
                 .contains("SLURM_STEP_TASKS_PER_NODE='two' is not a Slurm tasks-per-node list"));
     QVERIFY(errorOf({{"MASTER_PORT", "70000"}}).contains("MASTER_PORT 70000 is not a TCP port"));
-    QVERIFY(errorOf({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}}).contains("LOCAL_RANK 2"));
+    QVERIFY(
+        errorOf({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}}).contains("LOCAL_RANK 2"));
   }
 
   void nodeDatabases() {

@@ -34,8 +34,8 @@ std::string rankTrace(int rank, int world, long clockUs, const std::string& extr
   for (int r = 0; r < world; ++r) s += (r ? ", " : "") + std::to_string(r);
   s += "]}]}, \"traceEvents\": [";
   if (!extraName.empty())  // interned first in its file: shifts every later string id
-    s += "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"" + extraName + "\", \"pid\": 1, \"tid\": 1, \"ts\": " +
-         std::to_string(clockUs) + ", \"dur\": 5},";
+    s += "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"" + extraName +
+         "\", \"pid\": 1, \"tid\": 1, \"ts\": " + std::to_string(clockUs) + ", \"dur\": 5},";
   for (int k = 0; k < kCollectives; ++k) {
     const long start = clockUs + 1000 * k + 100 + 10 * rank;
     const long end = clockUs + 1000 * k + 400;

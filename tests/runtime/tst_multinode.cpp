@@ -32,11 +32,31 @@ QProcessEnvironment baseEnv() {
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
   env.insert("SHARDSCOPE_NO_PROGRESS", "1");
   env.insert("OMP_NUM_THREADS", "1");
-  for (const char* k : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "MASTER_ADDR",
-                        "MASTER_PORT", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NODEID",
-                        "SLURM_LOCALID", "SLURM_NNODES", "SLURM_STEP_NUM_NODES", "SLURM_STEP_TASKS_PER_NODE",
-                        "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST",
-                        "SLURM_NODELIST", "SLURM_STEP_ID", "SHARDSCOPE_LAUNCHER", "SHARDSCOPE_FAULT"})
+  for (const char* k : {"RANK",
+                        "WORLD_SIZE",
+                        "LOCAL_RANK",
+                        "LOCAL_WORLD_SIZE",
+                        "GROUP_RANK",
+                        "GROUP_WORLD_SIZE",
+                        "MASTER_ADDR",
+                        "MASTER_PORT",
+                        "TORCHELASTIC_RUN_ID",
+                        "SLURM_JOB_ID",
+                        "SLURM_PROCID",
+                        "SLURM_NTASKS",
+                        "SLURM_NODEID",
+                        "SLURM_LOCALID",
+                        "SLURM_NNODES",
+                        "SLURM_STEP_NUM_NODES",
+                        "SLURM_STEP_TASKS_PER_NODE",
+                        "SLURM_NTASKS_PER_NODE",
+                        "SLURM_TASKS_PER_NODE",
+                        "SLURM_STEP_NODELIST",
+                        "SLURM_JOB_NODELIST",
+                        "SLURM_NODELIST",
+                        "SLURM_STEP_ID",
+                        "SHARDSCOPE_LAUNCHER",
+                        "SHARDSCOPE_FAULT"})
     env.remove(k);
   return env;
 }
@@ -131,8 +151,17 @@ class TestMultiNode : public QObject {
     const int port = core::pickFreePort();
     std::vector<std::unique_ptr<QProcess>> nodes;
     for (int n = 0; n < 2; ++n) {
-      QStringList args = {"run", "--db", path(QString("node%1.db").arg(n)), "--nnodes", "2", "--node-rank", QString::number(n),
-                          "--master-addr", "127.0.0.1", "--master-port", QString::number(port)};
+      QStringList args = {"run",
+                          "--db",
+                          path(QString("node%1.db").arg(n)),
+                          "--nnodes",
+                          "2",
+                          "--node-rank",
+                          QString::number(n),
+                          "--master-addr",
+                          "127.0.0.1",
+                          "--master-port",
+                          QString::number(port)};
       args << kJob;
       nodes.push_back(start(SHARDSCOPE_CLI, args, baseEnv()));
     }
@@ -295,8 +324,19 @@ class TestMultiNode : public QObject {
     for (int n = 0; n < 2; ++n) {
       QProcessEnvironment env = baseEnv();
       env.insert("SHARDSCOPE_FAULT", "3:2:crash");
-      QStringList args = {"run", "--db", path(QString("fail%1.db").arg(n)), "--nnodes", "2", "--node-rank", QString::number(n),
-                          "--master-addr", "127.0.0.1", "--master-port", QString::number(port), "--hang-timeout-s", "30"};
+      QStringList args = {"run",
+                          "--db",
+                          path(QString("fail%1.db").arg(n)),
+                          "--nnodes",
+                          "2",
+                          "--node-rank",
+                          QString::number(n),
+                          "--master-addr",
+                          "127.0.0.1",
+                          "--master-port",
+                          QString::number(port),
+                          "--hang-timeout-s",
+                          "30"};
       args << kJob;
       nodes.push_back(start(SHARDSCOPE_CLI, args, env));
     }

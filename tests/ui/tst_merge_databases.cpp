@@ -40,9 +40,9 @@ std::string rankTrace(int rank, int world, long clockUs) {
 std::string nodeDb(const QTemporaryDir& dir, int node, long clockUs) {
   const std::string db = test::pathIn(dir, "job.db.node" + std::to_string(node));
   core::TraceStore store(db);
-  const auto res = core::importKineto(store, {test::writeFile(dir, "r" + std::to_string(2 * node) + ".json", rankTrace(2 * node, 4, clockUs)),
-                                              test::writeFile(dir, "r" + std::to_string(2 * node + 1) + ".json",
-                                                              rankTrace(2 * node + 1, 4, clockUs))});
+  const auto res = core::importKineto(
+      store, {test::writeFile(dir, "r" + std::to_string(2 * node) + ".json", rankTrace(2 * node, 4, clockUs)),
+              test::writeFile(dir, "r" + std::to_string(2 * node + 1) + ".json", rankTrace(2 * node + 1, 4, clockUs))});
   core::JobPart j;
   j.id = "slurm:5.0/feed";
   j.nnodes = 2;

@@ -73,13 +73,14 @@ QString MergeTask::summary(const core::MergeResult& r) {
       lines << tr("Job %1: already merged as run %2").arg(QString::fromStdString(j.jobId)).arg(j.run.value());
       continue;
     }
-    QString line = tr("Job %1: %2 of %3 node(s), %4 ranks → run %5 (%6)")
-                       .arg(QString::fromStdString(j.jobId))
-                       .arg(j.nodes.size())
-                       .arg(j.nnodes)
-                       .arg(j.ranks)
-                       .arg(j.run.value())
-                       .arg(QString::fromUtf8(core::toString(j.status).data(), static_cast<qsizetype>(core::toString(j.status).size())));
+    QString line =
+        tr("Job %1: %2 of %3 node(s), %4 ranks → run %5 (%6)")
+            .arg(QString::fromStdString(j.jobId))
+            .arg(j.nodes.size())
+            .arg(j.nnodes)
+            .arg(j.ranks)
+            .arg(j.run.value())
+            .arg(QString::fromUtf8(core::toString(j.status).data(), static_cast<qsizetype>(core::toString(j.status).size())));
     if (!j.failureReason.empty()) line += QStringLiteral(": ") + QString::fromStdString(j.failureReason);
     lines << line;
   }
