@@ -215,13 +215,14 @@ SnapshotBandDetail snapshotBandDetail(const SnapshotTimeline& t, const SnapshotB
       below = top;
       region = a;
     }
-    if (d.bucketTop[static_cast<std::size_t>(b)] > below) emit(lastGap, region, -1, b, below, d.bucketTop[static_cast<std::size_t>(b)]);
+    if (d.bucketTop[static_cast<std::size_t>(b)] > below)
+      emit(lastGap, region, -1, b, below, d.bucketTop[static_cast<std::size_t>(b)]);
   }
   return d;
 }
 
 const std::vector<std::string_view>& snapshotCategoryNames() {
-  static const std::vector<std::string_view> names{"parameters",   "gradients",    "optimizer_state",
+  static const std::vector<std::string_view> names{"parameters",  "gradients",    "optimizer_state",
                                                    "activations", "comm_buffers", "unknown"};
   return names;
 }

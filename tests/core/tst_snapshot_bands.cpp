@@ -29,8 +29,8 @@ MemTraceEvent ev(std::int64_t seq, MemAction a, std::uint64_t addr, std::int64_t
 MemorySnapshot tiny() {
   MemorySnapshot s;
   s.prior = {{0, 0x1, 64, -1, false}};
-  s.events = {ev(0, MemAction::Alloc, 0xA, 100),        ev(1, MemAction::Alloc, 0xB, 200),
-              ev(2, MemAction::Alloc, 0xC, 50),         ev(3, MemAction::FreeRequested, 0xA, 100),
+  s.events = {ev(0, MemAction::Alloc, 0xA, 100),         ev(1, MemAction::Alloc, 0xB, 200),
+              ev(2, MemAction::Alloc, 0xC, 50),          ev(3, MemAction::FreeRequested, 0xA, 100),
               ev(4, MemAction::FreeCompleted, 0xA, 100), ev(5, MemAction::Alloc, 0xD, 10),
               ev(6, MemAction::FreeCompleted, 0xC, 50),  ev(7, MemAction::FreeCompleted, 0xB, 200)};
   return s;
@@ -69,11 +69,13 @@ void checkLayout(const SnapshotTimeline& t, const SnapshotBandLayout& l, int ful
     }
     const auto topBand = static_cast<std::size_t>(*alive.rbegin());
     if (l.offsetAt(topBand, p) + t.allocations[topBand].size != level)
-      QFAIL(qPrintable(QString("point %1: top %2, active %3").arg(p).arg(l.offsetAt(topBand, p) + t.allocations[topBand].size).arg(level)));
+      QFAIL(qPrintable(
+          QString("point %1: top %2, active %3").arg(p).arg(l.offsetAt(topBand, p) + t.allocations[topBand].size).arg(level)));
     if (p % fullEvery != 0 && p + 1 != l.points()) continue;
     std::int64_t sum = 0;
     for (const std::int32_t a : alive) {
-      if (l.offsetAt(static_cast<std::size_t>(a), p) != sum) QFAIL(qPrintable(QString("point %1: band %2 not on the one below").arg(p).arg(a)));
+      if (l.offsetAt(static_cast<std::size_t>(a), p) != sum)
+        QFAIL(qPrintable(QString("point %1: band %2 not on the one below").arg(p).arg(a)));
       sum += t.allocations[static_cast<std::size_t>(a)].size;
     }
     QCOMPARE(sum, level);
@@ -156,8 +158,10 @@ SnapshotFigures figuresOf(const MemorySnapshot& s) { return snapshotFigures(s, b
 // stack an allocation of the given size, all alive at the peak; segments of `reserved` bytes at the dump.
 MemorySnapshot compared(std::int64_t prior, const std::vector<std::int64_t>& sizes, std::int64_t reserved) {
   MemorySnapshot s;
-  s.frames = {{"forward", "/home/me/model.py", 10},   {"forward", "/home/me/model.py", 20},
-              {"forward", "/home/me/model.py", 30},   {"step", "/home/me/train.py", 40},
+  s.frames = {{"forward", "/home/me/model.py", 10},
+              {"forward", "/home/me/model.py", 20},
+              {"forward", "/home/me/model.py", 30},
+              {"step", "/home/me/train.py", 40},
               {"malloc", "CUDACachingAllocator.cpp", 0}};
   s.stacks = {{4, 0}, {4, 1}, {4, 2}, {4, 3}};
   s.prior = {{0, 0x10, prior, -1, false}};
@@ -303,7 +307,8 @@ class TestSnapshotBands : public QObject {
     QCOMPARE(c.peakActiveDelta, std::int64_t(1150));
     QCOMPARE(c.peakReservedDelta, std::int64_t(4096));
     QCOMPARE(c.fragmentationDelta, std::int64_t((8192 - 2750) - (4096 - 1600)));
-    // Grown, largest growth first: model.py:20 (+700), train.py:40 (+500, new in b); :30 shrank, :10 and the prior block did not change.
+    // Grown, largest growth first: model.py:20 (+700), train.py:40 (+500, new in b); :30 shrank, :10 and the prior block did not
+    // change.
     QCOMPARE(c.grew.size(), std::size_t(2));
     QCOMPARE(c.grew[0].owner, std::string("/home/me/model.py:20:forward"));
     QCOMPARE(c.grew[0].bytesA, std::int64_t(200));

@@ -8,8 +8,12 @@
 #include "ui/charts/chart_style.h"
 
 namespace shardscope::ui {
+namespace {
+constexpr std::uint32_t kShades = 40;  // lighter(90) .. lighter(129)
+}  // namespace
 
 SnapshotBandsPlot::SnapshotBandsPlot(QCPAxis* keyAxis, QCPAxis* valueAxis) : QCPAbstractPlottable(keyAxis, valueAxis) {
+  setAntialiased(false);  // pixel-aligned rectangles, the fast path of the raster engine
   setAntialiasedFill(false);
   setSelectable(QCP::stNone);
   setBrush(QBrush(categoryColor(3)));
@@ -39,12 +43,16 @@ QColor SnapshotBandsPlot::pieceColor(const core::SnapshotBandPiece& piece) const
   const int category = categories_ && a < categories_->size() ? (*categories_)[a] : 5;
   // A shade per allocation (a hash of its index), so neighbouring bands of one category stay apart.
   const auto h = static_cast<std::uint32_t>(piece.allocation) * 2654435761u;
-  return categoryColor(category).lighter(90 + static_cast<int>((h >> 24) % 40));
+  static const std::vector<QColor> shades = [] {  // QColor::lighter converts to HSV and back: once per shade
+    std::vector<QColor> v;
+    for (int c = 0; c < 6; ++c)
+      for (std::uint32_t k = 0; k < kShades; ++k) v.push_back(categoryColor(c).lighter(90 + static_cast<int>(k)));
+    return v;
+  }();
+  return shades[static_cast<std::size_t>(std::clamp(category, 0, 5)) * kShades + (h >> 24) % kShades];
 }
 
-double SnapshotBandsPlot::keyOf(int bucket) const {
-  return static_cast<double>(detail_->bucketStart(bucket) - origin_) / 1e6;
-}
+double SnapshotBandsPlot::keyOf(int bucket) const { return static_cast<double>(detail_->bucketStart(bucket) - origin_) / 1e6; }
 
 const core::SnapshotBandPiece* SnapshotBandsPlot::pieceAt(double keyMs, double value) const {
   if (!detail_) return nullptr;

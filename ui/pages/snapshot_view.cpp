@@ -95,8 +95,14 @@ SnapshotView::SnapshotView(QWidget* parent) : QWidget(parent), topModel_(new Sna
   plot_->axisRect()->setRangeDrag(Qt::Horizontal);
   plot_->axisRect()->setRangeZoom(Qt::Horizontal);
   plot_->xAxis->setLabel(tr("time since the first event of the trace (ms)"));
+  // The legend in a row under the chart (over it, it would hide the peak), filled row by row.
   plot_->legend->setVisible(true);
-  plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  plot_->axisRect()->insetLayout()->take(plot_->legend);
+  plot_->plotLayout()->addElement(1, 0, plot_->legend);
+  plot_->plotLayout()->setRowStretchFactor(1, 0.001);
+  plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  plot_->legend->setWrap(5);
+  plot_->legend->setBorderPen(Qt::NoPen);
   plot_->setToolTip(
       tr("Each band is an allocation, stacked in order of allocation · click a band: its stack · wheel: zoom the time "
          "axis · drag: pan"));
@@ -107,11 +113,14 @@ SnapshotView::SnapshotView(QWidget* parent) : QWidget(parent), topModel_(new Sna
   reserved_ = plot_->addGraph();
   reserved_->setName(tr("reserved"));
   reserved_->setLineStyle(QCPGraph::lsStepLeft);
-  reserved_->setPen(QPen(QColor(0x6a737d), 1.2, Qt::DashLine));
+  reserved_->setPen(QPen(QColor(0x6a737d), 0, Qt::DashLine));
   active_ = plot_->addGraph();
   active_->setName(tr("active (allocated)"));
   active_->setLineStyle(QCPGraph::lsStepLeft);
-  active_->setPen(QPen(QColor(0x222222), 1.2));
+  // A cosmetic, aliased pen: the outline of a zoomed-out trace is a comb of per-pixel steps, which a
+  // wide antialiased pen strokes in over 100 ms (1M events); this one in a few.
+  active_->setPen(QPen(QColor(0x222222), 0));
+  active_->setAntialiased(false);
   // The legend of the bands' colours: an empty graph per category (shown for the categories present).
   const auto legendEntry = [this](const QString& name, const QColor& color) {
     QCPGraph* g = plot_->addGraph();
@@ -304,7 +313,7 @@ void SnapshotView::showEntry(int index) {
   bands_->setSelectedAllocation(-1);
   aliveRows_.clear();
   alive_->setRowCount(0);
-  aliveHeading_->setText(tr("Click the chart to list the allocations alive at that moment."));
+  aliveHeading_->setText(tr("Click a band: that allocation, its stack, and the allocations alive at that moment."));
   stack_->clear();
   cursor_->setVisible(false);
   selectedSeq_ = -2;
