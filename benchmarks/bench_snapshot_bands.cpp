@@ -54,7 +54,8 @@ void run(const std::string& label, core::MemorySnapshot snap, int frames) {
   const double categoriesMs = ms(t);
   const core::TimeNs t0 = e.timeline.active.front().tsNs, t1 = e.timeline.active.back().tsNs + 1;
   t.start();
-  const core::SnapshotBandDetail d = core::snapshotBandDetail(e.timeline, e.layout, t0, t1, 1800, e.figures.peakActiveBytes / 900);
+  const core::SnapshotBandDetail d =
+      core::snapshotBandDetail(e.timeline, e.layout, t0, t1, 1800, e.figures.peakActiveBytes / 900);
   const double detailMs = ms(t);
   const std::size_t allocations = e.timeline.allocations.size();
   const std::size_t steps = e.layout.steps.size();
