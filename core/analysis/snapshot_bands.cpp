@@ -71,9 +71,50 @@ void simulate(const SnapshotTimeline& t, const SnapshotBandLayout& l, Emit&& emi
   }
 }
 
+// The number of steps the walk makes (one per band, plus one per band above each free), without
+// walking the stack: a Fenwick tree of the live allocations counts the bands above in O(log n).
+std::int64_t countSteps(const SnapshotTimeline& t, const SnapshotBandLayout& l) {
+  const std::size_t n = t.allocations.size();
+  std::vector<std::int32_t> tree(n + 1, 0);
+  std::int64_t alive = 0, steps = 0;
+  const auto change = [&](std::size_t a, std::int32_t v) {
+    for (std::size_t i = a + 1; i <= n; i += i & (~i + 1)) tree[i] += v;
+    alive += v;
+  };
+  const auto above = [&](std::size_t a) {  // live allocations after a
+    std::int64_t upTo = 0;
+    for (std::size_t i = a + 1; i > 0; i -= i & (~i + 1)) upTo += tree[i];
+    return alive - upTo;
+  };
+  for (std::size_t a = 0; a < n; ++a)
+    if (l.allocPoint[a] == 0) {
+      change(a, 1);
+      ++steps;
+    }
+  for (std::int32_t q = 1; q < l.points(); ++q) {
+    const std::int32_t a = l.pointAllocation[static_cast<std::size_t>(q)];
+    if (a < 0) continue;
+    const auto ua = static_cast<std::size_t>(a);
+    if (l.allocPoint[ua] == q) {
+      change(ua, 1);
+      steps += 1 + above(ua);
+    } else {
+      change(ua, -1);
+      steps += above(ua);
+    }
+  }
+  return steps;
+}
+
 }  // namespace
 
 std::int64_t SnapshotBandLayout::offsetAt(std::size_t allocation, std::int32_t point) const {
+  if (!hasSteps()) {  // the definition: the bytes alive below it
+    std::int64_t below = 0;
+    for (std::size_t a = 0; a < allocation; ++a)
+      if (aliveAt(a, point)) below = add(below, size[a]);
+    return below;
+  }
   const auto begin = steps.begin() + stepBegin[allocation];
   const auto end = steps.begin() + stepBegin[allocation + 1];
   auto it = std::upper_bound(begin, end, point, [](std::int32_t p, const SnapshotBandStep& s) { return p < s.point; });
@@ -82,24 +123,29 @@ std::int64_t SnapshotBandLayout::offsetAt(std::size_t allocation, std::int32_t p
 
 std::size_t SnapshotBandLayout::memoryBytes() const {
   return allocPoint.capacity() * sizeof(std::int32_t) + freePoint.capacity() * sizeof(std::int32_t) +
-         stepBegin.capacity() * sizeof(std::int64_t) + steps.capacity() * sizeof(SnapshotBandStep) +
-         pointAllocation.capacity() * sizeof(std::int32_t);
+         size.capacity() * sizeof(std::int64_t) + stepBegin.capacity() * sizeof(std::int64_t) +
+         steps.capacity() * sizeof(SnapshotBandStep) + pointAllocation.capacity() * sizeof(std::int32_t);
 }
 
-SnapshotBandLayout layoutSnapshotBands(const SnapshotTimeline& t) {
+SnapshotBandLayout layoutSnapshotBands(const SnapshotTimeline& t, std::int64_t maxSteps) {
   SnapshotBandLayout l;
   const std::size_t n = t.allocations.size();
   l.pointAllocation.assign(t.active.size(), -1);
   l.allocPoint.resize(n);
   l.freePoint.resize(n);
+  l.size.resize(n);
   for (std::size_t a = 0; a < n; ++a) {
     const SnapshotAllocation& x = t.allocations[a];
+    l.size[a] = x.size;
     l.allocPoint[a] = x.allocSeq < 0 ? 0 : pointOfSeq(t, x.allocSeq);
     l.freePoint[a] = x.freeSeq < 0 ? l.points() : pointOfSeq(t, x.freeSeq);
     if (l.allocPoint[a] > 0 && l.allocPoint[a] < l.points())
       l.pointAllocation[static_cast<std::size_t>(l.allocPoint[a])] = static_cast<std::int32_t>(a);
     if (l.freePoint[a] < l.points()) l.pointAllocation[static_cast<std::size_t>(l.freePoint[a])] = static_cast<std::int32_t>(a);
   }
+  // Over the budget, no steps (and no walk: a deep stack freed oldest first would take frees x depth).
+  l.stepCount = countSteps(t, l);
+  if (l.stepCount > maxSteps) return l;
   // Two passes over the same walk: count each band's steps, then write them in place.
   std::vector<std::int64_t> count(n + 1, 0);
   simulate(t, l, [&](std::size_t a, std::int32_t, std::int64_t) { ++count[a + 1]; });
@@ -121,10 +167,12 @@ std::int32_t snapshotPointAt(const SnapshotTimeline& t, TimeNs ns) {
 std::int64_t snapshotAllocationAt(const SnapshotTimeline& t, const SnapshotBandLayout& layout, std::int32_t point,
                                   std::int64_t offset) {
   if (point < 0 || point >= layout.points()) return -1;
+  std::int64_t bottom = 0;  // the stack in order: each live allocation sits on the ones before it
   for (std::size_t a = 0; a < t.allocations.size(); ++a) {
     if (!layout.aliveAt(a, point)) continue;
-    const std::int64_t bottom = layout.offsetAt(a, point);
-    if (bottom <= offset && offset < add(bottom, t.allocations[a].size)) return static_cast<std::int64_t>(a);
+    const std::int64_t top = add(bottom, t.allocations[a].size);
+    if (bottom <= offset && offset < top) return static_cast<std::int64_t>(a);
+    bottom = top;
   }
   return -1;
 }
@@ -170,8 +218,19 @@ SnapshotBandDetail snapshotBandDetail(const SnapshotTimeline& t, const SnapshotB
     if (best >= 0) d.bucketTop[static_cast<std::size_t>(b)] = curve[static_cast<std::size_t>(best)].bytes;
   }
 
-  // The bands of at least minBytes alive at each bucket's point, kept up to date along the points.
+  // The bands of at least minBytes alive at each bucket's point, kept up to date along the points,
+  // and the bytes alive per allocation in a Fenwick tree: a band's bottom is the sum before it.
   std::vector<std::int32_t> big;
+  const std::size_t n = t.allocations.size();
+  std::vector<std::int64_t> tree(n + 1, 0);
+  const auto treeAdd = [&](std::size_t a, std::int64_t v) {
+    for (std::size_t i = a + 1; i <= n; i += i & (~i + 1)) tree[i] = add(tree[i], v);
+  };
+  const auto below = [&](std::size_t a) {  // sum over [0, a)
+    std::int64_t sum = 0;
+    for (std::size_t i = a; i > 0; i -= i & (~i + 1)) sum = add(sum, tree[i]);
+    return sum;
+  };
   std::int32_t at = -1;
   std::unordered_map<std::int32_t, std::size_t> lastBand, lastGap;
   const auto emit = [&](std::unordered_map<std::int32_t, std::size_t>& last, std::int32_t key, std::int32_t allocation, int b,
@@ -191,32 +250,41 @@ SnapshotBandDetail snapshotBandDetail(const SnapshotTimeline& t, const SnapshotB
     const std::int32_t p = d.bucketPoint[static_cast<std::size_t>(b)];
     if (p < 0) continue;
     if (at < 0) {
-      for (std::size_t a = 0; a < t.allocations.size(); ++a)
-        if (isBig(a) && layout.aliveAt(a, p)) big.push_back(static_cast<std::int32_t>(a));
+      for (std::size_t a = 0; a < n; ++a) {
+        if (!layout.aliveAt(a, p)) continue;
+        tree[a + 1] = add(tree[a + 1], t.allocations[a].size);
+        if (isBig(a)) big.push_back(static_cast<std::int32_t>(a));
+      }
+      for (std::size_t i = 1; i <= n; ++i)  // the Fenwick tree of those values, in linear time
+        if (const std::size_t parent = i + (i & (~i + 1)); parent <= n) tree[parent] = add(tree[parent], tree[i]);
     } else {
       for (std::int32_t q = at + 1; q <= p; ++q) {
         const std::int32_t a = layout.pointAllocation[static_cast<std::size_t>(q)];
-        if (a < 0 || !isBig(static_cast<std::size_t>(a))) continue;
+        if (a < 0) continue;
+        const auto ua = static_cast<std::size_t>(a);
+        const bool allocated = layout.allocPoint[ua] == q;
+        treeAdd(ua, allocated ? t.allocations[ua].size : sub(0, t.allocations[ua].size));
+        if (!isBig(ua)) continue;
         const auto it = std::lower_bound(big.begin(), big.end(), a);
-        if (layout.allocPoint[static_cast<std::size_t>(a)] == q)
+        if (allocated)
           big.insert(it, a);
         else if (it != big.end() && *it == a)
           big.erase(it);
       }
     }
     at = p;
-    std::int64_t below = 0;
+    std::int64_t reached = 0;
     std::int32_t region = -1;  // the gap's key: the band under it (-1: the bottom of the stack)
     for (const std::int32_t a : big) {
-      const std::int64_t bottom = layout.offsetAt(static_cast<std::size_t>(a), p);
+      const std::int64_t bottom = below(static_cast<std::size_t>(a));
       const std::int64_t top = add(bottom, t.allocations[static_cast<std::size_t>(a)].size);
-      if (bottom > below) emit(lastGap, region, -1, b, below, bottom);
+      if (bottom > reached) emit(lastGap, region, -1, b, reached, bottom);
       emit(lastBand, a, a, b, bottom, top);
-      below = top;
+      reached = top;
       region = a;
     }
-    if (d.bucketTop[static_cast<std::size_t>(b)] > below)
-      emit(lastGap, region, -1, b, below, d.bucketTop[static_cast<std::size_t>(b)]);
+    if (d.bucketTop[static_cast<std::size_t>(b)] > reached)
+      emit(lastGap, region, -1, b, reached, d.bucketTop[static_cast<std::size_t>(b)]);
   }
   return d;
 }

@@ -12,14 +12,14 @@
 // first event, point i >= 1 the level after the i-th alloc/free_completed), so a band is a step
 // polygon: from each step's point on, its bottom is the step's offset, its top offset + size.
 //
-// For drawing at a zoom, snapshotBandDetail keeps one point per pixel bucket (the highest level in
-// the bucket, the rule of curveLevelOfDetail, counting the level in force when the bucket starts) and
-// draws at that point every allocation of at least `minBytes` (a pixel's worth of bytes) as its own
-// band; the allocations under that size lie in the gaps between the drawn bands and each gap becomes
-// one "small allocations" piece (memory_viz draws its largest allocations and summarises the rest).
-// The pieces of a bucket tile [0, the bucket's highest level), so the drawn top is the active curve's
-// maximum per bucket at every zoom. The Memory page's snapshot view draws these pieces and hit-tests
-// clicks with snapshotAllocationAt.
+// For drawing at a zoom, snapshotBandDetail (which sums the stack below each band with a Fenwick tree
+// along the points instead of reading the steps, so it works whatever their number) keeps one point per pixel bucket (the highest
+// level in the bucket, the rule of curveLevelOfDetail, counting the level in force when the bucket starts) and draws at that
+// point every allocation of at least `minBytes` (a pixel's worth of bytes) as its own band; the allocations under that size lie
+// in the gaps between the drawn bands and each gap becomes one "small allocations" piece (memory_viz draws its largest
+// allocations and summarises the rest). The pieces of a bucket tile [0, the bucket's highest level), so the drawn top is the
+// active curve's maximum per bucket at every zoom. The Memory page's snapshot view draws these pieces and hit-tests clicks with
+// snapshotAllocationAt.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -39,8 +39,14 @@ struct SnapshotBandLayout {
   // Per allocation, indexed like SnapshotTimeline::allocations (the stack order).
   std::vector<std::int32_t> allocPoint;  // its first point: the alloc's (0: alive before recording)
   std::vector<std::int32_t> freePoint;   // its free_completed's point; points() when alive at the dump
-  std::vector<std::int64_t> stepBegin;   // its steps: steps[stepBegin[a], stepBegin[a + 1])
-  std::vector<SnapshotBandStep> steps;   // each allocation's in point order; the first at allocPoint
+  std::vector<std::int64_t> size;        // its bytes
+  // The steps are kept when there are at most maxSteps (layoutSnapshotBands): a free adds a step to
+  // every band above it, so a trace that frees its oldest allocations first under a deep stack has
+  // (frees x depth) of them. Without them offsetAt sums the stack below (O(allocations)); the level of
+  // detail and the hit test never need them.
+  std::int64_t stepCount = 0;           // the steps of the layout, kept or not
+  std::vector<std::int64_t> stepBegin;  // its steps: steps[stepBegin[a], stepBegin[a + 1]); empty when not kept
+  std::vector<SnapshotBandStep> steps;  // each allocation's in point order; the first at allocPoint
   // Per point of the active curve: the allocation its alloc or free_completed starts or ends (-1 for point 0).
   std::vector<std::int32_t> pointAllocation;
 
@@ -48,13 +54,15 @@ struct SnapshotBandLayout {
   bool aliveAt(std::size_t allocation, std::int32_t point) const {
     return allocPoint[allocation] <= point && point < freePoint[allocation];
   }
+  bool hasSteps() const { return !stepBegin.empty(); }
   // The allocation's bottom at `point` (which must lie in [allocPoint, freePoint)).
   std::int64_t offsetAt(std::size_t allocation, std::int32_t point) const;
   // Heap bytes held by the layout.
   std::size_t memoryBytes() const;
 };
 
-SnapshotBandLayout layoutSnapshotBands(const SnapshotTimeline& t);
+constexpr std::int64_t kMaxSnapshotBandSteps = 32'000'000;  // 512 MiB of steps
+SnapshotBandLayout layoutSnapshotBands(const SnapshotTimeline& t, std::int64_t maxSteps = kMaxSnapshotBandSteps);
 
 // The point in force at time `ns`: the last point of the active curve at or before it, -1 before the trace.
 std::int32_t snapshotPointAt(const SnapshotTimeline& t, TimeNs ns);

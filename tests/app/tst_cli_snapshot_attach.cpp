@@ -61,8 +61,8 @@ class TestCliSnapshotAttach : public QObject {
     const QJsonArray runs = json(imp).value("runs").toArray();
     QCOMPARE(runs.size(), 1);
     const QString run = QString::number(runs.at(0).toInt());
-    const QString snap = QString::fromStdString(
-        shardscope::test::writeGzip(dir, "rank1.pickle.gz", shardscope::test::snapshotPickle(snapshot())));
+    const QString snap =
+        QString::fromStdString(shardscope::test::writeGzip(dir, "rank1.pickle.gz", shardscope::test::snapshotPickle(snapshot())));
 
     const auto attach = runCli({"import", "--db", db, "--attach-to", run, "--rank", "1", "--json", snap});
     QVERIFY2(attach.code == 0, qPrintable(attach.err));

@@ -241,6 +241,28 @@ class TestSnapshotBands : public QObject {
       checkDetail(t, l, mid - half, mid + half, buckets, peak / 400);
     }
     checkDetail(t, l, t0 - 1000, t1 + 1000, 100, peak / 50);
+
+    // Over the step budget the steps are not kept: the same offsets (summed) and the same pieces.
+    const SnapshotBandLayout lean = layoutSnapshotBands(t, l.stepCount - 1);
+    QVERIFY(!lean.hasSteps() && lean.steps.empty());
+    QCOMPARE(lean.stepCount, static_cast<std::int64_t>(l.steps.size()));
+    QVERIFY(lean.memoryBytes() < l.memoryBytes() / 4);
+    for (std::int32_t p = 0; p < l.points(); p += 499)
+      for (std::size_t a = 0; a < t.allocations.size(); a += 7)
+        if (l.aliveAt(a, p)) QCOMPARE(lean.offsetAt(a, p), l.offsetAt(a, p));
+    const auto same = [](const SnapshotBandDetail& x, const SnapshotBandDetail& y) {
+      if (x.pieces.size() != y.pieces.size() || x.bucketTop != y.bucketTop) return false;
+      for (std::size_t i = 0; i < x.pieces.size(); ++i) {
+        const auto &p = x.pieces[i], &q = y.pieces[i];
+        if (p.allocation != q.allocation || p.bucket0 != q.bucket0 || p.bucket1 != q.bucket1 || p.bottom != q.bottom ||
+            p.top != q.top)
+          return false;
+      }
+      return true;
+    };
+    QVERIFY(same(snapshotBandDetail(t, l, t0, t1, 700, peak / 300), snapshotBandDetail(t, lean, t0, t1, 700, peak / 300)));
+    QVERIFY(same(snapshotBandDetail(t, l, t0 + (t1 - t0) / 2, t1, 500, peak / 900),
+                 snapshotBandDetail(t, lean, t0 + (t1 - t0) / 2, t1, 500, peak / 900)));
   }
 
   void fixtureLayoutIsTheActiveCurve() {
@@ -262,6 +284,33 @@ class TestSnapshotBands : public QObject {
     // The band on top at the peak ends at the peak.
     const SnapshotBandDetail d = snapshotBandDetail(t, l, t0, t1, 1200, f.peakActiveBytes / 500);
     QCOMPARE(*std::max_element(d.bucketTop.begin(), d.bucketTop.end()), f.peakActiveBytes);
+  }
+
+  // A deep stack freed oldest first: every free slides every band above it. Over the budget the
+  // layout keeps no steps (and does not walk them), and the level of detail is still exact.
+  void deepStackFreedOldestFirst() {
+    constexpr int kDepth = 3000;
+    MemorySnapshot s;
+    std::int64_t seq = 0;
+    for (int i = 0; i < kDepth; ++i)
+      s.events.push_back(ev(seq++, MemAction::Alloc, 0x1000u + static_cast<std::uint64_t>(i), 1000 + i));
+    for (int i = 0; i < kDepth; ++i)
+      s.events.push_back(ev(seq++, MemAction::FreeCompleted, 0x1000u + static_cast<std::uint64_t>(i), 1000 + i));
+    const SnapshotTimeline t = buildSnapshotTimeline(s, 0);
+    const std::int64_t want = kDepth + std::int64_t(kDepth) * (kDepth - 1) / 2;  // one each + the bands above each free
+    const SnapshotBandLayout lean = layoutSnapshotBands(t, 1'000'000);
+    QCOMPARE(lean.stepCount, want);
+    QVERIFY(!lean.hasSteps());
+    const SnapshotBandLayout full = layoutSnapshotBands(t);
+    QCOMPARE(static_cast<std::int64_t>(full.steps.size()), want);
+    checkLayout(t, full, 50);
+    const TimeNs t0 = t.active.front().tsNs, t1 = t.active.back().tsNs + 1;
+    checkDetail(t, lean, t0, t1, 400, 2000);
+    checkDetail(t, lean, t0 + (t1 - t0) / 2, t1, 300, 1);
+    // The bottom band, freed first: every other slides down by its 1000 bytes there.
+    QCOMPARE(lean.offsetAt(1, kDepth), std::int64_t(1000));
+    QCOMPARE(lean.offsetAt(1, kDepth + 1), std::int64_t(0));
+    QCOMPARE(full.offsetAt(1, kDepth + 1), std::int64_t(0));
   }
 
   void categoriesFollowTheStacks() {
