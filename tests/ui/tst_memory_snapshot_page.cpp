@@ -15,6 +15,7 @@
 #include <QtTest>
 
 #include <filesystem>
+#include <set>
 
 #include "core/analysis/memory_snapshot_analysis.h"
 #include "core/import/trace_reader.h"
@@ -25,6 +26,7 @@
 #include "ui/models/snapshot_models.h"
 #include "ui/pages/compare_page.h"
 #include "ui/pages/memory_page.h"
+#include "ui/pages/snapshot_bands_plot.h"
 #include "ui/pages/snapshot_view.h"
 
 using namespace shardscope;
@@ -62,6 +64,101 @@ test::GenSnapshot generated(std::int64_t big, std::int64_t segment) {
       {"alloc", 0xC000, 100, 1300, 0},
   }};
   return s;
+}
+
+// The allocation the alive table's first row shows.
+std::int64_t alive0(ui::SnapshotView* view) {
+  const auto* e = view->entry();
+  const auto& allocs = e->timeline.allocations;
+  std::int64_t best = -1;
+  for (std::size_t a = 0; a < allocs.size(); ++a)
+    if (allocs[a].allocSeq <= view->selectedSeq() && (allocs[a].freeSeq < 0 || allocs[a].freeSeq > view->selectedSeq()) &&
+        (best < 0 || allocs[a].size > allocs[static_cast<std::size_t>(best)].size))
+      best = static_cast<std::int64_t>(a);
+  return best;
+}
+
+// Written out without the layout: the allocations alive at the active curve's point `p` (alloc at or
+// before it, free after it) stacked in order of allocation; (allocation, bottom) for each.
+std::vector<std::pair<std::size_t, std::int64_t>> stackAt(const core::SnapshotTimeline& t, std::int32_t p) {
+  const std::int64_t seq = t.active[static_cast<std::size_t>(p)].seq;
+  std::vector<std::pair<std::size_t, std::int64_t>> out;
+  std::int64_t below = 0;
+  for (std::size_t a = 0; a < t.allocations.size(); ++a) {
+    const auto& x = t.allocations[a];
+    if (x.allocSeq <= seq && (x.freeSeq < 0 || x.freeSeq > seq)) {
+      out.emplace_back(a, below);
+      below += x.size;
+    }
+  }
+  return out;
+}
+
+// The active curve's maximum over [s, e): the points inside and, unless one sits on s, the level in
+// force at s; -1 where the bucket is outside the trace.
+std::int64_t bucketMax(const core::SnapshotTimeline& t, core::TimeNs s, core::TimeNs e) {
+  if (s > t.active.back().tsNs) return -1;
+  std::int64_t best = -1;
+  bool onStart = false;
+  const core::SnapshotCurvePoint* before = nullptr;
+  for (const auto& p : t.active) {
+    if (p.tsNs < s) before = &p;
+    if (p.tsNs == s) onStart = true;
+    if (p.tsNs >= s && p.tsNs < e) best = std::max(best, p.bytes);
+  }
+  if (before && !onStart) best = std::max(best, before->bytes);
+  return best;
+}
+
+// The drawn bands' top in every bucket of the view's window is the curve's maximum there.
+void checkDrawnTops(ui::SnapshotView* view) {
+  const core::SnapshotBandDetail& d = view->bandDetail();
+  QCOMPARE(d.buckets, std::max(50, view->plot()->axisRect()->width()));
+  std::vector<std::int64_t> top(static_cast<std::size_t>(d.buckets), -1);
+  for (const auto& p : d.pieces)
+    for (int b = p.bucket0; b < p.bucket1; ++b)
+      top[static_cast<std::size_t>(b)] = std::max(top[static_cast<std::size_t>(b)], p.top);
+  int drawn = 0;
+  for (int b = 0; b < d.buckets; ++b) {
+    const std::int64_t want = bucketMax(view->entry()->timeline, d.bucketStart(b), d.bucketStart(b + 1));
+    if (want <= 0) continue;
+    QCOMPARE(top[static_cast<std::size_t>(b)], want);
+    ++drawn;
+  }
+  QVERIFY(drawn > 0);
+}
+
+// Clicks (real mouse clicks) the middle of the band of the largest allocation under pixel column `x`
+// and checks the selection against the allocations stacked without the layout.
+void clickLargestBandAt(ui::SnapshotView* view, int x) {
+  QCustomPlot* plot = view->plot();
+  const auto* e = view->entry();
+  const core::TimeNs ns = view->origin() + static_cast<core::TimeNs>(std::llround(plot->xAxis->pixelToCoord(x) * 1e6));
+  const int b = view->bandDetail().bucketOf(ns);
+  QVERIFY(b >= 0);
+  const std::int32_t point = view->bandDetail().bucketPoint[static_cast<std::size_t>(b)];
+  QVERIFY(point >= 0);
+  const auto stack = stackAt(e->timeline, point);
+  QVERIFY(!stack.empty());
+  auto largest = stack.front();
+  for (const auto& s : stack)
+    if (e->timeline.allocations[s.first].size > e->timeline.allocations[largest.first].size) largest = s;
+  const core::SnapshotAllocation& a = e->timeline.allocations[largest.first];
+  const double mid = (static_cast<double>(largest.second) + static_cast<double>(a.size) / 2) / view->bytesPerUnit();
+  const int y = static_cast<int>(std::lround(plot->yAxis->coordToPixel(mid)));
+  QVERIFY2(plot->yAxis->coordToPixel(static_cast<double>(largest.second) / view->bytesPerUnit()) - y > 2,
+           "the band is too thin to click");
+  QTest::mouseClick(plot, Qt::LeftButton, {}, QPoint(x, y));
+  QCOMPARE(view->selectedAllocation(), static_cast<std::int64_t>(largest.first));
+  QCOMPARE(view->selectedSeq(), e->timeline.active[static_cast<std::size_t>(point)].seq);
+  // The side panel: its size, address, category and times.
+  const QString text = view->stackText();
+  QVERIFY2(text.contains(ui::charts::formatNumber(static_cast<double>(a.size))), qPrintable(text));
+  QVERIFY2(text.contains(QString("0x%1").arg(a.addr, 0, 16)), qPrintable(text));
+  const std::string_view cat = core::snapshotCategoryNames()[e->categories[largest.first]];
+  QVERIFY2(text.contains(QString::fromUtf8(cat.data(), static_cast<qsizetype>(cat.size()))), qPrintable(text));
+  QVERIFY2(text.contains(a.allocSeq < 0 ? "before recording" : "allocated at"), qPrintable(text));
+  QVERIFY2(text.contains(a.freeSeq < 0 ? "alive at the dump" : "freed at"), qPrintable(text));
 }
 
 }  // namespace
@@ -155,13 +252,14 @@ class TestMemorySnapshotPage : public QObject {
     view->resetZoom();
     QCOMPARE(drawnMax().first, want.peakActiveBytes);
 
-    // A click at the peak's time (a real mouse click on the plot) lists what is alive there.
+    // A click above the stack at the peak's time (a real mouse click on the plot) lists what is alive there.
     view->plot()->replot();
     const double px = view->plot()->xAxis->coordToPixel(static_cast<double>(want.peakActiveNs - t0) / 1e6);
-    const double py = view->plot()->yAxis->coordToPixel(static_cast<double>(want.peakActiveBytes) / view->bytesPerUnit() / 2);
+    const double py = view->plot()->yAxis->coordToPixel(static_cast<double>(want.peakActiveBytes) / view->bytesPerUnit() * 1.08);
     QTest::mouseClick(view->plot(), Qt::LeftButton, {},
                       QPoint(static_cast<int>(std::lround(px)), static_cast<int>(std::lround(py))));
     QCOMPARE(view->selectedSeq(), want.peakActiveSeq);
+    QCOMPARE(view->selectedAllocation(), alive0(view));  // the largest alive there
     QTableWidget* alive = view->aliveTable();
     QCOMPARE(alive->rowCount(), static_cast<int>(std::min<std::int64_t>(want.allocationsAtPeak, 1000)));
     QCOMPARE(alive->currentRow(), 0);
@@ -184,6 +282,103 @@ class TestMemorySnapshotPage : public QObject {
     QCOMPARE(json["memory_snapshots"].toArray().size(), 1);
     QCOMPARE(json["memory_snapshots"].toArray()[0].toObject()["peak_active_bytes"].toDouble(),
              static_cast<double>(want.peakActiveBytes));
+  }
+
+  // The bands on the fixture: the drawn tops are the curve's maximum per bucket at several zooms, a
+  // click on a band selects the allocation stacked there, the legend shows the categories' colours,
+  // and the figures of a frame (relayout and paint).
+  void bandsOnTheFixture() {
+    const std::string file = fixturePath();
+    QVERIFY2(std::filesystem::exists(file), file.c_str());
+    QTemporaryDir dir;
+    const std::string db = test::pathIn(dir, "s.db");
+    const core::RunId run = importSnapshot(db, file);
+    ui::MemoryPage page;
+    page.resize(1400, 900);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    page.setContext(QString::fromStdString(db), {run});
+    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 30000);
+    ui::SnapshotView* view = page.snapshotView();
+    QVERIFY(view->entry());
+    const auto& e = *view->entry();
+    const auto& f = e.figures;
+    QCustomPlot* plot = view->plot();
+    plot->replot();
+
+    // Zoomed out, then around the peak, then to a few events.
+    const core::TimeNs span = e.timeline.active.back().tsNs - view->origin();
+    for (const core::TimeNs half : {span, span / 20, std::max<core::TimeNs>(span / 2000, 2000)}) {
+      view->zoomTo(f.peakActiveNs - half, f.peakActiveNs + half);
+      plot->replot();
+      checkDrawnTops(view);
+      if (QTest::currentTestFailed()) return;
+      // Every allocation of a pixel's bytes or more is a band of its own, at its place in the layout.
+      for (const auto& p : view->bandDetail().pieces)
+        if (p.allocation >= 0)
+          QVERIFY(e.timeline.allocations[static_cast<std::size_t>(p.allocation)].size >= view->bandDetail().minBytes);
+      const int peakX =
+          static_cast<int>(std::lround(plot->xAxis->coordToPixel(static_cast<double>(f.peakActiveNs - view->origin()) / 1e6)));
+      clickLargestBandAt(view, peakX);
+      if (QTest::currentTestFailed()) return;
+      // Half way between the window's (or the trace's) start and the peak.
+      const core::TimeNs before = (std::max(view->origin(), f.peakActiveNs - half) + f.peakActiveNs) / 2;
+      clickLargestBandAt(
+          view, static_cast<int>(std::lround(plot->xAxis->coordToPixel(static_cast<double>(before - view->origin()) / 1e6))));
+      if (QTest::currentTestFailed()) return;
+    }
+    // The selected band is outlined: its pieces are drawn (it is among the pieces).
+    bool outlined = false;
+    for (const auto& p : view->bandDetail().pieces) outlined = outlined || p.allocation == view->selectedAllocation();
+    QVERIFY(outlined);
+
+    // Colours: a band's is a shade of its category's (same hue), the merged pieces grey; the legend
+    // lists exactly the categories present, with their colours.
+    std::set<int> present;
+    for (const std::uint8_t c : e.categories) present.insert(c);
+    QCOMPARE(view->categoryLegend().size(), present.size());
+    for (const auto& [c, g] : view->categoryLegend()) {
+      QVERIFY(present.count(c));
+      QCOMPARE(g->brush().color(), ui::SnapshotBandsPlot::categoryColor(c));
+      QCOMPARE(g->name(), QString::fromUtf8(core::snapshotCategoryNames()[static_cast<std::size_t>(c)].data()));
+      QVERIFY(plot->legend->hasItemWithPlottable(g));
+    }
+    QVERIFY(plot->legend->hasItemWithPlottable(view->smallLegend()));
+    view->resetZoom();
+    plot->replot();
+    int merged = 0;
+    for (const auto& p : view->bandDetail().pieces) {
+      const QColor got = view->bandsPlot()->pieceColor(p);
+      if (p.allocation < 0) {
+        QCOMPARE(got, ui::SnapshotBandsPlot::smallColor());
+        ++merged;
+        continue;
+      }
+      const QColor want = ui::SnapshotBandsPlot::categoryColor(e.categories[static_cast<std::size_t>(p.allocation)]);
+      QVERIFY2(std::abs(got.hsvHue() - want.hsvHue()) <= 2, qPrintable(QString("%1 vs %2").arg(got.name(), want.name())));
+    }
+    QVERIFY(merged > 0);  // zoomed out, the small allocations are merged
+    // The paint shows them: the pixel in the middle of the selected band's first piece has a band colour, not the background.
+    const QImage img = plot->toPixmap().toImage();
+    int coloured = 0;
+    for (int x = plot->axisRect()->left() + 5; x < plot->axisRect()->right() - 5; x += 17) {
+      const QColor c = img.pixelColor(x, plot->axisRect()->bottom() - 2);
+      coloured += c != QColor(Qt::white) ? 1 : 0;
+    }
+    QVERIFY(coloured > 10);
+
+    // A frame: relayout for the window and the paint, zoomed out (the figure quoted in the docs).
+    QElapsedTimer timer;
+    std::vector<double> frames;
+    for (int i = 0; i < 20; ++i) {
+      timer.start();
+      view->zoomTo(view->origin() + i, view->origin() + span + span / 50 + i);  // a new range: a relayout each time
+      plot->replot(QCustomPlot::rpImmediateRefresh);
+      frames.push_back(static_cast<double>(timer.nsecsElapsed()) / 1e6);
+    }
+    std::sort(frames.begin(), frames.end());
+    qInfo("fixture bands: %zu pieces, %.2f ms per frame (median of 20; relayout %.2f ms, bands' paint %.2f ms)",
+          view->bandDetail().pieces.size(), frames[10], view->lastRelayoutMs(), view->bandsPlot()->lastPaintMs());
   }
 
   void aliveAtThePeakLargestFirst() {

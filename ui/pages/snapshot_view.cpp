@@ -1,6 +1,7 @@
 #include "ui/pages/snapshot_view.h"
 
 #include <QComboBox>
+#include <QElapsedTimer>
 #include <QEvent>
 #include <QFontDatabase>
 #include <QHBoxLayout>
@@ -22,6 +23,7 @@
 #include "core/storage/memsnap_store.h"
 #include "ui/charts/chart_style.h"
 #include "ui/models/snapshot_models.h"
+#include "ui/pages/snapshot_bands_plot.h"
 
 namespace shardscope::ui {
 namespace {
@@ -32,6 +34,12 @@ QString ownerText(const core::MemorySnapshot& s, const core::SnapshotAllocation&
   const std::string owner = core::snapshotOwnerFrame(s, a.stack);
   if (!owner.empty()) return QString::fromStdString(owner);
   return a.allocSeq < 0 ? QObject::tr("<allocated before recording started>") : QObject::tr("<no Python frame>");
+}
+
+QString categoryName(std::size_t category) {
+  const auto& names = core::snapshotCategoryNames();
+  const std::string_view n = names[std::min(category, names.size() - 1)];
+  return QString::fromUtf8(n.data(), static_cast<qsizetype>(n.size()));
 }
 
 }  // namespace
@@ -53,6 +61,8 @@ SnapshotRunData loadSnapshotRun(core::TraceStore& store, core::RunId runId, cons
       e.timeline = core::buildSnapshotTimeline(*shared, device);
       e.figures = core::snapshotFigures(*shared, e.timeline);
       e.figures.rank = r.rank;
+      e.layout = core::layoutSnapshotBands(e.timeline);
+      e.categories = core::snapshotAllocationCategories(*shared, e.timeline);
       d.entries.push_back(std::move(e));
     }
   }
@@ -85,20 +95,45 @@ SnapshotView::SnapshotView(QWidget* parent) : QWidget(parent), topModel_(new Sna
   plot_->axisRect()->setRangeDrag(Qt::Horizontal);
   plot_->axisRect()->setRangeZoom(Qt::Horizontal);
   plot_->xAxis->setLabel(tr("time since the first event of the trace (ms)"));
+  // The legend in a row under the chart (over it, it would hide the peak), filled row by row.
   plot_->legend->setVisible(true);
-  plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
-  plot_->setToolTip(tr("Click: the allocations alive there and their stacks · wheel: zoom the time axis · drag: pan"));
+  plot_->axisRect()->insetLayout()->take(plot_->legend);
+  plot_->plotLayout()->addElement(1, 0, plot_->legend);
+  plot_->plotLayout()->setRowStretchFactor(1, 0.001);
+  plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  plot_->legend->setWrap(5);
+  plot_->legend->setBorderPen(Qt::NoPen);
+  plot_->setToolTip(
+      tr("Each band is an allocation, stacked in order of allocation · click a band: its stack · wheel: zoom the time "
+         "axis · drag: pan"));
+  // The bands first: the curves and the peak are drawn over them.
+  bands_ = new SnapshotBandsPlot(plot_->xAxis, plot_->yAxis);
+  bands_->setName(tr("allocations"));
+  bands_->removeFromLegend();
   reserved_ = plot_->addGraph();
   reserved_->setName(tr("reserved"));
   reserved_->setLineStyle(QCPGraph::lsStepLeft);
-  reserved_->setPen(QPen(QColor(0x6a737d), 1.2, Qt::DashLine));
+  reserved_->setPen(QPen(QColor(0x6a737d), 0, Qt::DashLine));
   active_ = plot_->addGraph();
   active_->setName(tr("active (allocated)"));
   active_->setLineStyle(QCPGraph::lsStepLeft);
-  active_->setPen(QPen(charts::seriesColor(0), 1.5));
-  QColor fill = charts::seriesColor(0);
-  fill.setAlpha(60);
-  active_->setBrush(fill);
+  // A cosmetic, aliased pen: the outline of a zoomed-out trace is a comb of per-pixel steps, which a
+  // wide antialiased pen strokes in over 100 ms (1M events); this one in a few.
+  active_->setPen(QPen(QColor(0x222222), 0));
+  active_->setAntialiased(false);
+  // The legend of the bands' colours: an empty graph per category (shown for the categories present).
+  const auto legendEntry = [this](const QString& name, const QColor& color) {
+    QCPGraph* g = plot_->addGraph();
+    g->setName(name);
+    g->setPen(QPen(color.darker(120)));
+    g->setBrush(color);
+    g->setLineStyle(QCPGraph::lsNone);
+    g->removeFromLegend();
+    return g;
+  };
+  for (std::size_t c = 0; c < core::snapshotCategoryNames().size(); ++c)
+    categoryGraphs_.push_back(legendEntry(categoryName(c), SnapshotBandsPlot::categoryColor(static_cast<int>(c))));
+  smallLegend_ = legendEntry(tr("small allocations (under a pixel, merged)"), SnapshotBandsPlot::smallColor());
   peakTracer_ = new QCPItemTracer(plot_);
   peakTracer_->setStyle(QCPItemTracer::tsCircle);
   peakTracer_->setSize(9);
@@ -168,7 +203,9 @@ SnapshotView::SnapshotView(QWidget* parent) : QWidget(parent), topModel_(new Sna
     if (e->button() != Qt::LeftButton || (p - pressPos_).manhattanLength() > 3 || !entry()) return;
     if (!plot_->axisRect()->rect().contains(p)) return;
     const double ms = plot_->xAxis->pixelToCoord(p.x());
-    selectAt(origin_ + static_cast<core::TimeNs>(std::llround(ms * 1e6)));
+    const double value = plot_->yAxis->pixelToCoord(p.y());
+    selectAllocationAt(origin_ + static_cast<core::TimeNs>(std::llround(ms * 1e6)),
+                       static_cast<std::int64_t>(std::floor(value * bytesPerUnit_)));
   });
   connect(topTable_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& i) {
     if (!i.isValid() || !entry()) return;
@@ -193,6 +230,13 @@ void SnapshotView::clear() {
   active_->data()->clear();
   reserved_->data()->clear();
   drawnActive_.clear();
+  detail_ = {};
+  bands_->setBands(nullptr, nullptr, 0, 1);
+  bands_->setSelectedAllocation(-1);
+  selectedAllocation_ = -1;
+  for (QCPGraph* g : categoryGraphs_) g->removeFromLegend();
+  smallLegend_->removeFromLegend();
+  categoryLegend_.clear();
   peakTracer_->setVisible(false);
   peakLabel_->setVisible(false);
   cursor_->setVisible(false);
@@ -252,9 +296,24 @@ void SnapshotView::showEntry(int index) {
                              charts::formatNumber(static_cast<double>(f.events))));
   topModel_->setGroups(f.topAtPeak);
   topTable_->resizeColumnsToContents();
+  // The legend: the categories of this snapshot's allocations, then the merged pieces.
+  std::vector<bool> present(categoryGraphs_.size(), false);
+  for (const std::uint8_t c : e.categories) present[std::min<std::size_t>(c, present.size() - 1)] = true;
+  categoryLegend_.clear();
+  for (std::size_t c = 0; c < categoryGraphs_.size(); ++c) {
+    categoryGraphs_[c]->removeFromLegend();
+    if (present[c]) {
+      categoryGraphs_[c]->addToLegend();
+      categoryLegend_.emplace_back(static_cast<int>(c), categoryGraphs_[c]);
+    }
+  }
+  smallLegend_->removeFromLegend();
+  smallLegend_->addToLegend();
+  selectedAllocation_ = -1;
+  bands_->setSelectedAllocation(-1);
   aliveRows_.clear();
   alive_->setRowCount(0);
-  aliveHeading_->setText(tr("Click the chart to list the allocations alive at that moment."));
+  aliveHeading_->setText(tr("Click a band: that allocation, its stack, and the allocations alive at that moment."));
   stack_->clear();
   cursor_->setVisible(false);
   selectedSeq_ = -2;
@@ -310,6 +369,14 @@ void SnapshotView::rethin() {
     }
     g->setData(keys, values, true);
   };
+  // The bands: a bucket per pixel of time, a band of its own for each allocation of a pixel's bytes or more.
+  QElapsedTimer timer;
+  timer.start();
+  const double bytesPerPixel = plot_->yAxis->range().size() * bytesPerUnit_ / std::max(1, plot_->axisRect()->height());
+  detail_ = core::snapshotBandDetail(e->timeline, e->layout, t0, t1, std::max(50, plot_->axisRect()->width()),
+                                     static_cast<std::int64_t>(std::ceil(bytesPerPixel)));
+  bands_->setBands(&detail_, &e->categories, origin_, bytesPerUnit_);
+  lastRelayoutMs_ = static_cast<double>(timer.nsecsElapsed()) / 1e6;
   drawnActive_ = thin(e->timeline.active);
   draw(active_, drawnActive_);
   draw(reserved_, thin(e->timeline.reserved));
@@ -336,6 +403,68 @@ void SnapshotView::selectAt(core::TimeNs ns) {
   cursor_->setVisible(true);
   plot_->replot(QCustomPlot::rpQueuedReplot);
   selectSeq(best->seq);
+}
+
+std::int64_t SnapshotView::selectAllocationAt(core::TimeNs ns, std::int64_t bytes) {
+  const auto* e = entry();
+  if (!e) return -1;
+  const int b = detail_.bucketOf(ns);
+  const std::int32_t point = b < 0 ? -1 : detail_.bucketPoint[static_cast<std::size_t>(b)];
+  std::int64_t hit = -1;
+  if (point >= 0) {
+    for (const auto& p : detail_.pieces)
+      if (p.bucket0 <= b && b < p.bucket1 && p.bottom <= bytes && bytes < p.top) {
+        // A band of its own is that allocation; a merged piece, the small one the layout puts at these bytes.
+        hit = p.allocation >= 0 ? p.allocation : core::snapshotAllocationAt(e->timeline, e->layout, point, bytes);
+        break;
+      }
+  }
+  if (hit < 0) {
+    selectAt(ns);
+    return -1;
+  }
+  const core::TimeNs at = e->timeline.active[static_cast<std::size_t>(point)].tsNs;
+  cursor_->point1->setCoords(static_cast<double>(at - origin_) / 1e6, 0);
+  cursor_->point2->setCoords(static_cast<double>(at - origin_) / 1e6, 1);
+  cursor_->setVisible(true);
+  selectSeq(e->timeline.active[static_cast<std::size_t>(point)].seq);
+  selectAllocation(hit);
+  return hit;
+}
+
+void SnapshotView::selectAllocation(std::int64_t index) {
+  const auto* e = entry();
+  if (!e || index < 0 || static_cast<std::size_t>(index) >= e->timeline.allocations.size()) return;
+  const core::SnapshotAllocation& a = e->timeline.allocations[static_cast<std::size_t>(index)];
+  // Its row in the alive list when listed there (the list shows the largest).
+  int row = -1;
+  for (std::size_t r = 0; r < aliveRows_.size(); ++r)
+    if (aliveRows_[r] == &a) row = static_cast<int>(r);
+  {
+    const QSignalBlocker block(alive_);
+    if (row >= 0)
+      alive_->setCurrentCell(row, 0);
+    else
+      alive_->clearSelection();
+  }
+  selectedAllocation_ = index;
+  bands_->setSelectedAllocation(index);
+  QString heading =
+      tr("%1 (%2 bytes) at 0x%3, %4, ")
+          .arg(charts::formatBytes(static_cast<double>(a.size), 2), charts::formatNumber(static_cast<double>(a.size)))
+          .arg(a.addr, 0, 16)
+          .arg(categoryName(e->categories[static_cast<std::size_t>(index)]));
+  heading += a.allocSeq < 0 ? tr("allocated before recording started")
+                            : tr("allocated at %1 (event %2)")
+                                  .arg(charts::formatMs(static_cast<double>(a.allocNs - origin_) / 1e6))
+                                  .arg(a.allocSeq);
+  heading +=
+      a.freeSeq < 0
+          ? tr(", alive at the dump")
+          : tr(", freed at %1 (event %2)").arg(charts::formatMs(static_cast<double>(a.freeNs - origin_) / 1e6)).arg(a.freeSeq);
+  showStack(a.stack, heading);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+  Q_EMIT statusMessage(tr("Allocation of %1 selected").arg(charts::formatBytes(static_cast<double>(a.size), 2)));
 }
 
 void SnapshotView::selectSeq(std::int64_t seq) {
@@ -387,19 +516,11 @@ void SnapshotView::showAliveRow(int row) {
   const auto* e = entry();
   if (!e || row < 0 || row >= static_cast<int>(aliveRows_.size())) {
     stack_->clear();
+    selectedAllocation_ = -1;
+    bands_->setSelectedAllocation(-1);
     return;
   }
-  const core::SnapshotAllocation& a = *aliveRows_[static_cast<std::size_t>(row)];
-  QString heading = tr("%1 at 0x%2, ").arg(charts::formatBytes(static_cast<double>(a.size), 2)).arg(a.addr, 0, 16);
-  heading += a.allocSeq < 0 ? tr("allocated before recording started")
-                            : tr("allocated at %1 (event %2)")
-                                  .arg(charts::formatMs(static_cast<double>(a.allocNs - origin_) / 1e6))
-                                  .arg(a.allocSeq);
-  heading +=
-      a.freeSeq < 0
-          ? tr(", alive at the dump")
-          : tr(", freed at %1 (event %2)").arg(charts::formatMs(static_cast<double>(a.freeNs - origin_) / 1e6)).arg(a.freeSeq);
-  showStack(a.stack, heading);
+  selectAllocation(aliveRows_[static_cast<std::size_t>(row)] - e->timeline.allocations.data());
 }
 
 void SnapshotView::showStack(core::StackId stack, const QString& heading) {
