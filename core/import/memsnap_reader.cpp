@@ -234,6 +234,11 @@ class MemsnapReader final : public TraceReader {
       attachRun = store.run(options.attachTo);
       if (!attachRun)
         throw Error(store.path() + ": no run with id " + std::to_string(options.attachTo.value()) + " to attach the snapshot to");
+      // A rank the run does not have (outside its world) is a mistake, not a new rank.
+      if (attachRun->worldSize > 0 && (options.attachRank < 0 || options.attachRank >= attachRun->worldSize))
+        throw Error(store.path() + ": run " + std::to_string(attachRun->id.value()) + " has ranks 0.." +
+                    std::to_string(attachRun->worldSize - 1) + "; --rank " + std::to_string(options.attachRank) +
+                    " is not one of them");
     }
     RunId shared;  // one run for every file unless separateRuns
     int nextRank = 0;

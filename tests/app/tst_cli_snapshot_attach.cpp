@@ -104,6 +104,10 @@ class TestCliSnapshotAttach : public QObject {
       QVERIFY(badRank.code != 0);
       QVERIFY2(badRank.err.contains("--rank expects a rank number"), qPrintable(badRank.err));
     }
+    // a rank outside the run's world,
+    const auto outside = runCli({"import", "--db", db, "--attach-to", run, "--rank", "7", snap});
+    QVERIFY(outside.code != 0);
+    QVERIFY2(outside.err.contains("has ranks 0..1; --rank 7 is not one of them"), qPrintable(outside.err));
     // a rank that already has a snapshot,
     const auto again = runCli({"import", "--db", db, "--attach-to", run, "--rank", "1", snap});
     QVERIFY(again.code != 0);
