@@ -118,7 +118,9 @@ int main(int argc, char** argv) {
       runValues << extra;
       continue;
     }
-    if (!dbFile.isEmpty()) return usage(QStringLiteral("one database at a time: '%1' and '%2' (see --help)").arg(dbFile, extra));
+    if (!dbFile.isEmpty())
+      return usage(
+          QStringLiteral("unexpected argument '%1': one database at a time, and '%2' is given (see --help)").arg(extra, dbFile));
     dbFile = extra;
   }
   for (const QString& v : runValues) {

@@ -43,13 +43,14 @@ AboutDialog::AboutDialog(QWidget* parent) : QDialog(parent) {
   auto* icon = new QLabel(this);
   icon->setPixmap(appIcon().pixmap(96, 96));
   icon->setAlignment(Qt::AlignTop);
-  auto* intro = new QLabel(
-      tr("<h3>Shardscope %1</h3><p>Profiler and strategy explorer for sharded training (DDP, FSDP, ZeRO).</p>"
-         "<p>Runs are stored in one SQLite file; traces from torch.profiler (Kineto) are imported, and "
-         "<code>shardscope-cli run/compare</code> trains and captures runs of its own.</p>"
-         "<p>Licensed under the GNU General Public License, version 3 or later. Page and toolbar icons: GNOME Adwaita (LGPL-3).</p>")
-          .arg(QStringLiteral(SHARDSCOPE_VERSION)),
-      this);
+  auto* intro =
+      new QLabel(tr("<h3>Shardscope %1</h3><p>Profiler and strategy explorer for sharded training (DDP, FSDP, ZeRO).</p>"
+                    "<p>Runs are stored in one SQLite file; traces from torch.profiler (Kineto) are imported, and "
+                    "<code>shardscope-cli run/compare</code> trains and captures runs of its own.</p>"
+                    "<p>Licensed under the GNU General Public License, version 3 or later. Page and toolbar icons: GNOME Adwaita "
+                    "(LGPL-3).</p>")
+                     .arg(QStringLiteral(SHARDSCOPE_VERSION)),
+                 this);
   intro->setWordWrap(true);
   versions_ = new QLabel(versionLines().join(QLatin1Char('\n')), this);
   versions_->setObjectName(QStringLiteral("aboutVersions"));
