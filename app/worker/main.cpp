@@ -33,10 +33,8 @@ const std::vector<core::ArgSpec> kOptions = {
 
 void usage() {
   std::printf(
-      "usage: shardscope-worker --db FILE [--run-id ID] [--run-name NAME] [--config run.json]\n"
-      "                         [--deepspeed ds.json] [--dump-params FILE] [--dump-losses FILE]\n"
-      "                         [--no-progress] [run configuration flags]\n"
-      "       shardscope-worker --help | --version\n\n"
+      "Usage: shardscope-worker --db FILE [options] [run configuration flags]\n"
+      "  or:  shardscope-worker --help | --version\n\n"
       "One rank of a run; the environment gives RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT.\n\n%s\n%s",
       core::argsHelp(kOptions).c_str(), core::runConfigHelp().c_str());
 }
