@@ -18,6 +18,8 @@ PACKAGES=(
   libopenblas0-pthread                # an optimised BLAS for LibTorch (the reference BLAS is ~15x slower)
   poppler-utils                       # pdftoppm: report tests render PDFs
   xauth xvfb                          # optional: real-window screenshots of the GUI
+  # packaging/build-deb.sh, build-tarball.sh and their checks (check-deb.sh, check-tarball.sh)
+  dpkg-dev help2man patchelf lintian desktop-file-utils appstream qt6-qpa-plugins
 )
 # shellcheck disable=SC2206
 PACKAGES+=(${SHARDSCOPE_DEPS_EXTRA:-})

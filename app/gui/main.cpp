@@ -1,5 +1,6 @@
-// shardscope: the desktop app. `--screenshot OUT.png` renders a page without interaction and exits
-// (docs and checks; works with QT_QPA_PLATFORM=offscreen).
+// shardscope: the desktop app. `shardscope FILE.db` (or --open) opens a database; without one, the
+// last database opened is reopened. `--screenshot OUT.png` renders a page without interaction and
+// exits (docs and checks; works with QT_QPA_PLATFORM=offscreen).
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QRegularExpression>
@@ -7,6 +8,7 @@
 #include <cstdio>
 #include <string_view>
 
+#include "ui/main/app_icons.h"
 #include "ui/main/main_window.h"
 #include "ui/main/screenshot.h"
 #include "ui/pages/page_factory.h"
@@ -60,6 +62,9 @@ struct CommandLine {
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addOptions({open, page, run, screenshot, size, timeout, range, collapse, hideLanes, timelineView, step, noJson});
+    parser.addPositionalArgument(QStringLiteral("file"),
+                                 QStringLiteral("A database to open, as --open (without one: the last database opened)."),
+                                 QStringLiteral("[FILE.db]"));
   }
 };
 
@@ -93,6 +98,8 @@ int main(int argc, char** argv) {
   }
   QApplication app(argc, argv);
   setNames();
+  QGuiApplication::setDesktopFileName(QStringLiteral("org.shardscope.Shardscope"));
+  QApplication::setWindowIcon(shardscope::ui::appIcon());
 
   CommandLine cl;
   QCommandLineParser& parser = cl.parser;
@@ -102,10 +109,19 @@ int main(int argc, char** argv) {
 
   QList<shardscope::core::RunId> runs;
   QStringList runValues = parser.values(run);
-  // `--run 1 2 3`: the ids after the first come as positional arguments.
+  QString dbFile = parser.value(open);
+  // `--run 1 2 3`: the ids after the first come as positional arguments; anything else is the
+  // database to open (`shardscope FILE.db`, as the desktop entry starts it).
+  static const QRegularExpression idsRe(QStringLiteral("^[0-9][0-9,]*$"));
   for (const QString& extra : parser.positionalArguments()) {
-    if (runValues.isEmpty()) return usage(QStringLiteral("unexpected argument '%1' (see --help)").arg(extra));
-    runValues << extra;
+    if (!runValues.isEmpty() && idsRe.match(extra).hasMatch()) {
+      runValues << extra;
+      continue;
+    }
+    if (!dbFile.isEmpty())
+      return usage(
+          QStringLiteral("unexpected argument '%1': one database at a time, and '%2' is given (see --help)").arg(extra, dbFile));
+    dbFile = extra;
   }
   for (const QString& v : runValues) {
     for (const QString& part : v.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
@@ -126,7 +142,7 @@ int main(int argc, char** argv) {
 
   shardscope::ui::MainWindow window;
   if (parser.isSet(screenshot)) {
-    if (!parser.isSet(open)) return usage(QStringLiteral("--screenshot needs --open FILE.db"));
+    if (dbFile.isEmpty()) return usage(QStringLiteral("--screenshot needs a database (FILE.db or --open FILE.db)"));
     static const QRegularExpression sizeRe(QStringLiteral("^([0-9]{2,5})x([0-9]{2,5})$"));
     const auto m = sizeRe.match(parser.value(size));
     if (!m.hasMatch())
@@ -135,7 +151,7 @@ int main(int argc, char** argv) {
     const int seconds = parser.value(timeout).toInt(&ok);
     if (!ok || seconds <= 0) return usage(QStringLiteral("--timeout expects a positive number of seconds"));
     shardscope::ui::ScreenshotOptions o;
-    o.dbPath = parser.value(open);
+    o.dbPath = dbFile;
     o.page = pageId.isEmpty() ? QStringLiteral("overview") : pageId;
     o.runs = runs;
     o.output = parser.value(screenshot);
@@ -171,6 +187,10 @@ int main(int argc, char** argv) {
   window.restoreSettings();
   if (!pageId.isEmpty()) window.showPage(pageId);
   window.show();
-  if (parser.isSet(open) && window.openDatabase(parser.value(open)) && !runs.isEmpty()) window.selectRuns(runs);
+  if (!dbFile.isEmpty()) {
+    if (window.openDatabase(dbFile) && !runs.isEmpty()) window.selectRuns(runs);
+  } else {
+    window.openLastDatabase();  // the last database opened, if it still exists
+  }
   return QApplication::exec();
 }

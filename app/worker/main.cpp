@@ -12,6 +12,7 @@
 #include "core/util/json.h"
 #include "profiler/capture/recorder.h"
 #include "profiler/runtime/trainer.h"
+#include "shardscope/build_info.h"
 
 using namespace shardscope;
 
@@ -29,17 +30,24 @@ const std::vector<core::ArgSpec> kOptions = {
     {"dump-losses", true, "this rank writes its per-step losses to FILE", "FILE"},
     {"no-progress", false, "no @ss progress lines on stdout"},
     {"help", false, "show this help"},
+    {"version", false, "show the version (and the LibTorch and CUDA it is built with)"},
 };
 
 void usage() {
   std::printf(
-      "usage: shardscope-worker --db FILE [--same-db] [--run-id ID] [--run-name NAME] [--config run.json]\n"
-      "                         [--deepspeed ds.json] [--dump-params FILE] [--dump-losses FILE]\n"
-      "                         [--no-progress] [run configuration flags]\n\n"
+      "Usage: shardscope-worker --db FILE [options] [run configuration flags]\n"
+      "  or:  shardscope-worker --help | --version\n\n"
       "One rank of a run; the environment gives RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT\n"
       "(torchrun --no-python, our launcher) or SLURM_PROCID, SLURM_NTASKS, SLURM_NODEID... (srun).\n"
       "A job over several nodes writes one database per node; `shardscope-cli merge` joins them.\n\n%s\n%s",
       core::argsHelp(kOptions).c_str(), core::runConfigHelp().c_str());
+}
+
+void version() {
+  std::printf("shardscope-worker " SHARDSCOPE_VERSION "\nLibTorch %s (%s)\n", SHARDSCOPE_BUILD_TORCH_VERSION,
+              SHARDSCOPE_BUILD_TORCH_CUDA ? "CUDA" : "CPU");
+  if (*SHARDSCOPE_BUILD_CUDA_VERSION)
+    std::printf("CUDA %s, CUPTI API %s\n", SHARDSCOPE_BUILD_CUDA_VERSION, SHARDSCOPE_BUILD_CUPTI_API);
 }
 
 }  // namespace
@@ -59,6 +67,10 @@ int main(int argc, char** argv) {
     const core::ParsedArgs args = core::parseArgs(argc, argv, kOptions, po);
     if (args.has("help")) {
       usage();
+      return 0;
+    }
+    if (args.has("version")) {
+      version();
       return 0;
     }
     opts.dbPath = args.get("db");

@@ -1,7 +1,8 @@
 // The main window, offscreen: opens a real database and lists its runs; the selection reaches the
 // pages (first = baseline; hidden pages when shown); grouping and the 2 s watch keep the selection;
 // delete asks first; a bad file is reported in the window, not fatal; imports (menu and drag and
-// drop) run the real shardscope-cli and can be cancelled; jumpToEvent lands on the Timeline.
+// drop) run the real shardscope-cli and can be cancelled; a dropped database is opened and the last
+// one is reopened; jumpToEvent lands on the Timeline.
 #include <QAction>
 #include <QComboBox>
 #include <QDockWidget>
@@ -514,6 +515,65 @@ class TestMainWindow : public QObject {
     QCOMPARE(w.currentPage()->pageId(), QString("memory"));
     QCOMPARE(w.recentFiles().size(), 8);
     QVERIFY(w.recentFiles().first().endsWith("db9.db"));
+    QSettings().clear();
+  }
+
+  // A database dropped on the window is opened (not imported); traces dropped with it are imported
+  // into it. The last database opened is remembered and reopened (what the app does at start when
+  // no file is given), unless it is gone.
+  void opensDroppedDatabaseAndReopensTheLast() {
+    QSettings().clear();  // test mode: ~/.qttest, never the user's settings
+    qputenv("SHARDSCOPE_CLI", SHARDSCOPE_CLI);
+    QTemporaryDir dir;
+    const QString first = QString::fromStdString(makeDb(dir, "first.db"));
+    const QString dropped = QString::fromStdString(makeDb(dir, "dropped.sqlite"));  // found by its header
+    test::KinetoGenOptions opt;
+    opt.events = 2000;
+    opt.worldSize = 1;
+    const std::string trace = test::pathIn(dir, "rank0.json");
+    test::generateKinetoTrace(trace, opt);
+    QVERIFY(ui::MainWindow::isDatabaseFile(dropped));
+    QVERIFY(!ui::MainWindow::isDatabaseFile(QString::fromStdString(trace)));
+    QVERIFY(!ui::MainWindow::isDatabaseFile(dir.path()));
+    {
+      ui::MainWindow w;
+      w.restoreSettings();
+      QVERIFY(!w.openLastDatabase());  // nothing opened yet
+      QVERIFY(w.databasePath().isEmpty());
+      QVERIFY(w.openDatabase(first));
+      QVERIFY(waitLoaded(w));
+      QSignalSpy finished(&w, &ui::MainWindow::importFinished);
+      auto* mime = new QMimeData;
+      mime->setUrls({QUrl::fromLocalFile(dropped), QUrl::fromLocalFile(QString::fromStdString(trace))});
+      QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+      QApplication::sendEvent(&w, &enter);
+      QVERIFY(enter.isAccepted());
+      QDropEvent drop(QPointF(10, 10), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+      QApplication::sendEvent(&w, &drop);
+      QVERIFY(drop.isAccepted());
+      QTRY_COMPARE(w.databasePath(), QFileInfo(dropped).absoluteFilePath());
+      QVERIFY(finished.wait(60000));  // the trace went into the dropped database
+      QCOMPARE(finished.at(0).at(0).toBool(), true);
+      QTRY_COMPARE(w.runModel()->runCount(), 4);
+      QCOMPARE(core::TraceStore(first.toStdString()).runs().size(), std::size_t(3));
+      delete mime;
+      QVERIFY(waitLoaded(w));
+      w.close();  // saves
+    }
+    {
+      ui::MainWindow w;
+      w.restoreSettings();
+      QVERIFY(w.openLastDatabase());
+      QCOMPARE(w.databasePath(), QFileInfo(dropped).absoluteFilePath());
+      QVERIFY(waitLoaded(w));
+      w.close();
+    }
+    QVERIFY(QFile::remove(dropped));
+    ui::MainWindow w;
+    w.restoreSettings();
+    QVERIFY(!w.openLastDatabase());  // gone: nothing is created in its place
+    QVERIFY(w.databasePath().isEmpty());
+    QVERIFY(!QFile::exists(dropped));
     QSettings().clear();
   }
 

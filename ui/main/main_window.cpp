@@ -28,7 +28,7 @@
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
-#include <QStyle>
+#include <QFile>
 #include <QThread>
 #include <QTabWidget>
 #include <QTimer>
@@ -47,6 +47,8 @@
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"
 #include "ui/common/background.h"
+#include "ui/main/about_dialog.h"
+#include "ui/main/app_icons.h"
 #include "ui/main/import_process.h"
 #include "ui/main/merge_task.h"
 #include "ui/main/run_browser.h"
@@ -83,6 +85,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   const QString platform = QGuiApplication::platformName();
   interactive_ = platform != QLatin1String("offscreen") && platform != QLatin1String("minimal");
   resize(1400, 900);
+  setWindowIcon(appIcon());
   setAcceptDrops(true);
 
   session_ = new RunSession(this);
@@ -163,7 +166,7 @@ void MainWindow::buildUi() {
   pages_ = createPages(tabs_);
   for (auto* p : pages_) {
     p->setSession(session_);  // one document: every page reads the same cached analyses
-    tabs_->addTab(p, p->title());
+    tabs_->addTab(p, pageIcon(p->pageId()), p->title());
     connect(p, &Page::statusMessage, this, [this, p](const QString& text) {
       log(QStringLiteral("%1: %2").arg(p->title(), text));
       statusBar()->showMessage(text, 8000);
@@ -217,7 +220,6 @@ void MainWindow::buildUi() {
 }
 
 void MainWindow::buildActions() {
-  auto* style = QApplication::style();
   auto make = [this](const QString& name, const QString& text, const QKeySequence& key = {}) {
     auto* a = new QAction(text, this);
     a->setObjectName(name);
@@ -231,7 +233,7 @@ void MainWindow::buildActions() {
   auto* newDb = make(QStringLiteral("actionNew"), tr("&New Database…"), QKeySequence::New);
   connect(newDb, &QAction::triggered, this, &MainWindow::chooseNewDatabase);
   auto* open = make(QStringLiteral("actionOpen"), tr("&Open Database…"), QKeySequence::Open);
-  open->setIcon(style->standardIcon(QStyle::SP_DialogOpenButton));
+  open->setIcon(actionIcon(QStringLiteral("document-open")));
   open->setToolTip(tr("Open a Shardscope database (Ctrl+O)"));
   connect(open, &QAction::triggered, this, &MainWindow::chooseDatabase);
   file->addAction(newDb);
@@ -240,7 +242,7 @@ void MainWindow::buildActions() {
   recentMenu_->setObjectName(QStringLiteral("recentMenu"));
   file->addSeparator();
   importAction_ = make(QStringLiteral("actionImport"), tr("&Import Traces…"), QKeySequence(Qt::CTRL | Qt::Key_I));
-  importAction_->setIcon(style->standardIcon(QStyle::SP_FileDialogNewFolder));
+  importAction_->setIcon(actionIcon(QStringLiteral("folder-download")));
   importAction_->setToolTip(tr("Import torch.profiler (Kineto) traces: one run per job (Ctrl+I); or drop files on the window"));
   connect(importAction_, &QAction::triggered, this, &MainWindow::chooseTraces);
   file->addAction(importAction_);
@@ -250,7 +252,7 @@ void MainWindow::buildActions() {
   connect(mergeAction, &QAction::triggered, this, &MainWindow::chooseMerge);
   file->addAction(mergeAction);
   launchAction_ = make(QStringLiteral("actionLaunch"), tr("&Launch Runs…"), QKeySequence(Qt::CTRL | Qt::Key_R));
-  launchAction_->setIcon(style->standardIcon(QStyle::SP_MediaPlay));
+  launchAction_->setIcon(actionIcon(QStringLiteral("media-playback-start")));
   connect(launchAction_, &QAction::triggered, this, &MainWindow::launchRuns);
   file->addAction(launchAction_);
   // Reports (ui/report/export_dialog): the selected runs, the first as the baseline.
@@ -304,6 +306,7 @@ void MainWindow::buildActions() {
   for (int i = 0; i < static_cast<int>(pages_.size()); ++i) {
     Page* p = pages_[static_cast<std::size_t>(i)];
     auto* a = make(QStringLiteral("actionPage_") + p->pageId(), p->title(), QKeySequence(Qt::CTRL | (Qt::Key_1 + i)));
+    a->setIcon(pageIcon(p->pageId()));
     a->setCheckable(true);
     a->setActionGroup(pageGroup);
     connect(a, &QAction::triggered, this, [this, i] { tabs_->setCurrentIndex(i); });
@@ -313,7 +316,7 @@ void MainWindow::buildActions() {
   if (!pageActions_.isEmpty()) pageActions_.first()->setChecked(true);
   view->addSeparator();
   refreshAction_ = make(QStringLiteral("actionRefresh"), tr("&Refresh"), QKeySequence(Qt::Key_F5));
-  refreshAction_->setIcon(style->standardIcon(QStyle::SP_BrowserReload));
+  refreshAction_->setIcon(actionIcon(QStringLiteral("view-refresh")));
   refreshAction_->setToolTip(tr("Reload the run list and the current page (F5)"));
   connect(refreshAction_, &QAction::triggered, this, &MainWindow::refresh);
   view->addAction(refreshAction_);
@@ -332,6 +335,7 @@ void MainWindow::buildActions() {
   // Help
   auto* help = menuBar()->addMenu(tr("&Help"));
   auto* aboutAction = make(QStringLiteral("actionAbout"), tr("&About Shardscope"));
+  aboutAction->setIcon(actionIcon(QStringLiteral("help-about")));
   connect(aboutAction, &QAction::triggered, this, &MainWindow::about);
   help->addAction(aboutAction);
   auto* aboutQt = make(QStringLiteral("actionAboutQt"), tr("About &Qt"));
@@ -814,15 +818,35 @@ bool MainWindow::importTraces(const QStringList& paths) {
   return true;
 }
 
+bool MainWindow::isDatabaseFile(const QString& path) {
+  const QFileInfo info(path);
+  if (!info.isFile()) return false;
+  // SQLite's file header; a trace (JSON, gzip, xz) never starts with it.
+  QFile f(path);
+  if (f.open(QIODevice::ReadOnly) && f.read(16) == QByteArray("SQLite format 3\0", 16)) return true;
+  return info.size() == 0 && info.suffix().compare(QLatin1String("db"), Qt::CaseInsensitive) == 0;
+}
+
 void MainWindow::handleDroppedUrls(const QList<QUrl>& urls) {
-  QStringList paths;
+  QStringList paths, databases;
   for (const auto& u : urls)
-    if (u.isLocalFile()) paths << u.toLocalFile();
-  if (paths.isEmpty()) {
-    showError(tr("Only local trace files or folders can be dropped"));
+    if (u.isLocalFile()) (isDatabaseFile(u.toLocalFile()) ? databases : paths) << u.toLocalFile();
+  if (paths.isEmpty() && databases.isEmpty()) {
+    showError(tr("Only local databases, trace files or folders can be dropped"));
     return;
   }
-  importTraces(paths);
+  // A database dropped on the window is opened (the first of several); traces dropped with it are
+  // imported into it.
+  if (!databases.isEmpty()) {
+    if (databases.size() > 1) log(tr("Several databases dropped: opening %1").arg(databases.first()));
+    if (!openDatabase(databases.first(), OpenMode::MustExist)) return;
+  }
+  if (!paths.isEmpty()) importTraces(paths);
+}
+
+bool MainWindow::openLastDatabase() {
+  if (recent_.isEmpty() || !QFileInfo(recent_.first()).isFile()) return false;
+  return openDatabase(recent_.first(), OpenMode::MustExist);
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
@@ -1003,14 +1027,16 @@ void MainWindow::onCancelRequested(const QString& key) {
 }
 
 void MainWindow::about() {
-  const QString text = tr("<h3>Shardscope %1</h3><p>Profiler and strategy explorer for sharded training (DDP, FSDP, ZeRO).</p>"
-                          "<p>Runs are stored in one SQLite file; traces from torch.profiler (Kineto) are imported, and "
-                          "<code>shardscope-cli run/compare</code> trains and captures runs of its own.</p>")
-                           .arg(QStringLiteral(SHARDSCOPE_VERSION));
-  if (interactive_)
-    QMessageBox::about(this, tr("About Shardscope"), text);
-  else
-    log(tr("Shardscope %1").arg(QStringLiteral(SHARDSCOPE_VERSION)));
+  // Non-modal and reused: a second Help > About raises the open one.
+  if (auto* open = findChild<AboutDialog*>(); open && open->isVisible()) {
+    open->raise();
+    open->activateWindow();
+    return;
+  }
+  auto* dialog = new AboutDialog(this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  dialog->show();
+  log(versionLines().join(QStringLiteral("; ")));
 }
 
 // ------------------------------------------------------------------------------------------------

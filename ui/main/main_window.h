@@ -11,7 +11,7 @@
 // The window holds the pages in tabs and hands them the selection: the current page at once, the
 // others when they are shown (so one click does not start five analyses).
 // * Imports run `shardscope-cli import` as a child process (ImportProcess); drag and drop of trace
-//   files or folders does the same.
+//   files or folders does the same; a dropped database is opened.
 // * Errors go to the log dock and the status bar, and to a (non-blocking) message box only when the
 //   window is interactive (not offscreen: tests and the screenshot mode).
 #include <QList>
@@ -114,7 +114,11 @@ class MainWindow : public QMainWindow {
   bool importTraces(const QStringList& paths);
   bool importRunning() const;
   void cancelCurrentTask();  // the dock's Cancel: what the task centre shows
+  // Dropped on the window: a database is opened (the first of several), traces and folders are
+  // imported (into the dropped database when there is one).
   void handleDroppedUrls(const QList<QUrl>& urls);
+  // An existing SQLite file (its header), or an empty *.db: what a drop opens instead of importing.
+  static bool isDatabaseFile(const QString& path);
 
   // Export a run as one merged multi-rank trace for ui.perfetto.dev (core::exportPerfetto, in the
   // session's runner: progress and Cancel in the task centre). false when it cannot start.
@@ -145,6 +149,9 @@ class MainWindow : public QMainWindow {
   // Select the latest run when a database is opened (default on; the screenshot mode selects its own).
   void setAutoSelectLatest(bool on);
   void restoreSettings();  // geometry, state, last page, grouping, recent files; also enables saving
+  // Opens the most recent file (after restoreSettings) if it still exists; false when there is none.
+  // The app does this at start when no file is given on its command line.
+  bool openLastDatabase();
   void saveSettings();
   QStringList recentFiles() const { return recent_; }
 
