@@ -234,8 +234,10 @@ class MemsnapReader final : public TraceReader {
       attachRun = store.run(options.attachTo);
       if (!attachRun)
         throw Error(store.path() + ": no run with id " + std::to_string(options.attachTo.value()) + " to attach the snapshot to");
-      // A rank the run does not have (outside its world) is a mistake, not a new rank.
-      if (attachRun->worldSize > 0 && (options.attachRank < 0 || options.attachRank >= attachRun->worldSize))
+      // A rank the run does not have (outside its world) is a mistake, not a new rank; a run made of
+      // snapshots alone grows by the ranks attached to it.
+      const bool snapshotRun = attachRun->metadataJson.find("\"memory_snapshot\":true") != std::string::npos;
+      if (!snapshotRun && attachRun->worldSize > 0 && (options.attachRank < 0 || options.attachRank >= attachRun->worldSize))
         throw Error(store.path() + ": run " + std::to_string(attachRun->id.value()) + " has ranks 0.." +
                     std::to_string(attachRun->worldSize - 1) + "; --rank " + std::to_string(options.attachRank) +
                     " is not one of them");
@@ -277,6 +279,11 @@ class MemsnapReader final : public TraceReader {
           r.device = "cuda:" + std::to_string(deviceId);
           r.sourceFile = path;
           rankId = store.addRank(r);
+          if (options.attachRank >= attachRun->worldSize) {
+            Run grown = *store.run(attachRun->id);
+            grown.worldSize = options.attachRank + 1;
+            store.updateRun(grown);
+          }
         }
         fs.rank = options.attachRank;
         if (result.runIds.empty()) result.runIds.push_back(attachRun->id);
