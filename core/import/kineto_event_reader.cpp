@@ -397,7 +397,8 @@ bool EventReader::fastEvent(std::string_view ev) {
     return literal(t);
   };
   // Validates and skips a nested array/object (args like "Input Dims": [[1, 2], [3]]).
-  std::function<bool(int)> nested = [&](int depth) -> bool {
+  // (A generic lambda that is handed itself: a std::function here would allocate for every event.)
+  const auto nestedImpl = [&](const auto& self, int depth) -> bool {
     if (depth > 32) return false;
     const char close = *p == '{' ? '}' : ']';
     const bool object = close == '}';
@@ -419,7 +420,7 @@ bool EventReader::fastEvent(std::string_view ev) {
       }
       if (p >= end) return false;
       if (*p == '{' || *p == '[') {
-        if (!nested(depth + 1)) return false;
+        if (!self(self, depth + 1)) return false;
       } else {
         Token t;
         std::string_view v;
@@ -438,6 +439,7 @@ bool EventReader::fastEvent(std::string_view ev) {
       return false;
     }
   };
+  const auto nested = [&](int depth) { return nestedImpl(nestedImpl, depth); };
 
   // Walks the members of an object whose '{' is at p; fn(key) reads the value at p.
   auto members = [&](auto&& fn) -> bool {

@@ -90,6 +90,7 @@ class KinetoParser::Impl {
     batch_->file = file;
     batch_->worker = worker_;
     batch_->seq = seq;
+    batch_->events.reserve(4096);  // a batch's usual size (the pipeline cuts at 4096 events)
     reader_.beginSegment(path_, batch_->args);
   }
 
