@@ -232,6 +232,9 @@ void KinetoWriter::write(Batch& batch) {
     r.rank = -1 - b->file;  // provisional until distributedInfo has been read
     r.sourceFile = path;
     rs.rankId = store_.addRank(r);
+    // Launch correlations of a rank's CPU events: tens of thousands per file; growing the table
+    // from empty rehashes it a dozen times on the writer thread, which every parser waits for.
+    rs.corrStep.reserve(1u << 15);
   }
   for (auto& wmsg : b->warnings)
     if (warningsSeen_.insert(wmsg).second) warnFile(rs, wmsg);
