@@ -19,7 +19,7 @@ void EventReader::read(std::string_view text, std::uint64_t fileOffset, std::uin
   eventOffset_ = fileOffset;
   resetRaw();
   stableText_ = true;
-  const bool fast = fastEvent(text);
+  const bool fast = fastEvent(text, true) != 0;
   stableText_ = false;
   if (fast) return;
   resetRaw();
@@ -28,6 +28,17 @@ void EventReader::read(std::string_view text, std::uint64_t fileOffset, std::uin
   if (r.next() != Token::BeginObject) failEvent("is not a JSON object");
   parseEventFields(r);
   if (r.next() != Token::End) r.fail("unexpected data after an event");
+}
+
+std::size_t EventReader::readPrefix(std::string_view text, std::uint64_t fileOffset, std::uint64_t index) {
+  eventIndex_ = index;
+  eventOffset_ = fileOffset;
+  resetRaw();
+  stableText_ = true;
+  const std::size_t n = fastEvent(text, false);
+  stableText_ = false;
+  if (!n) resetRaw();  // drops what the scanner kept of this event (its args) before it gave up
+  return n;
 }
 
 void EventReader::failEvent(const std::string& msg) const {
@@ -327,7 +338,7 @@ void EventReader::parseEventFields(JsonReader& r) {
 // Reads one event straight from its text for the common, well-formed case: no escapes, plain
 // numbers, nesting only inside args. Returns false as soon as anything else shows up; the caller
 // then re-reads the event with the full tokenizer, which also produces the precise error.
-bool EventReader::fastEvent(std::string_view ev) {
+std::size_t EventReader::fastEvent(std::string_view ev, bool whole) {
   const char* p = ev.data();
   const char* const end = p + ev.size();
   auto ws = [&]() {
@@ -497,7 +508,7 @@ bool EventReader::fastEvent(std::string_view ev) {
   };
 
   ws();
-  if (p >= end || *p != '{') return false;
+  if (p >= end || *p != '{') return 0;
   const bool ok = members([&](std::string_view key) {
     const int which = fieldId(key);
     if (which == 8 && *p == '{') return args();
@@ -516,9 +527,11 @@ bool EventReader::fastEvent(std::string_view ev) {
     onField(which, t, v);
     return true;
   });
-  if (!ok) return false;
+  if (!ok) return 0;
+  const auto length = static_cast<std::size_t>(p - ev.data());
+  if (!whole) return length;
   ws();
-  return p == end;
+  return p == end ? length : 0;
 }
 
 int EventReader::fieldId(std::string_view k) {

@@ -54,6 +54,10 @@ class EventReader {
   void beginSegment(const std::string& path, std::string& args);
   // Reads one event (a JSON object's text) at `fileOffset`, the `index`th of traceEvents.
   void read(std::string_view text, std::uint64_t fileOffset, std::uint64_t index);
+  // The same for the event at the start of `text` (more may follow), by the direct scanner only:
+  // the event's length when it read it, 0 when the event needs read() (anything unusual, or the
+  // event goes on past the end of `text`). Skips the splitter's separate bracket scan.
+  std::size_t readPrefix(std::string_view text, std::uint64_t fileOffset, std::uint64_t index);
   RawEvent& event() { return ev_; }
   // The error for the event being read: "<path>: event #N (byte offset B): msg".
   [[noreturn]] void failEvent(const std::string& msg) const;
@@ -96,7 +100,9 @@ class EventReader {
   void onArg(ArgKey key, Token t, std::string_view text);
   void keepArgs(std::string_view raw, bool keep);
   void parseEventFields(JsonReader& r);
-  bool fastEvent(std::string_view ev);
+  // Reads the event at the start of ev; its length, or 0 (see readPrefix). Whole: nothing but
+  // whitespace may follow it.
+  std::size_t fastEvent(std::string_view ev, bool whole);
   [[noreturn]] void onFieldType(int which);
   void onField(int which, Token t, std::string_view text);
   // Where a field's text lives: the event text itself on the fast path, else slot `slot`'s copy.

@@ -99,6 +99,12 @@ class KinetoParser::Impl {
     handleEvent();
   }
 
+  std::size_t addEventPrefix(std::string_view text, std::uint64_t fileOffset, std::uint64_t index) {
+    const std::size_t n = reader_.readPrefix(text, fileOffset, index);
+    if (n) handleEvent();
+    return n;
+  }
+
   std::unique_ptr<Batch> takeBatch(std::uint64_t fileOffset) {
     batch_->fileOffset = fileOffset;
     batch_->header = std::move(header_);
@@ -642,6 +648,10 @@ void KinetoParser::beginBatch(int file, std::uint64_t seq, std::optional<std::in
 
 void KinetoParser::addEvent(std::string_view text, std::uint64_t fileOffset, std::uint64_t index) {
   impl_->addEvent(text, fileOffset, index);
+}
+
+std::size_t KinetoParser::addEventPrefix(std::string_view text, std::uint64_t fileOffset, std::uint64_t index) {
+  return impl_->addEventPrefix(text, fileOffset, index);
 }
 
 std::unique_ptr<Batch> KinetoParser::takeBatch(std::uint64_t fileOffset) { return impl_->takeBatch(fileOffset); }

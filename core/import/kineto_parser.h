@@ -32,6 +32,9 @@ class KinetoParser {
   // pipeline parses straight from its inflate buffer): beginBatch, addEvent..., takeBatch.
   void beginBatch(int file, std::uint64_t seq, std::optional<std::int64_t> baseTimeNs);
   void addEvent(std::string_view text, std::uint64_t fileOffset, std::uint64_t index);
+  // The event at the start of `text` (more may follow), when the direct scanner reads it: its
+  // length; 0 when it needs addEvent with its exact text (nothing of it was kept).
+  std::size_t addEventPrefix(std::string_view text, std::uint64_t fileOffset, std::uint64_t index);
   std::unique_ptr<Batch> takeBatch(std::uint64_t fileOffset);
 
   // The top-level "distributedInfo" object (rank, world size, backend, process groups).

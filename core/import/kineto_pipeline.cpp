@@ -135,6 +135,11 @@ class FileSplitter {
   std::string_view nextEvent(JsonReader& r) {
     const Token t = r.next();
     if (t == Token::EndArray) return {};
+    return cutEvent(r, t);
+  }
+
+  // The raw text of the event whose first token next() just returned.
+  std::string_view cutEvent(JsonReader& r, Token t) {
     if (t != Token::BeginObject)
       throw Error(path_ + ": event #" + std::to_string(events_) + " (byte offset " + std::to_string(r.tokenOffset()) +
                   "): is not a JSON object");
@@ -148,14 +153,28 @@ class FileSplitter {
   // the same size as the segments go to the writer.
   void parseEvents(JsonReader& r) {
     std::size_t inBatch = 0, bytes = 0;
+    // The direct scanner finds an event's end itself (one pass over its text instead of the bracket
+    // scan and then the scanner) unless the event is unusual or straddles the end of the buffer;
+    // those take the usual way. Its nesting stays far below any depth limit a caller would set.
+    const bool prefix = opt_.limits.maxDepth >= 40;
     for (;;) {
-      const std::string_view raw = nextEvent(r);
-      if (raw.empty()) break;
+      const Token t = r.next();
+      if (t == Token::EndArray) break;
       if (inBatch == 0) parser_->beginBatch(file_, seq_++, header_.baseTimeNs);
-      parser_->addEvent(raw, at_, events_);
+      std::size_t n = 0;
+      if (t == Token::BeginObject && prefix) {
+        at_ = r.tokenOffset();
+        n = parser_->addEventPrefix(r.bufferedFromToken(), at_, events_);
+        if (n) r.skipContainerBytes(n);
+      }
+      if (!n) {
+        const std::string_view raw = cutEvent(r, t);
+        parser_->addEvent(raw, at_, events_);
+        n = raw.size();
+      }
       ++events_;
       ++inBatch;
-      bytes += raw.size() + 1;
+      bytes += n + 1;
       if (inBatch >= kSegmentEvents || bytes >= kSegmentBytes) {
         emit();
         inBatch = bytes = 0;
