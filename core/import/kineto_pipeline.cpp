@@ -289,9 +289,12 @@ bool KinetoPipeline::perFileMode(std::size_t files, int workers) {
 }
 
 void KinetoPipeline::startPerFile(const std::vector<std::string>& files) {
-  // A few batches per file: a worker ahead of the writer waits on its file's queue, so memory is
-  // bounded by workers x this, whatever the files.
-  for (std::size_t i = 0; i < files.size(); ++i) fileQueues_.push_back(std::make_unique<BatchQueue>(4));
+  // The writer is the one stage that cannot be shared: the workers must be able to read whole files
+  // ahead of it (a few batches would leave one worker at a time working, the one on the writer's
+  // file). Memory stays bounded: a worker starts file i only while i <= the writer's file +
+  // workers, and waits on the file's queue past kFileQueueBatches batches (about a 250k-event
+  // trace's worth).
+  for (std::size_t i = 0; i < files.size(); ++i) fileQueues_.push_back(std::make_unique<BatchQueue>(kFileQueueBatches));
   for (int w = 0; w < workers_; ++w) {
     parserThreads_.emplace_back([this, w, &files] {
       pthread_setname_np(pthread_self(), "ss-file");
@@ -301,6 +304,11 @@ void KinetoPipeline::startPerFile(const std::vector<std::string>& files) {
         // Files are taken in order, so the file the writer waits for is always being read.
         const std::size_t i = nextFile_.fetch_add(1);
         if (i >= files.size()) return;
+        {
+          std::unique_lock lk(windowMutex_);
+          windowCv_.wait(lk, [&] { return i <= writing_ + static_cast<std::size_t>(workers_) || windowStop_; });
+          if (windowStop_) return;
+        }
         splitter.setOut(fileQueues_[i].get());
         try {
           splitter.splitFile(static_cast<int>(i), files[i]);
@@ -309,7 +317,7 @@ void KinetoPipeline::startPerFile(const std::vector<std::string>& files) {
             std::lock_guard lk(errorMutex_);
             if (!error_) error_ = std::current_exception();  // the first error wins, whatever its file
           }
-          for (auto& q : fileQueues_) q->stop();
+          stopPerFile();
           return;
         }
       }
@@ -317,10 +325,17 @@ void KinetoPipeline::startPerFile(const std::vector<std::string>& files) {
   }
 }
 
+void KinetoPipeline::stopPerFile() {
+  for (auto& q : fileQueues_) q->stop();
+  std::lock_guard lk(windowMutex_);
+  windowStop_ = true;
+  windowCv_.notify_all();
+}
+
 KinetoPipeline::~KinetoPipeline() {
   work_.stop();
   queue_.stop();
-  for (auto& q : fileQueues_) q->stop();
+  stopPerFile();
   if (producer_.joinable()) producer_.join();
   for (auto& t : parserThreads_)
     if (t.joinable()) t.join();
@@ -357,7 +372,12 @@ std::unique_ptr<Batch> KinetoPipeline::nextPerFile() {
     if (error_) std::rethrow_exception(error_);
     throw Cancelled();
   }
-  if (b->fileDone) ++currentFile_;
+  if (b->fileDone) {
+    ++currentFile_;
+    std::lock_guard lk(windowMutex_);
+    writing_ = currentFile_;
+    windowCv_.notify_all();
+  }
   if (opt_.cancel && opt_.cancel->isCancelled()) throw Cancelled();
   return b;
 }

@@ -98,6 +98,7 @@ class KinetoPipeline {
  private:
   static bool perFileMode(std::size_t files, int workers);
   void startPerFile(const std::vector<std::string>& files);
+  void stopPerFile();  // every file queue and the window: errors, cancel, destruction
   std::unique_ptr<Batch> nextPerFile();
 
   const ImportOptions& opt_;
@@ -115,6 +116,11 @@ class KinetoPipeline {
   std::vector<std::unique_ptr<BatchQueue>> fileQueues_;
   std::atomic<std::size_t> nextFile_{0};
   std::size_t currentFile_ = 0;
+  static constexpr std::size_t kFileQueueBatches = 64;
+  std::mutex windowMutex_;  // workers start file i only while i <= writing_ + workers_
+  std::condition_variable windowCv_;
+  std::size_t writing_ = 0;
+  bool windowStop_ = false;
   std::mutex errorMutex_;
   std::exception_ptr error_;
 };
