@@ -582,6 +582,18 @@ void KinetoWriter::endFile(RankState& rs, Batch& batch) {
   rs.corrStep = {};
   rs.gpuTrack = {};
   rs.tracksByIds = {};
+  // (Kept until the end of the import, these grew the peak with the number of ranks.)
+  rs.corrCollective = {};
+  rs.cpuCollectives = {};
+  rs.lastColl = nullptr;
+  rs.steps = {};
+  rs.lateSteps = {};
+  rs.trackByKey = {};
+  rs.trackIds = {};
+  rs.trackIsCpu = {};
+  rs.groupIds = {};
+  rs.allTracks = {};
+  rs.cpuTracks = {};
   // The file's import_log row, in the import's transaction.
   const auto now = std::chrono::steady_clock::now();
   st.seconds = std::chrono::duration<double>(now - fileStart_).count();
