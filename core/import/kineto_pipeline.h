@@ -90,7 +90,6 @@ class KinetoPipeline {
   KinetoPipeline& operator=(const KinetoPipeline&) = delete;
 
   int workers() const { return workers_; }
-  bool perFile() const { return perFile_; }
   // The next batch in file order; nullptr after the last. Rethrows the first error of any thread
   // (whatever its order) and throws core::Cancelled when the import is cancelled.
   std::unique_ptr<Batch> next();
