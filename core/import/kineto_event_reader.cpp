@@ -18,7 +18,10 @@ void EventReader::read(std::string_view text, std::uint64_t fileOffset, std::uin
   eventIndex_ = index;
   eventOffset_ = fileOffset;
   resetRaw();
-  if (fastEvent(text)) return;
+  stableText_ = true;
+  const bool fast = fastEvent(text, true) != 0;
+  stableText_ = false;
+  if (fast) return;
   resetRaw();
   JsonReader r(text, path_, opt_.limits);
   r.setOffsetMap([fileOffset](std::uint64_t local) { return fileOffset + local; });
@@ -27,31 +30,34 @@ void EventReader::read(std::string_view text, std::uint64_t fileOffset, std::uin
   if (r.next() != Token::End) r.fail("unexpected data after an event");
 }
 
+std::size_t EventReader::readPrefix(std::string_view text, std::uint64_t fileOffset, std::uint64_t index) {
+  eventIndex_ = index;
+  eventOffset_ = fileOffset;
+  resetRaw();
+  stableText_ = true;
+  const std::size_t n = fastEvent(text, false);
+  stableText_ = false;
+  if (!n) resetRaw();  // drops what the scanner kept of this event (its args) before it gave up
+  return n;
+}
+
 void EventReader::failEvent(const std::string& msg) const {
   throw Error(path_ + ": event #" + std::to_string(eventIndex_) + " (byte offset " + std::to_string(eventOffset_) + "): " + msg);
 }
 
 void EventReader::resetRaw() {
   ev_.hasName = ev_.hasCat = ev_.hasTs = ev_.hasDur = ev_.hasId = false;
-  ev_.name.clear();
-  ev_.cat.clear();
-  ev_.ph.clear();
-  ev_.bp.clear();
-  ev_.scope.clear();
+  ev_.name = ev_.cat = ev_.ph = ev_.bp = ev_.scope = ev_.ts = ev_.dur = {};
   ev_.pid.present = ev_.tid.present = false;
   ev_.externalId = ev_.correlation = ev_.stream = ev_.device = kNone;
   ev_.streamArg = false;
-  ev_.collName.clear();
-  ev_.dtype.clear();
-  ev_.pgName.clear();
-  ev_.pgDesc.clear();
-  ev_.pgRanks.clear();
+  ev_.collName = ev_.dtype = ev_.pgName = ev_.pgDesc = ev_.pgRanks = {};
   ev_.inNelems = ev_.outNelems = ev_.groupSize = kNone;
   ev_.inputNumel = kNone;
-  ev_.inputType.clear();
+  ev_.inputType = {};
   ev_.totalAllocated = ev_.totalReserved = ev_.bytes = ev_.addr = ev_.devId = ev_.devType = kNone;
   ev_.counterValues.clear();
-  ev_.argsJson.clear();
+  ev_.argsJson = {};
   if (ev_.rawArgsLen) {
     // The previous event did not keep its args (e.g. an ac2g X event): drop them from the batch.
     if (ev_.rawArgsOff + ev_.rawArgsLen == (*args_).size()) (*args_).resize(ev_.rawArgsOff);
@@ -61,14 +67,15 @@ void EventReader::resetRaw() {
 
 void EventReader::readId(Token t, std::string_view text, RawId& id, const char* field) {
   id.present = true;
+  const Slot slot = &id == &ev_.pid ? kSlotPid : kSlotTid;
   if (t == Token::Number) {
     auto v = parseInt(text);
     if (!v) failEvent(std::string("field '") + field + "' is not an integer");
     id.isNum = true;
     id.num = *v;
-    id.text.assign(text);
+    id.text = keep(slot, text);
   } else if (t == Token::String) {
-    id.text.assign(text);
+    id.text = keep(slot, text);
     auto v = parseInt(id.text);
     id.isNum = false;
     id.num = v.value_or(0);
@@ -185,7 +192,7 @@ void EventReader::readInputArray(JsonReader& r, ArgKey key) {
         ok = false;
       }
     } else if (key == kArgInputType && depth == 1 && t == Token::String && ev_.inputType.empty()) {
-      ev_.inputType.assign(r.text());
+      ev_.inputType = keep(kSlotInputType, r.text());
     }
   }
   if (key == kArgInputDims && any && ok) ev_.inputNumel = numel;
@@ -202,7 +209,7 @@ void EventReader::inputFromText(std::string_view a, ArgKey key) {
   if (key == kArgInputType) {
     if (i >= a.size() || a[i] != '"' || !ev_.inputType.empty()) return;
     const std::size_t close = a.find('"', i + 1);
-    if (close != std::string_view::npos) ev_.inputType.assign(a.substr(i + 1, close - i - 1));
+    if (close != std::string_view::npos) ev_.inputType = keep(kSlotInputType, a.substr(i + 1, close - i - 1));
     return;
   }
   if (i >= a.size() || a[i] != '[') return;
@@ -251,7 +258,7 @@ void EventReader::onArg(ArgKey key, Token t, std::string_view text) {
       ev_.device = argInt(t, text);
       break;
     case kArgCollName:
-      if (t == Token::String) ev_.collName.assign(text);
+      if (t == Token::String) ev_.collName = keep(kSlotCollName, text);
       break;
     case kArgInNelems:
       ev_.inNelems = argInt(t, text);
@@ -263,16 +270,16 @@ void EventReader::onArg(ArgKey key, Token t, std::string_view text) {
       ev_.groupSize = argInt(t, text);
       break;
     case kArgDtype:
-      if (t == Token::String) ev_.dtype.assign(text);
+      if (t == Token::String) ev_.dtype = keep(kSlotDtype, text);
       break;
     case kArgPgName:
-      if (t == Token::String || t == Token::Number) ev_.pgName.assign(text);
+      if (t == Token::String || t == Token::Number) ev_.pgName = keep(kSlotPgName, text);
       break;
     case kArgPgDesc:
-      if (t == Token::String) ev_.pgDesc.assign(text);
+      if (t == Token::String) ev_.pgDesc = keep(kSlotPgDesc, text);
       break;
     case kArgPgRanks:
-      if (t == Token::String) ev_.pgRanks.assign(text);
+      if (t == Token::String) ev_.pgRanks = keep(kSlotPgRanks, text);
       break;
     case kArgTotalAllocated:
       ev_.totalAllocated = argInt(t, text);
@@ -305,7 +312,7 @@ void EventReader::keepArgs(std::string_view raw, bool keep) {
     appendCompactJson((*args_), raw);
     ev_.rawArgsLen = (*args_).size() - ev_.rawArgsOff;
   } else {
-    ev_.argsJson.assign(raw);
+    ev_.argsJson = raw;  // the event's text, or the in-place reader's: valid while it is handled
   }
 }
 
@@ -331,7 +338,7 @@ void EventReader::parseEventFields(JsonReader& r) {
 // Reads one event straight from its text for the common, well-formed case: no escapes, plain
 // numbers, nesting only inside args. Returns false as soon as anything else shows up; the caller
 // then re-reads the event with the full tokenizer, which also produces the precise error.
-bool EventReader::fastEvent(std::string_view ev) {
+std::size_t EventReader::fastEvent(std::string_view ev, bool whole) {
   const char* p = ev.data();
   const char* const end = p + ev.size();
   auto ws = [&]() {
@@ -401,7 +408,8 @@ bool EventReader::fastEvent(std::string_view ev) {
     return literal(t);
   };
   // Validates and skips a nested array/object (args like "Input Dims": [[1, 2], [3]]).
-  std::function<bool(int)> nested = [&](int depth) -> bool {
+  // (A generic lambda that is handed itself: a std::function here would allocate for every event.)
+  const auto nestedImpl = [&](const auto& self, int depth) -> bool {
     if (depth > 32) return false;
     const char close = *p == '{' ? '}' : ']';
     const bool object = close == '}';
@@ -423,7 +431,7 @@ bool EventReader::fastEvent(std::string_view ev) {
       }
       if (p >= end) return false;
       if (*p == '{' || *p == '[') {
-        if (!nested(depth + 1)) return false;
+        if (!self(self, depth + 1)) return false;
       } else {
         Token t;
         std::string_view v;
@@ -442,6 +450,7 @@ bool EventReader::fastEvent(std::string_view ev) {
       return false;
     }
   };
+  const auto nested = [&](int depth) { return nestedImpl(nestedImpl, depth); };
 
   // Walks the members of an object whose '{' is at p; fn(key) reads the value at p.
   auto members = [&](auto&& fn) -> bool {
@@ -499,7 +508,7 @@ bool EventReader::fastEvent(std::string_view ev) {
   };
 
   ws();
-  if (p >= end || *p != '{') return false;
+  if (p >= end || *p != '{') return 0;
   const bool ok = members([&](std::string_view key) {
     const int which = fieldId(key);
     if (which == 8 && *p == '{') return args();
@@ -518,9 +527,11 @@ bool EventReader::fastEvent(std::string_view ev) {
     onField(which, t, v);
     return true;
   });
-  if (!ok) return false;
+  if (!ok) return 0;
+  const auto length = static_cast<std::size_t>(p - ev.data());
+  if (!whole) return length;
   ws();
-  return p == end;
+  return p == end ? length : 0;
 }
 
 int EventReader::fieldId(std::string_view k) {
@@ -576,26 +587,26 @@ void EventReader::onField(int which, Token t, std::string_view text) {
   switch (which) {
     case 1:
       if (t != Token::String) failEvent("field 'ph' must be a string");
-      ev_.ph.assign(text);
+      ev_.ph = keep(kSlotPh, text);
       break;
     case 2:
       if (t != Token::String && t != Token::Number) failEvent("field 'name' must be a string");
-      ev_.name.assign(text);
+      ev_.name = keep(kSlotName, text);
       ev_.hasName = true;
       break;
     case 3:
       if (t != Token::String) failEvent("field 'cat' must be a string");
-      ev_.cat.assign(text);
+      ev_.cat = keep(kSlotCat, text);
       ev_.hasCat = true;
       break;
     case 4:
       if (t != Token::Number) failEvent("field 'ts' must be a number");
-      ev_.ts.assign(text);
+      ev_.ts = keep(kSlotTs, text);
       ev_.hasTs = true;
       break;
     case 5:
       if (t != Token::Number) failEvent("field 'dur' must be a number");
-      ev_.dur.assign(text);
+      ev_.dur = keep(kSlotDur, text);
       ev_.hasDur = true;
       break;
     case 6:
@@ -621,10 +632,10 @@ void EventReader::onField(int which, Token t, std::string_view text) {
       }
       break;
     case 10:
-      if (t == Token::String) ev_.bp.assign(text);
+      if (t == Token::String) ev_.bp = keep(kSlotBp, text);
       break;
     case 11:
-      if (t == Token::String) ev_.scope.assign(text);
+      if (t == Token::String) ev_.scope = keep(kSlotScope, text);
       break;
     default:
       break;  // unknown keys, and "args" that is not an object

@@ -3,6 +3,7 @@
 // common, well-formed event is read by a direct scanner (no tokens, no copies but the kept args);
 // anything unusual (escapes, exponents, type errors, bad syntax) is re-read by the full JsonReader,
 // which also words every error with the file, the event's index and its byte offset.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -15,31 +16,32 @@
 
 namespace shardscope::core::kineto {
 
-// One event's fields, reused from event to event (no allocation once warm). Numbers stay text where
-// the parser decides their meaning (ts, dur); promoted args are decoded.
-// Per-event scratch, reused to avoid allocations.
+// One event's fields, reused from event to event. Numbers stay text where the parser decides their
+// meaning (ts, dur); promoted args are decoded. The texts are views, valid while the event is
+// handled: into the event's own text (the fast path: no copy), or into the reader's per-field
+// storage (an event the full tokenizer reads: escapes are undone there).
 struct RawId {
   bool isNum = false;
   bool present = false;
   std::int64_t num = 0;
-  std::string text;
+  std::string_view text;
 };
 struct RawEvent {
-  std::string name, cat, ph, bp, scope;
+  std::string_view name, cat, ph, bp, scope;
   bool hasName = false, hasCat = false, hasTs = false, hasDur = false, hasId = false;
   RawId pid, tid;
-  std::string ts, dur;
+  std::string_view ts, dur;
   std::int64_t flowId = 0;
   // args
   std::int64_t externalId = kNone, correlation = kNone, stream = kNone, device = kNone;
   bool streamArg = false;
-  std::string collName, dtype, pgName, pgDesc, pgRanks;
+  std::string_view collName, dtype, pgName, pgDesc, pgRanks;
   std::int64_t inNelems = kNone, outNelems = kNone, groupSize = kNone;
   std::int64_t inputNumel = kNone;  // "Input Dims" of a nccl:/gloo: annotation: elements of its first input
-  std::string inputType;            // ... and "Input type"'s first entry
+  std::string_view inputType;       // ... and "Input type"'s first entry
   std::int64_t totalAllocated = kNone, totalReserved = kNone, bytes = kNone, addr = kNone, devId = kNone, devType = kNone;
   std::vector<std::pair<std::string, double>> counterValues;
-  std::string argsJson;
+  std::string_view argsJson;
   std::size_t rawArgsOff = 0, rawArgsLen = 0;  // args already appended to the batch
 };
 
@@ -52,6 +54,10 @@ class EventReader {
   void beginSegment(const std::string& path, std::string& args);
   // Reads one event (a JSON object's text) at `fileOffset`, the `index`th of traceEvents.
   void read(std::string_view text, std::uint64_t fileOffset, std::uint64_t index);
+  // The same for the event at the start of `text` (more may follow), by the direct scanner only:
+  // the event's length when it read it, 0 when the event needs read() (anything unusual, or the
+  // event goes on past the end of `text`). Skips the splitter's separate bracket scan.
+  std::size_t readPrefix(std::string_view text, std::uint64_t fileOffset, std::uint64_t index);
   RawEvent& event() { return ev_; }
   // The error for the event being read: "<path>: event #N (byte offset B): msg".
   [[noreturn]] void failEvent(const std::string& msg) const;
@@ -94,12 +100,39 @@ class EventReader {
   void onArg(ArgKey key, Token t, std::string_view text);
   void keepArgs(std::string_view raw, bool keep);
   void parseEventFields(JsonReader& r);
-  bool fastEvent(std::string_view ev);
+  // Reads the event at the start of ev; its length, or 0 (see readPrefix). Whole: nothing but
+  // whitespace may follow it.
+  std::size_t fastEvent(std::string_view ev, bool whole);
   [[noreturn]] void onFieldType(int which);
   void onField(int which, Token t, std::string_view text);
+  // Where a field's text lives: the event text itself on the fast path, else slot `slot`'s copy.
+  enum Slot : std::uint8_t {
+    kSlotName,
+    kSlotCat,
+    kSlotPh,
+    kSlotBp,
+    kSlotScope,
+    kSlotTs,
+    kSlotDur,
+    kSlotPid,
+    kSlotTid,
+    kSlotCollName,
+    kSlotDtype,
+    kSlotPgName,
+    kSlotPgDesc,
+    kSlotPgRanks,
+    kSlotInputType,
+    kSlots
+  };
+  std::string_view keep(Slot slot, std::string_view text) {
+    if (stableText_) return text;
+    return owned_[slot].assign(text);
+  }
 
   const ImportOptions& opt_;
   RawEvent ev_;
+  bool stableText_ = false;  // the views handed to onField/onArg outlive the event's handling
+  std::array<std::string, kSlots> owned_;
   std::string path_;
   std::string* args_ = nullptr;
   std::uint64_t eventIndex_ = 0;

@@ -60,11 +60,23 @@ class KinetoParser::Impl {
       : opt_(opt), worker_(worker), files_(files), reader_(opt), ev_(reader_.event()) {}
 
   std::unique_ptr<Batch> parseSegment(const Segment& seg) {
-    if (seg.file != file_ || !started_) {
+    beginBatch(seg.file, seg.seq, seg.baseTimeNs);
+    const std::size_t n = seg.localStart.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      // Event k is followed by the ',' (or the final ']') the splitter put after it.
+      const std::size_t from = seg.localStart[k];
+      const std::size_t to = (k + 1 < n ? seg.localStart[k + 1] : seg.text.size()) - 1;
+      addEvent(std::string_view(seg.text.data() + from, to - from), seg.fileStart[k], seg.firstEvent + k);
+    }
+    return takeBatch(seg.fileOffset);
+  }
+
+  void beginBatch(int file, std::uint64_t seq, std::optional<std::int64_t> baseTimeNs) {
+    if (file != file_ || !started_) {
       // Track and group ids are per file; strings are shared by all files of the import.
       started_ = true;
-      file_ = seg.file;
-      path_ = files_[static_cast<std::size_t>(seg.file)];
+      file_ = file;
+      path_ = files_[static_cast<std::size_t>(file)];
       tracks_.clear();
       trackCount_ = 0;
       groups_.clear();
@@ -72,22 +84,29 @@ class KinetoParser::Impl {
       lastTrack_ = 0;
     }
     header_ = FileHeader{};
-    header_.baseTimeNs = seg.baseTimeNs;
+    header_.baseTimeNs = baseTimeNs;
     stats_ = ImportFileStats{};
     batch_ = std::make_unique<Batch>();
-    batch_->file = seg.file;
+    batch_->file = file;
     batch_->worker = worker_;
-    batch_->seq = seg.seq;
-    batch_->fileOffset = seg.fileOffset;
+    batch_->seq = seq;
+    batch_->events.reserve(4096);  // a batch's usual size (the pipeline cuts at 4096 events)
     reader_.beginSegment(path_, batch_->args);
-    const std::size_t n = seg.localStart.size();
-    for (std::size_t k = 0; k < n; ++k) {
-      // Event k is followed by the ',' (or the final ']') the splitter put after it.
-      const std::size_t from = seg.localStart[k];
-      const std::size_t to = (k + 1 < n ? seg.localStart[k + 1] : seg.text.size()) - 1;
-      reader_.read(std::string_view(seg.text.data() + from, to - from), seg.fileStart[k], seg.firstEvent + k);
-      handleEvent();
-    }
+  }
+
+  void addEvent(std::string_view text, std::uint64_t fileOffset, std::uint64_t index) {
+    reader_.read(text, fileOffset, index);
+    handleEvent();
+  }
+
+  std::size_t addEventPrefix(std::string_view text, std::uint64_t fileOffset, std::uint64_t index) {
+    const std::size_t n = reader_.readPrefix(text, fileOffset, index);
+    if (n) handleEvent();
+    return n;
+  }
+
+  std::unique_ptr<Batch> takeBatch(std::uint64_t fileOffset) {
+    batch_->fileOffset = fileOffset;
     batch_->header = std::move(header_);
     batch_->stats = std::move(stats_);
     batch_->warnings = std::move(warnings_);
@@ -181,9 +200,9 @@ class KinetoParser::Impl {
       return lastTrack_;
     trackKey_.clear();
     trackKey_.push_back(static_cast<char>(cls));
-    trackKey_ += ev_.pid.present ? ev_.pid.text : std::string("?");
+    trackKey_ += ev_.pid.present ? ev_.pid.text : std::string_view("?");
     trackKey_.push_back('\x1f');
-    trackKey_ += ev_.tid.present ? ev_.tid.text : std::string("?");
+    trackKey_ += ev_.tid.present ? ev_.tid.text : std::string_view("?");
     auto it = tracks_.find(trackKey_);
     std::uint32_t id;
     if (it != tracks_.end()) {
@@ -193,8 +212,8 @@ class KinetoParser::Impl {
       tracks_.emplace(trackKey_, id);
       PTrack t;
       t.cls = cls;
-      t.pidText = ev_.pid.present ? ev_.pid.text : "";
-      t.tidText = ev_.tid.present ? ev_.tid.text : "";
+      t.pidText = ev_.pid.present ? ev_.pid.text : std::string_view();
+      t.tidText = ev_.tid.present ? ev_.tid.text : std::string_view();
       if (ev_.pid.present && ev_.pid.isNum) t.pid = ev_.pid.num;
       if (ev_.tid.present && ev_.tid.isNum) t.tid = ev_.tid.num;
       switch (cls) {
@@ -277,8 +296,8 @@ class KinetoParser::Impl {
     groups_.emplace(name, id);
     PGroup g;
     g.name = name;
-    g.description = ev_.pgDesc;
-    g.ranksJson = ev_.pgRanks.empty() ? "[]" : normaliseRanks(JsonValue::string(ev_.pgRanks));
+    g.description = std::string(ev_.pgDesc);
+    g.ranksJson = ev_.pgRanks.empty() ? "[]" : normaliseRanks(JsonValue::string(std::string(ev_.pgRanks)));
     g.size = ev_.groupSize != kNone ? static_cast<int>(ev_.groupSize) : 0;
     batch_->newGroups.push_back(std::move(g));
     return id;
@@ -291,18 +310,18 @@ class KinetoParser::Impl {
       header_.tsFloat = true;  // pandas turns a missing ts into NaN: the column becomes float
       return 0;
     }
-    if (!parseMicrosToNs(ev_.ts, ns, isFloat)) failEvent("timestamp '" + ev_.ts.substr(0, 32) + "' is out of range");
+    if (!parseMicrosToNs(ev_.ts, ns, isFloat)) failEvent("timestamp '" + std::string(ev_.ts.substr(0, 32)) + "' is out of range");
     if (isFloat) header_.tsFloat = true;
     if (!seenTimes_ || ns < minRel_) minRel_ = ns;
     if (!seenTimes_ || ns > maxRel_) maxRel_ = ns;
     seenTimes_ = true;
     const std::int64_t abs = toAbs(ns);
-    if (abs > kMaxAbsNs || abs < -kMaxAbsNs) failEvent("timestamp '" + ev_.ts.substr(0, 32) + "' is out of range");
+    if (abs > kMaxAbsNs || abs < -kMaxAbsNs) failEvent("timestamp '" + std::string(ev_.ts.substr(0, 32)) + "' is out of range");
     return abs;
   }
 
   void handleEvent() {
-    const std::string& ph = ev_.ph;
+    const std::string_view ph = ev_.ph;
     if (ph.empty()) {
       if (!ev_.hasName && !ev_.hasTs) failEvent("has no 'ph' field: not a trace event");
       failEvent("has no 'ph' field");
@@ -329,11 +348,11 @@ class KinetoParser::Impl {
       return;
     }
     if (ph.size() == 1 && std::string_view("BEbenNODPSTFpRcv").find(p) != std::string_view::npos) {
-      ++stats_.skippedByReason["phase '" + ph + "'"];
-      if (stats_.skipped++ == 0) warn("skipping '" + ph + "' events (only X, i, s/t/f, C and M are imported)");
+      ++stats_.skippedByReason["phase '" + std::string(ph) + "'"];
+      if (stats_.skipped++ == 0) warn("skipping '" + std::string(ph) + "' events (only X, i, s/t/f, C and M are imported)");
       return;
     }
-    failEvent("unknown phase 'ph': \"" + ph.substr(0, 16) + "\"");
+    failEvent("unknown phase 'ph': \"" + std::string(ph.substr(0, 16)) + "\"");
   }
 
   void handleMetadata() {
@@ -341,10 +360,11 @@ class KinetoParser::Impl {
     if (ev_.name == "thread_name") {
       const std::string tname = metaArg("name");
       if (!tname.empty())
-        header_.threadNames.emplace_back(ev_.pid.present ? ev_.pid.text : "", ev_.tid.present ? ev_.tid.text : "", tname);
+        header_.threadNames.emplace_back(ev_.pid.present ? ev_.pid.text : std::string_view(),
+                                         ev_.tid.present ? ev_.tid.text : std::string_view(), tname);
     } else if (ev_.name == "process_name" || ev_.name == "process_labels") {
       const std::string v = metaArg(ev_.name == "process_name" ? "name" : "labels");
-      const std::string pid = ev_.pid.present ? ev_.pid.text : "";
+      const std::string pid(ev_.pid.present ? ev_.pid.text : std::string_view());
       const JsonValue* existing = header_.processes.find(pid);
       JsonValue entry = existing ? *existing : JsonValue::object();
       entry.set(ev_.name == "process_name" ? "name" : "labels", JsonValue::string(v));
@@ -424,7 +444,7 @@ class KinetoParser::Impl {
     if (!ev_.dtype.empty()) e.dtype = str(ev_.dtype);
     if (ev_.groupSize != kNone && ev_.groupSize > 0 && ev_.groupSize < 10'000'000)
       e.groupSize = static_cast<std::int32_t>(ev_.groupSize);
-    if (!ev_.pgName.empty()) e.pg = groupFor(ev_.pgName);
+    if (!ev_.pgName.empty()) e.pg = groupFor(std::string(ev_.pgName));
     const int sz = dtypeSize(ev_.dtype);
     if (sz > 0) {
       std::int64_t n = kNone;
@@ -474,7 +494,7 @@ class KinetoParser::Impl {
     if (ev_.hasDur) {
       bool f = false;
       if (!parseMicrosToNs(ev_.dur, dur, f) || dur > kMaxDurNs)
-        failEvent("duration '" + ev_.dur.substr(0, 32) + "' µs is absurd");
+        failEvent("duration '" + std::string(ev_.dur.substr(0, 32)) + "' µs is absurd");
       if (dur < 0) {
         ++stats_.negativeDurations;  // reported once per file by the writer
         dur = 0;
@@ -553,7 +573,8 @@ class KinetoParser::Impl {
     PFlow f;
     // A flow end on a GPU stream belongs to that stream's track, not to a new CPU track.
     const bool onGpu = ev_.pid.present && ev_.tid.present &&
-                       tracks_.count(std::string(1, static_cast<char>(TrackClass::Gpu)) + ev_.pid.text + '\x1f' + ev_.tid.text);
+                       tracks_.count(std::string(1, static_cast<char>(TrackClass::Gpu)) + std::string(ev_.pid.text) + '\x1f' +
+                                     std::string(ev_.tid.text));
     f.track = trackFor(onGpu ? TrackClass::Gpu : TrackClass::Cpu);
     f.ts = tsNs();
     f.id = ev_.flowId;
@@ -573,9 +594,10 @@ class KinetoParser::Impl {
         if (x.isNumber()) ev_.counterValues.emplace_back(k, x.asDouble());
     }
     for (const auto& [k, v] : ev_.counterValues) {
-      const std::string pid = ev_.pid.present ? ev_.pid.text : "";
-      const std::string key = "C:" + pid + ":" + ev_.name + ":" + k;
-      const std::string name = ev_.counterValues.size() == 1 && k == "value" ? ev_.name : ev_.name + " " + k;
+      const std::string pid(ev_.pid.present ? ev_.pid.text : std::string_view());
+      const std::string evName(ev_.name);
+      const std::string key = "C:" + pid + ":" + evName + ":" + k;
+      const std::string name = ev_.counterValues.size() == 1 && k == "value" ? evName : evName + " " + k;
       const auto track = counterTrack(key, name, std::nullopt);
       batch_->counters.push_back(PCounter{track, ts, v});
       ++stats_.counters;
@@ -619,6 +641,20 @@ KinetoParser::KinetoParser(const ImportOptions& options, int worker, const std::
 KinetoParser::~KinetoParser() = default;
 
 std::unique_ptr<Batch> KinetoParser::parseSegment(const Segment& seg) { return impl_->parseSegment(seg); }
+
+void KinetoParser::beginBatch(int file, std::uint64_t seq, std::optional<std::int64_t> baseTimeNs) {
+  impl_->beginBatch(file, seq, baseTimeNs);
+}
+
+void KinetoParser::addEvent(std::string_view text, std::uint64_t fileOffset, std::uint64_t index) {
+  impl_->addEvent(text, fileOffset, index);
+}
+
+std::size_t KinetoParser::addEventPrefix(std::string_view text, std::uint64_t fileOffset, std::uint64_t index) {
+  return impl_->addEventPrefix(text, fileOffset, index);
+}
+
+std::unique_ptr<Batch> KinetoParser::takeBatch(std::uint64_t fileOffset) { return impl_->takeBatch(fileOffset); }
 
 void KinetoParser::parseDistributedInfo(const JsonValue& v, FileHeader& header, const std::string& path) {
   Impl::parseDistributedInfo(v, header, path);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/import/kineto_event_reader.h"
@@ -26,6 +27,15 @@ class KinetoParser {
 
   // Parses every event of the segment; throws core::Error naming the file, event index and offset.
   std::unique_ptr<Batch> parseSegment(const Segment& seg);
+
+  // The same one event at a time, on text that needs to live only during the call (the per-file
+  // pipeline parses straight from its inflate buffer): beginBatch, addEvent..., takeBatch.
+  void beginBatch(int file, std::uint64_t seq, std::optional<std::int64_t> baseTimeNs);
+  void addEvent(std::string_view text, std::uint64_t fileOffset, std::uint64_t index);
+  // The event at the start of `text` (more may follow), when the direct scanner reads it: its
+  // length; 0 when it needs addEvent with its exact text (nothing of it was kept).
+  std::size_t addEventPrefix(std::string_view text, std::uint64_t fileOffset, std::uint64_t index);
+  std::unique_ptr<Batch> takeBatch(std::uint64_t fileOffset);
 
   // The top-level "distributedInfo" object (rank, world size, backend, process groups).
   static void parseDistributedInfo(const JsonValue& v, FileHeader& header, const std::string& path);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string_view>
 
 #include "core/util/error.h"
 #include "core/util/input_source.h"
@@ -20,12 +21,16 @@ int workerCount() {
   return workers;
 }
 
-// Reads one file on the producer thread: the top-level keys itself, the events only as raw text cut
-// into segments (skipContainerFast: no tokens), which the parser threads parse.
+// Reads one file: the top-level keys itself, the events only as raw text cut by skipContainerFast
+// (no tokens). Split mode (a parser is not given): the events are copied into segments that the
+// parser threads parse. Per-file mode: the events are parsed right here, straight from the inflate
+// buffer (no copy), into batches for `out`.
 class FileSplitter {
  public:
-  FileSplitter(const ImportOptions& opt, SegmentQueue& work, BatchQueue& out, std::uint64_t& seq)
-      : opt_(opt), work_(work), out_(out), seq_(seq) {}
+  FileSplitter(const ImportOptions& opt, SegmentQueue* work, BatchQueue* out, std::uint64_t& seq, KinetoParser* parser = nullptr)
+      : opt_(opt), work_(work), out_(out), seq_(seq), parser_(parser) {}
+
+  void setOut(BatchQueue* out) { out_ = out; }
 
   void splitFile(int fileIndex, const std::string& path) {
     file_ = fileIndex;
@@ -34,7 +39,9 @@ class FileSplitter {
     stats_ = ImportFileStats{};
     stats_.path = path;
     events_ = 0;
-    auto in = prefetch(openInput(path));
+    // Split mode reads ahead on a prefetch thread; in per-file mode every core already has a file
+    // of its own, and inflating straight into the reader's buffer saves a copy.
+    auto in = parser_ ? openInput(path) : prefetch(openInput(path));
     stats_.bytes = in->fileSize();
     in_ = in.get();
     JsonReader r(*in, opt_.limits);
@@ -93,7 +100,7 @@ class FileSplitter {
     done->stats = stats_;
     done->warnings = std::move(warnings_);
     warnings_.clear();
-    if (!out_.push(std::move(done))) throw Cancelled();
+    if (!out_->push(std::move(done))) throw Cancelled();
     in_ = nullptr;
   }
 
@@ -102,19 +109,16 @@ class FileSplitter {
   static constexpr std::size_t kSegmentBytes = 2u << 20;
 
   void splitEvents(JsonReader& r) {
+    if (parser_) {
+      parseEvents(r);
+      return;
+    }
     startSegment();
     for (;;) {
-      const Token t = r.next();
-      if (t == Token::EndArray) break;
-      if (t != Token::BeginObject)
-        throw Error(path_ + ": event #" + std::to_string(events_) + " (byte offset " + std::to_string(r.tokenOffset()) +
-                    "): is not a JSON object");
-      const std::uint64_t at = r.tokenOffset();
-      r.beginCapture();
-      r.skipContainerFast();
-      const std::string_view raw = r.endCapture();
+      const std::string_view raw = nextEvent(r);
+      if (raw.empty()) break;
       seg_->localStart.push_back(seg_->text.size());
-      seg_->fileStart.push_back(at);
+      seg_->fileStart.push_back(at_);
       seg_->text.append(raw);
       seg_->text.push_back(',');
       ++events_;
@@ -125,6 +129,63 @@ class FileSplitter {
     }
     if (!seg_->localStart.empty()) dispatch();
     seg_.reset();
+  }
+
+  // The raw text of the next event (empty at the end of the array); at_ is its byte offset.
+  std::string_view nextEvent(JsonReader& r) {
+    const Token t = r.next();
+    if (t == Token::EndArray) return {};
+    return cutEvent(r, t);
+  }
+
+  // The raw text of the event whose first token next() just returned.
+  std::string_view cutEvent(JsonReader& r, Token t) {
+    if (t != Token::BeginObject)
+      throw Error(path_ + ": event #" + std::to_string(events_) + " (byte offset " + std::to_string(r.tokenOffset()) +
+                  "): is not a JSON object");
+    at_ = r.tokenOffset();
+    r.beginCapture();
+    r.skipContainerFast();
+    return r.endCapture();  // valid until the next r.next()
+  }
+
+  // Per-file mode: each event is parsed while its text is still in the reader's buffer; batches of
+  // the same size as the segments go to the writer.
+  void parseEvents(JsonReader& r) {
+    std::size_t inBatch = 0, bytes = 0;
+    // The direct scanner finds an event's end itself (one pass over its text instead of the bracket
+    // scan and then the scanner) unless the event is unusual or straddles the end of the buffer;
+    // those take the usual way. Its nesting stays far below any depth limit a caller would set.
+    const bool prefix = opt_.limits.maxDepth >= 40;
+    for (;;) {
+      const Token t = r.next();
+      if (t == Token::EndArray) break;
+      if (inBatch == 0) parser_->beginBatch(file_, seq_++, header_.baseTimeNs);
+      std::size_t n = 0;
+      if (t == Token::BeginObject && prefix) {
+        at_ = r.tokenOffset();
+        n = parser_->addEventPrefix(r.bufferedFromToken(), at_, events_);
+        if (n) r.skipContainerBytes(n);
+      }
+      if (!n) {
+        const std::string_view raw = cutEvent(r, t);
+        parser_->addEvent(raw, at_, events_);
+        n = raw.size();
+      }
+      ++events_;
+      ++inBatch;
+      bytes += n + 1;
+      if (inBatch >= kSegmentEvents || bytes >= kSegmentBytes) {
+        emit();
+        inBatch = bytes = 0;
+      }
+    }
+    if (inBatch) emit();
+  }
+
+  void emit() {
+    if (opt_.cancel && opt_.cancel->isCancelled()) throw Cancelled();
+    if (!out_->push(parser_->takeBatch(in_->fileOffset()))) throw Cancelled();
   }
 
   void startSegment() {
@@ -141,13 +202,15 @@ class FileSplitter {
     seg_->seq = seq_++;
     seg_->fileOffset = in_->fileOffset();
     if (opt_.cancel && opt_.cancel->isCancelled()) throw Cancelled();
-    if (!work_.push(std::move(seg_))) throw Cancelled();
+    if (!work_->push(std::move(seg_))) throw Cancelled();
   }
 
   const ImportOptions& opt_;
-  SegmentQueue& work_;
-  BatchQueue& out_;
+  SegmentQueue* work_;
+  BatchQueue* out_;
   std::uint64_t& seq_;
+  KinetoParser* parser_;
+  std::uint64_t at_ = 0;
   int file_ = 0;
   std::string path_;
   FileHeader header_;
@@ -160,17 +223,24 @@ class FileSplitter {
 
 }  // namespace
 
-// One thread reads and cuts the files into segments, `workers` threads parse segments, the caller
-// writes. Batches carry a sequence number and are handed out in file order.
+// Split mode: one thread reads and cuts the files into segments, `workers` threads parse segments,
+// the caller writes; batches carry a sequence number and are handed out in file order. Per-file
+// mode: `workers` threads each take the next file and read, cut and parse it alone into that file's
+// queue; the caller writes the files' queues one after the other.
 KinetoPipeline::KinetoPipeline(const ImportOptions& opt, const std::vector<std::string>& files)
     : opt_(opt),
       workers_(workerCount()),
+      perFile_(perFileMode(files.size(), workers_)),
       work_(static_cast<std::size_t>(2 * workers_)),
       queue_(static_cast<std::size_t>(2 * workers_ + 2)) {
   for (int w = 0; w < workers_; ++w) parsers_.push_back(std::make_unique<KinetoParser>(opt, w, files));
+  if (perFile_) {
+    startPerFile(files);
+    return;
+  }
   producer_ = std::thread([this, &files] {
     pthread_setname_np(pthread_self(), "ss-read");  // visible in perf/top
-    FileSplitter splitter(opt_, work_, queue_, seqCounter_);
+    FileSplitter splitter(opt_, &work_, &queue_, seqCounter_);
     int i = 0;
     try {
       for (; i < static_cast<int>(files.size()); ++i) splitter.splitFile(i, files[static_cast<std::size_t>(i)]);
@@ -209,15 +279,70 @@ KinetoPipeline::KinetoPipeline(const ImportOptions& opt, const std::vector<std::
   }
 }
 
+bool KinetoPipeline::perFileMode(std::size_t files, int workers) {
+  if (const char* env = std::getenv("SHARDSCOPE_IMPORT_PIPELINE")) {
+    if (std::string_view(env) == "split") return false;
+    if (std::string_view(env) == "files") return true;
+  }
+  // One file (or one core): cutting it into segments is what spreads its parsing over the cores.
+  return files >= 2 && workers >= 2;
+}
+
+void KinetoPipeline::startPerFile(const std::vector<std::string>& files) {
+  // The writer is the one stage that cannot be shared: the workers must be able to read whole files
+  // ahead of it (a few batches would leave one worker at a time working, the one on the writer's
+  // file). Memory stays bounded: a worker starts file i only while i <= the writer's file +
+  // workers, and waits on the file's queue past kFileQueueBatches batches (about a 250k-event
+  // trace's worth).
+  for (std::size_t i = 0; i < files.size(); ++i) fileQueues_.push_back(std::make_unique<BatchQueue>(kFileQueueBatches));
+  for (int w = 0; w < workers_; ++w) {
+    parserThreads_.emplace_back([this, w, &files] {
+      pthread_setname_np(pthread_self(), "ss-file");
+      std::uint64_t seq = 0;  // per worker: its batches' order within each file is all that matters
+      FileSplitter splitter(opt_, nullptr, nullptr, seq, parsers_[static_cast<std::size_t>(w)].get());
+      for (;;) {
+        // Files are taken in order, so the file the writer waits for is always being read.
+        const std::size_t i = nextFile_.fetch_add(1);
+        if (i >= files.size()) return;
+        {
+          std::unique_lock lk(windowMutex_);
+          windowCv_.wait(lk, [&] { return i <= writing_ + static_cast<std::size_t>(workers_) || windowStop_; });
+          if (windowStop_) return;
+        }
+        splitter.setOut(fileQueues_[i].get());
+        try {
+          splitter.splitFile(static_cast<int>(i), files[i]);
+        } catch (...) {
+          {
+            std::lock_guard lk(errorMutex_);
+            if (!error_) error_ = std::current_exception();  // the first error wins, whatever its file
+          }
+          stopPerFile();
+          return;
+        }
+      }
+    });
+  }
+}
+
+void KinetoPipeline::stopPerFile() {
+  for (auto& q : fileQueues_) q->stop();
+  std::lock_guard lk(windowMutex_);
+  windowStop_ = true;
+  windowCv_.notify_all();
+}
+
 KinetoPipeline::~KinetoPipeline() {
   work_.stop();
   queue_.stop();
+  stopPerFile();
   if (producer_.joinable()) producer_.join();
   for (auto& t : parserThreads_)
     if (t.joinable()) t.join();
 }
 
 std::unique_ptr<Batch> KinetoPipeline::next() {
+  if (perFile_) return nextPerFile();
   for (;;) {
     std::unique_ptr<Batch> b;
     if (auto it = pending_.find(nextSeq_); it != pending_.end()) {
@@ -237,6 +362,24 @@ std::unique_ptr<Batch> KinetoPipeline::next() {
     if (opt_.cancel && opt_.cancel->isCancelled()) throw Cancelled();
     return b;
   }
+}
+
+std::unique_ptr<Batch> KinetoPipeline::nextPerFile() {
+  if (currentFile_ >= fileQueues_.size()) return nullptr;
+  auto b = fileQueues_[currentFile_]->pop();
+  if (!b) {
+    std::lock_guard lk(errorMutex_);
+    if (error_) std::rethrow_exception(error_);
+    throw Cancelled();
+  }
+  if (b->fileDone) {
+    ++currentFile_;
+    std::lock_guard lk(windowMutex_);
+    writing_ = currentFile_;
+    windowCv_.notify_all();
+  }
+  if (opt_.cancel && opt_.cancel->isCancelled()) throw Cancelled();
+  return b;
 }
 
 }  // namespace shardscope::core::kineto

@@ -1,12 +1,18 @@
 #pragma once
-// The pipeline of the Kineto reader: opening the files (plain or gzip, read ahead on a prefetch
-// thread), cutting each into segments of raw event text ("ss-read": the top-level keys are read
-// here, events only cut by a bracket scan), parsing the segments on worker threads ("ss-parse",
-// one KinetoParser each) and handing the batches back in file order, with cancellation and the
-// first error surfacing on the caller's thread. Memory is bounded by the queues, not the file.
+// The pipeline of the Kineto reader: opening the files (plain or gzip), reading their top-level keys,
+// cutting the events out by a bracket scan, parsing them (one KinetoParser per worker thread) and
+// handing the batches back in file order, with cancellation and the first error surfacing on the
+// caller's thread. Memory is bounded by the queues, not the files. Two modes:
+// - split (one file): one thread ("ss-read", reading ahead on a prefetch thread) cuts the file into
+//   segments of raw event text that the worker threads ("ss-parse") parse;
+// - per file (two files or more): each worker thread ("ss-file") takes the next file and inflates,
+//   cuts and parses it alone, in place in its inflate buffer, into that file's queue; the caller
+//   drains the files' queues in file order. No copy of the text, no thread that all files share.
 #include <condition_variable>
 #include <cstdint>
+#include <atomic>
 #include <deque>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -74,8 +80,9 @@ using SegmentQueue = BoundedQueue<Segment>;
 
 class KinetoPipeline {
  public:
-  // Starts the threads: one reader/splitter and `workers()` parsers (hardware threads, 1..4;
-  // $SHARDSCOPE_IMPORT_THREADS overrides, 1..16).
+  // Starts the threads: `workers()` of them (hardware threads, 1..4; $SHARDSCOPE_IMPORT_THREADS
+  // overrides, 1..16), plus the splitter in split mode. $SHARDSCOPE_IMPORT_PIPELINE=split|files
+  // forces a mode (comparisons, tests).
   KinetoPipeline(const ImportOptions& options, const std::vector<std::string>& files);
   // Stops every queue and joins the threads (an unfinished import is abandoned).
   ~KinetoPipeline();
@@ -88,8 +95,14 @@ class KinetoPipeline {
   std::unique_ptr<Batch> next();
 
  private:
+  static bool perFileMode(std::size_t files, int workers);
+  void startPerFile(const std::vector<std::string>& files);
+  void stopPerFile();  // every file queue and the window: errors, cancel, destruction
+  std::unique_ptr<Batch> nextPerFile();
+
   const ImportOptions& opt_;
   int workers_ = 1;
+  bool perFile_ = false;
   SegmentQueue work_;
   BatchQueue queue_;
   std::uint64_t seqCounter_ = 0;  // the splitter's (segments and file ends share one sequence)
@@ -98,6 +111,17 @@ class KinetoPipeline {
   std::vector<std::thread> parserThreads_;
   std::map<std::uint64_t, std::unique_ptr<Batch>> pending_;  // arrived ahead of their turn
   std::uint64_t nextSeq_ = 0;
+  // Per-file mode: one queue per file, the next file a worker takes, the file being written.
+  std::vector<std::unique_ptr<BatchQueue>> fileQueues_;
+  std::atomic<std::size_t> nextFile_{0};
+  std::size_t currentFile_ = 0;
+  static constexpr std::size_t kFileQueueBatches = 64;
+  std::mutex windowMutex_;  // workers start file i only while i <= writing_ + workers_
+  std::condition_variable windowCv_;
+  std::size_t writing_ = 0;
+  bool windowStop_ = false;
+  std::mutex errorMutex_;
+  std::exception_ptr error_;
 };
 
 }  // namespace shardscope::core::kineto

@@ -232,6 +232,9 @@ void KinetoWriter::write(Batch& batch) {
     r.rank = -1 - b->file;  // provisional until distributedInfo has been read
     r.sourceFile = path;
     rs.rankId = store_.addRank(r);
+    // Launch correlations of a rank's CPU events: tens of thousands per file; growing the table
+    // from empty rehashes it a dozen times on the writer thread, which every parser waits for.
+    rs.corrStep.reserve(1u << 15);
   }
   for (auto& wmsg : b->warnings)
     if (warningsSeen_.insert(wmsg).second) warnFile(rs, wmsg);
@@ -579,6 +582,18 @@ void KinetoWriter::endFile(RankState& rs, Batch& batch) {
   rs.corrStep = {};
   rs.gpuTrack = {};
   rs.tracksByIds = {};
+  // (Kept until the end of the import, these grew the peak with the number of ranks.)
+  rs.corrCollective = {};
+  rs.cpuCollectives = {};
+  rs.lastColl = nullptr;
+  rs.steps = {};
+  rs.lateSteps = {};
+  rs.trackByKey = {};
+  rs.trackIds = {};
+  rs.trackIsCpu = {};
+  rs.groupIds = {};
+  rs.allTracks = {};
+  rs.cpuTracks = {};
   // The file's import_log row, in the import's transaction.
   const auto now = std::chrono::steady_clock::now();
   st.seconds = std::chrono::duration<double>(now - fileStart_).count();

@@ -1,5 +1,7 @@
 #include "core/util/json_reader.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #if defined(__SSE2__)
@@ -629,47 +631,104 @@ std::string_view JsonReader::endCapture() {
   return std::string_view(data_ + captureStart_, pos_ - captureStart_);
 }
 
-void appendCompactJson(std::string& out, std::string_view raw) {
-  const char* p = raw.data();
-  const std::size_t n = raw.size();
-  std::size_t run = 0;   // start of the pending copy
-  std::size_t skip = 0;  // an escaped character sits before this index
-  bool inString = false;
-  auto visit = [&](std::size_t j) {
-    if (j < skip) return;
-    const char c = p[j];
-    if (inString) {
+namespace {
+
+// Bit k set where block[k] is whitespace outside a string (64 bytes at most). `inString` and
+// `escaped` (the block starts with an escaped character) carry across blocks.
+std::uint64_t droppableWhitespace(const char* p, std::size_t len, bool& inString, bool& escaped) {
+#if defined(__SSE2__)
+  if (len == 64 && !escaped) {
+    std::uint64_t q = 0, bs = 0, ws = 0;
+    for (int k = 0; k < 4; ++k) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+      const auto shift = static_cast<unsigned>(16 * k);
+      q |= static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))))) << shift;
+      bs |= static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))))) << shift;
+      const __m128i w =
+          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\n'))),
+                       _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\r')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))));
+      ws |= static_cast<std::uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(w))) << shift;
+    }
+    if (bs == 0) {
+      // Without escapes every quote toggles the string state: the bytes inside strings are the
+      // prefix-XOR of the quote mask (whitespace is never a quote, so the edges do not matter).
+      if (ws == 0) {
+        inString ^= (__builtin_popcountll(q) & 1) != 0;
+        return 0;
+      }
+      std::uint64_t inside = q;
+      inside ^= inside << 1;
+      inside ^= inside << 2;
+      inside ^= inside << 4;
+      inside ^= inside << 8;
+      inside ^= inside << 16;
+      inside ^= inside << 32;
+      if (inString) inside = ~inside;
+      inString ^= (__builtin_popcountll(q) & 1) != 0;
+      return ws & ~inside;
+    }
+  }
+#endif
+  std::uint64_t drop = 0;
+  for (std::size_t k = 0; k < len; ++k) {
+    const char c = p[k];
+    if (escaped) {
+      escaped = false;
+    } else if (inString) {
       if (c == '\\')
-        skip = j + 2;
+        escaped = true;
       else if (c == '"')
         inString = false;
     } else if (c == '"') {
       inString = true;
     } else if (isWs(c)) {
-      out.append(p + run, j - run);
-      run = j + 1;
-    }
-  };
-  std::size_t i = 0;
-#if defined(__SSE2__)
-  // Only quotes, backslashes and bytes <= 0x20 matter: find them 16 bytes at a time and visit
-  // just those positions.
-  const __m128i quote = _mm_set1_epi8('"');
-  const __m128i bslash = _mm_set1_epi8('\\');
-  const __m128i space = _mm_set1_epi8(0x20);
-  for (; i + 16 <= n; i += 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
-    const __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
-                                         _mm_cmpeq_epi8(_mm_max_epu8(v, space), space));
-    unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(special));
-    while (mask) {
-      visit(i + static_cast<std::size_t>(__builtin_ctz(mask)));
-      mask &= mask - 1;
+      drop |= std::uint64_t{1} << k;
     }
   }
+  return drop;
+}
+
+}  // namespace
+
+void appendCompactJson(std::string& out, std::string_view raw) {
+  // The output is written through a pointer with 16-byte stores that may run up to 15 bytes past
+  // the data (room for them is made first, the excess cut at the end): a run of kept bytes between
+  // two whitespace bytes is one or two stores, not a call to append.
+  const char* p = raw.data();
+  const std::size_t n = raw.size();
+  const std::size_t base = out.size();
+  out.resize(base + n + 16);
+  char* dst = out.data() + base;
+  bool inString = false, escaped = false;
+  for (std::size_t i = 0; i < n; i += 64) {
+    const std::size_t len = std::min<std::size_t>(64, n - i);
+    std::uint64_t drop = droppableWhitespace(p + i, len, inString, escaped);
+    // 16-byte loads may read past the block: only where the input goes on far enough.
+    [[maybe_unused]] const bool wide = i + 64 + 16 <= n;
+    auto copyRun = [&](std::size_t from, std::size_t to) {
+      const std::size_t k = to - from;
+#if defined(__SSE2__)
+      if (wide) {
+        for (std::size_t c = 0; c < k; c += 16)
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + c),
+                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + from + c)));
+        dst += k;
+        return;
+      }
 #endif
-  for (; i < n; ++i) visit(i);
-  out.append(p + run, n - run);
+      std::memcpy(dst, p + i + from, k);
+      dst += k;
+    };
+    std::size_t from = 0;
+    while (drop) {
+      const auto j = static_cast<std::size_t>(__builtin_ctzll(drop));
+      copyRun(from, j);
+      from = j + 1;
+      drop &= drop - 1;
+    }
+    copyRun(from, len);
+  }
+  out.resize(static_cast<std::size_t>(dst - out.data()));
 }
 
 void JsonReader::skipValue(Token first) {

@@ -47,6 +47,19 @@ class JsonReader {
   // only strings and brackets (no tokens, no validation of what is inside: whoever parses the
   // captured text later validates it). Used to split an event array between parser threads.
   void skipContainerFast();
+  // Right after next() returned BeginObject/BeginArray: the bytes buffered from that bracket on (the
+  // container, all of it or a part, and maybe what follows). Valid until the next call.
+  std::string_view bufferedFromToken() const {
+    const auto at = static_cast<std::size_t>(tokenOffset_ - base_);
+    return {data_ + at, end_ - at};
+  }
+  // Right after next() returned BeginObject/BeginArray: the container is the first n bytes of
+  // bufferedFromToken(), already validated by the caller (a fully checked scan): continue after it.
+  void skipContainerBytes(std::size_t n) {
+    pos_ = static_cast<std::size_t>(tokenOffset_ - base_) + n;
+    stack_.pop_back();
+    afterValue();
+  }
   // Maps offsets of this reader's stream to offsets of the original file in error messages.
   void setOffsetMap(std::function<std::uint64_t(std::uint64_t)> map) { offsetMap_ = std::move(map); }
   [[noreturn]] void fail(const std::string& msg) const;

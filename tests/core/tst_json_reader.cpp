@@ -4,8 +4,10 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/util/input_source.h"
@@ -46,6 +48,7 @@ class TestJsonReader : public QObject {
   void copyValueRoundTrip();
   void copyAndSkipMidDocument();
   void errorsNameThePath();
+  void compactJsonMatchesReference();
 };
 
 namespace {
@@ -573,6 +576,51 @@ void TestJsonReader::errorsNameThePath() {
     QVERIFY2(msg.rfind(path + ": byte offset 12: ", 0) == 0, msg.c_str());
     QVERIFY(msg.find('\n') == std::string::npos);
   }
+}
+
+// appendCompactJson works 64 bytes at a time with a fast path for blocks without backslashes: it
+// must equal the byte-at-a-time definition for strings, escapes and whitespace at every position
+// (block edges included), appending to what the output already holds.
+void TestJsonReader::compactJsonMatchesReference() {
+  auto reference = [](std::string_view raw) {
+    std::string out;
+    bool inString = false, escaped = false;
+    for (const char c : raw) {
+      if (escaped) {
+        escaped = false;
+      } else if (inString) {
+        if (c == '\\') escaped = true;
+        if (c == '"') inString = false;
+      } else if (c == '"') {
+        inString = true;
+      } else if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+        continue;
+      }
+      out.push_back(c);
+    }
+    return out;
+  };
+  const char alphabet[] = {' ', ' ', '\n', '\t', '\r', '"', '"', '\\', 'a', 'b', ':', ',', '{', '}', '1', '\xc3'};
+  std::uint64_t seed = 12345;
+  auto rnd = [&] {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<std::size_t>(seed >> 33);
+  };
+  for (int round = 0; round < 4000; ++round) {
+    std::string raw(rnd() % 300, ' ');
+    for (auto& c : raw) c = alphabet[rnd() % sizeof alphabet];
+    std::string out = "prefix";
+    appendCompactJson(out, raw);
+    QCOMPARE(out, "prefix" + reference(raw));
+  }
+  // A realistic args object, long enough for the 64-byte fast path and its tail.
+  const std::string args =
+      R"({"External id": 12, "Sequence number": 3, "Fwd thread id": 0, "Record function id": 0, "Concrete Inputs": ["", " a b "], "Input type": ["float", "Scalar"], "Input Strides": [[1], []]})";
+  std::string out;
+  appendCompactJson(out, args);
+  QCOMPARE(out, reference(args));
+  QVERIFY(out.find(R"("Concrete Inputs":["", " a b "])") == std::string::npos);
+  QVERIFY(out.find(R"("Concrete Inputs":[""," a b "])") != std::string::npos);
 }
 
 QTEST_GUILESS_MAIN(TestJsonReader)
