@@ -392,22 +392,6 @@ class GroupImpl final : public Group {
   std::thread thread_;
 };
 
-DistEnv DistEnv::fromEnvironment() {
-  const core::ClusterEnv c = core::clusterEnvFromProcess();
-  DistEnv e;
-  e.rank = c.rank;
-  e.worldSize = c.worldSize;
-  e.localRank = c.localRank;
-  e.localWorldSize = c.localWorldSize;
-  e.nodeRank = c.nodeRank;
-  e.nnodes = c.nnodes;
-  e.masterAddr = c.masterAddr;
-  e.masterPort = c.masterPort;
-  e.launcher = c.launcher;
-  e.schedulerId = c.schedulerId;
-  return e;
-}
-
 namespace {
 // Waits until the store's host accepts connections, polling every 10 ms: c10d's TCPStore client
 // sleeps a whole second between attempts, which would show up as initialisation time.

@@ -21,6 +21,7 @@
 
 #include <torch/torch.h>
 
+#include "core/launch/cluster_env.h"
 #include "core/model/types.h"
 
 namespace shardscope::capture {
@@ -77,20 +78,9 @@ class Group {
   virtual void barrier() = 0;
 };
 
-struct DistEnv {
-  int rank = 0;
-  int worldSize = 1;
-  int localRank = 0;
-  int localWorldSize = 1;
-  int nodeRank = 0;
-  int nnodes = 1;
-  std::string masterAddr = "127.0.0.1";
-  int masterPort = 29500;
-  std::string launcher = "env";  // core::ClusterEnv::launcher
-  std::string schedulerId;       // core::ClusterEnv::schedulerId
-  // The variables torchrun, srun and our launcher set (core/launch/cluster_env.h has the rules).
-  static DistEnv fromEnvironment();
-};
+// Where this rank stands in its job: core's reading of the environment torchrun, srun and our
+// launcher set (core/launch/cluster_env.h has the rules), the one definition of these fields.
+using DistEnv = core::ClusterEnv;
 
 class Communicator {
  public:

@@ -115,7 +115,7 @@ class RankLife {
   // Setup: the environment (torchrun/srun decide the world), the device, the backend, the
   // process group (rendezvous), the counting allocator.
   void setUp() {
-    env_ = DistEnv::fromEnvironment();
+    env_ = core::clusterEnvFromProcess();
     rank_ = env_.rank;
     if (env_.worldSize != cfg_.worldSize) cfg_.worldSize = env_.worldSize;
     core::validate(cfg_);
