@@ -15,6 +15,9 @@
 #include "core/util/json.h"
 
 namespace shardscope::core {
+
+// The metadata key that marks a run made of memory snapshots alone (it has no world of its own).
+constexpr const char* kSnapshotRunKey = "memory_snapshot";
 namespace {
 
 using PV = PickleValue;
@@ -236,7 +239,12 @@ class MemsnapReader final : public TraceReader {
         throw Error(store.path() + ": no run with id " + std::to_string(options.attachTo.value()) + " to attach the snapshot to");
       // A rank the run does not have (outside its world) is a mistake, not a new rank; a run made of
       // snapshots alone grows by the ranks attached to it.
-      const bool snapshotRun = attachRun->metadataJson.find("\"memory_snapshot\":true") != std::string::npos;
+      bool snapshotRun = false;
+      try {
+        const JsonValue* m = parseJson(attachRun->metadataJson, "run metadata").find(kSnapshotRunKey);
+        snapshotRun = m && m->isBool() && m->asBool();
+      } catch (const std::exception&) {  // unreadable metadata: an ordinary run
+      }
       if (!snapshotRun && attachRun->worldSize > 0 && (options.attachRank < 0 || options.attachRank >= attachRun->worldSize))
         throw Error(store.path() + ": run " + std::to_string(attachRun->id.value()) + " has ranks 0.." +
                     std::to_string(attachRun->worldSize - 1) + "; --rank " + std::to_string(options.attachRank) +
@@ -296,7 +304,9 @@ class MemsnapReader final : public TraceReader {
           run.status = RunStatus::Completed;
           run.worldSize = 1;
           run.devicesJson = "[\"cuda:" + std::to_string(deviceId) + "\"]";
-          run.metadataJson = R"({"memory_snapshot":true})";
+          JsonValue meta = JsonValue::object();
+          meta.set(kSnapshotRunKey, JsonValue::boolean(true));
+          run.metadataJson = meta.dump();
           shared = store.createRun(run);
           result.runIds.push_back(shared);
           nextRank = 0;
