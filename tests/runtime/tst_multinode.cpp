@@ -10,6 +10,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -86,6 +87,23 @@ Result cli(const QStringList& args, const QProcessEnvironment& env = baseEnv()) 
 QString workerPath() { return QFileInfo(SHARDSCOPE_CLI).dir().filePath("../profiler/shardscope-worker"); }
 
 const QStringList kJob = {"--strategy", "fsdp", "--model", "tiny", "--world-size", "4", "--steps", "3", "--seed", "7"};
+
+// The 4 ranks of kJob as shardscope-worker processes started directly (as srun or torchrun would),
+// each with the variables `vars` sets for its rank; every one must succeed.
+void runFourWorkers(const QString& db, const std::function<void(int rank, QProcessEnvironment& env)>& vars) {
+  std::vector<std::unique_ptr<QProcess>> ranks;
+  for (int r = 0; r < 4; ++r) {
+    QProcessEnvironment env = baseEnv();
+    vars(r, env);
+    QStringList args = {"--db", db, "--no-progress"};
+    args << kJob;
+    ranks.push_back(start(workerPath(), args, env));
+  }
+  for (auto& p : ranks) {
+    const Result r = finish(*p);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+  }
+}
 
 // rank -> step -> loss, the ranks' metrics of the database's only (or given) run.
 struct RunLosses {
@@ -248,9 +266,7 @@ class TestMultiNode : public QObject {
     for (int i = 0; i < 400 && !(port >= 20000 && port < 40000); ++i) port = core::pickFreePort();
     if (!(port >= 20000 && port < 40000)) QSKIP("no free port in 20000..39999");
     const QString jobId = QString::number(100000 + (port - 20000));
-    std::vector<std::unique_ptr<QProcess>> ranks;
-    for (int r = 0; r < 4; ++r) {
-      QProcessEnvironment env = baseEnv();
+    runFourWorkers(path("slurm.db"), [&](int r, QProcessEnvironment& env) {
       env.insert("SLURM_JOB_ID", jobId);
       env.insert("SLURM_STEP_ID", "0");
       env.insert("SLURM_PROCID", QString::number(r));
@@ -261,14 +277,8 @@ class TestMultiNode : public QObject {
       env.insert("SLURM_STEP_NUM_NODES", "2");
       env.insert("SLURM_STEP_TASKS_PER_NODE", "2(x2)");
       env.insert("SLURM_STEP_NODELIST", "localhost");
-      QStringList args = {"--db", path("slurm.db"), "--no-progress"};
-      args << kJob;
-      ranks.push_back(start(workerPath(), args, env));
-    }
-    for (auto& p : ranks) {
-      const Result r = finish(*p);
-      QVERIFY2(r.code == 0, qPrintable(r.err));
-    }
+    });
+    if (QTest::currentTestFailed()) return;
     QVERIFY(!QFileInfo::exists(path("slurm.db")));
     QVERIFY(QFileInfo::exists(path("slurm.db.node0")));
     QVERIFY(QFileInfo::exists(path("slurm.db.node1")));
@@ -287,9 +297,7 @@ class TestMultiNode : public QObject {
   // torchrun --no-python's variables, with "{node}" in the database path.
   void torchrunEnvironment() {
     const int port = core::pickFreePort();
-    std::vector<std::unique_ptr<QProcess>> ranks;
-    for (int r = 0; r < 4; ++r) {
-      QProcessEnvironment env = baseEnv();
+    runFourWorkers(path("tr-{node}.db"), [&](int r, QProcessEnvironment& env) {
       env.insert("RANK", QString::number(r));
       env.insert("WORLD_SIZE", "4");
       env.insert("LOCAL_RANK", QString::number(r % 2));
@@ -299,14 +307,8 @@ class TestMultiNode : public QObject {
       env.insert("MASTER_ADDR", "127.0.0.1");
       env.insert("MASTER_PORT", QString::number(port));
       env.insert("TORCHELASTIC_RUN_ID", "tst-multinode");
-      QStringList args = {"--db", path("tr-{node}.db"), "--no-progress"};
-      args << kJob;
-      ranks.push_back(start(workerPath(), args, env));
-    }
-    for (auto& p : ranks) {
-      const Result r = finish(*p);
-      QVERIFY2(r.code == 0, qPrintable(r.err));
-    }
+    });
+    if (QTest::currentTestFailed()) return;
     const RunLosses p0 = losses(path("tr-0.db"));
     const auto job = core::JobPart::fromRunMetadata(p0.metadata);
     QVERIFY(job);
