@@ -241,7 +241,8 @@ class MemsnapReader final : public TraceReader {
       // snapshots alone grows by the ranks attached to it.
       bool snapshotRun = false;
       try {
-        const JsonValue* m = parseJson(attachRun->metadataJson, "run metadata").find(kSnapshotRunKey);
+        const JsonValue meta = parseJson(attachRun->metadataJson, "run metadata");
+        const JsonValue* m = meta.find(kSnapshotRunKey);
         snapshotRun = m && m->isBool() && m->asBool();
       } catch (const std::exception&) {  // unreadable metadata: an ordinary run
       }
