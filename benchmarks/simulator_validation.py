@@ -164,7 +164,7 @@ def main():
         ext = "extrapolates: " + "; ".join(r["extrapolation"]) if r.get("extrapolation") else ""
         print(f"{r['class']:<9} {r['calibrated_on']:<36} {r['predicted']:<30} {r['measured_s']*1e3:7.1f}ms {r['simulated_s']*1e3:7.1f}ms {r['error']*100:+6.1f}% {r['noise']*100:5.1f}%  {inside} {ext}".rstrip())
     print()
-    print(f"{'class':<9} {'predictions':>11} {'refused':>8} {'mean |err|':>10} {'max |err|':>9} {'RMS':>7} {'in interval':>11} {'noise (mean CV)':>15}")
+    print(f"{'class':<9} {'predictions':>11} {'refused':>8} {'mean |err|':>10} {'max |err|':>9} {'RMS':>7} {'in interval':>11} {'interval ±':>10} {'noise (mean CV)':>15}")
     for cls in ["replay", "strategy", "knob", "scale", "model"]:
         rs = [r for r in rows if r["class"] == cls]
         if not rs:
@@ -177,7 +177,11 @@ def main():
         mean = f"{statistics.mean(errs)*100:9.1f}%" if errs else f"{'-':>10}"
         mx = f"{max(errs)*100:8.1f}%" if errs else f"{'-':>9}"
         rms = f"{(sum(e*e for e in errs)/len(errs))**0.5*100:6.1f}%" if errs else f"{'-':>7}"
-        print(f"{cls:<9} {len(ok):>11} {ref:>8} {mean} {mx} {rms} {len(inn):>5}/{len(ok):<5} {noise*100:14.1f}%")
+        # The interval's mean half-width relative to the prediction: an interval is only worth its
+        # hit rate if it is narrow.
+        widths = [(r["interval"][1] - r["interval"][0]) / 2 / r["simulated_s"] for r in ok if "interval" in r and r["simulated_s"] > 0]
+        width = f"{statistics.mean(widths)*100:9.1f}%" if widths else f"{'-':>10}"
+        print(f"{cls:<9} {len(ok):>11} {ref:>8} {mean} {mx} {rms} {len(inn):>5}/{len(ok):<5} {width} {noise*100:14.1f}%")
     # The change a user asks about ("what does prefetch off do?"): the simulated ratio target /
     # replay of the calibration run against the measured ratio target / calibration configuration.
     # The calibration run's own replay error cancels; what is left is the model's error on the change.

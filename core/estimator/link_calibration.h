@@ -37,8 +37,9 @@ struct LinkCalibration {
   int groupSize = 0;
   // Well conditioned: from a probe, or from a run fit with both kinds at two or more sizes and R² >= 0.8.
   bool wellConditioned = false;
-  // The link's mean |relative error| on the run's own collectives (probe: after the contention
-  // factor; run fit: the fit's).
+  // The link's relative error on the run's own collectives (probe: after the contention factor,
+  // of their total time, |Σ predicted - Σ measured| / Σ measured; run fit: the fit's mean
+  // |relative error| per instance).
   double relError = 0;
   std::string note;  // one line for the CLI and reports
 };

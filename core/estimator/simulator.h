@@ -90,6 +90,10 @@ struct SimulateInput {
     const double j = phaseJitter[static_cast<int>(p)];
     return j >= 0 ? j : jitter;
   }
+  // A measured distribution of the relative deviation per phase (MeasuredProfile::jitterQuantiles:
+  // ascending quantiles at equal probability steps, mean 0): where a phase has one, a compute op
+  // takes (1 + q(u)) times its duration, u ~ U(0,1) from (seed, rank, op), instead of the normal.
+  std::vector<double> jitterQuantiles[kComputePhases];
   std::uint64_t seed = 1;
   std::vector<std::pair<int, double>> slowRanks;
   // Interference of communication with compute (interference.h): a compute op overlapped by the

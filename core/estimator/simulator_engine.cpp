@@ -27,6 +27,18 @@ double normalFrom(std::uint64_t h) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
+// A draw from a distribution given by quantiles at equal probability steps (u's position between
+// them, linear; the end quantiles below the first and above the last step).
+double quantileFrom(const std::vector<double>& q, std::uint64_t h) {
+  const double u = (static_cast<double>(h >> 11) + 0.5) / 9007199254740992.0;
+  const double x = u * static_cast<double>(q.size()) - 0.5;
+  if (x <= 0) return q.front();
+  const auto i = static_cast<std::size_t>(x);
+  if (i + 1 >= q.size()) return q.back();
+  const double f = x - static_cast<double>(i);
+  return q[i] + f * (q[i + 1] - q[i]);
+}
+
 class Engine {
  public:
   Engine(const Program& prog, const SimulateInput& in, const std::vector<int>& keptIndex, std::vector<SimRankTrace>& kept)
@@ -192,11 +204,13 @@ class Engine {
       switch (op.kind) {
         case Op::Compute: {
           double f = st.slow;
-          const double jit = in_.jitterOf(prog_.comps[static_cast<std::size_t>(op.a)].phase);
-          if (jit > 0) {
+          const ComputePhase phase = prog_.comps[static_cast<std::size_t>(op.a)].phase;
+          const auto& quantiles = in_.jitterQuantiles[static_cast<int>(phase)];
+          const double jit = in_.jitterOf(phase);
+          if (!quantiles.empty() || jit > 0) {
             const std::uint64_t h = splitmix(
                 in_.seed ^ splitmix(static_cast<std::uint64_t>(r) * 0x100000001b3ULL ^ static_cast<std::uint64_t>(op.a)));
-            f *= std::max(0.1, 1.0 + jit * normalFrom(h));
+            f *= std::max(0.1, 1.0 + (quantiles.empty() ? jit * normalFrom(h) : quantileFrom(quantiles, h)));
           }
           const double d = prog_.comps[static_cast<std::size_t>(op.a)].durS * f;
           const std::size_t ci = rec_.at(static_cast<std::size_t>(op.a), r);

@@ -20,6 +20,30 @@
 namespace shardscope::core::estimator {
 namespace {
 
+// n quantiles at probabilities (i + 0.5)/n of (value, weight) samples, centred so that their mean is
+// 0 (a draw from them keeps the mean duration); empty with fewer than 16 samples.
+std::vector<double> weightedQuantiles(std::vector<std::pair<double, double>> v, int n) {
+  std::vector<double> q;
+  if (v.size() < 16) return q;
+  std::sort(v.begin(), v.end());
+  double total = 0;
+  for (const auto& x : v) total += x.second;
+  if (!(total > 0)) return q;
+  q.reserve(static_cast<std::size_t>(n));
+  double acc = 0;
+  std::size_t j = 0;
+  for (int i = 0; i < n; ++i) {
+    const double target = (i + 0.5) / n * total;
+    while (j + 1 < v.size() && acc + v[j].second < target) acc += v[j++].second;
+    q.push_back(v[j].first);
+  }
+  double mean = 0;
+  for (double x : q) mean += x;
+  mean /= n;
+  for (double& x : q) x -= mean;
+  return q;
+}
+
 // A simulated hpZ run is stored with the configuration of the ZeRO-3 run it refines.
 Strategy runtimeStrategy(Strategy s) { return s == Strategy::ZeroPPHpz ? Strategy::Zero3 : s; }
 
@@ -294,7 +318,8 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
     // Each rank's relative deviation from the span's mean over ranks, scaled to unit variance for
     // normal deviations (sqrt(n/(n-1))): 1.4826 x their median absolute value (weighted by the
     // span's duration) estimates the standard deviation without the stalls' tail.
-    std::vector<std::pair<double, double>> all, byPhase[kComputePhases];  // (|relative deviation|, mean duration)
+    std::vector<std::pair<double, double>> all, byPhase[kComputePhases];   // (|relative deviation|, mean duration)
+    std::vector<std::pair<double, double>> signedByPhase[kComputePhases];  // (relative deviation, mean duration)
     for (const auto& [key, byRank] : perSpan) {
       if (nRanks < 2 || byRank.size() != nRanks) continue;  // on every rank, or not comparable
       double m = 0;
@@ -306,6 +331,7 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
       for (const auto& [r, d] : byRank) {
         all.push_back({std::fabs(d - m) / m * scale, m});
         byPhase[static_cast<int>(ph)].push_back(all.back());
+        signedByPhase[static_cast<int>(ph)].push_back({(d - m) / m * scale, m});
       }
     }
     auto robustSd = [](std::vector<std::pair<double, double>>& v) {
@@ -321,6 +347,7 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
     };
     mp.computeJitter = std::max(0.0, robustSd(all));
     for (int p = 0; p < kComputePhases; ++p) mp.phaseJitter[p] = robustSd(byPhase[p]);
+    for (int p = 0; p < kComputePhases; ++p) mp.jitterQuantiles[p] = weightedQuantiles(signedByPhase[p], kJitterQuantiles);
   }
   {
     // The same steady steps (the breakdown names ranks by number, not by id).
@@ -419,7 +446,10 @@ void applyMeasuredProfile(SimulateInput& si, const MeasuredProfile& mp, bool kee
   }
   if (keepJitter) return;
   si.jitter = std::min(0.9, mp.computeJitter);
-  for (int p = 0; p < kComputePhases; ++p) si.phaseJitter[p] = std::min(0.9, mp.phaseJitter[p]);
+  for (int p = 0; p < kComputePhases; ++p) {
+    si.phaseJitter[p] = std::min(0.9, mp.phaseJitter[p]);
+    si.jitterQuantiles[p] = mp.jitterQuantiles[p];
+  }
 }
 
 RunId writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const std::string& name, const CancelToken* cancel,

@@ -28,6 +28,9 @@ SimTarget simTargetOf(const RunConfig& cfg);
 
 // A measured run as the simulator sees it: what it ran (its SimTarget: model, world size, tokens,
 // precision, knobs, strategy, FSDP knobs, steps, Gloo) and what it measured.
+// Quantiles kept of a run's compute jitter distribution per phase (MeasuredProfile::jitterQuantiles).
+constexpr int kJitterQuantiles = 128;
+
 struct MeasuredProfile : SimTarget {
   RunId runId;
   // Mean per block over ranks and steady steps (the first step left out), each span less the
@@ -61,6 +64,13 @@ struct MeasuredProfile : SimTarget {
   // The same per phase (ComputePhase: forward and recompute, backward, the rest); -1 where the
   // run has no comparable span of the phase.
   double phaseJitter[kComputePhases] = {-1, -1, -1};
+  // The whole distribution of those deviations per phase (signed, scaled as above, weighted by
+  // duration, centred on 0): kJitterQuantiles quantiles at equal probability steps, ascending; empty
+  // where the phase has no comparable span. Its tail (a rank descheduled for a time slice on a
+  // shared core: |deviation| at the 99th percentile 5-15 times the median on the validation runs)
+  // is what makes ranks wait for each other; a normal of the robust SD reproduced a quarter of the
+  // measured arrival skew (docs/ESTIMATOR.md, "Jitter").
+  std::vector<double> jitterQuantiles[kComputePhases];
   double overlap() const { return commS > 0 ? 1.0 - exposedCommS / commS : 1.0; }
   std::string runName;
 };

@@ -4,6 +4,7 @@
 // against the estimator, stragglers, scale, and the simulated run as the analyses read it back.
 #include <QtTest>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -435,6 +436,49 @@ class TestSimulator : public QObject {
     QCOMPARE(mp.steps, 12);
     QVERIFY(std::abs(mp.compute.forwardS[1] - 6e-3) < 6e-3 * (0.02 + jitter / 3));
     QVERIFY(std::abs(mp.compute.backwardS[2] - 8e-3) < 8e-3 * (0.02 + jitter / 3));
+    QDir(dir).removeRecursively();
+  }
+
+  // A measured jitter distribution is drawn from as it is: every op 50 % late takes the compute to
+  // 1.5 times, and a distribution with a tail (one op in ten 40 % late, the rest on time), stored
+  // and read back as a run of ours, gives quantiles centred on 0 that keep the tail the robust
+  // standard deviation does not see.
+  void measuredJitterKeepsItsTail() {
+    auto em = runtimeInput("small", 4);
+    const auto prof = flat(em.model.layers, 4e-3, 8e-3, 1e-9);
+    auto si = simInput(em, Strategy::Ddp, prof);
+    si.steps = 12;
+    si.seed = 3;
+    const double plain = simulate(si).steady.computeS;
+    for (auto& q : si.jitterQuantiles) q.assign(kJitterQuantiles, 0.5);
+    QVERIFY(std::abs(simulate(si).steady.computeS / plain - 1.5) < 1e-6);
+
+    for (auto& q : si.jitterQuantiles) {
+      q.assign(kJitterQuantiles, 0.0);
+      for (int i = kJitterQuantiles * 9 / 10; i < kJitterQuantiles; ++i) q[static_cast<std::size_t>(i)] = 0.4;
+    }
+    const QString dir = QDir::tempPath() + "/tst_simulator_tail_" + QString::number(QCoreApplication::applicationPid());
+    QDir().mkpath(dir);
+    const std::string db = (dir + "/tail.db").toStdString();
+    std::filesystem::remove(db);
+    const auto r = simulate(si);
+    TraceStore store(db);
+    const RunId id = writeSimulatedRun(store, r, "tail");
+    shardscope::core::storeDb(store).exec("UPDATE runs SET source='runtime' WHERE id=" + std::to_string(id.value()));
+    const auto mp = measuredProfile(store, id);
+    for (int p : {0, 1}) {
+      const auto& q = mp.jitterQuantiles[p];
+      QCOMPARE(static_cast<int>(q.size()), kJitterQuantiles);
+      QVERIFY(std::is_sorted(q.begin(), q.end()));
+      double mean = 0;
+      for (double x : q) mean += x;
+      QVERIFY(std::abs(mean / kJitterQuantiles) < 1e-9);
+      // One rank of four 40 % late: (1.4 - 1.1) / 1.1 x sqrt(4/3) = 0.31 above the mean.
+      QVERIFY2(q[static_cast<std::size_t>(kJitterQuantiles * 97 / 100)] > 0.2,
+               qPrintable(QString::number(q[static_cast<std::size_t>(kJitterQuantiles * 97 / 100)])));
+      QVERIFY(std::abs(q[static_cast<std::size_t>(kJitterQuantiles / 2)]) < 0.12);
+      QVERIFY2(mp.phaseJitter[p] < 0.15, qPrintable(QString::number(mp.phaseJitter[p])));
+    }
     QDir(dir).removeRecursively();
   }
 };
