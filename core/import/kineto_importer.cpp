@@ -115,7 +115,10 @@ KinetoImportResult importKineto(TraceStore& store, const std::vector<std::string
   ImportWriter out(store);
   kineto::KinetoPipeline pipeline(opt, files);
   kineto::KinetoWriter writer(store, out, opt, files, pipeline.workers(), totalBytes, result);
-  while (auto batch = pipeline.next()) writer.write(*batch);
+  while (auto batch = pipeline.next()) {
+    writer.write(*batch);
+    pipeline.recycle(std::move(batch));
+  }
   writer.finish();
   out.commit();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -41,6 +41,29 @@ std::optional<std::int64_t> parseInt(std::string_view s) {
 
 std::string fileLabel(const std::string& path) { return std::filesystem::path(path).filename().string(); }
 
+void Batch::clear() {
+  file = 0;
+  worker = 0;
+  seq = 0;
+  warnings.clear();
+  newStrings.clear();
+  newTracks.clear();
+  newGroups.clear();
+  steps.clear();
+  events.clear();
+  args.clear();
+  counters.clear();
+  flows.clear();
+  memory.clear();
+  memoryTracks.clear();
+  fileOffset = 0;
+  fileDone = false;
+  header = FileHeader{};
+  stats = ImportFileStats{};
+  error = nullptr;
+  last = false;
+}
+
 namespace {
 
 bool isGpuCat(std::string_view cat) {
@@ -71,6 +94,8 @@ class KinetoParser::Impl {
     return takeBatch(seg.fileOffset);
   }
 
+  void setPool(BatchPool* pool) { recycled_ = pool; }
+
   void beginBatch(int file, std::uint64_t seq, std::optional<std::int64_t> baseTimeNs) {
     if (file != file_ || !started_) {
       // Track and group ids are per file; strings are shared by all files of the import.
@@ -86,7 +111,8 @@ class KinetoParser::Impl {
     header_ = FileHeader{};
     header_.baseTimeNs = baseTimeNs;
     stats_ = ImportFileStats{};
-    batch_ = std::make_unique<Batch>();
+    batch_ = recycled_ ? recycled_->take() : nullptr;
+    if (!batch_) batch_ = std::make_unique<Batch>();
     batch_->file = file;
     batch_->worker = worker_;
     batch_->seq = seq;
@@ -630,6 +656,7 @@ class KinetoParser::Impl {
   TrackClass lastCls_ = TrackClass::Cpu;
   std::uint32_t lastTrack_ = 0;
   std::unique_ptr<Batch> batch_;
+  BatchPool* recycled_ = nullptr;
   FileHeader header_;
   ImportFileStats stats_;
   int file_ = 0;
@@ -655,6 +682,8 @@ std::size_t KinetoParser::addEventPrefix(std::string_view text, std::uint64_t fi
 }
 
 std::unique_ptr<Batch> KinetoParser::takeBatch(std::uint64_t fileOffset) { return impl_->takeBatch(fileOffset); }
+
+void KinetoParser::setPool(BatchPool* pool) { impl_->setPool(pool); }
 
 void KinetoParser::parseDistributedInfo(const JsonValue& v, FileHeader& header, const std::string& path) {
   Impl::parseDistributedInfo(v, header, path);

@@ -36,6 +36,8 @@ class KinetoParser {
   // length; 0 when it needs addEvent with its exact text (nothing of it was kept).
   std::size_t addEventPrefix(std::string_view text, std::uint64_t fileOffset, std::uint64_t index);
   std::unique_ptr<Batch> takeBatch(std::uint64_t fileOffset);
+  // New batches are taken from `pool` (when it has one) instead of being allocated.
+  void setPool(BatchPool* pool);
 
   // The top-level "distributedInfo" object (rank, world size, backend, process groups).
   static void parseDistributedInfo(const JsonValue& v, FileHeader& header, const std::string& path);

@@ -233,7 +233,10 @@ KinetoPipeline::KinetoPipeline(const ImportOptions& opt, const std::vector<std::
       perFile_(perFileMode(files.size(), workers_)),
       work_(static_cast<std::size_t>(2 * workers_)),
       queue_(static_cast<std::size_t>(2 * workers_ + 2)) {
-  for (int w = 0; w < workers_; ++w) parsers_.push_back(std::make_unique<KinetoParser>(opt, w, files));
+  for (int w = 0; w < workers_; ++w) {
+    parsers_.push_back(std::make_unique<KinetoParser>(opt, w, files));
+    parsers_.back()->setPool(&pool_);
+  }
   if (perFile_) {
     startPerFile(files);
     return;

@@ -93,6 +93,8 @@ class KinetoPipeline {
   // The next batch in file order; nullptr after the last. Rethrows the first error of any thread
   // (whatever its order) and throws core::Cancelled when the import is cancelled.
   std::unique_ptr<Batch> next();
+  // Gives a written batch back, for a parser thread to fill again.
+  void recycle(std::unique_ptr<Batch> batch) { pool_.give(std::move(batch)); }
 
  private:
   static bool perFileMode(std::size_t files, int workers);
@@ -101,6 +103,7 @@ class KinetoPipeline {
   std::unique_ptr<Batch> nextPerFile();
 
   const ImportOptions& opt_;
+  BatchPool pool_{16};  // before the threads that use it, after them in destruction
   int workers_ = 1;
   bool perFile_ = false;
   SegmentQueue work_;

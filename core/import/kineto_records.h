@@ -7,6 +7,8 @@
 #include <exception>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -115,6 +117,36 @@ struct Batch {
   ImportFileStats stats;
   std::exception_ptr error;
   bool last = false;
+
+  // Empties the batch for reuse, keeping the capacity of its buffers (the parser threads fill
+  // recycled batches: growing fresh megabyte buffers for every batch cost them a seventh of their
+  // time in page faults).
+  void clear();
+};
+
+// Batches the writer is done with, emptied, for the parser threads to fill again. Bounded: a batch
+// given back to a full pool is freed.
+class BatchPool {
+ public:
+  explicit BatchPool(std::size_t cap) : cap_(cap) {}
+  void give(std::unique_ptr<Batch> b) {
+    if (!b) return;
+    b->clear();
+    std::lock_guard lk(m_);
+    if (free_.size() < cap_) free_.push_back(std::move(b));
+  }
+  std::unique_ptr<Batch> take() {  // nullptr when empty
+    std::lock_guard lk(m_);
+    if (free_.empty()) return nullptr;
+    auto b = std::move(free_.back());
+    free_.pop_back();
+    return b;
+  }
+
+ private:
+  std::size_t cap_;
+  std::mutex m_;
+  std::vector<std::unique_ptr<Batch>> free_;
 };
 
 // A run of consecutive events of one file, as raw JSON text, for a parser thread.

@@ -191,6 +191,7 @@ KinetoWriter::KinetoWriter(TraceStore& store, ImportWriter& out, const ImportOpt
     r.trackIsCpu.resize(static_cast<std::size_t>(workers));
     r.groupIds.resize(static_cast<std::size_t>(workers));
   }
+  bulk_.encodeOnThread();  // the writer is the import's slowest stage: chunks are encoded beside it
   bulk_.setBeforeFlush([this](TrackId trackId, EventChunk& c) {
     if (!current_ || !(current_->unresolvedGpu || current_->unresolvedCollective) || !current_->gpuTrack.count(trackId))
       return false;

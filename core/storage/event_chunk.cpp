@@ -25,9 +25,7 @@ enum : std::uint32_t {
 template <typename T>
 void put(std::string& out, const std::vector<T>& v) {
   if (v.empty()) return;  // data() of an empty vector may be null (memcpy must not see it)
-  const std::size_t at = out.size();
-  out.resize(at + v.size() * sizeof(T));
-  std::memcpy(out.data() + at, v.data(), v.size() * sizeof(T));
+  out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));  // no zero-fill first
 }
 
 template <typename T>
@@ -143,6 +141,12 @@ std::vector<std::uint32_t> EventChunk::sortByTime() {
 }
 
 std::string EventChunk::encode() const {
+  std::string out;
+  encodeInto(out);
+  return out;
+}
+
+void EventChunk::encodeInto(std::string& out) const {
   const std::size_t n = size();
   std::uint32_t mask = 0;
   if (!allEqual<std::uint32_t>(cat, 0)) mask |= kColCat;
@@ -154,7 +158,7 @@ std::string EventChunk::encode() const {
   if (!allEqual(bytes, kNull)) mask |= kColBytes;
   if (!allEqual<std::uint32_t>(dtype, 0)) mask |= kColDtype;
   if (!allEqual<std::int32_t>(groupSize, 0)) mask |= kColGroupSize;
-  std::string out;
+  out.clear();
   out.reserve(12 + n * 40);
   const std::uint32_t header[3] = {kFormat, static_cast<std::uint32_t>(n), mask};
   out.append(reinterpret_cast<const char*>(header), sizeof header);
@@ -172,7 +176,6 @@ std::string EventChunk::encode() const {
   if (mask & kColBytes) put(out, bytes);
   if (mask & kColDtype) put(out, dtype);
   if (mask & kColGroupSize) put(out, groupSize);
-  return out;
 }
 
 EventChunk EventChunk::decode(std::string_view blob) {

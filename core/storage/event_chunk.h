@@ -35,6 +35,7 @@ struct EventChunk {
   std::vector<std::uint32_t> sortByTime();
 
   std::string encode() const;
+  void encodeInto(std::string& out) const;  // the same into `out` (replaced; its capacity is reused)
   // Throws core::Error on a malformed blob (a damaged database must not crash us).
   static EventChunk decode(std::string_view blob);
 

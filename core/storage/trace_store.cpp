@@ -1,6 +1,7 @@
 #include "core/storage/trace_store.h"
 
 #include <lz4.h>
+#include <pthread.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -9,6 +10,11 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <condition_variable>
+#include <deque>
 
 #include "core/storage/schema.h"
 #include "core/storage/store_access.h"
@@ -757,6 +763,68 @@ RunSummary TraceStore::summary(RunId runId) {
 
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+
+// LZ4 (fast, ~10x on Kineto args): a block is written once, at import, and read only for the events
+// a user opens or an export writes. Kept raw (`data` itself) when it would not save an eighth.
+std::string_view compressArgs(std::string_view data, std::string& out) {
+  if (data.size() < 256 || data.size() > static_cast<std::size_t>(LZ4_MAX_INPUT_SIZE)) return data;
+  out.resize(static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(data.size()))));
+  const int n = LZ4_compress_default(data.data(), out.data(), static_cast<int>(data.size()), static_cast<int>(out.size()));
+  if (n <= 0 || static_cast<std::size_t>(n) > data.size() - data.size() / 8) return data;
+  return {out.data(), static_cast<std::size_t>(n)};
+}
+
+}  // namespace
+
+struct BulkWriter::Encoder {
+  static constexpr std::size_t kMaxInFlight = 16;  // chunks prepared ahead of their insert, at most
+  std::mutex m;
+  std::condition_variable work, done;
+  std::deque<PreparedChunk*> todo;  // in order, not yet taken by the thread
+  bool stop = false;
+  // The writing thread's own: every chunk not inserted yet, in order, and emptied ones to reuse.
+  std::deque<std::unique_ptr<PreparedChunk>> inFlight;
+  std::vector<std::unique_ptr<PreparedChunk>> spare;
+  std::thread thread;
+
+  Encoder() {
+    thread = std::thread([this] {
+      pthread_setname_np(pthread_self(), "ss-encode");
+      for (;;) {
+        PreparedChunk* p = nullptr;
+        {
+          std::unique_lock lk(m);
+          work.wait(lk, [&] { return stop || !todo.empty(); });
+          if (stop) return;
+          p = todo.front();
+          todo.pop_front();
+        }
+        try {
+          prepare(*p);
+        } catch (...) {
+          p->error = std::current_exception();
+        }
+        {
+          std::lock_guard lk(m);
+          p->ready = true;
+        }
+        done.notify_all();
+      }
+    });
+  }
+  ~Encoder() {
+    {
+      std::lock_guard lk(m);
+      stop = true;
+    }
+    work.notify_all();
+    thread.join();
+  }
+  Encoder(const Encoder&) = delete;
+  Encoder& operator=(const Encoder&) = delete;
+};
+
 BulkWriter::BulkWriter(TraceStore& store)
     : store_(store),
       insChunk_(storeDb(store), "INSERT INTO event_chunks(track_id, count, start_ns, end_ns, data) VALUES(?,?,?,?,?)"),
@@ -771,8 +839,17 @@ BulkWriter::BulkWriter(TraceStore& store)
 
 BulkWriter::~BulkWriter() = default;
 
+void BulkWriter::encodeOnThread() {
+  if (!encoder_) encoder_ = std::make_unique<Encoder>();
+}
+
 BulkWriter::OpenChunk& BulkWriter::beginEvent(const EventRecord& e) {
-  OpenChunk& oc = open_[e.trackId];
+  auto [it, fresh] = open_.try_emplace(e.trackId);
+  OpenChunk& oc = it->second;
+  if (fresh && !spareOpen_.empty()) {
+    oc = std::move(spareOpen_.back());
+    spareOpen_.pop_back();
+  }
   if (oc.chunk.size() == 0) oc.chunk.reserve(EventChunk::kMaxEvents);
   oc.chunk.push(e);
   oc.argsOffsets.push_back(static_cast<std::uint32_t>(oc.args.size()));
@@ -805,52 +882,92 @@ void BulkWriter::addEvent(const EventRecord& e, const std::function<void(std::st
   endEvent(e, oc);
 }
 
+// The chunk's events move into a PreparedChunk (whose emptied buffers the open chunk gets instead),
+// which is prepared and inserted here, or prepared on the encoding thread and inserted later, in order.
 void BulkWriter::writeChunk(TrackId trackId, OpenChunk& oc) {
   if (oc.chunk.size() == 0) return;
   const bool mark = beforeFlush_ && beforeFlush_(trackId, oc.chunk);
+  if (!encoder_) {
+    std::swap(sync_.oc, oc);
+    sync_.trackId = trackId;
+    sync_.mark = mark;
+    prepare(sync_);
+    insert(sync_);
+    return;
+  }
+  Encoder& en = *encoder_;
+  std::unique_ptr<PreparedChunk> p;
+  if (!en.spare.empty()) {
+    p = std::move(en.spare.back());
+    en.spare.pop_back();
+  } else {
+    p = std::make_unique<PreparedChunk>();
+  }
+  std::swap(p->oc, oc);
+  p->trackId = trackId;
+  p->mark = mark;
+  p->ready = false;
+  p->error = nullptr;
+  PreparedChunk* raw = p.get();
+  en.inFlight.push_back(std::move(p));
+  {
+    std::lock_guard lk(en.m);
+    en.todo.push_back(raw);
+  }
+  en.work.notify_one();
+  insertPrepared(false);
+}
+
+void BulkWriter::prepare(PreparedChunk& p) {
+  OpenChunk& oc = p.oc;
   const auto perm = oc.chunk.sortByTime();
-  TimeNs maxEnd = oc.chunk.end[0];
-  for (auto v : oc.chunk.end) maxEnd = std::max(maxEnd, v);
-  const std::string blob = oc.chunk.encode();
+  p.maxEnd = oc.chunk.end[0];
+  for (auto v : oc.chunk.end) p.maxEnd = std::max(p.maxEnd, v);
+  oc.chunk.encodeInto(p.blob);
+  if (!oc.hasArgs) return;
+  // Args follow the sorted order of the chunk (usually the order they came in: no copy then).
+  oc.argsOffsets.push_back(static_cast<std::uint32_t>(oc.args.size()));
+  bool identity = true;
+  for (std::size_t k = 0; k < perm.size() && identity; ++k) identity = perm[k] == k;
+  if (!identity) {
+    p.reordered.clear();
+    p.reorderedOffsets.clear();
+    p.reordered.reserve(oc.args.size());
+    p.reorderedOffsets.reserve(perm.size() + 1);
+    for (std::uint32_t old : perm) {
+      p.reorderedOffsets.push_back(static_cast<std::uint32_t>(p.reordered.size()));
+      p.reordered.append(oc.args, oc.argsOffsets[old], oc.argsOffsets[old + 1] - oc.argsOffsets[old]);
+    }
+    p.reorderedOffsets.push_back(static_cast<std::uint32_t>(p.reordered.size()));
+  }
+  const std::string& data = identity ? oc.args : p.reordered;
+  p.argsOffsets = identity ? &oc.argsOffsets : &p.reorderedOffsets;
+  p.argsRawSize = data.size();
+  p.argsStored = compressArgs(data, p.compressed);
+  p.argsCompressed = p.argsStored.data() != data.data();
+}
+
+void BulkWriter::insert(PreparedChunk& p) {
+  OpenChunk& oc = p.oc;
   auto* h = insChunk_.handle();
-  insChunk_.bind(1, trackId.value())
+  insChunk_.bind(1, p.trackId.value())
       .bind(2, static_cast<std::int64_t>(oc.chunk.size()))
       .bind(3, oc.chunk.start.front())
-      .bind(4, maxEnd);
-  if (sqlite3_bind_blob(h, 5, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC) != SQLITE_OK)
+      .bind(4, p.maxEnd);
+  if (sqlite3_bind_blob(h, 5, p.blob.data(), static_cast<int>(p.blob.size()), SQLITE_STATIC) != SQLITE_OK)
     storeDb(store_).fail("cannot bind event chunk");
   insChunk_.exec();
   const Id chunkId = storeDb(store_).lastInsertRowId();
-  if (mark) marked_.push_back(chunkId);
+  if (p.mark) marked_.push_back(chunkId);
   if (oc.hasArgs) {
-    // Args follow the sorted order of the chunk (usually the order they came in: no copy then).
-    oc.argsOffsets.push_back(static_cast<std::uint32_t>(oc.args.size()));
-    bool identity = true;
-    for (std::size_t k = 0; k < perm.size() && identity; ++k) identity = perm[k] == k;
-    std::string reordered;
-    std::vector<std::uint32_t> reorderedOffsets;
-    if (!identity) {
-      reordered.reserve(oc.args.size());
-      reorderedOffsets.reserve(perm.size() + 1);
-      for (std::uint32_t old : perm) {
-        reorderedOffsets.push_back(static_cast<std::uint32_t>(reordered.size()));
-        reordered.append(oc.args, oc.argsOffsets[old], oc.argsOffsets[old + 1] - oc.argsOffsets[old]);
-      }
-      reorderedOffsets.push_back(static_cast<std::uint32_t>(reordered.size()));
-    }
-    const std::string& data = identity ? oc.args : reordered;
-    const std::vector<std::uint32_t>& offsets = identity ? oc.argsOffsets : reorderedOffsets;
-    // LZ4 (fast, ~10x on Kineto args): a block is written once, at import, and read only for the
-    // events a user opens or an export writes. Kept raw when it would not save an eighth.
-    const std::string_view stored = compressArgs(data);
-    const bool compressed = stored.data() != data.data();
+    const std::vector<std::uint32_t>& offsets = *p.argsOffsets;
     auto* ha = insArgs_.handle();
     insArgs_.bind(1, chunkId);
     if (sqlite3_bind_blob(ha, 2, offsets.data(), static_cast<int>(offsets.size() * 4), SQLITE_STATIC) != SQLITE_OK ||
-        sqlite3_bind_blob(ha, 3, stored.data(), static_cast<int>(stored.size()), SQLITE_STATIC) != SQLITE_OK)
+        sqlite3_bind_blob(ha, 3, p.argsStored.data(), static_cast<int>(p.argsStored.size()), SQLITE_STATIC) != SQLITE_OK)
       storeDb(store_).fail("cannot bind event args");
-    if (compressed)
-      insArgs_.bind(4, static_cast<std::int64_t>(data.size()));
+    if (p.argsCompressed)
+      insArgs_.bind(4, static_cast<std::int64_t>(p.argsRawSize));
     else
       insArgs_.bindNull(4);
     insArgs_.exec();
@@ -859,19 +976,33 @@ void BulkWriter::writeChunk(TrackId trackId, OpenChunk& oc) {
   oc.args.clear();
   oc.argsOffsets.clear();
   oc.hasArgs = false;
+  p.argsStored = {};
+  p.argsOffsets = nullptr;
 }
 
-std::string_view BulkWriter::compressArgs(std::string_view data) {
-  if (data.size() < 256 || data.size() > static_cast<std::size_t>(LZ4_MAX_INPUT_SIZE)) return data;
-  compressed_.resize(static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(data.size()))));
-  const int n =
-      LZ4_compress_default(data.data(), compressed_.data(), static_cast<int>(data.size()), static_cast<int>(compressed_.size()));
-  if (n <= 0 || static_cast<std::size_t>(n) > data.size() - data.size() / 8) return data;
-  return {compressed_.data(), static_cast<std::size_t>(n)};
+void BulkWriter::insertPrepared(bool all) {
+  if (!encoder_) return;
+  Encoder& en = *encoder_;
+  while (!en.inFlight.empty()) {
+    PreparedChunk& p = *en.inFlight.front();
+    {
+      std::unique_lock lk(en.m);
+      if (!p.ready) {
+        if (!all && en.inFlight.size() <= Encoder::kMaxInFlight) return;
+        en.done.wait(lk, [&] { return p.ready; });
+      }
+    }
+    if (p.error) std::rethrow_exception(p.error);
+    insert(p);
+    en.spare.push_back(std::move(en.inFlight.front()));
+    en.inFlight.pop_front();
+  }
 }
 
 void BulkWriter::flush() {
   for (auto& [track, oc] : open_) writeChunk(track, oc);
+  insertPrepared(true);
+  writeMemoryEvents();
 }
 
 void BulkWriter::addCounter(TrackId trackId, TimeNs ts, double value) {
@@ -903,20 +1034,47 @@ void BulkWriter::noteSample(TrackId trackId, TimeNs ts) {
   ++s.count;
 }
 
+// Memory records come by the million (one per allocation and free): they are written kMemoryRows
+// to a statement, which halves SQLite's cost per row (one step, reset and halt per group).
 void BulkWriter::addMemoryEvent(const MemoryEvent& m) {
-  insMemory_.bind(1, m.rankId.value())
-      .bind(2, m.tsNs)
-      .bind(3, m.deviceType)
-      .bind(4, m.deviceId)
-      .bind(5, m.addr)
-      .bind(6, m.bytes)
-      .bind(7, m.totalAllocated)
-      .bind(8, m.totalReserved)
-      .bind(9, m.outOfMemory ? 1 : 0);
-  insMemory_.exec();
+  memory_.push_back(m);
+  if (memory_.size() >= kMemoryRows) writeMemoryEvents();
+}
+
+void BulkWriter::writeMemoryEvents() {
+  if (memory_.empty()) return;
+  const bool full = memory_.size() == kMemoryRows;
+  if (full && !insMemoryMany_.handle()) {
+    std::string sql =
+        "INSERT INTO memory_events(rank_id, ts_ns, device_type, device_id, addr, bytes, total_allocated, "
+        "total_reserved, out_of_memory) VALUES";
+    for (std::size_t i = 0; i < kMemoryRows; ++i) sql += i ? ",(?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?,?)";
+    insMemoryMany_ = Statement(storeDb(store_), sql);
+  }
+  Statement& st = full ? insMemoryMany_ : insMemory_;
+  int p = 1;
+  for (const MemoryEvent& m : memory_) {
+    st.bind(p, m.rankId.value())
+        .bind(p + 1, m.tsNs)
+        .bind(p + 2, m.deviceType)
+        .bind(p + 3, m.deviceId)
+        .bind(p + 4, m.addr)
+        .bind(p + 5, m.bytes)
+        .bind(p + 6, m.totalAllocated)
+        .bind(p + 7, m.totalReserved)
+        .bind(p + 8, m.outOfMemory ? 1 : 0);
+    if (full) {
+      p += 9;
+    } else {
+      st.exec();
+    }
+  }
+  if (full) st.exec();
+  memory_.clear();
 }
 
 void BulkWriter::rewriteChunks(TrackId trackId, TimeNs t0, TimeNs t1, const std::function<bool(EventChunk&)>& fn) {
+  insertPrepared(true);
   std::vector<std::pair<Id, std::string>> chunks;
   {
     Statement st(storeDb(store_), "SELECT id, data FROM event_chunks WHERE track_id=? AND start_ns <= ? AND end_ns >= ?");
@@ -992,6 +1150,11 @@ void BulkWriter::finish() {
     st.exec();
   }
   stats_.clear();
+  // The tracks written so far may get no more events (an importer's finished file): their open
+  // chunks' buffers go to the tracks that come next instead of being grown anew. The entries stay:
+  // flush() writes the open chunks in the map's order, which must not change.
+  for (auto& [track, oc] : open_)
+    if (oc.chunk.start.capacity() && spareOpen_.size() < 64) spareOpen_.push_back(std::exchange(oc, OpenChunk{}));
 }
 
 }  // namespace shardscope::core

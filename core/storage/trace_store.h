@@ -4,6 +4,7 @@
 // BulkWriter streams events/counters into it with prepared statements.
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -196,11 +197,18 @@ class BulkWriter {
   BulkWriter(const BulkWriter&) = delete;
   BulkWriter& operator=(const BulkWriter&) = delete;
 
+  // Sorting, encoding and compressing full chunks on a thread of its own ("ss-encode") while this
+  // thread goes on adding events; the rows are still inserted on this thread, in the same order, so
+  // the database is the same. For imports whose writing thread is their slowest stage.
+  // flush(), finish(), rewriteChunks(), rewriteMarked() and shiftTracks() wait for it.
+  void encodeOnThread();
+
   void addEvent(const EventRecord& e, std::string_view argsJson = {});
   // As above, with the args written by `appendArgs` straight into the chunk's args block.
   void addEvent(const EventRecord& e, const std::function<void(std::string&)>& appendArgs);
   void addCounter(TrackId trackId, TimeNs ts, double value);
   void addFlow(const Flow& f);
+  // Memory records are written in groups: flush() or finish() writes the last ones.
   void addMemoryEvent(const MemoryEvent& m);
   // Counts a sample of a derived counter track (Track::derivedFrom) in the track statistics.
   void noteSample(TrackId trackId, TimeNs ts);
@@ -210,7 +218,7 @@ class BulkWriter {
   void setBeforeFlush(std::function<bool(TrackId trackId, EventChunk&)> fn) { beforeFlush_ = std::move(fn); }
   // Rewrites the chunks marked by beforeFlush (and forgets the marks); fn as for rewriteChunks.
   void rewriteMarked(const std::function<bool(EventChunk&)>& fn);
-  void flush();   // writes every open chunk
+  void flush();   // writes every open chunk and the memory records not written yet
   void finish();  // flush() + track statistics; call before commit
 
   // Rewrites the written chunks of a track that overlap [t0, t1]; fn returns true when it changed
@@ -233,9 +241,30 @@ class BulkWriter {
     TimeNs maxEnd = 0;
     TimeNs maxDur = 0;
   };
+  // A full chunk on its way to its rows: sorted, encoded and its args compressed (prepare(), on the
+  // encoding thread when there is one), then inserted (insert(), on the writing thread).
+  struct PreparedChunk {
+    TrackId trackId;
+    bool mark = false;  // beforeFlush asked for a rewriteMarked
+    OpenChunk oc;
+    TimeNs maxEnd = 0;
+    std::string blob;  // the encoded chunk
+    std::string reordered;
+    std::vector<std::uint32_t> reorderedOffsets;  // the args in the sorted order, when it moved events
+    std::string compressed;
+    std::string_view argsStored;  // the args block as stored (into the above)
+    const std::vector<std::uint32_t>* argsOffsets = nullptr;
+    std::size_t argsRawSize = 0;
+    bool argsCompressed = false;
+    bool ready = false;  // prepared (under the encoder's mutex)
+    std::exception_ptr error;
+  };
+  struct Encoder;  // the encoding thread (trace_store.cpp)
   void writeChunk(TrackId trackId, OpenChunk& oc);
-  // The args block as stored: LZ4 in compressed_ (valid until the next call), or `data` itself.
-  std::string_view compressArgs(std::string_view data);
+  static void prepare(PreparedChunk& p);
+  void insert(PreparedChunk& p);
+  // Inserts the prepared chunks in their order: those ready, or (all) every one.
+  void insertPrepared(bool all);
   OpenChunk& beginEvent(const EventRecord& e);
   void endEvent(const EventRecord& e, OpenChunk& oc);
 
@@ -245,11 +274,17 @@ class BulkWriter {
   Statement insCounter_;
   Statement insFlow_;
   Statement insMemory_;
+  Statement insMemoryMany_;  // kMemoryRows rows at once, prepared when first needed
+  static constexpr std::size_t kMemoryRows = 64;
+  std::vector<MemoryEvent> memory_;  // not written yet
+  void writeMemoryEvents();
   std::unordered_map<TrackId, OpenChunk> open_;
   std::unordered_map<TrackId, TrackStats> stats_;
   std::function<bool(TrackId, EventChunk&)> beforeFlush_;
   std::vector<Id> marked_;
-  std::string compressed_;
+  PreparedChunk sync_;                // the chunk being written when there is no encoding thread
+  std::vector<OpenChunk> spareOpen_;  // buffers of finished tracks, for new tracks
+  std::unique_ptr<Encoder> encoder_;
   void rewriteChunk(Id chunkId, std::string_view blob, const std::function<bool(EventChunk&)>& fn, Statement& upd);
 };
 
