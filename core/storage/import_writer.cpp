@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/storage/trace_store.h"
+#include "core/util/error.h"
 #include "core/util/json.h"
 
 namespace shardscope::core {
@@ -32,10 +33,43 @@ ImportWriter::Restore ImportWriter::setImportCacheSize(Database& db) {
   return Restore{db, "PRAGMA cache_size = " + std::to_string(before)};
 }
 
+// Only when the file holds no run and no event yet: a crash then rolls back to the empty schema from
+// the journal (synchronous = FULL while it lasts, as a rollback journal needs for that). Readers that
+// open the file meanwhile wait for the commit (they would have seen nothing anyway). When another
+// connection has the file open, SQLite refuses the switch and the import writes through the WAL.
+ImportWriter::WriteOnce ImportWriter::writeOnceIfEmpty(TraceStore& store) {
+  Database& db = storeDb(store);
+  if (db.readOnly()) return {};
+  {
+    Statement empty(db, "SELECT NOT EXISTS(SELECT 1 FROM runs) AND NOT EXISTS(SELECT 1 FROM event_chunks)");
+    if (!empty.step() || empty.int64(0) == 0) return {};
+  }  // finalized: a pending statement holds a read transaction, and the switch needs none
+  try {
+    Statement st(db, "PRAGMA journal_mode = TRUNCATE");
+    if (!st.step() || st.textView(0) != "truncate") return {};
+  } catch (const DatabaseError&) {
+    return {};
+  }
+  db.exec("PRAGMA synchronous = FULL");
+  return WriteOnce{&db};
+}
+
+ImportWriter::WriteOnce::~WriteOnce() {
+  if (!db) return;
+  try {
+    db->exec("PRAGMA synchronous = NORMAL");
+    // One try: a connection that opened the file meanwhile switches it back itself (schema::open).
+    Statement st(*db, "PRAGMA journal_mode = WAL");
+    st.step();
+  } catch (...) {
+  }
+}
+
 ImportWriter::ImportWriter(TraceStore& store)
     : store_(store),
       foreignKeys_(switchForeignKeysOff(storeDb(store))),
       cacheSize_(setImportCacheSize(storeDb(store))),
+      writeOnce_(writeOnceIfEmpty(store)),
       tx_(storeDb(store)) {}
 
 ImportWriter::~ImportWriter() {

@@ -5,9 +5,11 @@
 #include <csignal>
 
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFileInfo>
 #include <QProcess>
 #include <QTemporaryDir>
+#include <QThread>
 #include <QtTest>
 
 #include <memory>
@@ -189,6 +191,54 @@ class TestConcurrentWriters : public QObject {
     const auto r = test::runCli({"import", "--db", db, db});
     QCOMPARE(r.code, 1);
     QVERIFY2(r.err.contains("is the database being imported into"), qPrintable(r.err));
+  }
+
+  // The first import into a new file writes it once, through a rollback journal instead of the WAL
+  // (ImportWriter::writeOnceIfEmpty). Killed in the middle, it must leave the file as it was before
+  // the import (the empty schema, rolled back from the journal by the next opener), in WAL mode
+  // again, and ready for the next import.
+  void aKilledFirstImportLeavesTheNewFileEmptyAndUsable() {
+    QTemporaryDir dir;
+    QStringList big;
+    for (int r = 0; r < 2; ++r) {
+      test::KinetoGenOptions o;
+      o.events = 1000000;
+      o.rank = r;
+      o.worldSize = 2;
+      o.seed = 11;
+      const std::string f = pathIn(dir, "big" + std::to_string(r) + ".json.gz");
+      test::generateKinetoTrace(f, o);
+      big << QString::fromStdString(f);
+    }
+    const QString db = dir.filePath("new.db");
+    Proc imp = startCli(QStringList{"import", "--db", db, "--name", "killed"} + big, "import");
+    // Mid-transaction: the journal exists and pages beyond the page cache went to the file.
+    QElapsedTimer t;
+    t.start();
+    bool mid = false;
+    while (t.elapsed() < 60000 && imp.p->state() != QProcess::NotRunning) {
+      if (QFileInfo::exists(db + "-journal") && QFileInfo(db).size() > (8 << 20) && !QFileInfo::exists(db + "-wal")) {
+        mid = true;
+        break;
+      }
+      QThread::msleep(2);
+    }
+    QVERIFY2(mid, "the import did not write the new file through a rollback journal (or finished before it was seen)");
+    ::kill(static_cast<pid_t>(imp.p->processId()), SIGKILL);
+    QVERIFY(imp.p->waitForFinished(10000));
+    {
+      core::TraceStore s(db.toStdString());
+      QCOMPARE(pragmaText(s, "integrity_check"), QString("ok"));
+      QCOMPARE(pragmaText(s, "journal_mode"), QString("wal"));
+      QVERIFY(s.runs().empty());
+    }
+    QVERIFY(!QFileInfo::exists(db + "-journal") || QFileInfo(db + "-journal").size() == 0);
+    const auto r = test::runCli(QStringList{"import", "--db", db, "--name", "after"} + job_);
+    QCOMPARE(r.code, 0);
+    core::TraceStore s(db.toStdString(), core::Database::Mode::ReadOnly);
+    QCOMPARE(static_cast<int>(s.runs().size()), 1);
+    QCOMPARE(pragmaText(s, "journal_mode"), QString("wal"));
+    QCOMPARE(pragmaText(s, "integrity_check"), QString("ok"));
   }
 };
 
