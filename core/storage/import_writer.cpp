@@ -34,7 +34,8 @@ ImportWriter::Restore ImportWriter::setImportCacheSize(Database& db) {
 }
 
 // Only when the file holds no run and no event yet: a crash then rolls back to the empty schema from
-// the journal (synchronous = FULL while it lasts, as a rollback journal needs for that). Readers that
+// the journal (synchronous = FULL while it lasts, as a rollback journal needs for that; DELETE mode,
+// so that no empty journal file stays beside the database). Readers that
 // open the file meanwhile wait for the commit (they would have seen nothing anyway). When another
 // connection has the file open, SQLite refuses the switch and the import writes through the WAL.
 ImportWriter::WriteOnce ImportWriter::writeOnceIfEmpty(TraceStore& store) {
@@ -45,8 +46,8 @@ ImportWriter::WriteOnce ImportWriter::writeOnceIfEmpty(TraceStore& store) {
     if (!empty.step() || empty.int64(0) == 0) return {};
   }  // finalized: a pending statement holds a read transaction, and the switch needs none
   try {
-    Statement st(db, "PRAGMA journal_mode = TRUNCATE");
-    if (!st.step() || st.textView(0) != "truncate") return {};
+    Statement st(db, "PRAGMA journal_mode = DELETE");
+    if (!st.step() || st.textView(0) != "delete") return {};
   } catch (const DatabaseError&) {
     return {};
   }
@@ -61,6 +62,11 @@ ImportWriter::WriteOnce::~WriteOnce() {
     // One try: a connection that opened the file meanwhile switches it back itself (schema::open).
     Statement st(*db, "PRAGMA journal_mode = WAL");
     st.step();
+    st.reset();
+    // Open the WAL and its index now, as every connection has them from its open on: a later
+    // reader must not have to create files (on a full disk, or under a file-size limit).
+    Statement read(*db, "SELECT count(*) FROM sqlite_master");
+    read.step();
   } catch (...) {
   }
 }
