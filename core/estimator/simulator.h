@@ -9,6 +9,7 @@
 // ZeRO-3 prefetch (trace order, prefetch bucket, two fetches in flight, max live, reuse distance),
 // FSDP backward prefetch pre/post/none, forward prefetch and the rate limiter; memory by category
 // over time. Pure C++: no Qt, no LibTorch; writing the result into a store is simulator_store.h.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -93,7 +94,7 @@ struct SimulateInput {
   // A measured distribution of the relative deviation per phase (MeasuredProfile::jitterQuantiles:
   // ascending quantiles at equal probability steps, mean 0): where a phase has one, a compute op
   // takes (1 + q(u)) times its duration, u ~ U(0,1) from (seed, rank, op), instead of the normal.
-  std::vector<double> jitterQuantiles[kComputePhases];
+  std::array<std::vector<double>, kComputePhases> jitterQuantiles;
   std::uint64_t seed = 1;
   std::vector<std::pair<int, double>> slowRanks;
   // Interference of communication with compute (interference.h): a compute op overlapped by the

@@ -205,7 +205,7 @@ class Engine {
         case Op::Compute: {
           double f = st.slow;
           const ComputePhase phase = prog_.comps[static_cast<std::size_t>(op.a)].phase;
-          const auto& quantiles = in_.jitterQuantiles[static_cast<int>(phase)];
+          const auto& quantiles = in_.jitterQuantiles[static_cast<std::size_t>(phase)];
           const double jit = in_.jitterOf(phase);
           if (!quantiles.empty() || jit > 0) {
             const std::uint64_t h = splitmix(

@@ -347,7 +347,8 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
     };
     mp.computeJitter = std::max(0.0, robustSd(all));
     for (int p = 0; p < kComputePhases; ++p) mp.phaseJitter[p] = robustSd(byPhase[p]);
-    for (int p = 0; p < kComputePhases; ++p) mp.jitterQuantiles[p] = weightedQuantiles(signedByPhase[p], kJitterQuantiles);
+    for (int p = 0; p < kComputePhases; ++p)
+      mp.jitterQuantiles[static_cast<std::size_t>(p)] = weightedQuantiles(signedByPhase[p], kJitterQuantiles);
   }
   {
     // The same steady steps (the breakdown names ranks by number, not by id).
@@ -448,7 +449,7 @@ void applyMeasuredProfile(SimulateInput& si, const MeasuredProfile& mp, bool kee
   si.jitter = std::min(0.9, mp.computeJitter);
   for (int p = 0; p < kComputePhases; ++p) {
     si.phaseJitter[p] = std::min(0.9, mp.phaseJitter[p]);
-    si.jitterQuantiles[p] = mp.jitterQuantiles[p];
+    si.jitterQuantiles[static_cast<std::size_t>(p)] = mp.jitterQuantiles[static_cast<std::size_t>(p)];
   }
 }
 

@@ -2,6 +2,7 @@
 // The simulator and the trace store: a compute profile read from a measured run of our runtime,
 // and a simulation written as a run with source `simulated` (same lanes, span names, steps, memory
 // records and metrics as a runtime run), so every page, analysis and report shows it.
+#include <array>
 #include <string>
 
 #include "core/config/run_config.h"
@@ -70,7 +71,7 @@ struct MeasuredProfile : SimTarget {
   // shared core: |deviation| at the 99th percentile 5-15 times the median on the validation runs)
   // is what makes ranks wait for each other; a normal of the robust SD reproduced a quarter of the
   // measured arrival skew (docs/ESTIMATOR.md, "Jitter").
-  std::vector<double> jitterQuantiles[kComputePhases];
+  std::array<std::vector<double>, kComputePhases> jitterQuantiles;
   double overlap() const { return commS > 0 ? 1.0 - exposedCommS / commS : 1.0; }
   std::string runName;
 };

@@ -467,7 +467,7 @@ class TestSimulator : public QObject {
     shardscope::core::storeDb(store).exec("UPDATE runs SET source='runtime' WHERE id=" + std::to_string(id.value()));
     const auto mp = measuredProfile(store, id);
     for (int p : {0, 1}) {
-      const auto& q = mp.jitterQuantiles[p];
+      const auto& q = mp.jitterQuantiles[static_cast<std::size_t>(p)];
       QCOMPARE(static_cast<int>(q.size()), kJitterQuantiles);
       QVERIFY(std::is_sorted(q.begin(), q.end()));
       double mean = 0;
