@@ -13,6 +13,7 @@
 #include "core/analysis/snapshot_bands.h"
 #include "core/import/memsnap_reader.h"
 #include "core/util/input_source.h"
+#include "tests/common/snapshot_oracle.h"
 #include "tests/common/test_support.h"
 #include "tests/tools/snapshot_generator.h"
 
@@ -82,22 +83,6 @@ void checkLayout(const SnapshotTimeline& t, const SnapshotBandLayout& l, int ful
   }
 }
 
-// The active curve's maximum over [s, e), by the definition: the points inside it and, unless one
-// sits on s, the level in force at s. -1: no point there or the bucket starts after the last point.
-std::int64_t bucketMaxByDefinition(const SnapshotTimeline& t, TimeNs s, TimeNs e) {
-  if (s > t.active.back().tsNs) return -1;
-  std::int64_t best = -1;
-  bool onStart = false;
-  const SnapshotCurvePoint* before = nullptr;
-  for (const auto& p : t.active) {
-    if (p.tsNs < s) before = &p;
-    if (p.tsNs == s) onStart = true;
-    if (p.tsNs >= s && p.tsNs < e) best = std::max(best, p.bytes);
-  }
-  if (before && !onStart) best = std::max(best, before->bytes);
-  return best;
-}
-
 // The pieces of each bucket tile [0, the curve's maximum there); a piece of its own is an allocation
 // of at least minBytes at its place in the layout.
 void checkDetail(const SnapshotTimeline& t, const SnapshotBandLayout& l, TimeNs t0, TimeNs t1, int buckets,
@@ -118,7 +103,7 @@ void checkDetail(const SnapshotTimeline& t, const SnapshotBandLayout& l, TimeNs 
   int drawn = 0;
   int mergedChecked = 0;  // the hit test scans every allocation: a sample of the merged pieces
   for (int b = 0; b < buckets; ++b) {
-    const std::int64_t want = bucketMaxByDefinition(t, d.bucketStart(b), d.bucketStart(b + 1));
+    const std::int64_t want = shardscope::test::activeMaxByDefinition(t, d.bucketStart(b), d.bucketStart(b + 1));
     auto& ps = by[static_cast<std::size_t>(b)];
     std::sort(ps.begin(), ps.end(), [](const auto* x, const auto* y) { return x->bottom < y->bottom; });
     const std::int32_t point = d.bucketPoint[static_cast<std::size_t>(b)];

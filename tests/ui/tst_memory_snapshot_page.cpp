@@ -20,6 +20,7 @@
 #include "core/analysis/memory_snapshot_analysis.h"
 #include "core/import/trace_reader.h"
 #include "core/storage/trace_store.h"
+#include "tests/common/snapshot_oracle.h"
 #include "tests/common/test_support.h"
 #include "tests/tools/snapshot_pickle.h"
 #include "ui/charts/chart_style.h"
@@ -94,22 +95,6 @@ std::vector<std::pair<std::size_t, std::int64_t>> stackAt(const core::SnapshotTi
   return out;
 }
 
-// The active curve's maximum over [s, e): the points inside and, unless one sits on s, the level in
-// force at s; -1 where the bucket is outside the trace.
-std::int64_t bucketMax(const core::SnapshotTimeline& t, core::TimeNs s, core::TimeNs e) {
-  if (s > t.active.back().tsNs) return -1;
-  std::int64_t best = -1;
-  bool onStart = false;
-  const core::SnapshotCurvePoint* before = nullptr;
-  for (const auto& p : t.active) {
-    if (p.tsNs < s) before = &p;
-    if (p.tsNs == s) onStart = true;
-    if (p.tsNs >= s && p.tsNs < e) best = std::max(best, p.bytes);
-  }
-  if (before && !onStart) best = std::max(best, before->bytes);
-  return best;
-}
-
 // The drawn bands' top in every bucket of the view's window is the curve's maximum there.
 void checkDrawnTops(ui::SnapshotView* view) {
   const core::SnapshotBandDetail& d = view->bandDetail();
@@ -120,7 +105,7 @@ void checkDrawnTops(ui::SnapshotView* view) {
       top[static_cast<std::size_t>(b)] = std::max(top[static_cast<std::size_t>(b)], p.top);
   int drawn = 0;
   for (int b = 0; b < d.buckets; ++b) {
-    const std::int64_t want = bucketMax(view->entry()->timeline, d.bucketStart(b), d.bucketStart(b + 1));
+    const std::int64_t want = test::activeMaxByDefinition(view->entry()->timeline, d.bucketStart(b), d.bucketStart(b + 1));
     if (want <= 0) continue;
     QCOMPARE(top[static_cast<std::size_t>(b)], want);
     ++drawn;
