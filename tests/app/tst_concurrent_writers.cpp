@@ -57,6 +57,22 @@ QString pragmaText(core::TraceStore& s, const char* pragma) {
   return out.trimmed();
 }
 
+// A 2-rank job: two generated trace files (PREFIX0.json.gz, PREFIX1.json.gz in dir) that import as one run.
+QStringList twoRankJob(const QTemporaryDir& dir, const std::string& prefix, std::uint64_t events, std::uint64_t seed) {
+  QStringList files;
+  for (int r = 0; r < 2; ++r) {
+    test::KinetoGenOptions o;
+    o.events = events;
+    o.rank = r;
+    o.worldSize = 2;
+    o.seed = seed;
+    const std::string f = pathIn(dir, prefix + std::to_string(r) + ".json.gz");
+    test::generateKinetoTrace(f, o);
+    files << QString::fromStdString(f);
+  }
+  return files;
+}
+
 }  // namespace
 
 class TestConcurrentWriters : public QObject {
@@ -68,16 +84,7 @@ class TestConcurrentWriters : public QObject {
  private Q_SLOTS:
   void initTestCase() {
     QVERIFY(traces_.isValid());
-    for (int r = 0; r < 2; ++r) {
-      test::KinetoGenOptions o;
-      o.events = 30000;
-      o.rank = r;
-      o.worldSize = 2;
-      o.seed = 7;
-      const std::string f = pathIn(traces_, "rank" + std::to_string(r) + ".json.gz");
-      test::generateKinetoTrace(f, o);
-      job_ << QString::fromStdString(f);
-    }
+    job_ = twoRankJob(traces_, "rank", 30000, 7);
   }
 
   void importsRaceToCreateANewDatabase() {
@@ -199,17 +206,7 @@ class TestConcurrentWriters : public QObject {
   // again, and ready for the next import.
   void aKilledFirstImportLeavesTheNewFileEmptyAndUsable() {
     QTemporaryDir dir;
-    QStringList big;
-    for (int r = 0; r < 2; ++r) {
-      test::KinetoGenOptions o;
-      o.events = 1000000;
-      o.rank = r;
-      o.worldSize = 2;
-      o.seed = 11;
-      const std::string f = pathIn(dir, "big" + std::to_string(r) + ".json.gz");
-      test::generateKinetoTrace(f, o);
-      big << QString::fromStdString(f);
-    }
+    const QStringList big = twoRankJob(dir, "big", 1000000, 11);
     const QString db = dir.filePath("new.db");
     Proc imp = startCli(QStringList{"import", "--db", db, "--name", "killed"} + big, "import");
     // Mid-transaction: the journal exists and pages beyond the page cache went to the file.
