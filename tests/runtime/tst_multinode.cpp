@@ -79,6 +79,21 @@ Result finish(QProcess& p, int timeoutMs = 240000) {
           QString::fromUtf8(p.readAllStandardError())};
 }
 
+// `shardscope-cli run` as node `node` of a 2-node job on localhost, writing `db`.
+QStringList nodeRunArgs(const QString& db, int node, int port) {
+  return {"run",
+          "--db",
+          db,
+          "--nnodes",
+          "2",
+          "--node-rank",
+          QString::number(node),
+          "--master-addr",
+          "127.0.0.1",
+          "--master-port",
+          QString::number(port)};
+}
+
 Result cli(const QStringList& args, const QProcessEnvironment& env = baseEnv()) {
   auto p = start(SHARDSCOPE_CLI, args, env);
   return finish(*p);
@@ -169,19 +184,7 @@ class TestMultiNode : public QObject {
     const int port = core::pickFreePort();
     std::vector<std::unique_ptr<QProcess>> nodes;
     for (int n = 0; n < 2; ++n) {
-      QStringList args = {"run",
-                          "--db",
-                          path(QString("node%1.db").arg(n)),
-                          "--nnodes",
-                          "2",
-                          "--node-rank",
-                          QString::number(n),
-                          "--master-addr",
-                          "127.0.0.1",
-                          "--master-port",
-                          QString::number(port)};
-      args << kJob;
-      nodes.push_back(start(SHARDSCOPE_CLI, args, baseEnv()));
+      nodes.push_back(start(SHARDSCOPE_CLI, nodeRunArgs(path(QString("node%1.db").arg(n)), n, port) << kJob, baseEnv()));
     }
     for (auto& p : nodes) {
       const Result r = finish(*p);
@@ -326,21 +329,10 @@ class TestMultiNode : public QObject {
     for (int n = 0; n < 2; ++n) {
       QProcessEnvironment env = baseEnv();
       env.insert("SHARDSCOPE_FAULT", "3:2:crash");
-      QStringList args = {"run",
-                          "--db",
-                          path(QString("fail%1.db").arg(n)),
-                          "--nnodes",
-                          "2",
-                          "--node-rank",
-                          QString::number(n),
-                          "--master-addr",
-                          "127.0.0.1",
-                          "--master-port",
-                          QString::number(port),
-                          "--hang-timeout-s",
-                          "30"};
-      args << kJob;
-      nodes.push_back(start(SHARDSCOPE_CLI, args, env));
+      nodes.push_back(start(SHARDSCOPE_CLI,
+                            nodeRunArgs(path(QString("fail%1.db").arg(n)), n, port) << "--hang-timeout-s"
+                                                                                    << "30" << kJob,
+                            env));
     }
     for (auto& p : nodes) {
       const Result r = finish(*p);
