@@ -32,18 +32,9 @@ done
 umask 022
 start=$(date +%s.%N)
 
-BUILD_DIR=${SHARDSCOPE_BUILD_DIR:-build}
-if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
-  GEN=()
-  command -v ninja >/dev/null && GEN=(-G Ninja)
-  cmake -S . -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHARDSCOPE_BUILD_TESTS=OFF \
-    -DSHARDSCOPE_BUILD_BENCHMARKS=OFF
-fi
-BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
-TARGETS=(--target shardscope-cli)
-[ -d "$BUILD_DIR/app/CMakeFiles/shardscope.dir" ] && TARGETS+=(--target shardscope)
-[ -d "$BUILD_DIR/profiler/CMakeFiles/shardscope-worker.dir" ] && TARGETS+=(--target shardscope-worker)
-cmake --build "$BUILD_DIR" "${TARGETS[@]}" --parallel "${SHARDSCOPE_JOBS:-$(nproc)}" | grep -v '^ninja: no work to do' || true
+# shellcheck source=packaging/build-programs.sh
+source packaging/build-programs.sh  # the working directory is the source tree (cd above)
+build_programs shardscope shardscope-worker
 # The executables as built (they run here: help2man asks them for --help).
 declare -A BUILT=([shardscope-cli]="$BUILD_DIR/app/shardscope-cli" [shardscope]="$BUILD_DIR/app/shardscope"
   [shardscope-worker]="$BUILD_DIR/profiler/shardscope-worker")
