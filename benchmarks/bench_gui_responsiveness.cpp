@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
     t.start();
     while (!done()) {
       if (t.elapsed() > timeoutS * 1000LL) return false;
-      app.processEvents(QEventLoop::WaitForMoreEvents, 20);
+      app.processEvents(QEventLoop::WaitForMoreEvents, 50);
     }
     return true;
   };
@@ -160,16 +160,7 @@ int main(int argc, char** argv) {
     last = now;
   });
 
-  auto waitUntil = [&](const std::function<bool()>& done) {
-    QElapsedTimer t;
-    t.start();
-    while (!done()) {
-      if (t.elapsed() > timeoutS * 1000LL) return false;
-      app.processEvents(QEventLoop::WaitForMoreEvents, 50);
-    }
-    return true;
-  };
-  if (!waitUntil([&] { return !w.runsLoading(); })) {
+  if (!waitFor([&] { return !w.runsLoading(); })) {
     std::fprintf(stderr, "bench_gui_responsiveness: the run list did not load\n");
     return 1;
   }
@@ -186,7 +177,7 @@ int main(int argc, char** argv) {
     ui::Page* p = w.page(id);
     // A page starts loading when shown; give it one turn of the loop to report busy.
     app.processEvents();
-    const bool ok = waitUntil([&] { return p && !p->busy(); });
+    const bool ok = waitFor([&] { return p && !p->busy(); });
     const double readyS = static_cast<double>(t.nsecsElapsed()) / 1e9;
     // Keep probing a little after ready (the result being shown counts too).
     QElapsedTimer after;
