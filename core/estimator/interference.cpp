@@ -30,6 +30,26 @@ double overlapFraction(double a, double b, const std::vector<std::pair<double, d
   return std::clamp(covered / (b - a), 0.0, 1.0);
 }
 
+double cpuHostOverheadWeight(Strategy s) {
+  switch (s) {
+    case Strategy::Ddp:
+      return 1.0;
+    case Strategy::Zero1:
+      return 1.07;
+    case Strategy::Zero2:
+      return 1.5;
+    case Strategy::Zero3:
+    case Strategy::ZeroPPHpz:
+      return 3.0;
+    case Strategy::FsdpFull:
+    case Strategy::Hsdp:
+      return 4.6;
+    case Strategy::FsdpGradOp:
+      return 3.6;
+  }
+  return 1.0;
+}
+
 double baseDuration(const InterferenceSample& s, double k) { return s.durS / (1.0 + k * s.overlap); }
 
 namespace {

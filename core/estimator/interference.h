@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/model/strategy.h"
+
 namespace shardscope::core::estimator {
 
 // A compute span of a measured run: its group (one per block and pass: spans of a group would take
@@ -50,6 +52,18 @@ constexpr double kCpuGlooInterference = 0.5;
 // On GPUs (NCCL kernels beside compute kernels) the slowdown is smaller; without a measurement of
 // ours, the run's own fit or 0.
 constexpr double kGpuInterference = 0.0;
+
+// Host work per step outside the blocks' compute and the waits (allocating and freeing gathered
+// parameters, copying and accumulating gradient shards, hooks, issuing collectives), relative to
+// DDP's, on CPU ranks with Gloo: the mean per strategy over the 2-rank small-model runs of three
+// validation grids, 6-18 runs each (DDP 2.2 ms, ZeRO-1 2.3, ZeRO-2 3.3, ZeRO-3 6.5, FSDP 10.1,
+// SHARD_GRAD_OP 7.9; docs/ESTIMATOR.md, "Compute that follows the strategy"). A prediction for
+// another strategy scales the calibration run's overhead by the ratio of the two.
+double cpuHostOverheadWeight(Strategy s);
+// The share of a CPU optimizer step that follows the whole model's trainable parameters rather than
+// the rank's shard: DDP's whole-model step against the sharded strategies' half (ZeRO-1/2, FSDP) on
+// the same grids (sharded/DDP 0.62, 0.53 and 0.60: 0.24, 0.05 and 0.20, mean 0.16).
+constexpr double kCpuOptimizerModelShare = 0.16;
 
 // Fits k in [0, 3]. With fewer than 20 samples or an overlap spread below 0.15 inside the groups,
 // k = fallback and identified = false.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/estimator/interference.h"
 #include "core/util/error.h"
 #include "core/util/units.h"
 
@@ -142,6 +143,10 @@ Calibration calibrate(TraceStore& store, RunId runId) {
 
 PredictionCheck applyCalibration(SimulateInput& si, const Calibration& c, bool keepJitter, bool allowExtrapolation) {
   applyMeasuredProfile(si, c.profile, keepJitter);
+  // Host work outside the blocks follows the strategy (gathers' allocations, gradient copies and
+  // accumulation, hooks): measured per strategy on CPU ranks; GPU runs keep the calibration's.
+  if (c.profile.gloo && si.strategy != c.profile.strategy)
+    si.compute.stepOverheadS *= cpuHostOverheadWeight(si.strategy) / cpuHostOverheadWeight(c.profile.strategy);
   si.intraNode = c.link.link;
   si.commInterferenceAllReduce = c.link.commInterferenceAllReduce;
   si.commInterferenceOther = c.link.commInterferenceOther;
@@ -157,6 +162,7 @@ PredictionCheck applyCalibration(SimulateInput& si, const Calibration& c, bool k
     for (auto* v : {&si.compute.forwardS, &si.compute.backwardS})
       for (double& x : *v) x *= check.loadFactor;
     si.compute.optimizerSPerElement *= check.loadFactor;
+    si.compute.optimizerSPerModelElement *= check.loadFactor;
     si.compute.stepOverheadS *= check.loadFactor;
     check.extrapolation.push_back("compute scaled by the host load, x" + formatFixed(check.loadFactor, 2) + " (" +
                                   check.refused.front() + ")");

@@ -357,6 +357,7 @@ ComputeProfile scaleComputeProfile(const ComputeProfile& p, const EstimateInput&
   ComputeProfile out;
   out.source = p.source + ", scaled by FLOPs";
   out.optimizerSPerElement = p.optimizerSPerElement;
+  out.optimizerSPerModelElement = p.optimizerSPerModelElement;
   out.stepOverheadS = p.stepOverheadS;
   const auto fm = blockTrainFlops(measured), ft = blockTrainFlops(target);
   const int Lm = a.layers, Lt = b.layers;

@@ -29,6 +29,10 @@ struct ComputeProfile {
   std::vector<double> forwardS;     // L+2 entries
   std::vector<double> backwardS;    // L+2 entries, without recomputation
   double optimizerSPerElement = 0;  // optimizer step time per parameter element a rank updates
+  // The optimizer step's time per trainable parameter of the model, whatever the rank's shard
+  // (work over the whole gradient or model on every rank): kCpuOptimizerModelShare of a CPU run's
+  // measured step; 0 in FLOPs mode and for GPU runs (not measured there).
+  double optimizerSPerModelElement = 0;
   // Host work per step outside any block's compute and outside waits (a measured run's step time
   // less its compute and wait spans: hooks, gradient copies into buckets, the loss read-back); run
   // on the compute thread at the end of each step. 0 in FLOPs mode.
@@ -36,13 +40,14 @@ struct ComputeProfile {
 };
 
 // The forward of a checkpointed block runs without autograd's graph (nothing saved for backward):
-// measured at 0.83 of the same block's forward with it (FSDP, model small, 2 CPU ranks, the
-// validation's runs: 9.0 against 10.9 ms per block).
-constexpr double kCheckpointedForwardShare = 0.83;
-// Its recomputation inside the backward adds less than that forward: 0.72 of it (the same runs:
-// a checkpointed block's backward 27.1 ms against 19.3 without checkpointing, 7.8 ms more, each
-// span less its interference; the recomputed activations are used at once, still in cache).
-constexpr double kRecomputeShare = 0.72;
+// measured at 0.86 of the same block's forward with it (FSDP, model small, 2 CPU ranks: the mean
+// over three validation grids of 3 runs each, whose ratios were 0.885, 0.860 and 0.822; each span
+// less its interference).
+constexpr double kCheckpointedForwardShare = 0.86;
+// Its recomputation inside the backward adds less than that forward: 0.80 of it (the same grids:
+// 0.90, 0.78 and 0.72; a checkpointed block's backward less the plain one's, over the plain
+// forward; the recomputed activations are used at once, still in cache).
+constexpr double kRecomputeShare = 0.80;
 
 // Forward 1/3, backward 2/3 of the training FLOPs of each block (6 FLOPs per parameter and token
 // plus attention, the runtime's trainFlopsPerToken split by block) at tflops·efficiency; the

@@ -52,7 +52,10 @@ struct Builder {
   void recomputeOut(int b) {
     if (ckpt() && b >= 1 && b <= sh.L) p.mem(MemCat::Activations, -sh.actFullLayer - sh.actFlowing);
   }
-  void optimizer(std::int64_t elements) { p.compute("optimizer step", cp.optimizerSPerElement * static_cast<double>(elements)); }
+  void optimizer(std::int64_t elements) {
+    p.compute("optimizer step",
+              cp.optimizerSPerModelElement * static_cast<double>(sh.T) + cp.optimizerSPerElement * static_cast<double>(elements));
+  }
 
   // DDP, ZeRO-1, ZeRO-2 --------------------------------------------------------------------------
   void replicated(Strategy s) {

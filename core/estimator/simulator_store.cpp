@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <tuple>
 #include <numeric>
 #include <set>
 
@@ -242,8 +243,12 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
     int block = 0;
     InterferenceSample s;
   };
-  std::vector<PassSpan> passSpans;
-  const std::vector<std::pair<double, double>> none;
+  // One sample per rank, step, pass and block: a block's pass split into pieces by waits (ZeRO-3
+  // waits for each parameter's all-gather inside the block) is summed first, its overlap the
+  // duration-weighted one. The pieces are different operations of different lengths: taken one by
+  // one they break the fit's premise that a group's spans would take the same time alone, and a
+  // ZeRO-3 run's k came out at 0.09 where its whole blocks say 0.5.
+  std::map<std::tuple<RankId, std::int64_t, bool, int>, PassSpan> passSpanOf;
   for (const auto& t : tracks) {
     if (t.kind != TrackKind::CpuThread || t.name.rfind("compute", 0) != 0) continue;
     const auto fs = firstStep.find(t.rankId);
@@ -266,21 +271,28 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
           const int blk = blockOf(e.name.substr(f ? 8 : 9), L);
           if (blk < 0) return;
           const auto fl = inFlight.find(t.rankId);
-          PassSpan ps;
+          PassSpan& ps = passSpanOf[{t.rankId, *e.step, f, blk}];
           ps.forward = f;
           ps.block = blk;
           // Transformer blocks are alike: one group per pass for them, one per pass for the
           // embedding and for the head.
           ps.s.group = (f ? 0 : 3) + (blk == 0 ? 0 : blk <= L ? 1 : 2);
-          ps.s.overlap = overlapFraction(static_cast<double>(e.startNs) * 1e-9, static_cast<double>(e.endNs) * 1e-9,
-                                         fl == inFlight.end() ? none : fl->second);
-          ps.s.durS = d;
-          passSpans.push_back(ps);
+          // overlap holds the overlapped seconds until the pieces are all in.
+          if (fl != inFlight.end())
+            ps.s.overlap +=
+                d * overlapFraction(static_cast<double>(e.startNs) * 1e-9, static_cast<double>(e.endNs) * 1e-9, fl->second);
+          ps.s.durS += d;
         },
         false);
   }
   {
     // The compute alone: each span less the interference of the collectives it overlapped.
+    std::vector<PassSpan> passSpans;
+    passSpans.reserve(passSpanOf.size());
+    for (auto& [key, ps] : passSpanOf) {
+      if (ps.s.durS > 0) ps.s.overlap /= ps.s.durS;
+      passSpans.push_back(ps);
+    }
     std::vector<InterferenceSample> is;
     is.reserve(passSpans.size());
     for (const auto& p : passSpans) is.push_back(p.s);
@@ -308,10 +320,16 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
   // Elements the rank's optimizer updates: the whole model for DDP, its shard otherwise.
   const MemoryEstimate me = estimateMemory(in, mp.strategy);
   const std::int64_t P = parameterCount(in.model);
-  const std::int64_t elems = mp.strategy == Strategy::Ddp ? P : std::max<std::int64_t>(1, me.state.optimizer / 8);
+  const std::int64_t trainable = in.loraRank > 0 ? trainableParameterCount(in) : P;
+  const std::int64_t elems = mp.strategy == Strategy::Ddp ? trainable : std::max<std::int64_t>(1, me.state.optimizer / 8);
   mp.compute.forwardS = std::move(fwd);
   mp.compute.backwardS = std::move(bwd);
-  mp.compute.optimizerSPerElement = opt / static_cast<double>(elems);
+  // On CPU part of the step follows the whole model, not the shard (a sharded optimizer updating
+  // half the elements took 0.58 of DDP's whole-model step, not 0.5: interference.h,
+  // kCpuOptimizerModelShare).
+  const double modelPart = mp.gloo ? kCpuOptimizerModelShare * opt : 0.0;
+  mp.compute.optimizerSPerModelElement = modelPart / static_cast<double>(std::max<std::int64_t>(1, trainable));
+  mp.compute.optimizerSPerElement = (opt - modelPart) / static_cast<double>(elems);
   mp.compute.stepOverheadS = std::max(0.0, mp.stepS - busy / static_cast<double>(samples));
   {
     const std::size_t nRanks = stepTimes.size();
@@ -748,6 +766,7 @@ JsonValue toJson(const MeasuredProfile& m) {
   o.set("forward_blocks_s", std::move(fb));  // per block: embedding, the transformer blocks, the head
   o.set("backward_blocks_s", std::move(bb));
   o.set("step_overhead_s", JsonValue::number(m.compute.stepOverheadS));
+  o.set("optimizer_s_per_model_element", JsonValue::number(m.compute.optimizerSPerModelElement));
   JsonValue inter = JsonValue::object();
   inter.set("k", JsonValue::number(m.interference.k));
   inter.set("fitted", JsonValue::boolean(m.interference.identified));

@@ -250,6 +250,42 @@ class TestPrediction : public QObject {
     const JsonValue j = toJson(r);
     QVERIFY(j.find("prediction") != nullptr);
   }
+  // Host work outside the blocks follows the strategy on CPU (cpuHostOverheadWeight); GPU runs keep
+  // the calibration's. The optimizer's whole-model part stays whatever the shard.
+  void hostOverheadAndOptimizerFollowTheStrategy() {
+    MeasuredProfile mp = profileOn(2, 1, 2);
+    mp.compute.stepOverheadS = 2e-3;
+    mp.compute.optimizerSPerModelElement = 0.5e-9;
+    Calibration cal;
+    cal.profile = mp;
+    cal.link.link = LinkModel{"l", 1.0, 0, 100, "l"};
+    SimulateInput fsdp = targetOf(mp, Strategy::FsdpFull, 2);
+    applyCalibration(fsdp, cal, false, false);
+    QVERIFY(std::abs(fsdp.compute.stepOverheadS - 2e-3 * cpuHostOverheadWeight(Strategy::FsdpFull)) < 1e-15);
+    QVERIFY(cpuHostOverheadWeight(Strategy::FsdpFull) > cpuHostOverheadWeight(Strategy::Zero3));
+    QVERIFY(cpuHostOverheadWeight(Strategy::Zero3) > cpuHostOverheadWeight(Strategy::Ddp));
+    SimulateInput same = targetOf(mp, Strategy::Ddp, 2);
+    applyCalibration(same, cal, false, false);
+    QCOMPARE(same.compute.stepOverheadS, 2e-3);
+    cal.profile.gloo = false;  // a GPU run: nothing measured per strategy there
+    SimulateInput gpu = targetOf(mp, Strategy::FsdpFull, 2);
+    applyCalibration(gpu, cal, false, false);
+    QCOMPARE(gpu.compute.stepOverheadS, 2e-3);
+
+    // The optimizer step of a simulated ZeRO-1 rank (half the elements) keeps the whole-model part.
+    cal.profile.gloo = true;
+    SimulateInput z1 = targetOf(mp, Strategy::Zero1, 2);
+    applyCalibration(z1, cal, false, false);
+    z1.interference = 0;
+    const SimulationResult r = simulate(z1);
+    const std::int64_t P = parameterCount(mp.input.model);
+    double opt = -1;
+    for (const auto& sp : r.ranks.front().spans)
+      if (sp.kind == SimSpan::Kind::Compute && r.names[static_cast<std::size_t>(sp.name)] == "optimizer step" && sp.step == 1)
+        opt = sp.endS - sp.startS;
+    const double want = 0.5e-9 * static_cast<double>(P) + 1e-9 * static_cast<double>((P + 1) / 2);
+    QVERIFY2(std::abs(opt / want - 1) < 0.01, qPrintable(QString("%1 vs %2").arg(opt).arg(want)));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestPrediction)

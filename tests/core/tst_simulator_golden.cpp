@@ -98,10 +98,10 @@ void addCases() {
     em.gradientAsBucketView = true;
     em.activationCheckpointing = true;
     add("ddp-8-bucket-view-ckpt-2-nodes", sim(em, Strategy::Ddp),
-        "step=0.081099415999999883 compute=0.041127543999999995 comm=0.057151871999999881 "
-        "exposed=0.03997187199999986 slowest=0:0.081099415999999869 peak=67511296 tok=1578.3097624278846 "
+        "step=0.081294415999999883 compute=0.041842543999999988 comm=0.057151871999999881 "
+        "exposed=0.039451871999999888 slowest=0:0.081294415999999897 peak=67511296 tok=1574.523888578032 "
         "msg=15803392 wire=27655936 colls=23 events=2112 ranks=8 spans=1392 samples=440",
-        "e15585cae366b1d5");
+        "c05f9799c57ad97d");
   }
   {
     auto em = model("tiny", 2, 2);
@@ -123,10 +123,11 @@ void addCases() {
     si.jitter = 0.03;
     si.seed = 11;
     add("zero2-8-overlap-ckpt-jitter", si,
-        "step=0.050889480741859804 compute=0.030729654181117311 comm=0.023265769249943561 "
-        "exposed=0.020159826560742489 slowest=3:0.050895557068972849 peak=26507392 tok=2515.2545896329402 "
-        "msg=31606784 wire=41483904 colls=52 events=4128 ranks=8 spans=2808 samples=1064",
-        "24d15a056ad074f7");
+        "step=0.051616775176431456 compute=0.031441571955053205 comm=0.023283950116730463 "
+        "exposed=0.020175203221378269 slowest=3:0.051622851503544509 peak=26507392 "
+        "tok=2479.8139667285068 msg=31606784 wire=41483904 colls=52 events=4128 ranks=8 spans=2808 "
+        "samples=1064",
+        "4c3fab1f4d13400b");
   }
   {
     auto em = model("tiny", 2, 2);
@@ -150,10 +151,11 @@ void addCases() {
     si.slowRanks = {{5, 1.3}};
     si.keepRanks = 4;
     add("zero3-8-prefetch-ckpt-jitter-slow", si,
-        "step=0.042786897475809459 compute=0.031953684075475858 comm=0.032200512140910929 "
-        "exposed=0.010833213400333601 slowest=5:0.042804751864097448 peak=28718336 tok=2991.5700261363354 "
-        "msg=31606784 wire=27655936 colls=62 events=9264 ranks=5 spans=3517 samples=1745",
-        "13f9a227e60b8798");
+        "step=0.043678977512383407 compute=0.0326968186150014 comm=0.032974070340190037 "
+        "exposed=0.010982158897382008 slowest=5:0.043696831900671404 peak=28718336 "
+        "tok=2930.4715286366486 msg=31606784 wire=27655936 colls=62 events=9264 ranks=5 spans=3513 "
+        "samples=1745",
+        "900f50d6f3884643");
   }
   {
     auto em = model("tiny", 2, 2);
@@ -218,10 +220,11 @@ void addCases() {
     auto si = sim(em, Strategy::FsdpGradOp);
     si.backwardPrefetch = BackwardPrefetch::None;
     add("fsdp-grad-op-8-no-prefetch-ckpt", si,
-        "step=0.038798056000000004 compute=0.030756567999999988 comm=0.014187967999999981 "
-        "exposed=0.0080414879999999994 slowest=0:0.038798056000000011 peak=28960128 tok=3299.1343690003432 "
-        "msg=31606784 wire=27655936 colls=12 events=2040 ranks=8 spans=888 samples=896",
-        "ae1ff38b257a335e");
+        "step=0.039513056000000019 compute=0.031471567999999998 comm=0.014187967999999981 "
+        "exposed=0.0080414879999999994 slowest=0:0.039513056000000026 peak=28960128 "
+        "tok=3239.4355931366063 msg=31606784 wire=27655936 colls=12 events=2040 ranks=8 spans=888 "
+        "samples=896",
+        "58c0ad597df02529");
   }
   {
     auto em = model("small", 8, 4);
