@@ -262,6 +262,7 @@ int cmdSimulate(const Args& rawArgs, core::CancelToken& cancel) {
        << " ms, exposed " << core::formatFixed(measured->exposedCommS * 1e3, 2) << " ms, overlap "
        << core::formatFixed(measured->overlap() * 100, 1) << "%, compute varies "
        << core::formatFixed(measured->computeJitter * 100, 1) << "% across ranks\n";
+  if (measured && !measured->leftOutNote.empty()) os << "  profile: " << measured->leftOutNote << "\n";
   if (base.jitter > 0 || !base.slowRanks.empty()) {
     os << "  per-rank variation: jitter";
     bool phases = false;

@@ -385,7 +385,7 @@ LinkFit fitRunLink(TraceStore& store, RunId runId) {
   return fitLink(collectiveSamples(store, runId), "fitted:run" + std::to_string(runId.value()));
 }
 
-RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId) {
+RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId, const std::set<std::int64_t>* leftOut) {
   // Per lane name (one per process group and rank, or a GPU stream), each rank's collectives in
   // order, the step's and the link probe's apart. When the ranks share a clock and every rank of a
   // lane has the same sequence, the k-th instances are one collective: its time is from the last
@@ -433,6 +433,7 @@ RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId) {
           const bool probe = isLinkProbeName(e.name);
           if (probe && e.name.find("warmup") != std::string_view::npos) return;
           if (!probe && firstCounted && (!e.step || *e.step < *firstCounted)) return;
+          if (!probe && leftOut && e.step && leftOut->count(*e.step)) return;
           if (t.kind == TrackKind::GpuStream && e.category != Category::Communication) return;
           CollectiveSample s;
           switch (e.collOp) {

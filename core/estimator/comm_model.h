@@ -6,6 +6,7 @@
 // measured run's collectives (least squares of duration against wire bytes).
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -130,6 +131,7 @@ bool ranOnCuda(const std::vector<Rank>& ranks);
 struct RunCollectiveSamples {
   std::vector<CollectiveSample> steps, probe;
 };
-RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId);
+// Step samples of the steps in `leftOut` (step numbers: a profile's disturbed steps) are dropped.
+RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId, const std::set<std::int64_t>* leftOut = nullptr);
 
 }  // namespace shardscope::core::estimator

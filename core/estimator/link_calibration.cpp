@@ -182,12 +182,12 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
   return c;
 }
 
-LinkCalibration calibrateLink(TraceStore& store, RunId runId) {
+LinkCalibration calibrateLink(TraceStore& store, RunId runId, const std::set<std::int64_t>* leftOutSteps) {
   const auto run = store.run(runId);
   if (!run) throw Error(store.path() + ": no run with id " + std::to_string(runId.value()));
   const std::string name = "run" + std::to_string(runId.value());
   try {
-    const RunCollectiveSamples samples = runCollectiveSamples(store, runId);
+    const RunCollectiveSamples samples = runCollectiveSamples(store, runId, leftOutSteps);
     return calibrateLink(samples.probe, samples.steps, name,
                          ranOnCuda(store.ranks(runId)) ? kGpuCommInterference : kCpuGlooCommInterference);
   } catch (const Error& e) {

@@ -9,6 +9,7 @@
 // collectives, whose quality (R², size range, kinds seen) is reported with it.
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "core/estimator/comm_model.h"
@@ -50,7 +51,7 @@ JsonValue toJson(const LinkCalibration& c);
 
 // The link of a stored run as above. Throws core::Error naming the store and run when the run has
 // neither a probe nor two collectives with a size.
-LinkCalibration calibrateLink(TraceStore& store, RunId runId);
+LinkCalibration calibrateLink(TraceStore& store, RunId runId, const std::set<std::int64_t>* leftOutSteps = nullptr);
 
 // Pure: the same from the samples (probe may be empty).
 LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const std::vector<CollectiveSample>& steps,

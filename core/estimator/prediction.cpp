@@ -137,7 +137,7 @@ PredictionInterval predictionInterval(const MeasuredProfile& mp, const Simulatio
 Calibration calibrate(TraceStore& store, RunId runId) {
   Calibration c;
   c.profile = measuredProfile(store, runId);
-  c.link = calibrateLink(store, runId);
+  c.link = calibrateLink(store, runId, &c.profile.leftOutSteps);
   return c;
 }
 
@@ -184,6 +184,7 @@ void annotatePrediction(SimulationResult& r, const Calibration& c, const Predict
   n.link = c.link.note;
   n.interference = c.profile.interference.note;
   for (const auto& e : n.extrapolation) r.notes.push_back("extrapolation: " + e);
+  if (!c.profile.leftOutSteps.empty()) r.notes.push_back("calibration: " + c.profile.leftOutNote);
   r.prediction = std::move(n);
 }
 

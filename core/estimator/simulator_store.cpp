@@ -159,6 +159,7 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
     const auto c = counted.find(rankId);
     return c != counted.end() && c->second.warmupLeftOut && c->second.counts(step);
   };
+  std::set<std::int64_t> leftOutRel;  // disturbed steps, relative to each rank's first
   double stepSum = 0;
   std::int64_t stepCount = 0;
   for (const auto& [rank, v] : stepTimes)
@@ -191,7 +192,41 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
       m /= n;
       mp.stepCv = m > 0 ? std::sqrt(std::max(0.0, (m2 / n - m * m) * n / (n - 1))) / m : 0.0;
     }
+    // Disturbed steps (kDisturbedStep): left out of the profile, kept in the step time and its spread.
+    std::vector<std::pair<std::int64_t, double>> means;
+    for (const auto& [k, e] : byStep) means.push_back({k, e.first / e.second});
+    for (const std::int64_t k : disturbedSteps(means)) leftOutRel.insert(k);
+    if (!leftOutRel.empty()) {
+      std::vector<double> xs;
+      for (const auto& [k, x] : means) xs.push_back(x);
+      std::nth_element(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(xs.size() / 2), xs.end());
+      const double median = xs[xs.size() / 2];
+      std::string which, took;
+      for (const auto& [k, x] : means)
+        if (leftOutRel.count(k)) {
+          which += (which.empty() ? "" : ", ") + std::to_string(k + firstStep.begin()->second);
+          took += (took.empty() ? "" : ", ") + formatDurationNs(x * 1e9);
+        }
+      for (const auto& [rank, first] : firstStep)
+        for (const std::int64_t k : leftOutRel) mp.leftOutSteps.insert(k + first);
+      mp.leftOutNote = "step" + std::string(leftOutRel.size() > 1 ? "s " : " ") + which + " of " + std::to_string(byStep.size()) +
+                       " steady ones left out of the profile: " + took + " against a median of " +
+                       formatDurationNs(median * 1e9) + " (something else ran on the host?)";
+    }
   }
+  // The steps the profile is taken from: the steady ones less the disturbed ones.
+  auto profiled = [&](RankId rankId, std::int64_t step) {
+    const auto f = firstStep.find(rankId);
+    return steady(rankId, step) && f != firstStep.end() && !leftOutRel.count(step - f->second);
+  };
+  double profiledStepSum = 0;
+  std::int64_t profiledCount = 0;
+  for (const auto& [rank, v] : stepTimes)
+    for (const auto& [n, d] : v)
+      if (profiled(rank, n)) {
+        profiledStepSum += d;
+        ++profiledCount;
+      }
   // The host it ran on (rank 0's metadata, written by our runtime since the link probe came) and
   // its compute probe.
   for (const auto& r : store.ranks(runId)) {
@@ -256,7 +291,7 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
     store.forEachEvent(
         t.id,
         [&](const Event& e) {
-          if (!e.step || !steady(t.rankId, *e.step)) return;
+          if (!e.step || !profiled(t.rankId, *e.step)) return;
           const double d = static_cast<double>(e.endNs - e.startNs) * 1e-9;
           if (e.cat == "wait") busy += d;
           if (e.category != Category::Computation) return;
@@ -301,7 +336,7 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
     for (const auto& p : passSpans)
       (p.forward ? fwd : bwd)[static_cast<std::size_t>(p.block)] += baseDuration(p.s, mp.interference.k);
   }
-  samples = stepCount;
+  samples = profiledCount;
   for (auto& v : fwd) v /= static_cast<double>(samples);
   for (auto& v : bwd) v /= static_cast<double>(samples);
   opt /= static_cast<double>(samples);
@@ -330,7 +365,7 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
   const double modelPart = mp.gloo ? kCpuOptimizerModelShare * opt : 0.0;
   mp.compute.optimizerSPerModelElement = modelPart / static_cast<double>(std::max<std::int64_t>(1, trainable));
   mp.compute.optimizerSPerElement = (opt - modelPart) / static_cast<double>(elems);
-  mp.compute.stepOverheadS = std::max(0.0, mp.stepS - busy / static_cast<double>(samples));
+  mp.compute.stepOverheadS = std::max(0.0, profiledStepSum / static_cast<double>(samples) - busy / static_cast<double>(samples));
   {
     const std::size_t nRanks = stepTimes.size();
     // Each rank's relative deviation from the span's mean over ranks, scaled to unit variance for
@@ -389,6 +424,28 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
   mp.compute.source = "run " + std::to_string(runId.value()) + " (" + in.model.name + ", " + strategyName(mp.strategy) + ", " +
                       std::to_string(in.gpus) + " ranks, " + std::to_string(stepCount) + " steady rank-steps)";
   return mp;
+}
+
+std::vector<std::int64_t> disturbedSteps(const std::vector<std::pair<std::int64_t, double>>& stepTimes) {
+  std::vector<std::int64_t> out;
+  if (static_cast<int>(stepTimes.size()) < kDisturbedStepMinSteps) return out;
+  const auto medianOf = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  std::vector<double> xs, dev;
+  for (const auto& [k, x] : stepTimes) xs.push_back(x);
+  const double median = medianOf(xs);
+  // The spread from the steps at or below the median: disturbances only slow steps down, and
+  // three disturbed steps of seven would otherwise widen the limit past themselves.
+  for (double x : xs)
+    if (x <= median) dev.push_back(median - x);
+  const double sd = 1.4826 * medianOf(dev);
+  const double limit = std::max(median * (1.0 + kDisturbedStepShare), median + kDisturbedStepSds * sd);
+  for (const auto& [k, x] : stepTimes)
+    if (x > limit) out.push_back(k);
+  return out;
 }
 
 double gemmRate(const std::vector<std::pair<double, double>>& curve, double d) {
@@ -766,6 +823,12 @@ JsonValue toJson(const MeasuredProfile& m) {
   o.set("forward_blocks_s", std::move(fb));  // per block: embedding, the transformer blocks, the head
   o.set("backward_blocks_s", std::move(bb));
   o.set("step_overhead_s", JsonValue::number(m.compute.stepOverheadS));
+  if (!m.leftOutSteps.empty()) {
+    JsonValue lo = JsonValue::array();
+    for (std::int64_t s : m.leftOutSteps) lo.push(JsonValue::number(s));
+    o.set("left_out_steps", std::move(lo));
+    o.set("left_out_note", JsonValue::string(m.leftOutNote));
+  }
   o.set("optimizer_s_per_model_element", JsonValue::number(m.compute.optimizerSPerModelElement));
   JsonValue inter = JsonValue::object();
   inter.set("k", JsonValue::number(m.interference.k));

@@ -3,6 +3,7 @@
 // and a simulation written as a run with source `simulated` (same lanes, span names, steps, memory
 // records and metrics as a runtime run), so every page, analysis and report shows it.
 #include <array>
+#include <set>
 #include <string>
 
 #include "core/config/run_config.h"
@@ -74,7 +75,25 @@ struct MeasuredProfile : SimTarget {
   std::array<std::vector<double>, kComputePhases> jitterQuantiles;
   double overlap() const { return commS > 0 ? 1.0 - exposedCommS / commS : 1.0; }
   std::string runName;
+  // Disturbed steps (disturbedSteps below), by step number: left out of the compute profile, the
+  // jitter and the link calibration, kept in stepS and stepCv. The note names them for the reader.
+  std::set<std::int64_t> leftOutSteps;
+  std::string leftOutNote;
 };
+
+// A steady step whose time (the ranks' mean) exceeds the run's median step by more than
+// kDisturbedStepShare and by more than kDisturbedStepSds robust standard deviations (1.4826 x the
+// median absolute deviation of the steps at or below the median: disturbances are one-sided) was
+// disturbed by something outside the run: another process on the
+// host, a page-cache flush. On the validation's 2-core machine such steps took 1.3-1.5x the
+// median for a few seconds (a medium-model DDP run: steps 6-8 at 1.54, 1.42 and 1.37 s against
+// 1.06 s) and a profile taken from them carried the disturbance into every prediction made from it
+// (+26 % for another strategy). At least kDisturbedStepMinSteps steady steps are needed to tell.
+constexpr double kDisturbedStepShare = 0.15;
+constexpr double kDisturbedStepSds = 3.0;
+constexpr int kDisturbedStepMinSteps = 4;
+// The disturbed steps among (step, time) pairs.
+std::vector<std::int64_t> disturbedSteps(const std::vector<std::pair<std::int64_t, double>>& stepTimes);
 // {run, strategy, step_s, comm_s, exposed_comm_s, overlap, compute_jitter, compute_jitter_<phase>
 //  (the phases it has)}: `shardscope-cli simulate --json`'s profile_run.
 JsonValue toJson(const MeasuredProfile& m);

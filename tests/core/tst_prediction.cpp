@@ -286,6 +286,24 @@ class TestPrediction : public QObject {
     const double want = 0.5e-9 * static_cast<double>(P) + 1e-9 * static_cast<double>((P + 1) / 2);
     QVERIFY2(std::abs(opt / want - 1) < 0.01, qPrintable(QString("%1 vs %2").arg(opt).arg(want)));
   }
+  // Steps slowed by something outside the run are left out of a profile; a run's own spread is not.
+  void findsDisturbedSteps() {
+    const auto steps = [](std::vector<double> xs) {
+      std::vector<std::pair<std::int64_t, double>> v;
+      for (std::size_t i = 0; i < xs.size(); ++i) v.push_back({static_cast<std::int64_t>(i) + 2, xs[i]});
+      return v;
+    };
+    // A medium-model run of the validation: three disturbed steps of seven.
+    QCOMPARE(disturbedSteps(steps({1.058, 1.077, 1.009, 1.057, 1.548, 1.399, 1.363})), (std::vector<std::int64_t>{6, 7, 8}));
+    // One slow step of a noisy ZeRO-3 run (CV 16 %): only the outlier.
+    QCOMPARE(disturbedSteps(steps({0.3174, 0.2294, 0.2331, 0.2070, 0.2560, 0.2159, 0.2148})), (std::vector<std::int64_t>{2}));
+    // Within 15 % of the median: kept, however regular the rest.
+    QVERIFY(disturbedSteps(steps({1.0, 1.0, 1.0, 1.0, 1.0, 1.14})).empty());
+    // A run whose steps spread widely on both sides: its slow steps are its own.
+    QVERIFY(disturbedSteps(steps({1.0, 1.3, 0.7, 1.25, 0.75, 1.2, 0.8})).empty());
+    // Too few steps to tell.
+    QVERIFY(disturbedSteps(steps({1.0, 1.0, 2.0})).empty());
+  }
 };
 
 QTEST_GUILESS_MAIN(TestPrediction)
