@@ -337,6 +337,7 @@ void EstimatorPage::simulate() {
         row.change = r.prediction->change;
         row.intervalBasis = r.prediction->intervalBasis;
         row.extrapolation = r.prediction->extrapolation;
+        row.leftOutNote = cal->profile.leftOutNote;
       }
       row.strategy = todo[i].first;
       row.estimatedStepS = todo[i].second;
@@ -372,6 +373,8 @@ void EstimatorPage::simulate() {
         bool extrapolates = false;
         for (const auto& r : simRows_) extrapolates = extrapolates || !r.extrapolation.empty();
         if (extrapolates) text += QLatin1Char(' ') + tr("Some predictions extrapolate: see the prediction column.");
+        if (!simRows_.empty() && !simRows_.front().leftOutNote.empty())
+          text += QLatin1Char(' ') + tr("Calibration: %1.").arg(QString::fromStdString(simRows_.front().leftOutNote));
         if (!skipped.isEmpty())
           text += QLatin1Char(' ') + tr("Not simulated (does not fit): %1.").arg(skipped.join(QStringLiteral(", ")));
         if (stored) text += QLatin1Char(' ') + tr("Stored as runs in the database.");

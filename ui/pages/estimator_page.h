@@ -78,6 +78,7 @@ class EstimatorPage : public Page {
     double lowS = 0, highS = 0;
     std::string change, intervalBasis;
     std::vector<std::string> extrapolation;
+    std::string leftOutNote;  // the calibration run's disturbed steps, left out of its profile
   };
   // Simulates every strategy of the current estimate that fits (progress, cancel; the inputs stay
   // editable, a change marks the result stale), with compute from FLOPs at the estimate's device
