@@ -78,7 +78,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cli", default="build/app/shardscope-cli")
     ap.add_argument("--db", default="", help="database of the runs (default: a new one in a temporary directory)")
-    ap.add_argument("--repeats", type=int, default=2, help="runs per configuration (noise), default 2")
+    ap.add_argument("--repeats", type=int, default=None,
+                    help="runs per configuration (noise); default 2, or with --reuse as many as --db holds per configuration")
     ap.add_argument("--quick", action="store_true", help="a smaller grid (3 strategies, 2 knobs, no medium model)")
     ap.add_argument("--reuse", action="store_true", help="use the runs already in --db (named by configuration) instead of making them")
     ap.add_argument("--json", default="", help="also write every prediction to this JSON file")
@@ -104,6 +105,11 @@ def main():
         for r in info["runs"]:
             if r["status"] == "completed" and r["source"] == "runtime":
                 existing.setdefault(r["name"].rsplit(" #", 1)[0], []).append(r["id"])
+    if args.repeats is None:
+        held = [len(existing.get("val " + c["name"], [])) for c in cfgs]
+        args.repeats = max(held) if args.reuse and held and max(held) > 0 else 2
+    if args.repeats < 1:
+        raise SystemExit("--repeats must be at least 1")
     total = len(cfgs) * args.repeats
     done = 0
     for c in cfgs:
