@@ -194,10 +194,12 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
     }
     // Disturbed steps (kDisturbedStep): left out of the profile, kept in the step time and its spread.
     std::vector<std::pair<std::int64_t, double>> means;
+    means.reserve(byStep.size());
     for (const auto& [k, e] : byStep) means.push_back({k, e.first / e.second});
     for (const std::int64_t k : disturbedSteps(means)) leftOutRel.insert(k);
     if (!leftOutRel.empty()) {
       std::vector<double> xs;
+      xs.reserve(means.size());
       for (const auto& [k, x] : means) xs.push_back(x);
       std::nth_element(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(xs.size() / 2), xs.end());
       const double median = xs[xs.size() / 2];
