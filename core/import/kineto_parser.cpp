@@ -107,6 +107,7 @@ class KinetoParser::Impl {
       groups_.clear();
       groupCount_ = 0;
       lastTrack_ = 0;
+      memTracksValid_ = false;
     }
     header_ = FileHeader{};
     header_.baseTimeNs = baseTimeNs;
@@ -312,6 +313,27 @@ class KinetoParser::Impl {
     if (ev_.pid.present && ev_.pid.isNum && derivedFrom.empty()) t.pid = ev_.pid.num;
     batch_->newTracks.push_back(std::move(t));
     return id;
+  }
+
+  // The (allocated, reserved) counter tracks of a device's memory records. One in five events of a
+  // training trace is a memory record: the last device's pair is kept, so the usual record builds
+  // no key (the tracks themselves are made once per file by counterTrack).
+  std::pair<std::uint32_t, std::uint32_t> memoryTracks(int deviceType, int deviceId) {
+    if (memTracksValid_ && deviceType == memTrackType_ && deviceId == memTrackId_) return memTracks_;
+    const std::string dev = (deviceType == 0 ? std::string("cpu") : "device " + std::to_string(deviceId));
+    const std::string key = "mem:" + std::to_string(deviceType) + ":" + std::to_string(deviceId);
+    std::optional<int> device;
+    if (deviceType != 0) device = deviceId;
+    // The two curves are read from memory_events (Total Allocated / Total Reserved): storing them
+    // again as counter rows would double the rows of memory-heavy traces.
+    const std::string suffix = std::to_string(deviceType) + ":" + std::to_string(deviceId);
+    const auto a = counterTrack(key + ":a", "memory allocated (" + dev + ")", device, "memory_events:allocated:" + suffix);
+    const auto rz = counterTrack(key + ":r", "memory reserved (" + dev + ")", device, "memory_events:reserved:" + suffix);
+    memTracksValid_ = true;
+    memTrackType_ = deviceType;
+    memTrackId_ = deviceId;
+    memTracks_ = {a, rz};
+    return memTracks_;
   }
 
   std::uint32_t groupFor(const std::string& name) {
@@ -562,15 +584,7 @@ class KinetoParser::Impl {
       m.totalAllocated = ev_.totalAllocated != kNone ? ev_.totalAllocated : 0;
       m.totalReserved = ev_.totalReserved != kNone ? ev_.totalReserved : 0;
       m.outOfMemory = ev_.name == "[OutOfMemory]";
-      const std::string dev = (m.deviceType == 0 ? std::string("cpu") : "device " + std::to_string(m.deviceId));
-      const std::string key = "mem:" + std::to_string(m.deviceType) + ":" + std::to_string(m.deviceId);
-      std::optional<int> device;
-      if (m.deviceType != 0) device = m.deviceId;
-      // The two curves are read from memory_events (Total Allocated / Total Reserved): storing them
-      // again as counter rows would double the rows of memory-heavy traces.
-      const std::string suffix = std::to_string(m.deviceType) + ":" + std::to_string(m.deviceId);
-      const auto a = counterTrack(key + ":a", "memory allocated (" + dev + ")", device, "memory_events:allocated:" + suffix);
-      const auto rz = counterTrack(key + ":r", "memory reserved (" + dev + ")", device, "memory_events:reserved:" + suffix);
+      const auto [a, rz] = memoryTracks(m.deviceType, m.deviceId);
       batch_->memory.push_back(m);
       batch_->memoryTracks.push_back(a);
       batch_->memoryTracks.push_back(rz);
@@ -655,6 +669,9 @@ class KinetoParser::Impl {
   std::string trackKey_, lastPid_, lastTid_;
   TrackClass lastCls_ = TrackClass::Cpu;
   std::uint32_t lastTrack_ = 0;
+  bool memTracksValid_ = false;  // memTracks_ are the tracks of (memTrackType_, memTrackId_) in this file
+  int memTrackType_ = 0, memTrackId_ = 0;
+  std::pair<std::uint32_t, std::uint32_t> memTracks_;
   std::unique_ptr<Batch> batch_;
   BatchPool* recycled_ = nullptr;
   FileHeader header_;
