@@ -335,203 +335,259 @@ void EventReader::parseEventFields(JsonReader& r) {
   }
 }
 
-// Reads one event straight from its text for the common, well-formed case: no escapes, plain
-// numbers, nesting only inside args. Returns false as soon as anything else shows up; the caller
-// then re-reads the event with the full tokenizer, which also produces the precise error.
-std::size_t EventReader::fastEvent(std::string_view ev, bool whole) {
-  const char* p = ev.data();
-  const char* const end = p + ev.size();
-  auto ws = [&]() {
-    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
-  };
-  // A string without escapes; p is at its opening quote.
-  auto str = [&](std::string_view& out) -> bool {
-    const auto at = findQuoteOrBackslash(p, 1, static_cast<std::size_t>(end - p));
-    const char* q = p + at;
-    if (q >= end || *q == '\\') return false;
-    out = std::string_view(p + 1, static_cast<std::size_t>(q - p - 1));
-    p = q + 1;
-    return true;
-  };
-  // A number in the JSON grammar without exponent: -?(0|[1-9][0-9]*)(.[0-9]+)?
-  auto num = [&](std::string_view& out) -> bool {
-    const char* q = p;
-    if (q < end && *q == '-') ++q;
-    if (q >= end || *q < '0' || *q > '9') return false;
-    if (*q == '0') {
-      ++q;
-    } else {
-      while (q < end && *q >= '0' && *q <= '9') ++q;
-    }
-    if (q < end && *q == '.') {
-      ++q;
-      const char* d = q;
-      while (q < end && *q >= '0' && *q <= '9') ++q;
-      if (q == d) return false;
-    }
-    if (q < end && (*q == 'e' || *q == 'E' || (*q >= '0' && *q <= '9'))) return false;
-    out = std::string_view(p, static_cast<std::size_t>(q - p));
-    p = q;
-    return true;
-  };
-  auto literal = [&](Token& t) -> bool {
-    const auto rest = static_cast<std::size_t>(end - p);
-    if (rest >= 4 && std::memcmp(p, "true", 4) == 0) {
-      t = Token::True;
-      p += 4;
-      return true;
-    }
-    if (rest >= 5 && std::memcmp(p, "false", 5) == 0) {
-      t = Token::False;
-      p += 5;
-      return true;
-    }
-    if (rest >= 4 && std::memcmp(p, "null", 4) == 0) {
-      t = Token::Null;
-      p += 4;
-      return true;
-    }
-    return false;
-  };
-  // A scalar value: its token type and text.
-  auto scalar = [&](Token& t, std::string_view& text) -> bool {
-    if (p >= end) return false;
-    if (*p == '"') {
-      t = Token::String;
-      return str(text);
-    }
-    if (*p == '-' || (*p >= '0' && *p <= '9')) {
-      t = Token::Number;
-      return num(text);
-    }
-    text = {};
-    return literal(t);
-  };
-  // Validates and skips a nested array/object (args like "Input Dims": [[1, 2], [3]]).
-  // (A generic lambda that is handed itself: a std::function here would allocate for every event.)
-  const auto nestedImpl = [&](const auto& self, int depth) -> bool {
-    if (depth > 32) return false;
-    const char close = *p == '{' ? '}' : ']';
-    const bool object = close == '}';
-    ++p;
-    ws();
-    if (p < end && *p == close) {
-      ++p;
-      return true;
-    }
+namespace {
+
+// The direct scanner's pieces. Each takes the position and returns the one after what it read, or
+// nullptr when the text is not the common, well-formed case (the caller then gives up and the full
+// tokenizer re-reads the event). The position lives in a register, not behind a lambda's capture.
+
+inline bool isJsonWs(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+inline const char* skipWs(const char* p, const char* end) {
+  while (p < end && static_cast<unsigned char>(*p) <= ' ' && isJsonWs(*p)) ++p;
+  return p;
+}
+
+// A string without escapes; p is at its opening quote.
+inline const char* scanString(const char* p, const char* end, std::string_view& out) {
+  const auto at = findQuoteOrBackslash(p, 1, static_cast<std::size_t>(end - p));
+  const char* q = p + at;
+  if (q >= end || *q == '\\') return nullptr;
+  out = std::string_view(p + 1, static_cast<std::size_t>(q - p - 1));
+  return q + 1;
+}
+
+inline bool isDigit(char c) { return static_cast<unsigned>(c - '0') <= 9; }
+
+// A number in the JSON grammar without exponent: -?(0|[1-9][0-9]*)(.[0-9]+)?
+inline const char* scanNumber(const char* p, const char* end, std::string_view& out) {
+  const char* q = p;
+  if (q < end && *q == '-') ++q;
+  if (q >= end || !isDigit(*q)) return nullptr;
+  if (*q == '0') {
+    ++q;
+  } else {
+    while (q < end && isDigit(*q)) ++q;
+  }
+  if (q < end && *q == '.') {
+    ++q;
+    const char* d = q;
+    while (q < end && isDigit(*q)) ++q;
+    if (q == d) return nullptr;
+  }
+  if (q < end && (*q == 'e' || *q == 'E' || isDigit(*q))) return nullptr;
+  out = std::string_view(p, static_cast<std::size_t>(q - p));
+  return q;
+}
+
+// A scalar value (p < end): its token type and text.
+inline const char* scanScalar(const char* p, const char* end, JsonReader::Token& t, std::string_view& text) {
+  using Token = JsonReader::Token;
+  const char c = *p;
+  if (c == '"') {
+    t = Token::String;
+    return scanString(p, end, text);
+  }
+  if (c == '-' || isDigit(c)) {
+    t = Token::Number;
+    return scanNumber(p, end, text);
+  }
+  text = {};
+  const auto rest = static_cast<std::size_t>(end - p);
+  if (rest >= 4 && std::memcmp(p, "true", 4) == 0) {
+    t = Token::True;
+    return p + 4;
+  }
+  if (rest >= 5 && std::memcmp(p, "false", 5) == 0) {
+    t = Token::False;
+    return p + 5;
+  }
+  if (rest >= 4 && std::memcmp(p, "null", 4) == 0) {
+    t = Token::Null;
+    return p + 4;
+  }
+  return nullptr;
+}
+
+// Validates and skips a nested array or object (args like "Input Dims": [[1, 2], [3]]) whose
+// bracket is at p, `depth` being that container's nesting; more than 32 levels give up. Iterative:
+// one loop over the members of every level, the closers on a small stack.
+const char* skipNested(const char* p, const char* end, int depth) {
+  constexpr int kMaxDepth = 32;
+  char closers[kMaxDepth + 2];
+  int top = 0;
+  for (;;) {
+    // p is at the bracket of a container to open.
+    if (depth + top > kMaxDepth) return nullptr;
+    closers[top++] = *p == '{' ? '}' : ']';
+    p = skipWs(p + 1, end);
+    bool closed = p < end && *p == closers[top - 1];
+    if (closed) ++p;
     for (;;) {
-      ws();
-      if (object) {
-        std::string_view k;
-        if (p >= end || *p != '"' || !str(k)) return false;
-        ws();
-        if (p >= end || *p != ':') return false;
-        ++p;
-        ws();
+      if (closed) {
+        // A container ended at p: the value after it in its parent, if any.
+        if (--top == 0) return p;
+        closed = false;
+      } else {
+        // p is at a member of the innermost container (after whitespace).
+        if (closers[top - 1] == '}') {
+          std::string_view key;
+          if (p >= end || *p != '"' || !(p = scanString(p, end, key))) return nullptr;
+          p = skipWs(p, end);
+          if (p >= end || *p != ':') return nullptr;
+          p = skipWs(p + 1, end);
+        }
+        if (p >= end) return nullptr;
+        if (*p == '{' || *p == '[') break;  // opens a level
+        JsonReader::Token t;
+        std::string_view v;
+        if (!(p = scanScalar(p, end, t, v))) return nullptr;
       }
-      if (p >= end) return false;
+      p = skipWs(p, end);
+      if (p >= end) return nullptr;
+      if (*p == ',') {
+        p = skipWs(p + 1, end);
+        continue;
+      }
+      if (*p != closers[top - 1]) return nullptr;
+      ++p;
+      closed = true;
+    }
+  }
+}
+
+// An event's key at p (its opening quote): EventReader::fieldId of it, read without a string scan
+// for the usual keys.
+inline const char* scanFieldKey(const char* p, const char* end, int& which) {
+  if (end - p >= 6) {
+    const char* k = p + 1;
+    // Only letters match below, so no quote or backslash comes before the closing quote tested.
+    which = 0;
+    std::size_t len = 0;
+    if (k[1] == '"') {
+      len = 1;
+      if (k[0] == 's') which = 11;
+    } else if (k[2] == '"') {
+      len = 2;
+      if (k[0] == 'p' && k[1] == 'h') which = 1;
+      if (k[0] == 't' && k[1] == 's') which = 4;
+      if (k[0] == 'i' && k[1] == 'd') which = 9;
+      if (k[0] == 'b' && k[1] == 'p') which = 10;
+    } else if (k[3] == '"') {
+      len = 3;
+      if (k[0] == 'c' && k[1] == 'a' && k[2] == 't') which = 3;
+      if (k[0] == 'd' && k[1] == 'u' && k[2] == 'r') which = 5;
+      if (k[0] == 'p' && k[1] == 'i' && k[2] == 'd') which = 6;
+      if (k[0] == 't' && k[1] == 'i' && k[2] == 'd') which = 7;
+    } else if (k[4] == '"') {
+      len = 4;
+      if (std::memcmp(k, "name", 4) == 0) which = 2;
+      if (std::memcmp(k, "args", 4) == 0) which = 8;
+    }
+    if (which) return k + len + 1;
+  }
+  std::string_view key;
+  if (!(p = scanString(p, end, key))) return nullptr;
+  which = EventReader::fieldId(key);
+  return p;
+}
+
+}  // namespace
+
+// The args object at p: promoted keys fill the event, the raw text is kept.
+const char* EventReader::fastArgs(const char* p, const char* end) {
+  const bool keep = opt_.keepArgs || ev_.ph.size() != 1 || ev_.ph[0] == 'M' || ev_.ph[0] == 'C';
+  const char* const start = p;
+  p = skipWs(p + 1, end);
+  if (p < end && *p == '}') {
+    ++p;
+  } else {
+    for (;;) {
+      std::string_view key;
+      if (p >= end || *p != '"' || !(p = scanString(p, end, key))) return nullptr;
+      p = skipWs(p, end);
+      if (p >= end || *p != ':') return nullptr;
+      p = skipWs(p + 1, end);
+      if (p >= end) return nullptr;
       if (*p == '{' || *p == '[') {
-        if (!self(self, depth + 1)) return false;
+        const char* const from = p;
+        const ArgKey k = *p == '[' && collectiveAnnotationName() ? argKey(key) : kArgOther;
+        if (!(p = skipNested(p, end, 1))) return nullptr;
+        if (k == kArgInputDims || k == kArgInputType)
+          inputFromText(std::string_view(from, static_cast<std::size_t>(p - from)), k);
       } else {
         Token t;
         std::string_view v;
-        if (!scalar(t, v)) return false;
+        if (!(p = scanScalar(p, end, t, v))) return nullptr;
+        onArg(argKey(key), t, v);
       }
-      ws();
-      if (p >= end) return false;
+      p = skipWs(p, end);
+      if (p >= end) return nullptr;
       if (*p == ',') {
-        ++p;
+        p = skipWs(p + 1, end);
         continue;
       }
-      if (*p == close) {
-        ++p;
-        return true;
-      }
-      return false;
-    }
-  };
-  const auto nested = [&](int depth) { return nestedImpl(nestedImpl, depth); };
-
-  // Walks the members of an object whose '{' is at p; fn(key) reads the value at p.
-  auto members = [&](auto&& fn) -> bool {
-    ++p;
-    ws();
-    if (p < end && *p == '}') {
+      if (*p != '}') return nullptr;
       ++p;
-      return true;
+      break;
     }
-    for (;;) {
-      ws();
-      std::string_view key;
-      if (p >= end || *p != '"' || !str(key)) return false;
-      ws();
-      if (p >= end || *p != ':') return false;
-      ++p;
-      ws();
-      if (p >= end || !fn(key)) return false;
-      ws();
-      if (p >= end) return false;
-      if (*p == ',') {
-        ++p;
-        continue;
-      }
-      if (*p == '}') {
-        ++p;
-        return true;
-      }
-      return false;
-    }
-  };
-  // The args object: promoted keys fill the event, the raw text is kept.
-  auto args = [&]() -> bool {
-    const bool keep = opt_.keepArgs || ev_.ph.size() != 1 || ev_.ph[0] == 'M' || ev_.ph[0] == 'C';
-    const char* start = p;
-    const bool ok = members([&](std::string_view key) {
-      if (*p == '[' && collectiveAnnotationName()) {
-        const ArgKey k = argKey(key);
-        if (k == kArgInputDims || k == kArgInputType) {
-          const char* from = p;
-          if (!nested(1)) return false;
-          inputFromText(std::string_view(from, static_cast<std::size_t>(p - from)), k);
-          return true;
-        }
-      }
-      if (*p == '{' || *p == '[') return nested(1);
-      Token t;
-      std::string_view v;
-      if (!scalar(t, v)) return false;
-      onArg(argKey(key), t, v);
-      return true;
-    });
-    if (ok) keepArgs(std::string_view(start, static_cast<std::size_t>(p - start)), keep);
-    return ok;
-  };
+  }
+  keepArgs(std::string_view(start, static_cast<std::size_t>(p - start)), keep);
+  return p;
+}
 
-  ws();
+// Reads one event straight from its text for the common, well-formed case: no escapes, plain
+// numbers, nesting only inside args. Returns 0 as soon as anything else shows up; the caller then
+// re-reads the event with the full tokenizer, which also produces the precise error.
+std::size_t EventReader::fastEvent(std::string_view ev, bool whole) {
+  const char* p = ev.data();
+  const char* const end = p + ev.size();
+  p = skipWs(p, end);
   if (p >= end || *p != '{') return 0;
-  const bool ok = members([&](std::string_view key) {
-    const int which = fieldId(key);
-    if (which == 8 && *p == '{') return args();
-    if (*p == '{' || *p == '[') {
-      if (which >= 1 && which <= 7) return false;  // let the tokenizer report the type error
-      return nested(0);
+  p = skipWs(p + 1, end);
+  if (p < end && *p == '}') {
+    ++p;
+  } else {
+    for (;;) {
+      int which = 0;
+      if (p >= end || *p != '"' || !(p = scanFieldKey(p, end, which))) return 0;
+      p = skipWs(p, end);
+      if (p >= end || *p != ':') return 0;
+      p = skipWs(p + 1, end);
+      if (p >= end) return 0;
+      if (*p == '{' || *p == '[') {
+        if (which == 8 && *p == '{') {
+          p = fastArgs(p, end);
+        } else {
+          if (which >= 1 && which <= 7) return 0;  // let the tokenizer report the type error
+          p = skipNested(p, end, 0);
+        }
+        if (!p) return 0;
+      } else {
+        Token t;
+        std::string_view v;
+        if (!(p = scanScalar(p, end, t, v))) return 0;
+        // Type errors are reported by the full reader (same message either way).
+        if ((which == 1 || which == 3) && t != Token::String) return 0;
+        if (which == 2 && t != Token::String && t != Token::Number) return 0;
+        if ((which == 4 || which == 5) && t != Token::Number) return 0;
+        if ((which == 6 || which == 7) && t != Token::Number && t != Token::String) return 0;
+        onField(which, t, v);
+      }
+      p = skipWs(p, end);
+      if (p >= end) return 0;
+      if (*p == ',') {
+        p = skipWs(p + 1, end);
+        continue;
+      }
+      if (*p != '}') return 0;
+      ++p;
+      break;
     }
-    Token t;
-    std::string_view v;
-    if (!scalar(t, v)) return false;
-    // Type errors are reported by the full reader (same message either way).
-    if ((which == 1 || which == 3) && t != Token::String) return false;
-    if (which == 2 && t != Token::String && t != Token::Number) return false;
-    if ((which == 4 || which == 5) && t != Token::Number) return false;
-    if ((which == 6 || which == 7) && t != Token::Number && t != Token::String) return false;
-    onField(which, t, v);
-    return true;
-  });
-  if (!ok) return 0;
+  }
   const auto length = static_cast<std::size_t>(p - ev.data());
   if (!whole) return length;
-  ws();
-  return p == end ? length : 0;
+  return skipWs(p, end) == end ? length : 0;
 }
 
 int EventReader::fieldId(std::string_view k) {

@@ -48,6 +48,9 @@ struct RawEvent {
 class EventReader {
  public:
   explicit EventReader(const ImportOptions& options) : opt_(options) {}
+  // The field a key of an event names: 1 ph, 2 name, 3 cat, 4 ts, 5 dur, 6 pid, 7 tid, 8 args, 9 id,
+  // 10 bp, 11 s; 0 any other.
+  static int fieldId(std::string_view k);
 
   // Events that follow come from `path`; args kept raw go to the end of `args` (the batch's block),
   // their place in RawEvent::rawArgsOff/Len.
@@ -92,7 +95,6 @@ class EventReader {
   void readId(Token t, std::string_view text, RawId& id, const char* field);
   static std::int64_t argInt(Token t, std::string_view text);
   static ArgKey argKey(std::string_view k);
-  static int fieldId(std::string_view k);
   void parseArgs(JsonReader& r);
   bool collectiveAnnotationName() const;
   void readInputArray(JsonReader& r, ArgKey key);
@@ -103,6 +105,8 @@ class EventReader {
   // Reads the event at the start of ev; its length, or 0 (see readPrefix). Whole: nothing but
   // whitespace may follow it.
   std::size_t fastEvent(std::string_view ev, bool whole);
+  // The direct scanner's args object at p (its '{'): the position after it, nullptr to give up.
+  const char* fastArgs(const char* p, const char* end);
   [[noreturn]] void onFieldType(int which);
   void onField(int which, Token t, std::string_view text);
   // Where a field's text lives: the event text itself on the fast path, else slot `slot`'s copy.
