@@ -316,6 +316,46 @@ void EventReader::keepArgs(std::string_view raw, bool keep) {
   }
 }
 
+// keepArgs for the direct scanner, which found the whitespace outside strings as it went: the
+// common case copies the runs between those gaps instead of scanning the text again. `end` is the
+// end of the text the args lie in (16-byte loads may read past the args, not past that).
+void EventReader::keepScannedArgs(std::string_view raw, bool keep, const WsGaps& gaps, const char* end) {
+  if (!keep) return;
+  if (!(opt_.keepArgs && ev_.ph.size() == 1 && (ev_.ph[0] == 'X' || ev_.ph[0] == 'i' || ev_.ph[0] == 'I') && raw.size() > 2) ||
+      gaps.overflow) {
+    keepArgs(raw, keep);
+    return;
+  }
+  std::string& out = *args_;
+  const std::size_t base = out.size();
+  std::size_t dropped = 0;
+  for (int i = 0; i < gaps.n; ++i) dropped += static_cast<std::size_t>(gaps.to[i] - gaps.from[i]);
+  const std::size_t length = raw.size() - dropped;
+  out.resize(base + length + 16);  // room for the last 16-byte store
+  char* dst = out.data() + base;
+  const char* src = raw.data();
+  const char* const rawEnd = raw.data() + raw.size();
+  for (int i = 0; i <= gaps.n; ++i) {
+    const char* const runEnd = i < gaps.n ? gaps.from[i] : rawEnd;
+    const auto k = static_cast<std::size_t>(runEnd - src);
+#if defined(__SSE2__)
+    if (static_cast<std::size_t>(end - src) >= k + 16) {
+      for (std::size_t c = 0; c < k; c += 16)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + c), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + c)));
+    } else {
+      std::memcpy(dst, src, k);
+    }
+#else
+    std::memcpy(dst, src, k);
+#endif
+    dst += k;
+    if (i < gaps.n) src = gaps.to[i];
+  }
+  out.resize(base + length);
+  ev_.rawArgsOff = base;
+  ev_.rawArgsLen = length;
+}
+
 // The full tokenizer's reading of one event (its '{' was just returned): every error is precise.
 void EventReader::parseEventFields(JsonReader& r) {
   for (;;) {
@@ -345,6 +385,17 @@ inline bool isJsonWs(char c) { return c == ' ' || c == '\n' || c == '\r' || c ==
 
 inline const char* skipWs(const char* p, const char* end) {
   while (p < end && static_cast<unsigned char>(*p) <= ' ' && isJsonWs(*p)) ++p;
+  return p;
+}
+
+// The same, noting where whitespace was skipped (the args' compact copy leaves those bytes out).
+inline const char* skipWs(const char* p, const char* end, EventReader::WsGaps& gaps) {
+  if (p < end && static_cast<unsigned char>(*p) <= ' ' && isJsonWs(*p)) {
+    const char* const from = p;
+    do ++p;
+    while (p < end && static_cast<unsigned char>(*p) <= ' ' && isJsonWs(*p));
+    gaps.add(from, p);
+  }
   return p;
 }
 
@@ -411,8 +462,9 @@ inline const char* scanScalar(const char* p, const char* end, JsonReader::Token&
 
 // Validates and skips a nested array or object (args like "Input Dims": [[1, 2], [3]]) whose
 // bracket is at p, `depth` being that container's nesting; more than 32 levels give up. Iterative:
-// one loop over the members of every level, the closers on a small stack.
-const char* skipNested(const char* p, const char* end, int depth) {
+// one loop over the members of every level, the closers on a small stack. ws(p) skips whitespace.
+template <typename SkipWs>
+const char* skipNested(const char* p, const char* end, int depth, const SkipWs& ws) {
   constexpr int kMaxDepth = 32;
   char closers[kMaxDepth + 2];
   int top = 0;
@@ -420,7 +472,7 @@ const char* skipNested(const char* p, const char* end, int depth) {
     // p is at the bracket of a container to open.
     if (depth + top > kMaxDepth) return nullptr;
     closers[top++] = *p == '{' ? '}' : ']';
-    p = skipWs(p + 1, end);
+    p = ws(p + 1);
     bool closed = p < end && *p == closers[top - 1];
     if (closed) ++p;
     for (;;) {
@@ -433,9 +485,9 @@ const char* skipNested(const char* p, const char* end, int depth) {
         if (closers[top - 1] == '}') {
           std::string_view key;
           if (p >= end || *p != '"' || !(p = scanString(p, end, key))) return nullptr;
-          p = skipWs(p, end);
+          p = ws(p);
           if (p >= end || *p != ':') return nullptr;
-          p = skipWs(p + 1, end);
+          p = ws(p + 1);
         }
         if (p >= end) return nullptr;
         if (*p == '{' || *p == '[') break;  // opens a level
@@ -443,10 +495,10 @@ const char* skipNested(const char* p, const char* end, int depth) {
         std::string_view v;
         if (!(p = scanScalar(p, end, t, v))) return nullptr;
       }
-      p = skipWs(p, end);
+      p = ws(p);
       if (p >= end) return nullptr;
       if (*p == ',') {
-        p = skipWs(p + 1, end);
+        p = ws(p + 1);
         continue;
       }
       if (*p != closers[top - 1]) return nullptr;
@@ -498,21 +550,23 @@ inline const char* scanFieldKey(const char* p, const char* end, int& which) {
 const char* EventReader::fastArgs(const char* p, const char* end) {
   const bool keep = opt_.keepArgs || ev_.ph.size() != 1 || ev_.ph[0] == 'M' || ev_.ph[0] == 'C';
   const char* const start = p;
-  p = skipWs(p + 1, end);
+  WsGaps gaps;
+  const auto ws = [&gaps, end](const char* q) { return skipWs(q, end, gaps); };
+  p = ws(p + 1);
   if (p < end && *p == '}') {
     ++p;
   } else {
     for (;;) {
       std::string_view key;
       if (p >= end || *p != '"' || !(p = scanString(p, end, key))) return nullptr;
-      p = skipWs(p, end);
+      p = ws(p);
       if (p >= end || *p != ':') return nullptr;
-      p = skipWs(p + 1, end);
+      p = ws(p + 1);
       if (p >= end) return nullptr;
       if (*p == '{' || *p == '[') {
         const char* const from = p;
         const ArgKey k = *p == '[' && collectiveAnnotationName() ? argKey(key) : kArgOther;
-        if (!(p = skipNested(p, end, 1))) return nullptr;
+        if (!(p = skipNested(p, end, 1, ws))) return nullptr;
         if (k == kArgInputDims || k == kArgInputType)
           inputFromText(std::string_view(from, static_cast<std::size_t>(p - from)), k);
       } else {
@@ -521,10 +575,10 @@ const char* EventReader::fastArgs(const char* p, const char* end) {
         if (!(p = scanScalar(p, end, t, v))) return nullptr;
         onArg(argKey(key), t, v);
       }
-      p = skipWs(p, end);
+      p = ws(p);
       if (p >= end) return nullptr;
       if (*p == ',') {
-        p = skipWs(p + 1, end);
+        p = ws(p + 1);
         continue;
       }
       if (*p != '}') return nullptr;
@@ -532,7 +586,7 @@ const char* EventReader::fastArgs(const char* p, const char* end) {
       break;
     }
   }
-  keepArgs(std::string_view(start, static_cast<std::size_t>(p - start)), keep);
+  keepScannedArgs(std::string_view(start, static_cast<std::size_t>(p - start)), keep, gaps, end);
   return p;
 }
 
@@ -560,7 +614,7 @@ std::size_t EventReader::fastEvent(std::string_view ev, bool whole) {
           p = fastArgs(p, end);
         } else {
           if (which >= 1 && which <= 7) return 0;  // let the tokenizer report the type error
-          p = skipNested(p, end, 0);
+          p = skipNested(p, end, 0, [end](const char* q) { return skipWs(q, end); });
         }
         if (!p) return 0;
       } else {

@@ -48,6 +48,24 @@ struct RawEvent {
 class EventReader {
  public:
   explicit EventReader(const ImportOptions& options) : opt_(options) {}
+  // Where the direct scanner skipped whitespace in an args object: [from[i], to[i]) (at most kMax
+  // gaps; more set overflow, and the args are compacted by a scan of their text instead).
+  struct WsGaps {
+    static constexpr int kMax = 96;
+    std::array<const char*, kMax> from;  // not zeroed: only [0, n) is read
+    std::array<const char*, kMax> to;
+    int n = 0;
+    bool overflow = false;
+    void add(const char* a, const char* b) {
+      if (n == kMax) {
+        overflow = true;
+        return;
+      }
+      from[n] = a;
+      to[n] = b;
+      ++n;
+    }
+  };
   // The field a key of an event names: 1 ph, 2 name, 3 cat, 4 ts, 5 dur, 6 pid, 7 tid, 8 args, 9 id,
   // 10 bp, 11 s; 0 any other.
   static int fieldId(std::string_view k);
@@ -101,6 +119,7 @@ class EventReader {
   void inputFromText(std::string_view a, ArgKey key);
   void onArg(ArgKey key, Token t, std::string_view text);
   void keepArgs(std::string_view raw, bool keep);
+  void keepScannedArgs(std::string_view raw, bool keep, const WsGaps& gaps, const char* end);
   void parseEventFields(JsonReader& r);
   // Reads the event at the start of ev; its length, or 0 (see readPrefix). Whole: nothing but
   // whitespace may follow it.
