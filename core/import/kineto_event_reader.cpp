@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstring>
 #include <functional>
+#include <optional>
 
 #include "core/util/error.h"
 #include "core/util/json.h"
@@ -65,11 +66,11 @@ void EventReader::resetRaw() {
   }
 }
 
-void EventReader::readId(Token t, std::string_view text, RawId& id, const char* field) {
+void EventReader::readId(Token t, std::string_view text, RawId& id, const char* field, const std::int64_t* known) {
   id.present = true;
   const Slot slot = &id == &ev_.pid ? kSlotPid : kSlotTid;
   if (t == Token::Number) {
-    auto v = parseInt(text);
+    auto v = known ? std::optional<std::int64_t>(*known) : parseInt(text);
     if (!v) failEvent(std::string("field '") + field + "' is not an integer");
     id.isNum = true;
     id.num = *v;
@@ -84,7 +85,8 @@ void EventReader::readId(Token t, std::string_view text, RawId& id, const char* 
   }
 }
 
-std::int64_t EventReader::argInt(Token t, std::string_view text) {
+std::int64_t EventReader::argInt(Token t, std::string_view text, const std::int64_t* known) {
+  if (known) return *known;
   if (t == Token::Number || t == Token::String) {
     if (auto v = parseInt(text)) return *v;
   }
@@ -238,36 +240,36 @@ void EventReader::inputFromText(std::string_view a, ArgKey key) {
 }
 
 // A scalar arg value; promoted keys fill the event's columns.
-void EventReader::onArg(ArgKey key, Token t, std::string_view text) {
+void EventReader::onArg(ArgKey key, Token t, std::string_view text, const std::int64_t* known) {
   switch (key) {
     case kArgOther:
     case kArgInputDims:  // arrays (readInputArray); a scalar there means nothing
     case kArgInputType:
       break;
     case kArgExternalId:
-      ev_.externalId = argInt(t, text);
+      ev_.externalId = argInt(t, text, known);
       break;
     case kArgCorrelation:
-      ev_.correlation = argInt(t, text);
+      ev_.correlation = argInt(t, text, known);
       break;
     case kArgStream:
-      ev_.stream = argInt(t, text);
+      ev_.stream = argInt(t, text, known);
       ev_.streamArg = ev_.stream != kNone;
       break;
     case kArgDevice:
-      ev_.device = argInt(t, text);
+      ev_.device = argInt(t, text, known);
       break;
     case kArgCollName:
       if (t == Token::String) ev_.collName = keep(kSlotCollName, text);
       break;
     case kArgInNelems:
-      ev_.inNelems = argInt(t, text);
+      ev_.inNelems = argInt(t, text, known);
       break;
     case kArgOutNelems:
-      ev_.outNelems = argInt(t, text);
+      ev_.outNelems = argInt(t, text, known);
       break;
     case kArgGroupSize:
-      ev_.groupSize = argInt(t, text);
+      ev_.groupSize = argInt(t, text, known);
       break;
     case kArgDtype:
       if (t == Token::String) ev_.dtype = keep(kSlotDtype, text);
@@ -282,22 +284,22 @@ void EventReader::onArg(ArgKey key, Token t, std::string_view text) {
       if (t == Token::String) ev_.pgRanks = keep(kSlotPgRanks, text);
       break;
     case kArgTotalAllocated:
-      ev_.totalAllocated = argInt(t, text);
+      ev_.totalAllocated = argInt(t, text, known);
       break;
     case kArgTotalReserved:
-      ev_.totalReserved = argInt(t, text);
+      ev_.totalReserved = argInt(t, text, known);
       break;
     case kArgBytes:
-      ev_.bytes = argInt(t, text);
+      ev_.bytes = argInt(t, text, known);
       break;
     case kArgAddr:
-      ev_.addr = argInt(t, text);
+      ev_.addr = argInt(t, text, known);
       break;
     case kArgDeviceId:
-      ev_.devId = argInt(t, text);
+      ev_.devId = argInt(t, text, known);
       break;
     case kArgDeviceType:
-      ev_.devType = argInt(t, text);
+      ev_.devType = argInt(t, text, known);
       break;
   }
 }
@@ -410,38 +412,53 @@ inline const char* scanString(const char* p, const char* end, std::string_view& 
 
 inline bool isDigit(char c) { return static_cast<unsigned>(c - '0') <= 9; }
 
+// A number the scanner read: its value when it is a plain integer of up to 18 digits (what parseInt
+// would make of its text), else isInt is false.
+struct ScannedNumber {
+  bool isInt = false;
+  std::int64_t value = 0;
+  const std::int64_t* known() const { return isInt ? &value : nullptr; }
+};
+
 // A number in the JSON grammar without exponent: -?(0|[1-9][0-9]*)(.[0-9]+)?
-inline const char* scanNumber(const char* p, const char* end, std::string_view& out) {
+inline const char* scanNumber(const char* p, const char* end, std::string_view& out, ScannedNumber& num) {
   const char* q = p;
-  if (q < end && *q == '-') ++q;
+  const bool neg = q < end && *q == '-';
+  if (neg) ++q;
   if (q >= end || !isDigit(*q)) return nullptr;
+  const char* const digits = q;
+  std::uint64_t v = 0;  // wraps past 19 digits: only used up to 18
   if (*q == '0') {
     ++q;
   } else {
-    while (q < end && isDigit(*q)) ++q;
+    while (q < end && isDigit(*q)) v = v * 10 + static_cast<unsigned>(*q++ - '0');
   }
+  num.isInt = q - digits <= 18;
   if (q < end && *q == '.') {
+    num.isInt = false;
     ++q;
     const char* d = q;
     while (q < end && isDigit(*q)) ++q;
     if (q == d) return nullptr;
   }
   if (q < end && (*q == 'e' || *q == 'E' || isDigit(*q))) return nullptr;
+  num.value = neg ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
   out = std::string_view(p, static_cast<std::size_t>(q - p));
   return q;
 }
 
 // A scalar value (p < end): its token type and text.
-inline const char* scanScalar(const char* p, const char* end, JsonReader::Token& t, std::string_view& text) {
+inline const char* scanScalar(const char* p, const char* end, JsonReader::Token& t, std::string_view& text, ScannedNumber& num) {
   using Token = JsonReader::Token;
   const char c = *p;
+  num.isInt = false;
   if (c == '"') {
     t = Token::String;
     return scanString(p, end, text);
   }
   if (c == '-' || isDigit(c)) {
     t = Token::Number;
-    return scanNumber(p, end, text);
+    return scanNumber(p, end, text, num);
   }
   text = {};
   const auto rest = static_cast<std::size_t>(end - p);
@@ -493,7 +510,8 @@ const char* skipNested(const char* p, const char* end, int depth, const SkipWs& 
         if (*p == '{' || *p == '[') break;  // opens a level
         JsonReader::Token t;
         std::string_view v;
-        if (!(p = scanScalar(p, end, t, v))) return nullptr;
+        ScannedNumber num;
+        if (!(p = scanScalar(p, end, t, v, num))) return nullptr;
       }
       p = ws(p);
       if (p >= end) return nullptr;
@@ -572,8 +590,9 @@ const char* EventReader::fastArgs(const char* p, const char* end) {
       } else {
         Token t;
         std::string_view v;
-        if (!(p = scanScalar(p, end, t, v))) return nullptr;
-        onArg(argKey(key), t, v);
+        ScannedNumber num;
+        if (!(p = scanScalar(p, end, t, v, num))) return nullptr;
+        onArg(argKey(key), t, v, num.known());
       }
       p = ws(p);
       if (p >= end) return nullptr;
@@ -620,13 +639,14 @@ std::size_t EventReader::fastEvent(std::string_view ev, bool whole) {
       } else {
         Token t;
         std::string_view v;
-        if (!(p = scanScalar(p, end, t, v))) return 0;
+        ScannedNumber num;
+        if (!(p = scanScalar(p, end, t, v, num))) return 0;
         // Type errors are reported by the full reader (same message either way).
         if ((which == 1 || which == 3) && t != Token::String) return 0;
         if (which == 2 && t != Token::String && t != Token::Number) return 0;
         if ((which == 4 || which == 5) && t != Token::Number) return 0;
         if ((which == 6 || which == 7) && t != Token::Number && t != Token::String) return 0;
-        onField(which, t, v);
+        onField(which, t, v, num.known());
       }
       p = skipWs(p, end);
       if (p >= end) return 0;
@@ -693,7 +713,7 @@ void EventReader::onFieldType(int which) {
 }
 
 // A scalar event field (which = fieldId(key)).
-void EventReader::onField(int which, Token t, std::string_view text) {
+void EventReader::onField(int which, Token t, std::string_view text, const std::int64_t* known) {
   switch (which) {
     case 1:
       if (t != Token::String) failEvent("field 'ph' must be a string");
@@ -720,14 +740,14 @@ void EventReader::onField(int which, Token t, std::string_view text) {
       ev_.hasDur = true;
       break;
     case 6:
-      readId(t, text, ev_.pid, "pid");
+      readId(t, text, ev_.pid, "pid", known);
       break;
     case 7:
-      readId(t, text, ev_.tid, "tid");
+      readId(t, text, ev_.tid, "tid", known);
       break;
     case 9:
       if (t == Token::Number || t == Token::String) {
-        auto v = parseInt(text);
+        auto v = known ? std::optional<std::int64_t>(*known) : parseInt(text);
         if (!v && t == Token::String) {
           // Hex ids ("0x1f") are common in Chrome traces.
           std::int64_t h = 0;

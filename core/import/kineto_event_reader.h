@@ -110,14 +110,16 @@ class EventReader {
   };
 
   void resetRaw();
-  void readId(Token t, std::string_view text, RawId& id, const char* field);
-  static std::int64_t argInt(Token t, std::string_view text);
+  // `known`, when given, is the value of a Number token the direct scanner already read as a plain
+  // integer (so its text need not be parsed again).
+  void readId(Token t, std::string_view text, RawId& id, const char* field, const std::int64_t* known = nullptr);
+  static std::int64_t argInt(Token t, std::string_view text, const std::int64_t* known);
   static ArgKey argKey(std::string_view k);
   void parseArgs(JsonReader& r);
   bool collectiveAnnotationName() const;
   void readInputArray(JsonReader& r, ArgKey key);
   void inputFromText(std::string_view a, ArgKey key);
-  void onArg(ArgKey key, Token t, std::string_view text);
+  void onArg(ArgKey key, Token t, std::string_view text, const std::int64_t* known = nullptr);
   void keepArgs(std::string_view raw, bool keep);
   void keepScannedArgs(std::string_view raw, bool keep, const WsGaps& gaps, const char* end);
   void parseEventFields(JsonReader& r);
@@ -127,7 +129,7 @@ class EventReader {
   // The direct scanner's args object at p (its '{'): the position after it, nullptr to give up.
   const char* fastArgs(const char* p, const char* end);
   [[noreturn]] void onFieldType(int which);
-  void onField(int which, Token t, std::string_view text);
+  void onField(int which, Token t, std::string_view text, const std::int64_t* known = nullptr);
   // Where a field's text lives: the event text itself on the fast path, else slot `slot`'s copy.
   enum Slot : std::uint8_t {
     kSlotName,
