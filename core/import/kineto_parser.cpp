@@ -1,6 +1,7 @@
 #include "core/import/kineto_parser.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -172,12 +173,31 @@ class KinetoParser::Impl {
  private:
   void warn(const std::string& w) { warnings_.push_back(fileLabel(path_) + ": " + w); }
 
+  // The parser-local id of a string. Names repeat millions of times: a direct-mapped cache keyed by
+  // a cheap fingerprint (the length and the first and last 8 bytes) answers most look-ups with one
+  // comparison, before the hash map hashes the whole name.
   std::uint32_t str(std::string_view s) {
+    std::uint64_t head = 0, tail = 0;
+    if (s.size() >= 8) {
+      std::memcpy(&head, s.data(), 8);
+      std::memcpy(&tail, s.data() + s.size() - 8, 8);
+    } else if (!s.empty()) {
+      std::memcpy(&head, s.data(), s.size());
+    }
+    const std::uint64_t h = (head * 0x9E3779B97F4A7C15ULL) ^ (tail * 0xC2B2AE3D27D4EB4FULL) ^ (s.size() * 0x165667B19E3779F9ULL);
+    CachedString& slot = strCache_[static_cast<std::size_t>(h >> (64 - kStrCacheBits))];
+    if (slot.id && slot.text == s) return slot.id;
+    std::uint32_t id;
     auto it = strings_.find(s);
-    if (it != strings_.end()) return it->second;
-    const std::uint32_t id = ++stringCount_;
-    strings_.emplace(std::string(s), id);
-    batch_->newStrings.emplace_back(s);
+    if (it != strings_.end()) {
+      id = it->second;
+      slot.text = it->first;
+    } else {
+      id = ++stringCount_;
+      slot.text = strings_.emplace(std::string(s), id).first->first;  // map keys do not move
+      batch_->newStrings.emplace_back(s);
+    }
+    slot.id = id;
     return id;
   }
 
@@ -655,6 +675,12 @@ class KinetoParser::Impl {
   std::vector<std::string> warnings_;
   std::uint32_t stringCount_ = 0;
   InternMap strings_;
+  struct CachedString {
+    std::string_view text;  // a key of strings_
+    std::uint32_t id = 0;   // 0: empty slot
+  };
+  static constexpr int kStrCacheBits = 10;
+  std::array<CachedString, std::size_t{1} << kStrCacheBits> strCache_{};
   std::vector<std::int8_t> nameCategory_;
   std::vector<std::uint8_t> catBits_;
   std::uint32_t currentCat_ = 0;
