@@ -94,6 +94,9 @@ std::vector<std::string> corpus() {
       // args the scanner must store without their whitespace, and nothing else changed.
       R"j({"ph": "X", "cat": "cpu_op", "name": "ws", "pid": 1, "tid": 1, "ts": 2, "dur": 1, "args": { "a" : [ 1 , 2.50 , -0.5 , 0 ] ,	"b":"x  y: [z], {w}" ,
 "c" :{ "d" : { "e" : [ ] , "f" : { } } } , "g": -12345678901234 , "h": "" }})j",
+      // Integers of every length around the scanner's 8- and 16-byte steps, fractions, signs.
+      R"j({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1234567, "tid": 12345678, "ts": 99999999.5, "args": {"Total Reserved": 123456789, "Total Allocated": 1234567890123456, "Bytes": -12345678901234567, "Addr": 123456789012345678, "Device Id": 9, "Device Type": 1, "x": 1234567890123456789, "y": 0.0001, "z": -0}})j",
+      R"j({"ph": "X", "cat": "cpu_op", "name": "numbers", "pid": 123456789012, "tid": 1234567890123, "ts": 1.123456789012345678, "dur": 12345678.1234, "args": {"External id": 12345678901234, "correlation": 123456789012345, "Group size": 10000000, "In msg nelems": 99999999, "Out msg nelems": 100000000, "stream": 1000000000000000, "device": -7}})j",
       R"j({"ph":"X","cat":"cpu_op","name":"compact","pid":1,"tid":1,"ts":3,"dur":1,"args":{"a":[1,2],"b":{"c":"d e"},"n":1.25}})j",
       R"j({"ph": "X", "cat": "cpu_op", "name": "empty args", "pid": 1, "tid": 1, "ts": 4, "dur": 1, "args": {}})j",
       R"j({"ph": "X", "cat": "cpu_op", "name": "empty args 2", "pid": 1, "tid": 1, "ts": 4, "dur": 1, "args": { }})j",
