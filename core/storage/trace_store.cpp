@@ -844,12 +844,16 @@ void BulkWriter::encodeOnThread() {
 }
 
 BulkWriter::OpenChunk& BulkWriter::beginEvent(const EventRecord& e) {
-  auto [it, fresh] = open_.try_emplace(e.trackId);
-  OpenChunk& oc = it->second;
-  if (fresh && !spareOpen_.empty()) {
-    oc = std::move(spareOpen_.back());
-    spareOpen_.pop_back();
+  CachedTrack& cached = cachedTrack(e.trackId);
+  if (!cached.open) {
+    auto [it, fresh] = open_.try_emplace(e.trackId);
+    if (fresh && !spareOpen_.empty()) {
+      it->second = std::move(spareOpen_.back());
+      spareOpen_.pop_back();
+    }
+    cached.open = &it->second;
   }
+  OpenChunk& oc = *cached.open;
   if (oc.chunk.size() == 0) oc.chunk.reserve(EventChunk::kMaxEvents);
   oc.chunk.push(e);
   oc.argsOffsets.push_back(static_cast<std::uint32_t>(oc.args.size()));
@@ -858,8 +862,8 @@ BulkWriter::OpenChunk& BulkWriter::beginEvent(const EventRecord& e) {
 
 void BulkWriter::endEvent(const EventRecord& e, OpenChunk& oc) {
   if (oc.args.size() > oc.argsOffsets.back()) oc.hasArgs = true;
-  auto [it, fresh] = stats_.try_emplace(e.trackId);
-  auto& s = it->second;
+  bool fresh = false;
+  TrackStats& s = trackStats(e.trackId, fresh);
   if (fresh || e.startNs < s.minStart) s.minStart = e.startNs;
   if (fresh || e.endNs > s.maxEnd) s.maxEnd = e.endNs;
   s.maxDur = std::max(s.maxDur, e.endNs - e.startNs);
@@ -1026,9 +1030,20 @@ void BulkWriter::addFlow(const Flow& f) {
   insFlow_.exec();
 }
 
+BulkWriter::TrackStats& BulkWriter::trackStats(TrackId trackId, bool& fresh) {
+  CachedTrack& cached = cachedTrack(trackId);
+  fresh = false;
+  if (!cached.stats) {
+    auto [it, made] = stats_.try_emplace(trackId);
+    fresh = made;
+    cached.stats = &it->second;
+  }
+  return *cached.stats;
+}
+
 void BulkWriter::noteSample(TrackId trackId, TimeNs ts) {
-  auto [it, fresh] = stats_.try_emplace(trackId);
-  auto& s = it->second;
+  bool fresh = false;
+  TrackStats& s = trackStats(trackId, fresh);
   if (fresh || ts < s.minStart) s.minStart = ts;
   if (fresh || ts > s.maxEnd) s.maxEnd = ts;
   ++s.count;
@@ -1150,6 +1165,7 @@ void BulkWriter::finish() {
     st.exec();
   }
   stats_.clear();
+  for (CachedTrack& c : cachedTracks_) c.stats = nullptr;
   // The tracks written so far may get no more events (an importer's finished file): their open
   // chunks' buffers go to the tracks that come next instead of being grown anew. The entries stay:
   // flush() writes the open chunks in the map's order, which must not change.
