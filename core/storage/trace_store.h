@@ -275,9 +275,10 @@ class BulkWriter {
   Statement insCounter_;
   Statement insFlow_;
   Statement insMemory_;
-  Statement insMemoryMany_;  // kMemoryRows rows at once, prepared when first needed
-  static constexpr std::size_t kMemoryRows = 64;
-  std::vector<MemoryEvent> memory_;  // not written yet
+  Statement insMemoryMany_;  // memoryRows_ rows at once, prepared when first needed
+  static constexpr std::size_t kMemoryRows = 256;
+  std::size_t memoryRows_ = kMemoryRows;  // fewer where SQLite allows fewer parameters (9 a row)
+  std::vector<MemoryEvent> memory_;       // not written yet
   void writeMemoryEvents();
   std::unordered_map<TrackId, OpenChunk> open_;
   std::unordered_map<TrackId, TrackStats> stats_;
