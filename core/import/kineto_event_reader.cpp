@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstring>
 #include <functional>
+#include <optional>
 
 #include "core/util/error.h"
 #include "core/util/json.h"
@@ -65,11 +66,11 @@ void EventReader::resetRaw() {
   }
 }
 
-void EventReader::readId(Token t, std::string_view text, RawId& id, const char* field) {
+void EventReader::readId(Token t, std::string_view text, RawId& id, const char* field, const std::int64_t* known) {
   id.present = true;
   const Slot slot = &id == &ev_.pid ? kSlotPid : kSlotTid;
   if (t == Token::Number) {
-    auto v = parseInt(text);
+    auto v = known ? std::optional<std::int64_t>(*known) : parseInt(text);
     if (!v) failEvent(std::string("field '") + field + "' is not an integer");
     id.isNum = true;
     id.num = *v;
@@ -84,7 +85,8 @@ void EventReader::readId(Token t, std::string_view text, RawId& id, const char* 
   }
 }
 
-std::int64_t EventReader::argInt(Token t, std::string_view text) {
+std::int64_t EventReader::argInt(Token t, std::string_view text, const std::int64_t* known) {
+  if (known) return *known;
   if (t == Token::Number || t == Token::String) {
     if (auto v = parseInt(text)) return *v;
   }
@@ -238,36 +240,36 @@ void EventReader::inputFromText(std::string_view a, ArgKey key) {
 }
 
 // A scalar arg value; promoted keys fill the event's columns.
-void EventReader::onArg(ArgKey key, Token t, std::string_view text) {
+void EventReader::onArg(ArgKey key, Token t, std::string_view text, const std::int64_t* known) {
   switch (key) {
     case kArgOther:
     case kArgInputDims:  // arrays (readInputArray); a scalar there means nothing
     case kArgInputType:
       break;
     case kArgExternalId:
-      ev_.externalId = argInt(t, text);
+      ev_.externalId = argInt(t, text, known);
       break;
     case kArgCorrelation:
-      ev_.correlation = argInt(t, text);
+      ev_.correlation = argInt(t, text, known);
       break;
     case kArgStream:
-      ev_.stream = argInt(t, text);
+      ev_.stream = argInt(t, text, known);
       ev_.streamArg = ev_.stream != kNone;
       break;
     case kArgDevice:
-      ev_.device = argInt(t, text);
+      ev_.device = argInt(t, text, known);
       break;
     case kArgCollName:
       if (t == Token::String) ev_.collName = keep(kSlotCollName, text);
       break;
     case kArgInNelems:
-      ev_.inNelems = argInt(t, text);
+      ev_.inNelems = argInt(t, text, known);
       break;
     case kArgOutNelems:
-      ev_.outNelems = argInt(t, text);
+      ev_.outNelems = argInt(t, text, known);
       break;
     case kArgGroupSize:
-      ev_.groupSize = argInt(t, text);
+      ev_.groupSize = argInt(t, text, known);
       break;
     case kArgDtype:
       if (t == Token::String) ev_.dtype = keep(kSlotDtype, text);
@@ -282,22 +284,22 @@ void EventReader::onArg(ArgKey key, Token t, std::string_view text) {
       if (t == Token::String) ev_.pgRanks = keep(kSlotPgRanks, text);
       break;
     case kArgTotalAllocated:
-      ev_.totalAllocated = argInt(t, text);
+      ev_.totalAllocated = argInt(t, text, known);
       break;
     case kArgTotalReserved:
-      ev_.totalReserved = argInt(t, text);
+      ev_.totalReserved = argInt(t, text, known);
       break;
     case kArgBytes:
-      ev_.bytes = argInt(t, text);
+      ev_.bytes = argInt(t, text, known);
       break;
     case kArgAddr:
-      ev_.addr = argInt(t, text);
+      ev_.addr = argInt(t, text, known);
       break;
     case kArgDeviceId:
-      ev_.devId = argInt(t, text);
+      ev_.devId = argInt(t, text, known);
       break;
     case kArgDeviceType:
-      ev_.devType = argInt(t, text);
+      ev_.devType = argInt(t, text, known);
       break;
   }
 }
@@ -314,6 +316,46 @@ void EventReader::keepArgs(std::string_view raw, bool keep) {
   } else {
     ev_.argsJson = raw;  // the event's text, or the in-place reader's: valid while it is handled
   }
+}
+
+// keepArgs for the direct scanner, which found the whitespace outside strings as it went: the
+// common case copies the runs between those gaps instead of scanning the text again. `end` is the
+// end of the text the args lie in (16-byte loads may read past the args, not past that).
+void EventReader::keepScannedArgs(std::string_view raw, bool keep, const WsGaps& gaps, const char* end) {
+  if (!keep) return;
+  if (!(opt_.keepArgs && ev_.ph.size() == 1 && (ev_.ph[0] == 'X' || ev_.ph[0] == 'i' || ev_.ph[0] == 'I') && raw.size() > 2) ||
+      gaps.overflow) {
+    keepArgs(raw, keep);
+    return;
+  }
+  std::string& out = *args_;
+  const std::size_t base = out.size();
+  std::size_t dropped = 0;
+  for (int i = 0; i < gaps.n; ++i) dropped += static_cast<std::size_t>(gaps.to[i] - gaps.from[i]);
+  const std::size_t length = raw.size() - dropped;
+  out.resize(base + length + 16);  // room for the last 16-byte store
+  char* dst = out.data() + base;
+  const char* src = raw.data();
+  const char* const rawEnd = raw.data() + raw.size();
+  for (int i = 0; i <= gaps.n; ++i) {
+    const char* const runEnd = i < gaps.n ? gaps.from[i] : rawEnd;
+    const auto k = static_cast<std::size_t>(runEnd - src);
+#if defined(__SSE2__)
+    if (static_cast<std::size_t>(end - src) >= k + 16) {
+      for (std::size_t c = 0; c < k; c += 16)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + c), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + c)));
+    } else {
+      std::memcpy(dst, src, k);
+    }
+#else
+    std::memcpy(dst, src, k);
+#endif
+    dst += k;
+    if (i < gaps.n) src = gaps.to[i];
+  }
+  out.resize(base + length);
+  ev_.rawArgsOff = base;
+  ev_.rawArgsLen = length;
 }
 
 // The full tokenizer's reading of one event (its '{' was just returned): every error is precise.
@@ -335,203 +377,291 @@ void EventReader::parseEventFields(JsonReader& r) {
   }
 }
 
-// Reads one event straight from its text for the common, well-formed case: no escapes, plain
-// numbers, nesting only inside args. Returns false as soon as anything else shows up; the caller
-// then re-reads the event with the full tokenizer, which also produces the precise error.
-std::size_t EventReader::fastEvent(std::string_view ev, bool whole) {
-  const char* p = ev.data();
-  const char* const end = p + ev.size();
-  auto ws = [&]() {
-    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
-  };
-  // A string without escapes; p is at its opening quote.
-  auto str = [&](std::string_view& out) -> bool {
-    const auto at = findQuoteOrBackslash(p, 1, static_cast<std::size_t>(end - p));
-    const char* q = p + at;
-    if (q >= end || *q == '\\') return false;
-    out = std::string_view(p + 1, static_cast<std::size_t>(q - p - 1));
-    p = q + 1;
-    return true;
-  };
-  // A number in the JSON grammar without exponent: -?(0|[1-9][0-9]*)(.[0-9]+)?
-  auto num = [&](std::string_view& out) -> bool {
-    const char* q = p;
-    if (q < end && *q == '-') ++q;
-    if (q >= end || *q < '0' || *q > '9') return false;
-    if (*q == '0') {
-      ++q;
-    } else {
-      while (q < end && *q >= '0' && *q <= '9') ++q;
-    }
-    if (q < end && *q == '.') {
-      ++q;
-      const char* d = q;
-      while (q < end && *q >= '0' && *q <= '9') ++q;
-      if (q == d) return false;
-    }
-    if (q < end && (*q == 'e' || *q == 'E' || (*q >= '0' && *q <= '9'))) return false;
-    out = std::string_view(p, static_cast<std::size_t>(q - p));
-    p = q;
-    return true;
-  };
-  auto literal = [&](Token& t) -> bool {
-    const auto rest = static_cast<std::size_t>(end - p);
-    if (rest >= 4 && std::memcmp(p, "true", 4) == 0) {
-      t = Token::True;
-      p += 4;
-      return true;
-    }
-    if (rest >= 5 && std::memcmp(p, "false", 5) == 0) {
-      t = Token::False;
-      p += 5;
-      return true;
-    }
-    if (rest >= 4 && std::memcmp(p, "null", 4) == 0) {
-      t = Token::Null;
-      p += 4;
-      return true;
-    }
-    return false;
-  };
-  // A scalar value: its token type and text.
-  auto scalar = [&](Token& t, std::string_view& text) -> bool {
-    if (p >= end) return false;
-    if (*p == '"') {
-      t = Token::String;
-      return str(text);
-    }
-    if (*p == '-' || (*p >= '0' && *p <= '9')) {
-      t = Token::Number;
-      return num(text);
-    }
-    text = {};
-    return literal(t);
-  };
-  // Validates and skips a nested array/object (args like "Input Dims": [[1, 2], [3]]).
-  // (A generic lambda that is handed itself: a std::function here would allocate for every event.)
-  const auto nestedImpl = [&](const auto& self, int depth) -> bool {
-    if (depth > 32) return false;
-    const char close = *p == '{' ? '}' : ']';
-    const bool object = close == '}';
-    ++p;
-    ws();
-    if (p < end && *p == close) {
-      ++p;
-      return true;
-    }
+namespace {
+
+// The direct scanner's pieces. Each takes the position and returns the one after what it read, or
+// nullptr when the text is not the common, well-formed case (the caller then gives up and the full
+// tokenizer re-reads the event). The position lives in a register, not behind a lambda's capture.
+
+inline bool isJsonWs(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+inline const char* skipWs(const char* p, const char* end) {
+  while (p < end && static_cast<unsigned char>(*p) <= ' ' && isJsonWs(*p)) ++p;
+  return p;
+}
+
+// The same, noting where whitespace was skipped (the args' compact copy leaves those bytes out).
+inline const char* skipWs(const char* p, const char* end, EventReader::WsGaps& gaps) {
+  if (p < end && static_cast<unsigned char>(*p) <= ' ' && isJsonWs(*p)) {
+    const char* const from = p;
+    do ++p;
+    while (p < end && static_cast<unsigned char>(*p) <= ' ' && isJsonWs(*p));
+    gaps.add(from, p);
+  }
+  return p;
+}
+
+// A string without escapes; p is at its opening quote.
+inline const char* scanString(const char* p, const char* end, std::string_view& out) {
+  const auto at = findQuoteOrBackslash(p, 1, static_cast<std::size_t>(end - p));
+  const char* q = p + at;
+  if (q >= end || *q == '\\') return nullptr;
+  out = std::string_view(p + 1, static_cast<std::size_t>(q - p - 1));
+  return q + 1;
+}
+
+inline bool isDigit(char c) { return static_cast<unsigned>(c - '0') <= 9; }
+
+// A number the scanner read: its value when it is a plain integer of up to 18 digits (what parseInt
+// would make of its text), else isInt is false.
+struct ScannedNumber {
+  bool isInt = false;
+  std::int64_t value = 0;
+  const std::int64_t* known() const { return isInt ? &value : nullptr; }
+};
+
+// A number in the JSON grammar without exponent: -?(0|[1-9][0-9]*)(.[0-9]+)?
+inline const char* scanNumber(const char* p, const char* end, std::string_view& out, ScannedNumber& num) {
+  const char* q = p;
+  const bool neg = q < end && *q == '-';
+  if (neg) ++q;
+  if (q >= end || !isDigit(*q)) return nullptr;
+  const char* const digits = q;
+  std::uint64_t v = 0;  // wraps past 19 digits: only used up to 18
+  if (*q == '0') {
+    ++q;
+  } else {
+    while (q < end && isDigit(*q)) v = v * 10 + static_cast<unsigned>(*q++ - '0');
+  }
+  num.isInt = q - digits <= 18;
+  if (q < end && *q == '.') {
+    num.isInt = false;
+    ++q;
+    const char* d = q;
+    while (q < end && isDigit(*q)) ++q;
+    if (q == d) return nullptr;
+  }
+  if (q < end && (*q == 'e' || *q == 'E' || isDigit(*q))) return nullptr;
+  num.value = neg ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
+  out = std::string_view(p, static_cast<std::size_t>(q - p));
+  return q;
+}
+
+// A scalar value (p < end): its token type and text.
+inline const char* scanScalar(const char* p, const char* end, JsonReader::Token& t, std::string_view& text, ScannedNumber& num) {
+  using Token = JsonReader::Token;
+  const char c = *p;
+  num.isInt = false;
+  if (c == '"') {
+    t = Token::String;
+    return scanString(p, end, text);
+  }
+  if (c == '-' || isDigit(c)) {
+    t = Token::Number;
+    return scanNumber(p, end, text, num);
+  }
+  text = {};
+  const auto rest = static_cast<std::size_t>(end - p);
+  if (rest >= 4 && std::memcmp(p, "true", 4) == 0) {
+    t = Token::True;
+    return p + 4;
+  }
+  if (rest >= 5 && std::memcmp(p, "false", 5) == 0) {
+    t = Token::False;
+    return p + 5;
+  }
+  if (rest >= 4 && std::memcmp(p, "null", 4) == 0) {
+    t = Token::Null;
+    return p + 4;
+  }
+  return nullptr;
+}
+
+// Validates and skips a nested array or object (args like "Input Dims": [[1, 2], [3]]) whose
+// bracket is at p, `depth` being that container's nesting; more than 32 levels give up. Iterative:
+// one loop over the members of every level, the closers on a small stack. ws(p) skips whitespace.
+template <typename SkipWs>
+const char* skipNested(const char* p, const char* end, int depth, const SkipWs& ws) {
+  constexpr int kMaxDepth = 32;
+  char closers[kMaxDepth + 2];
+  int top = 0;
+  for (;;) {
+    // p is at the bracket of a container to open.
+    if (depth + top > kMaxDepth) return nullptr;
+    closers[top++] = *p == '{' ? '}' : ']';
+    p = ws(p + 1);
+    bool closed = p < end && *p == closers[top - 1];
+    if (closed) ++p;
     for (;;) {
-      ws();
-      if (object) {
-        std::string_view k;
-        if (p >= end || *p != '"' || !str(k)) return false;
-        ws();
-        if (p >= end || *p != ':') return false;
-        ++p;
-        ws();
+      if (closed) {
+        // A container ended at p: the value after it in its parent, if any.
+        if (--top == 0) return p;
+        closed = false;
+      } else {
+        // p is at a member of the innermost container (after whitespace).
+        if (closers[top - 1] == '}') {
+          std::string_view key;
+          if (p >= end || *p != '"' || !(p = scanString(p, end, key))) return nullptr;
+          p = ws(p);
+          if (p >= end || *p != ':') return nullptr;
+          p = ws(p + 1);
+        }
+        if (p >= end) return nullptr;
+        if (*p == '{' || *p == '[') break;  // opens a level
+        JsonReader::Token t;
+        std::string_view v;
+        ScannedNumber num;
+        if (!(p = scanScalar(p, end, t, v, num))) return nullptr;
       }
-      if (p >= end) return false;
+      p = ws(p);
+      if (p >= end) return nullptr;
+      if (*p == ',') {
+        p = ws(p + 1);
+        continue;
+      }
+      if (*p != closers[top - 1]) return nullptr;
+      ++p;
+      closed = true;
+    }
+  }
+}
+
+// An event's key at p (its opening quote): EventReader::fieldId of it, read without a string scan
+// for the usual keys.
+inline const char* scanFieldKey(const char* p, const char* end, int& which) {
+  if (end - p >= 6) {
+    const char* k = p + 1;
+    // Only letters match below, so no quote or backslash comes before the closing quote tested.
+    which = 0;
+    std::size_t len = 0;
+    if (k[1] == '"') {
+      len = 1;
+      if (k[0] == 's') which = 11;
+    } else if (k[2] == '"') {
+      len = 2;
+      if (k[0] == 'p' && k[1] == 'h') which = 1;
+      if (k[0] == 't' && k[1] == 's') which = 4;
+      if (k[0] == 'i' && k[1] == 'd') which = 9;
+      if (k[0] == 'b' && k[1] == 'p') which = 10;
+    } else if (k[3] == '"') {
+      len = 3;
+      if (k[0] == 'c' && k[1] == 'a' && k[2] == 't') which = 3;
+      if (k[0] == 'd' && k[1] == 'u' && k[2] == 'r') which = 5;
+      if (k[0] == 'p' && k[1] == 'i' && k[2] == 'd') which = 6;
+      if (k[0] == 't' && k[1] == 'i' && k[2] == 'd') which = 7;
+    } else if (k[4] == '"') {
+      len = 4;
+      if (std::memcmp(k, "name", 4) == 0) which = 2;
+      if (std::memcmp(k, "args", 4) == 0) which = 8;
+    }
+    if (which) return k + len + 1;
+  }
+  std::string_view key;
+  if (!(p = scanString(p, end, key))) return nullptr;
+  which = EventReader::fieldId(key);
+  return p;
+}
+
+}  // namespace
+
+// The args object at p: promoted keys fill the event, the raw text is kept.
+const char* EventReader::fastArgs(const char* p, const char* end) {
+  const bool keep = opt_.keepArgs || ev_.ph.size() != 1 || ev_.ph[0] == 'M' || ev_.ph[0] == 'C';
+  const char* const start = p;
+  WsGaps gaps;
+  const auto ws = [&gaps, end](const char* q) { return skipWs(q, end, gaps); };
+  p = ws(p + 1);
+  if (p < end && *p == '}') {
+    ++p;
+  } else {
+    for (;;) {
+      std::string_view key;
+      if (p >= end || *p != '"' || !(p = scanString(p, end, key))) return nullptr;
+      p = ws(p);
+      if (p >= end || *p != ':') return nullptr;
+      p = ws(p + 1);
+      if (p >= end) return nullptr;
       if (*p == '{' || *p == '[') {
-        if (!self(self, depth + 1)) return false;
+        const char* const from = p;
+        const ArgKey k = *p == '[' && collectiveAnnotationName() ? argKey(key) : kArgOther;
+        if (!(p = skipNested(p, end, 1, ws))) return nullptr;
+        if (k == kArgInputDims || k == kArgInputType)
+          inputFromText(std::string_view(from, static_cast<std::size_t>(p - from)), k);
       } else {
         Token t;
         std::string_view v;
-        if (!scalar(t, v)) return false;
+        ScannedNumber num;
+        if (!(p = scanScalar(p, end, t, v, num))) return nullptr;
+        onArg(argKey(key), t, v, num.known());
       }
-      ws();
-      if (p >= end) return false;
+      p = ws(p);
+      if (p >= end) return nullptr;
       if (*p == ',') {
-        ++p;
+        p = ws(p + 1);
         continue;
       }
-      if (*p == close) {
-        ++p;
-        return true;
-      }
-      return false;
-    }
-  };
-  const auto nested = [&](int depth) { return nestedImpl(nestedImpl, depth); };
-
-  // Walks the members of an object whose '{' is at p; fn(key) reads the value at p.
-  auto members = [&](auto&& fn) -> bool {
-    ++p;
-    ws();
-    if (p < end && *p == '}') {
+      if (*p != '}') return nullptr;
       ++p;
-      return true;
+      break;
     }
-    for (;;) {
-      ws();
-      std::string_view key;
-      if (p >= end || *p != '"' || !str(key)) return false;
-      ws();
-      if (p >= end || *p != ':') return false;
-      ++p;
-      ws();
-      if (p >= end || !fn(key)) return false;
-      ws();
-      if (p >= end) return false;
-      if (*p == ',') {
-        ++p;
-        continue;
-      }
-      if (*p == '}') {
-        ++p;
-        return true;
-      }
-      return false;
-    }
-  };
-  // The args object: promoted keys fill the event, the raw text is kept.
-  auto args = [&]() -> bool {
-    const bool keep = opt_.keepArgs || ev_.ph.size() != 1 || ev_.ph[0] == 'M' || ev_.ph[0] == 'C';
-    const char* start = p;
-    const bool ok = members([&](std::string_view key) {
-      if (*p == '[' && collectiveAnnotationName()) {
-        const ArgKey k = argKey(key);
-        if (k == kArgInputDims || k == kArgInputType) {
-          const char* from = p;
-          if (!nested(1)) return false;
-          inputFromText(std::string_view(from, static_cast<std::size_t>(p - from)), k);
-          return true;
-        }
-      }
-      if (*p == '{' || *p == '[') return nested(1);
-      Token t;
-      std::string_view v;
-      if (!scalar(t, v)) return false;
-      onArg(argKey(key), t, v);
-      return true;
-    });
-    if (ok) keepArgs(std::string_view(start, static_cast<std::size_t>(p - start)), keep);
-    return ok;
-  };
+  }
+  keepScannedArgs(std::string_view(start, static_cast<std::size_t>(p - start)), keep, gaps, end);
+  return p;
+}
 
-  ws();
+// Reads one event straight from its text for the common, well-formed case: no escapes, plain
+// numbers, nesting only inside args. Returns 0 as soon as anything else shows up; the caller then
+// re-reads the event with the full tokenizer, which also produces the precise error.
+std::size_t EventReader::fastEvent(std::string_view ev, bool whole) {
+  const char* p = ev.data();
+  const char* const end = p + ev.size();
+  p = skipWs(p, end);
   if (p >= end || *p != '{') return 0;
-  const bool ok = members([&](std::string_view key) {
-    const int which = fieldId(key);
-    if (which == 8 && *p == '{') return args();
-    if (*p == '{' || *p == '[') {
-      if (which >= 1 && which <= 7) return false;  // let the tokenizer report the type error
-      return nested(0);
+  p = skipWs(p + 1, end);
+  if (p < end && *p == '}') {
+    ++p;
+  } else {
+    for (;;) {
+      int which = 0;
+      if (p >= end || *p != '"' || !(p = scanFieldKey(p, end, which))) return 0;
+      p = skipWs(p, end);
+      if (p >= end || *p != ':') return 0;
+      p = skipWs(p + 1, end);
+      if (p >= end) return 0;
+      if (*p == '{' || *p == '[') {
+        if (which == 8 && *p == '{') {
+          p = fastArgs(p, end);
+        } else {
+          if (which >= 1 && which <= 7) return 0;  // let the tokenizer report the type error
+          p = skipNested(p, end, 0, [end](const char* q) { return skipWs(q, end); });
+        }
+        if (!p) return 0;
+      } else {
+        Token t;
+        std::string_view v;
+        ScannedNumber num;
+        if (!(p = scanScalar(p, end, t, v, num))) return 0;
+        // Type errors are reported by the full reader (same message either way).
+        if ((which == 1 || which == 3) && t != Token::String) return 0;
+        if (which == 2 && t != Token::String && t != Token::Number) return 0;
+        if ((which == 4 || which == 5) && t != Token::Number) return 0;
+        if ((which == 6 || which == 7) && t != Token::Number && t != Token::String) return 0;
+        onField(which, t, v, num.known());
+      }
+      p = skipWs(p, end);
+      if (p >= end) return 0;
+      if (*p == ',') {
+        p = skipWs(p + 1, end);
+        continue;
+      }
+      if (*p != '}') return 0;
+      ++p;
+      break;
     }
-    Token t;
-    std::string_view v;
-    if (!scalar(t, v)) return false;
-    // Type errors are reported by the full reader (same message either way).
-    if ((which == 1 || which == 3) && t != Token::String) return false;
-    if (which == 2 && t != Token::String && t != Token::Number) return false;
-    if ((which == 4 || which == 5) && t != Token::Number) return false;
-    if ((which == 6 || which == 7) && t != Token::Number && t != Token::String) return false;
-    onField(which, t, v);
-    return true;
-  });
-  if (!ok) return 0;
+  }
   const auto length = static_cast<std::size_t>(p - ev.data());
   if (!whole) return length;
-  ws();
-  return p == end ? length : 0;
+  return skipWs(p, end) == end ? length : 0;
 }
 
 int EventReader::fieldId(std::string_view k) {
@@ -583,7 +713,7 @@ void EventReader::onFieldType(int which) {
 }
 
 // A scalar event field (which = fieldId(key)).
-void EventReader::onField(int which, Token t, std::string_view text) {
+void EventReader::onField(int which, Token t, std::string_view text, const std::int64_t* known) {
   switch (which) {
     case 1:
       if (t != Token::String) failEvent("field 'ph' must be a string");
@@ -610,14 +740,14 @@ void EventReader::onField(int which, Token t, std::string_view text) {
       ev_.hasDur = true;
       break;
     case 6:
-      readId(t, text, ev_.pid, "pid");
+      readId(t, text, ev_.pid, "pid", known);
       break;
     case 7:
-      readId(t, text, ev_.tid, "tid");
+      readId(t, text, ev_.tid, "tid", known);
       break;
     case 9:
       if (t == Token::Number || t == Token::String) {
-        auto v = parseInt(text);
+        auto v = known ? std::optional<std::int64_t>(*known) : parseInt(text);
         if (!v && t == Token::String) {
           // Hex ids ("0x1f") are common in Chrome traces.
           std::int64_t h = 0;

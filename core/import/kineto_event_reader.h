@@ -48,6 +48,27 @@ struct RawEvent {
 class EventReader {
  public:
   explicit EventReader(const ImportOptions& options) : opt_(options) {}
+  // Where the direct scanner skipped whitespace in an args object: [from[i], to[i]) (at most kMax
+  // gaps; more set overflow, and the args are compacted by a scan of their text instead).
+  struct WsGaps {
+    static constexpr int kMax = 96;
+    std::array<const char*, kMax> from;  // not zeroed: only [0, n) is read
+    std::array<const char*, kMax> to;
+    int n = 0;
+    bool overflow = false;
+    void add(const char* a, const char* b) {
+      if (n == kMax) {
+        overflow = true;
+        return;
+      }
+      from[n] = a;
+      to[n] = b;
+      ++n;
+    }
+  };
+  // The field a key of an event names: 1 ph, 2 name, 3 cat, 4 ts, 5 dur, 6 pid, 7 tid, 8 args, 9 id,
+  // 10 bp, 11 s; 0 any other.
+  static int fieldId(std::string_view k);
 
   // Events that follow come from `path`; args kept raw go to the end of `args` (the batch's block),
   // their place in RawEvent::rawArgsOff/Len.
@@ -89,22 +110,26 @@ class EventReader {
   };
 
   void resetRaw();
-  void readId(Token t, std::string_view text, RawId& id, const char* field);
-  static std::int64_t argInt(Token t, std::string_view text);
+  // `known`, when given, is the value of a Number token the direct scanner already read as a plain
+  // integer (so its text need not be parsed again).
+  void readId(Token t, std::string_view text, RawId& id, const char* field, const std::int64_t* known = nullptr);
+  static std::int64_t argInt(Token t, std::string_view text, const std::int64_t* known);
   static ArgKey argKey(std::string_view k);
-  static int fieldId(std::string_view k);
   void parseArgs(JsonReader& r);
   bool collectiveAnnotationName() const;
   void readInputArray(JsonReader& r, ArgKey key);
   void inputFromText(std::string_view a, ArgKey key);
-  void onArg(ArgKey key, Token t, std::string_view text);
+  void onArg(ArgKey key, Token t, std::string_view text, const std::int64_t* known = nullptr);
   void keepArgs(std::string_view raw, bool keep);
+  void keepScannedArgs(std::string_view raw, bool keep, const WsGaps& gaps, const char* end);
   void parseEventFields(JsonReader& r);
   // Reads the event at the start of ev; its length, or 0 (see readPrefix). Whole: nothing but
   // whitespace may follow it.
   std::size_t fastEvent(std::string_view ev, bool whole);
+  // The direct scanner's args object at p (its '{'): the position after it, nullptr to give up.
+  const char* fastArgs(const char* p, const char* end);
   [[noreturn]] void onFieldType(int which);
-  void onField(int which, Token t, std::string_view text);
+  void onField(int which, Token t, std::string_view text, const std::int64_t* known = nullptr);
   // Where a field's text lives: the event text itself on the fast path, else slot `slot`'s copy.
   enum Slot : std::uint8_t {
     kSlotName,

@@ -1,6 +1,7 @@
 #include "core/import/kineto_parser.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -107,6 +108,7 @@ class KinetoParser::Impl {
       groups_.clear();
       groupCount_ = 0;
       lastTrack_ = 0;
+      memTracksValid_ = false;
     }
     header_ = FileHeader{};
     header_.baseTimeNs = baseTimeNs;
@@ -171,12 +173,31 @@ class KinetoParser::Impl {
  private:
   void warn(const std::string& w) { warnings_.push_back(fileLabel(path_) + ": " + w); }
 
+  // The parser-local id of a string. Names repeat millions of times: a direct-mapped cache keyed by
+  // a cheap fingerprint (the length and the first and last 8 bytes) answers most look-ups with one
+  // comparison, before the hash map hashes the whole name.
   std::uint32_t str(std::string_view s) {
+    std::uint64_t head = 0, tail = 0;
+    if (s.size() >= 8) {
+      std::memcpy(&head, s.data(), 8);
+      std::memcpy(&tail, s.data() + s.size() - 8, 8);
+    } else if (!s.empty()) {
+      std::memcpy(&head, s.data(), s.size());
+    }
+    const std::uint64_t h = (head * 0x9E3779B97F4A7C15ULL) ^ (tail * 0xC2B2AE3D27D4EB4FULL) ^ (s.size() * 0x165667B19E3779F9ULL);
+    CachedString& slot = strCache_[static_cast<std::size_t>(h >> (64 - kStrCacheBits))];
+    if (slot.id && slot.text == s) return slot.id;
+    std::uint32_t id;
     auto it = strings_.find(s);
-    if (it != strings_.end()) return it->second;
-    const std::uint32_t id = ++stringCount_;
-    strings_.emplace(std::string(s), id);
-    batch_->newStrings.emplace_back(s);
+    if (it != strings_.end()) {
+      id = it->second;
+      slot.text = it->first;
+    } else {
+      id = ++stringCount_;
+      slot.text = strings_.emplace(std::string(s), id).first->first;  // map keys do not move
+      batch_->newStrings.emplace_back(s);
+    }
+    slot.id = id;
     return id;
   }
 
@@ -312,6 +333,27 @@ class KinetoParser::Impl {
     if (ev_.pid.present && ev_.pid.isNum && derivedFrom.empty()) t.pid = ev_.pid.num;
     batch_->newTracks.push_back(std::move(t));
     return id;
+  }
+
+  // The (allocated, reserved) counter tracks of a device's memory records. One in five events of a
+  // training trace is a memory record: the last device's pair is kept, so the usual record builds
+  // no key (the tracks themselves are made once per file by counterTrack).
+  std::pair<std::uint32_t, std::uint32_t> memoryTracks(int deviceType, int deviceId) {
+    if (memTracksValid_ && deviceType == memTrackType_ && deviceId == memTrackId_) return memTracks_;
+    const std::string dev = (deviceType == 0 ? std::string("cpu") : "device " + std::to_string(deviceId));
+    const std::string key = "mem:" + std::to_string(deviceType) + ":" + std::to_string(deviceId);
+    std::optional<int> device;
+    if (deviceType != 0) device = deviceId;
+    // The two curves are read from memory_events (Total Allocated / Total Reserved): storing them
+    // again as counter rows would double the rows of memory-heavy traces.
+    const std::string suffix = std::to_string(deviceType) + ":" + std::to_string(deviceId);
+    const auto a = counterTrack(key + ":a", "memory allocated (" + dev + ")", device, "memory_events:allocated:" + suffix);
+    const auto rz = counterTrack(key + ":r", "memory reserved (" + dev + ")", device, "memory_events:reserved:" + suffix);
+    memTracksValid_ = true;
+    memTrackType_ = deviceType;
+    memTrackId_ = deviceId;
+    memTracks_ = {a, rz};
+    return memTracks_;
   }
 
   std::uint32_t groupFor(const std::string& name) {
@@ -562,15 +604,7 @@ class KinetoParser::Impl {
       m.totalAllocated = ev_.totalAllocated != kNone ? ev_.totalAllocated : 0;
       m.totalReserved = ev_.totalReserved != kNone ? ev_.totalReserved : 0;
       m.outOfMemory = ev_.name == "[OutOfMemory]";
-      const std::string dev = (m.deviceType == 0 ? std::string("cpu") : "device " + std::to_string(m.deviceId));
-      const std::string key = "mem:" + std::to_string(m.deviceType) + ":" + std::to_string(m.deviceId);
-      std::optional<int> device;
-      if (m.deviceType != 0) device = m.deviceId;
-      // The two curves are read from memory_events (Total Allocated / Total Reserved): storing them
-      // again as counter rows would double the rows of memory-heavy traces.
-      const std::string suffix = std::to_string(m.deviceType) + ":" + std::to_string(m.deviceId);
-      const auto a = counterTrack(key + ":a", "memory allocated (" + dev + ")", device, "memory_events:allocated:" + suffix);
-      const auto rz = counterTrack(key + ":r", "memory reserved (" + dev + ")", device, "memory_events:reserved:" + suffix);
+      const auto [a, rz] = memoryTracks(m.deviceType, m.deviceId);
       batch_->memory.push_back(m);
       batch_->memoryTracks.push_back(a);
       batch_->memoryTracks.push_back(rz);
@@ -641,6 +675,12 @@ class KinetoParser::Impl {
   std::vector<std::string> warnings_;
   std::uint32_t stringCount_ = 0;
   InternMap strings_;
+  struct CachedString {
+    std::string_view text;  // a key of strings_
+    std::uint32_t id = 0;   // 0: empty slot
+  };
+  static constexpr int kStrCacheBits = 10;
+  std::array<CachedString, std::size_t{1} << kStrCacheBits> strCache_{};
   std::vector<std::int8_t> nameCategory_;
   std::vector<std::uint8_t> catBits_;
   std::uint32_t currentCat_ = 0;
@@ -655,6 +695,9 @@ class KinetoParser::Impl {
   std::string trackKey_, lastPid_, lastTid_;
   TrackClass lastCls_ = TrackClass::Cpu;
   std::uint32_t lastTrack_ = 0;
+  bool memTracksValid_ = false;  // memTracks_ are the tracks of (memTrackType_, memTrackId_) in this file
+  int memTrackType_ = 0, memTrackId_ = 0;
+  std::pair<std::uint32_t, std::uint32_t> memTracks_;
   std::unique_ptr<Batch> batch_;
   BatchPool* recycled_ = nullptr;
   FileHeader header_;

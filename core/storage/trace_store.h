@@ -2,6 +2,7 @@
 // The trace store: one SQLite file holding measured, imported and simulated runs in one schema.
 // TraceStore owns the connection, the string interning cache and the typed read/write helpers;
 // BulkWriter streams events/counters into it with prepared statements.
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -274,12 +275,29 @@ class BulkWriter {
   Statement insCounter_;
   Statement insFlow_;
   Statement insMemory_;
-  Statement insMemoryMany_;  // kMemoryRows rows at once, prepared when first needed
-  static constexpr std::size_t kMemoryRows = 64;
-  std::vector<MemoryEvent> memory_;  // not written yet
+  Statement insMemoryMany_;  // memoryRows_ rows at once, prepared when first needed
+  static constexpr std::size_t kMemoryRows = 256;
+  std::size_t memoryRows_ = kMemoryRows;  // fewer where SQLite allows fewer parameters (9 a row)
+  std::vector<MemoryEvent> memory_;       // not written yet
   void writeMemoryEvents();
   std::unordered_map<TrackId, OpenChunk> open_;
   std::unordered_map<TrackId, TrackStats> stats_;
+  // The entries of the tracks written to last, direct-mapped by track id: an event (and a memory
+  // record's two counter samples) mostly skips the two hash look-ups. Map nodes do not move, and no
+  // entry of open_ is ever erased; stats_.clear() forgets the cached stats.
+  struct CachedTrack {
+    TrackId track;
+    OpenChunk* open = nullptr;    // open_[track], or not looked up yet
+    TrackStats* stats = nullptr;  // stats_[track], or not looked up yet
+  };
+  std::array<CachedTrack, 64> cachedTracks_{};
+  CachedTrack& cachedTrack(TrackId trackId) {
+    CachedTrack& c = cachedTracks_[static_cast<std::size_t>(trackId.value()) & 63];
+    if (c.track != trackId) c = CachedTrack{trackId, nullptr, nullptr};
+    return c;
+  }
+  // stats_[trackId]; fresh when it was just made.
+  TrackStats& trackStats(TrackId trackId, bool& fresh);
   std::function<bool(TrackId, EventChunk&)> beforeFlush_;
   std::vector<Id> marked_;
   PreparedChunk sync_;                // the chunk being written when there is no encoding thread
