@@ -442,7 +442,9 @@ inline const char* scanNumber(const char* p, const char* end, std::string_view& 
     if (q == d) return nullptr;
   }
   if (q < end && (*q == 'e' || *q == 'E' || isDigit(*q))) return nullptr;
-  num.value = neg ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
+  // Valued only up to 18 digits (< 1e18 < 2^63): past that v has wrapped and its negation could
+  // overflow (UBSan caught -2^63 on the fuzz corpus's huge numbers).
+  if (num.isInt) num.value = neg ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
   out = std::string_view(p, static_cast<std::size_t>(q - p));
   return q;
 }
