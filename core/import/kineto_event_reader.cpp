@@ -479,6 +479,16 @@ inline const char* scanScalar(const char* p, const char* end, JsonReader::Token&
   return nullptr;
 }
 
+// An object member's key at p (its opening quote) and the colon after it: the position of its
+// value (after whitespace), or nullptr. ws(p) skips whitespace.
+template <typename SkipWs>
+const char* scanMemberKey(const char* p, const char* end, std::string_view& key, const SkipWs& ws) {
+  if (p >= end || *p != '"' || !(p = scanString(p, end, key))) return nullptr;
+  p = ws(p);
+  if (p >= end || *p != ':') return nullptr;
+  return ws(p + 1);
+}
+
 // Validates and skips a nested array or object (args like "Input Dims": [[1, 2], [3]]) whose
 // bracket is at p, `depth` being that container's nesting; more than 32 levels give up. Iterative:
 // one loop over the members of every level, the closers on a small stack. ws(p) skips whitespace.
@@ -503,10 +513,7 @@ const char* skipNested(const char* p, const char* end, int depth, const SkipWs& 
         // p is at a member of the innermost container (after whitespace).
         if (closers[top - 1] == '}') {
           std::string_view key;
-          if (p >= end || *p != '"' || !(p = scanString(p, end, key))) return nullptr;
-          p = ws(p);
-          if (p >= end || *p != ':') return nullptr;
-          p = ws(p + 1);
+          if (!(p = scanMemberKey(p, end, key, ws))) return nullptr;
         }
         if (p >= end) return nullptr;
         if (*p == '{' || *p == '[') break;  // opens a level
@@ -578,10 +585,7 @@ const char* EventReader::fastArgs(const char* p, const char* end) {
   } else {
     for (;;) {
       std::string_view key;
-      if (p >= end || *p != '"' || !(p = scanString(p, end, key))) return nullptr;
-      p = ws(p);
-      if (p >= end || *p != ':') return nullptr;
-      p = ws(p + 1);
+      if (!(p = scanMemberKey(p, end, key, ws))) return nullptr;
       if (p >= end) return nullptr;
       if (*p == '{' || *p == '[') {
         const char* const from = p;
