@@ -160,14 +160,18 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
     return c != counted.end() && c->second.warmupLeftOut && c->second.counts(step);
   };
   std::set<std::int64_t> leftOutRel;  // disturbed steps, relative to each rank's first
-  double stepSum = 0;
-  std::int64_t stepCount = 0;
-  for (const auto& [rank, v] : stepTimes)
-    for (const auto& [n, d] : v)
-      if (steady(rank, n)) {
-        stepSum += d;
-        ++stepCount;
-      }
+  // The summed step time and the number of rank-steps that `keep` keeps.
+  const auto sumSteps = [&](const auto& keep) {
+    std::pair<double, std::int64_t> s{0.0, 0};
+    for (const auto& [rank, v] : stepTimes)
+      for (const auto& [n, d] : v)
+        if (keep(rank, n)) {
+          s.first += d;
+          ++s.second;
+        }
+    return s;
+  };
+  const auto [stepSum, stepCount] = sumSteps(steady);
   if (stepCount == 0) throw Error(where + " has no step after the first (warm-up) one: run at least two steps");
   mp.stepS = stepSum / static_cast<double>(stepCount);
   mp.steadySteps = static_cast<int>(stepCount);
@@ -196,13 +200,9 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
     std::vector<std::pair<std::int64_t, double>> means;
     means.reserve(byStep.size());
     for (const auto& [k, e] : byStep) means.push_back({k, e.first / e.second});
-    for (const std::int64_t k : disturbedSteps(means)) leftOutRel.insert(k);
+    const DisturbedSteps disturbed = disturbedSteps(means);
+    leftOutRel.insert(disturbed.steps.begin(), disturbed.steps.end());
     if (!leftOutRel.empty()) {
-      std::vector<double> xs;
-      xs.reserve(means.size());
-      for (const auto& [k, x] : means) xs.push_back(x);
-      std::nth_element(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(xs.size() / 2), xs.end());
-      const double median = xs[xs.size() / 2];
       std::string which, took;
       for (const auto& [k, x] : means)
         if (leftOutRel.count(k)) {
@@ -213,7 +213,7 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
         for (const std::int64_t k : leftOutRel) mp.leftOutSteps.insert(k + first);
       mp.leftOutNote = "step" + std::string(leftOutRel.size() > 1 ? "s " : " ") + which + " of " + std::to_string(byStep.size()) +
                        " steady ones left out of the profile: " + took + " against a median of " +
-                       formatDurationNs(median * 1e9) + " (something else ran on the host?)";
+                       formatDurationNs(disturbed.median * 1e9) + " (something else ran on the host?)";
     }
   }
   // The steps the profile is taken from: the steady ones less the disturbed ones.
@@ -221,14 +221,7 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
     const auto f = firstStep.find(rankId);
     return steady(rankId, step) && f != firstStep.end() && !leftOutRel.count(step - f->second);
   };
-  double profiledStepSum = 0;
-  std::int64_t profiledCount = 0;
-  for (const auto& [rank, v] : stepTimes)
-    for (const auto& [n, d] : v)
-      if (profiled(rank, n)) {
-        profiledStepSum += d;
-        ++profiledCount;
-      }
+  const auto [profiledStepSum, profiledCount] = sumSteps(profiled);
   // The host it ran on (rank 0's metadata, written by our runtime since the link probe came) and
   // its compute probe.
   for (const auto& r : store.ranks(runId)) {
@@ -428,8 +421,8 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
   return mp;
 }
 
-std::vector<std::int64_t> disturbedSteps(const std::vector<std::pair<std::int64_t, double>>& stepTimes) {
-  std::vector<std::int64_t> out;
+DisturbedSteps disturbedSteps(const std::vector<std::pair<std::int64_t, double>>& stepTimes) {
+  DisturbedSteps out;
   if (static_cast<int>(stepTimes.size()) < kDisturbedStepMinSteps) return out;
   const auto medianOf = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -439,6 +432,7 @@ std::vector<std::int64_t> disturbedSteps(const std::vector<std::pair<std::int64_
   std::vector<double> xs, dev;
   for (const auto& [k, x] : stepTimes) xs.push_back(x);
   const double median = medianOf(xs);
+  out.median = median;
   // The spread from the steps at or below the median: disturbances only slow steps down, and
   // three disturbed steps of seven would otherwise widen the limit past themselves.
   for (double x : xs)
@@ -446,7 +440,7 @@ std::vector<std::int64_t> disturbedSteps(const std::vector<std::pair<std::int64_
   const double sd = 1.4826 * medianOf(dev);
   const double limit = std::max(median * (1.0 + kDisturbedStepShare), median + kDisturbedStepSds * sd);
   for (const auto& [k, x] : stepTimes)
-    if (x > limit) out.push_back(k);
+    if (x > limit) out.steps.push_back(k);
   return out;
 }
 

@@ -92,8 +92,13 @@ struct MeasuredProfile : SimTarget {
 constexpr double kDisturbedStepShare = 0.15;
 constexpr double kDisturbedStepSds = 3.0;
 constexpr int kDisturbedStepMinSteps = 4;
-// The disturbed steps among (step, time) pairs.
-std::vector<std::int64_t> disturbedSteps(const std::vector<std::pair<std::int64_t, double>>& stepTimes);
+// The disturbed steps among (step, time) pairs, and the median step time they were judged against
+// (0 with too few steps to tell).
+struct DisturbedSteps {
+  std::vector<std::int64_t> steps;
+  double median = 0;
+};
+DisturbedSteps disturbedSteps(const std::vector<std::pair<std::int64_t, double>>& stepTimes);
 // {run, strategy, step_s, comm_s, exposed_comm_s, overlap, compute_jitter, compute_jitter_<phase>
 //  (the phases it has)}: `shardscope-cli simulate --json`'s profile_run.
 JsonValue toJson(const MeasuredProfile& m);

@@ -294,15 +294,18 @@ class TestPrediction : public QObject {
       return v;
     };
     // A medium-model run of the validation: three disturbed steps of seven.
-    QCOMPARE(disturbedSteps(steps({1.058, 1.077, 1.009, 1.057, 1.548, 1.399, 1.363})), (std::vector<std::int64_t>{6, 7, 8}));
+    const DisturbedSteps medium = disturbedSteps(steps({1.058, 1.077, 1.009, 1.057, 1.548, 1.399, 1.363}));
+    QCOMPARE(medium.steps, (std::vector<std::int64_t>{6, 7, 8}));
+    QCOMPARE(medium.median, 1.077);  // what the note names them against
     // One slow step of a noisy ZeRO-3 run (CV 16 %): only the outlier.
-    QCOMPARE(disturbedSteps(steps({0.3174, 0.2294, 0.2331, 0.2070, 0.2560, 0.2159, 0.2148})), (std::vector<std::int64_t>{2}));
+    QCOMPARE(disturbedSteps(steps({0.3174, 0.2294, 0.2331, 0.2070, 0.2560, 0.2159, 0.2148})).steps,
+             (std::vector<std::int64_t>{2}));
     // Within 15 % of the median: kept, however regular the rest.
-    QVERIFY(disturbedSteps(steps({1.0, 1.0, 1.0, 1.0, 1.0, 1.14})).empty());
+    QVERIFY(disturbedSteps(steps({1.0, 1.0, 1.0, 1.0, 1.0, 1.14})).steps.empty());
     // A run whose steps spread widely on both sides: its slow steps are its own.
-    QVERIFY(disturbedSteps(steps({1.0, 1.3, 0.7, 1.25, 0.75, 1.2, 0.8})).empty());
+    QVERIFY(disturbedSteps(steps({1.0, 1.3, 0.7, 1.25, 0.75, 1.2, 0.8})).steps.empty());
     // Too few steps to tell.
-    QVERIFY(disturbedSteps(steps({1.0, 1.0, 2.0})).empty());
+    QVERIFY(disturbedSteps(steps({1.0, 1.0, 2.0})).steps.empty());
   }
 };
 
