@@ -212,6 +212,12 @@ CommEstimate commVolume(const EstimateInput& in, Strategy s, const CommOptions& 
 double LinkModel::instanceS(bool allReduceLike, double wireBytes) const {
   const double bw = (allReduceLike ? arBw() : busBwGBps) * 1e9;
   const auto line = [&](double x) { return (allReduceLike ? arAlphaUs() : alphaUs) * 1e-6 + (bw > 0 ? x / bw : 0.0); };
+  const auto& inRun = allReduceLike ? allReduceInRun : otherInRun;
+  if (!inRun.empty() && wireBytes > 0) {
+    const auto it =
+        std::lower_bound(inRun.begin(), inRun.end(), wireBytes * (1 - 1e-9), [](const auto& p, double v) { return p.first < v; });
+    if (it != inRun.end() && it->first <= wireBytes * (1 + 1e-9)) return it->second;
+  }
   const auto& pts = allReduceLike ? allReducePoints : otherPoints;
   if (pts.size() < 2 || !(wireBytes > 0)) return line(std::max(0.0, wireBytes));
   if (wireBytes <= pts.front().first) {
@@ -482,16 +488,21 @@ RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId, const 
       }
       for (std::size_t k = 0; k < n; ++k) {
         TimeNs lastStart = 0;
-        double endSum = 0, overlapSum = 0;
+        double endSum = 0, overlapSum = 0, lastEnd = 0;
         for (const auto& [r, seq] : ranks) {
-          lastStart = std::max(lastStart, seq[k].start);
+          if (seq[k].start >= lastStart) {
+            lastStart = seq[k].start;
+            lastEnd = static_cast<double>(seq[k].end);
+          }
           endSum += static_cast<double>(seq[k].end);
           overlapSum += seq[k].s.computeOverlap;
         }
-        const double d = (endSum / static_cast<double>(ranks.size()) - static_cast<double>(lastStart)) / 1e9;
+        const double nr = static_cast<double>(ranks.size());
+        const double d = (endSum / nr - static_cast<double>(lastStart)) / 1e9;
         if (!(d > 0)) continue;
         CollectiveSample s = ranks.begin()->second[k].s;
         s.durationS = d;
+        s.lastLatenessS = (lastEnd - (endSum - lastEnd) / (nr - 1)) / 1e9;
         s.computeOverlap = overlapSum / static_cast<double>(ranks.size());
         out.push_back(s);
       }

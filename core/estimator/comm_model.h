@@ -40,6 +40,10 @@ struct LinkModel {
   // rarely a straight line from 4 KiB to 100 MiB, e.g. Gloo changes algorithm with size) and,
   // outside them, the alpha-beta line scaled to meet the nearest point.
   std::vector<std::pair<double, double>> allReducePoints{}, otherPoints{};
+  // Times a calibration run's own collectives took at exactly these wire bytes (their mean, with
+  // the slowdown beside compute taken out: link_calibration.h), ascending: at those sizes they are
+  // used as they are, in place of the probe's curve and the contention factor.
+  std::vector<std::pair<double, double>> allReduceInRun{}, otherInRun{};
   // The time of one instance carrying `wireBytes` per device (nccl-tests' S x the bus factor).
   double instanceS(bool allReduceLike, double wireBytes) const;
 };
@@ -101,6 +105,9 @@ struct CollectiveSample {
   // The fraction of the instance during which its rank computed (mean over the ranks of a matched
   // instance): what slows a collective down beside compute (link_calibration.h).
   double computeOverlap = 0;
+  // A matched instance's last rank to start it: how much later than the others (their mean) it
+  // saw the collective end. 0 where the instance was not matched across ranks.
+  double lastLatenessS = 0;
 };
 struct LinkFit {
   LinkModel link;  // name "fitted:<run>", alpha and busBw from the fit

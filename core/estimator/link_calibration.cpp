@@ -1,6 +1,7 @@
 #include "core/estimator/link_calibration.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -18,6 +19,9 @@ double mean(const std::vector<double>& v) {
   for (double x : v) sum += x;
   return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
 }
+
+// A size of the run's own collectives is taken as measured from this many instances on.
+constexpr double kMinInRunInstances = 3;
 
 bool allReduceLike(const CollectiveSample& s) {
   return s.kind == CollKind::AllReduce || (s.kind == CollKind::ReduceScatter && s.emulatedReduceScatter);
@@ -131,6 +135,17 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
       }
       (i == 0 ? c.commInterferenceFittedAllReduce : c.commInterferenceFittedOther) = fitted;
     }
+    {
+      double lat[2] = {0, 0}, dur[2] = {0, 0};
+      for (const auto& s : steps) {
+        if (!(s.durationS > 0)) continue;
+        const int i = allReduceLike(s) ? 0 : 1;
+        lat[i] += s.lastLatenessS;
+        dur[i] += s.durationS;
+      }
+      c.lastLatenessAllReduce = dur[0] > 0 ? std::max(0.0, lat[0] / dur[0]) : 0.0;
+      c.lastLatenessOther = dur[1] > 0 ? std::max(0.0, lat[1] / dur[1]) : 0.0;
+    }
     c.contentionAllReduce = c0[0];
     c.contentionOther = c0[1];
     c.commInterferenceAllReduce = m[0];
@@ -158,6 +173,21 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
     l.allReduceBusBwGBps = arBw / c.contentionAllReduce;
     for (auto& p : l.allReducePoints) p.second *= c.contentionAllReduce;
     for (auto& p : l.otherPoints) p.second *= c.contentionOther;
+    {
+      // The run's own sizes: the mean time of their instances, without the slowdown beside
+      // compute (d / (1 + m·g)), where a size has kMinInRunInstances or more.
+      std::map<std::pair<bool, double>, std::array<double, 3>> by;  // Σd, Σ(1 + m·g), n
+      for (const auto& s : steps) {
+        if (!(s.durationS > 0)) continue;
+        const bool ar = allReduceLike(s);
+        auto& a = by[{ar, wireOf(s)}];
+        a[0] += s.durationS;
+        a[1] += 1 + m[ar ? 0 : 1] * std::clamp(s.computeOverlap, 0.0, 1.0);
+        a[2] += 1;
+      }
+      for (const auto& [key, a] : by)
+        if (a[2] >= kMinInRunInstances) (key.first ? l.allReduceInRun : l.otherInRun).push_back({key.second, a[0] / a[1]});
+    }
     c.wellConditioned = true;
     c.note = "link probe of " + name + ": " + std::to_string(c.probe->samples) + " collectives, " + formatBytes(c.minBytes) +
              ".." + formatBytes(c.maxBytes) + " at " + std::to_string(c.groupSize) + " ranks, R^2 " +
@@ -165,6 +195,11 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
              formatFixed(c.contentionOther, 2) + " (all-gather/reduce-scatter), x(1 + " +
              formatFixed(c.commInterferenceAllReduce, 2) + " / " + formatFixed(c.commInterferenceOther, 2) +
              " of the time computing beside it) from " + std::to_string(c.contentionSamples) + " collectives of its steps";
+    const std::size_t inRun = l.allReduceInRun.size() + l.otherInRun.size();
+    if (inRun > 0) c.note += "; " + std::to_string(inRun) + " of its sizes as the run measured them";
+    if (c.lastLatenessAllReduce > 0 || c.lastLatenessOther > 0)
+      c.note += "; the last rank to start ends " + formatFixed(c.lastLatenessAllReduce * 100, 0) + "% / " +
+                formatFixed(c.lastLatenessOther * 100, 0) + "% of the time later";
     return c;
   }
   if (!c.run)
@@ -210,6 +245,9 @@ JsonValue toJson(const LinkCalibration& c) {
   o.set("comm_interference_other", JsonValue::number(c.commInterferenceOther));
   o.set("comm_interference_fitted_all_reduce", JsonValue::boolean(c.commInterferenceFittedAllReduce));
   o.set("comm_interference_fitted_other", JsonValue::boolean(c.commInterferenceFittedOther));
+  o.set("in_run_sizes", JsonValue::number(static_cast<std::int64_t>(c.link.allReduceInRun.size() + c.link.otherInRun.size())));
+  o.set("last_lateness_all_reduce", JsonValue::number(c.lastLatenessAllReduce));
+  o.set("last_lateness_other", JsonValue::number(c.lastLatenessOther));
   o.set("min_bytes", JsonValue::number(c.minBytes));
   o.set("max_bytes", JsonValue::number(c.maxBytes));
   o.set("group_size", JsonValue::number(std::int64_t{c.groupSize}));

@@ -4,9 +4,12 @@
 // kind at a ladder of sizes, so latency and bandwidth are both determined. The collectives of the
 // run's own steps then say how much slower the link is while the training runs beside it (the
 // communication threads share the cores, the memory bus or the SMs with compute): the contention
-// factor, the median ratio of their transfer times to the probe's line at the same sizes. A run
-// without a probe (an imported trace, an older run) falls back to the alpha-beta fit of its own
-// collectives, whose quality (R², size range, kinds seen) is reported with it.
+// factor, a least-squares ratio of their times to the probe's curve at the same sizes. At the
+// sizes the steps used three times or more, their own mean time stands instead: one factor cannot
+// carry a probe's curve to the run's small collectives, whose in-run time over the probe's was 0.9
+// at 1 KiB in one ZeRO-3 run and 6.6 in its repeat. A run without a probe (an imported trace, an
+// older run) falls back to the alpha-beta fit of its own collectives, whose quality (R², size
+// range, kinds seen) is reported with it.
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -32,6 +35,10 @@ struct LinkCalibration {
   // spread in g, else the device class's default (kCpuGlooCommInterference).
   double commInterferenceAllReduce = 0, commInterferenceOther = 0;
   bool commInterferenceFittedAllReduce = false, commInterferenceFittedOther = false;
+  // The last rank to start a collective sees it end later than the others: the lateness over the
+  // instance's time (last start to the ranks' mean end), Σ lateness / Σ time over the run's
+  // matched instances, all-reduce-like and the others (docs/ESTIMATOR.md, "Completion").
+  double lastLatenessAllReduce = 0, lastLatenessOther = 0;
   // The sizes the link was measured over (message bytes) and at which group size: a prediction
   // outside them extrapolates.
   std::int64_t minBytes = 0, maxBytes = 0;
@@ -45,7 +52,8 @@ struct LinkCalibration {
   std::string note;  // one line for the CLI and reports
 };
 // {source, name, alpha_us, bus_bw_gbps, all_reduce_alpha_us, all_reduce_bus_bw_gbps,
-//  contention_all_reduce, contention_other, contention_samples, min_bytes, max_bytes, group_size,
+//  contention_all_reduce, contention_other, contention_samples, comm_interference_*, in_run_sizes,
+//  last_lateness_all_reduce, last_lateness_other, min_bytes, max_bytes, group_size,
 //  well_conditioned, rel_error, probe_r2, probe_samples, run_r2, run_samples, note}.
 JsonValue toJson(const LinkCalibration& c);
 

@@ -148,8 +148,15 @@ PredictionCheck applyCalibration(SimulateInput& si, const Calibration& c, bool k
   if (c.profile.gloo && si.strategy != c.profile.strategy)
     si.compute.stepOverheadS *= cpuHostOverheadWeight(si.strategy) / cpuHostOverheadWeight(c.profile.strategy);
   si.intraNode = c.link.link;
+  // The run's own sizes stand for themselves only in groups of the size they were measured in.
+  if (si.model.gpus != c.link.groupSize) {
+    si.intraNode.allReduceInRun.clear();
+    si.intraNode.otherInRun.clear();
+  }
   si.commInterferenceAllReduce = c.link.commInterferenceAllReduce;
   si.commInterferenceOther = c.link.commInterferenceOther;
+  si.lastLatenessAllReduce = c.link.lastLatenessAllReduce;
+  si.lastLatenessOther = c.link.lastLatenessOther;
   si.comm.emulatedReduceScatter = c.profile.gloo;
   PredictionCheck check = checkPrediction(c.profile, si, &c.link);
   if (!check.refused.empty()) {

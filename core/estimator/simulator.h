@@ -110,6 +110,9 @@ struct SimulateInput {
   // fraction g of it takes (1 + commInterference·g) times the link's time; all-reduce-like
   // (all-reduce, Gloo's emulated reduce-scatter) and the others.
   double commInterferenceAllReduce = 0, commInterferenceOther = 0;
+  // Completion (link_calibration.h): the last member to start a collective ends it later than the
+  // others by lastLateness x its time; the members' mean end stays start + time.
+  double lastLatenessAllReduce = 0, lastLatenessOther = 0;
   int keepRanks = 16;  // ranks whose events are kept in the result (0 = all)
 };
 

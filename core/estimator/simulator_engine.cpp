@@ -54,6 +54,7 @@ class Engine {
     for (int k = 0; k < kGroupKinds; ++k) {
       arrivals_[k].assign(static_cast<std::size_t>(prog.layout.instances[k]) * nColl_, 0);
       maxStart_[k].assign(static_cast<std::size_t>(prog.layout.instances[k]) * nColl_, 0.0);
+      lastRank_[k].assign(static_cast<std::size_t>(prog.layout.instances[k]) * nColl_, -1);
     }
     rs_.resize(W);
     for (int r = 0; r < W_; ++r) {
@@ -126,11 +127,14 @@ class Engine {
   // The last member of group instance `inst` started collective c: it ends on every member.
   void complete(int kind, int inst, int c) {
     const CollDef& cd = prog_.colls[static_cast<std::size_t>(c)];
-    const double end =
-        maxStart_[static_cast<std::size_t>(kind)][static_cast<std::size_t>(inst) * nColl_ + static_cast<std::size_t>(c)] +
-        cd.durS;
+    const std::size_t ai = static_cast<std::size_t>(inst) * nColl_ + static_cast<std::size_t>(c);
+    const double start = maxStart_[static_cast<std::size_t>(kind)][ai];
+    const int last = lastRank_[static_cast<std::size_t>(kind)][ai];
+    const double n = static_cast<double>(prog_.layout.size[kind]);
+    const double theta = cd.kind == CollKind::AllReduce || cd.emulated ? in_.lastLatenessAllReduce : in_.lastLatenessOther;
     prog_.layout.membersOf(kind, inst, members_);
     for (int m : members_) {
+      const double end = start + cd.durS * (m == last ? 1.0 + theta * (n - 1) / n : std::max(0.0, 1.0 - theta / n));
       const std::size_t idx = rec_.at(static_cast<std::size_t>(c), m);
       rec_.collDone[idx] = end;
       auto& st = rs_[static_cast<std::size_t>(m)];
@@ -181,6 +185,7 @@ class Engine {
     const std::size_t ai = static_cast<std::size_t>(inst) * nColl_ + static_cast<std::size_t>(c);
     auto& cnt = arrivals_[static_cast<std::size_t>(kind)][ai];
     auto& mx = maxStart_[static_cast<std::size_t>(kind)][ai];
+    if (cnt == 0 || st >= mx) lastRank_[static_cast<std::size_t>(kind)][ai] = r;
     mx = cnt == 0 ? st : std::max(mx, st);
     if (++cnt == prog_.layout.size[kind]) complete(kind, inst, c);
   }
@@ -304,6 +309,7 @@ class Engine {
   // Per group kind, per (instance, collective): members that started it, the latest start.
   std::vector<int> arrivals_[kGroupKinds];
   std::vector<double> maxStart_[kGroupKinds];
+  std::vector<int> lastRank_[kGroupKinds];  // the member whose start completed the arrivals
   std::vector<int> runnable_;
   std::vector<std::pair<int, int>> retry_;  // (rank, kind)
   std::vector<int> members_;

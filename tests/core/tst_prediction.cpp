@@ -131,6 +131,56 @@ class TestPrediction : public QObject {
     QVERIFY(c.note.find("link probe") != std::string::npos);
   }
 
+  // At the sizes the run's steps used three times or more their own mean time stands (without the
+  // slowdown beside compute); elsewhere the probe's curve times the contention. The last rank to
+  // start a collective is late by a share of the instances' time. In-run sizes are dropped for a
+  // target whose groups are of another size.
+  void inRunSizesAndLateness() {
+    const auto probe = probeSamples();
+    const auto wire = [](std::int64_t bytes) { return static_cast<double>(bytes) * ringFactor(CollKind::AllGather, 2); };
+    const auto sample = [&](std::int64_t bytes, double slower, double g) {
+      CollectiveSample s;
+      s.kind = CollKind::AllGather;
+      s.groupSize = 2;
+      s.messageBytes = bytes;
+      s.durationS = slower * truthS(wire(bytes)) * (1 + 0.5 * g);
+      s.computeOverlap = g;
+      s.lastLatenessS = 0.25 * s.durationS;
+      return s;
+    };
+    std::vector<CollectiveSample> steps;
+    for (int i = 0; i < 6; ++i) {
+      steps.push_back(sample(1024, 5.0, i % 2 ? 0.8 : 0.0));  // small: 5x the probe under load
+      steps.push_back(sample(std::int64_t{4} << 20, 1.2, 0.0));
+    }
+    steps.push_back(sample(65536, 1.2, 0.0));  // two instances: not enough to stand for the size
+    steps.push_back(sample(65536, 1.2, 0.0));
+    const LinkCalibration c = calibrateLink(probe, steps, "run6", /*defaultCommInterference=*/0.5);
+    QCOMPARE(c.link.otherInRun.size(), std::size_t{2});
+    QVERIFY(c.link.allReduceInRun.empty());
+    QVERIFY2(std::abs(c.link.instanceS(false, wire(1024)) / (5.0 * truthS(wire(1024))) - 1) < 1e-9,
+             qPrintable(QString::number(c.link.instanceS(false, wire(1024)))));
+    QVERIFY(std::abs(c.link.instanceS(false, wire(std::int64_t{4} << 20)) / (1.2 * truthS(wire(std::int64_t{4} << 20))) - 1) <
+            1e-9);
+    // 64 KiB follows the probe times the fitted contention, which the 5x small ones pull above 1.2.
+    const double mid = c.link.instanceS(false, wire(65536)) / truthS(wire(65536));
+    QVERIFY2(std::abs(mid - c.contentionOther) < 1e-6 && mid > 1.2 && mid < 5.0, qPrintable(QString::number(mid)));
+    QVERIFY(std::abs(c.lastLatenessOther - 0.25) < 1e-12);
+    QCOMPARE(c.lastLatenessAllReduce, 0.0);
+    QVERIFY2(c.note.find("2 of its sizes as the run measured them") != std::string::npos, c.note.c_str());
+    QVERIFY(c.note.find("ends 0% / 25% of the time later") != std::string::npos);
+    // The same sizes at 4 ranks carry other wire bytes and another group: not used there.
+    Calibration cal;
+    cal.profile = profileOn(16, 1, 2);
+    cal.link = c;
+    SimulateInput same = targetOf(cal.profile, Strategy::Zero3, 2), wider = targetOf(cal.profile, Strategy::Zero3, 4);
+    applyCalibration(same, cal, false, true);
+    applyCalibration(wider, cal, false, true);
+    QCOMPARE(same.intraNode.otherInRun.size(), std::size_t{2});
+    QVERIFY(wider.intraNode.otherInRun.empty());
+    QCOMPARE(same.lastLatenessOther, 0.25);
+  }
+
   // The device class comes from the ranks' devices, not the backend: a CUDA run that shares its GPU
   // through Gloo is a GPU run.
   void deviceClassFromRanks() {

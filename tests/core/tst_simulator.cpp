@@ -199,6 +199,33 @@ class TestSimulator : public QObject {
     QVERIFY(!r.ranks.empty() && !r.ranks[0].memory.empty());
   }
 
+  // The last rank to start a collective ends it lastLateness x its time after the others; the
+  // members' mean end stays at the last start + its time. Without it they end together.
+  void lastStarterEndsLater() {
+    auto em = runtimeInput("tiny", 2);
+    em.bucketCapMb = 1000;
+    auto si = simInput(em, Strategy::Ddp, flat(em.model.layers, 1e-3, 2e-3, 1e-9));
+    si.steps = 1;
+    si.slowRanks = {{1, 1.5}};  // rank 1 reaches the all-reduce last
+    si.keepRanks = 0;
+    const double ar = 100e-6 + 4.0 * static_cast<double>(parameterCount(em.model)) / 1e9;
+    for (const double theta : {0.0, 0.5}) {
+      si.lastLatenessAllReduce = theta;
+      const auto r = simulate(si);
+      QCOMPARE(r.ranks.size(), std::size_t{2});
+      double start[2] = {0, 0}, end[2] = {0, 0};
+      for (int k = 0; k < 2; ++k)
+        for (const auto& sp : r.ranks[static_cast<std::size_t>(k)].spans)
+          if (sp.kind == SimSpan::Kind::Collective) {
+            start[k] = sp.startS;
+            end[k] = sp.endS;
+          }
+      QVERIFY(start[1] > start[0]);
+      QVERIFY2(std::abs((end[1] - end[0]) - theta * ar) < 1e-12, qPrintable(QString::number(end[1] - end[0], 'g', 12)));
+      QVERIFY(std::abs((end[0] + end[1]) / 2 - (start[1] + ar)) < 1e-12);
+    }
+  }
+
   // A straggler slows every rank it synchronises with, and the slowest rank is named.
   void stragglerDelaysEveryone() {
     auto em = runtimeInput("small", 4);
@@ -383,11 +410,20 @@ class TestSimulator : public QObject {
     si.interNode = si.intraNode;
     si.steps = 4;
     si.jitter = 0.2;  // ranks arrive apart: the waiting is not link time
+    // The last rank to start ends 40 % of the time after the others; their mean end is unchanged,
+    // so the fit below is not moved by it, and the samples give the 40 % back.
+    si.lastLatenessAllReduce = si.lastLatenessOther = 0.4;
     const auto r = simulate(si);
     TraceStore store(db);
     const RunId id = writeSimulatedRun(store, r, "fit");
     const auto samples = collectiveSamples(store, id);
     QCOMPARE(static_cast<std::int64_t>(samples.size()), r.collectivesPerStep * 3);  // steps 2..4
+    double late = 0, dur = 0;
+    for (const auto& s : samples) {
+      late += s.lastLatenessS;
+      dur += s.durationS;
+    }
+    QVERIFY2(std::abs(late / dur - 0.4) < 0.02, qPrintable(QString("lateness %1 of the time").arg(late / dur)));
     const auto f = fitLink(samples, "fit");
     if (static_cast<Strategy>(strategy) == Strategy::Ddp) {  // all-reduces only
       QVERIFY2(std::abs(f.link.arBw() - 0.5) < 1e-3, qPrintable(QString("all-reduce bandwidth %1 GB/s").arg(f.link.arBw())));
