@@ -206,6 +206,12 @@ std::int64_t parameterCount(const ModelShape& m) {
   return n;
 }
 
+std::int64_t parameterTensorCount(const ModelShape& m) {
+  std::int64_t n = 0;
+  for (const auto& s : moduleShapes(m)) n += static_cast<std::int64_t>(s.params.size());
+  return std::max<std::int64_t>(1, n);
+}
+
 std::int64_t blockParameterCount(const ModelShape& m) {
   std::int64_t n = 0;
   for (const auto& s : moduleShapes(m))

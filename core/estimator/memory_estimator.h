@@ -64,6 +64,7 @@ std::vector<ModuleShape> moduleShapes(const ModelShape& m);
 
 std::int64_t parameterCount(const ModelShape& m);           // Ψ, a tied weight counted once
 std::int64_t blockParameterCount(const ModelShape& m);      // one transformer block
+std::int64_t parameterTensorCount(const ModelShape& m);     // parameter tensors (weights, biases, norms)
 std::int64_t largestModuleParameters(const ModelShape& m);  // LL: direct parameters of one module
 // FSDP units (auto-wrap at the block): embedding, each block, final norm + head. Element counts.
 std::vector<std::int64_t> fsdpUnitSizes(const ModelShape& m);

@@ -79,6 +79,12 @@ struct MeasuredProfile : SimTarget {
   // jitter and the link calibration, kept in stepS and stepCv. The note names them for the reader.
   std::set<std::int64_t> leftOutSteps;
   std::string leftOutNote;
+  // A GPU run's forward and backward spans (host time): the share of it during which the rank's GPU
+  // streams ran compute kernels (CUPTI). Near 1 the device is the bottleneck; near 0 the host is
+  // (each op's launch and bookkeeping: a small model on a fast GPU), and the block's time follows
+  // its number of ops, not its FLOPs (applyMeasuredProfile). -1: no GPU lanes (a CPU run, or a GPU
+  // run without a GPU timeline).
+  double deviceBusyShare = -1;
 };
 
 // A steady step whose time (the ranks' mean) exceeds the run's median step by more than

@@ -181,6 +181,40 @@ class TestPrediction : public QObject {
     QCOMPARE(same.lastLatenessOther, 0.25);
   }
 
+  // Another model from a GPU run whose device idled through its blocks: the idle share of a block
+  // (the host launching ops) is carried unchanged, its busy share by the GEMM rates and the
+  // activations, as a CPU run's whole block is; the host work outside the blocks follows the
+  // parameter tensors where the device idles, the elements where it is busy.
+  void launchBoundBlocksFollowTheirOps() {
+    MeasuredProfile mp = profileOn(16, 1, 2);
+    mp.gemmGflops = {{64, 100.0}, {4096, 100.0}};
+    mp.compute.stepOverheadS = 1e-3;
+    const auto toMedium = [&](double busy) {
+      mp.deviceBusyShare = busy;
+      SimulateInput si = targetOf(mp, Strategy::Ddp, 2);
+      si.model.model = *modelShapePreset("medium");
+      applyMeasuredProfile(si, mp, false);
+      return si;
+    };
+    const SimulateInput hostBound = toMedium(0.0), cpu = toMedium(-1.0), half = toMedium(0.5);
+    const ModelShape small = mp.input.model, medium = *modelShapePreset("medium");
+    QCOMPARE(hostBound.compute.forwardS.size(), static_cast<std::size_t>(medium.layers + 2));
+    for (int l = 1; l <= medium.layers; ++l) {
+      const auto i = static_cast<std::size_t>(l);
+      QVERIFY(std::abs(hostBound.compute.forwardS[i] - 1e-3) < 1e-15);  // as measured per block
+      QVERIFY(std::abs(hostBound.compute.backwardS[i] - 2e-3) < 1e-15);
+      QVERIFY2(cpu.compute.forwardS[i] > 1.5e-3, qPrintable(QString::number(cpu.compute.forwardS[i])));  // wider: slower
+      QVERIFY(std::abs(half.compute.forwardS[i] - (0.5 * cpu.compute.forwardS[i] + 0.5e-3)) < 1e-15);
+    }
+    const double tensors = static_cast<double>(parameterTensorCount(medium)) / static_cast<double>(parameterTensorCount(small));
+    const double elements = static_cast<double>(parameterCount(medium)) / static_cast<double>(parameterCount(small));
+    QVERIFY(elements > 2 * tensors);
+    QVERIFY(std::abs(hostBound.compute.stepOverheadS - 1e-3 * tensors) < 1e-15);
+    QVERIFY(std::abs(cpu.compute.stepOverheadS - 1e-3 * elements) < 1e-15);
+    QVERIFY(hostBound.compute.source.find("busy 0% of the blocks' host time") != std::string::npos);
+    QVERIFY(cpu.compute.source.find("host time") == std::string::npos);
+  }
+
   // The device class comes from the ranks' devices, not the backend: a CUDA run that shares its GPU
   // through Gloo is a GPU run.
   void deviceClassFromRanks() {
