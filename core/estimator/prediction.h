@@ -43,9 +43,11 @@ struct PredictionInterval {
 PredictionInterval predictionInterval(const MeasuredProfile& mp, const SimulationResult& sim, const LinkCalibration* link,
                                       const PredictionCheck& check);
 
-// The validation's RMS relative error of each kind of change on CPU runs (docs/ESTIMATOR.md,
-// "Validation"), used for the interval.
-double validationRmsError(const std::string& change);
+// The validation's RMS relative error of each kind of change (docs/ESTIMATOR.md, "Validation"),
+// used for the interval: the largest of the grids measured on this project's CPU machine, or, for a
+// calibration run on a GPU, of the grids measured on one H200 shared by Gloo ranks (the only GPU
+// validation there is: NCCL on several GPUs is not validated).
+double validationRmsError(const std::string& change, bool cpu = true);
 
 // A measured run as a calibration: its compute profile and its link.
 struct Calibration {

@@ -333,6 +333,14 @@ class TestPrediction : public QObject {
     QVERIFY(std::abs(p.highS - r.steady.stepS * (1 + 2 * rel)) < 1e-12);
     const JsonValue j = toJson(r);
     QVERIFY(j.find("prediction") != nullptr);
+    // From a GPU run the class term is the GPU validation's, and the basis says where it was measured.
+    Calibration gpu = cal;
+    gpu.profile.gloo = false;
+    const PredictionInterval g = predictionInterval(gpu.profile, r, &gpu.link, c);
+    QVERIFY(validationRmsError("strategy", false) > 3 * validationRmsError("strategy"));
+    QVERIFY(g.relSe > 3 * p.relSe / 2);
+    QVERIFY2(g.basis.find("on one GPU shared by Gloo ranks") != std::string::npos, g.basis.c_str());
+    QVERIFY(p.intervalBasis.find("GPU") == std::string::npos);
   }
   // Host work outside the blocks follows the strategy on CPU (cpuHostOverheadWeight); GPU runs keep
   // the calibration's. The optimizer's whole-model part stays whatever the shard.
