@@ -119,11 +119,11 @@ double validationRmsError(const std::string& change, bool cpu) {
     if (change == "model") return 0.12;
     return 0.0;
   }
-  // The same over three grids of benchmarks/simulator_validation_gpu.sh on one H200, two and four
-  // ranks sharing it through Gloo: strategy 44.6 %, knob 15.8 %, model 65.5 % (docs/ESTIMATOR.md,
+  // The same over four grids of benchmarks/simulator_validation_gpu.sh on one H200, two and four
+  // ranks sharing it through Gloo: strategy 46.6 %, knob 16.1 %, model 65.5 % (docs/ESTIMATOR.md,
   // "On a GPU"). Scale was refused there; it takes the strategy's.
-  if (change == "strategy" || change == "scale") return 0.45;
-  if (change == "knob") return 0.16;
+  if (change == "strategy" || change == "scale") return 0.47;
+  if (change == "knob") return 0.17;
   if (change == "model") return 0.66;
   return 0.0;
 }
