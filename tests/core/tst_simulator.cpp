@@ -423,7 +423,7 @@ class TestSimulator : public QObject {
       late += s.lastLatenessS;
       dur += s.durationS;
     }
-    QVERIFY2(std::abs(late / dur - 0.4) < 0.02, qPrintable(QString("lateness %1 of the time").arg(late / dur)));
+    QVERIFY2(std::abs(late / dur - 0.4) < 0.005, qPrintable(QString("lateness %1 of the time").arg(late / dur)));
     const auto f = fitLink(samples, "fit");
     if (static_cast<Strategy>(strategy) == Strategy::Ddp) {  // all-reduces only
       QVERIFY2(std::abs(f.link.arBw() - 0.5) < 1e-3, qPrintable(QString("all-reduce bandwidth %1 GB/s").arg(f.link.arBw())));
