@@ -16,6 +16,11 @@ The measured step time of a configuration is the mean over its repeats of the ru
 (core's rule: the first step is the warm-up); a prediction calibrated on one repeat of its own
 configuration is a replay. A prediction the simulator refuses (an extrapolation it will not make)
 is listed with its reason and counted apart.
+
+Then the error on the change itself (the simulated ratio target / replay of the calibration run
+against the measured ratio, with two standard errors of that ratio as its noise) and #28's
+done-when as this grid measures it: cross-strategy within 10 % mean and 20 % max, knob changes
+within the noise (on the change and on the step), cross-scale within 15 % or refused.
 """
 import argparse
 import json
@@ -196,6 +201,7 @@ def main():
     by_name = {c["name"]: c for c in cfgs}
     print()
     print(f"{'change':<9} {'predictions':>11} {'mean |err|':>10} {'max |err|':>9} {'noise (2 s.e.)':>14}")
+    change = {}
     for cls in ["strategy", "knob", "model"]:
         errs, noises = [], []
         for r in rows:
@@ -208,7 +214,33 @@ def main():
             errs.append(abs(r["change_error"]))
             noises.append(2 * ((r["noise"] ** 2 + cal["noise"] ** 2) / max(1, len(cal["runs"]))) ** 0.5)
         if errs:
+            change[cls] = (statistics.mean(errs), statistics.mean(noises))
             print(f"{cls:<9} {len(errs):>11} {statistics.mean(errs)*100:9.1f}% {max(errs)*100:8.1f}% {statistics.mean(noises)*100:13.1f}%")
+    # #28's done-when, as this grid measures it: cross-strategy within 10 % mean and 20 % max; knob
+    # changes within the noise (the change's mean error against its two-standard-error band, and the
+    # step's mean error against the mean run-to-run CV); cross-scale within 15 % or refused.
+    print()
+    def errors(cls):
+        return [abs(r["error"]) for r in rows if r["class"] == cls and "error" in r]
+    def verdict(ok):
+        return "met" if ok else "NOT met"
+    st_errs = errors("strategy")
+    if st_errs:
+        print(f"done-when: cross-strategy mean {statistics.mean(st_errs)*100:.1f}% <= 10%, max {max(st_errs)*100:.1f}% <= 20%: "
+              f"{verdict(statistics.mean(st_errs) <= 0.10 and max(st_errs) <= 0.20)}")
+    kn_errs = errors("knob")
+    if kn_errs and "knob" in change:
+        cv = statistics.mean(r["noise"] for r in rows if r["class"] == "knob")
+        m, band = change["knob"]
+        print(f"done-when: knob change {m*100:.1f}% within its 2 s.e. {band*100:.1f}%: {verdict(m <= band)}; "
+              f"knob step {statistics.mean(kn_errs)*100:.1f}% within the CV {cv*100:.1f}%: {verdict(statistics.mean(kn_errs) <= cv)}")
+    sc = [r for r in rows if r["class"] == "scale"]
+    if sc:
+        sc_errs = [abs(r["error"]) for r in sc if "error" in r]
+        refused = len(sc) - len(sc_errs)
+        ok = all(e <= 0.15 for e in sc_errs)
+        print(f"done-when: cross-scale {refused} refused with a reason, {len(sc_errs)} predicted"
+              + (f" (max {max(sc_errs)*100:.1f}% <= 15%)" if sc_errs else "") + f": {verdict(ok)}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"db": db, "configs": [{k: c[k] for k in ("name", "config", "runs", "measured", "noise")} for c in cfgs],
