@@ -74,6 +74,25 @@ core::CollectiveOp collOp(CollKind k) {
   return core::CollectiveOp::None;
 }
 
+// Per rank, the merged intervals (seconds) of the events of `category` on its tracks of `kind`.
+std::map<RankId, std::vector<std::pair<double, double>>> rankIntervals(TraceStore& store, const std::vector<Track>& tracks,
+                                                                       TrackKind kind, Category category) {
+  std::map<RankId, std::vector<std::pair<double, double>>> out;
+  for (const auto& t : tracks) {
+    if (t.kind != kind) continue;
+    auto& iv = out[t.rankId];
+    store.forEachEvent(
+        t.id,
+        [&](const Event& e) {
+          if (e.category == category && e.endNs > e.startNs)
+            iv.push_back({static_cast<double>(e.startNs) * 1e-9, static_cast<double>(e.endNs) * 1e-9});
+        },
+        false);
+  }
+  for (auto& [r, iv] : out) iv = mergeIntervals(std::move(iv));
+  return out;
+}
+
 }  // namespace
 
 SimTarget simTargetOf(const RunConfig& cfg) {
@@ -254,35 +273,11 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
   std::map<std::pair<std::int64_t, std::string>, std::map<RankId, double>> perSpan;
   // Each rank's collectives in flight (its communication lanes' spans), merged: the overlap of a
   // compute span with them is what interference.h relates its duration to.
-  std::map<RankId, std::vector<std::pair<double, double>>> inFlight;
   const auto tracks = store.tracks(runId);
-  for (const auto& t : tracks) {
-    if (t.kind != TrackKind::Comm) continue;
-    auto& iv = inFlight[t.rankId];
-    store.forEachEvent(
-        t.id,
-        [&](const Event& e) {
-          if (e.category == Category::Communication && e.endNs > e.startNs)
-            iv.push_back({static_cast<double>(e.startNs) * 1e-9, static_cast<double>(e.endNs) * 1e-9});
-        },
-        false);
-  }
-  for (auto& [r, iv] : inFlight) iv = mergeIntervals(std::move(iv));
+  const auto inFlight = rankIntervals(store, tracks, TrackKind::Comm, Category::Communication);
   // Each rank's compute kernels on its GPU streams, merged: how much of a block's host time the
   // device was busy (MeasuredProfile::deviceBusyShare).
-  std::map<RankId, std::vector<std::pair<double, double>>> kernels;
-  for (const auto& t : tracks) {
-    if (t.kind != TrackKind::GpuStream) continue;
-    auto& iv = kernels[t.rankId];
-    store.forEachEvent(
-        t.id,
-        [&](const Event& e) {
-          if (e.category == Category::Computation && e.endNs > e.startNs)
-            iv.push_back({static_cast<double>(e.startNs) * 1e-9, static_cast<double>(e.endNs) * 1e-9});
-        },
-        false);
-  }
-  for (auto& [r, iv] : kernels) iv = mergeIntervals(std::move(iv));
+  const auto kernels = rankIntervals(store, tracks, TrackKind::GpuStream, Category::Computation);
   double passHostS = 0, passDeviceS = 0;
   struct PassSpan {
     bool forward = false;
