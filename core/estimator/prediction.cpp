@@ -82,7 +82,11 @@ PredictionCheck checkPrediction(const MeasuredProfile& mp, const SimulateInput& 
         "model " + t.model.name + " (" + std::to_string(t.model.layers) + " layers, micro-batch " + std::to_string(t.microBatch) +
         " x " + std::to_string(t.seqLen) + ") from " + m.model.name + " (" + std::to_string(m.model.layers) + " layers, " +
         std::to_string(m.microBatch) + " x " + std::to_string(m.seqLen) + "): compute scaled by FLOPs per phase" +
-        (mp.gemmGflops.size() >= 2 ? " and the measured GEMM rates" : " alone (the run has no compute probe)"));
+        (mp.gemmGflops.size() >= 2 ? " and the measured GEMM rates" : " alone (the run has no compute probe)") +
+        (mp.gemmGflops.size() >= 2 && mp.deviceBusyShare >= 0 && mp.deviceBusyShare < 1
+             ? " for the " + formatFixed(mp.deviceBusyShare * 100, 0) +
+                   "% of the blocks the GPU was busy, by op count for the rest"
+             : ""));
   if (!sameShape(t, m) && std::min(t.model.hidden, m.model.hidden) < 256)
     c.extrapolation.push_back("a model narrower than 256 (hidden " + std::to_string(std::min(t.model.hidden, m.model.hidden)) +
                               "): its compute is bound by op dispatch, and the growth of the non-product work was measured "

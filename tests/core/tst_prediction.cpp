@@ -213,6 +213,17 @@ class TestPrediction : public QObject {
     QVERIFY(std::abs(cpu.compute.stepOverheadS - 1e-3 * elements) < 1e-15);
     QVERIFY(hostBound.compute.source.find("busy 0% of the blocks' host time") != std::string::npos);
     QVERIFY(cpu.compute.source.find("host time") == std::string::npos);
+    // The extrapolation mark says how the compute was carried.
+    mp.deviceBusyShare = 0.1;
+    SimulateInput medium10 = targetOf(mp, Strategy::Ddp, 2);
+    medium10.model.model = medium;
+    const PredictionCheck gpuCheck = checkPrediction(mp, medium10, nullptr);
+    QVERIFY(!gpuCheck.extrapolation.empty());
+    QVERIFY2(gpuCheck.extrapolation[0].find("for the 10% of the blocks the GPU was busy, by op count for the rest") !=
+                 std::string::npos,
+             gpuCheck.extrapolation[0].c_str());
+    mp.deviceBusyShare = -1;
+    QVERIFY(checkPrediction(mp, medium10, nullptr).extrapolation[0].find("op count") == std::string::npos);
   }
 
   // The device class comes from the ranks' devices, not the backend: a CUDA run that shares its GPU
