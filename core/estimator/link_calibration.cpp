@@ -1,7 +1,6 @@
 #include "core/estimator/link_calibration.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <map>
 
@@ -21,7 +20,7 @@ double mean(const std::vector<double>& v) {
 }
 
 // A size of the run's own collectives is taken as measured from this many instances on.
-constexpr double kMinInRunInstances = 3;
+constexpr int kMinInRunInstances = 3;
 
 bool allReduceLike(const CollectiveSample& s) {
   return s.kind == CollKind::AllReduce || (s.kind == CollKind::ReduceScatter && s.emulatedReduceScatter);
@@ -176,17 +175,21 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
     {
       // The run's own sizes: the mean time of their instances, without the slowdown beside
       // compute (d / (1 + m·g)), where a size has kMinInRunInstances or more.
-      std::map<std::pair<bool, double>, std::array<double, 3>> by;  // Σd, Σ(1 + m·g), n
+      struct Size {
+        double time = 0, weight = 0;  // Σ d, Σ (1 + m·g)
+        int n = 0;
+      };
+      std::map<std::pair<bool, double>, Size> by;  // (all-reduce-like, wire bytes)
       for (const auto& s : steps) {
         if (!(s.durationS > 0)) continue;
         const bool ar = allReduceLike(s);
-        auto& a = by[{ar, wireOf(s)}];
-        a[0] += s.durationS;
-        a[1] += 1 + m[ar ? 0 : 1] * std::clamp(s.computeOverlap, 0.0, 1.0);
-        a[2] += 1;
+        Size& z = by[{ar, wireOf(s)}];
+        z.time += s.durationS;
+        z.weight += 1 + m[ar ? 0 : 1] * std::clamp(s.computeOverlap, 0.0, 1.0);
+        ++z.n;
       }
-      for (const auto& [key, a] : by)
-        if (a[2] >= kMinInRunInstances) (key.first ? l.allReduceInRun : l.otherInRun).push_back({key.second, a[0] / a[1]});
+      for (const auto& [key, z] : by)
+        if (z.n >= kMinInRunInstances) (key.first ? l.allReduceInRun : l.otherInRun).push_back({key.second, z.time / z.weight});
     }
     c.wellConditioned = true;
     c.note = "link probe of " + name + ": " + std::to_string(c.probe->samples) + " collectives, " + formatBytes(c.minBytes) +
