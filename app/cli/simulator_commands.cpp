@@ -297,6 +297,7 @@ int cmdSimulate(const Args& rawArgs, core::CancelToken& cancel) {
       os << "      predicted from run " << p.calibrationRun << " (" << p.change << "): step "
          << core::formatFixed(p.lowS * 1e3, 1) << " .. " << core::formatFixed(p.highS * 1e3, 1) << " ms (" << p.intervalBasis
          << ")\n";
+      if (!p.checkpointing.empty()) os << "      checkpointing: " << p.checkpointing << "\n";
       for (const auto& e : p.extrapolation) os << "      EXTRAPOLATION: " << e << "\n";
     }
   }

@@ -205,6 +205,14 @@ void annotatePrediction(SimulationResult& r, const Calibration& c, const Predict
   n.intervalBasis = iv.basis;
   n.link = c.link.note;
   n.interference = c.profile.interference.note;
+  // Where checkpointing is on either side: what it was taken to cost, and from where.
+  if (r.input.model.activationCheckpointing || c.profile.input.activationCheckpointing) {
+    const ComputeProfile& cp = r.input.compute;
+    n.checkpointing = "a checkpointed forward " + formatFixed(cp.checkpointedForwardShare, 2) + " and its recomputation " +
+                      formatFixed(cp.recomputeShare, 2) + " of a plain forward (" +
+                      (cp.checkpointProbed ? "the run's checkpointing probe" : "constants: the run has no checkpointing probe") +
+                      ")";
+  }
   for (const auto& e : n.extrapolation) r.notes.push_back("extrapolation: " + e);
   if (!c.profile.leftOutSteps.empty()) r.notes.push_back("calibration: " + c.profile.leftOutNote);
   r.prediction = std::move(n);

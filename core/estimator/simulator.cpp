@@ -359,6 +359,9 @@ ComputeProfile scaleComputeProfile(const ComputeProfile& p, const EstimateInput&
   out.optimizerSPerElement = p.optimizerSPerElement;
   out.optimizerSPerModelElement = p.optimizerSPerModelElement;
   out.stepOverheadS = p.stepOverheadS;
+  out.checkpointedForwardShare = p.checkpointedForwardShare;
+  out.recomputeShare = p.recomputeShare;
+  out.checkpointProbed = p.checkpointProbed;
   const auto fm = blockTrainFlops(measured), ft = blockTrainFlops(target);
   const int Lm = a.layers, Lt = b.layers;
   double fLayers = 0, tfLayers = 0, tbLayers = 0;
@@ -505,6 +508,7 @@ JsonValue toJson(const PredictionNotes& p) {
   j.set("interval_s", std::move(iv));
   j.set("rel_se", JsonValue::number(p.relSe));
   j.set("interval_basis", JsonValue::string(p.intervalBasis));
+  if (!p.checkpointing.empty()) j.set("checkpointing", JsonValue::string(p.checkpointing));
   j.set("link", JsonValue::string(p.link));
   j.set("interference", JsonValue::string(p.interference));
   return j;

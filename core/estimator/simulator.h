@@ -24,6 +24,17 @@ namespace shardscope::core::estimator {
 
 // Compute time of one micro-batch on one device, per block: 0 the embedding, 1..L the transformer
 // blocks, L+1 the final norm, LM head and loss.
+// The forward of a checkpointed block runs without autograd's graph (nothing saved for backward).
+// Where a run has no checkpointing probe (profiler/runtime/checkpoint_probe.h; runs before it, imported
+// traces, FLOPs mode) its share is taken as 0.86 of the same block's forward with it (FSDP, model small, 2 CPU ranks: the mean
+// over three validation grids of 3 runs each, whose ratios were 0.885, 0.860 and 0.822; each span
+// less its interference).
+constexpr double kCheckpointedForwardShare = 0.86;
+// Its recomputation inside the backward adds less than that forward: 0.80 of it where not probed (the same grids:
+// 0.90, 0.78 and 0.72; a checkpointed block's backward less the plain one's, over the plain
+// forward; the recomputed activations are used at once, still in cache).
+constexpr double kRecomputeShare = 0.80;
+
 struct ComputeProfile {
   std::string source;               // "flops: ..." or "run 3 (small, ddp, 2 ranks)"
   std::vector<double> forwardS;     // L+2 entries
@@ -37,17 +48,12 @@ struct ComputeProfile {
   // less its compute and wait spans: hooks, gradient copies into buckets, the loss read-back); run
   // on the compute thread at the end of each step. 0 in FLOPs mode.
   double stepOverheadS = 0;
+  // What activation checkpointing costs a block here (kCheckpointedForwardShare, kRecomputeShare):
+  // the run's checkpointing probe where it has one, the constants otherwise.
+  double checkpointedForwardShare = kCheckpointedForwardShare;
+  double recomputeShare = kRecomputeShare;
+  bool checkpointProbed = false;
 };
-
-// The forward of a checkpointed block runs without autograd's graph (nothing saved for backward):
-// measured at 0.86 of the same block's forward with it (FSDP, model small, 2 CPU ranks: the mean
-// over three validation grids of 3 runs each, whose ratios were 0.885, 0.860 and 0.822; each span
-// less its interference).
-constexpr double kCheckpointedForwardShare = 0.86;
-// Its recomputation inside the backward adds less than that forward: 0.80 of it (the same grids:
-// 0.90, 0.78 and 0.72; a checkpointed block's backward less the plain one's, over the plain
-// forward; the recomputed activations are used at once, still in cache).
-constexpr double kRecomputeShare = 0.80;
 
 // Forward 1/3, backward 2/3 of the training FLOPs of each block (6 FLOPs per parameter and token
 // plus attention, the runtime's trainFlopsPerToken split by block) at tflops·efficiency; the
@@ -175,10 +181,13 @@ struct PredictionNotes {
   std::string intervalBasis;
   std::string link;  // how the link was obtained
   std::string interference;
+  // Where checkpointing is on in the calibration run or the target: the shares it was taken to
+  // cost and their source (the run's checkpointing probe or the constants); empty otherwise.
+  std::string checkpointing;
 };
 
 // {calibration_run, change, extrapolation, load_factor, interval_s: [low, high], rel_se,
-//  interval_basis, link, interference}.
+//  interval_basis, link, interference, checkpointing (where set)}.
 JsonValue toJson(const PredictionNotes& p);
 
 struct SimulationResult {

@@ -36,10 +36,10 @@ struct Builder {
   bool ckpt() const { return in.model.activationCheckpointing; }
   double fwd(int b) const { return cp.forwardS[static_cast<std::size_t>(b)]; }
   // The forward pass of a block: a checkpointed one runs without autograd's graph
-  // (kCheckpointedForwardShare of it); its recomputation in backward adds kRecomputeShare of fwd(b).
-  double fwdPass(int b) const { return ckpt() && b >= 1 && b <= sh.L ? fwd(b) * kCheckpointedForwardShare : fwd(b); }
+  // (the profile's checkpointedForwardShare of it); its recomputation in backward adds recomputeShare of fwd(b).
+  double fwdPass(int b) const { return ckpt() && b >= 1 && b <= sh.L ? fwd(b) * cp.checkpointedForwardShare : fwd(b); }
   // The recomputation of a checkpointed block inside its backward.
-  double recompute(int b) const { return ckpt() && b >= 1 && b <= sh.L ? fwd(b) * kRecomputeShare : 0.0; }
+  double recompute(int b) const { return ckpt() && b >= 1 && b <= sh.L ? fwd(b) * cp.recomputeShare : 0.0; }
   double bwd(int b) const { return cp.backwardS[static_cast<std::size_t>(b)] + recompute(b); }
   std::string bn(int b) const { return blockName(b, sh.L); }
   void actIn(int b) { p.mem(MemCat::Activations, sh.actKept[static_cast<std::size_t>(b)]); }

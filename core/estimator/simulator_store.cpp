@@ -241,6 +241,25 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
     return steady(rankId, step) && f != firstStep.end() && !leftOutRel.count(step - f->second);
   };
   const auto [profiledStepSum, profiledCount] = sumSteps(profiled);
+  // What checkpointing costs here: the run's checkpointing probe (profiler/runtime/checkpoint_probe.h),
+  // the mean over the ranks that measured it (each rank's is the median of its rounds).
+  {
+    double fs = 0, rs = 0;
+    int n = 0;
+    for (const auto& r : store.ranks(runId)) {
+      const auto f = store.metric(runId, r.id, "ckpt_probe_forward_share");
+      const auto c = store.metric(runId, r.id, "ckpt_probe_recompute_share");
+      if (!f || !c || !(*f > 0) || !(*c > 0)) continue;
+      fs += *f;
+      rs += *c;
+      ++n;
+    }
+    if (n > 0) {
+      mp.compute.checkpointedForwardShare = fs / n;
+      mp.compute.recomputeShare = rs / n;
+      mp.compute.checkpointProbed = true;
+    }
+  }
   // The host it ran on (rank 0's metadata, written by our runtime since the link probe came) and
   // its compute probe.
   for (const auto& r : store.ranks(runId)) {
@@ -352,14 +371,14 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
   for (auto& v : fwd) v /= static_cast<double>(samples);
   for (auto& v : bwd) v /= static_cast<double>(samples);
   opt /= static_cast<double>(samples);
-  // A checkpointed run's forward spans ran without autograd's graph (kCheckpointedForwardShare of
-  // a forward with it), and its backward spans include the recomputation (kRecomputeShare of that
+  // A checkpointed run's forward spans ran without autograd's graph (checkpointedForwardShare of a
+  // forward with it), and its backward spans include the recomputation (recomputeShare of that
   // forward): the profile holds the forward with the graph and the backward alone.
   if (in.activationCheckpointing)
     for (int l = 1; l <= L; ++l) {
       auto& f = fwd[static_cast<std::size_t>(l)];
-      f /= kCheckpointedForwardShare;
-      bwd[static_cast<std::size_t>(l)] = std::max(0.0, bwd[static_cast<std::size_t>(l)] - f * kRecomputeShare);
+      f /= mp.compute.checkpointedForwardShare;
+      bwd[static_cast<std::size_t>(l)] = std::max(0.0, bwd[static_cast<std::size_t>(l)] - f * mp.compute.recomputeShare);
     }
   double total = 0;
   for (std::size_t i = 0; i < fwd.size(); ++i) total += fwd[i] + bwd[i];
@@ -855,6 +874,12 @@ JsonValue toJson(const MeasuredProfile& m) {
     o.set("left_out_note", JsonValue::string(m.leftOutNote));
   }
   o.set("optimizer_s_per_model_element", JsonValue::number(m.compute.optimizerSPerModelElement));
+  // What checkpointing costs a block on the run's machine (its probe) or the constants.
+  JsonValue ck = JsonValue::object();
+  ck.set("forward_share", JsonValue::number(m.compute.checkpointedForwardShare));
+  ck.set("recompute_share", JsonValue::number(m.compute.recomputeShare));
+  ck.set("source", JsonValue::string(m.compute.checkpointProbed ? "probe" : "constants"));
+  o.set("checkpointing", std::move(ck));
   JsonValue inter = JsonValue::object();
   inter.set("k", JsonValue::number(m.interference.k));
   inter.set("fitted", JsonValue::boolean(m.interference.identified));

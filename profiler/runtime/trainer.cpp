@@ -34,6 +34,7 @@
 #include "profiler/gpu/gpu_capture.h"
 #endif
 #include "profiler/runtime/comm.h"
+#include "profiler/runtime/checkpoint_probe.h"
 #include "profiler/runtime/link_probe.h"
 #include "profiler/runtime/engine.h"
 #include "profiler/runtime/model.h"
@@ -257,6 +258,7 @@ class RankLife {
     if (cfg_.capture) tracker_->setRecorder(nullptr);
     probeLink();
     probeCompute();
+    probeCheckpointing();
     tracker_->restorePeak(before);
     if (cfg_.capture) tracker_->setRecorder(rec_.get(), 0, 0);
 #ifdef SHARDSCOPE_WITH_CUDA
@@ -288,6 +290,19 @@ class RankLife {
     for (const auto& [d, gflops] : p.forward) rec_->metric("gemm_probe_gflops/" + std::to_string(d), gflops);
     for (const auto& [d, gflops] : p.weight) rec_->metric("gemm_probe_weight_gflops/" + std::to_string(d), gflops);
     rec_->metric("compute_probe_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+
+  // The checkpointing probe (checkpoint_probe.h): what activation checkpointing costs a block of
+  // this model here, measured whether this run checkpoints or not, so that a prediction turning it
+  // on or off does not take another machine's shares.
+  void probeCheckpointing() {
+    const CheckpointProbe p = runCheckpointProbe(modelConfig_, device_, computeDtype(), model_->sdpa(),
+                                                 static_cast<std::int64_t>(cfg_.microBatch), cfg_.seqLen, cfg_.seed);
+    rec_->metric("ckpt_probe_s", p.seconds);
+    if (!p.measured) return;
+    rec_->metric("ckpt_probe_forward_share", p.forwardShare);
+    rec_->metric("ckpt_probe_recompute_share", p.recomputeShare);
+    rec_->metric("ckpt_probe_plain_forward_s", p.plainForwardS);
   }
 
   // Train: the steps, each recorded (step window, loss, progress line), with the GPU timeline

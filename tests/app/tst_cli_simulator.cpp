@@ -99,6 +99,18 @@ class TestCliSimulator : public QObject {
       QVERIFY(iv[0].toDouble() < o["step_s"].toDouble() && o["step_s"].toDouble() < iv[1].toDouble());
       QCOMPARE(o["prediction"].toObject()["calibration_run"].toInt(), 1);
     }
+    // The run's checkpointing probe: each rank timed a block of the model plainly and checkpointed;
+    // a prediction that turns checkpointing on says it takes their shares.
+    const auto ck = measured["checkpointing"].toObject();
+    QCOMPARE(ck["source"].toString(), QString("probe"));
+    QVERIFY2(ck["forward_share"].toDouble() > 0.3 && ck["forward_share"].toDouble() < 1.5, qPrintable(r.out));
+    QVERIFY2(ck["recompute_share"].toDouble() > 0.2 && ck["recompute_share"].toDouble() < 2.0, qPrintable(r.out));
+    r = runCli({"simulate", "--db", db, "--profile-run", "1", "--activation-checkpointing", "--dry-run", "--json"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto ckp =
+        QJsonDocument::fromJson(r.out.toUtf8()).object()["simulations"].toArray()[0].toObject()["prediction"].toObject();
+    QCOMPARE(ckp["change"].toString(), QString("knob"));
+    QVERIFY2(ckp["checkpointing"].toString().contains("the run's checkpointing probe"), qPrintable(r.out));
     // More ranks than the host has cores for (one thread each): refused with the reason, unless allowed.
     const auto host = measured["host"].toObject();
     QVERIFY2(host["cpus"].toInt() >= 1, qPrintable(r.out));

@@ -14,6 +14,7 @@
 #include "core/analysis/step_breakdown.h"
 #include "core/estimator/comm_model.h"
 #include "core/estimator/memory_estimator.h"
+#include "core/estimator/prediction.h"
 #include "core/estimator/simulator.h"
 #include "core/estimator/simulator_store.h"
 #include "core/storage/trace_store.h"
@@ -555,6 +556,71 @@ class TestSimulator : public QObject {
       // (blocks 2-4 come back at 4.000 ms, block 1, next to the embedding's gathers, at 3.90).
       QVERIFY2(std::abs(f / 4e-3 - 1) < 0.03, qPrintable(QString("block %1 forward %2 ms").arg(l).arg(f * 1e3)));
     }
+    QDir(dir).removeRecursively();
+  }
+
+  // A checkpointed run's spans are turned back into a plain profile with the run's own
+  // checkpointing probe: a simulation whose checkpointing costs a forward share 1.0 and a
+  // recomputation share 0.95 (what the probe measures on a machine where arithmetic, not memory,
+  // costs) reads back as its plain 4 / 8 ms blocks with the probe's shares; with the constants
+  // (0.86 / 0.80) the forward would come back 16 % too long. The knob's prediction says which it used.
+  void checkpointedRunReadsBackWithItsProbe() {
+    auto em = runtimeInput("small", 2);
+    em.activationCheckpointing = true;
+    auto si = simInput(em, Strategy::FsdpFull, flat(em.model.layers, 4e-3, 8e-3, 1e-9));
+    si.compute.checkpointedForwardShare = 1.0;
+    si.compute.recomputeShare = 0.95;
+    si.steps = 4;
+    si.interference = kCpuGlooInterference;  // what the reader takes out of spans beside collectives
+    const auto r = simulate(si);
+    const QString dir = QDir::tempPath() + "/tst_simulator_ckpt_" + QString::number(QCoreApplication::applicationPid());
+    QDir().mkpath(dir);
+    const std::string db = (dir + "/ckpt.db").toStdString();
+    std::filesystem::remove(db);
+    TraceStore store(db);
+    const RunId id = writeSimulatedRun(store, r, "ckpt");
+    auto& sdb = shardscope::core::storeDb(store);
+    sdb.exec("UPDATE runs SET source='runtime' WHERE id=" + std::to_string(id.value()));
+    sdb.exec("UPDATE ranks SET device='cpu' WHERE run_id=" + std::to_string(id.value()));
+    const auto noProbe = measuredProfile(store, id);
+    QVERIFY(noProbe.input.activationCheckpointing);
+    QVERIFY(!noProbe.compute.checkpointProbed);
+    QCOMPARE(noProbe.compute.checkpointedForwardShare, kCheckpointedForwardShare);
+    QVERIFY2(noProbe.compute.forwardS[1] > 4e-3 * 1.1, qPrintable(QString::number(noProbe.compute.forwardS[1] * 1e3)));
+    for (const auto& rk : store.ranks(id)) {
+      const std::string rank = std::to_string(rk.id.value()), run = std::to_string(id.value());
+      sdb.exec("INSERT INTO metrics(run_id, rank_id, key, value) VALUES(" + run + "," + rank +
+               ",'ckpt_probe_forward_share', 1.0)");
+      sdb.exec("INSERT INTO metrics(run_id, rank_id, key, value) VALUES(" + run + "," + rank + ",'ckpt_probe_recompute_share', " +
+               (rk.rank == 0 ? "0.90" : "1.00") + ")");
+    }
+    const auto mp = measuredProfile(store, id);
+    QVERIFY(mp.compute.checkpointProbed);
+    QCOMPARE(mp.compute.checkpointedForwardShare, 1.0);
+    QVERIFY(std::abs(mp.compute.recomputeShare - 0.95) < 1e-12);  // the mean over the ranks
+    for (int l = 1; l <= em.model.layers; ++l) {
+      const auto i = static_cast<std::size_t>(l);
+      // Within 3 %, as zero3PiecesAreSummedPerBlock: the simulation settles each op's stretch to 0.5 %.
+      QVERIFY2(std::abs(mp.compute.forwardS[i] / 4e-3 - 1) < 0.03, qPrintable(QString::number(mp.compute.forwardS[i] * 1e3)));
+      QVERIFY2(std::abs(mp.compute.backwardS[i] / 8e-3 - 1) < 0.03, qPrintable(QString::number(mp.compute.backwardS[i] * 1e3)));
+    }
+    const JsonValue j = toJson(mp);
+    QCOMPARE(j.find("checkpointing")->find("source")->asString(), std::string("probe"));
+    QVERIFY(std::abs(j.find("checkpointing")->find("recompute_share")->asDouble() - 0.95) < 1e-12);
+    // The prediction of the plain configuration carries the shares and says where they came from.
+    Calibration cal;
+    cal.profile = mp;
+    cal.link.link = LinkModel{"l", 1.0, 0, 100, "l"};
+    SimulateInput plain = si;
+    plain.model.activationCheckpointing = false;
+    const PredictionCheck c = applyCalibration(plain, cal, false, false);
+    QCOMPARE(c.change, std::string("knob"));
+    QCOMPARE(plain.compute.recomputeShare, mp.compute.recomputeShare);
+    SimulationResult pr = simulate(plain);
+    annotatePrediction(pr, cal, c);
+    QVERIFY2(pr.prediction->checkpointing.find("recomputation 0.95 of a plain forward (the run's checkpointing probe)") !=
+                 std::string::npos,
+             pr.prediction->checkpointing.c_str());
     QDir(dir).removeRecursively();
   }
 };

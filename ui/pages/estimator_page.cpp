@@ -336,6 +336,7 @@ void EstimatorPage::simulate() {
         row.highS = r.prediction->highS;
         row.change = r.prediction->change;
         row.intervalBasis = r.prediction->intervalBasis;
+        if (!r.prediction->checkpointing.empty()) row.intervalBasis += "\ncheckpointing: " + r.prediction->checkpointing;
         row.extrapolation = r.prediction->extrapolation;
         row.leftOutNote = cal->profile.leftOutNote;
       }
