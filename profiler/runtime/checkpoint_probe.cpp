@@ -74,7 +74,10 @@ class ProbeHooks : public ForwardHooks {
     torch::Tensor y;
     if (checkpointing) {
       body_ = body;
-      y = ProbeCheckpoint::apply(x, reinterpret_cast<std::int64_t>(&body_));
+      // As the engines' checkpointInput: a frozen embedding's output (LoRA) is made a leaf that
+      // needs a gradient, or the reentrant checkpoint would not back-propagate.
+      const torch::Tensor in = x.is_floating_point() && !x.requires_grad() ? x.detach().requires_grad_(true) : x;
+      y = ProbeCheckpoint::apply(in, reinterpret_cast<std::int64_t>(&body_));
     } else {
       y = body(x);
     }
@@ -108,7 +111,10 @@ CheckpointProbe runCheckpointProbe(const ModelConfig& cfg, torch::Device device,
   one.layers = 1;
   one.vocab = std::min<std::int64_t>(cfg.vocab, 512);
   const ModelLayout layout = buildLayout(one);
-  if (layout.totalNumel > (std::int64_t{64} << 20)) return out;
+  // On a CPU a block of 64M parameters already takes seconds per round; a GPU takes an 8B model's
+  // layer (218M) in milliseconds and has the memory for it (about 2 GB with its gradients).
+  const std::int64_t limit = device.is_cuda() ? std::int64_t{256} << 20 : std::int64_t{64} << 20;
+  if (layout.totalNumel > limit) return out;
   const auto sync = [device] {
 #ifdef SHARDSCOPE_WITH_CUDA
     if (device.is_cuda()) torch::cuda::synchronize();
@@ -153,8 +159,9 @@ CheckpointProbe runCheckpointProbe(const ModelConfig& cfg, torch::Device device,
   const auto timed = std::chrono::steady_clock::now();
   int rounds = 0;
   // Five rounds at least (their median is steady to about 0.03 on 2 ranks sharing 2 cores, three
-  // were not), more until 0.5 s, at most 9; past 1.5 s (a large model) two are enough.
-  while (rounds < 9 && (rounds < 5 || since(timed) < 0.5) && (rounds < 2 || since(timed) < 1.5)) {
+  // were not), more until 0.5 s have passed (up to 50: a small block takes a millisecond, and its
+  // timings scatter the more), and only two past 1.5 s (a large model).
+  while ((rounds < 5 || (rounds < 50 && since(timed) < 0.5)) && (rounds < 2 || since(timed) < 1.5)) {
     double pf = 0, pb = 0, cf = 0, cb = 0;
     iteration(false, pf, pb);
     iteration(true, cf, cb);

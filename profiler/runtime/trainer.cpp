@@ -295,9 +295,17 @@ class RankLife {
   // The checkpointing probe (checkpoint_probe.h): what activation checkpointing costs a block of
   // this model here, measured whether this run checkpoints or not, so that a prediction turning it
   // on or off does not take another machine's shares.
+  // A probe that fails costs the run nothing but the measurement: predictions then use the constants.
   void probeCheckpointing() {
-    const CheckpointProbe p = runCheckpointProbe(modelConfig_, device_, computeDtype(), model_->sdpa(),
-                                                 static_cast<std::int64_t>(cfg_.microBatch), cfg_.seqLen, cfg_.seed);
+    CheckpointProbe p;
+    try {
+      p = runCheckpointProbe(modelConfig_, device_, computeDtype(), model_->sdpa(), static_cast<std::int64_t>(cfg_.microBatch),
+                             cfg_.seqLen, cfg_.seed);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "shardscope-worker: rank %d: checkpointing probe failed (%s); predictions use the constants\n",
+                   env_.rank, e.what());
+      return;
+    }
     rec_->metric("ckpt_probe_s", p.seconds);
     if (!p.measured) return;
     rec_->metric("ckpt_probe_forward_share", p.forwardShare);
