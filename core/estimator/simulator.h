@@ -22,19 +22,19 @@
 
 namespace shardscope::core::estimator {
 
-// Compute time of one micro-batch on one device, per block: 0 the embedding, 1..L the transformer
-// blocks, L+1 the final norm, LM head and loss.
 // The forward of a checkpointed block runs without autograd's graph (nothing saved for backward).
-// Where a run has no checkpointing probe (profiler/runtime/checkpoint_probe.h; runs before it, imported
-// traces, FLOPs mode) its share is taken as 0.86 of the same block's forward with it (FSDP, model small, 2 CPU ranks: the mean
-// over three validation grids of 3 runs each, whose ratios were 0.885, 0.860 and 0.822; each span
-// less its interference).
+// Where a run has no checkpointing probe (profiler/runtime/checkpoint_probe.h: runs before it,
+// imported traces, FLOPs mode) it is taken as 0.86 of the same block's forward with it (FSDP, model
+// small, 2 CPU ranks on the VM of sessions 1-9: the mean over three validation grids of 3 runs
+// each, whose ratios were 0.885, 0.860 and 0.822; each span less its interference).
 constexpr double kCheckpointedForwardShare = 0.86;
-// Its recomputation inside the backward adds less than that forward: 0.80 of it where not probed (the same grids:
-// 0.90, 0.78 and 0.72; a checkpointed block's backward less the plain one's, over the plain
-// forward; the recomputed activations are used at once, still in cache).
+// Its recomputation inside the backward adds less than that forward: 0.80 of it where not probed
+// (the same grids: 0.90, 0.78 and 0.72; a checkpointed block's backward less the plain one's, over
+// the plain forward; the recomputed activations are used at once, still in cache).
 constexpr double kRecomputeShare = 0.80;
 
+// Compute time of one micro-batch on one device, per block: 0 the embedding, 1..L the transformer
+// blocks, L+1 the final norm, LM head and loss.
 struct ComputeProfile {
   std::string source;               // "flops: ..." or "run 3 (small, ddp, 2 ranks)"
   std::vector<double> forwardS;     // L+2 entries
