@@ -271,18 +271,14 @@ def main():
     if st_errs:
         print(f"done-when: cross-strategy mean {statistics.mean(st_errs)*100:.1f}% <= 10%, max {max(st_errs)*100:.1f}% <= 20%: "
               f"{verdict(statistics.mean(st_errs) <= 0.10 and max(st_errs) <= 0.20)}")
-    kn_errs = errors("knob")
-    if kn_errs and "knob" in change:
-        cv = statistics.mean(r["noise"] for r in rows if r["class"] == "knob")
-        m, band = change["knob"]
-        print(f"done-when: knob change {m*100:.1f}% within its 2 s.e. {band*100:.1f}%: {verdict(m <= band)}; "
-              f"knob step {statistics.mean(kn_errs)*100:.1f}% within the CV {cv*100:.1f}%: {verdict(statistics.mean(kn_errs) <= cv)}")
-    nk_errs = errors("new knob")
-    if nk_errs and "new knob" in change:
-        cv = statistics.mean(r["noise"] for r in rows if r["class"] == "new knob")
-        m, band = change["new knob"]
-        print(f"done-when: new knob change {m*100:.1f}% within its 2 s.e. {band*100:.1f}%: {verdict(m <= band)}; "
-              f"new knob step {statistics.mean(nk_errs)*100:.1f}% within the CV {cv*100:.1f}%: {verdict(statistics.mean(nk_errs) <= cv)}")
+    for cls in ["knob", "new knob"]:
+        kn_errs = errors(cls)
+        if not kn_errs or cls not in change:
+            continue
+        cv = statistics.mean(r["noise"] for r in rows if r["class"] == cls)
+        m, band = change[cls]
+        print(f"done-when: {cls} change {m*100:.1f}% within its 2 s.e. {band*100:.1f}%: {verdict(m <= band)}; "
+              f"{cls} step {statistics.mean(kn_errs)*100:.1f}% within the CV {cv*100:.1f}%: {verdict(statistics.mean(kn_errs) <= cv)}")
     sc = [r for r in rows if r["class"] == "scale"]
     if sc:
         sc_errs = [abs(r["error"]) for r in sc if "error" in r]
