@@ -57,6 +57,15 @@ SimulateInput simInput(const EstimateInput& em, Strategy s, const ComputeProfile
   return si;
 }
 
+// A simulation stored and read back as a CPU run of our runtime (the device class whose default
+// interference k the simulations here use), for measuredProfile.
+RunId storeAsCpuRuntimeRun(TraceStore& store, const SimulationResult& r, const std::string& name) {
+  const RunId id = writeSimulatedRun(store, r, name);
+  shardscope::core::storeDb(store).exec("UPDATE runs SET source='runtime' WHERE id=" + std::to_string(id.value()));
+  shardscope::core::storeDb(store).exec("UPDATE ranks SET device='cpu' WHERE run_id=" + std::to_string(id.value()));
+  return id;
+}
+
 // A Llama-3-70B-shaped run on `gpus` H100s, 8 per node, 4096 tokens, checkpointing, FLOPs compute.
 SimulateInput llama70b(int gpus, Strategy s) {
   SimulateInput si;
@@ -535,10 +544,7 @@ class TestSimulator : public QObject {
     const std::string db = (dir + "/pieces.db").toStdString();
     std::filesystem::remove(db);
     TraceStore store(db);
-    const RunId id = writeSimulatedRun(store, r, "pieces");
-    // Read back as a CPU run of our runtime (the device class whose default k the simulation used).
-    shardscope::core::storeDb(store).exec("UPDATE runs SET source='runtime' WHERE id=" + std::to_string(id.value()));
-    shardscope::core::storeDb(store).exec("UPDATE ranks SET device='cpu' WHERE run_id=" + std::to_string(id.value()));
+    const RunId id = storeAsCpuRuntimeRun(store, r, "pieces");
     int pieces = 0;
     for (const auto& t : store.tracks(id))
       if (t.kind == TrackKind::CpuThread && t.name.rfind("compute", 0) == 0)
@@ -578,10 +584,8 @@ class TestSimulator : public QObject {
     const std::string db = (dir + "/ckpt.db").toStdString();
     std::filesystem::remove(db);
     TraceStore store(db);
-    const RunId id = writeSimulatedRun(store, r, "ckpt");
+    const RunId id = storeAsCpuRuntimeRun(store, r, "ckpt");
     auto& sdb = shardscope::core::storeDb(store);
-    sdb.exec("UPDATE runs SET source='runtime' WHERE id=" + std::to_string(id.value()));
-    sdb.exec("UPDATE ranks SET device='cpu' WHERE run_id=" + std::to_string(id.value()));
     const auto noProbe = measuredProfile(store, id);
     QVERIFY(noProbe.input.activationCheckpointing);
     QVERIFY(!noProbe.compute.checkpointProbed);
