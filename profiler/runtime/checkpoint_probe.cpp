@@ -14,36 +14,13 @@
 namespace shardscope::runtime {
 namespace {
 
-using torch::autograd::AutogradContext;
-using torch::autograd::variable_list;
 using Body = std::function<torch::Tensor(torch::Tensor)>;
-
-// Reentrant checkpoint, as the engines' (engine.cpp): the forward keeps only the block's input and
-// runs without the graph; the backward runs the block again with it and back-propagates.
-struct ProbeCheckpoint : public torch::autograd::Function<ProbeCheckpoint> {
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, std::int64_t body) {
-    ctx->saved_data["body"] = body;
-    ctx->save_for_backward({x});
-    return (*reinterpret_cast<Body*>(body))(x);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list g) {
-    auto* body = reinterpret_cast<Body*>(ctx->saved_data["body"].toInt());
-    torch::Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
-    torch::Tensor y;
-    {
-      torch::AutoGradMode on(true);
-      y = (*body)(x);
-    }
-    torch::autograd::backward({y}, {g[0]});
-    return {x.grad(), torch::Tensor()};
-  }
-};
 
 class ProbeHooks : public ForwardHooks {
  public:
   ProbeHooks(const ModelLayout& layout, torch::Device device, torch::ScalarType dtype, std::uint64_t seed,
              std::function<void()> sync)
-      : layout_(layout), sync_(std::move(sync)) {
+      : sync_(std::move(sync)), dtype_(dtype) {
     const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
     for (std::size_t p = 0; p < layout.params.size(); ++p) {
       const auto& pi = layout.params[p];
@@ -56,7 +33,6 @@ class ProbeHooks : public ForwardHooks {
         leaves_.push_back(t.to(dtype));
       }
     }
-    dtype_ = dtype;
   }
   bool checkpointing = false;
   double blockForwardS = 0;  // the layer's forward in the last iteration
@@ -74,10 +50,7 @@ class ProbeHooks : public ForwardHooks {
     torch::Tensor y;
     if (checkpointing) {
       body_ = body;
-      // As the engines' checkpointInput: a frozen embedding's output (LoRA) is made a leaf that
-      // needs a gradient, or the reentrant checkpoint would not back-propagate.
-      const torch::Tensor in = x.is_floating_point() && !x.requires_grad() ? x.detach().requires_grad_(true) : x;
-      y = ProbeCheckpoint::apply(in, reinterpret_cast<std::int64_t>(&body_));
+      y = checkpointedBlock(x, &body_);  // as the engines checkpoint a block
     } else {
       y = body(x);
     }
@@ -91,10 +64,9 @@ class ProbeHooks : public ForwardHooks {
   }
 
  private:
-  const ModelLayout& layout_;
   std::function<void()> sync_;
   std::vector<torch::Tensor> leaves_;
-  torch::ScalarType dtype_ = torch::kFloat32;
+  torch::ScalarType dtype_;
   Body body_;
 };
 

@@ -59,19 +59,6 @@ struct PreBackward : public torch::autograd::Function<PreBackward> {
 
 using BlockBody = std::function<torch::Tensor(torch::Tensor)>;
 
-// Activation checkpointing of one block: forward keeps only the block's input; backward runs the
-// block again with gradients enabled and back-propagates through it (reentrant, like PyTorch's
-// reentrant checkpoint).
-struct Checkpoint : public torch::autograd::Function<Checkpoint> {
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, std::int64_t engine, std::int64_t body) {
-    ctx->saved_data["e"] = engine;
-    ctx->saved_data["body"] = body;
-    ctx->save_for_backward({x});
-    return (*reinterpret_cast<BlockBody*>(body))(x);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list g);
-};
-
 std::int64_t roundUp(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
 
 torch::ScalarType computeDtypeOf(core::Precision p) {
@@ -339,21 +326,6 @@ StepStats Engine::trainStep(std::int64_t step, const std::vector<Batch>& micro) 
   return out;
 }
 
-variable_list Checkpoint::backward(AutogradContext* ctx, variable_list g) {
-  auto* body = reinterpret_cast<BlockBody*>(ctx->saved_data["body"].toInt());
-  auto saved = ctx->get_saved_variables();
-  torch::Tensor x = saved[0].detach();
-  const bool floating = x.is_floating_point();
-  if (floating) x.requires_grad_(true);
-  torch::Tensor y;
-  {
-    torch::AutoGradMode on(true);
-    y = (*body)(x);
-  }
-  torch::autograd::backward({y}, {g[0]});
-  return {floating ? x.grad() : torch::Tensor(), torch::Tensor(), torch::Tensor()};
-}
-
 std::vector<torch::Tensor> Engine::fullParameters() {
   std::vector<torch::Tensor> out(layout_.params.size());
   fillFullParameters(out);
@@ -450,8 +422,7 @@ class ReplicatedEngine final : public Engine {
     torch::Tensor y;
     if (cfg_.activationCheckpointing && block >= 1 && block <= layout_.config.layers && torch::GradMode::is_enabled()) {
       bodies_[block] = body;
-      y = Checkpoint::apply(checkpointInput(x), reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)),
-                            reinterpret_cast<std::int64_t>(&bodies_[block]));
+      y = checkpointedBlock(x, &bodies_[block]);
     } else {
       y = body(x);
     }
@@ -829,8 +800,7 @@ class ShardedEngine final : public Engine, private FetchUnits {
         recompute_ = false;
         return r;
       };
-      y = Checkpoint::apply(checkpointInput(x), reinterpret_cast<std::int64_t>(static_cast<Engine*>(this)),
-                            reinterpret_cast<std::int64_t>(&bodies_[block]));
+      y = checkpointedBlock(x, &bodies_[block]);
     } else {
       y = body(x);
     }

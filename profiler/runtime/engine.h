@@ -118,13 +118,6 @@ class Engine : public ForwardHooks {
   torch::Tensor compute(torch::Tensor t);
   // The block's name in spans: "embed_tokens", "layers.N", "lm_head".
   std::string blockName(int block) const;
-  // A checkpointed block's input: our reentrant Checkpoint back-propagates only when its input
-  // needs a gradient, which the embedding's output does not when the embedding is frozen (LoRA):
-  // it is made a leaf that does (PEFT's enable_input_require_grads).
-  static torch::Tensor checkpointInput(const torch::Tensor& x) {
-    if (!x.is_floating_point() || x.requires_grad()) return x;
-    return x.detach().requires_grad_(true);
-  }
 
   EngineContext ctx_;
   const core::RunConfig& cfg_;

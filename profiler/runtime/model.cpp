@@ -348,6 +348,38 @@ torch::Tensor Transformer::loss(const Batch& batch, ForwardHooks& h) {
   });
 }
 
+namespace {
+
+using BlockBody = std::function<torch::Tensor(torch::Tensor)>;
+
+struct ReentrantCheckpoint : public torch::autograd::Function<ReentrantCheckpoint> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, std::int64_t body) {
+    ctx->saved_data["body"] = body;
+    ctx->save_for_backward({x});
+    return (*reinterpret_cast<const BlockBody*>(body))(x);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list g) {
+    const auto* body = reinterpret_cast<const BlockBody*>(ctx->saved_data["body"].toInt());
+    torch::Tensor x = ctx->get_saved_variables()[0].detach();
+    const bool floating = x.is_floating_point();
+    if (floating) x.requires_grad_(true);
+    torch::Tensor y;
+    {
+      torch::AutoGradMode on(true);
+      y = (*body)(x);
+    }
+    torch::autograd::backward({y}, {g[0]});
+    return {floating ? x.grad() : torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor checkpointedBlock(const torch::Tensor& x, const BlockBody* body) {
+  const torch::Tensor in = x.is_floating_point() && !x.requires_grad() ? x.detach().requires_grad_(true) : x;
+  return ReentrantCheckpoint::apply(in, reinterpret_cast<std::int64_t>(body));
+}
+
 double trainFlopsPerToken(const ModelLayout& layout, std::int64_t seq) {
   const auto& c = layout.config;
   const double nonEmbed = static_cast<double>(layout.totalNumel - c.vocab * c.hidden);

@@ -105,6 +105,13 @@ struct Batch {
   torch::Tensor targets;  // [b, s] int64
 };
 
+// Activation checkpointing of one block, reentrant like PyTorch's: the forward keeps only the
+// block's input and runs `body` without autograd's graph; the backward runs it again with the graph
+// and back-propagates through it. A floating input that needs no gradient (a frozen embedding's
+// output under LoRA) is made a leaf that does (PEFT's enable_input_require_grads), or nothing would
+// propagate. `*body` must live until the backward has run.
+torch::Tensor checkpointedBlock(const torch::Tensor& x, const std::function<torch::Tensor(torch::Tensor)>* body);
+
 // Whether this LibTorch has scaled_dot_product_attention (2.0 and later).
 bool haveSdpa();
 
