@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 
 namespace shardscope::core {
 
@@ -23,6 +24,36 @@ std::vector<CounterSample> downsampleMax(const std::vector<CounterSample>& sampl
   }
   return out;
 }
+
+namespace {
+
+bool isOperationOrWait(const Event& e) { return e.cat == "cpu_op" || e.cat == "Operator" || e.cat == "wait"; }
+
+// "between A and B", "after A" or "before B": the operations (or waits) on the rank's CPU threads that
+// ended last before t and started first after it, within the step's window; empty if there are none.
+// Of two that end (start) together, the outer one, which names the work rather than a detail of it.
+std::string neighbourOperations(TraceStore& store, const RunSummary& summary, RankId rankId, TimeNs t, const Step* step) {
+  constexpr TimeNs kReach = 50'000'000;
+  const TimeNs t0 = step ? step->startNs : t - kReach;
+  const TimeNs t1 = step ? step->endNs : t + kReach;
+  std::optional<Event> before, after;
+  for (const auto& tr : summary.tracks) {
+    if (tr.track.rankId != rankId || tr.track.kind != TrackKind::CpuThread) continue;
+    for (Event& e : store.eventsInWindow(tr.track.id, t0, t1)) {
+      if (!isOperationOrWait(e) || e.startNs < t0 || e.endNs > t1) continue;
+      if (e.endNs <= t && (!before || e.endNs > before->endNs || (e.endNs == before->endNs && e.startNs < before->startNs)))
+        before = e;
+      if (e.startNs >= t && (!after || e.startNs < after->startNs || (e.startNs == after->startNs && e.endNs > after->endNs)))
+        after = std::move(e);
+    }
+  }
+  if (before && after) return "between " + std::string(before->name) + " and " + std::string(after->name);
+  if (before) return "after " + std::string(before->name);
+  if (after) return "before " + std::string(after->name);
+  return {};
+}
+
+}  // namespace
 
 std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, RunId runId, const std::vector<SnapshotFigures>* snapshots) {
   std::vector<MemoryPeak> out;
@@ -120,8 +151,10 @@ std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, RunId runId, const
       p.fromSnapshot = true;
     }
     for (auto& [key, p] : peaks) {
+      const Step* inStep = nullptr;
       for (const Step& s : steps)
-        if (s.rankId == rank.id && p.allocatedAtNs >= s.startNs && p.allocatedAtNs < s.endNs) p.step = s.step;
+        if (s.rankId == rank.id && p.allocatedAtNs >= s.startNs && p.allocatedAtNs < s.endNs) inStep = &s;
+      if (inStep) p.step = inStep->step;
       // What was running: the innermost CPU op and user annotation covering the moment; where no
       // op covers it, the wait the thread was in (our runtime's "wait all_gather param ...": the
       // peak then is that collective's buffer, allocated before the wait began).
@@ -148,6 +181,10 @@ std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, RunId runId, const
         }
       }
       if (p.operation.empty()) p.operation = wait;
+      // Nothing ran then on the rank's CPU threads: the moment fell between two operations (our
+      // runtime allocates a collective's buffer as it issues it, before any wait; a Kineto trace
+      // between two ops). Name it by its neighbours within its step (or 50 ms either side).
+      if (p.operation.empty()) p.operation = neighbourOperations(store, summary, rank.id, p.allocatedAtNs, inStep);
       // The runtime stores its allocator's breakdown at the peak (CPU allocator: device type 0).
       if (summary.run.source == RunSource::Runtime && p.deviceType == 0) {
         for (const char* cat : {"parameters", "gradients", "optimizer_state", "activations", "comm_buffers", "other"})

@@ -27,7 +27,8 @@ struct MemoryPeak {
   // snapshot of a device takes its peaks from there, the allocator's record of every event.
   bool fromSnapshot = false;
   std::optional<std::int64_t> step;  // the rank's step window containing the allocated peak
-  std::string operation;             // innermost CPU operation running at the allocated peak (or the wait)
+  std::string operation;             // innermost CPU operation running at the allocated peak (or the wait;
+                                     // where neither ran, "between A and B" of its neighbours)
   std::string annotation;            // innermost user annotation (e.g. "## forward ##") at that moment
   // Runtime runs: live bytes per category at the allocated peak, as the runtime's counting allocator
   // measured them (parameters, gradients, optimizer_state, activations, comm_buffers, other; they sum

@@ -1,6 +1,7 @@
 // Memory peaks: the value, the moment, the step and what ran then; max-keeping downsampling.
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
 
 #include "core/analysis/memory_peaks.h"
 #include "core/import/kineto_importer.h"
@@ -40,6 +41,39 @@ class TestMemoryPeaks : public QObject {
     QCOMPARE(*p.step, std::int64_t(3));
     QCOMPARE(QString::fromStdString(p.operation), QString("aten::empty"));
     QCOMPARE(QString::fromStdString(p.annotation), QString("## forward ##"));
+  }
+
+  // A peak between two operations (the runtime allocates a collective's buffer as it issues it,
+  // before its wait; a trace between two ops) is named by its neighbours within its step.
+  void peakBetweenOperations() {
+    QTemporaryDir dir;
+    const std::string s = R"J({"distributedInfo": {"rank": 0, "world_size": 2}, "traceEvents": [
+{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+{"ph": "X", "cat": "cpu_op", "name": "forward lm_head", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
+{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 15, "dur": 15},
+{"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 12, "dur": 2},
+{"ph": "X", "cat": "cpu_op", "name": "backward lm_head", "pid": 1, "tid": 1, "ts": 40, "dur": 20},
+{"ph": "X", "cat": "cpu_op", "name": "aten::mm_backward", "pid": 1, "tid": 1, "ts": 40, "dur": 5},
+{"ph": "X", "cat": "cpu_op", "name": "optimizer step", "pid": 1, "tid": 1, "ts": 150, "dur": 20},
+{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5, "args": {"Total Reserved": 100, "Total Allocated": 100, "Bytes": 100, "Addr": 1, "Device Id": 0, "Device Type": 1}},
+{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 35, "args": {"Total Reserved": 900, "Total Allocated": 900, "Bytes": 800, "Addr": 2, "Device Id": 0, "Device Type": 1}},
+{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 50, "args": {"Total Reserved": 900, "Total Allocated": 100, "Bytes": -800, "Addr": 2, "Device Id": 0, "Device Type": 1}},
+{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 2, "ts": 80, "args": {"Total Reserved": 900, "Total Allocated": 100, "Bytes": 0, "Addr": 3, "Device Id": 1, "Device Type": 1}},
+{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 2, "ts": 90, "args": {"Total Reserved": 950, "Total Allocated": 950, "Bytes": 850, "Addr": 4, "Device Id": 1, "Device Type": 1}}
+]})J";
+    TraceStore store(pathIn(dir, "t.db"));
+    const auto res = importKineto(store, {writeFile(dir, "m.json", s)});
+    auto peaks = computeMemoryPeaks(store, res.runIds.at(0));
+    QCOMPARE(peaks.size(), std::size_t(2));
+    std::sort(peaks.begin(), peaks.end(), [](const MemoryPeak& a, const MemoryPeak& b) { return a.deviceId < b.deviceId; });
+    // Device 0: at 35 us, after the forward (its outer op, not the aten::mm ending with it) and
+    // before the backward (the outer op starting then).
+    QCOMPARE(peaks[0].allocatedAtNs, TimeNs(35'000));
+    QCOMPARE(*peaks[0].step, std::int64_t(1));
+    QCOMPARE(QString::fromStdString(peaks[0].operation), QString("between forward lm_head and backward lm_head"));
+    // Device 1: at 90 us, nothing after it within the step (the optimizer runs past the step's end).
+    QCOMPARE(peaks[1].allocatedAtNs, TimeNs(90'000));
+    QCOMPARE(QString::fromStdString(peaks[1].operation), QString("after backward lm_head"));
   }
 
   void downsamplingKeepsPeaks() {
