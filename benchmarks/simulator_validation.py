@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Simulator validation: predictions against runs they were not calibrated on (docs/ESTIMATOR.md,
 "Validation"). Makes fresh runs of a grid of configurations (strategies, 2 and 4 ranks, knobs, two
-model sizes), each `--repeats` times to measure run-to-run noise, then predicts every configuration
-from every run of another configuration in the same class and prints the table: calibrated on,
-predicted, measured, simulated, error, noise; mean and max |error| per class.
+model sizes), each `--repeats` times (in rounds: every configuration once, then again) to measure
+run-to-run noise, then predicts every configuration from every run of another configuration in the
+same class and prints the table: calibrated on, predicted, measured, simulated, error, noise; mean
+and max |error| per class.
 
 Classes (what changes between the calibration run and the predicted configuration):
   replay    nothing (each run simulated from itself: the schedule alone is tested)
@@ -141,11 +142,18 @@ def main():
         args.repeats = max(held) if args.reuse and held and max(held) > 0 else 2
     if args.repeats < 1:
         raise SystemExit("--repeats must be at least 1")
-    total = len(cfgs) * args.repeats
-    done = 0
     for c in cfgs:
         c["runs"] = existing.get("val " + c["name"], [])[: args.repeats]
-        while len(c["runs"]) < args.repeats:
+    total = sum(args.repeats - len(c["runs"]) for c in cfgs)
+    done = 0
+    # In rounds: every configuration once, then again. A burst of load on the machine (seen for
+    # half a minute at a time on shared VMs) then slows one repeat of several configurations,
+    # which the disturbed-run rule below catches, not every repeat of one (session 11: all three
+    # consecutive repeats of one configuration ran 1.55x slower, so none stood out).
+    for k in range(args.repeats):
+        for c in cfgs:
+            if len(c["runs"]) > k:
+                continue
             done += 1
             print(f"\r[run {done}/{total}] {c['name']:<40}", end="", file=sys.stderr, flush=True)
             name = f"val {c['name']} #{len(c['runs']) + 1}"

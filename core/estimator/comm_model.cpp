@@ -3,6 +3,7 @@
 #include "core/estimator/interference.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -209,15 +210,24 @@ CommEstimate commVolume(const EstimateInput& in, Strategy s, const CommOptions& 
   return c;
 }
 
-double LinkModel::instanceS(bool allReduceLike, double wireBytes) const {
+const LinkModel::InRunSize* LinkModel::inRunSize(bool allReduceLike, double wireBytes, WaitKind waited) const {
+  const auto atSize = [&](const std::vector<InRunSize>& inRun) -> const InRunSize* {
+    if (inRun.empty() || !(wireBytes > 0)) return nullptr;
+    const auto it = std::lower_bound(inRun.begin(), inRun.end(), wireBytes * (1 - 1e-9),
+                                     [](const InRunSize& p, double v) { return p.wireBytes < v; });
+    return it != inRun.end() && it->wireBytes <= wireBytes * (1 + 1e-9) ? &*it : nullptr;
+  };
+  if (waited != WaitKind::Unknown) {
+    const int k = waited == WaitKind::OnDemand ? 1 : 0;
+    if (const auto* s = atSize(allReduceLike ? allReduceInRunByWait[k] : otherInRunByWait[k])) return s;
+  }
+  return atSize(allReduceLike ? allReduceInRun : otherInRun);
+}
+
+double LinkModel::instanceS(bool allReduceLike, double wireBytes, WaitKind waited) const {
   const double bw = (allReduceLike ? arBw() : busBwGBps) * 1e9;
   const auto line = [&](double x) { return (allReduceLike ? arAlphaUs() : alphaUs) * 1e-6 + (bw > 0 ? x / bw : 0.0); };
-  const auto& inRun = allReduceLike ? allReduceInRun : otherInRun;
-  if (!inRun.empty() && wireBytes > 0) {
-    const auto it =
-        std::lower_bound(inRun.begin(), inRun.end(), wireBytes * (1 - 1e-9), [](const auto& p, double v) { return p.first < v; });
-    if (it != inRun.end() && it->first <= wireBytes * (1 + 1e-9)) return it->second;
-  }
+  if (const auto* s = inRunSize(allReduceLike, wireBytes, waited)) return s->timeS;
   const auto& pts = allReduceLike ? allReducePoints : otherPoints;
   if (pts.size() < 2 || !(wireBytes > 0)) return line(std::max(0.0, wireBytes));
   if (wireBytes <= pts.front().first) {
@@ -252,6 +262,34 @@ void commTime(CommEstimate& c, const LinkModel& intra, const LinkModel& inter) {
 }
 
 namespace {
+
+// An integer field of an event's args ("wait_ns":123).
+std::optional<double> argNumber(std::string_view args, std::string_view key) {
+  const std::string k = "\"" + std::string(key) + "\":";
+  const auto at = args.find(k);
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string_view rest = args.substr(at + k.size());
+  double v = 0;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), v);
+  if (ec != std::errc() || end == rest.data()) return std::nullopt;
+  return v;
+}
+
+// A collective is on demand (WaitKind) where its ranks computed, on average, less than this share
+// of the time from its issue to its end before they began to wait on it: the rank had nothing to
+// do but wait (the simulator's rule: no compute between the issue and the wait).
+constexpr double kOnDemandBusyShare = 0.1;
+
+// When a collective was issued and when its rank began to wait on it (our runtime's and the
+// simulator's args: queue_ns from issue to start, wait_ns up to its end); nullopt without them.
+std::optional<std::pair<double, double>> issueAndWaitStart(const Event& e) {
+  const auto wait = argNumber(e.argsJson, "wait_ns");
+  const auto queue = argNumber(e.argsJson, "queue_ns");
+  if (!wait || !queue) return std::nullopt;
+  const double issue = static_cast<double>(e.startNs) - std::max(0.0, *queue);
+  const double waitStart = std::max(issue, static_cast<double>(e.endNs) - std::max(0.0, *wait));
+  return std::pair{issue, waitStart};
+}
 
 struct KindFit {
   bool ok = false, twoSizes = false;
@@ -401,6 +439,10 @@ RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId, const 
   struct Inst {
     CollectiveSample s;
     TimeNs start = 0, end = 0;
+    std::optional<std::pair<double, double>> issueAndWait;  // issueAndWaitStart
+    // Of the time from its issue to its end, the share its rank computed before it began to wait on
+    // it; nullopt without issue and wait times.
+    std::optional<double> busyBeforeWait;
   };
   using Lanes = std::map<std::string, std::map<RankId, std::vector<Inst>>>;
   Lanes lanes[2];  // [SampleSet::Steps, SampleSet::LinkProbe]
@@ -460,7 +502,7 @@ RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId, const 
           s.messageBytes = *e.bytes;
           s.emulatedReduceScatter = e.argsJson.find("\"emulated_by\":\"all_reduce\"") != std::string::npos;
           s.durationS = static_cast<double>(e.endNs - e.startNs) / 1e9;
-          lanes[probe ? 1 : 0][t.name][t.rankId].push_back({s, e.startNs, e.endNs});
+          lanes[probe ? 1 : 0][t.name][t.rankId].push_back({s, e.startNs, e.endNs, issueAndWaitStart(e), std::nullopt});
         },
         /*withArgs=*/commLane);
   }
@@ -470,7 +512,14 @@ RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId, const 
     for (auto& [name, ranks] : set) {
       for (auto& [r, seq] : ranks) {
         const auto& busy = computing[r];
-        for (auto& i : seq) i.s.computeOverlap = overlapFraction(static_cast<double>(i.start), static_cast<double>(i.end), busy);
+        for (auto& i : seq) {
+          i.s.computeOverlap = overlapFraction(static_cast<double>(i.start), static_cast<double>(i.end), busy);
+          if (!i.issueAndWait) continue;
+          const auto [issue, waitStart] = *i.issueAndWait;
+          const double span = static_cast<double>(i.end) - issue;
+          i.busyBeforeWait = span > 0 ? overlapFraction(issue, waitStart, busy) * (waitStart - issue) / span : 0.0;
+          i.s.waited = *i.busyBeforeWait < kOnDemandBusyShare ? WaitKind::OnDemand : WaitKind::Ahead;
+        }
       }
       bool matched = ours && ranks.size() >= 2;
       const std::size_t n = ranks.begin()->second.size();
@@ -488,8 +537,11 @@ RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId, const 
       }
       for (std::size_t k = 0; k < n; ++k) {
         TimeNs lastStart = 0;
-        double endSum = 0, overlapSum = 0, lastEnd = 0;
+        double endSum = 0, overlapSum = 0, lastEnd = 0, busySum = 0;
+        bool waitKnown = true;
         for (const auto& [r, seq] : ranks) {
+          waitKnown = waitKnown && seq[k].busyBeforeWait.has_value();
+          busySum += seq[k].busyBeforeWait.value_or(0);
           if (seq[k].start >= lastStart) {
             lastStart = seq[k].start;
             lastEnd = static_cast<double>(seq[k].end);
@@ -502,8 +554,10 @@ RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId, const 
         if (!(d > 0)) continue;
         CollectiveSample s = ranks.begin()->second[k].s;
         s.durationS = d;
+        s.matched = true;
         s.lastLatenessS = (lastEnd - (endSum - lastEnd) / (nr - 1)) / 1e9;
         s.computeOverlap = overlapSum / static_cast<double>(ranks.size());
+        s.waited = !waitKnown ? WaitKind::Unknown : busySum / nr < kOnDemandBusyShare ? WaitKind::OnDemand : WaitKind::Ahead;
         out.push_back(s);
       }
     }

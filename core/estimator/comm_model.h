@@ -25,6 +25,13 @@ double ringFactor(CollKind k, int n);
 enum class CommPhase { Forward, Backward, AfterStep };
 std::string phaseName(CommPhase p);
 
+// How the ranks waited on a collective: issued and waited on at once, nothing computed between
+// (on demand: the rank idles for it; a ZeRO-3 all-gather without prefetch), or issued ahead of its
+// wait (prefetch, overlap, buckets reduced during backward). A measured instance is on demand where
+// its ranks computed, on average, less than a tenth of the time from its issue to its end before
+// they began to wait on it.
+enum class WaitKind : std::uint8_t { Unknown, Ahead, OnDemand };
+
 struct LinkModel {
   std::string name;
   double busBwGBps = 0;           // all-gather / reduce-scatter bus bandwidth (GB/s = 1e9 B/s)
@@ -43,9 +50,23 @@ struct LinkModel {
   // Times a calibration run's own collectives took at exactly these wire bytes (their mean, with
   // the slowdown beside compute taken out: link_calibration.h), ascending: at those sizes they are
   // used as they are, in place of the probe's curve and the contention factor.
-  std::vector<std::pair<double, double>> allReduceInRun{}, otherInRun{};
+  // With each size, the lateness of its last rank to start (Σ lateness / Σ time of its instances,
+  // link_calibration.h's "Completion"; < 0 where none was matched across ranks).
+  struct InRunSize {
+    double wireBytes = 0, timeS = 0, lastLateness = -1;
+  };
+  std::vector<InRunSize> allReduceInRun{}, otherInRun{};
+  // The same apart by how the ranks waited on them (WaitKind): [0] issued ahead, [1] on demand.
+  // Where a size has them, an instance of that kind takes its class's time and lateness: on CPU
+  // Gloo a ZeRO-3 run's 352 KB all-gathers waited on at once took 1.1-2x the time of those issued
+  // ahead and their last starter ended 0.74-0.91 of it after the other (0.24-0.40 ahead), while its
+  // small ones stayed under 0.2 either way (validation grid val15).
+  std::vector<InRunSize> allReduceInRunByWait[2]{}, otherInRunByWait[2]{};
+  // The run's own size nearest in class to an instance carrying `wireBytes` (its class's, else the
+  // pooled one), or nullptr where the run did not use that size.
+  const InRunSize* inRunSize(bool allReduceLike, double wireBytes, WaitKind waited = WaitKind::Unknown) const;
   // The time of one instance carrying `wireBytes` per device (nccl-tests' S x the bus factor).
-  double instanceS(bool allReduceLike, double wireBytes) const;
+  double instanceS(bool allReduceLike, double wireBytes, WaitKind waited = WaitKind::Unknown) const;
 };
 // A measured curve between its points: log-log interpolation over (x, y) ascending in x, for x in
 // [front.x, back.x] (the link's time by size, a GEMM rate by width).
@@ -108,6 +129,9 @@ struct CollectiveSample {
   // A matched instance's last rank to start it: how much later than the others (their mean) it
   // saw the collective end. 0 where the instance was not matched across ranks.
   double lastLatenessS = 0;
+  // How its ranks waited on it (our runtime's issue and wait times); Unknown for imported traces.
+  WaitKind waited = WaitKind::Unknown;
+  bool matched = false;  // across the ranks (the duration from the last start, lastLatenessS)
 };
 struct LinkFit {
   LinkModel link;  // name "fitted:<run>", alpha and busBw from the fit

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "core/util/error.h"
 #include "core/util/units.h"
@@ -21,6 +22,10 @@ double mean(const std::vector<double>& v) {
 
 // A size of the run's own collectives is taken as measured from this many instances on.
 constexpr int kMinInRunInstances = 3;
+// Apart by how the ranks waited (WaitKind): the classes split a size's instances, and one slow
+// instance among three would set a class's time (a ZeRO-3 run with prefetch waits on about ten of
+// its 108 large all-gathers at once).
+constexpr int kMinInRunInstancesByWait = 6;
 
 bool allReduceLike(const CollectiveSample& s) {
   return s.kind == CollKind::AllReduce || (s.kind == CollKind::ReduceScatter && s.emulatedReduceScatter);
@@ -135,15 +140,22 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
       (i == 0 ? c.commInterferenceFittedAllReduce : c.commInterferenceFittedOther) = fitted;
     }
     {
-      double lat[2] = {0, 0}, dur[2] = {0, 0};
+      // [all-reduce-like, other] x [all, ahead, on demand]
+      double lat[2][3] = {}, dur[2][3] = {};
       for (const auto& s : steps) {
         if (!(s.durationS > 0)) continue;
         const int i = allReduceLike(s) ? 0 : 1;
-        lat[i] += s.lastLatenessS;
-        dur[i] += s.durationS;
+        for (int w : {0, s.waited == WaitKind::Ahead ? 1 : s.waited == WaitKind::OnDemand ? 2 : -1}) {
+          if (w < 0) continue;
+          lat[i][w] += s.lastLatenessS;
+          dur[i][w] += s.durationS;
+        }
       }
-      c.lastLatenessAllReduce = dur[0] > 0 ? std::max(0.0, lat[0] / dur[0]) : 0.0;
-      c.lastLatenessOther = dur[1] > 0 ? std::max(0.0, lat[1] / dur[1]) : 0.0;
+      c.lastLatenessAllReduce = dur[0][0] > 0 ? std::max(0.0, lat[0][0] / dur[0][0]) : 0.0;
+      c.lastLatenessOther = dur[1][0] > 0 ? std::max(0.0, lat[1][0] / dur[1][0]) : 0.0;
+      for (int i = 0; i < 2; ++i)
+        for (int w = 0; w < 2; ++w)
+          c.lastLatenessByWait[i][w] = dur[i][w + 1] > 0 ? std::max(0.0, lat[i][w + 1] / dur[i][w + 1]) : -1.0;
     }
     c.contentionAllReduce = c0[0];
     c.contentionOther = c0[1];
@@ -176,20 +188,37 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
       // The run's own sizes: the mean time of their instances, without the slowdown beside
       // compute (d / (1 + m·g)), where a size has kMinInRunInstances or more.
       struct Size {
-        double time = 0, weight = 0;  // Σ d, Σ (1 + m·g)
+        double time = 0, weight = 0;   // Σ d, Σ (1 + m·g)
+        double late = 0, matched = 0;  // Σ lateness, Σ d of the instances matched across ranks
         int n = 0;
       };
-      std::map<std::pair<bool, double>, Size> by;  // (all-reduce-like, wire bytes)
+      // (all-reduce-like, how its ranks waited: Unknown = all of them, wire bytes)
+      std::map<std::tuple<bool, WaitKind, double>, Size> by;
       for (const auto& s : steps) {
         if (!(s.durationS > 0)) continue;
         const bool ar = allReduceLike(s);
-        Size& z = by[{ar, wireOf(s)}];
-        z.time += s.durationS;
-        z.weight += 1 + m[ar ? 0 : 1] * std::clamp(s.computeOverlap, 0.0, 1.0);
-        ++z.n;
+        for (WaitKind w : {WaitKind::Unknown, s.waited}) {
+          Size& z = by[{ar, w, wireOf(s)}];
+          z.time += s.durationS;
+          z.weight += 1 + m[ar ? 0 : 1] * std::clamp(s.computeOverlap, 0.0, 1.0);
+          if (s.matched) {
+            z.late += s.lastLatenessS;
+            z.matched += s.durationS;
+          }
+          ++z.n;
+          if (s.waited == WaitKind::Unknown) break;
+        }
       }
-      for (const auto& [key, z] : by)
-        if (z.n >= kMinInRunInstances) (key.first ? l.allReduceInRun : l.otherInRun).push_back({key.second, z.time / z.weight});
+      for (const auto& [key, z] : by) {
+        const auto [ar, w, wire] = key;
+        const LinkModel::InRunSize size{wire, z.time / z.weight, z.matched > 0 ? std::max(0.0, z.late / z.matched) : -1.0};
+        if (w == WaitKind::Unknown) {
+          if (z.n >= kMinInRunInstances) (ar ? l.allReduceInRun : l.otherInRun).push_back(size);
+        } else if (z.n >= kMinInRunInstancesByWait) {
+          const int k = w == WaitKind::OnDemand ? 1 : 0;
+          (ar ? l.allReduceInRunByWait[k] : l.otherInRunByWait[k]).push_back(size);
+        }
+      }
     }
     c.wellConditioned = true;
     c.note = "link probe of " + name + ": " + std::to_string(c.probe->samples) + " collectives, " + formatBytes(c.minBytes) +
@@ -200,6 +229,10 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
              " of the time computing beside it) from " + std::to_string(c.contentionSamples) + " collectives of its steps";
     const std::size_t inRun = l.allReduceInRun.size() + l.otherInRun.size();
     if (inRun > 0) c.note += "; " + std::to_string(inRun) + " of its sizes as the run measured them";
+    const std::size_t onDemand = l.allReduceInRunByWait[1].size() + l.otherInRunByWait[1].size();
+    const std::size_t ahead = l.allReduceInRunByWait[0].size() + l.otherInRunByWait[0].size();
+    if (onDemand + ahead > 0)
+      c.note += " (" + std::to_string(onDemand) + " waited on at once, " + std::to_string(ahead) + " issued ahead, apart)";
     if (c.lastLatenessAllReduce > 0 || c.lastLatenessOther > 0)
       c.note += "; the last rank to start ends " + formatFixed(c.lastLatenessAllReduce * 100, 0) + "% / " +
                 formatFixed(c.lastLatenessOther * 100, 0) + "% of the time later";
@@ -251,6 +284,36 @@ JsonValue toJson(const LinkCalibration& c) {
   o.set("in_run_sizes", JsonValue::number(static_cast<std::int64_t>(c.link.allReduceInRun.size() + c.link.otherInRun.size())));
   o.set("last_lateness_all_reduce", JsonValue::number(c.lastLatenessAllReduce));
   o.set("last_lateness_other", JsonValue::number(c.lastLatenessOther));
+  o.set("in_run_sizes_on_demand",
+        JsonValue::number(static_cast<std::int64_t>(c.link.allReduceInRunByWait[1].size() + c.link.otherInRunByWait[1].size())));
+  o.set("in_run_sizes_ahead",
+        JsonValue::number(static_cast<std::int64_t>(c.link.allReduceInRunByWait[0].size() + c.link.otherInRunByWait[0].size())));
+  const auto orNull = [](double v) { return v >= 0 ? JsonValue::number(v) : JsonValue(); };
+  {
+    JsonValue sizes = JsonValue::array();
+    const auto add = [&](const std::vector<LinkModel::InRunSize>& v, const char* kind, const char* waited) {
+      for (const auto& s : v) {
+        JsonValue e = JsonValue::object();
+        e.set("kind", JsonValue::string(kind));
+        e.set("waited", JsonValue::string(waited));
+        e.set("wire_bytes", JsonValue::number(s.wireBytes));
+        e.set("time_s", JsonValue::number(s.timeS));
+        e.set("last_lateness", orNull(s.lastLateness));
+        sizes.push(std::move(e));
+      }
+    };
+    add(c.link.allReduceInRun, "all_reduce", "any");
+    add(c.link.otherInRun, "other", "any");
+    for (int k = 0; k < 2; ++k) {
+      add(c.link.allReduceInRunByWait[k], "all_reduce", k ? "on_demand" : "ahead");
+      add(c.link.otherInRunByWait[k], "other", k ? "on_demand" : "ahead");
+    }
+    o.set("in_run", std::move(sizes));
+  }
+  o.set("last_lateness_on_demand_all_reduce", orNull(c.lastLatenessByWait[0][1]));
+  o.set("last_lateness_on_demand_other", orNull(c.lastLatenessByWait[1][1]));
+  o.set("last_lateness_ahead_all_reduce", orNull(c.lastLatenessByWait[0][0]));
+  o.set("last_lateness_ahead_other", orNull(c.lastLatenessByWait[1][0]));
   o.set("min_bytes", JsonValue::number(c.minBytes));
   o.set("max_bytes", JsonValue::number(c.maxBytes));
   o.set("group_size", JsonValue::number(std::int64_t{c.groupSize}));

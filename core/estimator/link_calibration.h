@@ -39,6 +39,10 @@ struct LinkCalibration {
   // instance's time (last start to the ranks' mean end), Σ lateness / Σ time over the run's
   // matched instances, all-reduce-like and the others (docs/ESTIMATOR.md, "Completion").
   double lastLatenessAllReduce = 0, lastLatenessOther = 0;
+  // The same apart by how the ranks waited (WaitKind): [all-reduce-like 0, other 1][ahead 0, on
+  // demand 1]; -1 where the run had no instance of the class. Without prefetch a ZeRO-3 run's
+  // all-gathers had 0.28-0.33, with it 0.08-0.17 (validation grid val15).
+  double lastLatenessByWait[2][2] = {{-1, -1}, {-1, -1}};
   // The sizes the link was measured over (message bytes) and at which group size: a prediction
   // outside them extrapolates.
   std::int64_t minBytes = 0, maxBytes = 0;
@@ -53,7 +57,9 @@ struct LinkCalibration {
 };
 // {source, name, alpha_us, bus_bw_gbps, all_reduce_alpha_us, all_reduce_bus_bw_gbps,
 //  contention_all_reduce, contention_other, contention_samples, comm_interference_*, in_run_sizes,
-//  last_lateness_all_reduce, last_lateness_other, min_bytes, max_bytes, group_size,
+//  last_lateness_all_reduce, last_lateness_other, in_run_sizes_on_demand, in_run_sizes_ahead,
+//  last_lateness_{on_demand,ahead}_{all_reduce,other} (null: none of the class),
+//  in_run [{kind, waited: any|ahead|on_demand, wire_bytes, time_s, last_lateness}], min_bytes, max_bytes, group_size,
 //  well_conditioned, rel_error, probe_r2, probe_samples, run_r2, run_samples, note}.
 JsonValue toJson(const LinkCalibration& c);
 

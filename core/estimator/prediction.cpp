@@ -167,11 +167,15 @@ PredictionCheck applyCalibration(SimulateInput& si, const Calibration& c, bool k
   if (si.model.gpus != c.link.groupSize) {
     si.intraNode.allReduceInRun.clear();
     si.intraNode.otherInRun.clear();
+    for (auto& v : si.intraNode.allReduceInRunByWait) v.clear();
+    for (auto& v : si.intraNode.otherInRunByWait) v.clear();
   }
   si.commInterferenceAllReduce = c.link.commInterferenceAllReduce;
   si.commInterferenceOther = c.link.commInterferenceOther;
   si.lastLatenessAllReduce = c.link.lastLatenessAllReduce;
   si.lastLatenessOther = c.link.lastLatenessOther;
+  for (int i = 0; i < 2; ++i)
+    for (int w = 0; w < 2; ++w) si.lastLatenessByWait[i][w] = c.link.lastLatenessByWait[i][w];
   si.comm.emulatedReduceScatter = c.profile.gloo;
   PredictionCheck check = checkPrediction(c.profile, si, &c.link);
   if (!check.refused.empty()) {

@@ -119,6 +119,10 @@ struct SimulateInput {
   // Completion (link_calibration.h): the last member to start a collective ends it later than the
   // others by lastLateness x its time; the members' mean end stays start + time.
   double lastLatenessAllReduce = 0, lastLatenessOther = 0;
+  // The same by how the ranks wait on it (LinkCalibration::lastLatenessByWait: [all-reduce-like 0,
+  // other 1][ahead 0, on demand 1]; < 0: the value above). A collective is on demand where its
+  // issue is followed by its wait with no compute between.
+  double lastLatenessByWait[2][2] = {{-1, -1}, {-1, -1}};
   int keepRanks = 16;  // ranks whose events are kept in the result (0 = all)
 };
 
@@ -136,6 +140,7 @@ struct SimSpan {
   int groupSize = 0;
   bool emulated = false;  // reduce-scatter run as an all-reduce (Gloo)
   double issueS = 0;      // collectives: when the compute thread issued it
+  double waitS = 0;       // collectives: how long the compute thread waited on it
 };
 
 struct SimMemorySample {

@@ -49,6 +49,7 @@ class Engine {
     rec_.collStart.assign(nColl_ * W, kNaN);
     rec_.collDone.assign(nColl_ * W, kNaN);
     issueT_.assign(nColl_ * W, kNaN);
+    collSpan_.assign(nColl_ * W, -1);
     rec_.compStart.assign(nComp * W, 0.0);
     rec_.compDur.assign(nComp * W, 0.0);
     for (int k = 0; k < kGroupKinds; ++k) {
@@ -131,7 +132,12 @@ class Engine {
     const double start = maxStart_[static_cast<std::size_t>(kind)][ai];
     const int last = lastRank_[static_cast<std::size_t>(kind)][ai];
     const double n = static_cast<double>(prog_.layout.size[kind]);
-    const double theta = cd.kind == CollKind::AllReduce || cd.emulated ? in_.lastLatenessAllReduce : in_.lastLatenessOther;
+    const bool ar = cd.kind == CollKind::AllReduce || cd.emulated;
+    // Its own size's lateness where the calibration run measured it, else its class's, else its kind's.
+    const double byWait = in_.lastLatenessByWait[ar ? 0 : 1][cd.onDemand ? 1 : 0];
+    const double theta = cd.lastLateness >= 0 ? cd.lastLateness
+                         : byWait >= 0        ? byWait
+                                              : (ar ? in_.lastLatenessAllReduce : in_.lastLatenessOther);
     prog_.layout.membersOf(kind, inst, members_);
     for (int m : members_) {
       const double end = start + cd.durS * (m == last ? 1.0 + theta * (n - 1) / n : std::max(0.0, 1.0 - theta / n));
@@ -156,6 +162,7 @@ class Engine {
         sp.groupSize = prog_.layout.size[kind];
         sp.emulated = cd.emulated;
         sp.issueS = issueT_[idx];
+        collSpan_[idx] = static_cast<int>(tr->spans.size());
         tr->spans.push_back(sp);
       }
       for (int k2 : prog_.kindsUsed) retry_.push_back({m, k2});
@@ -246,6 +253,8 @@ class Engine {
             return;
           }
           if (d > st.t) {
+            const int own = collSpan_[rec_.at(static_cast<std::size_t>(op.a), r)];
+            if (tr && own >= 0) tr->spans[static_cast<std::size_t>(own)].waitS += d - st.t;
             if (tr) {
               SimSpan sp;
               sp.startS = st.t;
@@ -305,6 +314,7 @@ class Engine {
   const std::size_t nColl_;
   RunRecord rec_;
   std::vector<double> issueT_;
+  std::vector<int> collSpan_;  // a kept rank's collective: its span's index in the trace (its wait is added there)
   std::vector<RankState> rs_;
   // Per group kind, per (instance, collective): members that started it, the latest start.
   std::vector<int> arrivals_[kGroupKinds];

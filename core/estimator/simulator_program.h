@@ -45,6 +45,10 @@ struct CollDef {
   int dep = -1;  // a collective (same rank) that must have completed before this one starts
   double durS = 0;
   int step = 0;
+  // Waited on at once: its issue is followed by its wait with nothing computed between (WaitKind).
+  bool onDemand = false;
+  // Its last starter's lateness where the link measured its size (LinkModel::InRunSize), else < 0.
+  double lastLateness = -1;
 };
 struct Op {
   enum Kind : std::uint8_t { Compute, Issue, Wait, Mem, AnnBegin, AnnEnd, StepBegin, StepEnd } kind;
@@ -81,6 +85,8 @@ class Program {
   void end() { ops.push_back({Op::AnnEnd, 0, 0}); }
   // The alpha-beta time of one instance of a collective on its group's link.
   double instanceTime(const CollDef& c) const;
+  // The run's own size it matches on that link, if any (LinkModel::inRunSize).
+  const LinkModel::InRunSize* inRunSize(const CollDef& c) const;
 
  private:
   std::map<std::string, int> nameIdx_;

@@ -528,14 +528,35 @@ int Program::issue(const std::string& n, CollKind k, int group, std::int64_t byt
   return idx;
 }
 
-double Program::instanceTime(const CollDef& c) const {
-  const int n = layout.size[c.group];
-  if (n <= 1) return 0;
-  const LinkModel& intra = in->intraNode;
-  const LinkModel& inter = in->interNode;
-  const LinkModel& l = layout.inter[c.group] && inter.busBwGBps < intra.busBwGBps ? inter : intra;
+namespace {
+
+// The link a collective runs on (a group that spans nodes: the slower one), whether it reduces
+// like an all-reduce, and its wire bytes per device.
+struct OnLink {
+  const LinkModel& link;
+  bool allReduceLike;
+  double wireBytes;
+};
+OnLink onLink(const Program& p, const CollDef& c) {
+  const LinkModel& intra = p.in->intraNode;
+  const LinkModel& inter = p.in->interNode;
   const bool ar = c.kind == CollKind::AllReduce || c.emulated;
-  return l.instanceS(ar, static_cast<double>(c.bytes) * ringFactor(ar ? CollKind::AllReduce : c.kind, n));
+  return {p.layout.inter[c.group] && inter.busBwGBps < intra.busBwGBps ? inter : intra, ar,
+          static_cast<double>(c.bytes) * ringFactor(ar ? CollKind::AllReduce : c.kind, p.layout.size[c.group])};
+}
+
+}  // namespace
+
+double Program::instanceTime(const CollDef& c) const {
+  if (layout.size[c.group] <= 1) return 0;
+  const OnLink o = onLink(*this, c);
+  return o.link.instanceS(o.allReduceLike, o.wireBytes, c.onDemand ? WaitKind::OnDemand : WaitKind::Ahead);
+}
+
+const LinkModel::InRunSize* Program::inRunSize(const CollDef& c) const {
+  if (layout.size[c.group] <= 1) return nullptr;
+  const OnLink o = onLink(*this, c);
+  return o.link.inRunSize(o.allReduceLike, o.wireBytes, c.onDemand ? WaitKind::OnDemand : WaitKind::Ahead);
 }
 
 Shape shapeOf(const EstimateInput& in) {
@@ -610,6 +631,38 @@ Program buildProgram(const SimulateInput& in, const Shape& sh, const MemoryEstim
     prog.compute("host overhead (measured, unattributed)", in.compute.stepOverheadS);
     prog.end();
     prog.ops.push_back({Op::StepEnd, s, 0});
+  }
+  // How each collective is waited on (CollDef::onDemand): on demand where the rank computes nothing
+  // between its issue and the first wait that needs it (its own, or one on a later collective of
+  // the same stream, which runs in order). Its time is then its class's where the link measured one
+  // (LinkModel::instanceS).
+  {
+    std::vector<std::size_t> issuedAt(prog.colls.size(), 0);
+    std::vector<std::vector<std::size_t>> open(kGroupKinds);  // per stream: issued, not yet waited on
+    std::size_t lastCompute = 0;
+    bool anyCompute = false;
+    for (std::size_t i = 0; i < prog.ops.size(); ++i) {
+      const Op& op = prog.ops[i];
+      const auto c = static_cast<std::size_t>(op.a);
+      if (op.kind == Op::Compute) {
+        lastCompute = i;
+        anyCompute = true;
+      } else if (op.kind == Op::Issue) {
+        issuedAt[c] = i;
+        open[static_cast<std::size_t>(prog.colls[c].group)].push_back(c);
+      } else if (op.kind == Op::Wait) {
+        auto& q = open[static_cast<std::size_t>(prog.colls[c].group)];
+        const auto upTo = std::find(q.begin(), q.end(), c);
+        if (upTo == q.end()) continue;  // waited on before
+        for (auto it = q.begin(); it != upTo + 1; ++it) prog.colls[*it].onDemand = !anyCompute || lastCompute < issuedAt[*it];
+        q.erase(q.begin(), upTo + 1);
+      }
+    }
+    for (auto& c : prog.colls) {
+      c.durS = prog.instanceTime(c);
+      const auto* own = prog.inRunSize(c);
+      c.lastLateness = own ? own->lastLateness : -1.0;
+    }
   }
   // The frozen base (LoRA) is a parameter to the runtime's peak_breakdown.
   prog.baseline[static_cast<int>(MemCat::Parameters)] = me.state.parameters + me.state.frozen;

@@ -771,7 +771,8 @@ RunId writeSimulatedRun(TraceStore& store, const SimulationResult& sim, const st
             e.dtypeId = dtype;
             const TimeNs issue = ns(sp.issueS);
             args = "{\"issue_ns\":" + std::to_string(issue) + ",\"queue_ns\":" + std::to_string(e.startNs - issue) +
-                   ",\"simulated\":true" + (sp.emulated ? ",\"emulated_by\":\"all_reduce\"" : "") + "}";
+                   ",\"wait_ns\":" + std::to_string(std::llround(sp.waitS * 1e9)) + ",\"simulated\":true" +
+                   (sp.emulated ? ",\"emulated_by\":\"all_reduce\"" : "") + "}";
             w.addEvent(e, args);
             break;
           }

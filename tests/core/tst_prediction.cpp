@@ -181,6 +181,67 @@ class TestPrediction : public QObject {
     QCOMPARE(same.lastLatenessOther, 0.25);
   }
 
+  // A size whose instances were waited on at once and issued ahead, six or more of each, keeps a
+  // time and a lateness per class (an on-demand ZeRO-3 all-gather took 1.5-3x one issued ahead);
+  // the pooled figures stay for a class the run did not see, and a target of another group size
+  // drops the classes with the sizes.
+  void inRunSizesByWait() {
+    const auto probe = probeSamples();
+    const std::int64_t big = std::int64_t{4} << 20;
+    const double w = static_cast<double>(big) * ringFactor(CollKind::AllGather, 2);
+    const auto sample = [&](double slower, WaitKind waited, double lateness) {
+      CollectiveSample s;
+      s.kind = CollKind::AllGather;
+      s.groupSize = 2;
+      s.messageBytes = big;
+      s.durationS = slower * truthS(w);
+      s.lastLatenessS = lateness * s.durationS;
+      s.waited = waited;
+      s.matched = true;
+      return s;
+    };
+    std::vector<CollectiveSample> steps;
+    for (int i = 0; i < 6; ++i) {
+      steps.push_back(sample(1.0, WaitKind::Ahead, 0.1));
+      steps.push_back(sample(3.0, WaitKind::OnDemand, 0.5));
+    }
+    LinkCalibration c = calibrateLink(probe, steps, "run7", /*defaultCommInterference=*/0.5);
+    const double t = truthS(w);
+    QVERIFY2(std::abs(c.link.instanceS(false, w, WaitKind::OnDemand) / (3.0 * t) - 1) < 1e-9,
+             qPrintable(QString::number(c.link.instanceS(false, w, WaitKind::OnDemand) / t)));
+    QVERIFY(std::abs(c.link.instanceS(false, w, WaitKind::Ahead) / t - 1) < 1e-9);
+    QVERIFY(std::abs(c.link.instanceS(false, w) / (2.0 * t) - 1) < 1e-9);  // the pooled mean
+    QVERIFY(std::abs(c.lastLatenessByWait[1][1] - 0.5) < 1e-12);
+    // Each size keeps its own lateness, per class and pooled.
+    QVERIFY(std::abs(c.link.otherInRunByWait[1].at(0).lastLateness - 0.5) < 1e-12);
+    QVERIFY(std::abs(c.link.otherInRunByWait[0].at(0).lastLateness - 0.1) < 1e-12);
+    QVERIFY(std::abs(c.link.otherInRun.at(0).lastLateness - (6 * 0.1 + 6 * 0.5 * 3) / 24.0) < 1e-12);
+    QVERIFY(std::abs(c.lastLatenessByWait[1][0] - 0.1) < 1e-12);
+    QVERIFY(std::abs(c.lastLatenessOther - (6 * 0.1 + 6 * 0.5 * 3) / 24.0) < 1e-12);
+    QCOMPARE(c.lastLatenessByWait[0][0], -1.0);  // no all-reduce
+    QVERIFY2(c.note.find("(1 waited on at once, 1 issued ahead, apart)") != std::string::npos, c.note.c_str());
+    const JsonValue j = toJson(c);
+    QVERIFY(j.find("in_run_sizes_on_demand") && j.find("in_run_sizes_on_demand")->asInt() == std::int64_t{1});
+    QVERIFY(j.find("last_lateness_on_demand_all_reduce") && j.find("last_lateness_on_demand_all_reduce")->isNull());
+    // Five of a class do not stand for it: that class takes the pooled time.
+    steps.pop_back();
+    c = calibrateLink(probe, steps, "run7", 0.5);
+    QVERIFY(c.link.otherInRunByWait[1].empty());
+    QCOMPARE(c.link.otherInRunByWait[0].size(), std::size_t{1});
+    QVERIFY(std::abs(c.link.instanceS(false, w, WaitKind::OnDemand) / ((6 + 5 * 3.0) / 11 * t) - 1) < 1e-9);
+    // Carried to a simulation at the same group size only; the lateness classes always.
+    Calibration cal;
+    cal.profile = profileOn(16, 1, 2);
+    cal.link = calibrateLink(probe, std::vector<CollectiveSample>(steps.begin(), steps.end()), "run7", 0.5);
+    SimulateInput same = targetOf(cal.profile, Strategy::Zero3, 2), wider = targetOf(cal.profile, Strategy::Zero3, 4);
+    applyCalibration(same, cal, false, true);
+    applyCalibration(wider, cal, false, true);
+    QCOMPARE(same.intraNode.otherInRunByWait[0].size(), std::size_t{1});
+    QVERIFY(wider.intraNode.otherInRunByWait[0].empty());
+    QVERIFY(std::abs(same.lastLatenessByWait[1][0] - 0.1) < 1e-12);
+    QVERIFY(std::abs(wider.lastLatenessByWait[1][1] - 0.5) < 1e-12);
+  }
+
   // Another model from a GPU run whose device idled through its blocks: the idle share of a block
   // (the host launching ops) is carried unchanged, its busy share by the GEMM rates and the
   // activations, as a CPU run's whole block is; the host work outside the blocks follows the

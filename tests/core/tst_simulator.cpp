@@ -234,6 +234,28 @@ class TestSimulator : public QObject {
       QVERIFY2(std::abs((end[1] - end[0]) - theta * ar) < 1e-12, qPrintable(QString::number(end[1] - end[0], 'g', 12)));
       QVERIFY(std::abs((end[0] + end[1]) / 2 - (start[1] + ar)) < 1e-12);
     }
+    // Where the calibration run measured the collective's own size, that size's time and lateness
+    // stand (LinkModel::InRunSize) before its class's and its kind's.
+    const double wire = 4.0 * static_cast<double>(parameterCount(em.model)) * ringFactor(CollKind::AllReduce, 2);
+    si.intraNode.allReduceInRun = {{wire, 2 * ar, 0.2}};
+    si.lastLatenessAllReduce = 0.5;
+    si.lastLatenessByWait[0][0] = si.lastLatenessByWait[0][1] = 0.4;
+    const auto r = simulate(si);
+    double start[2] = {0, 0}, end[2] = {0, 0};
+    for (int k = 0; k < 2; ++k)
+      for (const auto& sp : r.ranks[static_cast<std::size_t>(k)].spans)
+        if (sp.kind == SimSpan::Kind::Collective) {
+          start[k] = sp.startS;
+          end[k] = sp.endS;
+        }
+    QVERIFY2(std::abs((end[1] - end[0]) - 0.2 * 2 * ar) < 1e-12, qPrintable(QString::number(end[1] - end[0], 'g', 12)));
+    QVERIFY(std::abs((end[0] + end[1]) / 2 - (start[1] + 2 * ar)) < 1e-12);
+    si.intraNode.allReduceInRun.clear();  // the class's, then
+    const auto byClass = simulate(si);
+    for (int k = 0; k < 2; ++k)
+      for (const auto& sp : byClass.ranks[static_cast<std::size_t>(k)].spans)
+        if (sp.kind == SimSpan::Kind::Collective) end[k] = sp.endS;
+    QVERIFY2(std::abs((end[1] - end[0]) - 0.4 * ar) < 1e-12, qPrintable(QString::number(end[1] - end[0], 'g', 12)));
   }
 
   // A straggler slows every rank it synchronises with, and the slowest rank is named.
@@ -393,6 +415,49 @@ class TestSimulator : public QObject {
     QCOMPARE(*store.metric(id, std::nullopt, "step_time_ms"), r.steady.stepS * 1e3);
     // A simulated run is not a runtime run: no compute profile from it.
     QVERIFY_THROWS_EXCEPTION(Error, measuredProfile(store, id));
+    QDir(dir).removeRecursively();
+  }
+
+  // How ranks wait on a collective round-trips: the simulator marks a collective on demand where
+  // its wait follows its issue with no compute between (ZeRO-3 without prefetch: every all-gather),
+  // the stored run says how long each rank waited, and the samples read from it classify each
+  // instance the same way; the last starter's lateness comes back per class.
+  void waitKindRoundTrip() {
+    const QString dir = QDir::tempPath() + "/tst_simulator_wait_" + QString::number(QCoreApplication::applicationPid());
+    QDir().mkpath(dir);
+    const std::string db = (dir + "/wait.db").toStdString();
+    std::filesystem::remove(db);
+    TraceStore store(db);
+    auto em = runtimeInput("small", 2);
+    for (const std::int64_t prefetch : {std::int64_t{0}, std::int64_t{50000000}}) {
+      em.prefetchBucketSize = prefetch;
+      auto si = simInput(em, Strategy::Zero3, flat(em.model.layers, 3e-3, 6e-3, 1e-10));
+      si.intraNode = LinkModel{"test", 1.0, 0, 100, "test"};
+      si.interNode = si.intraNode;
+      si.steps = 3;
+      si.jitter = 0.2;
+      si.lastLatenessByWait[1][0] = 0.1;
+      si.lastLatenessByWait[1][1] = 0.5;
+      const auto r = simulate(si);
+      const RunId id = writeSimulatedRun(store, r, "wait " + std::to_string(prefetch));
+      int onDemand = 0, ahead = 0;
+      double late[2] = {0, 0}, dur[2] = {0, 0};
+      for (const auto& smp : collectiveSamples(store, id)) {
+        if (smp.kind != CollKind::AllGather) continue;
+        QVERIFY(smp.waited != WaitKind::Unknown);
+        const int k = smp.waited == WaitKind::OnDemand ? 1 : 0;
+        (k ? onDemand : ahead) += 1;
+        late[k] += smp.lastLatenessS;
+        dur[k] += smp.durationS;
+      }
+      if (prefetch == 0) {
+        QVERIFY2(onDemand > 0 && ahead == 0, qPrintable(QString("%1 on demand, %2 ahead").arg(onDemand).arg(ahead)));
+      } else {
+        QVERIFY2(onDemand > 0 && ahead > 0, qPrintable(QString("%1 on demand, %2 ahead").arg(onDemand).arg(ahead)));
+        QVERIFY2(std::abs(late[0] / dur[0] - 0.1) < 0.005, qPrintable(QString::number(late[0] / dur[0])));
+      }
+      QVERIFY2(std::abs(late[1] / dur[1] - 0.5) < 0.005, qPrintable(QString::number(late[1] / dur[1])));
+    }
     QDir(dir).removeRecursively();
   }
 
