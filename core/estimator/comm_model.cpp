@@ -263,7 +263,7 @@ void commTime(CommEstimate& c, const LinkModel& intra, const LinkModel& inter) {
 
 namespace {
 
-// An integer field of an event's args ("wait_ns":123).
+// A numeric field of an event's args ("wait_ns":123).
 std::optional<double> argNumber(std::string_view args, std::string_view key) {
   const std::string k = "\"" + std::string(key) + "\":";
   const auto at = args.find(k);
