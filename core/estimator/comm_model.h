@@ -4,6 +4,7 @@
 // t = count·alpha + S·factor(op, n) / busBw (strategies.md §3.1–3.3, docs/RUNTIME.md's table).
 // Link presets are stated assumptions (docs/ESTIMATOR.md); alpha and beta can also be fitted from a
 // measured run's collectives (least squares of duration against wire bytes).
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -61,7 +62,7 @@ struct LinkModel {
   // Gloo a ZeRO-3 run's 352 KB all-gathers waited on at once took 1.1-2x the time of those issued
   // ahead and their last starter ended 0.74-0.91 of it after the other (0.24-0.40 ahead), while its
   // small ones stayed under 0.2 either way (validation grid val15).
-  std::vector<InRunSize> allReduceInRunByWait[2]{}, otherInRunByWait[2]{};
+  std::array<std::vector<InRunSize>, 2> allReduceInRunByWait{}, otherInRunByWait{};
   // The run's own size nearest in class to an instance carrying `wireBytes` (its class's, else the
   // pooled one), or nullptr where the run did not use that size.
   const InRunSize* inRunSize(bool allReduceLike, double wireBytes, WaitKind waited = WaitKind::Unknown) const;
