@@ -49,7 +49,7 @@ class Engine {
     rec_.collStart.assign(nColl_ * W, kNaN);
     rec_.collDone.assign(nColl_ * W, kNaN);
     issueT_.assign(nColl_ * W, kNaN);
-    collSpan_.assign(nColl_ * W, -1);
+    collSpan_.assign(nColl_ * kept_.size(), -1);
     rec_.compStart.assign(nComp * W, 0.0);
     rec_.compDur.assign(nComp * W, 0.0);
     for (int k = 0; k < kGroupKinds; ++k) {
@@ -120,6 +120,11 @@ class Engine {
     std::vector<double> annStart;
   };
 
+  // A kept rank's collective c: its slot in collSpan_.
+  std::size_t keptSlot(int c, int r) const {
+    return static_cast<std::size_t>(c) * kept_.size() + static_cast<std::size_t>(keptIndex_[static_cast<std::size_t>(r)]);
+  }
+
   SimRankTrace* keptTrace(int r) {
     const int k = keptIndex_[static_cast<std::size_t>(r)];
     return k < 0 ? nullptr : &kept_[static_cast<std::size_t>(k)];
@@ -162,7 +167,7 @@ class Engine {
         sp.groupSize = prog_.layout.size[kind];
         sp.emulated = cd.emulated;
         sp.issueS = issueT_[idx];
-        collSpan_[idx] = static_cast<int>(tr->spans.size());
+        collSpan_[keptSlot(c, m)] = static_cast<int>(tr->spans.size());
         tr->spans.push_back(sp);
       }
       for (int k2 : prog_.kindsUsed) retry_.push_back({m, k2});
@@ -253,8 +258,10 @@ class Engine {
             return;
           }
           if (d > st.t) {
-            const int own = collSpan_[rec_.at(static_cast<std::size_t>(op.a), r)];
-            if (tr && own >= 0) tr->spans[static_cast<std::size_t>(own)].waitS += d - st.t;
+            if (tr) {
+              const int own = collSpan_[keptSlot(op.a, r)];
+              if (own >= 0) tr->spans[static_cast<std::size_t>(own)].waitS += d - st.t;
+            }
             if (tr) {
               SimSpan sp;
               sp.startS = st.t;
@@ -314,7 +321,7 @@ class Engine {
   const std::size_t nColl_;
   RunRecord rec_;
   std::vector<double> issueT_;
-  std::vector<int> collSpan_;  // a kept rank's collective: its span's index in the trace (its wait is added there)
+  std::vector<int> collSpan_;  // per collective and kept rank (keptSlot): its span's index in the trace, where its wait is added
   std::vector<RankState> rs_;
   // Per group kind, per (instance, collective): members that started it, the latest start.
   std::vector<int> arrivals_[kGroupKinds];
