@@ -30,20 +30,23 @@ namespace {
 bool isOperationOrWait(const Event& e) { return e.cat == "cpu_op" || e.cat == "Operator" || e.cat == "wait"; }
 
 // "between A and B", "after A" or "before B": the operations (or waits) on the rank's CPU threads that
-// ended last before t and started first after it, within the step's window; empty if there are none.
+// ended last before t and started first after it, within 50 ms and the step; empty if there are none.
 // Of two that end (start) together, the outer one, which names the work rather than a detail of it.
 std::string neighbourOperations(TraceStore& store, const RunSummary& summary, RankId rankId, TimeNs t, const Step* step) {
+  // 50 ms either side, inside the step: a long step of an imported trace holds millions of ops.
   constexpr TimeNs kReach = 50'000'000;
-  const TimeNs t0 = step ? step->startNs : t - kReach;
-  const TimeNs t1 = step ? step->endNs : t + kReach;
+  const TimeNs t0 = step ? std::max(step->startNs, t - kReach) : t - kReach;
+  const TimeNs t1 = step ? std::min(step->endNs, t + kReach) : t + kReach;
   std::optional<Event> before, after;
   for (const auto& tr : summary.tracks) {
     if (tr.track.rankId != rankId || tr.track.kind != TrackKind::CpuThread) continue;
     for (Event& e : store.eventsInWindow(tr.track.id, t0, t1)) {
-      if (!isOperationOrWait(e) || e.startNs < t0 || e.endNs > t1) continue;
-      if (e.endNs <= t && (!before || e.endNs > before->endNs || (e.endNs == before->endNs && e.startNs < before->startNs)))
+      if (!isOperationOrWait(e)) continue;
+      if (e.endNs <= t && e.endNs >= t0 &&
+          (!before || e.endNs > before->endNs || (e.endNs == before->endNs && e.startNs < before->startNs)))
         before = e;
-      if (e.startNs >= t && (!after || e.startNs < after->startNs || (e.startNs == after->startNs && e.endNs > after->endNs)))
+      if (e.startNs >= t && e.startNs <= t1 &&
+          (!after || e.startNs < after->startNs || (e.startNs == after->startNs && e.endNs > after->endNs)))
         after = std::move(e);
     }
   }
@@ -183,7 +186,7 @@ std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, RunId runId, const
       if (p.operation.empty()) p.operation = wait;
       // Nothing ran then on the rank's CPU threads: the moment fell between two operations (our
       // runtime allocates a collective's buffer as it issues it, before any wait; a Kineto trace
-      // between two ops). Name it by its neighbours within its step (or 50 ms either side).
+      // between two ops). Name it by its neighbours within 50 ms, inside its step.
       if (p.operation.empty()) p.operation = neighbourOperations(store, summary, rank.id, p.allocatedAtNs, inStep);
       // The runtime stores its allocator's breakdown at the peak (CPU allocator: device type 0).
       if (summary.run.source == RunSource::Runtime && p.deviceType == 0) {
