@@ -76,6 +76,31 @@ class TestMemoryPeaks : public QObject {
     QCOMPARE(QString::fromStdString(peaks[1].operation), QString("after backward lm_head"));
   }
 
+  // The neighbours are looked for within 50 ms of the moment: an op further away does not name it
+  // (a long step of an imported trace is not read whole for one peak).
+  void neighboursWithin50Ms() {
+    QTemporaryDir dir;
+    const std::string s = R"J({"distributedInfo": {"rank": 0, "world_size": 2}, "traceEvents": [
+{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 200000},
+{"ph": "X", "cat": "cpu_op", "name": "early op", "pid": 1, "tid": 1, "ts": 0, "dur": 10000},
+{"ph": "X", "cat": "cpu_op", "name": "late op", "pid": 1, "tid": 1, "ts": 150000, "dur": 10000},
+{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5, "args": {"Total Reserved": 100, "Total Allocated": 100, "Bytes": 100, "Addr": 1, "Device Id": 0, "Device Type": 1}},
+{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 120000, "args": {"Total Reserved": 900, "Total Allocated": 900, "Bytes": 800, "Addr": 2, "Device Id": 0, "Device Type": 1}},
+{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5, "args": {"Total Reserved": 100, "Total Allocated": 100, "Bytes": 100, "Addr": 3, "Device Id": 1, "Device Type": 1}},
+{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 80000, "args": {"Total Reserved": 900, "Total Allocated": 900, "Bytes": 800, "Addr": 4, "Device Id": 1, "Device Type": 1}}
+]})J";
+    TraceStore store(pathIn(dir, "t.db"));
+    const auto res = importKineto(store, {writeFile(dir, "m.json", s)});
+    auto peaks = computeMemoryPeaks(store, res.runIds.at(0));
+    QCOMPARE(peaks.size(), std::size_t(2));
+    std::sort(peaks.begin(), peaks.end(), [](const MemoryPeak& a, const MemoryPeak& b) { return a.deviceId < b.deviceId; });
+    // At 120 ms: the early op ended 110 ms before, the late one starts 30 ms after.
+    QCOMPARE(QString::fromStdString(peaks[0].operation), QString("before late op"));
+    // At 80 ms: 70 ms from either: nothing named, the step still found.
+    QCOMPARE(QString::fromStdString(peaks[1].operation), QString());
+    QCOMPARE(*peaks[1].step, std::int64_t(1));
+  }
+
   void downsamplingKeepsPeaks() {
     const std::vector<CounterSample> v = {{0, 1}, {1, 5}, {2, 3}, {10, 2}, {11, 9}, {19, 4}, {25, 100}};
     const auto d = downsampleMax(v, 0, 20, 2);
