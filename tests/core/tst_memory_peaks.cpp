@@ -2,6 +2,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "core/analysis/memory_peaks.h"
 #include "core/import/kineto_importer.h"
@@ -10,6 +12,36 @@
 using namespace shardscope::core;
 using shardscope::test::pathIn;
 using shardscope::test::writeFile;
+
+namespace {
+
+// Kineto trace events on pid 1 (times in microseconds): a complete event on thread 1, and a
+// [memory] record of a CUDA device.
+std::string op(const std::string& cat, const std::string& name, double ts, double dur) {
+  return R"({"ph": "X", "cat": ")" + cat + R"(", "name": ")" + name + R"(", "pid": 1, "tid": 1, "ts": )" + std::to_string(ts) +
+         R"(, "dur": )" + std::to_string(dur) + "}";
+}
+std::string memory(double ts, int tid, long reserved, long allocated, long bytes, int addr, int device) {
+  return R"({"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": )" + std::to_string(tid) +
+         R"(, "ts": )" + std::to_string(ts) + R"(, "args": {"Total Reserved": )" + std::to_string(reserved) +
+         R"(, "Total Allocated": )" + std::to_string(allocated) + R"(, "Bytes": )" + std::to_string(bytes) + R"(, "Addr": )" +
+         std::to_string(addr) + R"(, "Device Id": )" + std::to_string(device) + R"(, "Device Type": 1}})";
+}
+
+// The memory peaks of rank 0 of a one-rank trace made of `events`, by device id.
+std::vector<MemoryPeak> peaksByDevice(const std::vector<std::string>& events) {
+  QTemporaryDir dir;
+  std::string s = R"({"distributedInfo": {"rank": 0, "world_size": 2}, "traceEvents": [)";
+  for (std::size_t i = 0; i < events.size(); ++i) s += (i ? ",\n" : "\n") + events[i];
+  s += "\n]}";
+  TraceStore store(pathIn(dir, "t.db"));
+  const auto res = importKineto(store, {writeFile(dir, "m.json", s)});
+  auto peaks = computeMemoryPeaks(store, res.runIds.at(0));
+  std::sort(peaks.begin(), peaks.end(), [](const MemoryPeak& a, const MemoryPeak& b) { return a.deviceId < b.deviceId; });
+  return peaks;
+}
+
+}  // namespace
 
 class TestMemoryPeaks : public QObject {
   Q_OBJECT
@@ -46,26 +78,21 @@ class TestMemoryPeaks : public QObject {
   // A peak between two operations (the runtime allocates a collective's buffer as it issues it,
   // before its wait; a trace between two ops) is named by its neighbours within its step.
   void peakBetweenOperations() {
-    QTemporaryDir dir;
-    const std::string s = R"J({"distributedInfo": {"rank": 0, "world_size": 2}, "traceEvents": [
-{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
-{"ph": "X", "cat": "cpu_op", "name": "forward lm_head", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
-{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 15, "dur": 15},
-{"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 12, "dur": 2},
-{"ph": "X", "cat": "cpu_op", "name": "backward lm_head", "pid": 1, "tid": 1, "ts": 40, "dur": 20},
-{"ph": "X", "cat": "cpu_op", "name": "aten::mm_backward", "pid": 1, "tid": 1, "ts": 40, "dur": 5},
-{"ph": "X", "cat": "cpu_op", "name": "optimizer step", "pid": 1, "tid": 1, "ts": 150, "dur": 20},
-{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5, "args": {"Total Reserved": 100, "Total Allocated": 100, "Bytes": 100, "Addr": 1, "Device Id": 0, "Device Type": 1}},
-{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 35, "args": {"Total Reserved": 900, "Total Allocated": 900, "Bytes": 800, "Addr": 2, "Device Id": 0, "Device Type": 1}},
-{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 50, "args": {"Total Reserved": 900, "Total Allocated": 100, "Bytes": -800, "Addr": 2, "Device Id": 0, "Device Type": 1}},
-{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 2, "ts": 80, "args": {"Total Reserved": 900, "Total Allocated": 100, "Bytes": 0, "Addr": 3, "Device Id": 1, "Device Type": 1}},
-{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 2, "ts": 90, "args": {"Total Reserved": 950, "Total Allocated": 950, "Bytes": 850, "Addr": 4, "Device Id": 1, "Device Type": 1}}
-]})J";
-    TraceStore store(pathIn(dir, "t.db"));
-    const auto res = importKineto(store, {writeFile(dir, "m.json", s)});
-    auto peaks = computeMemoryPeaks(store, res.runIds.at(0));
+    const auto peaks = peaksByDevice({
+        op("user_annotation", "ProfilerStep#1", 0, 100),
+        op("cpu_op", "forward lm_head", 10, 20),
+        op("cpu_op", "aten::mm", 15, 15),
+        op("cpu_op", "aten::addmm", 12, 2),
+        op("cpu_op", "backward lm_head", 40, 20),
+        op("cpu_op", "aten::mm_backward", 40, 5),
+        op("cpu_op", "optimizer step", 150, 20),
+        memory(5, 1, 100, 100, 100, 1, 0),
+        memory(35, 1, 900, 900, 800, 2, 0),
+        memory(50, 1, 900, 100, -800, 2, 0),
+        memory(80, 2, 900, 100, 0, 3, 1),
+        memory(90, 2, 950, 950, 850, 4, 1),
+    });
     QCOMPARE(peaks.size(), std::size_t(2));
-    std::sort(peaks.begin(), peaks.end(), [](const MemoryPeak& a, const MemoryPeak& b) { return a.deviceId < b.deviceId; });
     // Device 0: at 35 us, after the forward (its outer op, not the aten::mm ending with it) and
     // before the backward (the outer op starting then).
     QCOMPARE(peaks[0].allocatedAtNs, TimeNs(35'000));
@@ -79,21 +106,16 @@ class TestMemoryPeaks : public QObject {
   // The neighbours are looked for within 50 ms of the moment: an op further away does not name it
   // (a long step of an imported trace is not read whole for one peak).
   void neighboursWithin50Ms() {
-    QTemporaryDir dir;
-    const std::string s = R"J({"distributedInfo": {"rank": 0, "world_size": 2}, "traceEvents": [
-{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 200000},
-{"ph": "X", "cat": "cpu_op", "name": "early op", "pid": 1, "tid": 1, "ts": 0, "dur": 10000},
-{"ph": "X", "cat": "cpu_op", "name": "late op", "pid": 1, "tid": 1, "ts": 150000, "dur": 10000},
-{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5, "args": {"Total Reserved": 100, "Total Allocated": 100, "Bytes": 100, "Addr": 1, "Device Id": 0, "Device Type": 1}},
-{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 120000, "args": {"Total Reserved": 900, "Total Allocated": 900, "Bytes": 800, "Addr": 2, "Device Id": 0, "Device Type": 1}},
-{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5, "args": {"Total Reserved": 100, "Total Allocated": 100, "Bytes": 100, "Addr": 3, "Device Id": 1, "Device Type": 1}},
-{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 80000, "args": {"Total Reserved": 900, "Total Allocated": 900, "Bytes": 800, "Addr": 4, "Device Id": 1, "Device Type": 1}}
-]})J";
-    TraceStore store(pathIn(dir, "t.db"));
-    const auto res = importKineto(store, {writeFile(dir, "m.json", s)});
-    auto peaks = computeMemoryPeaks(store, res.runIds.at(0));
+    const auto peaks = peaksByDevice({
+        op("user_annotation", "ProfilerStep#1", 0, 200000),
+        op("cpu_op", "early op", 0, 10000),
+        op("cpu_op", "late op", 150000, 10000),
+        memory(5, 1, 100, 100, 100, 1, 0),
+        memory(120000, 1, 900, 900, 800, 2, 0),
+        memory(5, 1, 100, 100, 100, 3, 1),
+        memory(80000, 1, 900, 900, 800, 4, 1),
+    });
     QCOMPARE(peaks.size(), std::size_t(2));
-    std::sort(peaks.begin(), peaks.end(), [](const MemoryPeak& a, const MemoryPeak& b) { return a.deviceId < b.deviceId; });
     // At 120 ms: the early op ended 110 ms before, the late one starts 30 ms after.
     QCOMPARE(QString::fromStdString(peaks[0].operation), QString("before late op"));
     // At 80 ms: 70 ms from either: nothing named, the step still found.
