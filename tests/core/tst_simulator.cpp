@@ -219,17 +219,20 @@ class TestSimulator : public QObject {
     si.slowRanks = {{1, 1.5}};  // rank 1 reaches the all-reduce last
     si.keepRanks = 0;
     const double ar = 100e-6 + 4.0 * static_cast<double>(parameterCount(em.model)) / 1e9;
-    for (const double theta : {0.0, 0.5}) {
-      si.lastLatenessAllReduce = theta;
-      const auto r = simulate(si);
+    // The one all-reduce's start and end on each rank.
+    double start[2] = {0, 0}, end[2] = {0, 0};
+    const auto allReduceOn = [&](const SimulationResult& r) {
       QCOMPARE(r.ranks.size(), std::size_t{2});
-      double start[2] = {0, 0}, end[2] = {0, 0};
       for (int k = 0; k < 2; ++k)
         for (const auto& sp : r.ranks[static_cast<std::size_t>(k)].spans)
           if (sp.kind == SimSpan::Kind::Collective) {
             start[k] = sp.startS;
             end[k] = sp.endS;
           }
+    };
+    for (const double theta : {0.0, 0.5}) {
+      si.lastLatenessAllReduce = theta;
+      allReduceOn(simulate(si));
       QVERIFY(start[1] > start[0]);
       QVERIFY2(std::abs((end[1] - end[0]) - theta * ar) < 1e-12, qPrintable(QString::number(end[1] - end[0], 'g', 12)));
       QVERIFY(std::abs((end[0] + end[1]) / 2 - (start[1] + ar)) < 1e-12);
@@ -240,21 +243,11 @@ class TestSimulator : public QObject {
     si.intraNode.allReduceInRun = {{wire, 2 * ar, 0.2}};
     si.lastLatenessAllReduce = 0.5;
     si.lastLatenessByWait[0][0] = si.lastLatenessByWait[0][1] = 0.4;
-    const auto r = simulate(si);
-    double start[2] = {0, 0}, end[2] = {0, 0};
-    for (int k = 0; k < 2; ++k)
-      for (const auto& sp : r.ranks[static_cast<std::size_t>(k)].spans)
-        if (sp.kind == SimSpan::Kind::Collective) {
-          start[k] = sp.startS;
-          end[k] = sp.endS;
-        }
+    allReduceOn(simulate(si));
     QVERIFY2(std::abs((end[1] - end[0]) - 0.2 * 2 * ar) < 1e-12, qPrintable(QString::number(end[1] - end[0], 'g', 12)));
     QVERIFY(std::abs((end[0] + end[1]) / 2 - (start[1] + 2 * ar)) < 1e-12);
     si.intraNode.allReduceInRun.clear();  // the class's, then
-    const auto byClass = simulate(si);
-    for (int k = 0; k < 2; ++k)
-      for (const auto& sp : byClass.ranks[static_cast<std::size_t>(k)].spans)
-        if (sp.kind == SimSpan::Kind::Collective) end[k] = sp.endS;
+    allReduceOn(simulate(si));
     QVERIFY2(std::abs((end[1] - end[0]) - 0.4 * ar) < 1e-12, qPrintable(QString::number(end[1] - end[0], 'g', 12)));
   }
 
