@@ -520,8 +520,7 @@ int Program::issue(const std::string& n, CollKind k, int group, std::int64_t byt
   c.bytes = bytes;
   c.emulated = k == CollKind::ReduceScatter && in->comm.emulatedReduceScatter;
   c.dep = dep;
-  c.step = step;
-  c.durS = instanceTime(c);
+  c.step = step;  // durS: once the program is built and its waits known (buildProgram)
   colls.push_back(c);
   const int idx = static_cast<int>(colls.size() - 1);
   ops.push_back({Op::Issue, idx, 0});
