@@ -232,7 +232,7 @@ class TestPrediction : public QObject {
     // Carried to a simulation at the same group size only; the lateness classes always.
     Calibration cal;
     cal.profile = profileOn(16, 1, 2);
-    cal.link = calibrateLink(probe, std::vector<CollectiveSample>(steps.begin(), steps.end()), "run7", 0.5);
+    cal.link = calibrateLink(probe, steps, "run7", 0.5);
     SimulateInput same = targetOf(cal.profile, Strategy::Zero3, 2), wider = targetOf(cal.profile, Strategy::Zero3, 4);
     applyCalibration(same, cal, false, true);
     applyCalibration(wider, cal, false, true);
