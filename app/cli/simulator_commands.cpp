@@ -115,7 +115,12 @@ int cmdSimulate(const Args& rawArgs, core::CancelToken& cancel) {
   Args a = target ? withTargetDefaults(args, *target) : args;
   if (args.has("profile-run")) {
     core::TraceStore store(dbPath, core::Database::Mode::ReadOnly);
-    measured = est::measuredProfile(store, core::RunId{intOption(args, "profile-run", 0, 1)});
+    std::optional<double> k;
+    if (args.has("interference")) {
+      k = doubleOption(args, "interference", 0.0);
+      if (!(*k >= 0 && *k <= 3)) throw std::invalid_argument("--interference must be in [0, 3] (0: none)");
+    }
+    measured = est::measuredProfile(store, core::RunId{intOption(args, "profile-run", 0, 1)}, k);
     if (!target) a = withTargetDefaults(args, *measured);
     // The run's own collectives give the link unless one is named.
     if (!a.has("link") && !a.has("fit-run")) a.options.push_back({"fit-run", a.get("profile-run")});
@@ -189,13 +194,6 @@ int cmdSimulate(const Args& rawArgs, core::CancelToken& cancel) {
       cal->link.source = "preset";
       cal->link.wellConditioned = true;
       cal->link.note = "preset " + ri.intraNode.name + " (--link), not measured";
-    }
-    if (a.has("interference")) {
-      const double k = doubleOption(a, "interference", 0.0);
-      if (!(k >= 0 && k <= 3)) throw std::invalid_argument("--interference must be in [0, 3] (0: none)");
-      cal->profile.interference.k = k;
-      cal->profile.interference.identified = false;
-      cal->profile.interference.note = "interference k " + core::formatFixed(k, 2) + " (--interference)";
     }
   }
 

@@ -130,7 +130,7 @@ SimTarget simTargetOf(const RunConfig& cfg) {
   return t;
 }
 
-MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
+MeasuredProfile measuredProfile(TraceStore& store, RunId runId, std::optional<double> interferenceK) {
   const auto run = store.run(runId);
   const std::string where = store.path() + ": run " + std::to_string(runId.value());
   if (!run) throw Error(store.path() + ": no run with id " + std::to_string(runId.value()));
@@ -364,6 +364,11 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId) {
     for (const auto& p : passSpans) is.push_back(p.s);
     // The defaults are the device class's: a CUDA run sharing its GPU through Gloo is still a GPU run.
     mp.interference = fitInterference(is, ranOnCuda(store.ranks(runId)) ? kGpuInterference : kCpuGlooInterference);
+    if (interferenceK) {
+      mp.interference.k = *interferenceK;
+      mp.interference.identified = false;
+      mp.interference.note = "interference k " + formatFixed(*interferenceK, 2) + " (--interference)";
+    }
     for (const auto& p : passSpans)
       (p.forward ? fwd : bwd)[static_cast<std::size_t>(p.block)] += baseDuration(p.s, mp.interference.k);
   }

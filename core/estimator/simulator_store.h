@@ -2,6 +2,7 @@
 // The simulator and the trace store: a compute profile read from a measured run of our runtime,
 // and a simulation written as a run with source `simulated` (same lanes, span names, steps, memory
 // records and metrics as a runtime run), so every page, analysis and report shows it.
+#include <optional>
 #include <array>
 #include <set>
 #include <string>
@@ -112,7 +113,9 @@ JsonValue toJson(const MeasuredProfile& m);
 // Reads a runtime run's configuration and its compute spans ("forward <block>", "backward
 // <block or module>", "optimizer step" on each rank's compute lane). Throws core::Error naming the
 // store and run when the run is missing, not ours (no configuration), or has no steady step.
-MeasuredProfile measuredProfile(TraceStore& store, RunId runId);
+// `interferenceK`, where given, is the k its spans are taken apart with (interference.h) instead of
+// the run's fit or the device class's default (`simulate --interference`).
+MeasuredProfile measuredProfile(TraceStore& store, RunId runId, std::optional<double> interferenceK = std::nullopt);
 
 // The GEMM rate at width d from a compute probe (log-log between its points, the end point's rate
 // outside them); 0 without a probe.

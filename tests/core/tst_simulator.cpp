@@ -620,6 +620,23 @@ class TestSimulator : public QObject {
       // (blocks 2-4 come back at 4.000 ms, block 1, next to the embedding's gathers, at 3.90).
       QVERIFY2(std::abs(f / 4e-3 - 1) < 0.03, qPrintable(QString("block %1 forward %2 ms").arg(l).arg(f * 1e3)));
     }
+    // `simulate --interference K` takes the spans apart with K: with 0 each block keeps its
+    // measured time, stretched by the collectives beside it, so it comes back longer than its
+    // 4 ms alone by about k x its overlap; with the default it is the profile above.
+    const auto none = measuredProfile(store, id, 0.0);
+    QCOMPARE(none.interference.k, 0.0);
+    QVERIFY(!none.interference.identified);
+    QVERIFY2(none.interference.note.find("--interference") != std::string::npos, none.interference.note.c_str());
+    const auto same = measuredProfile(store, id, kCpuGlooInterference);
+    double stretched = 0, alone = 0;
+    for (int l = 1; l <= em.model.layers; ++l) {
+      const auto i = static_cast<std::size_t>(l);
+      QCOMPARE(same.compute.forwardS[i], mp.compute.forwardS[i]);
+      stretched += none.compute.forwardS[i];
+      alone += mp.compute.forwardS[i];
+    }
+    QVERIFY2(stretched > alone * (1 + 0.5 * kCpuGlooInterference * mp.interference.meanOverlap),
+             qPrintable(QString("forward blocks %1 ms with k 0, %2 ms alone").arg(stretched * 1e3).arg(alone * 1e3)));
     QDir(dir).removeRecursively();
   }
 
