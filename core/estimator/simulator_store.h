@@ -2,8 +2,8 @@
 // The simulator and the trace store: a compute profile read from a measured run of our runtime,
 // and a simulation written as a run with source `simulated` (same lanes, span names, steps, memory
 // records and metrics as a runtime run), so every page, analysis and report shows it.
-#include <optional>
 #include <array>
+#include <optional>
 #include <set>
 #include <string>
 
