@@ -131,6 +131,41 @@ class TestPrediction : public QObject {
     QVERIFY(c.note.find("link probe") != std::string::npos);
   }
 
+  // A run whose all-reduces all ran beside compute (a DDP run with small buckets) tells the
+  // slowdown beside compute, not the time alone: fitted freely, d = p·c0·(1 + m·g) put c0 at 0.7
+  // there, so a bucket that runs alone came out 30 % faster than the probe measured it alone.
+  // c0 is held at the probe and m fitted alone; a run slower than the probe keeps its c0.
+  void contentionNotBelowTheProbe() {
+    const auto probe = probeSamples();
+    const auto steps = [](double c0, double m) {
+      std::vector<CollectiveSample> v;
+      for (int i = 0; i < 12; ++i) {
+        CollectiveSample s;
+        s.kind = CollKind::AllReduce;
+        s.groupSize = 2;
+        s.messageBytes = std::int64_t{1} << (i % 2 ? 22 : 20);  // at the probe's points: its time is exact
+        s.computeOverlap = 0.4 + 0.05 * i;                      // 0.40 .. 0.95: never alone
+        s.durationS = c0 * truthS(static_cast<double>(s.messageBytes)) * (1 + m * s.computeOverlap);
+        v.push_back(s);
+      }
+      return v;
+    };
+    const LinkCalibration below = calibrateLink(probe, steps(0.7, 2.5), "ddp5");
+    QVERIFY(below.commInterferenceFittedAllReduce);
+    QCOMPARE(below.contentionAllReduce, 1.0);
+    // d = p·(1 + m·g) through 0.7·(1 + 2.5·g) for g in 0.4 .. 0.95: m between 1.0 and 1.45.
+    QVERIFY2(below.commInterferenceAllReduce > 1.0 && below.commInterferenceAllReduce < 1.45,
+             qPrintable(QString::number(below.commInterferenceAllReduce)));
+    const double alone = static_cast<double>(std::int64_t{13} << 20);
+    QVERIFY2(std::abs(below.link.instanceS(true, alone) / truthS(alone) - 1) < 0.02,
+             qPrintable(QString::number(below.link.instanceS(true, alone) / truthS(alone))));
+    const LinkCalibration above = calibrateLink(probe, steps(1.3, 0.5), "zero3");
+    QVERIFY(above.commInterferenceFittedAllReduce);
+    QVERIFY2(std::abs(above.contentionAllReduce - 1.3) < 0.01, qPrintable(QString::number(above.contentionAllReduce)));
+    QVERIFY2(std::abs(above.commInterferenceAllReduce - 0.5) < 0.01,
+             qPrintable(QString::number(above.commInterferenceAllReduce)));
+  }
+
   // At the sizes the run's steps used three times or more their own mean time stands (without the
   // slowdown beside compute); elsewhere the probe's curve times the contention. The last rank to
   // start a collective is late by a share of the instances' time. In-run sizes are dropped for a
