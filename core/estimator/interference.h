@@ -45,10 +45,10 @@ struct InterferenceFit {
 // Measured on CPU ranks with Gloo (2 ranks on 2 cores), end to end: the k whose predictions come
 // closest on six validation grids of one machine (docs/ESTIMATOR.md, "Compute that follows the
 // strategy"; 0.5 before, from the sessions-1-9 machine, where it made the base compute of six
-// strategies agree best). Turning overlap off does not make a block faster by 0.5 x its overlap:
-// a ZeRO-3 run without prefetch computes its blocks as long as one with it, and DDP with 25 MiB
-// buckets as long as with 5 MiB. Per run, k is rarely identifiable (the spans' overlaps do not
-// spread). Used where a run cannot tell k itself.
+// strategies agree best). Turning overlap off makes blocks faster by less than 0.5 x their overlap:
+// ZeRO-3's summed spans 0.8 % faster without prefetch (0.5 says 2.5 %), DDP's 1.4 % faster with
+// 25 MiB buckets than with 5 MiB (0.5 says 3.2 %). Per run, k is rarely identifiable (the spans'
+// overlaps do not spread). Used where a run cannot tell k itself.
 constexpr double kCpuGlooInterference = 0.25;
 // On GPUs (NCCL kernels beside compute kernels) the slowdown is smaller; without a measurement of
 // ours, the run's own fit or 0.
