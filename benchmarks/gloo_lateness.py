@@ -92,7 +92,19 @@ def main():
         outs = [os.path.join(d, f"r{r}.json") for r in (0, 1)]
         procs = [subprocess.Popen([sys.executable, __file__, "--rank", str(r), "--mode", args.mode, "--rounds", str(args.rounds),
                                    "--port", str(args.port), "--out", outs[r]], env=env) for r in (0, 1)]
-        codes = [p.wait(timeout=600) for p in procs]
+        # A rank that fails leaves the other waiting in Gloo: stop it, and name the one that failed.
+        deadline = time.monotonic() + 600
+        while any(p.poll() is None for p in procs):
+            failed = [r for r, p in enumerate(procs) if p.poll() not in (None, 0)]
+            if failed or time.monotonic() > deadline:
+                for p in procs:
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
+                sys.exit(f"gloo_lateness: rank {failed[0]} failed (exit code {procs[failed[0]].returncode})" if failed
+                         else "gloo_lateness: the ranks did not finish in 600 s")
+            time.sleep(0.1)
+        codes = [p.returncode for p in procs]
         if any(codes):
             sys.exit(f"gloo_lateness: a rank failed (exit codes {codes})")
         r0, r1 = (json.load(open(o)) for o in outs)
