@@ -3,7 +3,7 @@
 # the CLI against the local torch's LibTorch (packaging/gpu-check.sh, no Qt), runs the validation grid
 # on CUDA (ranks beyond the GPUs share them through Gloo), and leaves the database and the table in
 # OUT (default gpu-validation/), the database also compressed for carrying back (xz, 15 MB pieces).
-#   benchmarks/simulator_validation_gpu.sh [--repeats N] [--budget SECONDS]
+#   benchmarks/simulator_validation_gpu.sh [--repeats N] [--budget SECONDS] [--new-knobs]
 # --budget bounds the whole script: the grid gets what the build left (the database keeps the runs
 # finished by then, which `simulator_validation.py --reuse` re-predicts anywhere). Headers the torch
 # wheel lacks (SQLite, Gloo, LZ4, zlib): see packaging/gpu-check.sh (SHARDSCOPE_DEPS_PREFIX).
@@ -11,10 +11,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 REPEATS=2
 BUDGET=560
+NEW_KNOBS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --repeats) REPEATS=$2; shift 2 ;;
     --budget) BUDGET=$2; shift 2 ;;
+    --new-knobs) NEW_KNOBS=(--new-knobs); shift ;;
     *) echo "simulator_validation_gpu: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -29,7 +31,7 @@ echo "grid: $LEFT s at most"
 DB=/tmp/simulator-validation-gpu.db
 rm -f "$DB" "$DB-wal" "$DB-shm"
 PYTHONUNBUFFERED=1 timeout "$LEFT" python3 benchmarks/simulator_validation.py --cli "${SHARDSCOPE_GPU_BUILD_DIR:-build-gpu}/app/shardscope-cli" \
-  --device cuda --repeats "$REPEATS" --db "$DB" --json "$OUTDIR/validation.json" > "$OUTDIR/validation.txt" 2> "$OUTDIR/validation.err"
+  --device cuda --repeats "$REPEATS" "${NEW_KNOBS[@]}" --db "$DB" --json "$OUTDIR/validation.json" > "$OUTDIR/validation.txt" 2> "$OUTDIR/validation.err"
 RC=$?
 pkill -f shardscope-worker 2>/dev/null
 echo "grid exit $RC after $(( $(date +%s) - T0 )) s"
