@@ -445,7 +445,7 @@ RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId, const 
     std::optional<double> busyBeforeWait;
   };
   using Lanes = std::map<std::string, std::map<RankId, std::vector<Inst>>>;
-  Lanes lanes[2];  // [SampleSet::Steps, SampleSet::LinkProbe]
+  Lanes lanes[3];  // [SampleSet::Steps, SampleSet::LinkProbe, the loaded probe]
   // Each rank's compute (its compute lanes' spans, or its GPU streams' compute kernels), merged
   // once every track is read: a collective's compute overlap is taken against it.
   std::map<RankId, std::vector<std::pair<double, double>>> computing;
@@ -502,7 +502,10 @@ RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId, const 
           s.messageBytes = *e.bytes;
           s.emulatedReduceScatter = e.argsJson.find("\"emulated_by\":\"all_reduce\"") != std::string::npos;
           s.durationS = static_cast<double>(e.endNs - e.startNs) / 1e9;
-          lanes[probe ? 1 : 0][t.name][t.rankId].push_back({s, e.startNs, e.endNs, issueAndWaitStart(e), std::nullopt});
+          lanes[!probe                      ? 0
+                : isLoadedProbeName(e.name) ? 2
+                                            : 1][t.name][t.rankId]
+              .push_back({s, e.startNs, e.endNs, issueAndWaitStart(e), std::nullopt});
         },
         /*withArgs=*/commLane);
   }
@@ -566,6 +569,7 @@ RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId, const 
   RunCollectiveSamples out;
   out.steps = collect(lanes[0]);
   out.probe = collect(lanes[1]);
+  out.loaded = collect(lanes[2]);
   return out;
 }
 

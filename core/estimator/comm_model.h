@@ -55,6 +55,10 @@ struct LinkModel {
   // link_calibration.h's "Completion"; < 0 where none was matched across ranks).
   struct InRunSize {
     double wireBytes = 0, timeS = 0, lastLateness = -1;
+    // Where it was measured: the run's steps, or the loaded probe (link_calibration.h), and from
+    // how many instances.
+    bool fromLoadedProbe = false;
+    int instances = 0;
   };
   std::vector<InRunSize> allReduceInRun{}, otherInRun{};
   // The same apart by how the ranks waited on them (WaitKind): [0] issued ahead, [1] on demand.
@@ -159,9 +163,10 @@ std::vector<CollectiveSample> collectiveSamples(TraceStore& store, RunId runId, 
 // Whether a run's ranks ran on CUDA devices ("cuda:N", as our runtime and the importers name a
 // rank's device): what picks a device class's measured defaults (interference, contention).
 bool ranOnCuda(const std::vector<Rank>& ranks);
-// Both sets in one read of the run's tracks.
+// The sets in one read of the run's tracks: the steps', the link probe's and the loaded probe's
+// (its all-gathers waited on at once with compute right after; never in `probe`).
 struct RunCollectiveSamples {
-  std::vector<CollectiveSample> steps, probe;
+  std::vector<CollectiveSample> steps, probe, loaded;
 };
 // Step samples of the steps in `leftOut` (step numbers: a profile's disturbed steps) are dropped.
 RunCollectiveSamples runCollectiveSamples(TraceStore& store, RunId runId, const std::set<std::int64_t>* leftOut = nullptr);

@@ -29,6 +29,9 @@ constexpr int kMinInRunInstancesByWait = 6;
 // The in-run contention where no rank computes beside a collective is not taken below the probe's
 // line: the probe times the link alone, which is that situation.
 constexpr double kMinContention = 1.0;
+// The share of a size's instances waited on at once from which they are the run's own situation
+// and its loaded probe does not replace them (15 % with prefetch, 43-70 % without: see below).
+constexpr double kOwnOnDemandShare = 0.25;
 
 bool allReduceLike(const CollectiveSample& s) {
   return s.kind == CollKind::AllReduce || (s.kind == CollKind::ReduceScatter && s.emulatedReduceScatter);
@@ -70,7 +73,8 @@ bool bothKindsSpread(const std::vector<CollectiveSample>& s) {
 }  // namespace
 
 LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const std::vector<CollectiveSample>& steps,
-                              const std::string& name, double defaultCommInterference) {
+                              const std::string& name, double defaultCommInterference,
+                              const std::vector<CollectiveSample>& loaded) {
   LinkCalibration c;
   c.commInterferenceAllReduce = c.commInterferenceOther = defaultCommInterference;
   if (steps.size() >= 2) {
@@ -223,13 +227,51 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
       }
       for (const auto& [key, z] : by) {
         const auto [ar, w, wire] = key;
-        const LinkModel::InRunSize size{wire, z.time / z.weight, z.matched > 0 ? std::max(0.0, z.late / z.matched) : -1.0};
+        LinkModel::InRunSize size{wire, z.time / z.weight, z.matched > 0 ? std::max(0.0, z.late / z.matched) : -1.0};
+        size.instances = z.n;
         if (w == WaitKind::Unknown) {
           if (z.n >= kMinInRunInstances) (ar ? l.allReduceInRun : l.otherInRun).push_back(size);
         } else if (z.n >= kMinInRunInstancesByWait) {
           const int k = w == WaitKind::OnDemand ? 1 : 0;
           (ar ? l.allReduceInRunByWait[k] : l.otherInRunByWait[k]).push_back(size);
         }
+      }
+      // The loaded probe: at its sizes, a collective waited on at once takes the probe's time and
+      // lateness, unless a quarter or more of the run's own instances of that size were waited
+      // on at once (then that is the run's situation, measured in place). A ZeRO-3 run with
+      // prefetch waits at once on about 2 of its 12 352 KB all-gathers a step, at the step's
+      // edges: they took 949 µs with lateness 0.06 where a run without prefetch, waiting at once
+      // on 43-70 % of them with compute right after each, had 1471-1814 µs and up to 0.93 (val15,
+      // runs 10 and 22; z13a), and a prediction turning prefetch off came out 2-4 % short on
+      // every grid.
+      std::map<std::pair<bool, double>, Size> probed;
+      for (const auto& s : loaded) {
+        if (!(s.durationS > 0) || !s.matched) continue;
+        Size& z = probed[{allReduceLike(s), wireOf(s)}];
+        z.time += s.durationS;
+        z.weight += 1;
+        z.late += s.lastLatenessS;
+        z.matched += s.durationS;
+        ++z.n;
+      }
+      for (const auto& [key, z] : probed) {
+        const auto [ar, wire] = key;
+        if (z.n < kMinInRunInstancesByWait) continue;
+        const auto count = [&](WaitKind w) {
+          const auto it = by.find({ar, w, wire});
+          return it == by.end() ? 0 : it->second.n;
+        };
+        const int own = count(WaitKind::OnDemand);
+        if (own >= kMinInRunInstancesByWait && own >= kOwnOnDemandShare * (own + count(WaitKind::Ahead))) continue;
+        auto& v = ar ? l.allReduceInRunByWait[1] : l.otherInRunByWait[1];
+        v.erase(std::remove_if(v.begin(), v.end(), [&](const LinkModel::InRunSize& x) { return x.wireBytes == wire; }), v.end());
+        LinkModel::InRunSize size{wire, z.time / z.weight, std::max(0.0, z.late / z.matched)};
+        size.fromLoadedProbe = true;
+        size.instances = z.n;
+        v.insert(
+            std::lower_bound(v.begin(), v.end(), wire, [](const LinkModel::InRunSize& x, double b) { return x.wireBytes < b; }),
+            size);
+        ++c.loadedProbeSizes;
       }
     }
     c.wellConditioned = true;
@@ -245,6 +287,9 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
     const std::size_t ahead = l.allReduceInRunByWait[0].size() + l.otherInRunByWait[0].size();
     if (onDemand + ahead > 0)
       c.note += " (" + std::to_string(onDemand) + " waited on at once, " + std::to_string(ahead) + " issued ahead, apart)";
+    if (c.loadedProbeSizes > 0)
+      c.note += "; " + std::to_string(c.loadedProbeSizes) + " size" + (c.loadedProbeSizes > 1 ? "s" : "") +
+                " waited on at once as its loaded probe measured them";
     if (c.lastLatenessAllReduce > 0 || c.lastLatenessOther > 0)
       c.note += "; the last rank to start ends " + formatFixed(c.lastLatenessAllReduce * 100, 0) + "% / " +
                 formatFixed(c.lastLatenessOther * 100, 0) + "% of the time later";
@@ -272,7 +317,7 @@ LinkCalibration calibrateLink(TraceStore& store, RunId runId, const std::set<std
   try {
     const RunCollectiveSamples samples = runCollectiveSamples(store, runId, leftOutSteps);
     return calibrateLink(samples.probe, samples.steps, name,
-                         ranOnCuda(store.ranks(runId)) ? kGpuCommInterference : kCpuGlooCommInterference);
+                         ranOnCuda(store.ranks(runId)) ? kGpuCommInterference : kCpuGlooCommInterference, samples.loaded);
   } catch (const Error& e) {
     throw Error(store.path() + ": " + e.what());
   }
@@ -300,6 +345,7 @@ JsonValue toJson(const LinkCalibration& c) {
         JsonValue::number(static_cast<std::int64_t>(c.link.allReduceInRunByWait[1].size() + c.link.otherInRunByWait[1].size())));
   o.set("in_run_sizes_ahead",
         JsonValue::number(static_cast<std::int64_t>(c.link.allReduceInRunByWait[0].size() + c.link.otherInRunByWait[0].size())));
+  o.set("loaded_probe_sizes", JsonValue::number(static_cast<std::int64_t>(c.loadedProbeSizes)));
   const auto orNull = [](double v) { return v >= 0 ? JsonValue::number(v) : JsonValue(); };
   {
     JsonValue sizes = JsonValue::array();
@@ -311,6 +357,8 @@ JsonValue toJson(const LinkCalibration& c) {
         e.set("wire_bytes", JsonValue::number(s.wireBytes));
         e.set("time_s", JsonValue::number(s.timeS));
         e.set("last_lateness", orNull(s.lastLateness));
+        e.set("source", JsonValue::string(s.fromLoadedProbe ? "loaded_probe" : "steps"));
+        e.set("instances", JsonValue::number(static_cast<std::int64_t>(s.instances)));
         sizes.push(std::move(e));
       }
     };

@@ -43,6 +43,12 @@ struct LinkCalibration {
   // demand 1]; -1 where the run had no instance of the class. Without prefetch a ZeRO-3 run's
   // all-gathers had 0.28-0.33, with it 0.08-0.17 (validation grid val15).
   double lastLatenessByWait[2][2] = {{-1, -1}, {-1, -1}};
+  // Sizes whose collectives waited on at once take the loaded probe's time and lateness
+  // (profiler/runtime/link_probe.h, runLoadedGatherProbe): all-gathers waited on at once, one rank
+  // late in turn, every rank computing right after. On 2 Gloo ranks on 2 cores the last starter then
+  // ends up to a scheduler time slice late, the first finisher's compute holding the core its
+  // communication thread needs, which the idle probe never shows (docs/ESTIMATOR.md, "The link").
+  int loadedProbeSizes = 0;
   // The sizes the link was measured over (message bytes) and at which group size: a prediction
   // outside them extrapolates.
   std::int64_t minBytes = 0, maxBytes = 0;
@@ -59,7 +65,8 @@ struct LinkCalibration {
 //  contention_all_reduce, contention_other, contention_samples, comm_interference_*, in_run_sizes,
 //  last_lateness_all_reduce, last_lateness_other, in_run_sizes_on_demand, in_run_sizes_ahead,
 //  last_lateness_{on_demand,ahead}_{all_reduce,other} (null: none of the class),
-//  in_run [{kind, waited: any|ahead|on_demand, wire_bytes, time_s, last_lateness}], min_bytes, max_bytes, group_size,
+//  loaded_probe_sizes, in_run [{kind, waited: any|ahead|on_demand, wire_bytes, time_s, last_lateness,
+//  source: steps|loaded_probe, instances}], min_bytes, max_bytes, group_size,
 //  well_conditioned, rel_error, probe_r2, probe_samples, run_r2, run_samples, note}.
 JsonValue toJson(const LinkCalibration& c);
 
@@ -67,9 +74,10 @@ JsonValue toJson(const LinkCalibration& c);
 // neither a probe nor two collectives with a size.
 LinkCalibration calibrateLink(TraceStore& store, RunId runId, const std::set<std::int64_t>* leftOutSteps = nullptr);
 
-// Pure: the same from the samples (probe may be empty).
+// Pure: the same from the samples (probe and loaded may be empty).
 LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const std::vector<CollectiveSample>& steps,
-                              const std::string& name, double defaultCommInterference = 0);
+                              const std::string& name, double defaultCommInterference = 0,
+                              const std::vector<CollectiveSample>& loaded = {});
 
 // Measured default of the communication's slowdown beside compute on CPU ranks with Gloo (2 ranks
 // on 2 cores): the median of the values fitted on the validation runs (docs/ESTIMATOR.md).

@@ -8,6 +8,7 @@
 namespace shardscope::core {
 
 bool isLinkProbeName(std::string_view name) { return name.find(kLinkProbeLabel) != std::string_view::npos; }
+bool isLoadedProbeName(std::string_view name) { return name.find(kLoadedProbeLabel) != std::string_view::npos; }
 namespace {
 
 std::string lowerAlnum(std::string_view s) {

@@ -50,6 +50,10 @@ constexpr int CollectiveMeta = 4;  // collective fields came from args (not gues
 // ("<op> link probe warmup" for the untimed ones): calibration, recorded outside the steps, and
 // left out of the run's communication analyses.
 constexpr std::string_view kLinkProbeLabel = "link probe";
+// The loaded probe (link_probe.h, runLoadedGatherProbe): all-gathers waited on at once, one rank
+// late in turn, every rank computing right after, "<op> link probe loaded" (a link probe name).
+constexpr std::string_view kLoadedProbeLabel = "link probe loaded";
+bool isLoadedProbeName(std::string_view name);
 bool isLinkProbeName(std::string_view name);
 
 std::string_view toString(RunSource s);

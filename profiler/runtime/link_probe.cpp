@@ -70,6 +70,46 @@ double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, b
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+double runLoadedGatherProbe(Group& g, const std::vector<LoadedProbeSize>& sizes, torch::Device device, torch::Dtype dtype,
+                            std::int64_t tokens, int rounds, int warmups, double leadS) {
+  torch::NoGradGuard ng;
+  const auto t0 = std::chrono::steady_clock::now();
+  const int n = g.size();
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+  const auto sync = [&] {
+#ifdef SHARDSCOPE_WITH_CUDA
+    if (device.is_cuda()) torch::cuda::synchronize();
+#endif
+  };
+  for (const auto& size : sizes) {
+    // The module's product: drawn in fp32 and cast (LibTorch 1.13 has no CPU randn for bf16).
+    const auto x = torch::randn({std::max<std::int64_t>(1, tokens), std::max<std::int64_t>(1, size.in)}, f32).to(dtype);
+    const auto w = torch::randn({std::max<std::int64_t>(1, size.in), std::max<std::int64_t>(1, size.out)}, f32).to(dtype);
+    const auto lead = [&] {
+      const auto c0 = std::chrono::steady_clock::now();
+      do {
+        auto y = torch::matmul(x, w);
+        sync();
+      } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count() < leadS);
+    };
+    const std::int64_t per = std::max<std::int64_t>(1, size.gatheredBytes / 4 / n);
+    g.barrier();
+    for (int r = 0; r < warmups + rounds; ++r) {
+      // A chain, as a forward without prefetch: gather, the module's product, gather; the late
+      // rank computes a little more first.
+      if (r % n == g.rank()) lead();
+      CollectiveInfo info;
+      info.label = std::string(core::kLoadedProbeLabel) + (r < warmups ? " warmup" : "");
+      auto in = torch::ones({per}, f32);
+      auto out = torch::empty({per * n}, f32);
+      g.allGather(out, in, info).wait();
+      auto y = torch::matmul(x, w);
+      sync();
+    }
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 ComputeProbe runComputeProbe(torch::Device device, torch::Dtype dtype, std::int64_t tokens, std::int64_t maxDim) {
   torch::NoGradGuard ng;
   ComputeProbe out;

@@ -36,6 +36,24 @@ LinkProbePlan planLinkProbe(std::int64_t maxBytes, int groupSize, int points = 7
 // run's gradients are sent). Returns the wall time it took in seconds.
 double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, bool bf16Reduce);
 
+// The loaded probe: all-gathers waited on at once, as a ZeRO-3 rank without prefetch waits on each
+// module's parameters, each followed by that module's product. For each size (fp32 arrays of
+// gatheredBytes; every rank contributes 1/n), after a barrier, a chain of `warmups` + `rounds`
+// rounds as a forward without prefetch runs them: one rank (in turn) computes `leadS` seconds
+// more, so it starts last; every rank all-gathers and, once it has the data, computes the
+// module's product [tokens x in] @ [in x out] in `dtype`, then gathers again. The idle probe above
+// has every rank idle after a collective; here the first rank to finish computes while the last
+// one still completes the exchange, and on 2 Gloo ranks on 2 cores that last rank then ends late,
+// by up to a scheduler time slice, for as long as the first one computes (docs/ESTIMATOR.md, "The
+// link"). Recorded like the idle probe, named "<op> link probe loaded" ("... loaded warmup"
+// untimed), outside every step. Returns the wall time in seconds.
+struct LoadedProbeSize {
+  std::int64_t gatheredBytes = 0;
+  std::int64_t in = 0, out = 0;  // the module's product after the gather
+};
+double runLoadedGatherProbe(Group& g, const std::vector<LoadedProbeSize>& sizes, torch::Device device, torch::Dtype dtype,
+                            std::int64_t tokens, int rounds = 24, int warmups = 2, double leadS = 0.0005);
+
 // The compute probe: the FLOP rate of matrix products [tokens x d] @ [d x d] (a forward product,
 // and the input gradient's shape) and [d x tokens] @ [tokens x d] (the weight gradient's: its
 // inner dimension is the tokens) for d on a ladder of 64 ... maxDim (doubling), in the run's dtype,

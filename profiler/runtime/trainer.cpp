@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <map>
 #include <sstream>
 
 #include <torch/torch.h>
@@ -277,6 +278,40 @@ class RankLife {
     const LinkProbePlan plan = planLinkProbe(maxBytes, comm_->world().size());
     const double s = runLinkProbe(comm_->world(), plan, device_, bf16Reduce_);
     rec_->metric("link_probe_s", s);
+    probeLoadedGathers();
+  }
+
+  // The loaded probe (link_probe.h): the all-gathers a ZeRO-3 rank waits on at once, one per
+  // module of a layer (its trainable fp32 parameters, padded to the world size: the unit
+  // fetch_policy.cpp gathers, persistence threshold 0), each with the module's product right
+  // after, so that a prediction turning prefetch off knows what such a gather costs here whatever
+  // strategy this run uses. On CPU ranks only: the tail it measures is the cores' (a rank's compute
+  // holding the core its peer's communication thread needs); GPU ranks compute on the device.
+  void probeLoadedGathers() {
+    if (cuda_) return;
+    const auto& layout = model_->layout();
+    const auto w = static_cast<std::int64_t>(comm_->world().size());
+    std::map<std::int64_t, LoadedProbeSize> sizes;  // by gathered bytes: one per size
+    for (const auto& m : layout.modules) {
+      if (m.block != 1) continue;
+      std::int64_t numel = 0;
+      for (int p : m.params)
+        if (layout.params[static_cast<std::size_t>(p)].trainable) numel += layout.params[static_cast<std::size_t>(p)].numel;
+      if (numel <= 0) continue;
+      LoadedProbeSize s;
+      s.gatheredBytes = (numel + w - 1) / w * w * 4;
+      // The module's product: a projection's weight is [out, in]; a norm's [h] scales its input.
+      const auto& shape = layout.params[static_cast<std::size_t>(m.weight >= 0 ? m.weight : m.params.front())].shape;
+      s.in = shape.size() == 2 ? shape[1] : shape.empty() ? 1 : shape[0];
+      s.out = shape.size() == 2 ? shape[0] : 1;
+      sizes.emplace(s.gatheredBytes, s);
+    }
+    if (sizes.empty()) return;
+    std::vector<LoadedProbeSize> plan;
+    for (const auto& [bytes, s] : sizes) plan.push_back(s);
+    const double s = runLoadedGatherProbe(comm_->world(), plan, device_, computeDtype(),
+                                          static_cast<std::int64_t>(cfg_.microBatch) * cfg_.seqLen);
+    rec_->metric("loaded_probe_s", s);
   }
 
   // The compute probe (link_probe.h): GEMM rates up to twice the model's widest product (at least

@@ -216,6 +216,82 @@ class TestPrediction : public QObject {
     QCOMPARE(same.lastLatenessOther, 0.25);
   }
 
+  // The loaded probe (all-gathers waited on at once with compute right after) sets the time and the
+  // lateness of a size waited on at once, unless a quarter or more of the run's own instances of it
+  // were waited on at once: a run with prefetch (a few on-demand instances at the step's edges,
+  // most issued ahead) takes the probe's; a run without prefetch keeps its own.
+  void loadedProbeForSizesWaitedOnAtOnce() {
+    const auto probe = probeSamples();
+    const std::int64_t bytes = 720896;  // a small-model MLP weight gathered at 2 ranks
+    const double wire = static_cast<double>(bytes) * ringFactor(CollKind::AllGather, 2);
+    const auto sample = [&](double durationS, double lateness, WaitKind w) {
+      CollectiveSample s;
+      s.kind = CollKind::AllGather;
+      s.groupSize = 2;
+      s.messageBytes = bytes;
+      s.durationS = durationS;
+      s.lastLatenessS = lateness * durationS;
+      s.waited = w;
+      s.matched = true;
+      return s;
+    };
+    std::vector<CollectiveSample> loaded;
+    for (int i = 0; i < 12; ++i) loaded.push_back(sample(i % 2 ? 1.4e-3 : 1.6e-3, 0.9, WaitKind::OnDemand));
+    loaded.push_back(sample(1.5e-3, 0.9, WaitKind::OnDemand));
+    loaded.back().matched = false;  // an unmatched instance has no lateness: left out
+    loaded.back().durationS = 50e-3;
+
+    // With prefetch: 8 waited on at once (0.95 ms, lateness 0.06), 40 issued ahead.
+    std::vector<CollectiveSample> withPrefetch;
+    for (int i = 0; i < 8; ++i) withPrefetch.push_back(sample(0.95e-3, 0.06, WaitKind::OnDemand));
+    for (int i = 0; i < 40; ++i) withPrefetch.push_back(sample(0.7e-3, 0.2, WaitKind::Ahead));
+    const LinkCalibration a = calibrateLink(probe, withPrefetch, "zero3", 0.0, loaded);
+    QCOMPARE(a.loadedProbeSizes, 1);
+    const auto* od = a.link.inRunSize(false, wire, WaitKind::OnDemand);
+    QVERIFY(od && od->fromLoadedProbe);
+    QVERIFY2(std::abs(od->timeS - 1.5e-3) < 1e-9, qPrintable(QString::number(od->timeS)));
+    QVERIFY2(std::abs(od->lastLateness - 0.9) < 1e-9, qPrintable(QString::number(od->lastLateness)));
+    QVERIFY2(std::abs(a.link.instanceS(false, wire, WaitKind::OnDemand) - 1.5e-3) < 1e-9, "");
+    // Issued ahead: the run's own.
+    QVERIFY2(std::abs(a.link.instanceS(false, wire, WaitKind::Ahead) - 0.7e-3) < 1e-9, "");
+    QVERIFY(a.note.find("loaded probe") != std::string::npos);
+    // Without the probe the run's few on-demand instances stand.
+    const LinkCalibration a0 = calibrateLink(probe, withPrefetch, "zero3", 0.0);
+    QCOMPARE(a0.loadedProbeSizes, 0);
+    QVERIFY2(std::abs(a0.link.instanceS(false, wire, WaitKind::OnDemand) - 0.95e-3) < 1e-9, "");
+
+    // Without prefetch: 20 waited on at once (1.3 ms, 0.8), 28 ahead (42 %): the run's own stand.
+    std::vector<CollectiveSample> noPrefetch;
+    for (int i = 0; i < 20; ++i) noPrefetch.push_back(sample(1.3e-3, 0.8, WaitKind::OnDemand));
+    for (int i = 0; i < 28; ++i) noPrefetch.push_back(sample(0.7e-3, 0.2, WaitKind::Ahead));
+    const LinkCalibration b = calibrateLink(probe, noPrefetch, "zero3p0", 0.0, loaded);
+    QCOMPARE(b.loadedProbeSizes, 0);
+    const auto* own = b.link.inRunSize(false, wire, WaitKind::OnDemand);
+    QVERIFY(own && !own->fromLoadedProbe);
+    QCOMPARE(own->instances, 20);
+    QVERIFY2(std::abs(own->timeS - 1.3e-3) < 1e-9, qPrintable(QString::number(own->timeS)));
+
+    // A run that never used the size (DDP) takes the probe's for it; other sizes are untouched.
+    std::vector<CollectiveSample> ddp;
+    for (int i = 0; i < 6; ++i) {
+      CollectiveSample s = sample(5e-3, 0.0, WaitKind::Ahead);
+      s.kind = CollKind::AllReduce;
+      s.messageBytes = std::int64_t{4} << 20;
+      ddp.push_back(s);
+    }
+    const LinkCalibration d = calibrateLink(probe, ddp, "ddp", 0.0, loaded);
+    QCOMPARE(d.loadedProbeSizes, 1);
+    QVERIFY2(std::abs(d.link.instanceS(false, wire, WaitKind::OnDemand) - 1.5e-3) < 1e-9, "");
+    QVERIFY(d.link.inRunSize(false, wire, WaitKind::Ahead) == nullptr);
+    // Fewer than six probe instances of a size: not enough to stand for it.
+    const std::vector<CollectiveSample> few(loaded.begin(), loaded.begin() + 5);
+    QCOMPARE(calibrateLink(probe, ddp, "ddp", 0.0, few).loadedProbeSizes, 0);
+    // In the JSON, with where each size came from.
+    const std::string json = toJson(a).dump();
+    QVERIFY(json.find("\"loaded_probe_sizes\":1") != std::string::npos);
+    QVERIFY(json.find("\"source\":\"loaded_probe\"") != std::string::npos);
+  }
+
   // A size whose instances were waited on at once and issued ahead, six or more of each, keeps a
   // time and a lateness per class (an on-demand ZeRO-3 all-gather took 1.5-3x one issued ahead);
   // the pooled figures stay for a class the run did not see, and a target of another group size

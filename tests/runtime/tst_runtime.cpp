@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/analysis/memory_peaks.h"
+#include "core/estimator/comm_model.h"
 #include "core/storage/trace_store.h"
 #include "tests/common/test_support.h"
 #include "tests/runtime/runtime_files.h"
@@ -351,17 +352,22 @@ class TestRuntime : public QObject {
     QCOMPARE(static_cast<int>(sum.ranks.size()), 2);
     QVERIFY(sum.collectiveCount > 0);
     QCOMPARE(static_cast<int>(store.steps(*fsdpRun).size()), 2 * kSteps);
-    int ag = 0, rs = 0, probe = 0;
+    int ag = 0, rs = 0, probe = 0, loaded = 0, loadedWarmup = 0;
     for (const auto& t : sum.tracks) {
       if (t.track.kind != core::TrackKind::Comm) continue;
       store.forEachEvent(t.track.id, [&](const core::Event& e) {
         if (e.collOp == core::CollectiveOp::Barrier) return;
         QVERIFY(e.bytes && *e.bytes > 0);
         QVERIFY(e.processGroupId.has_value());
-        // The link probe (before step 1, outside every step): counted apart.
+        // The link probe and the loaded probe (before step 1, outside every step): counted apart.
         if (core::isLinkProbeName(e.name)) {
           QVERIFY(!e.step.has_value());
-          ++probe;
+          if (core::isLoadedProbeName(e.name)) {
+            QVERIFY(e.collOp == core::CollectiveOp::AllGather);
+            ++(e.name.find("warmup") != std::string::npos ? loadedWarmup : loaded);
+          } else {
+            ++probe;
+          }
           return;
         }
         QCOMPARE(e.groupSize.value_or(0), 2);
@@ -379,6 +385,19 @@ class TestRuntime : public QObject {
     // The probe: 7 sizes x 3 ops x 10 timed instances, plus a warm-up per size up to 1 MiB (all of
     // them for this model), on each of the 2 ranks.
     QCOMPARE(probe, 2 * 7 * 3 * (10 + 1));
+    // The loaded probe: per size of a layer's modules, 2 warm-ups and 24 timed all-gathers per rank;
+    // read back as one matched sample per timed instance, apart from the idle probe's.
+    QVERIFY(loaded > 0);
+    QCOMPARE(loaded % (2 * 24), 0);
+    QCOMPARE(loadedWarmup * 12, loaded);
+    const auto samples = core::estimator::runCollectiveSamples(store, *fsdpRun);
+    QCOMPARE(static_cast<int>(samples.loaded.size()), loaded / 2);
+    for (const auto& s : samples.loaded) {
+      QVERIFY(s.matched);
+      QVERIFY(s.kind == core::estimator::CollKind::AllGather);
+      QVERIFY(s.durationS > 0);
+    }
+    QCOMPARE(static_cast<int>(samples.probe.size()), 7 * 3 * 10);
     QVERIFY2(ag >= 2 * 6 * kSteps, qPrintable(QString::number(ag)));
     QVERIFY(store.metric(*fsdpRun, std::nullopt, "tokens_per_s").value_or(0) > 0);
     for (const auto& r : sum.ranks) {
