@@ -115,6 +115,9 @@ def main():
     ap.add_argument("--keep-disturbed", action="store_true",
                     help=f"use runs slower than {DISTURBED}x their configuration's fastest repeat too (by default they are named and left out)")
     ap.add_argument("--json", default="", help="also write every prediction to this JSON file")
+    ap.add_argument("--only", default="",
+                    help="only the configurations of these strategies (comma-separated, e.g. zero3): a targeted check, "
+                         "not the table of the docs")
     ap.add_argument("--device", default="", help="the runs' device: cpu (default) or cuda (ranks share the GPUs through Gloo where they outnumber them)")
     ap.add_argument("--simulate-arg", action="append", default=[],
                     help="an extra argument for every prediction, e.g. --simulate-arg=--interference=0 (repeatable)")
@@ -122,6 +125,12 @@ def main():
     tmp = tempfile.mkdtemp(prefix="simval-")
     db = args.db or os.path.join(tmp, "validation.db")
     cfgs = grid(args.quick, args.new_knobs)
+    if args.only:
+        keep = set(args.only.split(","))
+        unknown = keep - {c["key"]["strategy"] for c in cfgs}
+        if unknown:
+            raise SystemExit(f"--only: no configuration of {', '.join(sorted(unknown))} in the grid")
+        cfgs = [c for c in cfgs if c["key"]["strategy"] in keep]
     if args.device:
         for c in cfgs:
             c["config"]["device"] = args.device
