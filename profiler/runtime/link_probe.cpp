@@ -70,8 +70,14 @@ double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, b
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+int loadedProbeRounds(double flops) {
+  constexpr double kFlopsPerSize = 4.5e9;
+  if (!(flops > 0)) return 24;
+  return static_cast<int>(std::clamp<double>(std::floor(kFlopsPerSize / flops), 8, 24));
+}
+
 double runLoadedGatherProbe(Group& g, const std::vector<LoadedProbeSize>& sizes, torch::Device device, torch::Dtype dtype,
-                            std::int64_t tokens, int rounds, int warmups, double leadS) {
+                            std::int64_t tokens, int warmups, double leadS) {
   torch::NoGradGuard ng;
   const auto t0 = std::chrono::steady_clock::now();
   const int n = g.size();
@@ -94,7 +100,7 @@ double runLoadedGatherProbe(Group& g, const std::vector<LoadedProbeSize>& sizes,
     };
     const std::int64_t per = std::max<std::int64_t>(1, size.gatheredBytes / 4 / n);
     g.barrier();
-    for (int r = 0; r < warmups + rounds; ++r) {
+    for (int r = 0; r < warmups + size.rounds; ++r) {
       // A chain, as a forward without prefetch: gather, the module's product, gather; the late
       // rank computes a little more first.
       if (r % n == g.rank()) lead();

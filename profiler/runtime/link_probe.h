@@ -50,9 +50,14 @@ double runLinkProbe(Group& g, const LinkProbePlan& plan, torch::Device device, b
 struct LoadedProbeSize {
   std::int64_t gatheredBytes = 0;
   std::int64_t in = 0, out = 0;  // the module's product after the gather
+  int rounds = 24;               // timed rounds (the same on every rank)
 };
 double runLoadedGatherProbe(Group& g, const std::vector<LoadedProbeSize>& sizes, torch::Device device, torch::Dtype dtype,
-                            std::int64_t tokens, int rounds = 24, int warmups = 2, double leadS = 0.0005);
+                            std::int64_t tokens, int warmups = 2, double leadS = 0.0005);
+// Timed rounds for a module product of `flops`: 24, fewer for larger products (the products after
+// the gathers of one size stay near 4.5 GFLOP: 24 rounds of `small`'s MLP at micro-batch 4 x 128),
+// at least 8. The same on every rank, as the collectives must be.
+int loadedProbeRounds(double flops);
 
 // The compute probe: the FLOP rate of matrix products [tokens x d] @ [d x d] (a forward product,
 // and the input gradient's shape) and [d x tokens] @ [tokens x d] (the weight gradient's: its

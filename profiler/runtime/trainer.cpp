@@ -304,6 +304,8 @@ class RankLife {
       const auto& shape = layout.params[static_cast<std::size_t>(m.weight >= 0 ? m.weight : m.params.front())].shape;
       s.in = shape.size() == 2 ? shape[1] : shape.empty() ? 1 : shape[0];
       s.out = shape.size() == 2 ? shape[0] : 1;
+      s.rounds = loadedProbeRounds(2.0 * static_cast<double>(cfg_.microBatch) * static_cast<double>(cfg_.seqLen) *
+                                   static_cast<double>(s.in) * static_cast<double>(s.out));
       sizes.emplace(s.gatheredBytes, s);
     }
     if (sizes.empty()) return;
