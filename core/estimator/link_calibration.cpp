@@ -255,7 +255,9 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
         ++z.n;
       }
       for (const auto& [key, z] : probed) {
-        const auto [ar, wire] = key;
+        // Named copies: a lambda cannot capture a structured binding before C++20.
+        const bool ar = key.first;
+        const double wire = key.second;
         if (z.n < kMinInRunInstancesByWait) continue;
         const auto count = [&](WaitKind w) {
           const auto it = by.find({ar, w, wire});
