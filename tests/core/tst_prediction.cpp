@@ -39,6 +39,20 @@ std::vector<CollectiveSample> probeSamples() {
   return v;
 }
 
+// A 2-rank all-gather matched across its ranks: its time, its last starter's lateness as a share
+// of it, and how its ranks waited on it.
+CollectiveSample matchedAllGather(std::int64_t bytes, double durationS, double lateness, WaitKind waited) {
+  CollectiveSample s;
+  s.kind = CollKind::AllGather;
+  s.groupSize = 2;
+  s.messageBytes = bytes;
+  s.durationS = durationS;
+  s.lastLatenessS = lateness * durationS;
+  s.waited = waited;
+  s.matched = true;
+  return s;
+}
+
 MeasuredProfile profileOn(int cpus, int threads, int ranks) {
   MeasuredProfile mp;
   mp.runId = RunId{7};
@@ -225,15 +239,7 @@ class TestPrediction : public QObject {
     const std::int64_t bytes = 720896;  // a small-model MLP weight gathered at 2 ranks
     const double wire = static_cast<double>(bytes) * ringFactor(CollKind::AllGather, 2);
     const auto sample = [&](double durationS, double lateness, WaitKind w) {
-      CollectiveSample s;
-      s.kind = CollKind::AllGather;
-      s.groupSize = 2;
-      s.messageBytes = bytes;
-      s.durationS = durationS;
-      s.lastLatenessS = lateness * durationS;
-      s.waited = w;
-      s.matched = true;
-      return s;
+      return matchedAllGather(bytes, durationS, lateness, w);
     };
     std::vector<CollectiveSample> loaded;
     for (int i = 0; i < 12; ++i) loaded.push_back(sample(i % 2 ? 1.4e-3 : 1.6e-3, 0.9, WaitKind::OnDemand));
@@ -301,15 +307,7 @@ class TestPrediction : public QObject {
     const std::int64_t big = std::int64_t{4} << 20;
     const double w = static_cast<double>(big) * ringFactor(CollKind::AllGather, 2);
     const auto sample = [&](double slower, WaitKind waited, double lateness) {
-      CollectiveSample s;
-      s.kind = CollKind::AllGather;
-      s.groupSize = 2;
-      s.messageBytes = big;
-      s.durationS = slower * truthS(w);
-      s.lastLatenessS = lateness * s.durationS;
-      s.waited = waited;
-      s.matched = true;
-      return s;
+      return matchedAllGather(big, slower * truthS(w), lateness, waited);
     };
     std::vector<CollectiveSample> steps;
     for (int i = 0; i < 6; ++i) {
