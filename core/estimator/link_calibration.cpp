@@ -72,6 +72,13 @@ bool bothKindsSpread(const std::vector<CollectiveSample>& s) {
 
 }  // namespace
 
+int LinkCalibration::loadedProbeSizes() const {
+  int n = 0;
+  for (const auto* v : {&link.allReduceInRunByWait[1], &link.otherInRunByWait[1]})
+    n += static_cast<int>(std::count_if(v->begin(), v->end(), [](const LinkModel::InRunSize& s) { return s.fromLoadedProbe; }));
+  return n;
+}
+
 LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const std::vector<CollectiveSample>& steps,
                               const std::string& name, double defaultCommInterference,
                               const std::vector<CollectiveSample>& loaded) {
@@ -273,7 +280,6 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
         v.insert(
             std::lower_bound(v.begin(), v.end(), wire, [](const LinkModel::InRunSize& x, double b) { return x.wireBytes < b; }),
             size);
-        ++c.loadedProbeSizes;
       }
     }
     c.wellConditioned = true;
@@ -289,8 +295,8 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
     const std::size_t ahead = l.allReduceInRunByWait[0].size() + l.otherInRunByWait[0].size();
     if (onDemand + ahead > 0)
       c.note += " (" + std::to_string(onDemand) + " waited on at once, " + std::to_string(ahead) + " issued ahead, apart)";
-    if (c.loadedProbeSizes > 0)
-      c.note += "; " + std::to_string(c.loadedProbeSizes) + " size" + (c.loadedProbeSizes > 1 ? "s" : "") +
+    if (const int probed = c.loadedProbeSizes(); probed > 0)
+      c.note += "; " + std::to_string(probed) + " size" + (probed > 1 ? "s" : "") +
                 " waited on at once as its loaded probe measured them";
     if (c.lastLatenessAllReduce > 0 || c.lastLatenessOther > 0)
       c.note += "; the last rank to start ends " + formatFixed(c.lastLatenessAllReduce * 100, 0) + "% / " +
@@ -347,7 +353,7 @@ JsonValue toJson(const LinkCalibration& c) {
         JsonValue::number(static_cast<std::int64_t>(c.link.allReduceInRunByWait[1].size() + c.link.otherInRunByWait[1].size())));
   o.set("in_run_sizes_ahead",
         JsonValue::number(static_cast<std::int64_t>(c.link.allReduceInRunByWait[0].size() + c.link.otherInRunByWait[0].size())));
-  o.set("loaded_probe_sizes", JsonValue::number(static_cast<std::int64_t>(c.loadedProbeSizes)));
+  o.set("loaded_probe_sizes", JsonValue::number(static_cast<std::int64_t>(c.loadedProbeSizes())));
   const auto orNull = [](double v) { return v >= 0 ? JsonValue::number(v) : JsonValue(); };
   {
     JsonValue sizes = JsonValue::array();

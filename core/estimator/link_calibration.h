@@ -48,7 +48,8 @@ struct LinkCalibration {
   // late in turn, every rank computing right after. On 2 Gloo ranks on 2 cores the last starter then
   // ends up to a scheduler time slice late, the first finisher's compute holding the core its
   // communication thread needs, which the idle probe never shows (docs/ESTIMATOR.md, "The link").
-  int loadedProbeSizes = 0;
+  // How many: the sizes of link.*InRunByWait[1] marked fromLoadedProbe.
+  int loadedProbeSizes() const;
   // The sizes the link was measured over (message bytes) and at which group size: a prediction
   // outside them extrapolates.
   std::int64_t minBytes = 0, maxBytes = 0;

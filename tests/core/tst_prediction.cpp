@@ -252,7 +252,7 @@ class TestPrediction : public QObject {
     for (int i = 0; i < 8; ++i) withPrefetch.push_back(sample(0.95e-3, 0.06, WaitKind::OnDemand));
     for (int i = 0; i < 40; ++i) withPrefetch.push_back(sample(0.7e-3, 0.2, WaitKind::Ahead));
     const LinkCalibration a = calibrateLink(probe, withPrefetch, "zero3", 0.0, loaded);
-    QCOMPARE(a.loadedProbeSizes, 1);
+    QCOMPARE(a.loadedProbeSizes(), 1);
     const auto* od = a.link.inRunSize(false, wire, WaitKind::OnDemand);
     QVERIFY(od && od->fromLoadedProbe);
     QVERIFY2(std::abs(od->timeS - 1.5e-3) < 1e-9, qPrintable(QString::number(od->timeS)));
@@ -263,7 +263,7 @@ class TestPrediction : public QObject {
     QVERIFY(a.note.find("loaded probe") != std::string::npos);
     // Without the probe the run's few on-demand instances stand.
     const LinkCalibration a0 = calibrateLink(probe, withPrefetch, "zero3", 0.0);
-    QCOMPARE(a0.loadedProbeSizes, 0);
+    QCOMPARE(a0.loadedProbeSizes(), 0);
     QVERIFY2(std::abs(a0.link.instanceS(false, wire, WaitKind::OnDemand) - 0.95e-3) < 1e-9, "");
 
     // Without prefetch: 20 waited on at once (1.3 ms, 0.8), 28 ahead (42 %): the run's own stand.
@@ -271,7 +271,7 @@ class TestPrediction : public QObject {
     for (int i = 0; i < 20; ++i) noPrefetch.push_back(sample(1.3e-3, 0.8, WaitKind::OnDemand));
     for (int i = 0; i < 28; ++i) noPrefetch.push_back(sample(0.7e-3, 0.2, WaitKind::Ahead));
     const LinkCalibration b = calibrateLink(probe, noPrefetch, "zero3p0", 0.0, loaded);
-    QCOMPARE(b.loadedProbeSizes, 0);
+    QCOMPARE(b.loadedProbeSizes(), 0);
     const auto* own = b.link.inRunSize(false, wire, WaitKind::OnDemand);
     QVERIFY(own && !own->fromLoadedProbe);
     QCOMPARE(own->instances, 20);
@@ -286,12 +286,12 @@ class TestPrediction : public QObject {
       ddp.push_back(s);
     }
     const LinkCalibration d = calibrateLink(probe, ddp, "ddp", 0.0, loaded);
-    QCOMPARE(d.loadedProbeSizes, 1);
+    QCOMPARE(d.loadedProbeSizes(), 1);
     QVERIFY2(std::abs(d.link.instanceS(false, wire, WaitKind::OnDemand) - 1.5e-3) < 1e-9, "");
     QVERIFY(d.link.inRunSize(false, wire, WaitKind::Ahead) == nullptr);
     // Fewer than six probe instances of a size: not enough to stand for it.
     const std::vector<CollectiveSample> few(loaded.begin(), loaded.begin() + 5);
-    QCOMPARE(calibrateLink(probe, ddp, "ddp", 0.0, few).loadedProbeSizes, 0);
+    QCOMPARE(calibrateLink(probe, ddp, "ddp", 0.0, few).loadedProbeSizes(), 0);
     // In the JSON, with where each size came from.
     const std::string json = toJson(a).dump();
     QVERIFY(json.find("\"loaded_probe_sizes\":1") != std::string::npos);
