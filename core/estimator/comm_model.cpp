@@ -210,7 +210,8 @@ CommEstimate commVolume(const EstimateInput& in, Strategy s, const CommOptions& 
   return c;
 }
 
-const LinkModel::InRunSize* LinkModel::inRunSize(bool allReduceLike, double wireBytes, WaitKind waited) const {
+const LinkModel::InRunSize* LinkModel::inRunSize(bool allReduceLike, double wireBytes, WaitKind waited, int groupSize) const {
+  if (groupSize > 0 && measuredGroupSize > 0 && groupSize != measuredGroupSize) return nullptr;
   const auto atSize = [&](const std::vector<InRunSize>& inRun) -> const InRunSize* {
     if (inRun.empty() || !(wireBytes > 0)) return nullptr;
     const auto it = std::lower_bound(inRun.begin(), inRun.end(), wireBytes * (1 - 1e-9),
@@ -224,21 +225,34 @@ const LinkModel::InRunSize* LinkModel::inRunSize(bool allReduceLike, double wire
   return atSize(allReduceLike ? allReduceInRun : otherInRun);
 }
 
-double LinkModel::instanceS(bool allReduceLike, double wireBytes, WaitKind waited) const {
+double LinkModel::ringStepsS(bool allReduceLike, int groupSize) const {
+  if (!ringLatency || measuredGroupSize < 2 || groupSize < 2 || groupSize == measuredGroupSize) return 0.0;
+  return (allReduceLike ? arAlphaUs() : alphaUs) * 1e-6 * static_cast<double>(groupSize - measuredGroupSize) /
+         static_cast<double>(measuredGroupSize - 1);
+}
+
+double LinkModel::instanceS(bool allReduceLike, double wireBytes, WaitKind waited, int groupSize) const {
   const double bw = (allReduceLike ? arBw() : busBwGBps) * 1e9;
   const auto line = [&](double x) { return (allReduceLike ? arAlphaUs() : alphaUs) * 1e-6 + (bw > 0 ? x / bw : 0.0); };
-  if (const auto* s = inRunSize(allReduceLike, wireBytes, waited)) return s->timeS;
-  const auto& pts = allReduceLike ? allReducePoints : otherPoints;
-  if (pts.size() < 2 || !(wireBytes > 0)) return line(std::max(0.0, wireBytes));
-  if (wireBytes <= pts.front().first) {
-    const double l0 = line(pts.front().first);
-    return l0 > 0 ? pts.front().second * line(wireBytes) / l0 : pts.front().second;
-  }
-  if (wireBytes >= pts.back().first) {
-    const double l1 = line(pts.back().first);
-    return l1 > 0 ? pts.back().second * line(wireBytes) / l1 : pts.back().second;
-  }
-  return logLogBetween(pts, wireBytes);
+  if (const auto* s = inRunSize(allReduceLike, wireBytes, waited, groupSize)) return s->timeS;
+  const auto measured = [&]() {
+    const auto& pts = allReduceLike ? allReducePoints : otherPoints;
+    if (pts.size() < 2 || !(wireBytes > 0)) return line(std::max(0.0, wireBytes));
+    if (wireBytes <= pts.front().first) {
+      const double l0 = line(pts.front().first);
+      return l0 > 0 ? pts.front().second * line(wireBytes) / l0 : pts.front().second;
+    }
+    if (wireBytes >= pts.back().first) {
+      const double l1 = line(pts.back().first);
+      return l1 > 0 ? pts.back().second * line(wireBytes) / l1 : pts.back().second;
+    }
+    return logLogBetween(pts, wireBytes);
+  };
+  const double t = measured();
+  const double steps = ringStepsS(allReduceLike, groupSize);
+  if (steps >= 0) return t + steps;
+  // Fewer ranks than measured: never below the time were all of it latency.
+  return std::max(t + steps, t * static_cast<double>(groupSize - 1) / static_cast<double>(measuredGroupSize - 1));
 }
 
 double logLogBetween(const std::vector<std::pair<double, double>>& pts, double x) {
@@ -256,7 +270,7 @@ void commTime(CommEstimate& c, const LinkModel& intra, const LinkModel& inter) {
     const LinkModel& l = col.interNode ? (inter.busBwGBps < intra.busBwGBps ? inter : intra) : intra;
     const bool ar = col.kind == CollKind::AllReduce || col.emulatedReduceScatter;
     const double n = static_cast<double>(std::max<std::int64_t>(1, col.count));
-    col.timeS = col.count > 0 ? n * l.instanceS(ar, col.wireBytes() / n) : 0.0;
+    col.timeS = col.count > 0 ? n * l.instanceS(ar, col.wireBytes() / n, WaitKind::Unknown, col.groupSize) : 0.0;
     c.timeS += col.timeS;
   }
 }

@@ -67,11 +67,24 @@ struct LinkModel {
   // ahead and their last starter ended 0.74-0.91 of it after the other (0.24-0.40 ahead), while its
   // small ones stayed under 0.2 either way (validation grid val15).
   std::array<std::vector<InRunSize>, 2> allReduceInRunByWait{}, otherInRunByWait{};
+  // The group size the link was measured in (0: unknown, a preset), and whether its latency is a
+  // ring's steps: Gloo's all-gather passes n - 1 messages round a ring of n ranks and its all-reduce
+  // 2(n - 1), so a group of n ranks pays the measured latency x (n - 1) / (n0 - 1) for the same
+  // wire bytes (the bandwidth term is already per device: wire bytes carry the ring factor). NCCL's
+  // pipelined protocols do not scale so, and nothing here measured how they do: false, carried
+  // unchanged.
+  int measuredGroupSize = 0;
+  bool ringLatency = false;
   // The run's own size nearest in class to an instance carrying `wireBytes` (its class's, else the
-  // pooled one), or nullptr where the run did not use that size.
-  const InRunSize* inRunSize(bool allReduceLike, double wireBytes, WaitKind waited = WaitKind::Unknown) const;
-  // The time of one instance carrying `wireBytes` per device (nccl-tests' S x the bus factor).
-  double instanceS(bool allReduceLike, double wireBytes, WaitKind waited = WaitKind::Unknown) const;
+  // pooled one), or nullptr where the run did not use that size or `groupSize` (0: as measured) is
+  // not the size it was measured in.
+  const InRunSize* inRunSize(bool allReduceLike, double wireBytes, WaitKind waited = WaitKind::Unknown, int groupSize = 0) const;
+  // The time of one instance carrying `wireBytes` per device (nccl-tests' S x the bus factor) in a
+  // group of `groupSize` ranks (0: the size the link was measured in).
+  double instanceS(bool allReduceLike, double wireBytes, WaitKind waited = WaitKind::Unknown, int groupSize = 0) const;
+  // What a group of `groupSize` ranks adds to (or takes from) an instance's measured time: the
+  // latency's extra ring steps where ringLatency, else 0.
+  double ringStepsS(bool allReduceLike, int groupSize) const;
 };
 // A measured curve between its points: log-log interpolation over (x, y) ascending in x, for x in
 // [front.x, back.x] (the link's time by size, a GEMM rate by width).

@@ -301,6 +301,7 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
     if (c.lastLatenessAllReduce > 0 || c.lastLatenessOther > 0)
       c.note += "; the last rank to start ends " + formatFixed(c.lastLatenessAllReduce * 100, 0) + "% / " +
                 formatFixed(c.lastLatenessOther * 100, 0) + "% of the time later";
+    c.link.measuredGroupSize = c.groupSize;
     return c;
   }
   if (!c.run)
@@ -308,6 +309,7 @@ LinkCalibration calibrateLink(const std::vector<CollectiveSample>& probe, const 
                 ": no link probe and fewer than two collectives whose duration grows with their size: no link can be fitted");
   c.source = "run-fit";
   c.link = c.run->link;
+  c.link.measuredGroupSize = c.groupSize;
   c.relError = c.run->meanAbsRelError;
   c.wellConditioned = bothKindsSpread(steps) && c.run->r2 >= 0.8;
   c.note = "fitted from " + name + "'s own collectives (no link probe): " + std::to_string(c.run->samples) + " collectives, " +
@@ -324,8 +326,12 @@ LinkCalibration calibrateLink(TraceStore& store, RunId runId, const std::set<std
   const std::string name = "run" + std::to_string(runId.value());
   try {
     const RunCollectiveSamples samples = runCollectiveSamples(store, runId, leftOutSteps);
-    return calibrateLink(samples.probe, samples.steps, name,
-                         ranOnCuda(store.ranks(runId)) ? kGpuCommInterference : kCpuGlooCommInterference, samples.loaded);
+    const bool cuda = ranOnCuda(store.ranks(runId));
+    LinkCalibration c =
+        calibrateLink(samples.probe, samples.steps, name, cuda ? kGpuCommInterference : kCpuGlooCommInterference, samples.loaded);
+    // Carried to groups of another size: Gloo's ring latency by its steps (comm_model.h).
+    c.link.ringLatency = !cuda;
+    return c;
   } catch (const Error& e) {
     throw Error(store.path() + ": " + e.what());
   }
@@ -385,6 +391,7 @@ JsonValue toJson(const LinkCalibration& c) {
   o.set("min_bytes", JsonValue::number(c.minBytes));
   o.set("max_bytes", JsonValue::number(c.maxBytes));
   o.set("group_size", JsonValue::number(std::int64_t{c.groupSize}));
+  o.set("latency_by_ring_steps", JsonValue::boolean(c.link.ringLatency));
   o.set("well_conditioned", JsonValue::boolean(c.wellConditioned));
   o.set("rel_error", JsonValue::number(c.relError));
   o.set("probe_r2", c.probe ? JsonValue::number(c.probe->r2) : JsonValue());

@@ -75,8 +75,12 @@ PredictionCheck checkPrediction(const MeasuredProfile& mp, const SimulateInput& 
                               std::string(gpu ? "GPU" : "core") + " cannot be checked");
   }
   if (t.gpus != m.gpus)
-    c.extrapolation.push_back(std::to_string(t.gpus) + " ranks from a calibration at " + std::to_string(m.gpus) +
-                              ": the link is carried to the new group size by the ring factor, compute per rank as measured");
+    c.extrapolation.push_back(
+        std::to_string(t.gpus) + " ranks from a calibration at " + std::to_string(m.gpus) +
+        ": the link is carried to the new group size by the ring factor" +
+        (gpu ? std::string(" (its latency as measured)")
+             : " and its latency by the ring's steps (x (n - 1) / " + std::to_string(std::max(1, m.gpus - 1)) + ", Gloo)") +
+        ", compute per rank as measured");
   if (!sameShape(t, m))
     c.extrapolation.push_back(
         "model " + t.model.name + " (" + std::to_string(t.model.layers) + " layers, micro-batch " + std::to_string(t.microBatch) +
@@ -162,14 +166,10 @@ PredictionCheck applyCalibration(SimulateInput& si, const Calibration& c, bool k
   // accumulation, hooks): measured per strategy on CPU ranks; GPU runs keep the calibration's.
   if (c.profile.gloo && si.strategy != c.profile.strategy)
     si.compute.stepOverheadS *= cpuHostOverheadWeight(si.strategy) / cpuHostOverheadWeight(c.profile.strategy);
+  // The run's own sizes stand for themselves only in groups of the size they were measured in, and
+  // a Gloo link's latency grows with a ring's steps (LinkModel::measuredGroupSize, set by
+  // calibrateLink).
   si.intraNode = c.link.link;
-  // The run's own sizes stand for themselves only in groups of the size they were measured in.
-  if (si.model.gpus != c.link.groupSize) {
-    si.intraNode.allReduceInRun.clear();
-    si.intraNode.otherInRun.clear();
-    for (auto& v : si.intraNode.allReduceInRunByWait) v.clear();
-    for (auto& v : si.intraNode.otherInRunByWait) v.clear();
-  }
   si.commInterferenceAllReduce = c.link.commInterferenceAllReduce;
   si.commInterferenceOther = c.link.commInterferenceOther;
   si.lastLatenessAllReduce = c.link.lastLatenessAllReduce;

@@ -549,13 +549,13 @@ OnLink onLink(const Program& p, const CollDef& c) {
 double Program::instanceTime(const CollDef& c) const {
   if (layout.size[c.group] <= 1) return 0;
   const OnLink o = onLink(*this, c);
-  return o.link.instanceS(o.allReduceLike, o.wireBytes, c.onDemand ? WaitKind::OnDemand : WaitKind::Ahead);
+  return o.link.instanceS(o.allReduceLike, o.wireBytes, c.onDemand ? WaitKind::OnDemand : WaitKind::Ahead, layout.size[c.group]);
 }
 
 const LinkModel::InRunSize* Program::inRunSize(const CollDef& c) const {
   if (layout.size[c.group] <= 1) return nullptr;
   const OnLink o = onLink(*this, c);
-  return o.link.inRunSize(o.allReduceLike, o.wireBytes, c.onDemand ? WaitKind::OnDemand : WaitKind::Ahead);
+  return o.link.inRunSize(o.allReduceLike, o.wireBytes, c.onDemand ? WaitKind::OnDemand : WaitKind::Ahead, layout.size[c.group]);
 }
 
 Shape shapeOf(const EstimateInput& in) {

@@ -226,7 +226,11 @@ class TestPrediction : public QObject {
     applyCalibration(same, cal, false, true);
     applyCalibration(wider, cal, false, true);
     QCOMPARE(same.intraNode.otherInRun.size(), std::size_t{2});
-    QVERIFY(wider.intraNode.otherInRun.empty());
+    QCOMPARE(wider.intraNode.measuredGroupSize, 2);
+    for (const auto& s : same.intraNode.otherInRun) {
+      QVERIFY(same.intraNode.inRunSize(false, s.wireBytes, WaitKind::Unknown, 2) != nullptr);
+      QVERIFY(wider.intraNode.inRunSize(false, s.wireBytes, WaitKind::Unknown, 4) == nullptr);
+    }
     QCOMPARE(same.lastLatenessOther, 0.25);
   }
 
@@ -346,7 +350,8 @@ class TestPrediction : public QObject {
     applyCalibration(same, cal, false, true);
     applyCalibration(wider, cal, false, true);
     QCOMPARE(same.intraNode.otherInRunByWait[0].size(), std::size_t{1});
-    QVERIFY(wider.intraNode.otherInRunByWait[0].empty());
+    QVERIFY(same.intraNode.inRunSize(false, w, WaitKind::Ahead, 2) != nullptr);
+    QVERIFY(wider.intraNode.inRunSize(false, w, WaitKind::Ahead, 4) == nullptr);
     QVERIFY(std::abs(same.lastLatenessByWait[1][0] - 0.1) < 1e-12);
     QVERIFY(std::abs(wider.lastLatenessByWait[1][1] - 0.5) < 1e-12);
   }
@@ -479,6 +484,49 @@ class TestPrediction : public QObject {
     const PredictionCheck ok = checkPrediction(big, targetOf(big, Strategy::Zero3, 4), nullptr);
     QVERIFY(ok.refused.empty());
     QCOMPARE(ok.change, std::string("scale"));
+  }
+
+  // A Gloo link measured at 2 ranks, carried to 4: its latency by the ring's steps (3 against 1),
+  // its bandwidth by the wire bytes; the run's own sizes only in groups of the size they were
+  // measured in; an NCCL link's latency as measured.
+  void ringLatencyFollowsTheGroupSize() {
+    LinkModel l{"run1", 1.0, 0, 300, "fit"};
+    l.measuredGroupSize = 2;
+    l.ringLatency = true;
+    l.otherInRun.push_back({2e6, 5e-3, 0.1, false, 8});
+    const auto near = [](double a, double b) { return std::abs(a - b) < 1e-9; };
+    QVERIFY(near(l.instanceS(false, 1e6), 1.3e-3));  // as measured: 300 us + 1 MB at 1 GB/s
+    QVERIFY(near(l.instanceS(false, 1e6, WaitKind::Unknown, 2), 1.3e-3));
+    QVERIFY(near(l.instanceS(false, 1e6, WaitKind::Unknown, 4), 1.9e-3));  // 3 steps of 300 us
+    QVERIFY(near(l.instanceS(false, 1e6, WaitKind::Unknown, 8), 3.1e-3));  // 7 steps
+    QVERIFY(near(l.instanceS(false, 2e6, WaitKind::Unknown, 2), 5e-3));    // the run's own size
+    QVERIFY(near(l.instanceS(false, 2e6, WaitKind::Unknown, 4), 2.9e-3));  // not at 4 ranks
+    QVERIFY(l.inRunSize(false, 2e6, WaitKind::Unknown, 2) != nullptr);
+    QVERIFY(l.inRunSize(false, 2e6, WaitKind::Unknown, 4) == nullptr);
+    // Measured at 4, carried down to 2: two steps fewer.
+    LinkModel four = l;
+    four.measuredGroupSize = 4;
+    four.otherInRun.clear();
+    QVERIFY(near(four.instanceS(false, 1e6, WaitKind::Unknown, 2), 1.3e-3 - 200e-6));
+    // NCCL: latency as measured at any size.
+    LinkModel nccl = l;
+    nccl.ringLatency = false;
+    QVERIFY(near(nccl.instanceS(false, 1e6, WaitKind::Unknown, 4), 1.3e-3));
+    // Through a prediction: the calibration's link is carried and the note says how.
+    const MeasuredProfile big = profileOn(16, 1, 2);
+    Calibration cal;
+    cal.profile = big;
+    cal.link.link = l;
+    cal.link.groupSize = 2;
+    cal.link.source = "probe";
+    cal.link.wellConditioned = true;
+    SimulateInput t = targetOf(big, Strategy::Zero3, 4);
+    const PredictionCheck c = applyCalibration(t, cal, false, false);
+    QVERIFY(c.refused.empty());
+    QVERIFY(near(t.intraNode.instanceS(false, 1e6, WaitKind::Unknown, 4), 1.9e-3));
+    bool said = false;
+    for (const auto& e : c.extrapolation) said = said || e.find("ring's steps") != std::string::npos;
+    QVERIFY(said);
   }
 
   // What changes is named; the interval covers the step spread and the class's validation error.
