@@ -61,11 +61,12 @@ PredictionCheck checkPrediction(const MeasuredProfile& mp, const SimulateInput& 
       const auto describe = [&](int ranks, double load) {
         return std::to_string(ranks) + " rank(s) on the host, " + formatFixed(load, 2) + " per " + unit;
       };
-      c.refused.push_back(describe(tOnHost, lt) + " against the calibration's " + describe(mOnHost, lm) + " (" +
-                          (gpu ? std::to_string(mp.host.gpus) + " GPU(s)"
-                               : std::to_string(mp.host.cpus) + " cores, " + std::to_string(mp.host.threadsPerRank) +
-                                     " intra-op thread(s) per rank") +
-                          "): ranks would share " + (gpu ? "GPUs" : "cores") +
+      c.sharing = describe(tOnHost, lt) + " against the calibration's " + describe(mOnHost, lm) + " (" +
+                  (gpu ? std::to_string(mp.host.gpus) + " GPU(s)"
+                       : std::to_string(mp.host.cpus) + " cores, " + std::to_string(mp.host.threadsPerRank) +
+                             " intra-op thread(s) per rank") +
+                  ")";
+      c.refused.push_back(c.sharing + ": ranks would share " + (gpu ? "GPUs" : "cores") +
                           " differently, and nothing in the calibration measures that; calibrate on a run with the same "
                           "sharing, or pass --allow-extrapolation to scale its compute by the load (" +
                           formatFixed(c.loadFactor, 2) + "x)");
@@ -190,8 +191,8 @@ PredictionCheck applyCalibration(SimulateInput& si, const Calibration& c, bool k
     si.compute.optimizerSPerElement *= check.loadFactor;
     si.compute.optimizerSPerModelElement *= check.loadFactor;
     si.compute.stepOverheadS *= check.loadFactor;
-    check.extrapolation.push_back("compute scaled by the host load, x" + formatFixed(check.loadFactor, 2) + " (" +
-                                  check.refused.front() + ")");
+    check.extrapolation.push_back("compute scaled by the host load, x" + formatFixed(check.loadFactor, 2) + " (" + check.sharing +
+                                  ")");
   }
   return check;
 }

@@ -26,6 +26,8 @@ struct PredictionCheck {
   // (the first that applies, in the order scale, model, strategy, knob).
   std::string change = "replay";
   double loadFactor = 1;  // target host load / calibration's (> 1: compute time-sliced more)
+  // Where the load differs: the target's ranks per core or GPU against the calibration's, in words.
+  std::string sharing;
 };
 
 // `target` is the simulation input (its model, strategy and knobs); `link` the calibration used

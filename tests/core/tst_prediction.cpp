@@ -477,8 +477,14 @@ class TestPrediction : public QObject {
     const PredictionCheck allowed = applyCalibration(b, cal, false, true);
     QVERIFY(std::abs(b.compute.forwardS[1] - 2e-3) < 1e-12);  // 1 ms x load 2
     bool marked = false;
-    for (const auto& e : allowed.extrapolation) marked = marked || e.find("host load") != std::string::npos;
+    for (const auto& e : allowed.extrapolation) {
+      if (e.find("host load") == std::string::npos) continue;
+      marked = true;
+      // Says what the sharing is, not how to get past the refusal the user already passed.
+      QVERIFY2(e.find("2.00 per core") != std::string::npos && e.find("--allow-extrapolation") == std::string::npos, e.c_str());
+    }
     QVERIFY(marked);
+    QVERIFY(c.sharing.find("4 rank(s) on the host") != std::string::npos);
     // A machine with a core per rank at 4 ranks: no refusal, still an extrapolation of scale.
     const MeasuredProfile big = profileOn(16, 1, 2);
     const PredictionCheck ok = checkPrediction(big, targetOf(big, Strategy::Zero3, 4), nullptr);
