@@ -119,13 +119,17 @@ PredictionCheck checkPrediction(const MeasuredProfile& mp, const SimulateInput& 
 
 double validationRmsError(const std::string& change, bool cpu) {
   if (cpu) {
-    // The largest RMS of the relative errors per class over six grids of
-    // benchmarks/simulator_validation.sh on this project's CPU machine (2 cores, Gloo), rounded up:
-    // strategy 7.3 %, knob 7.1 %, model 11.5 % (docs/ESTIMATOR.md, "Validation").
-    if (change == "strategy") return 0.08;
-    if (change == "knob") return 0.08;
+    // The largest RMS of the relative errors per class over the five grids of
+    // benchmarks/simulator_validation.sh made after the model's last change of them (val19-val23,
+    // this project's 2-core CPU machine, Gloo), rounded up: strategy 3.2 %, knob 2.7 % (new knobs
+    // 3.0 %), model 5.6 %; the model's raised to 8 %, as its largest over all twelve stored grids
+    // was 12.6 % (val14, in a burst of load). Re-predicted, those twelve grids put 99.7 % of the strategy
+    // predictions, 98-100 % of the knobs' and 99.1 % of the model's inside their intervals
+    // (docs/ESTIMATOR.md, "Honesty"). Scale is refused on that machine and keeps 15 %.
+    if (change == "strategy") return 0.04;
+    if (change == "knob") return 0.04;
     if (change == "scale") return 0.15;
-    if (change == "model") return 0.12;
+    if (change == "model") return 0.08;
     return 0.0;
   }
   // The same over four grids of benchmarks/simulator_validation_gpu.sh on one H200, two and four
