@@ -68,7 +68,8 @@ struct LinkCalibration {
 //  last_lateness_{on_demand,ahead}_{all_reduce,other} (null: none of the class),
 //  loaded_probe_sizes, in_run [{kind, waited: any|ahead|on_demand, wire_bytes, time_s, last_lateness,
 //  source: steps|loaded_probe, instances}], min_bytes, max_bytes, group_size,
-//  well_conditioned, rel_error, probe_r2, probe_samples, run_r2, run_samples, note}.
+//  latency_by_ring_steps (LinkModel::ringLatency), well_conditioned, rel_error, probe_r2, probe_samples, run_r2, run_samples,
+//  note}.
 JsonValue toJson(const LinkCalibration& c);
 
 // The link of a stored run as above. Throws core::Error naming the store and run when the run has
