@@ -245,6 +245,14 @@ class TestPrediction : public QObject {
     const auto sample = [&](double durationS, double lateness, WaitKind w) {
       return matchedAllGather(bytes, durationS, lateness, w);
     };
+    // A ZeRO-3 run's instances of the size: `onDemand` waited on at once (each `durationS`, its
+    // last starter `lateness` late), `ahead` issued ahead (0.7 ms, 0.2).
+    const auto zero3Run = [&](int onDemand, double durationS, double lateness, int ahead) {
+      std::vector<CollectiveSample> v;
+      for (int i = 0; i < onDemand; ++i) v.push_back(sample(durationS, lateness, WaitKind::OnDemand));
+      for (int i = 0; i < ahead; ++i) v.push_back(sample(0.7e-3, 0.2, WaitKind::Ahead));
+      return v;
+    };
     std::vector<CollectiveSample> loaded;
     for (int i = 0; i < 12; ++i) loaded.push_back(sample(i % 2 ? 1.4e-3 : 1.6e-3, 0.9, WaitKind::OnDemand));
     loaded.push_back(sample(1.5e-3, 0.9, WaitKind::OnDemand));
@@ -252,9 +260,7 @@ class TestPrediction : public QObject {
     loaded.back().durationS = 50e-3;
 
     // With prefetch: 8 waited on at once (0.95 ms, lateness 0.06), 40 issued ahead.
-    std::vector<CollectiveSample> withPrefetch;
-    for (int i = 0; i < 8; ++i) withPrefetch.push_back(sample(0.95e-3, 0.06, WaitKind::OnDemand));
-    for (int i = 0; i < 40; ++i) withPrefetch.push_back(sample(0.7e-3, 0.2, WaitKind::Ahead));
+    const std::vector<CollectiveSample> withPrefetch = zero3Run(8, 0.95e-3, 0.06, 40);
     const LinkCalibration a = calibrateLink(probe, withPrefetch, "zero3", 0.0, loaded);
     QCOMPARE(a.loadedProbeSizes(), 1);
     const auto* od = a.link.inRunSize(false, wire, WaitKind::OnDemand);
@@ -271,9 +277,7 @@ class TestPrediction : public QObject {
     QVERIFY2(std::abs(a0.link.instanceS(false, wire, WaitKind::OnDemand) - 0.95e-3) < 1e-9, "");
 
     // Without prefetch: 20 waited on at once (1.3 ms, 0.8), 28 ahead (42 %): the run's own stand.
-    std::vector<CollectiveSample> noPrefetch;
-    for (int i = 0; i < 20; ++i) noPrefetch.push_back(sample(1.3e-3, 0.8, WaitKind::OnDemand));
-    for (int i = 0; i < 28; ++i) noPrefetch.push_back(sample(0.7e-3, 0.2, WaitKind::Ahead));
+    const std::vector<CollectiveSample> noPrefetch = zero3Run(20, 1.3e-3, 0.8, 28);
     const LinkCalibration b = calibrateLink(probe, noPrefetch, "zero3p0", 0.0, loaded);
     QCOMPARE(b.loadedProbeSizes(), 0);
     const auto* own = b.link.inRunSize(false, wire, WaitKind::OnDemand);
