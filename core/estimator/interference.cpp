@@ -131,12 +131,17 @@ InterferenceFit fitInterference(const std::vector<InterferenceSample>& samples, 
       f2 = residual(groups, x2);
     }
   }
-  f.k = 0.5 * (lo + hi);
-  const double r0 = residual(groups, 0.0), rk = residual(groups, f.k);
-  f.r2Gain = r0 > 0 ? 1.0 - rk / r0 : 0;
+  const double k = 0.5 * (lo + hi);
+  const double r0 = residual(groups, 0.0), rk = residual(groups, k);
+  f.r2Gain = r0 > 0 ? std::max(0.0, 1.0 - rk / r0) : 0;
+  if (f.r2Gain < kMinInterferenceResidualGain)
+    return def("a fit of " + std::to_string(f.samples) + " compute spans, k " + formatFixed(k, 2) +
+               ", lowered their residual by only " + formatFixed(f.r2Gain * 100, 0) + " %");
+  f.k = k;
   f.identified = true;
   f.note = "interference k " + formatFixed(f.k, 2) + " fitted from " + std::to_string(f.samples) +
-           " compute spans (overlap spread " + formatFixed(f.spread, 2) + ", residual -" + formatFixed(f.r2Gain * 100, 0) + "%)";
+           " compute spans (overlap spread " + formatFixed(f.spread, 2) + ", residual lowered by " +
+           formatFixed(f.r2Gain * 100, 0) + " %)";
   return f;
 }
 

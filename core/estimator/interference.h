@@ -66,8 +66,18 @@ double cpuHostOverheadWeight(Strategy s);
 // the same grids (sharded/DDP 0.62, 0.53 and 0.60: 0.24, 0.05 and 0.20, mean 0.16).
 constexpr double kCpuOptimizerModelShare = 0.16;
 
-// Fits k in [0, 3]. With fewer than 20 samples or an overlap spread below 0.15 inside the groups,
-// k = fallback and identified = false.
+// A fit that lowers the spans' residual (against k = 0) by less than this has not told k: its
+// optimum sits where the spans say nothing, most often at the bound k = 0. On the validation grids
+// val22-val24 a third of the fits were such (DDP with 1 MiB buckets, FSDP with forward prefetch,
+// 4-rank FSDP and ZeRO-3: k 0.00-0.15, residual lowered by 0-7 %), while ZeRO-3 without persistence
+// lowered it by 10-45 %. Taken as they were, the k 0 fits left each span's slowdown in its "compute
+// alone", and DDP with 1 MiB buckets predicted DDP's default buckets 2-6 % long
+// (docs/ESTIMATOR.md, "Compute that follows the strategy").
+constexpr double kMinInterferenceResidualGain = 0.10;
+
+// Fits k in [0, 3]. With fewer than 20 samples, an overlap spread below 0.15 inside the groups, or
+// a fit that lowers the residual by less than kMinInterferenceResidualGain, k = fallback and
+// identified = false.
 InterferenceFit fitInterference(const std::vector<InterferenceSample>& samples, double fallback);
 
 // Each sample's duration alone (durS / (1 + k·overlap)).

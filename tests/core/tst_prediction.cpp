@@ -452,6 +452,17 @@ class TestPrediction : public QObject {
     QVERIFY(!flat.identified);
     QCOMPARE(flat.k, 0.2);
     QVERIFY(flat.note.find("default") != std::string::npos);
+    // Overlap that spreads but does not slow the spans (each group's time the same whatever its
+    // overlap, with a little noise): the fit's optimum sits at k = 0 and explains nothing, so the
+    // default stands.
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      v[i].overlap = static_cast<double>(i % 10) / 9.0;
+      v[i].durS = bases[v[i].group] * (1 + 0.01 * ((i * 7) % 3 == 0 ? 1 : -1));
+    }
+    const InterferenceFit unexplained = fitInterference(v, 0.2);
+    QVERIFY(!unexplained.identified);
+    QCOMPARE(unexplained.k, 0.2);
+    QVERIFY2(unexplained.note.find("lowered their residual by only") != std::string::npos, unexplained.note.c_str());
     // Overlap of a span with merged intervals.
     const auto merged = mergeIntervals({{0, 1}, {0.5, 2}, {3, 4}});
     QCOMPARE(merged.size(), std::size_t{2});
