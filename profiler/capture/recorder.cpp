@@ -1,6 +1,7 @@
 #include "profiler/capture/recorder.h"
 
 #include <chrono>
+#include <pthread.h>
 #include <ctime>
 
 #include "core/util/error.h"
@@ -25,7 +26,10 @@ Recorder::Recorder(Options opts) : opts_(std::move(opts)) {
     writer_ = std::make_unique<core::RankWriter>(opts_.dbPath, r);
     rankId_ = writer_->rankId();
   }
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "ss-flush");  // for top -H, perf sched and gdb
+    run();
+  });
 }
 
 Recorder::~Recorder() {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -114,7 +115,11 @@ class GroupImpl final : public Group {
         lane_(lane),
         computeLane_(computeLane),
         device_(device) {
-    thread_ = std::thread([this] { loop(); });
+    thread_ = std::thread([this] {
+      // Named for top -H, perf sched and gdb: "ss-comm <group>" (15 characters at most).
+      pthread_setname_np(pthread_self(), ("ss-comm " + name_).substr(0, 15).c_str());
+      loop();
+    });
   }
   ~GroupImpl() override {
     {
