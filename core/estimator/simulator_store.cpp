@@ -270,6 +270,12 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId, std::optional<do
     for (std::int64_t d = 64; d <= 65536; d *= 2)
       if (const auto g = store.metric(runId, r.id, "gemm_probe_weight_gflops/" + std::to_string(d)); g && *g > 0)
         mp.gemmWeightGflops.push_back({static_cast<double>(d), *g});
+    // A point dipping below both neighbours was timed during a disturbance (kGemmProbeDipShare).
+    for (auto* curve : {&mp.gemmGflops, &mp.gemmWeightGflops})
+      for (const auto& [d, r] : smoothGemmDips(*curve))
+        mp.gemmProbeNote += std::string(mp.gemmProbeNote.empty() ? "" : "; ") + (curve == &mp.gemmWeightGflops ? "weight " : "") +
+                            "d " + formatFixed(d, 0) + " read " + formatFixed(r, 1) +
+                            " GFLOP/s, below both neighbours: interpolated";
     try {
       const JsonValue meta = parseJson(r.metadataJson, "rank metadata");
       const auto num = [&](const char* k, int def) {
@@ -490,6 +496,20 @@ double gemmRate(const std::vector<std::pair<double, double>>& curve, double d) {
   return logLogBetween(curve, d);
 }
 
+std::vector<std::pair<double, double>> smoothGemmDips(std::vector<std::pair<double, double>>& curve) {
+  std::vector<std::pair<double, double>> replaced;
+  for (std::size_t i = 1; i + 1 < curve.size(); ++i) {
+    const auto [d0, r0] = curve[i - 1];
+    const auto [d, r] = curve[i];
+    const auto [d1, r1] = curve[i + 1];
+    if (!(r0 > 0 && r1 > 0 && d0 > 0 && d1 > d0) || !(r < (1.0 - kGemmProbeDipShare) * std::min(r0, r1))) continue;
+    replaced.push_back(curve[i]);
+    const double t = std::log(d / d0) / std::log(d1 / d0);
+    curve[i].second = std::exp(std::log(r0) + t * (std::log(r1) - std::log(r0)));
+  }
+  return replaced;
+}
+
 double layerGemmWidth(const ModelShape& m) { return std::sqrt(static_cast<double>(m.hidden) * static_cast<double>(m.ffn)); }
 double headGemmWidth(const ModelShape& m) { return std::sqrt(static_cast<double>(m.hidden) * static_cast<double>(m.vocab)); }
 
@@ -564,6 +584,7 @@ void applyMeasuredProfile(SimulateInput& si, const MeasuredProfile& mp, bool kee
     si.compute.stepOverheadS = mp.compute.stepOverheadS * (u * byElements + (1 - u) * byTensors);
     si.compute.source = mp.compute.source + ", carried by the measured GEMM rates (" + formatFixed(rLm, 0) + " -> " +
                         formatFixed(rLt, 0) + " GFLOP/s per block) and the activations (x" + formatFixed(actLayer, 2) + ")";
+    if (!mp.gemmProbeNote.empty()) si.compute.source += " (compute probe: " + mp.gemmProbeNote + ")";
     if (u < 1)
       si.compute.source +=
           "; the GPU was busy " + formatFixed(u * 100, 0) + "% of the blocks' host time, the rest carried by op count";
@@ -904,6 +925,7 @@ JsonValue toJson(const MeasuredProfile& m) {
       g.push(std::move(p));
     }
     o.set("gemm_gflops", std::move(g));
+    if (!m.gemmProbeNote.empty()) o.set("gemm_probe_note", JsonValue::string(m.gemmProbeNote));
   }
   if (m.host.known) {
     JsonValue h = JsonValue::object();

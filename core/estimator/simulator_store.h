@@ -45,6 +45,8 @@ struct MeasuredProfile : SimTarget {
   std::vector<std::pair<double, double>> gemmGflops;
   // The same for the weight gradient's products ([d x tokens] @ [tokens x d]).
   std::vector<std::pair<double, double>> gemmWeightGflops;
+  // The probe points taken as disturbed and interpolated (smoothGemmDips), in words; empty if none.
+  std::string gemmProbeNote;
   double stepS = 0;  // measured steady step time (mean over ranks and steps after the first)
   int steadySteps = 0;
   double stepCv = 0;  // relative SD over the steady steps of the ranks' mean step time
@@ -120,6 +122,15 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId, std::optional<do
 // The GEMM rate at width d from a compute probe (log-log between its points, the end point's rate
 // outside them); 0 without a probe.
 double gemmRate(const std::vector<std::pair<double, double>>& curve, double d);
+// A compute probe's point more than this share below both of its neighbours was disturbed: a GEMM's
+// rate on a doubling ladder of widths rises and levels off, it does not dip at one width and come
+// back at the next. On val25 one run's probe read 24.9 GFLOP/s at d 1024 between 32.1 and 30.1
+// (the other five runs: 31.4-32.3), and the medium model's compute it carried to the small one
+// came out 18 % short (docs/ESTIMATOR.md, "Model size").
+constexpr double kGemmProbeDipShare = 0.10;
+// Replaces each such point by the log-log interpolation of its neighbours; returns the widths
+// replaced with their measured rates, for the note.
+std::vector<std::pair<double, double>> smoothGemmDips(std::vector<std::pair<double, double>>& curve);
 // How the rest of a block (its time less its matrix products at the probed rates: norms,
 // activations, softmax, copies, allocation of its gradients, and the dispatch of every op) grows
 // with its activations (tokens x hidden; tokens x vocab for the head): as activations^e. Measured

@@ -434,6 +434,26 @@ class TestPrediction : public QObject {
     QVERIFY_THROWS_EXCEPTION(Error, calibrateLink({}, {}, "run5"));
   }
 
+  // A compute probe point below both neighbours by more than kGemmProbeDipShare is interpolated
+  // between them (log-log); a level-off, a fall at the end and a small dip stay as measured.
+  void smoothsGemmProbeDips() {
+    std::vector<std::pair<double, double>> c{{64, 26.0}, {128, 31.0}, {256, 31.4}, {512, 32.1}, {1024, 24.9}, {2048, 30.1}};
+    const auto replaced = smoothGemmDips(c);
+    QCOMPARE(replaced.size(), std::size_t{1});
+    QCOMPARE(replaced[0].first, 1024.0);
+    QCOMPARE(replaced[0].second, 24.9);
+    // Halfway in log d between 512 and 2048: the geometric mean of their rates.
+    QVERIFY2(std::abs(c[4].second - std::sqrt(32.1 * 30.1)) < 1e-9, qPrintable(QString::number(c[4].second)));
+    QCOMPARE(c[5].second, 30.1);
+    QCOMPARE(c[0].second, 26.0);
+    std::vector<std::pair<double, double>> fine{{64, 26.8}, {128, 31.0}, {256, 29.5}, {512, 31.9}, {1024, 32.3}, {2048, 20.0}};
+    QVERIFY(smoothGemmDips(fine).empty());  // 29.5 is 4.8 % below 31.0: within the probe's noise
+    QCOMPARE(fine[2].second, 29.5);
+    QCOMPARE(fine[5].second, 20.0);
+    std::vector<std::pair<double, double>> two{{64, 10}, {128, 5}};
+    QVERIFY(smoothGemmDips(two).empty());
+  }
+
   // Spans slowed by (1 + 0.6 f) around three bases: k comes back; without spread, the default.
   void fitsInterference() {
     std::vector<InterferenceSample> v;
