@@ -178,6 +178,23 @@ class TestPrediction : public QObject {
     QVERIFY2(std::abs(above.contentionAllReduce - 1.3) < 0.01, qPrintable(QString::number(above.contentionAllReduce)));
     QVERIFY2(std::abs(above.commInterferenceAllReduce - 0.5) < 0.01,
              qPrintable(QString::number(above.commInterferenceAllReduce)));
+    // Too few instances to fit m (a ZeRO-1 run's all-gather after the step, nothing beside it),
+    // faster than the probe: held at the probe too, so no target's all-gathers are sped up by it.
+    std::vector<CollectiveSample> after;
+    for (int i = 0; i < 3; ++i) {
+      CollectiveSample s;
+      s.kind = CollKind::AllGather;
+      s.groupSize = 2;
+      s.messageBytes = std::int64_t{1} << 22;
+      s.durationS = 0.6 * truthS(static_cast<double>(s.messageBytes) * 0.5);
+      after.push_back(s);
+    }
+    const LinkCalibration alone2 = calibrateLink(probe, after, "zero1");
+    QVERIFY(!alone2.commInterferenceFittedOther);
+    QCOMPARE(alone2.contentionOther, 1.0);
+    for (auto& s : after) s.durationS *= 1.4 / 0.6;
+    const LinkCalibration slower = calibrateLink(probe, after, "zero1b");
+    QVERIFY2(slower.contentionOther > 1.2, qPrintable(QString::number(slower.contentionOther)));
   }
 
   // At the sizes the run's steps used three times or more their own mean time stands (without the
