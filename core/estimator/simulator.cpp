@@ -362,6 +362,7 @@ ComputeProfile scaleComputeProfile(const ComputeProfile& p, const EstimateInput&
   out.checkpointedForwardShare = p.checkpointedForwardShare;
   out.recomputeShare = p.recomputeShare;
   out.checkpointProbed = p.checkpointProbed;
+  out.recomputeMeasured = p.recomputeMeasured;
   const auto fm = blockTrainFlops(measured), ft = blockTrainFlops(target);
   const int Lm = a.layers, Lt = b.layers;
   double fLayers = 0, tfLayers = 0, tbLayers = 0;

@@ -53,6 +53,10 @@ struct ComputeProfile {
   double checkpointedForwardShare = kCheckpointedForwardShare;
   double recomputeShare = kRecomputeShare;
   bool checkpointProbed = false;
+  // The recomputation measured in the run's own steps ("recompute <block>" spans, our runtime
+  // since session 15) rather than by the probe: recomputeShare is then that time over the plain
+  // forward (the checkpointed forward over checkpointedForwardShare).
+  bool recomputeMeasured = false;
 };
 
 // Forward 1/3, backward 2/3 of the training FLOPs of each block (6 FLOPs per parameter and token

@@ -198,6 +198,17 @@ void Engine::closeBackwardSegment() {
   segLabel_.clear();
 }
 
+torch::Tensor Engine::recomputeSpan(int block, const std::function<torch::Tensor(torch::Tensor)>& body, const torch::Tensor& in,
+                                    const std::function<void()>& before) {
+  if (!inBackward_) return body(in);
+  const std::string outer = segLabel_.empty() ? "backward " + blockName(block) : segLabel_;
+  noteBackward("recompute " + blockName(block));
+  if (before) before();
+  torch::Tensor out = body(in);
+  noteBackward(outer);
+  return out;
+}
+
 void Engine::noteBackward(const std::string& label) {
   closeBackwardSegment();
   segLabel_ = label;
@@ -421,7 +432,7 @@ class ReplicatedEngine final : public Engine {
     noteBackward("forward " + label);
     torch::Tensor y;
     if (cfg_.activationCheckpointing && block >= 1 && block <= layout_.config.layers && torch::GradMode::is_enabled()) {
-      bodies_[block] = body;
+      bodies_[block] = [this, body, block](torch::Tensor in) { return recomputeSpan(block, body, in); };
       y = checkpointedBlock(x, &bodies_[block]);
     } else {
       y = body(x);
@@ -792,11 +803,10 @@ class ShardedEngine final : public Engine, private FetchUnits {
     torch::Tensor y;
     if (cfg_.activationCheckpointing && block >= 1 && block <= layout_.config.layers && torch::GradMode::is_enabled()) {
       bodies_[block] = [this, body, block](torch::Tensor in) {
-        if (inBackward_) {
+        auto r = recomputeSpan(block, body, in, [this, block] {
           recompute_ = true;
           policy_->beforeRecompute(block);
-        }
-        auto r = body(in);
+        });
         recompute_ = false;
         return r;
       };

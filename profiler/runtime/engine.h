@@ -93,6 +93,12 @@ class Engine : public ForwardHooks {
   // The same for a gradient reduction: sent in bf16 when --reduce-dtype (or the precision) says so.
   CollectiveInfo gradInfo(const std::string& label) const;
   void closeBackwardSegment();
+  // A checkpointed block's recomputation inside its backward, recorded as its own span
+  // ("recompute <block>"), the backward's label restored after it: the simulator then takes the
+  // recomputation's cost from the run's steps rather than from the checkpointing probe. Outside
+  // the backward (the block's first, checkpointed forward) it just runs `body`.
+  torch::Tensor recomputeSpan(int block, const std::function<torch::Tensor(torch::Tensor)>& body, const torch::Tensor& in,
+                              const std::function<void()>& before = {});
   // Waits for a collective with the open compute segment closed around the wait, so the wait is
   // not counted as compute (the post-step all-gathers, the gradient-norm all-reduce).
   void waitOutsideCompute(CommHandle h);

@@ -702,6 +702,58 @@ class TestSimulator : public QObject {
              pr.prediction->checkpointing.c_str());
     QDir(dir).removeRecursively();
   }
+
+  // Where the run's spans hold the recomputation apart ("recompute <block>": our runtime since
+  // session 15, and the simulator's ZeRO-3), its share is read from them, not from the probe: a
+  // simulation recomputing 0.80 of a plain forward reads back at 0.80 although its probe says 1.20,
+  // its backward spans stay the backward alone (8 ms, none of the probe's share taken off them), and
+  // the prediction says where the recomputation came from.
+  void recomputationMeasuredInTheSteps() {
+    auto em = runtimeInput("small", 2);
+    em.activationCheckpointing = true;
+    auto si = simInput(em, Strategy::Zero3, flat(em.model.layers, 4e-3, 8e-3, 1e-9));
+    si.compute.checkpointedForwardShare = 1.0;
+    si.compute.recomputeShare = 0.80;
+    si.steps = 4;
+    si.interference = kCpuGlooInterference;
+    const auto r = simulate(si);
+    const QString dir = QDir::tempPath() + "/tst_simulator_recompute_" + QString::number(QCoreApplication::applicationPid());
+    QDir().mkpath(dir);
+    const std::string db = (dir + "/recompute.db").toStdString();
+    std::filesystem::remove(db);
+    TraceStore store(db);
+    const RunId id = storeAsCpuRuntimeRun(store, r, "recompute");
+    auto& sdb = shardscope::core::storeDb(store);
+    for (const auto& rk : store.ranks(id)) {
+      const std::string rank = std::to_string(rk.id.value()), run = std::to_string(id.value());
+      sdb.exec("INSERT INTO metrics(run_id, rank_id, key, value) VALUES(" + run + "," + rank +
+               ",'ckpt_probe_forward_share', 1.0)");
+      sdb.exec("INSERT INTO metrics(run_id, rank_id, key, value) VALUES(" + run + "," + rank +
+               ",'ckpt_probe_recompute_share', 1.2)");
+    }
+    const auto mp = measuredProfile(store, id);
+    QVERIFY(mp.compute.checkpointProbed);
+    QVERIFY(mp.compute.recomputeMeasured);
+    QVERIFY2(std::abs(mp.compute.recomputeShare / 0.80 - 1) < 0.03, qPrintable(QString::number(mp.compute.recomputeShare)));
+    for (int l = 1; l <= em.model.layers; ++l) {
+      const auto i = static_cast<std::size_t>(l);
+      QVERIFY2(std::abs(mp.compute.forwardS[i] / 4e-3 - 1) < 0.03, qPrintable(QString::number(mp.compute.forwardS[i] * 1e3)));
+      QVERIFY2(std::abs(mp.compute.backwardS[i] / 8e-3 - 1) < 0.03, qPrintable(QString::number(mp.compute.backwardS[i] * 1e3)));
+    }
+    const JsonValue j = toJson(mp);
+    QCOMPARE(j.find("checkpointing")->find("recompute_source")->asString(), std::string("steps"));
+    Calibration cal;
+    cal.profile = mp;
+    cal.link.link = LinkModel{"l", 1.0, 0, 100, "l"};
+    SimulateInput plain = si;
+    plain.model.activationCheckpointing = false;
+    const PredictionCheck c = applyCalibration(plain, cal, false, false);
+    SimulationResult pr = simulate(plain);
+    annotatePrediction(pr, cal, c);
+    QVERIFY2(pr.prediction->checkpointing.find("the recomputation measured in the run's steps") != std::string::npos,
+             pr.prediction->checkpointing.c_str());
+    QDir(dir).removeRecursively();
+  }
 };
 
 QTEST_GUILESS_MAIN(TestSimulator)

@@ -342,6 +342,42 @@ class TestRuntime : public QObject {
 
   // What a run stores: ranks, compute and communication lanes, steps, collectives with bytes and
   // group, memory records, metrics; readable while the run goes (WAL) and after.
+  // A checkpointed block's recomputation is its own span inside the backward ("recompute <block>",
+  // the compute lane), once per layer, step and micro-batch on every rank, in DDP, ZeRO-3 and FSDP
+  // alike; a run without checkpointing has none.
+  void recomputeSpans() {
+    core::TraceStore store(db_, core::Database::Mode::ReadOnly);
+    int checked = 0, plain = 0;
+    for (const auto& r : store.runs()) {
+      if (r.status != core::RunStatus::Completed || r.source != core::RunSource::Runtime) continue;
+      const bool ckpt = r.configJson.find("\"activation_checkpointing\":true") != std::string::npos;
+      std::map<std::string, int> recomputes;  // by block name, over the ranks and steps
+      double recomputeS = 0;
+      for (const auto& t : store.summary(r.id).tracks) {
+        if (t.track.kind != core::TrackKind::CpuThread || t.track.name.rfind("compute", 0) != 0) continue;
+        store.forEachEvent(t.track.id, [&](const core::Event& e) {
+          if (e.name.rfind("recompute ", 0) != 0) return;
+          QVERIFY2(e.step.has_value(), std::string(e.name).c_str());
+          ++recomputes[std::string(e.name)];
+          recomputeS += static_cast<double>(e.endNs - e.startNs) * 1e-9;
+        });
+      }
+      if (!ckpt) {
+        QVERIFY2(recomputes.empty(), qPrintable(QString::fromStdString(r.strategy + ": recompute spans without checkpointing")));
+        ++plain;
+        continue;
+      }
+      ++checked;
+      const std::string what = r.strategy + " " + std::to_string(r.worldSize) + " ranks";
+      QVERIFY2(recomputeS > 0, what.c_str());
+      // Every transformer block of the test model (2 layers) is recomputed; nothing else is.
+      QCOMPARE(static_cast<int>(recomputes.size()), 2);
+      QVERIFY2(recomputes.count("recompute layers.0") && recomputes.count("recompute layers.1"), what.c_str());
+    }
+    QVERIFY2(checked >= 3, qPrintable(QString("%1 checkpointed runs").arg(checked)));
+    QVERIFY(plain > 0);
+  }
+
   void captureContents() {
     core::TraceStore store(db_, core::Database::Mode::ReadOnly);
     std::optional<core::RunId> fsdpRun;
