@@ -201,11 +201,11 @@ void Engine::closeBackwardSegment() {
 torch::Tensor Engine::recomputeSpan(int block, const std::function<torch::Tensor(torch::Tensor)>& body, const torch::Tensor& in,
                                     const std::function<void()>& before) {
   if (!inBackward_) return body(in);
-  const std::string outer = segLabel_.empty() ? "backward " + blockName(block) : segLabel_;
   noteBackward("recompute " + blockName(block));
   if (before) before();
   torch::Tensor out = body(in);
-  noteBackward(outer);
+  // The block's own backward follows (ZeRO-3's module hooks relabel it per module as they fire).
+  noteBackward("backward " + blockName(block));
   return out;
 }
 

@@ -94,7 +94,7 @@ class Engine : public ForwardHooks {
   CollectiveInfo gradInfo(const std::string& label) const;
   void closeBackwardSegment();
   // A checkpointed block's recomputation inside its backward, recorded as its own span
-  // ("recompute <block>"), the backward's label restored after it: the simulator then takes the
+  // ("recompute <block>"), then "backward <block>" for the rest: the simulator then takes the
   // recomputation's cost from the run's steps rather than from the checkpointing probe. Outside
   // the backward (the block's first, checkpointed forward) it just runs `body`.
   torch::Tensor recomputeSpan(int block, const std::function<torch::Tensor(torch::Tensor)>& body, const torch::Tensor& in,
