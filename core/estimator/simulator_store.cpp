@@ -272,9 +272,9 @@ MeasuredProfile measuredProfile(TraceStore& store, RunId runId, std::optional<do
         mp.gemmWeightGflops.push_back({static_cast<double>(d), *g});
     // A point dipping below both neighbours was timed during a disturbance (kGemmProbeDipShare).
     for (auto* curve : {&mp.gemmGflops, &mp.gemmWeightGflops})
-      for (const auto& [d, r] : smoothGemmDips(*curve))
+      for (const auto& [width, rate] : smoothGemmDips(*curve))
         mp.gemmProbeNote += std::string(mp.gemmProbeNote.empty() ? "" : "; ") + (curve == &mp.gemmWeightGflops ? "weight " : "") +
-                            "d " + formatFixed(d, 0) + " read " + formatFixed(r, 1) +
+                            "d " + formatFixed(width, 0) + " read " + formatFixed(rate, 1) +
                             " GFLOP/s, below both neighbours: interpolated";
     try {
       const JsonValue meta = parseJson(r.metadataJson, "rank metadata");
