@@ -68,11 +68,12 @@ constexpr double kCpuOptimizerModelShare = 0.16;
 
 // A fit that lowers the spans' residual (against k = 0) by less than this has not told k: its
 // optimum sits where the spans say nothing, most often at the bound k = 0. On the validation grids
-// val22-val24, 44 of the 54 runs whose spans spread enough to fit were such, 22 of them at k = 0
+// val22-val24, 45 of the 54 runs whose spans spread enough to fit were such, 22 of them at k = 0
 // (DDP with 1 MiB buckets, FSDP with forward prefetch, 4-rank FSDP and ZeRO-3, medium ZeRO-3: k
-// 0.00-0.15, residual lowered by 0-7 %; 4-rank DDP: 0.42-0.58, 5-6 %), while ZeRO-3 without
-// persistence lowered it by 10-45 %. Taken as they were, the k 0 fits left each span's slowdown in its "compute
-// alone", and DDP with 1 MiB buckets predicted DDP's default buckets 2-6 % long
+// 0.00-0.17, residual lowered by 0-10 %; 4-rank DDP: 0.42-0.58, 5-6 %), while eight ZeRO-3 runs
+// without persistence and one medium ZeRO-3 run lowered it by 19-45 %. Taken as they were, the k 0
+// fits left each span's slowdown in its "compute alone", and DDP with 1 MiB buckets predicted DDP's
+// default buckets 2-6 % long
 // (docs/ESTIMATOR.md, "Compute that follows the strategy").
 constexpr double kMinInterferenceResidualGain = 0.10;
 
