@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "core/storage/store_access.h"
@@ -64,6 +65,31 @@ RunId storeAsCpuRuntimeRun(TraceStore& store, const SimulationResult& r, const s
   shardscope::core::storeDb(store).exec("UPDATE runs SET source='runtime' WHERE id=" + std::to_string(id.value()));
   shardscope::core::storeDb(store).exec("UPDATE ranks SET device='cpu' WHERE run_id=" + std::to_string(id.value()));
   return id;
+}
+
+// A checkpointed `small` run on 2 CPU ranks of strategy `s` with plain 4 / 8 ms blocks, whose
+// checkpointed forward costs 1.0 and whose recomputation `recomputeShare` of a plain forward.
+SimulateInput checkpointedSmall(Strategy s, double recomputeShare) {
+  auto em = runtimeInput("small", 2);
+  em.activationCheckpointing = true;
+  auto si = simInput(em, s, flat(em.model.layers, 4e-3, 8e-3, 1e-9));
+  si.compute.checkpointedForwardShare = 1.0;
+  si.compute.recomputeShare = recomputeShare;
+  si.steps = 4;
+  si.interference = kCpuGlooInterference;  // what the reader takes out of spans beside collectives
+  return si;
+}
+
+// The metrics a checkpointing probe writes for each rank of a run: a forward share of 1.0 and the
+// recomputation share `recomputeOf(rank)`.
+void addCheckpointProbe(TraceStore& store, RunId id, const std::function<double(int)>& recomputeOf) {
+  auto& sdb = shardscope::core::storeDb(store);
+  for (const auto& rk : store.ranks(id)) {
+    const std::string rank = std::to_string(rk.id.value()), run = std::to_string(id.value());
+    sdb.exec("INSERT INTO metrics(run_id, rank_id, key, value) VALUES(" + run + "," + rank + ",'ckpt_probe_forward_share', 1.0)");
+    sdb.exec("INSERT INTO metrics(run_id, rank_id, key, value) VALUES(" + run + "," + rank + ",'ckpt_probe_recompute_share', " +
+             std::to_string(recomputeOf(rk.rank)) + ")");
+  }
 }
 
 // A Llama-3-70B-shaped run on `gpus` H100s, 8 per node, 4096 tokens, checkpointing, FLOPs compute.
@@ -646,13 +672,8 @@ class TestSimulator : public QObject {
   // costs) reads back as its plain 4 / 8 ms blocks with the probe's shares; with the constants
   // (0.86 / 0.80) the forward would come back 16 % too long. The knob's prediction says which it used.
   void checkpointedRunReadsBackWithItsProbe() {
-    auto em = runtimeInput("small", 2);
-    em.activationCheckpointing = true;
-    auto si = simInput(em, Strategy::FsdpFull, flat(em.model.layers, 4e-3, 8e-3, 1e-9));
-    si.compute.checkpointedForwardShare = 1.0;
-    si.compute.recomputeShare = 0.95;
-    si.steps = 4;
-    si.interference = kCpuGlooInterference;  // what the reader takes out of spans beside collectives
+    const SimulateInput si = checkpointedSmall(Strategy::FsdpFull, 0.95);
+    const EstimateInput& em = si.model;
     const auto r = simulate(si);
     const QString dir = QDir::tempPath() + "/tst_simulator_ckpt_" + QString::number(QCoreApplication::applicationPid());
     QDir().mkpath(dir);
@@ -660,19 +681,12 @@ class TestSimulator : public QObject {
     std::filesystem::remove(db);
     TraceStore store(db);
     const RunId id = storeAsCpuRuntimeRun(store, r, "ckpt");
-    auto& sdb = shardscope::core::storeDb(store);
     const auto noProbe = measuredProfile(store, id);
     QVERIFY(noProbe.input.activationCheckpointing);
     QVERIFY(!noProbe.compute.checkpointProbed);
     QCOMPARE(noProbe.compute.checkpointedForwardShare, kCheckpointedForwardShare);
     QVERIFY2(noProbe.compute.forwardS[1] > 4e-3 * 1.1, qPrintable(QString::number(noProbe.compute.forwardS[1] * 1e3)));
-    for (const auto& rk : store.ranks(id)) {
-      const std::string rank = std::to_string(rk.id.value()), run = std::to_string(id.value());
-      sdb.exec("INSERT INTO metrics(run_id, rank_id, key, value) VALUES(" + run + "," + rank +
-               ",'ckpt_probe_forward_share', 1.0)");
-      sdb.exec("INSERT INTO metrics(run_id, rank_id, key, value) VALUES(" + run + "," + rank + ",'ckpt_probe_recompute_share', " +
-               (rk.rank == 0 ? "0.90" : "1.00") + ")");
-    }
+    addCheckpointProbe(store, id, [](int rank) { return rank == 0 ? 0.90 : 1.00; });
     const auto mp = measuredProfile(store, id);
     QVERIFY(mp.compute.checkpointProbed);
     QCOMPARE(mp.compute.checkpointedForwardShare, 1.0);
@@ -709,13 +723,8 @@ class TestSimulator : public QObject {
   // its backward spans stay the backward alone (8 ms, none of the probe's share taken off them), and
   // the prediction says where the recomputation came from.
   void recomputationMeasuredInTheSteps() {
-    auto em = runtimeInput("small", 2);
-    em.activationCheckpointing = true;
-    auto si = simInput(em, Strategy::Zero3, flat(em.model.layers, 4e-3, 8e-3, 1e-9));
-    si.compute.checkpointedForwardShare = 1.0;
-    si.compute.recomputeShare = 0.80;
-    si.steps = 4;
-    si.interference = kCpuGlooInterference;
+    const SimulateInput si = checkpointedSmall(Strategy::Zero3, 0.80);
+    const EstimateInput& em = si.model;
     const auto r = simulate(si);
     const QString dir = QDir::tempPath() + "/tst_simulator_recompute_" + QString::number(QCoreApplication::applicationPid());
     QDir().mkpath(dir);
@@ -723,14 +732,7 @@ class TestSimulator : public QObject {
     std::filesystem::remove(db);
     TraceStore store(db);
     const RunId id = storeAsCpuRuntimeRun(store, r, "recompute");
-    auto& sdb = shardscope::core::storeDb(store);
-    for (const auto& rk : store.ranks(id)) {
-      const std::string rank = std::to_string(rk.id.value()), run = std::to_string(id.value());
-      sdb.exec("INSERT INTO metrics(run_id, rank_id, key, value) VALUES(" + run + "," + rank +
-               ",'ckpt_probe_forward_share', 1.0)");
-      sdb.exec("INSERT INTO metrics(run_id, rank_id, key, value) VALUES(" + run + "," + rank +
-               ",'ckpt_probe_recompute_share', 1.2)");
-    }
+    addCheckpointProbe(store, id, [](int) { return 1.2; });
     const auto mp = measuredProfile(store, id);
     QVERIFY(mp.compute.checkpointProbed);
     QVERIFY(mp.compute.recomputeMeasured);
