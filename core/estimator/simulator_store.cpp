@@ -538,8 +538,7 @@ std::vector<std::pair<double, double>> smoothGemmDips(std::vector<std::pair<doub
     const auto [d1, r1] = curve[i + 1];
     if (!(r0 > 0 && r1 > 0 && d0 > 0 && d1 > d0) || !(r < (1.0 - kGemmProbeDipShare) * std::min(r0, r1))) continue;
     replaced.push_back(curve[i]);
-    const double t = std::log(d / d0) / std::log(d1 / d0);
-    curve[i].second = std::exp(std::log(r0) + t * (std::log(r1) - std::log(r0)));
+    curve[i].second = logLogBetween({{d0, r0}, {d1, r1}}, d);
   }
   return replaced;
 }
