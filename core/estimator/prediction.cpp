@@ -217,15 +217,12 @@ void annotatePrediction(SimulationResult& r, const Calibration& c, const Predict
   // Where checkpointing is on either side: what it was taken to cost, and from where.
   if (r.input.model.activationCheckpointing || c.profile.input.activationCheckpointing) {
     const ComputeProfile& cp = r.input.compute;
-    n.checkpointing =
-        "a checkpointed forward " + formatFixed(cp.checkpointedForwardShare, 2) + " and its recomputation " +
-        formatFixed(cp.recomputeShare, 2) + " of a plain forward (" +
-        (cp.recomputeMeasured
-             ? (cp.checkpointProbed ? "the recomputation measured in the run's steps, the forward by its checkpointing probe"
-                                    : "the recomputation measured in the run's steps, the forward by constants")
-         : cp.checkpointProbed ? "the run's checkpointing probe"
-                               : "constants: the run has no checkpointing probe") +
-        ")";
+    std::string source = cp.checkpointProbed ? "the run's checkpointing probe" : "constants: the run has no checkpointing probe";
+    if (cp.recomputeMeasured)
+      source = std::string("the recomputation measured in the run's steps, the forward by ") +
+               (cp.checkpointProbed ? "its checkpointing probe" : "constants");
+    n.checkpointing = "a checkpointed forward " + formatFixed(cp.checkpointedForwardShare, 2) + " and its recomputation " +
+                      formatFixed(cp.recomputeShare, 2) + " of a plain forward (" + source + ")";
   }
   for (const auto& e : n.extrapolation) r.notes.push_back("extrapolation: " + e);
   if (!c.profile.leftOutSteps.empty()) r.notes.push_back("calibration: " + c.profile.leftOutNote);
