@@ -2,12 +2,12 @@
 // known compute and link figures, the collectives each strategy issues against the communication
 // model, overlap and prefetch rules moving the step time in the right direction, the memory peak
 // against the estimator, stragglers, scale, and the simulated run as the analyses read it back.
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <functional>
 #include <string>
 
@@ -66,6 +66,14 @@ RunId storeAsCpuRuntimeRun(TraceStore& store, const SimulationResult& r, const s
   shardscope::core::storeDb(store).exec("UPDATE ranks SET device='cpu' WHERE run_id=" + std::to_string(id.value()));
   return id;
 }
+
+// A database file in a fresh directory of its own, removed with the directory when the test
+// ends, failed checks included (declare it before the TraceStore that opens it).
+struct ScratchDb {
+  QTemporaryDir dir;
+  std::string file;
+  explicit ScratchDb(const char* name) : file((dir.path() + "/" + name).toStdString()) {}
+};
 
 // A checkpointed `small` run on 2 CPU ranks of strategy `s` with plain 4 / 8 ms blocks, whose
 // checkpointed forward costs 1.0 and whose recomputation `recomputeShare` of a plain forward.
@@ -396,10 +404,8 @@ class TestSimulator : public QObject {
   // The stored run reads back like a measured one: lanes, steps, collectives, memory, and the step
   // breakdown's exposed communication equals the simulator's own.
   void storedRunReadsBack() {
-    const QString dir = QDir::tempPath() + "/tst_simulator_" + QString::number(QCoreApplication::applicationPid());
-    QDir().mkpath(dir);
-    const std::string db = (dir + "/sim.db").toStdString();
-    std::filesystem::remove(db);
+    const ScratchDb scratch("sim.db");
+    const std::string& db = scratch.file;
     auto em = runtimeInput("small", 2);
     auto si = simInput(em, Strategy::Zero3, flat(em.model.layers, 3e-3, 6e-3, 1e-10));
     si.steps = 3;
@@ -434,7 +440,6 @@ class TestSimulator : public QObject {
     QCOMPARE(*store.metric(id, std::nullopt, "step_time_ms"), r.steady.stepS * 1e3);
     // A simulated run is not a runtime run: no compute profile from it.
     QVERIFY_THROWS_EXCEPTION(Error, measuredProfile(store, id));
-    QDir(dir).removeRecursively();
   }
 
   // How ranks wait on a collective round-trips: the simulator marks a collective on demand where
@@ -442,10 +447,8 @@ class TestSimulator : public QObject {
   // the stored run says how long each rank waited, and the samples read from it classify each
   // instance the same way; the last starter's lateness comes back per class.
   void waitKindRoundTrip() {
-    const QString dir = QDir::tempPath() + "/tst_simulator_wait_" + QString::number(QCoreApplication::applicationPid());
-    QDir().mkpath(dir);
-    const std::string db = (dir + "/wait.db").toStdString();
-    std::filesystem::remove(db);
+    const ScratchDb scratch("wait.db");
+    const std::string& db = scratch.file;
     TraceStore store(db);
     auto em = runtimeInput("small", 2);
     for (const std::int64_t prefetch : {std::int64_t{0}, std::int64_t{50000000}}) {
@@ -477,7 +480,6 @@ class TestSimulator : public QObject {
       }
       QVERIFY2(std::abs(late[1] / dur[1] - 0.5) < 0.005, qPrintable(QString::number(late[1] / dur[1])));
     }
-    QDir(dir).removeRecursively();
   }
 
   // The link fitted from a stored run's collectives is the link it was simulated with: instances
@@ -491,10 +493,8 @@ class TestSimulator : public QObject {
   }
   void fittedLinkRoundTrip() {
     QFETCH(int, strategy);
-    const QString dir = QDir::tempPath() + "/tst_simulator_fit_" + QString::number(QCoreApplication::applicationPid());
-    QDir().mkpath(dir);
-    const std::string db = (dir + "/fit.db").toStdString();
-    std::filesystem::remove(db);
+    const ScratchDb scratch("fit.db");
+    const std::string& db = scratch.file;
     auto em = runtimeInput("small", 4);
     em.bucketCapMb = 2;  // DDP: buckets of several sizes
     auto si = simInput(em, static_cast<Strategy>(strategy), flat(em.model.layers, 3e-3, 6e-3, 1e-10));
@@ -527,7 +527,6 @@ class TestSimulator : public QObject {
       QVERIFY2(std::abs(f.link.alphaUs - 100) < 1, qPrintable(QString("latency %1 us").arg(f.link.alphaUs)));
     }
     QVERIFY(f.meanAbsRelError < 1e-3);
-    QDir(dir).removeRecursively();
   }
 
   // The rank-to-rank variation measured from a run is the one that made it: a simulation with a
@@ -541,10 +540,8 @@ class TestSimulator : public QObject {
   }
   void measuredJitterRoundTrip() {
     QFETCH(double, jitter);
-    const QString dir = QDir::tempPath() + "/tst_simulator_jit_" + QString::number(QCoreApplication::applicationPid());
-    QDir().mkpath(dir);
-    const std::string db = (dir + "/jit.db").toStdString();
-    std::filesystem::remove(db);
+    const ScratchDb scratch("jit.db");
+    const std::string& db = scratch.file;
     auto em = runtimeInput("small", 4);
     auto prof = flat(em.model.layers, 4e-3, 8e-3, 1e-9);
     prof.forwardS[1] = 6e-3;  // blocks of different lengths
@@ -566,7 +563,6 @@ class TestSimulator : public QObject {
     QCOMPARE(mp.steps, 12);
     QVERIFY(std::abs(mp.compute.forwardS[1] - 6e-3) < 6e-3 * (0.02 + jitter / 3));
     QVERIFY(std::abs(mp.compute.backwardS[2] - 8e-3) < 8e-3 * (0.02 + jitter / 3));
-    QDir(dir).removeRecursively();
   }
 
   // A measured jitter distribution is drawn from as it is: every op 50 % late takes the compute to
@@ -587,10 +583,8 @@ class TestSimulator : public QObject {
       q.assign(kJitterQuantiles, 0.0);
       for (int i = kJitterQuantiles * 9 / 10; i < kJitterQuantiles; ++i) q[static_cast<std::size_t>(i)] = 0.4;
     }
-    const QString dir = QDir::tempPath() + "/tst_simulator_tail_" + QString::number(QCoreApplication::applicationPid());
-    QDir().mkpath(dir);
-    const std::string db = (dir + "/tail.db").toStdString();
-    std::filesystem::remove(db);
+    const ScratchDb scratch("tail.db");
+    const std::string& db = scratch.file;
     const auto r = simulate(si);
     TraceStore store(db);
     const RunId id = writeSimulatedRun(store, r, "tail");
@@ -609,7 +603,6 @@ class TestSimulator : public QObject {
       QVERIFY(std::abs(q[static_cast<std::size_t>(kJitterQuantiles / 2)]) < 0.12);
       QVERIFY2(mp.phaseJitter[p] < 0.15, qPrintable(QString::number(mp.phaseJitter[p])));
     }
-    QDir(dir).removeRecursively();
   }
   // A ZeRO-3 rank waits for each parameter's all-gather inside a block, so a block's pass is stored
   // in pieces of different lengths. Read back, each block's pass is one interference sample (its
@@ -623,10 +616,8 @@ class TestSimulator : public QObject {
     si.interference = kCpuGlooInterference;
     si.intraNode = LinkModel{"slow", 0.2, 0, 300, "test"};  // collectives long enough to overlap compute
     const auto r = simulate(si);
-    const QString dir = QDir::tempPath() + "/tst_simulator_pieces_" + QString::number(QCoreApplication::applicationPid());
-    QDir().mkpath(dir);
-    const std::string db = (dir + "/pieces.db").toStdString();
-    std::filesystem::remove(db);
+    const ScratchDb scratch("pieces.db");
+    const std::string& db = scratch.file;
     TraceStore store(db);
     const RunId id = storeAsCpuRuntimeRun(store, r, "pieces");
     int pieces = 0;
@@ -663,7 +654,6 @@ class TestSimulator : public QObject {
     }
     QVERIFY2(stretched > alone * (1 + 0.5 * kCpuGlooInterference * mp.interference.meanOverlap),
              qPrintable(QString("forward blocks %1 ms with k 0, %2 ms alone").arg(stretched * 1e3).arg(alone * 1e3)));
-    QDir(dir).removeRecursively();
   }
 
   // A checkpointed run's spans are turned back into a plain profile with the run's own
@@ -675,10 +665,8 @@ class TestSimulator : public QObject {
     const SimulateInput si = checkpointedSmall(Strategy::FsdpFull, 0.95);
     const EstimateInput& em = si.model;
     const auto r = simulate(si);
-    const QString dir = QDir::tempPath() + "/tst_simulator_ckpt_" + QString::number(QCoreApplication::applicationPid());
-    QDir().mkpath(dir);
-    const std::string db = (dir + "/ckpt.db").toStdString();
-    std::filesystem::remove(db);
+    const ScratchDb scratch("ckpt.db");
+    const std::string& db = scratch.file;
     TraceStore store(db);
     const RunId id = storeAsCpuRuntimeRun(store, r, "ckpt");
     const auto noProbe = measuredProfile(store, id);
@@ -714,7 +702,6 @@ class TestSimulator : public QObject {
     QVERIFY2(pr.prediction->checkpointing.find("recomputation 0.95 of a plain forward (the run's checkpointing probe)") !=
                  std::string::npos,
              pr.prediction->checkpointing.c_str());
-    QDir(dir).removeRecursively();
   }
 
   // Where the run's spans hold the recomputation apart ("recompute <block>": our runtime since
@@ -726,10 +713,8 @@ class TestSimulator : public QObject {
     const SimulateInput si = checkpointedSmall(Strategy::Zero3, 0.80);
     const EstimateInput& em = si.model;
     const auto r = simulate(si);
-    const QString dir = QDir::tempPath() + "/tst_simulator_recompute_" + QString::number(QCoreApplication::applicationPid());
-    QDir().mkpath(dir);
-    const std::string db = (dir + "/recompute.db").toStdString();
-    std::filesystem::remove(db);
+    const ScratchDb scratch("recompute.db");
+    const std::string& db = scratch.file;
     TraceStore store(db);
     const RunId id = storeAsCpuRuntimeRun(store, r, "recompute");
     addCheckpointProbe(store, id, [](int) { return 1.2; });
@@ -754,7 +739,6 @@ class TestSimulator : public QObject {
     annotatePrediction(pr, cal, c);
     QVERIFY2(pr.prediction->checkpointing.find("the recomputation measured in the run's steps") != std::string::npos,
              pr.prediction->checkpointing.c_str());
-    QDir(dir).removeRecursively();
   }
 };
 
