@@ -33,6 +33,7 @@
 #include "core/import/kineto_importer.h"
 #include "core/import/trace_reader.h"
 #include "core/merge/job_merge.h"
+#include "core/storage/database_check.h"
 #include "core/storage/import_log.h"
 #include "core/storage/run_copy.h"
 #include "core/storage/trace_store.h"
@@ -251,6 +252,26 @@ JsonValue runJson(const core::RunSummary& s, bool withTracks) {
   }
   r.set("ranks", std::move(ranks));
   return r;
+}
+
+// Whether the file reads (PRAGMA quick_check on a fresh connection) and, if not, why: exit 0 when
+// it is healthy, 3 (kDatabase) otherwise. What the app says after a failed read.
+int cmdCheck(const Args& a, core::CancelToken&) {
+  const std::string path = dbPath(a);
+  const double wait = a.getDouble("wait", 5.0);
+  const core::DatabaseHealth h =
+      core::checkDatabase(path, std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, wait) * 1000.0)));
+  if (a.has("json")) {
+    JsonValue out = JsonValue::object();
+    out.set("db", JsonValue::string(path));
+    out.set("state", JsonValue::string(core::DatabaseHealth::stateName(h.state)));
+    out.set("detail", JsonValue::string(h.detail));
+    out.set("message", JsonValue::string(h.message(path)));
+    std::cout << out.dump() << "\n";
+  } else {
+    (h.ok() ? std::cout : std::cerr) << h.message(path) << "\n";
+  }
+  return h.ok() ? kOk : kDatabase;
 }
 
 int cmdInfo(const Args& a, core::CancelToken& cancel) {
@@ -1143,6 +1164,12 @@ const std::vector<Command>& commands() {
        "Show runs, ranks, tracks, event counts and time spans",
        {{"run", true, "one run in detail (tracks per rank)"}},
        cmdInfo},
+      {"check",
+       "shardscope-cli check [--db F] [--wait SECONDS] [--json]",
+       "Check that a database reads (PRAGMA quick_check on a fresh read-only connection): ok, locked, unreadable, "
+       "missing, not-a-database or malformed with SQLite's words; exit 0 only when it is healthy",
+       {{"wait", true, "seconds to wait for another writer's lock (default 5)"}},
+       cmdCheck},
       {"analyze",
        "shardscope-cli analyze [--db F] [--run ID | --all-runs] [--json | --csv]",
        "Analyse a run (default: the latest): HTA-compatible overlap and breakdowns, per-step exposed "

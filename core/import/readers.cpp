@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "core/import/trace_reader.h"
+#include "core/storage/open_guard.h"
 #include "core/util/error.h"
 #include "core/util/input_source.h"
 
@@ -71,6 +72,8 @@ const TraceReader& chooseReader(const std::vector<std::string>& files, const std
       for (const char* suffix : {"", "-wal", "-shm", "-journal"})
         if (std::filesystem::equivalent(f, storePath + suffix, ec))
           throw Error(f + ": is the database being imported into (or one of its SQLite files), not a trace file");
+    if (isHeldDatabaseFile(f))
+      throw Error(f + ": is a database this process has open (or one of its SQLite files), not a trace file");
     const std::string head = readHead(f);
     const TraceReader* best = nullptr;
     int bestScore = 0;

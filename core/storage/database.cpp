@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/storage/open_guard.h"
 #include "core/util/error.h"
 #include "core/util/progress.h"
 
@@ -107,6 +108,40 @@ std::atomic<const CancelToken*> g_cancel{nullptr};
 constexpr auto kReportEvery = std::chrono::seconds(2);
 constexpr std::int64_t kBuiltInTimeoutMs = 600'000;
 
+// SQLite's unix VFS opens the database, -wal, -shm and -journal through its system-call table:
+// pointed at the C library's open, so that the open guard (open_guard.h) never refuses SQLite
+// itself. Done once, before the first connection (xSetSystemCall is not thread-safe).
+void routeSqliteOpensPastTheGuard() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    sqlite3_vfs* vfs = sqlite3_vfs_find(nullptr);
+    if (vfs && vfs->iVersion >= 3 && vfs->xSetSystemCall)
+      vfs->xSetSystemCall(vfs, "open", reinterpret_cast<sqlite3_syscall_ptr>(&detail::libcOpen));
+  });
+}
+
+DatabaseError::Problem problemOf(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return DatabaseError::Problem::Locked;
+    case SQLITE_CORRUPT:
+      return DatabaseError::Problem::Corrupt;
+    case SQLITE_NOTADB:
+      return DatabaseError::Problem::NotADatabase;
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+      return DatabaseError::Problem::Unreadable;
+    case SQLITE_FULL:
+      return DatabaseError::Problem::Full;
+    case SQLITE_READONLY:
+      return DatabaseError::Problem::ReadOnly;
+    default:
+      return DatabaseError::Problem::Other;
+  }
+}
+
 bool isBusy(int rc) { return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED; }
 
 std::string seconds(std::chrono::milliseconds t) {
@@ -197,29 +232,37 @@ void Database::failWith(int rc, const std::string& what) const {
     if (cancelled) throw Cancelled();
     if (timedOut)
       throw DatabaseError(prefix + "the database stayed locked by another writer (an import, a run or the app) for " +
-                          seconds(lastWait_) + "; gave up (SHARDSCOPE_BUSY_TIMEOUT=SECONDS waits longer)");
+                              seconds(lastWait_) + "; gave up (SHARDSCOPE_BUSY_TIMEOUT=SECONDS waits longer)",
+                          DatabaseError::Problem::Locked);
   }
+  const DatabaseError::Problem problem = problemOf(rc);
   if ((rc & 0xff) == SQLITE_NOTADB)
-    throw DatabaseError(path_ + ": not a SQLite database (bad header); refusing to open it as a Shardscope database");
+    throw DatabaseError(path_ + ": not a SQLite database (bad header); refusing to open it as a Shardscope database", problem);
   if ((rc & 0xff) == SQLITE_FULL)
-    throw DatabaseError(prefix + "the disk is full (" + errorMessage() + "); nothing of this operation was stored");
-  throw DatabaseError(prefix + errorMessage());
+    throw DatabaseError(prefix + "the disk is full (" + errorMessage() + "); nothing of this operation was stored", problem);
+  throw DatabaseError(prefix + errorMessage(), problem);
 }
 
-Database::Database(const std::string& path, Mode mode) : path_(path), mode_(mode), busyTimeout_(BusyPolicy::defaultTimeout()) {
+Database::Database(const std::string& path, Mode mode) : Database(path, mode, BusyPolicy::defaultTimeout()) {}
+
+Database::Database(const std::string& path, Mode mode, std::chrono::milliseconds busyTimeout)
+    : path_(path), mode_(mode), busyTimeout_(busyTimeout) {
   // Only stat() here: opening and closing a descriptor of the file would drop the POSIX locks of
   // every connection this process already has on it. SQLite itself says SQLITE_NOTADB below.
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw DatabaseError(path + ": is a directory, not a Shardscope database");
   const int flags =
       (mode == Mode::ReadOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX;
+  routeSqliteOpensPastTheGuard();
   const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     db_ = nullptr;
-    throw DatabaseError(path + ": cannot open database: " + msg);
+    throw DatabaseError(path + ": cannot open database: " + msg, problemOf(rc));
   }
+  // From here on the process holds the file: nothing outside SQLite may open it (open_guard.h).
+  held_ = holdDatabaseFile(path);
   sqlite3_extended_result_codes(db_, 1);
   sqlite3_busy_handler(db_, &Database::onBusy, this);
   try {
@@ -229,16 +272,22 @@ Database::Database(const std::string& path, Mode mode) : path_(path), mode_(mode
   } catch (...) {
     sqlite3_close(db_);
     db_ = nullptr;
+    releaseDatabaseFile(std::exchange(held_, {}));
     throw;
   }
   if (mode == Mode::ReadWrite && sqlite3_db_readonly(db_, "main") == 1) {
     sqlite3_close(db_);
     db_ = nullptr;
-    throw DatabaseError(path + ": database file is read-only (check its permissions); cannot write to it");
+    releaseDatabaseFile(std::exchange(held_, {}));
+    throw DatabaseError(path + ": database file is read-only (check its permissions); cannot write to it",
+                        DatabaseError::Problem::ReadOnly);
   }
 }
 
-Database::~Database() { sqlite3_close_v2(db_); }
+Database::~Database() {
+  sqlite3_close_v2(db_);
+  releaseDatabaseFile(held_);
+}
 
 void Database::exec(std::string_view sql) {
   const std::string s(sql);

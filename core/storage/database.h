@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/storage/open_guard.h"
+
 struct sqlite3;
 struct sqlite3_stmt;
 
@@ -91,6 +93,8 @@ class Database {
   enum class Mode { ReadWrite, ReadOnly };
   // Opens (creating if ReadWrite and absent) the file. Does not apply the schema; see Schema::open.
   Database(const std::string& path, Mode mode);
+  // The same, waiting at most `busyTimeout` for another connection's lock (the first read included).
+  Database(const std::string& path, Mode mode, std::chrono::milliseconds busyTimeout);
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
@@ -121,6 +125,7 @@ class Database {
   std::string path_;
   Mode mode_;
   sqlite3* db_ = nullptr;
+  HeldFile held_;  // this connection's count in the open guard
   std::chrono::milliseconds busyTimeout_;
   const CancelToken* cancel_ = nullptr;
   std::chrono::steady_clock::time_point waitStart_{};

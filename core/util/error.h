@@ -14,7 +14,20 @@ class Error : public std::runtime_error {
 // The database itself is the problem (not SQLite, read-only, newer schema, I/O failure on it).
 class DatabaseError : public Error {
  public:
-  explicit DatabaseError(const std::string& message) : Error(message) {}
+  // What SQLite said, so that a surface can tell a file it cannot read now (locked, unreadable, a
+  // read that saw pages it could not make sense of) from one that is truly damaged: only
+  // checkDatabase's PRAGMA quick_check decides the latter (core/storage/database_check.h).
+  enum class Problem { Other, Locked, Unreadable, Corrupt, NotADatabase, Full, ReadOnly };
+  explicit DatabaseError(const std::string& message, Problem problem = Problem::Other) : Error(message), problem_(problem) {}
+  Problem problem() const { return problem_; }
+  // Corrupt, NotADatabase or Unreadable: reopening the file (every connection of the process) may
+  // read it again, and checkDatabase says whether it is damaged.
+  bool readFailure() const {
+    return problem_ == Problem::Corrupt || problem_ == Problem::NotADatabase || problem_ == Problem::Unreadable;
+  }
+
+ private:
+  Problem problem_;
 };
 
 // Thrown when a CancelToken was triggered; callers treat it as "stopped by the user", not a failure.

@@ -310,7 +310,11 @@ class TestReport : public QObject {
     // Swap the throughputs: the other run wins (nothing is canned).
     QTemporaryDir d2;
     const std::string copy = pathIn(d2, "copy.db");
-    QVERIFY(QFile::copy(QString::fromStdString(db_), QString::fromStdString(copy)));
+    {
+      // Through SQLite: a file copy would open the database this process holds (open_guard.h).
+      TraceStore source(db_, Database::Mode::ReadOnly);
+      shardscope::core::storeDb(source).exec("VACUUM INTO '" + copy + "'");
+    }
     TraceStore store2(copy);
     store2.setMetric(a_, std::nullopt, metric_keys::kTokensPerSecond, 2000);
     const Report rep2 = buildReport(store2, {a_, b_});
@@ -329,7 +333,11 @@ class TestReport : public QObject {
   void tieGoesToTheLeanerRun() {
     QTemporaryDir d;
     const std::string copy = pathIn(d, "tie.db");
-    QVERIFY(QFile::copy(QString::fromStdString(db_), QString::fromStdString(copy)));
+    {
+      // Through SQLite: a file copy would open the database this process holds (open_guard.h).
+      TraceStore source(db_, Database::Mode::ReadOnly);
+      shardscope::core::storeDb(source).exec("VACUUM INTO '" + copy + "'");
+    }
     TraceStore store(copy);
     // Give run b twice the memory of run a at its peak: one more [memory] record on rank 0.
     const Report before = buildReport(store, {a_, b_});

@@ -44,6 +44,8 @@
 #include <utility>
 
 #include "core/export/perfetto_exporter.h"
+#include "core/storage/database_check.h"
+#include "core/storage/open_guard.h"
 #include "core/storage/trace_store.h"
 #include "core/util/error.h"
 #include "ui/common/background.h"
@@ -89,6 +91,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setAcceptDrops(true);
 
   session_ = new RunSession(this);
+  // Queued: the failure is reported from inside a poll or a task's callback; the recovery closes
+  // what reported it.
+  connect(session_, &RunSession::readFailed, this, &MainWindow::recoverDatabase, Qt::QueuedConnection);
+  recoverTimer_ = new QTimer(this);
+  recoverTimer_->setSingleShot(true);
+  connect(recoverTimer_, &QTimer::timeout, this, &MainWindow::continueRecovery);
   import_ = new ImportProcess(this);
   buildUi();
   buildActions();
@@ -502,6 +510,73 @@ void MainWindow::chooseDatabase() {
   if (!path.isEmpty()) openDatabase(path, OpenMode::MustExist);
 }
 
+// ------------------------------------------------------------------------------------------------
+// A failed read: close, check, reopen
+
+void MainWindow::recoverDatabase(const QString& error) {
+  if (recovering() || dbPath_.isEmpty()) return;
+  recoverPath_ = dbPath_;
+  recoverReadOnly_ = readOnly_;
+  recoverRuns_ = selectedRuns();
+  recoverPage_ = currentPage() ? currentPage()->pageId() : QString();
+  recoverNote_.clear();
+  recoverSince_ = QDateTime::currentMSecsSinceEpoch();
+  // SQLite's words for SQLITE_CORRUPT name damage the check has not found yet: a process that lost
+  // its locks reads a stale view of a healthy file the same way.
+  QString what = error;
+  what.replace(QLatin1String("database disk image is malformed"),
+               QLatin1String("SQLITE_CORRUPT: the pages read did not fit together (a stale view of the file, or damage)"));
+  log(tr("Reading %1 failed (%2): closing the app's connections to it, then checking the file").arg(recoverPath_, what));
+  // SQLite shares one view of a file among a process's connections: the check and the reopen
+  // need all of them closed, the background readers' included (they end when cancelled).
+  closeDatabase();
+  dbLabel_->setText(tr("Reopening %1…").arg(recoverPath_));
+  statusBar()->showMessage(tr("Checking %1…").arg(recoverPath_));
+  recoverTimer_->start(0);
+}
+
+void MainWindow::continueRecovery() {
+  if (!recovering()) return;
+  const QString path = recoverPath_;
+  const qint64 waited = QDateTime::currentMSecsSinceEpoch() - recoverSince_;
+  // Readers of the old view still closing (a cancelled analysis ends at its next check).
+  if (core::heldConnections(path.toStdString()) > 0 && waited < 30000) {
+    recoverTimer_->start(50);
+    return;
+  }
+  const core::DatabaseHealth health = core::checkDatabase(path.toStdString(), std::chrono::milliseconds(2000));
+  const QString said = QString::fromStdString(health.message(path.toStdString()));
+  using S = core::DatabaseHealth::State;
+  if (health.ok()) {
+    const QList<core::RunId> runs = recoverRuns_;
+    const QString page = recoverPage_;
+    const bool readOnly = recoverReadOnly_;
+    recoverPath_.clear();
+    if (openDatabase(path, OpenMode::MustExist)) {
+      if (readOnly && !readOnly_) log(tr("%1 is writable again").arg(path));
+      if (!page.isEmpty()) showPage(page);
+      if (!runs.isEmpty()) browser_->selectAfterNextLoad(runs);
+      log(tr("%1 reads again: reopened (%2)").arg(path, said));
+      statusBar()->showMessage(tr("%1 reads again").arg(path), 5000);
+      Q_EMIT databaseRecovered(path, said);
+    }
+    return;
+  }
+  if (health.state == S::Malformed || health.state == S::NotADatabase) {
+    recoverPath_.clear();
+    dbLabel_->setText(tr("No database"));
+    showError(said);
+    return;
+  }
+  // Locked, unreadable, missing: said once per state, tried again every 2 s until it reads (or
+  // another database is opened).
+  if (said != recoverNote_) {
+    showError(tr("%1; trying again every 2 s").arg(said), false);
+    recoverNote_ = said;
+  }
+  recoverTimer_->start(2000);
+}
+
 bool MainWindow::openDatabase(const QString& path, OpenMode mode) {
   if (path.isEmpty()) {
     showError(tr("No database file given"));
@@ -517,12 +592,33 @@ bool MainWindow::openDatabase(const QString& path, OpenMode mode) {
     showError(tr("%1: is a directory, not a database file").arg(abs));
     return false;
   }
+  // Opening another database ends a recovery; reopening the open one starts from no connection
+  // (the old ones would share their view of the file with the new).
+  if (recovering() && recoverPath_ != abs) recoverPath_.clear();
+  recoverTimer_->stop();
+  if (abs == dbPath_) closeDatabase();
   std::unique_ptr<core::TraceStore> store;
   bool readOnly = false;
+  QString rwError;
   try {
     store = std::make_unique<core::TraceStore>(abs.toStdString());
   } catch (const std::exception& e) {
-    const QString rwError = QString::fromUtf8(e.what());
+    rwError = QString::fromUtf8(e.what());
+    if (const auto* dbError = dynamic_cast<const core::DatabaseError*>(&e); dbError && dbError->readFailure()) {
+      // Say what the file is, not what one read saw: "malformed" only after quick_check says so.
+      const core::DatabaseHealth health = core::checkDatabase(abs.toStdString(), std::chrono::milliseconds(2000));
+      if (health.ok()) {
+        try {
+          store = std::make_unique<core::TraceStore>(abs.toStdString());
+        } catch (const std::exception& again) {
+          rwError = QString::fromUtf8(again.what());
+        }
+      } else {
+        rwError = QString::fromStdString(health.message(abs.toStdString()));
+      }
+    }
+  }
+  if (!store) {
     // A file we may read but not write (another user's, a read-only mount): browse it read-only.
     if (info.exists() && info.isReadable() && !info.isWritable()) {
       try {
@@ -821,6 +917,8 @@ bool MainWindow::importTraces(const QStringList& paths) {
 bool MainWindow::isDatabaseFile(const QString& path) {
   const QFileInfo info(path);
   if (!info.isFile()) return false;
+  // A database the app holds is one, and must not be opened outside SQLite (open_guard.h).
+  if (core::isHeldDatabaseFile(path.toStdString())) return true;
   // SQLite's file header; a trace (JSON, gzip, xz) never starts with it.
   QFile f(path);
   if (f.open(QIODevice::ReadOnly) && f.read(16) == QByteArray("SQLite format 3\0", 16)) return true;

@@ -73,6 +73,12 @@ class MainWindow : public QMainWindow {
   QString databasePath() const { return dbPath_; }
   bool isReadOnly() const { return readOnly_; }
   QString lastError() const { return lastError_; }
+  // Reading the open database failed in a way a reopen may cure (RunSession::readFailed): every
+  // connection of the app to it is closed, the file is checked on a fresh one (core::checkDatabase)
+  // and reopened with the same selection and page when it reads; what the check found is said (the
+  // file is called damaged only when PRAGMA quick_check says so). Retries while it is locked or
+  // unreadable; databaseRecovered or an error at the end.
+  bool recovering() const { return !recoverPath_.isEmpty(); }
   QStringList errors() const { return errors_; }  // every error shown since the start
 
   RunSession* session() const { return session_; }
@@ -163,6 +169,8 @@ class MainWindow : public QMainWindow {
 
  Q_SIGNALS:
   void databaseOpened(const QString& path);
+  // A database whose read failed reads again and is reopened (see recovering()).
+  void databaseRecovered(const QString& path, const QString& check);
   void runsLoaded();  // after every (re)load of the run list
   void importFinished(bool ok, const QList<qint64>& runIds);
   void launchEnded(bool ok, const QList<qint64>& runIds);
@@ -205,6 +213,17 @@ class MainWindow : public QMainWindow {
   void log(const QString& text, bool error = false);
   void showError(const QString& message, bool popup = true);
   void updateTaskUi();  // the activities of the import, the launch and the browser
+
+  // Recovering from a failed read (recovering()).
+  void recoverDatabase(const QString& error);
+  void continueRecovery();
+  QString recoverPath_;
+  bool recoverReadOnly_ = false;
+  QList<core::RunId> recoverRuns_;
+  QString recoverPage_;
+  QString recoverNote_;  // the last state said (once per state)
+  qint64 recoverSince_ = 0;
+  QTimer* recoverTimer_ = nullptr;
 
   // Database.
   std::unique_ptr<core::TraceStore> store_;

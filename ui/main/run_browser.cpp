@@ -169,7 +169,8 @@ void RunBrowser::reloadRuns() {
         runsTask_ = nullptr;
         // The watch tries again at every poll: one message for one problem, not one every poll.
         const QString msg = tr("Cannot read the runs of %1: %2").arg(dbPath_, error);
-        if (msg != runsError_) Q_EMIT errorOccurred(msg, true);
+        // A read failure is the window's to check and say, once it knows what the file is.
+        if (msg != runsError_ && !session_->readFailureReported()) Q_EMIT errorOccurred(msg, true);
         runsError_ = msg;
         Q_EMIT activityChanged();
       });
@@ -240,6 +241,12 @@ void RunBrowser::poll() {
     // The session drops the analyses of runs that changed (another process finished or deleted one).
     try {
       session_->poll();
+    } catch (const core::DatabaseError& e) {
+      if (e.readFailure()) {
+        session_->reportReadFailure(QString::fromUtf8(e.what()));
+        return;
+      }
+      // else reported below, from this connection's look, once
     } catch (const std::exception&) {
       // reported below, from this connection's look, once
     }
@@ -251,6 +258,14 @@ void RunBrowser::poll() {
     dataVersion_ = dv;
     lastPollError_.clear();
     if (!fingerprint_ || !(f == *fingerprint_) || f.active > 0 || !runsError_.isEmpty()) reloadRuns();
+  } catch (const core::DatabaseError& e) {
+    if (e.readFailure()) {
+      session_->reportReadFailure(QString::fromUtf8(e.what()));
+      return;
+    }
+    const QString msg = tr("Watching %1: %2").arg(dbPath_, QString::fromUtf8(e.what()));
+    if (msg != lastPollError_) Q_EMIT errorOccurred(msg, false);
+    lastPollError_ = msg;
   } catch (const std::exception& e) {
     const QString msg = tr("Watching %1: %2").arg(dbPath_, QString::fromUtf8(e.what()));
     if (msg != lastPollError_) Q_EMIT errorOccurred(msg, false);  // once, not every poll

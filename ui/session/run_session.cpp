@@ -67,6 +67,7 @@ void RunSession::setDatabase(const QString& path, bool readOnly) {
   watch_.reset();
   dataVersion_.reset();
   statuses_.clear();
+  readFailureReported_ = false;
   const bool hadRuns = !runs_.isEmpty();
   runs_.clear();
   const bool hadRange = timeRange_.has_value();
@@ -137,6 +138,13 @@ bool RunSession::poll() {
   statuses_ = std::move(now);
   if (!changed.isEmpty()) Q_EMIT dataChanged(changed);
   return !first;
+}
+
+void RunSession::reportReadFailure(const QString& error) {
+  if (readFailureReported_ || dbPath_.isEmpty()) return;
+  readFailureReported_ = true;
+  watch_.reset();  // this connection shares the failed view of the file
+  Q_EMIT readFailed(error);
 }
 
 void RunSession::invalidateAll() {

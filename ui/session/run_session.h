@@ -16,9 +16,11 @@
 // Pages render what the session gives them; they never open the database on the GUI thread.
 #include <QList>
 #include <QObject>
+#include <QPointer>
 #include <QString>
 
 #include <any>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -149,15 +151,41 @@ class RunSession : public QObject {
                       std::function<void(QString)> failed = {}) {
     const std::string path = dbPath_.toStdString();
     std::shared_ptr<RunCache> cache = cache_;
+    // A read that failed on the file (not on the work's own logic) is the session's to handle: the
+    // flag is set in the worker and read by the failure callback, on the GUI thread.
+    auto readFailed = std::make_shared<std::atomic<bool>>(false);
+    QPointer<RunSession> self(this);
     return tasks_->start<T>(
         receiver, slot, label,
-        [path, cache, work](core::CancelToken& cancel, const core::ProgressFn& progress) {
+        [path, cache, work, readFailed](core::CancelToken& cancel, const core::ProgressFn& progress) {
           if (path.empty()) throw core::Error("no database is open");
-          core::TraceStore store(path, core::Database::Mode::ReadOnly);
-          return work(store, *cache, cancel, progress);
+          try {
+            core::TraceStore store(path, core::Database::Mode::ReadOnly);
+            return work(store, *cache, cancel, progress);
+          } catch (const core::DatabaseError& e) {
+            if (e.readFailure()) readFailed->store(true);
+            throw;
+          }
         },
-        std::move(done), std::move(failed));
+        std::move(done),
+        [self, readFailed, failed = std::move(failed)](QString error) {
+          if (readFailed->load() && self) {
+            // Said once by the window, after it has checked the file; the page only learns that
+            // its figures are not in.
+            self->reportReadFailure(error);
+            if (failed) failed(tr("the database could not be read; it is being checked and reopened"));
+            return;
+          }
+          if (failed) failed(error);
+        });
   }
+
+  // A read of the database failed in a way reopening may cure (DatabaseError::readFailure: SQLite
+  // saw pages it could not make sense of, or could not read the file). Emits readFailed once
+  // until the database is set again; the window then closes every connection, checks the file
+  // (core::checkDatabase) and reopens it. Pages and the browser call it; GUI thread only.
+  void reportReadFailure(const QString& error);
+  bool readFailureReported() const { return readFailureReported_; }
 
   // Worker-thread helpers: a run's analysis (core::analyzeRun with kBottleneckLimit), once per run, and
   // the same as a core::AnalysisSource for compareRuns / buildReport.
@@ -180,6 +208,8 @@ class RunSession : public QObject {
   void timeRangeChanged();
   // Runs whose cached products were dropped because their data changed.
   void dataChanged(const QList<core::RunId>& runs);
+  // See reportReadFailure.
+  void readFailed(const QString& error);
 
  private:
   QString dbPath_;
@@ -191,6 +221,7 @@ class RunSession : public QObject {
   std::unique_ptr<core::TraceStore> watch_;  // GUI-thread connection used only for the cheap look
   std::optional<std::int64_t> dataVersion_;
   std::map<core::RunId, core::RunStatus> statuses_;  // at the last look
+  bool readFailureReported_ = false;
 };
 
 }  // namespace shardscope::ui
