@@ -16,6 +16,7 @@
 
 #include "app/cli/command_table.h"
 #include "app/cli/terminal_progress.h"
+#include "core/storage/open_guard.h"
 #include "core/report/csv_writer.h"
 #include "core/report/html_writer.h"
 #include "core/report/markdown_writer.h"
@@ -62,6 +63,7 @@ std::vector<core::RunId> parseRunList(const std::string& list) {
 
 // Writes beside the target and renames, so a failed or cancelled report leaves no half file.
 void writeFileAtomically(const std::string& path, const std::string& bytes) {
+  core::refuseToReplaceDatabase(path, "writing the report there");
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

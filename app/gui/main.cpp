@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <string_view>
 
+#include "core/storage/open_guard.h"
 #include "ui/main/app_icons.h"
 #include "ui/main/main_window.h"
 #include "ui/main/screenshot.h"
@@ -77,6 +78,11 @@ void setNames() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Qt's file dialogs read every file of a folder they list (MIME types): the open guard refuses
+  // the open database's files there, and the app must go on (a debug build would otherwise abort
+  // when the user browses to the database's folder). SHARDSCOPE_OPEN_GUARD=abort still aborts.
+  if (qEnvironmentVariableIsEmpty("SHARDSCOPE_OPEN_GUARD"))
+    shardscope::core::setOpenGuardMode(shardscope::core::OpenGuardMode::Refuse);
   // --help and --version print and exit before any window system is touched (no display needed).
   for (int i = 1; i < argc; ++i) {
     const std::string_view a(argv[i]);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/storage/open_guard.h"
 #include "core/util/json_reader.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
@@ -77,6 +78,8 @@ struct OutputFile::Zlib {
 };
 
 OutputFile::OutputFile(std::string path, bool gzip, int level) : path_(std::move(path)) {
+  // The rename at the end would put the trace in the database's place.
+  refuseToReplaceDatabase(path_, "writing the trace there");
   const fs::path p(path_);
   // Hidden and not ending in .json/.gz, so a leftover from a killed process is never taken for a trace
   // (HTA and our importer pick up every *.json / *.gz of a directory).

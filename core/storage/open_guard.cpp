@@ -12,6 +12,8 @@
 
 #include "core/storage/open_guard.h"
 
+#include "core/util/error.h"
+
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <fcntl.h>
@@ -140,6 +142,24 @@ bool isHeldDatabaseFile(const char* path, int dirfd) {
   if (identify(dirfd, path, dev, ino) && isHeldId(dev, ino)) return true;
   const std::string db = companionOf(path);
   return !db.empty() && identify(dirfd, db.c_str(), dev, ino) && isHeldId(dev, ino);
+}
+
+bool isSqliteDatabaseFile(const std::string& path) {
+  if (isHeldDatabaseFile(path)) return true;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  // Not held by this process: reading its header cannot drop a lock of ours.
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  char head[16] = {0};
+  const std::size_t got = std::fread(head, 1, sizeof head, f);
+  std::fclose(f);
+  return got == sizeof head && std::memcmp(head, "SQLite format 3\0", sizeof head) == 0;
+}
+
+void refuseToReplaceDatabase(const std::string& path, const std::string& what) {
+  if (isSqliteDatabaseFile(path))
+    throw Error(path + ": is a SQLite database; " + what + " would replace it (choose another file)");
 }
 
 int heldConnections(const std::string& path) {

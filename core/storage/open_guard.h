@@ -36,6 +36,12 @@ void releaseDatabaseFile(HeldFile file);
 // file this process holds open through SQLite, or that file's -wal, -shm or -journal. Never opens it.
 bool isHeldDatabaseFile(const char* path, int dirfd);
 inline bool isHeldDatabaseFile(const std::string& path) { return isHeldDatabaseFile(path.c_str(), -100 /*AT_FDCWD*/); }
+// Whether `path` is an SQLite database: one this process holds (never opened to tell), or a file
+// that starts with SQLite's header. An export, report or screenshot never replaces one: a rename
+// over the file another process (the app) has open would lose the team's runs.
+bool isSqliteDatabaseFile(const std::string& path);
+// Throws core::Error naming the file when `path` is such a database ("what" names the output).
+void refuseToReplaceDatabase(const std::string& path, const std::string& what);
 // Connections of this process to the file `path` names (0 when it is not held).
 int heldConnections(const std::string& path);
 

@@ -1,5 +1,6 @@
 // shardscope-cli end to end: the real executable on real files, its exit codes, its --json output,
 // clean failures that keep the database intact, and Ctrl-C.
+#include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -73,6 +74,38 @@ class TestCli : public QObject {
     QCOMPARE(runCli({"import", "--db"}).code, 2);
     QCOMPARE(runCli({"export", "--db", test::pathIn(dir_, "x.db").c_str(), "--format", "svg", "-o", "out"}).code, 2);
     QCOMPARE(runCli({}).code, 2);
+  }
+
+  void checkSaysWhatTheFileIs() {
+    const QString db = QString::fromStdString(test::pathIn(dir_, "check.db"));
+    QCOMPARE(runCli({"import", "--db", db, QString::fromStdString(traceA_)}).code, 0);
+    Result r = runCli({"check", "--db", db, "--json"});
+    QCOMPARE(r.code, 0);
+    QCOMPARE(QString::fromStdString(json(r).find("state")->asString()), QString("ok"));
+    // Gone, and not a database: said as such, exit 3, never "malformed".
+    r = runCli({"check", "--db", db + ".absent"});
+    QCOMPARE(r.code, 3);
+    QVERIFY2(r.err.contains("no such file"), qPrintable(r.err));
+    const QString junk = QString::fromStdString(test::pathIn(dir_, "junk.db"));
+    test::writeFile(dir_, "junk.db", std::string(5000, 'x'));
+    r = runCli({"check", "--db", junk, "--json"});
+    QCOMPARE(r.code, 3);
+    QCOMPARE(QString::fromStdString(json(r).find("state")->asString()), QString("not-a-database"));
+    // Damage in a table's b-tree page: malformed, with SQLite's words.
+    const QString broken = QString::fromStdString(test::pathIn(dir_, "broken.db"));
+    QVERIFY(QFile::copy(db, broken));
+    {
+      QFile f(broken);
+      QVERIFY(f.open(QIODevice::ReadWrite));
+      const qint64 page = 32768;  // the schema's page_size (schema.cpp)
+      for (qint64 p = 1; p * page < f.size() && p < 12; ++p) {
+        f.seek(p * page + 8);
+        f.write(QByteArray(4000, '\xff'));
+      }
+    }
+    r = runCli({"check", "--db", broken, "--json"});
+    QCOMPARE(r.code, 3);
+    QCOMPARE(QString::fromStdString(json(r).find("state")->asString()), QString("malformed"));
   }
 
   void importInfoExportRoundTrip() {

@@ -152,6 +152,34 @@ class TestOpenGuard : public QObject {
     }
   }
 
+  void outputsNeverReplaceADatabase() {
+    QTemporaryDir dir;
+    const std::string held = pathIn(dir, "held.db");
+    const std::string other = pathIn(dir, "other.sqlite");
+    { TraceStore create(other); }  // a database no connection of this process has open
+    TraceStore store(held);
+    addRun(store);
+    const std::string text = pathIn(dir, "report.html");
+    std::FILE* f = std::fopen(text.c_str(), "wb");
+    QVERIFY(f);
+    std::fputs("<html></html>", f);
+    std::fclose(f);
+    QVERIFY(isSqliteDatabaseFile(held));
+    QVERIFY(isSqliteDatabaseFile(other));
+    QVERIFY(!isSqliteDatabaseFile(text));
+    QVERIFY(!isSqliteDatabaseFile(pathIn(dir, "absent.html")));
+    for (const std::string& db : {held, other}) {
+      try {
+        refuseToReplaceDatabase(db, "writing the report there");
+        QFAIL("a database would have been replaced");
+      } catch (const Error& e) {
+        QVERIFY2(std::string(e.what()).find("is a SQLite database") != std::string::npos, e.what());
+      }
+    }
+    refuseToReplaceDatabase(text, "writing the report there");  // an ordinary file may be replaced
+    QCOMPARE(store.runs().size(), std::size_t(1));
+  }
+
   void abortModeFailsLoudly() {
     QTemporaryDir dir;
     const std::string path = pathIn(dir, "abort.db");

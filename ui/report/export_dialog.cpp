@@ -17,6 +17,7 @@
 
 #include <exception>
 
+#include "core/storage/open_guard.h"
 #include "core/report/csv_writer.h"
 #include "core/report/html_writer.h"
 #include "core/report/markdown_writer.h"
@@ -42,6 +43,7 @@ const char* extensionOf(ExportReportDialog::Format f) {
 }
 
 void saveText(const QString& path, const std::string& bytes) {
+  core::refuseToReplaceDatabase(path.toStdString(), "saving the report there");
   QSaveFile f(path);
   if (!f.open(QIODevice::WriteOnly) ||
       f.write(bytes.data(), static_cast<qint64>(bytes.size())) != static_cast<qint64>(bytes.size()) || !f.commit())

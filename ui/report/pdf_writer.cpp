@@ -27,6 +27,7 @@
 
 #include "core/report/html_writer.h"
 #include "core/report/svg_chart.h"
+#include "core/storage/open_guard.h"
 #include "core/util/error.h"
 
 namespace shardscope::ui {
@@ -323,6 +324,7 @@ void registerChartPainter(QTextDocument* document) {
 }
 
 PdfResult writeReportPdf(const core::Report& report, const QString& path, ReportPageSize pageSize) {
+  core::refuseToReplaceDatabase(path.toStdString(), "saving the PDF there");
   QSaveFile file(path);
   if (!file.open(QIODevice::WriteOnly))
     throw core::Error(path.toStdString() + ": cannot write: " + file.errorString().toStdString());
