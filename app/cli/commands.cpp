@@ -1036,6 +1036,7 @@ core::JsonValue comparisonJson(const core::Comparison& c, const std::vector<core
     diff.push(std::move(x));
   }
   out.set("config_diff", std::move(diff));
+  out.set("verdict", core::toJson(c.verdict, ids));
   return out;
 }
 
@@ -1140,6 +1141,13 @@ int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
   printStrategyTable(std::cout, c.strategies);
   printComparisonTable(std::cout, c);
   printCollectiveComparison(std::cout, cc, c);
+  // The verdict: a winner only on a measurable difference (judgeRuns).
+  std::cout << "\nverdict: "
+            << (c.verdict.winner ? c.names[*c.verdict.winner] + " (run " + std::to_string(ids[*c.verdict.winner].value()) +
+                                       (c.verdict.by == core::ComparisonVerdict::By::Memory ? ", by memory)" : ", by speed)")
+                                 : std::string("no measurable difference"))
+            << "\n";
+  for (const auto& line : c.verdict.reasons) std::cout << "  " << line << "\n";
   return kOk;
 }
 

@@ -12,6 +12,7 @@
 #include "core/analysis/lanes.h"
 #include "core/analysis/rank_scan.h"
 #include "core/analysis/stragglers.h"
+#include "core/model/config_knobs.h"
 #include "core/util/units.h"
 
 namespace shardscope::core {
@@ -36,6 +37,119 @@ double busBw(std::int64_t bytes, TimeNs dur, CollectiveOp op, int groupSize) {
   if (bytes <= 0 || dur <= 0) return 0;
   const double alg = static_cast<double>(bytes) / static_cast<double>(dur);  // bytes/ns = GB/s
   return alg * busBandwidthFactor(op, groupSize).value_or(1.0);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Advice worded by the run's own configuration (config_knobs.h): the strategy's own knob, never one
+// already set, sized from what was measured. An imported trace (no configuration) gets each
+// strategy's knob by name.
+
+using Family = ConfigKnobs::Family;
+
+std::string elementsText(std::int64_t n) {
+  char buf[32];
+  if (n >= 1000000)
+    std::snprintf(buf, sizeof buf, "%.1fM", static_cast<double>(n) / 1e6);
+  else if (n >= 1000)
+    std::snprintf(buf, sizeof buf, "%.0fk", static_cast<double>(n) / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(n));
+  return std::string(buf) + " elements";
+}
+
+std::string joinOr(const std::vector<std::string>& parts) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i == 0 ? "" : i + 1 == parts.size() ? " or " : ", ") + parts[i];
+  return out;
+}
+
+std::string mib(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f MiB", v);
+  return buf;
+}
+
+// An all-gather issued too late (queued behind another collective, or with nothing left to hide it).
+std::string allGatherAdvice(const ConfigKnobs& k, const std::optional<std::int64_t>& elements, int worldSize, bool queued) {
+  const std::string gathers = "each of the " + std::to_string(worldSize) + " ranks gathers " + std::to_string(worldSize - 1) +
+                              "/" + std::to_string(worldSize) + " of the unit";
+  if (k.family == Family::Fsdp) {
+    std::vector<std::string> tries;
+    if (k.backwardPrefetch != BackwardPrefetch::Pre)
+      tries.push_back("backward_prefetch=pre (BACKWARD_PRE; post when memory is tight)");
+    if (k.forwardPrefetch != true) tries.push_back("forward_prefetch=true");
+    if (!tries.empty()) return "issue it earlier: " + joinOr(tries) + "; " + gathers;
+    return "both prefetches are already on (backward_prefetch=pre, forward_prefetch=true): the unit's computation is too "
+           "short to hide its gather; wrap coarser units (fewer, larger all-gathers) or use shard_grad_op / hsdp; " +
+           gathers;
+  }
+  if (k.family == Family::Zero && k.zeroStage == 3) {
+    std::vector<std::string> tries;
+    if (k.overlapComm != true) tries.push_back("overlap_comm=true");
+    std::string bucket = "a larger stage3_prefetch_bucket_size";
+    if (k.prefetchBucketSize) {
+      const std::int64_t want = std::max<std::int64_t>(2 * *k.prefetchBucketSize, elements ? 2 * *elements : 0);
+      bucket += " (now " + elementsText(*k.prefetchBucketSize) + "; e.g. " + elementsText(want) + ")";
+    }
+    tries.push_back(bucket + " so the next unit's parameters are fetched ahead");
+    return (queued ? "fetch it before the collective it queues behind: " : "prefetch it earlier: ") + joinOr(tries) + "; " +
+           gathers;
+  }
+  if (k.family == Family::Zero)
+    return "the all-gather of the updated parameters after the step has nothing to overlap: a larger allgather_bucket_size "
+           "(fewer, larger gathers)";
+  return queued ? std::string(
+                      "issue the all-gather before the collective it queues behind: FSDP backward_prefetch=BACKWARD_PRE "
+                      "(POST when memory is tight); ZeRO-3 overlap_comm=true")
+                : "prefetch it earlier so the previous unit's computation hides it: FSDP forward_prefetch=True / "
+                  "backward_prefetch=BACKWARD_PRE, ZeRO-3 a larger stage3_prefetch_bucket_size; " +
+                      gathers;
+}
+
+// Gradient reduction that backward does not hide (or that queues on the stream): smaller buckets so
+// the first starts while backward runs, with the run's own bucket knob and its value.
+std::string gradientReductionAdvice(const ConfigKnobs& k, CollectiveOp op, const std::optional<std::int64_t>& elements) {
+  if (k.family == Family::Zero) {
+    std::vector<std::string> parts;
+    if (k.overlapComm != true) parts.push_back("overlap_comm=true, so the reduction runs during backward");
+    if (k.reduceBucketSize && elements && *k.reduceBucketSize >= *elements) {
+      const std::int64_t want = std::max<std::int64_t>(*elements / 4, 1);
+      parts.push_back("a smaller reduce_bucket_size: each reduction carries " + elementsText(*elements) + " and one bucket of " +
+                      elementsText(*k.reduceBucketSize) + " holds them all, so it starts only as backward ends; about " +
+                      elementsText(want) + " starts the first while backward still runs");
+    } else if (k.reduceBucketSize) {
+      parts.push_back("a smaller reduce_bucket_size (now " + elementsText(*k.reduceBucketSize) +
+                      ") so the first reduction starts earlier");
+    } else {
+      parts.push_back("a smaller reduce_bucket_size so the first reduction starts earlier");
+    }
+    return "start it while backward still runs: " + joinOr(parts);
+  }
+  if (k.family == Family::Fsdp)
+    return "start it while backward still runs: finer wrapping (smaller units) makes the first reduce-scatter start earlier";
+  if (k.family == Family::Ddp || op == CollectiveOp::AllReduce) {
+    std::string t = "let backward hide it: DDP buckets gradients in reverse order, so a smaller bucket_cap_mb";
+    if (k.bucketCapMb) t += " (now " + mib(*k.bucketCapMb) + ")";
+    t += " starts the first all-reduce earlier";
+    if (k.gradientAsBucketView != true) t += "; gradient_as_bucket_view=true saves the copy into the bucket";
+    return t + "; with accumulation, no_sync() on all but the last micro-batch";
+  }
+  return "start it while backward still runs: smaller gradient buckets or units so the first reduce-scatter starts "
+         "earlier (ZeRO reduce_bucket_size, overlap_comm=true; FSDP finer wrapping)";
+}
+
+// Gloo's host-side transfer of messages below the link's bandwidth.
+std::string glooTransferAdvice(const ConfigKnobs& k, const std::optional<std::int64_t>& elements, const std::string& bw) {
+  const std::string head = "Gloo moves data through the host (" + bw + " GB/s here): ";
+  if (k.family == Family::Zero && k.reduceBucketSize && elements && *k.reduceBucketSize >= *elements)
+    return head + "its messages are already as large as reduce_bucket_size allows (" + elementsText(*elements) +
+           " in a bucket of " + elementsText(*k.reduceBucketSize) + "), so hide it instead: a smaller reduce_bucket_size" +
+           (k.overlapComm == true ? std::string() : std::string(" with overlap_comm=true")) + "; on GPUs use NCCL";
+  if (k.family == Family::Ddp && k.bucketCapMb)
+    return head + "fewer, larger messages (a larger bucket_cap_mb, now " + mib(*k.bucketCapMb) + "); on GPUs use NCCL";
+  if (k.family == Family::Fsdp) return head + "fewer, larger messages (coarser wrapping); on GPUs use NCCL";
+  if (k.family == Family::Zero) return head + "fewer, larger messages (a larger reduce_bucket_size); on GPUs use NCCL";
+  return head + "fewer, larger messages (bucket_cap_mb / reduce_bucket_size / coarser wrapping); on GPUs use NCCL";
 }
 
 }  // namespace
@@ -197,6 +311,7 @@ void BottleneckAccumulator::endRank(const Rank&) {
 std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const StragglerAccumulator* stragglers) {
   TraceStore& store = ctx_.store;
   const RunSummary& summary = ctx_.summary;
+  const ConfigKnobs knobs = configKnobs(summary.run);
   std::map<Id, std::string> pgNames;
   for (const auto& pg : store.processGroups(summary.run.id)) pgNames[pg.id] = pg.name;
   // The link's reference bandwidth per process group: the p90 over its large messages.
@@ -416,27 +531,36 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
             why = late + " reaches this collective later: compare its work before it with the other ranks'";
           }
         }
-        b.suggestions.push_back(
-            "fix the straggler, not this collective: " +
-            (why.empty() ? "rank " + (b.lateRank ? std::to_string(*b.lateRank) : std::string("?")) + " arrives late" : why) +
-            "; see Arrivals for how often it is last");
+        // Worded by the run's straggler verdict (stragglers.h), so the two never contradict each other.
+        const StragglerReport* verdict = stragglers ? stragglers->report() : nullptr;
+        const std::string lateText =
+            why.empty() ? "rank " + (b.lateRank ? std::to_string(*b.lateRank) : std::string("?")) + " arrives late" : why;
+        if (verdict && verdict->straggler && b.lateRank && *verdict->straggler == *b.lateRank)
+          b.suggestions.push_back("fix the straggler, not this collective: " + lateText +
+                                  "; see Arrivals for how often it is last");
+        else if (verdict && verdict->straggler)
+          b.suggestions.push_back("a late rank, not this collective: " + lateText + "; the run's straggler is rank " +
+                                  std::to_string(*verdict->straggler) + " (see Arrivals)");
+        else
+          b.suggestions.push_back("a late rank, not this collective: " + lateText +
+                                  "; no rank is last much more often than chance, so what makes a rank late changes from "
+                                  "step to step (input pipeline, host-side work, pauses): see Arrivals and the timeline");
         break;
       }
       case ExposedCause::Queued:
         b.suggestions.push_back(
-            b.op == CollectiveOp::AllGather
-                ? "issue the all-gather before the collective it queues behind: FSDP backward_prefetch=BACKWARD_PRE "
-                  "(POST when memory is tight); ZeRO-3 overlap_comm=true"
+            b.op == CollectiveOp::AllGather ? allGatherAdvice(knobs, b.elements, worldSize, true)
+            : b.op == CollectiveOp::ReduceScatter || b.op == CollectiveOp::AllReduce
+                ? "one " + backend + " stream per process group runs its collectives one after another: " +
+                      gradientReductionAdvice(knobs, b.op, b.elements)
                 : "one " + backend +
-                      " stream per process group runs its collectives one after another: fewer, larger "
-                      "buckets, or start this one earlier so it does not wait behind the previous one");
+                      " stream per process group runs its collectives one after another: start this one earlier so it does "
+                      "not wait behind the previous one");
         break;
       case ExposedCause::SlowTransfer:
         if (!nccl)
           b.suggestions.push_back(
-              "Gloo moves data through the host (" + (b.busBwGBps ? formatFixed(*b.busBwGBps, 2) : std::string("?")) +
-              " GB/s here): fewer, larger messages (bucket_cap_mb / reduce_bucket_size / coarser wrapping); on GPUs "
-              "use NCCL");
+              glooTransferAdvice(knobs, b.elements, b.busBwGBps ? formatFixed(*b.busBwGBps, 2) : std::string("?")));
         else
           // Large only when its messages are at least the size the link's reference is measured on.
           b.suggestions.push_back(
@@ -450,22 +574,11 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
       case ExposedCause::NothingToOverlap:
         switch (b.op) {
           case CollectiveOp::AllGather:
-            b.suggestions.push_back(
-                "prefetch it earlier so the previous unit's computation hides it: FSDP forward_prefetch=True / "
-                "backward_prefetch=BACKWARD_PRE, ZeRO-3 a larger stage3_prefetch_bucket_size; each of the " +
-                std::to_string(worldSize) + " ranks gathers " + std::to_string(worldSize - 1) + "/" + std::to_string(worldSize) +
-                " of the unit");
+            b.suggestions.push_back(allGatherAdvice(knobs, b.elements, worldSize, false));
             break;
           case CollectiveOp::ReduceScatter:
-            b.suggestions.push_back(
-                "start it while backward still runs: smaller gradient buckets or units so the first reduce-scatter "
-                "starts earlier (ZeRO reduce_bucket_size, overlap_comm=true; FSDP finer wrapping)");
-            break;
           case CollectiveOp::AllReduce:
-            b.suggestions.push_back(
-                "let backward hide it: DDP buckets gradients in reverse order, so a smaller bucket_cap_mb starts the "
-                "first all-reduce earlier; gradient_as_bucket_view=True; with accumulation, no_sync() on all but "
-                "the last micro-batch");
+            b.suggestions.push_back(gradientReductionAdvice(knobs, b.op, b.elements));
             break;
           case CollectiveOp::AllToAll:
             b.suggestions.push_back(

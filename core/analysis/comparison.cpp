@@ -1,6 +1,7 @@
 #include "core/analysis/comparison.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <map>
 #include <set>
@@ -38,6 +39,7 @@ Comparison compareRuns(TraceStore& store, const std::vector<RunId>& runs, std::s
     auto r = store.run(id);
     if (!r) throw Error(store.path() + ": no run with id " + std::to_string(id.value()));
     c.names.push_back(r->name);
+    c.completed.push_back(r->status == RunStatus::Completed);
     configs.push_back(r->configJson);
   }
   c.configDiff = configDiff(configs);
@@ -102,8 +104,113 @@ Comparison compareRuns(TraceStore& store, const std::vector<RunId>& runs, std::s
     std::size_t have = 0;
     for (const auto& v : r.values) have += v.has_value();
     if (have < 2) r.best.reset();
+    // Speed rows: a best only beyond the noise of the next best.
+    if (r.best && noiseJudged(r.key)) {
+      std::optional<std::size_t> next;
+      for (std::size_t i = 0; i < runs.size(); ++i) {
+        if (i == *r.best || !r.values[i]) continue;
+        if (!next || (r.lowerIsBetter ? *r.values[i] < *r.values[*next] : *r.values[i] > *r.values[*next])) next = i;
+      }
+      if (next && *r.values[*next] != 0) {
+        const double delta = 100.0 * (*r.values[*r.best] - *r.values[*next]) / std::abs(*r.values[*next]);
+        if (changeWithinNoise(delta, c.figures[*r.best], c.figures[*next]) || std::abs(delta) < kTieMarginPct) r.best.reset();
+      }
+    }
   }
+  c.verdict = judgeRuns(c);
   return c;
+}
+
+namespace {
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+}  // namespace
+
+ComparisonVerdict judgeRuns(const Comparison& c) {
+  ComparisonVerdict v;
+  const std::size_t n = c.runs.size();
+  const ComparisonRow *tps = nullptr, *step = nullptr, *peak = nullptr;
+  for (const auto& r : c.rows) {
+    if (r.key == metric_keys::kTokensPerSecond) tps = &r;
+    if (r.key == "step_time_ms") step = &r;
+    if (r.key == "peak_allocated_gib") peak = &r;
+  }
+  auto completed = [&](std::size_t i) { return i < c.completed.size() ? c.completed[i] : true; };
+  auto has = [](const ComparisonRow* r, std::size_t i) { return r && i < r->values.size() && r->values[i].has_value(); };
+  // Tokens/s when every completed run with a speed figure has it.
+  std::size_t withSpeed = 0, withTps = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!completed(i)) continue;
+    withSpeed += (has(step, i) || has(tps, i)) ? 1 : 0;
+    withTps += has(tps, i) ? 1 : 0;
+  }
+  const bool useTps = withTps > 0 && withTps == withSpeed;
+  const ComparisonRow* speed = useTps ? tps : step;
+  if (!speed) return v;
+  v.rankedBy = useTps ? "tokens/s" : "step time";
+  for (std::size_t i = 0; i < n; ++i)
+    if (completed(i) && has(speed, i)) v.ranked.push_back(i);
+  std::stable_sort(v.ranked.begin(), v.ranked.end(), [&](std::size_t a, std::size_t b) {
+    return useTps ? *speed->values[a] > *speed->values[b] : *speed->values[a] < *speed->values[b];
+  });
+  auto name = [&](std::size_t i) {
+    return (i < c.names.size() ? c.names[i] : std::string("run")) + " #" + std::to_string(c.runs[i].value());
+  };
+  auto text = [&](std::size_t i) {
+    return useTps ? fixed(*speed->values[i], 0) + " tokens/s" : fixed(*speed->values[i], 2) + " ms per step";
+  };
+  if (v.ranked.empty()) {
+    v.reasons.push_back("no completed run has " + v.rankedBy + " figures");
+    return v;
+  }
+  if (v.ranked.size() == 1) {
+    if (n > 1) {
+      v.winner = v.ranked[0];
+      v.by = ComparisonVerdict::By::Speed;
+      v.reasons.push_back(name(v.ranked[0]) + " is the only completed run with " + v.rankedBy + " figures");
+    }
+    return v;
+  }
+  const std::size_t best = v.ranked[0], next = v.ranked[1];
+  v.runnerUp = next;
+  const double vb = *speed->values[best], vn = *speed->values[next];
+  v.speedMarginPct = 100.0 * std::abs(vb - vn) / std::max(std::abs(vn), 1e-300);
+  v.noisePct = std::max(c.figures.size() > best ? c.figures[best].stepSpreadPct.value_or(0.0) : 0.0,
+                        c.figures.size() > next ? c.figures[next].stepSpreadPct.value_or(0.0) : 0.0);
+  const double bar = std::max(*v.noisePct, kTieMarginPct);
+  const std::string margin = fixed(*v.speedMarginPct, 1) + " %";
+  const std::string noise = "the runs' step spread of " + fixed(*v.noisePct, 1) + " % (p90-p10 over p50)";
+  if (*v.speedMarginPct > bar) {
+    v.winner = best;
+    v.by = ComparisonVerdict::By::Speed;
+    v.reasons.push_back(name(best) + " is faster: " + text(best) + " vs " + text(next) + " for " + name(next) + ", " + margin +
+                        ", beyond " + noise + " and the " + fixed(kTieMarginPct, 0) + " % tie margin");
+    return v;
+  }
+  v.reasons.push_back("no measurable difference in speed between " + name(best) + " and " + name(next) + ": " + text(best) +
+                      " vs " + text(next) + ", " + margin + ", within " +
+                      (*v.noisePct >= kTieMarginPct ? noise : "the " + fixed(kTieMarginPct, 0) + " % tie margin"));
+  if (has(peak, best) && has(peak, next) && *peak->values[best] > 0 && *peak->values[next] > 0) {
+    const double pb = *peak->values[best], pn = *peak->values[next];
+    const std::size_t lean = pn < pb ? next : best, heavy = lean == best ? next : best;
+    const double saved = 100.0 * (*peak->values[heavy] - *peak->values[lean]) / *peak->values[heavy];
+    if (saved > kTieMarginPct) {
+      v.winner = lean;
+      v.by = ComparisonVerdict::By::Memory;
+      v.memoryMarginPct = saved;
+      v.reasons.push_back(name(lean) + " needs " + fixed(saved, 1) + " % less memory at its peak (" +
+                          fixed(*peak->values[lean] * 1024.0, 1) + " vs " + fixed(*peak->values[heavy] * 1024.0, 1) +
+                          " MiB allocated)");
+      return v;
+    }
+    v.reasons.push_back("their memory peaks are within " + fixed(kTieMarginPct, 0) + " % of each other too");
+  }
+  return v;
 }
 
 namespace {
@@ -228,6 +335,34 @@ CollectiveComparison compareCollectives(const std::vector<RunId>& runs, const st
   };
   std::stable_sort(out.rows.begin(), out.rows.end(), [&](const auto& a, const auto& b) { return key(a) > key(b); });
   return out;
+}
+
+}  // namespace shardscope::core
+
+namespace shardscope::core {
+
+JsonValue toJson(const ComparisonVerdict& v, const std::vector<RunId>& runs) {
+  auto id = [&](std::optional<std::size_t> i) {
+    return i && *i < runs.size() ? JsonValue::number(static_cast<std::int64_t>(runs[*i].value())) : JsonValue();
+  };
+  auto num = [](const std::optional<double>& x) { return x ? JsonValue::number(*x) : JsonValue(); };
+  JsonValue o = JsonValue::object();
+  o.set("winner", id(v.winner));
+  o.set("by", v.by == ComparisonVerdict::By::Speed    ? JsonValue::string("speed")
+              : v.by == ComparisonVerdict::By::Memory ? JsonValue::string("memory")
+                                                      : JsonValue());
+  o.set("ranked_by", v.rankedBy.empty() ? JsonValue() : JsonValue::string(v.rankedBy));
+  JsonValue ranked = JsonValue::array();
+  for (std::size_t i : v.ranked) ranked.push(id(i));
+  o.set("ranked", std::move(ranked));
+  o.set("runner_up", id(v.runnerUp));
+  o.set("speed_margin_pct", num(v.speedMarginPct));
+  o.set("noise_pct", num(v.noisePct));
+  o.set("memory_margin_pct", num(v.memoryMarginPct));
+  JsonValue reasons = JsonValue::array();
+  for (const auto& r : v.reasons) reasons.push(JsonValue::string(r));
+  o.set("reasons", std::move(reasons));
+  return o;
 }
 
 }  // namespace shardscope::core

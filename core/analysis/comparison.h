@@ -11,6 +11,7 @@
 #include "core/analysis/run_figures.h"
 #include "core/analysis/strategy_table.h"
 #include "core/storage/trace_store.h"
+#include "core/util/json.h"
 #include "core/util/progress.h"
 
 namespace shardscope::core {
@@ -27,7 +28,9 @@ struct ComparisonRow {
   // Step-time rows (and throughput, derived from it): the change is within the step-to-step spread
   // of the two runs (RunFigures::stepSpreadPct of either): not a change you can claim.
   std::vector<bool> withinNoise;
-  std::optional<std::size_t> best;  // index of the best run (ties: the first)
+  // Index of the best run (ties: the first). On those rows, none when the best is within the
+  // noise of the next best: no figure marks a best run the runs cannot tell apart.
+  std::optional<std::size_t> best;
 };
 
 // A configuration key whose value differs between the compared runs (or that some runs lack), from
@@ -37,15 +40,44 @@ struct ConfigDiffRow {
   std::vector<std::optional<std::string>> values;  // one per run, JSON text; nullopt: the run has no such key
 };
 
+// Which run wins, and only on a difference the runs can measure (issue 46): the faster by tokens/s
+// (when every ranked run has it, else mean step time) when the margin is beyond both the runs'
+// step-to-step spread (RunFigures::stepSpreadPct, changeWithinNoise) and kTieMarginPct; else, when
+// speed shows no measurable difference, the run that needs measurably less memory (peak allocated,
+// more than kTieMarginPct apart); else none. Failed and cancelled runs never win. One rule for every
+// surface: the report's recommendation, Compare's verdict and charts, `compare-runs --json`.
+struct ComparisonVerdict {
+  enum class By { None, Speed, Memory };
+  std::optional<std::size_t> winner;  // index into Comparison::runs; nullopt: no measurable difference
+  By by = By::None;
+  std::string rankedBy;                   // "tokens/s" or "step time" ("" when nothing ranks)
+  std::vector<std::size_t> ranked;        // completed runs with the speed figure, fastest first
+  std::optional<std::size_t> runnerUp;    // the next fastest
+  std::optional<double> speedMarginPct;   // fastest vs runner-up, % of the runner-up
+  std::optional<double> noisePct;         // the larger step spread of the two
+  std::optional<double> memoryMarginPct;  // with By::Memory: how much less the winner needs
+  std::vector<std::string> reasons;       // one line each, figures included
+};
+constexpr double kTieMarginPct = 3.0;
+
 struct Comparison {
   std::vector<RunId> runs;
   std::vector<std::string> names;
+  std::vector<bool> completed;  // per run: status completed (failed, cancelled and running runs never win)
   std::size_t baseline = 0;
   std::vector<ComparisonRow> rows;
   std::vector<RunFigures> figures;        // per run: the figures the rows show, and how they were measured
   std::vector<ConfigDiffRow> configDiff;  // what differs in the runs' configurations, in key order
   StrategyTable strategies;               // the strategy table of the runs (strategy_table.h), from `figures`
+  ComparisonVerdict verdict;              // judgeRuns(*this)
 };
+
+// The verdict of a comparison (see ComparisonVerdict); compareRuns sets Comparison::verdict.
+ComparisonVerdict judgeRuns(const Comparison& c);
+// Its serialisation (`compare-runs --json` "verdict", the Compare page's JSON): winner (a run id, or
+// null when no difference is measurable), by ("speed" | "memory" | null), ranked_by, ranked (ids),
+// runner_up, speed_margin_pct, noise_pct, memory_margin_pct, reasons.
+JsonValue toJson(const ComparisonVerdict& v, const std::vector<RunId>& runs);
 
 // The configuration keys whose values differ between runs (configJson of each, "{}" for none).
 std::vector<ConfigDiffRow> configDiff(const std::vector<std::string>& configJsons);

@@ -83,6 +83,11 @@ TimeNs StragglerAccumulator::clockOffset(std::size_t rankIndex) const {
 }
 
 StragglerReport StragglerAccumulator::finish() {
+  report_ = judge();
+  return report_;
+}
+
+StragglerReport StragglerAccumulator::judge() {
   StragglerReport report;
   const auto& ranks = ctx_.summary.ranks;
   const std::size_t nRanks = ranks.size();

@@ -97,12 +97,16 @@ class StragglerAccumulator {
                                          TimeNs endNs) const;
   // The clock offset removed from a rank's times (after finish()).
   TimeNs clockOffset(std::size_t rankIndex) const;
+  // What finish() returned (nullptr before): the bottlenecks word their late-rank advice by it, so
+  // the two never contradict each other.
+  const StragglerReport* report() const { return finished_ ? &report_ : nullptr; }
 
   struct Inst {
     TimeNs s, e;
   };
 
  private:
+  StragglerReport judge();
   ScanContext& ctx_;
   std::map<Id, std::string> pgNames_;
   // (group name, op) -> rank index -> instances in time order
@@ -112,6 +116,7 @@ class StragglerAccumulator {
   TrackKind kind_ = TrackKind::CpuThread;
   bool finished_ = false;
   std::vector<TimeNs> offsets_;
+  StragglerReport report_;
 };
 
 }  // namespace shardscope::core

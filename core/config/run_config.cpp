@@ -1,5 +1,7 @@
 #include "core/config/run_config.h"
 
+#include "core/model/config_knobs.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cctype>
@@ -266,7 +268,7 @@ const std::vector<Knob>& knobs() {
        .member = &RunConfig::activationCheckpointing,
        .help = "recompute each block's activations in backward instead of keeping them"},
       // Parallelism
-      {.key = "strategy",
+      {.key = knob_key::kStrategy,
        .group = kPar,
        .kind = Kind::Strat,
        .member = &RunConfig::strategy,
@@ -407,7 +409,7 @@ const std::vector<Knob>& knobs() {
        .help = "attention kernel: sdpa (scaled_dot_product_attention, flash / memory-efficient kernels on GPU; "
                "LibTorch >= 2.0), eager (matmul, softmax, matmul), auto (sdpa where this LibTorch has it)"},
       // DDP
-      {.key = "bucket_cap_mb",
+      {.key = knob_key::kBucketCapMb,
        .group = kDdp,
        .kind = Kind::Number,
        .member = &RunConfig::bucketCapMb,
@@ -419,13 +421,13 @@ const std::vector<Knob>& knobs() {
        .member = &RunConfig::firstBucketMb,
        .help = "cap of the first (deliberately small) bucket in MiB",
        .check = [](const RunConfig& c) { return firstOf(finite(c.firstBucketMb), positive(c.firstBucketMb)); }},
-      {.key = "gradient_as_bucket_view",
+      {.key = knob_key::kGradientAsBucketView,
        .group = kDdp,
        .kind = Kind::Bool,
        .member = &RunConfig::gradientAsBucketView,
        .help = "make each .grad a view into its bucket (saves one gradient copy)"},
       // ZeRO
-      {.key = "reduce_bucket_size",
+      {.key = knob_key::kReduceBucketSize,
        .group = kZero,
        .kind = Kind::Size,
        .member = &RunConfig::reduceBucketSize,
@@ -437,7 +439,7 @@ const std::vector<Knob>& knobs() {
        .member = &RunConfig::allgatherBucketSize,
        .help = "elements per all-gather of the updated parameters after the step (zero1/2)",
        .check = [](const RunConfig& c) { return atLeast(c.allgatherBucketSize, 1); }},
-      {.key = "overlap_comm",
+      {.key = knob_key::kOverlapComm,
        .group = kZero,
        .kind = Kind::OptBool,
        .member = &RunConfig::overlapComm,
@@ -447,7 +449,7 @@ const std::vector<Knob>& knobs() {
        .kind = Kind::Bool,
        .member = &RunConfig::contiguousGradients,
        .help = "copy gradients into one contiguous buffer as they are produced"},
-      {.key = "prefetch_bucket_size",
+      {.key = knob_key::kPrefetchBucketSize,
        .group = kZero,
        .kind = Kind::Size,
        .member = &RunConfig::prefetchBucketSize,
@@ -486,12 +488,12 @@ const std::vector<Knob>& knobs() {
        .member = &RunConfig::offloadParam,
        .help = "keep parameters on the CPU between uses (zero3, fsdp, fsdp_grad_op, hsdp)"},
       // FSDP / HSDP
-      {.key = "backward_prefetch",
+      {.key = knob_key::kBackwardPrefetch,
        .group = kFsdp,
        .kind = Kind::Enum,
        .member = &RunConfig::backwardPrefetch,
        .help = "issue the next unit's backward all-gather before (pre) or after (post) this unit's gradients"},
-      {.key = "forward_prefetch",
+      {.key = knob_key::kForwardPrefetch,
        .group = kFsdp,
        .kind = Kind::Bool,
        .member = &RunConfig::forwardPrefetch,

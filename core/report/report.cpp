@@ -28,7 +28,6 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kMiB = 1024.0 * 1024.0;
 // Two runs within this relative distance on the ranking figure are called a tie (run-to-run noise of
 // step times is typically a few percent).
-constexpr double kTieMargin = 0.03;
 // Exposed communication above this share of the step is worth a sentence and a suggestion.
 constexpr double kExposedWorthMentioning = 10.0;
 
@@ -431,8 +430,11 @@ void recommend(Report& rep) {
   out.reasons.push_back(useTps ? "Ranked by throughput (tokens/s): every completed run reports it."
                                : "Ranked by mean step time (lower is better): not every completed run reports tokens/s; step "
                                  "times compare fairly only when the runs process the same tokens per step.");
-  out.reasons.push_back("Failed or cancelled runs are never recommended; a margin under " + reportNumber(kTieMargin * 100, 0) +
-                        " % is treated as a tie and memory decides.");
+  out.reasons.push_back(
+      "Failed or cancelled runs are never recommended; a margin within the runs' step spread (p90-p10 "
+      "over p50) or under " +
+      reportNumber(kTieMarginPct, 0) + " % is no measurable difference, and memory decides.");
+  for (const auto& line : rep.comparison.verdict.reasons) out.reasons.push_back(line);
 
   auto& s = out.sentences;
   if (ranked.empty()) {
@@ -449,6 +451,7 @@ void recommend(Report& rep) {
   }
   std::size_t best = ranked[0];
   const auto& b = runs[best];
+  bool noWinner = false;  // a comparison whose runs show no measurable difference
   if (runs.size() == 1) {
     std::string t = "Run " + curlyQuoted(b.name) + (b.strategy.empty() ? "" : " (" + b.strategy + ")") + " takes " +
                     reportNumber(*b.stepMs, 2) + " ms per step on average";
@@ -460,41 +463,46 @@ void recommend(Report& rep) {
     s.push_back(runRef(b) + " is the only completed run with " + out.rankedBy + " figures (" + valueText(best) +
                 "), so it is the one to use.");
   } else {
+    // Who wins is the comparison's verdict (judgeRuns): the one rule of every surface.
+    const ComparisonVerdict& verdict = rep.comparison.verdict;
     const std::size_t next = ranked[1];
     const double vb = *value(best), vn = *value(next);
     const double margin = std::abs(vb - vn) / std::max(std::abs(vn), 1e-300);
-    if (margin < kTieMargin) {
-      // A tie on speed: the leaner run (peak allocated) wins when both have memory figures.
-      const auto& n = runs[next];
-      std::string t = runRef(b) + " and " + runRef(n) + " are within " + pct(margin * 100.0) + " of each other (" +
-                      valueText(best) + " vs " + valueText(next) + "), which is a tie";
-      if (b.peakAllocatedBytes && n.peakAllocatedBytes && *n.peakAllocatedBytes < *b.peakAllocatedBytes) {
-        std::swap(ranked[0], ranked[1]);
-        best = next;
-        t += "; " + curlyQuoted(n.name) + " is recommended because it needs less memory (" +
-             reportBytes(static_cast<double>(*n.peakAllocatedBytes)) + " vs " +
-             reportBytes(static_cast<double>(*b.peakAllocatedBytes)) + " peak allocated).";
-      } else if (b.peakAllocatedBytes && n.peakAllocatedBytes) {
-        t += "; " + curlyQuoted(b.name) + " is recommended because it needs no more memory (" +
-             reportBytes(static_cast<double>(*b.peakAllocatedBytes)) + " vs " +
-             reportBytes(static_cast<double>(*n.peakAllocatedBytes)) + " peak allocated).";
-      } else {
-        t += "; " + curlyQuoted(b.name) + " is marginally ahead.";
-      }
-      s.push_back(t);
-    } else {
+    const auto& n = runs[next];
+    if (verdict.by == ComparisonVerdict::By::Speed && verdict.winner == best) {
       s.push_back(runRef(b) + " is recommended: " +
                   (useTps ? "it has the highest throughput, " + valueText(best) + ", " + pct(margin * 100.0) + " more than"
                           : "it has the shortest mean step, " + reportNumber(vb, 2) + " ms, " + pct(100.0 * (vn - vb) / vn) +
                                 " less than") +
-                  " the next best, " + runRef(runs[next]) + " at " + valueText(next) + ".");
+                  " the next best, " + runRef(n) + " at " + valueText(next) + ", beyond the runs' step spread (" +
+                  pct(verdict.noisePct.value_or(0.0)) + ").");
+    } else {
+      const double noise = verdict.noisePct.value_or(0.0);
+      std::string t = runRef(b) + " and " + runRef(n) + " show no measurable difference in speed (" + valueText(best) + " vs " +
+                      valueText(next) + ", " + pct(margin * 100.0) + " apart, within " +
+                      (noise >= kTieMarginPct ? "the runs' step spread of " + pct(noise) + ", p90-p10 over p50"
+                                              : "the " + reportNumber(kTieMarginPct, 0) + " % tie margin") +
+                      ")";
+      if (verdict.by == ComparisonVerdict::By::Memory && verdict.winner) {
+        const std::size_t lean = *verdict.winner, heavy = lean == best ? next : best;
+        std::swap(ranked[0], ranked[lean == best ? 0 : 1]);
+        best = lean;
+        t += "; " + curlyQuoted(runs[lean].name) + " is recommended because it needs less memory (" +
+             reportBytes(static_cast<double>(*runs[lean].peakAllocatedBytes)) + " vs " +
+             reportBytes(static_cast<double>(*runs[heavy].peakAllocatedBytes)) + " peak allocated).";
+      } else {
+        t += (b.peakAllocatedBytes && n.peakAllocatedBytes ? ", nor in memory" : std::string()) +
+             std::string("; neither is recommended over the other (repeat the runs to tell them apart).");
+        noWinner = true;
+      }
+      s.push_back(t);
     }
     if (ranked.size() > 2) {
       const std::size_t last = ranked.back();
       s.push_back("The slowest completed run, " + runRef(runs[last]) + ", is at " + valueText(last) + ".");
     }
   }
-  out.recommended = best;
+  if (!noWinner) out.recommended = best;
   const auto& r = runs[best];
   // Memory: peak differences and headroom.
   if (r.peakAllocatedBytes) {
@@ -506,9 +514,10 @@ void recommend(Report& rep) {
     std::string t;
     if (leanest && *leanest != best && *runs[*leanest].peakAllocatedBytes < *r.peakAllocatedBytes) {
       const double lean = static_cast<double>(*runs[*leanest].peakAllocatedBytes);
-      t = "It needs " + reportBytes(peak) + " at its memory peak (rank " + std::to_string(r.peakRank.value_or(0)) + "), " +
-          reportBytes(peak - lean) + " (" + pct(100.0 * (peak - lean) / std::max(lean, 1.0)) + ") more than " +
-          runRef(runs[*leanest]) + " at " + reportBytes(lean) + "; choose that one when memory is the constraint.";
+      t = (noWinner ? runRef(r) : std::string("It")) + " needs " + reportBytes(peak) + " at its memory peak (rank " +
+          std::to_string(r.peakRank.value_or(0)) + "), " + reportBytes(peak - lean) + " (" +
+          pct(100.0 * (peak - lean) / std::max(lean, 1.0)) + ") more than " + runRef(runs[*leanest]) + " at " +
+          reportBytes(lean) + "; choose that one when memory is the constraint.";
     } else if (ranked.size() > 1 && leanest) {
       t = "No other ranked run peaks lower in memory: " + reportBytes(peak) + " allocated (rank " +
           std::to_string(r.peakRank.value_or(0)) + ").";

@@ -103,6 +103,56 @@ class TestComparison : public QObject {
     QVERIFY(std::abs(*rowOf(c, "exposed_comm_pct").deltaPp[1] - 7.1) < 1e-9);
   }
 
+  // A winner only beyond the noise (issue 46): 8.2 % more throughput with step spreads of 9 % is no
+  // measurable difference; memory then decides when it differs by more than the tie margin; a
+  // failed run never wins; beyond the spread the faster wins.
+  void verdictRespectsTheNoise() {
+    auto make = [](double spreadA, double spreadB, double tpsB, std::optional<double> peakB) {
+      Comparison c;
+      c.runs = {RunId{7}, RunId{8}, RunId{9}};
+      c.names = {"ddp", "zero3", "broken"};
+      c.completed = {true, true, false};
+      c.figures.resize(3);
+      c.figures[0].stepSpreadPct = spreadA;
+      c.figures[1].stepSpreadPct = spreadB;
+      auto add = [&](const std::string& key, std::vector<std::optional<double>> v) {
+        ComparisonRow r;
+        r.key = key;
+        r.values = std::move(v);
+        c.rows.push_back(r);
+      };
+      add("step_time_ms", {100.0, 100.0 / (tpsB / 1000.0), 10.0});
+      add(metric_keys::kTokensPerSecond, {1000.0, tpsB, 99999.0});
+      add("peak_allocated_gib", {0.125, peakB, 0.01});
+      return c;
+    };
+    ComparisonVerdict v = judgeRuns(make(9.0, 4.0, 1082.0, 0.125));
+    QVERIFY(!v.winner);
+    QCOMPARE(v.by, ComparisonVerdict::By::None);
+    QCOMPARE(v.rankedBy, std::string("tokens/s"));
+    QCOMPARE(v.ranked, (std::vector<std::size_t>{1, 0}));  // the failed run is not ranked
+    QVERIFY(std::abs(*v.speedMarginPct - 8.2) < 1e-9);
+    QCOMPARE(*v.noisePct, 9.0);
+    QVERIFY(QString::fromStdString(v.reasons.front()).contains("no measurable difference"));
+    // The same speeds, ZeRO-3 leaner by 12 %: it wins on memory.
+    v = judgeRuns(make(9.0, 4.0, 1082.0, 0.11));
+    QCOMPARE(v.winner.value_or(99), std::size_t(1));
+    QCOMPARE(v.by, ComparisonVerdict::By::Memory);
+    QVERIFY(std::abs(*v.memoryMarginPct - 12.0) < 1e-9);
+    // Quieter runs: 8.2 % is beyond spreads of 2 %, so speed decides.
+    v = judgeRuns(make(2.0, 1.5, 1082.0, 0.2));
+    QCOMPARE(v.winner.value_or(99), std::size_t(1));
+    QCOMPARE(v.by, ComparisonVerdict::By::Speed);
+    // Under the 3 % tie margin with no spread at all: a tie.
+    v = judgeRuns(make(0.0, 0.0, 1020.0, 0.125));
+    QVERIFY(!v.winner);
+    // The JSON carries it: winner is a run id or null.
+    const JsonValue j = toJson(judgeRuns(make(9.0, 4.0, 1082.0, 0.11)), {RunId{7}, RunId{8}, RunId{9}});
+    QCOMPARE(j.find("winner")->asString(), std::string("8"));
+    QCOMPARE(j.find("by")->asString(), std::string("memory"));
+    QVERIFY(toJson(judgeRuns(make(9.0, 4.0, 1082.0, 0.125)), {RunId{7}, RunId{8}, RunId{9}}).find("winner")->isNull());
+  }
+
   // Only what differs, nested keys flattened, a missing key shown as missing.
   void configurationDifferences() {
     const auto d = configDiff({R"({"strategy":"ddp","world_size":2,"zero":{"stage":1,"overlap":true},"seed":0})",

@@ -299,7 +299,9 @@ class TestReport : public QObject {
     for (const auto& s : rec.sentences)
       failedNamed = failedNamed || (s.find("job-failed") != std::string::npos && s.find("not ranked") != std::string::npos);
     QVERIFY(failedNamed);
-    QCOMPARE(rec.reasons.size(), std::size_t(3 + 2));
+    // The figures of each run, the two rules, then the comparison's verdict (judgeRuns) line by line.
+    QCOMPARE(rec.reasons.size(), std::size_t(3 + 2) + rep.comparison.verdict.reasons.size());
+    QVERIFY(!rep.comparison.verdict.reasons.empty());
     QVERIFY(QString::fromStdString(rec.reasons[2]).contains("rank 1 exited with code 1"));
     // Memory is discussed with the computed figures.
     bool memory = false;
@@ -324,12 +326,22 @@ class TestReport : public QObject {
     shardscope::core::storeDb(store2).exec("DELETE FROM metrics WHERE run_id = " + std::to_string(b_.value()));
     const Report rep3 = buildReport(store2, {a_, b_});
     QCOMPARE(rep3.recommendation.rankedBy, std::string("step time"));
-    const std::size_t faster = *rep3.runs[0].stepMs <= *rep3.runs[1].stepMs ? 0 : 1;
-    QCOMPARE(rep3.recommendation.recommended.value_or(99), faster);
+    // The two synthetic jobs' mean steps are within their step spread, and so are their peaks: no
+    // measurable difference, so neither is recommended (never a winner inside the noise).
+    const ComparisonVerdict& v3 = rep3.comparison.verdict;
+    QVERIFY(*v3.speedMarginPct <= std::max(*v3.noisePct, kTieMarginPct));
+    QCOMPARE(v3.by, ComparisonVerdict::By::None);
+    QVERIFY(!rep3.recommendation.recommended);
+    QVERIFY2(QString::fromStdString(rep3.recommendation.sentences[0]).contains("no measurable difference") &&
+                 QString::fromStdString(rep3.recommendation.sentences[0]).contains("neither is recommended"),
+             rep3.recommendation.sentences[0].c_str());
+    for (const auto& r : rep3.comparison.rows)
+      if (r.key == "step_time_ms") QVERIFY(!r.best);  // no best run marked inside the noise
   }
 
-  // Within 3 % the runs tie on speed and the one with the lower memory peak is recommended; the
-  // sentence says which rule decided.
+  // Within the runs' step spread (11 % here) or 3 % the runs show no measurable difference in speed
+  // and the one with the lower memory peak is recommended; the sentence says which rule decided.
+  // Beyond the spread, speed decides.
   void tieGoesToTheLeanerRun() {
     QTemporaryDir d;
     const std::string copy = pathIn(d, "tie.db");
@@ -363,12 +375,19 @@ class TestReport : public QObject {
     QCOMPARE(*rep.runs[1].peakAllocatedBytes, 2 * peakA);
     QCOMPARE(rep.recommendation.recommended.value_or(99), std::size_t(0));
     const QString first = QString::fromStdString(rep.recommendation.sentences[0]);
-    QVERIFY2(first.contains("within 2.0 %") && first.contains("tie") &&
+    QVERIFY2(first.contains("2.0 % apart") && first.contains("no measurable difference") &&
                  first.contains("\u201Cjob-a\u201D is recommended because it needs less memory"),
              qPrintable(first));
-    // 5 % apart is not a tie: speed decides although b needs more memory, and the memory cost is named.
+    QCOMPARE(rep.comparison.verdict.by, ComparisonVerdict::By::Memory);
+    // 5 % apart, within the 11 % spread: still no measurable difference in speed.
+    const double spread = *rep.comparison.verdict.noisePct;
+    QVERIFY(spread > 5.0 && spread < 40.0);
     store.setMetric(b_, std::nullopt, metric_keys::kTokensPerSecond, 1050);
+    QCOMPARE(buildReport(store, {a_, b_}).comparison.verdict.by, ComparisonVerdict::By::Memory);
+    // Beyond the spread: speed decides although b needs more memory, and the memory cost is named.
+    store.setMetric(b_, std::nullopt, metric_keys::kTokensPerSecond, 1000.0 * (1.0 + spread / 100.0) + 50.0);
     const Report rep2 = buildReport(store, {a_, b_});
+    QCOMPARE(rep2.comparison.verdict.by, ComparisonVerdict::By::Speed);
     QCOMPARE(rep2.recommendation.recommended.value_or(99), std::size_t(1));
     bool memoryCost = false;
     for (const auto& s : rep2.recommendation.sentences)

@@ -148,6 +148,9 @@ class TestPageJson : public QObject {
       QVERIFY2(std::abs(sum - gui["step_time_ms"]["values"].toArray()[i].toDouble()) < 1e-5, "the parts make the step");
     }
     QVERIFY(!j["verdict"].toString().isEmpty());
+    // The verdict is compare-runs' own: the same winner (a run id, or null inside the noise).
+    QCOMPARE(j["verdict_detail"].toObject(), compareRuns_["verdict"].toObject());
+    QVERIFY(compareRuns_["verdict"].toObject().contains("winner"));
   }
 
   void overviewHoldsCompareRuns() {

@@ -726,6 +726,9 @@ QJsonObject ComparePage::describe() const {
   out[QStringLiteral("charts")] = charts;
   out[QStringLiteral("verdict")] = recommendationText();
   out[QStringLiteral("recommended_run")] = static_cast<double>(recommendedRun_.value());
+  // The comparison's verdict as core writes it (toJson(ComparisonVerdict)): `compare-runs --json`'s.
+  out[QStringLiteral("verdict_detail")] =
+      QJsonDocument::fromJson(QByteArray::fromStdString(core::toJson(c.verdict, c.runs).dump())).object();
   QJsonArray diff;
   for (const auto& d : c.configDiff) diff.append(qs(d.key));
   out[QStringLiteral("config_diff_keys")] = diff;

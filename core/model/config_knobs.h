@@ -1,0 +1,46 @@
+#pragma once
+// What a stored run's configuration (Run::configJson: the run-config JSON of core/config, one key
+// per knob) says about the knobs the analyses word their advice by. Advice is derived from the
+// run's own configuration and never suggests what is already set (issue 46): the bottleneck
+// analysis reads these. An imported trace has no configuration: every field is then unknown and
+// the advice names each strategy's knob.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/model/run_knobs.h"
+#include "core/model/types.h"
+
+namespace shardscope::core {
+
+// The keys, as core/config/run_config.cpp's knob table spells them (it reads these constants).
+namespace knob_key {
+constexpr std::string_view kStrategy = "strategy";
+constexpr std::string_view kBucketCapMb = "bucket_cap_mb";
+constexpr std::string_view kGradientAsBucketView = "gradient_as_bucket_view";
+constexpr std::string_view kReduceBucketSize = "reduce_bucket_size";
+constexpr std::string_view kOverlapComm = "overlap_comm";
+constexpr std::string_view kPrefetchBucketSize = "prefetch_bucket_size";
+constexpr std::string_view kBackwardPrefetch = "backward_prefetch";
+constexpr std::string_view kForwardPrefetch = "forward_prefetch";
+}  // namespace knob_key
+
+struct ConfigKnobs {
+  enum class Family { Unknown, Ddp, Zero, Fsdp };
+  Family family = Family::Unknown;
+  std::string strategy;  // "zero3", "fsdp", ... ("" when the run has no configuration)
+  int zeroStage = 0;     // 1..3 for ZeRO
+  std::optional<bool> overlapComm;  // resolved: "auto" is on for ZeRO-3, off otherwise
+  std::optional<BackwardPrefetch> backwardPrefetch;
+  std::optional<bool> forwardPrefetch, gradientAsBucketView;
+  std::optional<double> bucketCapMb;
+  std::optional<std::int64_t> reduceBucketSize, prefetchBucketSize;  // elements
+  bool known() const { return family != Family::Unknown; }
+};
+
+// Never throws: an unreadable or absent configuration is Unknown (run.strategy still names the
+// family when it is set).
+ConfigKnobs configKnobs(const Run& run);
+
+}  // namespace shardscope::core
