@@ -11,6 +11,7 @@
 #include "core/analysis/intervals.h"
 #include "core/analysis/lanes.h"
 #include "core/analysis/rank_scan.h"
+#include "core/analysis/step_breakdown.h"
 #include "core/analysis/stragglers.h"
 #include "core/model/config_knobs.h"
 #include "core/util/units.h"
@@ -312,6 +313,16 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
   TraceStore& store = ctx_.store;
   const RunSummary& summary = ctx_.summary;
   const ConfigKnobs knobs = configKnobs(summary.run);
+  // THE steady-state rule (step_breakdown.h, CountedSteps): only instances in counted steps, so a
+  // runtime run's warm-up step and what runs outside any step (the link probe, initialisation) are
+  // neither a bottleneck's instances nor its worst one; Compare and the step figures count the same.
+  {
+    std::vector<std::int64_t> numbers;
+    for (const Candidate& c : candidates_) numbers.push_back(c.step == EventChunk::kNull ? -1 : c.step);
+    for (const Step& st : ctx_.recordedSteps()) numbers.push_back(st.step);
+    const CountedSteps counted = countedStepNumbers(numbers, summary.run.source);
+    std::erase_if(candidates_, [&](const Candidate& c) { return !counted.counts(c.step == EventChunk::kNull ? -1 : c.step); });
+  }
   std::map<Id, std::string> pgNames;
   for (const auto& pg : store.processGroups(summary.run.id)) pgNames[pg.id] = pg.name;
   // The link's reference bandwidth per process group: the p90 over its large messages.

@@ -1,5 +1,7 @@
 #include "core/analysis/collectives.h"
 
+#include "core/analysis/step_breakdown.h"
+
 #include "core/analysis/lanes.h"
 
 #include <algorithm>
@@ -62,7 +64,8 @@ void CollectivesAccumulator::onEvent(const EventChunk& c, std::size_t i, Id) {
   const bool comm = op != CollectiveOp::None && (category == Category::Communication || kind_ == TrackKind::Comm);
   if (comm) {
     instances_.push_back(Instance{c.start[i], c.end[i], op, static_cast<Id>(c.pg[i]), c.groupSize[i],
-                                  c.bytes[i] != EventChunk::kNull ? std::optional<std::int64_t>(c.bytes[i]) : std::nullopt});
+                                  c.bytes[i] != EventChunk::kNull ? std::optional<std::int64_t>(c.bytes[i]) : std::nullopt,
+                                  c.step[i] == EventChunk::kNull || c.step[i] < 0 ? -1 : c.step[i]});
   } else if (category == Category::Computation) {
     compute_.push_back(Span{c.start[i], c.end[i]});
   }
@@ -83,17 +86,27 @@ void CollectivesAccumulator::endRank(const Rank&) {
     }
     // No group named (a default-group collective of an older trace): the default group is the world.
     if (n == 0 && pgName.empty() && ctx_.summary.run.worldSize > 1) n = ctx_.summary.run.worldSize;
-    CollectiveStats& c = table_[{static_cast<int>(in.op), pgName}];
+    const std::tuple<int, std::string> key{static_cast<int>(in.op), pgName};
+    CollectiveStats& c = table_[key];
     c.op = in.op;
     c.processGroup = pgName;
     if (n > 0) c.groupSize = n;
     ++c.count;
     const TimeNs dur = std::max<TimeNs>(0, in.e - in.s);
+    const TimeNs exposed = dur - coveredBy(P, in.s, in.e);
     c.totalNs += dur;
-    c.exposedNs += dur - coveredBy(P, in.s, in.e);
+    c.exposedNs += exposed;
     if (in.bytes) {
       c.bytes += *in.bytes;
       ++c.countWithBytes;
+    }
+    StepPart& part = byStep_[key][in.step];
+    ++part.count;
+    part.ns += dur;
+    part.exposedNs += exposed;
+    if (in.bytes) {
+      part.bytes += *in.bytes;
+      ++part.withBytes;
     }
   }
   compute_.clear();
@@ -101,9 +114,24 @@ void CollectivesAccumulator::endRank(const Rank&) {
 }
 
 std::vector<CollectiveStats> CollectivesAccumulator::finish() {
+  // The counted steps: the rule over every step number the run has (its recorded windows and the
+  // steps its collectives fell in).
+  std::vector<std::int64_t> numbers;
+  for (const Step& st : ctx_.recordedSteps()) numbers.push_back(st.step);
+  for (const auto& [key, steps] : byStep_)
+    for (const auto& [step, part] : steps) numbers.push_back(step);
+  const CountedSteps counted = countedStepNumbers(numbers, ctx_.summary.run.source);
   // Bandwidth from the instances that have a size: bytes / their time.
   std::vector<CollectiveStats> out;
   for (auto& [key, c] : table_) {
+    for (const auto& [step, part] : byStep_[key]) {
+      if (!counted.counts(step)) continue;
+      c.countedCount += part.count;
+      c.countedBytes += part.bytes;
+      c.countedWithBytes += part.withBytes;
+      c.countedNs += part.ns;
+      c.countedExposedNs += part.exposedNs;
+    }
     c.meanNs = c.count ? c.totalNs / c.count : 0;
     if (c.countWithBytes == c.count && c.totalNs > 0 && c.bytes > 0) {
       c.algBwGBps = static_cast<double>(c.bytes) / static_cast<double>(c.totalNs);  // bytes/ns == GB/s

@@ -27,6 +27,11 @@ struct CollectiveStats {
   TimeNs exposedNs = 0;
   std::optional<double> algBwGBps;  // bytes / time over the instances with a size
   std::optional<double> busBwGBps;  // algBw x the op's factor for groupSize
+  // The same over the counted steps only (THE steady-state rule, step_breakdown.h CountedSteps): what
+  // per-step figures divide (compareCollectives, the Communication page), so that a runtime run's
+  // warm-up step and what runs outside any step do not leak into "per step".
+  std::int64_t countedCount = 0, countedBytes = 0, countedWithBytes = 0;
+  TimeNs countedNs = 0, countedExposedNs = 0;
 };
 
 // nccl-tests bus-bandwidth factor: 2(n-1)/n for all-reduce, (n-1)/n for all-gather, reduce-scatter
@@ -57,12 +62,19 @@ class CollectivesAccumulator {
     Id pg;
     int groupSize;
     std::optional<std::int64_t> bytes;
+    std::int64_t step;  // -1: outside any step
+  };
+  // One (op, group)'s totals in one step (for the counted-steps totals at finish).
+  struct StepPart {
+    std::int64_t count = 0, bytes = 0, withBytes = 0;
+    TimeNs ns = 0, exposedNs = 0;
   };
 
  private:
   ScanContext& ctx_;
   std::map<Id, std::pair<std::string, int>> groups_;  // pg id -> (name, size)
   std::map<std::tuple<int, std::string>, CollectiveStats> table_;
+  std::map<std::tuple<int, std::string>, std::map<std::int64_t, StepPart>> byStep_;
   bool hasGpu_ = false;
   TrackKind kind_ = TrackKind::CpuThread;
   std::vector<intervals::Span> compute_;

@@ -299,10 +299,24 @@ CollectiveComparison compareCollectives(const std::vector<RunId>& runs, const st
   std::map<CollectiveOp, CollectiveChangeRow> byOp;
   for (std::size_t i = 0; i < n; ++i) {
     const RunAnalysis& a = *analyses[i];
-    const auto rankSteps = static_cast<std::int64_t>(a.steps.size());
+    // Per rank and COUNTED step (the steady-state rule the step figures use): the counted steps'
+    // totals over the counted (rank, step) rows; without figures, every row.
+    std::int64_t rankSteps = 0;
+    const bool haveRule = i < figures.size() && figures[i].steps.count > 0;
+    for (const auto& row : a.steps) rankSteps += (!haveRule || figures[i].steps.counts(row.step)) ? 1 : 0;
     out.rankSteps.push_back(rankSteps);
     const double div = rankSteps > 0 ? static_cast<double>(rankSteps) : 1.0;
-    for (const auto& c : a.collectives) {
+    for (const auto& whole : a.collectives) {
+      // Counted-step totals where the run has counted steps, else the whole run's.
+      CollectiveStats c = whole;
+      if (rankSteps > 0 && haveRule) {
+        c.count = whole.countedCount;
+        c.bytes = whole.countedBytes;
+        c.countWithBytes = whole.countedWithBytes;
+        c.totalNs = whole.countedNs;
+        c.exposedNs = whole.countedExposedNs;
+        if (c.count == 0) continue;
+      }
       auto& r = byOp[c.op];
       if (r.count.empty()) {
         r.op = c.op;

@@ -95,8 +95,9 @@ Comparison compareRuns(TraceStore& store, const std::vector<RunId>& runs, std::s
                        const CancelToken* cancel = nullptr, const AnalysisSource& source = {});
 
 // The collectives of several runs side by side, one row per operation (all process groups): what a
-// rank spends on it per step: the run's totals over its (rank, step) rows of the step breakdown
-// (every step, the warm-up included, as the collectives are counted over the whole run). A run
+// rank spends on it per step: the run's totals over its COUNTED steps (CollectiveStats::counted*)
+// divided by its counted (rank, step) rows of the step breakdown: the steady-state rule of the
+// step figures, so a runtime run's warm-up step and what runs outside any step are left out. A run
 // without steps shows its totals over all ranks (rankSteps 0).
 struct CollectiveChangeRow {
   CollectiveOp op = CollectiveOp::None;

@@ -29,8 +29,8 @@ constexpr std::string_view kForwardPrefetch = "forward_prefetch";
 struct ConfigKnobs {
   enum class Family { Unknown, Ddp, Zero, Fsdp };
   Family family = Family::Unknown;
-  std::string strategy;  // "zero3", "fsdp", ... ("" when the run has no configuration)
-  int zeroStage = 0;     // 1..3 for ZeRO
+  std::string strategy;             // "zero3", "fsdp", ... ("" when the run has no configuration)
+  int zeroStage = 0;                // 1..3 for ZeRO
   std::optional<bool> overlapComm;  // resolved: "auto" is on for ZeRO-3, off otherwise
   std::optional<BackwardPrefetch> backwardPrefetch;
   std::optional<bool> forwardPrefetch, gradientAsBucketView;

@@ -6,7 +6,9 @@
 #include "core/storage/store_access.h"
 #include "core/analysis/comparison.h"
 #include "core/import/kineto_importer.h"
+#include "core/storage/trace_store.h"
 #include "tests/common/test_support.h"
+#include "tests/ui/ui_fixture.h"
 
 using namespace shardscope::core;
 using shardscope::test::pathIn;
@@ -151,6 +153,68 @@ class TestComparison : public QObject {
     QCOMPARE(j.find("winner")->asString(), std::string("8"));
     QCOMPARE(j.find("by")->asString(), std::string("memory"));
     QVERIFY(toJson(judgeRuns(make(9.0, 4.0, 1082.0, 0.125)), {RunId{7}, RunId{8}, RunId{9}}).find("winner")->isNull());
+  }
+
+  // One step rule everywhere (issue 46): the collectives per rank and step count the counted steps
+  // only. A runtime run of 4 steps on 2 ranks, one 3 ms all-reduce per step, plus two more in the
+  // warm-up step 0 and a broadcast outside any step (initialisation): 1 all-reduce of 3 ms per
+  // counted step, over 2 x 3 counted (rank, step) rows; no broadcast row.
+  void collectivesPerCountedStep() {
+    QTemporaryDir dir;
+    TraceStore store(pathIn(dir, "c.db"));
+    shardscope::test::RunSpec spec;
+    spec.memorySamples = 0;
+    const RunId run = shardscope::test::writeRun(store, spec);
+    {
+      const Id ar = store.intern(spec.commName), bc = store.intern("broadcast"), op = store.intern("cpu_op");
+      std::vector<TrackId> lanes;
+      for (const Rank& rk : store.ranks(run)) {
+        Track t;
+        t.rankId = rk.id;
+        t.kind = TrackKind::Comm;
+        t.name = "comm 2";
+        t.sortIndex = 3;
+        lanes.push_back(store.addTrack(t));
+      }
+      Transaction tx(storeDb(store));
+      BulkWriter w(store);
+      for (const TrackId lane : lanes) {
+        EventRecord e;
+        e.trackId = lane;
+        e.catId = op;
+        e.category = Category::Communication;
+        e.bytes = 1 << 20;
+        for (int k = 0; k < 2; ++k) {  // two more all-reduces in the warm-up step
+          e.step = 0;
+          e.nameId = ar;
+          e.collOp = CollectiveOp::AllReduce;
+          e.startNs = spec.t0 + 8'000'000 + k * 500'000;
+          e.endNs = e.startNs + 400'000;
+          w.addEvent(e);
+        }
+        e.step = EventChunk::kNull;  // before the first step
+        e.nameId = bc;
+        e.collOp = CollectiveOp::Broadcast;
+        e.startNs = spec.t0 - 5'000'000;
+        e.endNs = spec.t0 - 1'000'000;
+        w.addEvent(e);
+      }
+      w.finish();
+      tx.commit();
+    }
+    const Comparison c = compareRuns(store, {run}, 0);
+    QCOMPARE(c.figures[0].steps.count, std::int64_t(3));
+    const RunAnalysis a = analyzeRun(store, run);
+    const CollectiveComparison cc = compareCollectives({run}, {&a}, c.figures, 0);
+    QCOMPARE(cc.rankSteps.at(0), std::int64_t(2 * 3));
+    QCOMPARE(cc.rows.size(), std::size_t(1));  // the broadcast ran outside the counted steps
+    QVERIFY(cc.rows[0].op == CollectiveOp::AllReduce);
+    QCOMPARE(*cc.rows[0].count[0], 1.0);
+    QVERIFY(std::abs(*cc.rows[0].ms[0] - 3.0) < 1e-9);
+    // The whole run's table still has every instance.
+    std::int64_t all = 0;
+    for (const auto& st : a.collectives) all += st.count;
+    QCOMPARE(all, std::int64_t(2 * (4 + 2 + 1)));
   }
 
   // Only what differs, nested keys flattened, a missing key shown as missing.
