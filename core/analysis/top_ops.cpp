@@ -11,6 +11,14 @@ TopOpsAccumulator::TopOpsAccumulator(ScanContext& ctx) : ctx_(ctx) {
   // Our runtime (and the simulator) record the CPU's compute and communication as device work; an
   // imported trace's CPU threads hold operators, not device work.
   cpuKernels_ = ctx.summary.run.source != RunSource::Kineto;
+  // The steps a run of ours recorded decide what counts, as for every per-step figure; an imported
+  // trace (no recorded steps) counts its whole extent, as the profiler's schedule chose it.
+  std::vector<std::int64_t> numbers;
+  for (const Step& st : ctx.recordedSteps()) numbers.push_back(st.step);
+  if (!numbers.empty()) {
+    counted_ = countedStepNumbers(numbers, ctx.summary.run.source);
+    byCountedSteps_ = counted_.count > 0;
+  }
 }
 TopOpsAccumulator::~TopOpsAccumulator() = default;
 
@@ -68,6 +76,8 @@ void TopOpsAccumulator::closeAllOps() {
 
 void TopOpsAccumulator::onEvent(const EventChunk& c, std::size_t i, Id) {
   if (c.flags[i] & EventFlags::Instant) return;
+  if (ctx_.strings.bits(c.name[i]) & StringClasses::kLinkProbe) return;  // calibration, not the run's work
+  if (byCountedSteps_ && !counted_.counts(c.step[i] == EventChunk::kNull ? -1 : c.step[i])) return;
   const std::uint8_t bits = ctx_.strings.bits(c.cat[i]);
   if (bits & (StringClasses::kUserAnnotation | StringClasses::kGpuUserAnnotation | StringClasses::kTrace)) return;
   const TimeNs s = c.start[i], e = c.end[i];
@@ -173,6 +183,7 @@ TopOps TopOpsAccumulator::finish(std::size_t limit) {
     out.deviceLanes = "CPU compute and communication lanes (no GPU)";
   else
     out.deviceLanes = "none";
+  out.measuredOver = byCountedSteps_ ? std::string(describeStepRule(counted_)) + "; the link probe left out" : "the whole trace";
   out.kernels = table(kernels_, kernelRank_, limit);
   out.operators = table(ops_, opRank_, limit);
   return out;
@@ -225,6 +236,7 @@ JsonValue toJson(const TopOps& t) {
   for (int r : t.ranks) ranks.push(JsonValue::number(static_cast<std::int64_t>(r)));
   j.set("ranks", std::move(ranks));
   j.set("device_lanes", JsonValue::string(t.deviceLanes));
+  j.set("measured_over", JsonValue::string(t.measuredOver));
   j.set("limit", JsonValue::number(static_cast<std::int64_t>(t.limit)));
   j.set("device_time_ns", JsonValue::number(t.kernels.timeNs));
   j.set("device_time_per_rank_ns", perRank(t.kernels.perRankNs));

@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/analysis/step_breakdown.h"
 #include "core/model/types.h"
 #include "core/storage/trace_store.h"
 #include "core/util/json.h"
@@ -56,6 +57,10 @@ struct TopOps {
   // What the kernels are: "GPU streams", "CPU compute and communication lanes (no GPU)", both
   // ("GPU streams; ...") for a run whose ranks differ, or "none" when no rank has device lanes.
   std::string deviceLanes;
+  // Which events count (THE steady-state rule, step_breakdown.h): "counted steps (the warm-up step
+  // and what runs outside any step left out)" for a run with recorded steps, else "the whole trace";
+  // the runtime's link probe (calibration) is never counted.
+  std::string measuredOver;
   std::size_t limit = 0;
   TopOpsTable kernels, operators;
 };
@@ -105,6 +110,8 @@ class TopOpsAccumulator {
   TopOpsTable table(std::unordered_map<std::uint32_t, Acc>& accs, std::vector<TimeNs>& rankTotals, std::size_t limit);
 
   ScanContext& ctx_;
+  CountedSteps counted_;  // from the recorded steps (runs we trained or simulated)
+  bool byCountedSteps_ = false;
   bool cpuKernels_ = false;  // a run we trained or simulated: CPU lanes are device lanes
   bool hasGpu_ = false;
   bool anyGpuRank_ = false, anyCpuRank_ = false;

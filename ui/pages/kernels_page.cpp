@@ -362,9 +362,10 @@ QString KernelsPage::kernelsNote() const {
     return top_->deviceLanes == "none"
                ? tr("No device lanes: this imported trace has no GPU work (its CPU operators are below).")
                : tr("No kernels on the device lanes (%1).").arg(QString::fromStdString(top_->deviceLanes));
-  QString s = tr("Device lanes: %1. Device time %2 (Σ of every kernel's duration, all ranks).")
+  QString s = tr("Device lanes: %1. Device time %2 (Σ of every kernel's duration, all ranks; %3).")
                   .arg(QString::fromStdString(top_->deviceLanes))
-                  .arg(units::msWithUnit(t.timeNs));
+                  .arg(units::msWithUnit(t.timeNs))
+                  .arg(QString::fromStdString(top_->measuredOver));
   const QString ranks = perRankLine(top_->ranks, t.perRankNs);
   if (!ranks.isEmpty()) s += QStringLiteral("\n") + tr("Per rank: %1").arg(ranks);
   return s;
@@ -465,6 +466,7 @@ QJsonObject KernelsPage::describe() const {
   out[QStringLiteral("filter")] = filter_->text();
   if (!top_) return out;
   out[QStringLiteral("device_lanes")] = qs(top_->deviceLanes);
+  out[QStringLiteral("measured_over")] = qs(top_->measuredOver);
   QJsonArray ranks;
   for (int r : top_->ranks) ranks.append(r);
   out[QStringLiteral("ranks")] = ranks;
