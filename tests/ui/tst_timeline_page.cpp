@@ -11,6 +11,7 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTextBrowser>
+#include <QTableWidget>
 #include <QtTest>
 
 #include <algorithm>
@@ -100,6 +101,16 @@ class TestTimelinePage : public QObject {
     page.searchBox()->setText("gemm");
     QTest::keyClick(page.searchBox(), Qt::Key_Return);
     QVERIFY(page.timeline()->selectedEvent());
+    // Range statistics shown, then the run is loaded again (what selecting another run does): no
+    // panel keeps the previous run's event or range (issue 46).
+    Q_EMIT page.timeline()->rangeSelected(page.index()->minStart(), page.index()->maxEnd());
+    QVERIFY(page.rangeTable()->rowCount() > 0);
+    page.setContext(QString::fromStdString(db_), {});
+    QCOMPARE(page.rangeTable()->rowCount(), 0);
+    QVERIFY(!page.details()->toPlainText().contains("launched by"));
+    page.setContext(QString::fromStdString(db_), {run_});
+    QTRY_VERIFY_WITH_TIMEOUT(!page.busy(), 20000);
+    QCOMPARE(page.rangeTable()->rowCount(), 0);
     // Cancel while loading: not busy, usable again after.
     page.reload();
     QVERIFY(page.busy());

@@ -177,9 +177,7 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
   split->setStretchFactor(1, 1);
   split->setSizes({700, 160});
   layout->addWidget(split, 1);
-  details_->setHtml(
-      tr("<span style='color:#777'>Click an event for its details; Shift+drag selects a range for its "
-         "statistics. wheel or W/S zoom, A/D or drag pan, Alt+wheel scrolls the lanes, F fits the run.</span>"));
+  clearDetails();
 
   connect(runCombo_, &QComboBox::currentIndexChanged, this, &TimelinePage::showRun);
   connect(viewCombo_, &QComboBox::activated, this, [this](int i) { setView(static_cast<View>(i)); });
@@ -322,11 +320,23 @@ void TimelinePage::showRun(int i) {
   reload();
 }
 
+void TimelinePage::clearDetails() {
+  details_->setHtml(
+      tr("<span style='color:#777'>Click an event for its details; Shift+drag selects a range for its "
+         "statistics. wheel or W/S zoom, A/D or drag pan, Alt+wheel scrolls the lanes, F fits the run.</span>"));
+  rangeTable_->clear();
+  rangeTable_->setRowCount(0);
+  rangeTable_->setColumnCount(0);
+  detailStack_->setCurrentWidget(details_);
+}
+
 void TimelinePage::reload() {
   if (task_) session()->tasks()->cancel(taskSlot());
   task_ = nullptr;
   ++generation_;
   error_.clear();
+  // Another run (or the same one again): nothing of the previous one's event or range stays shown.
+  clearDetails();
   runCombo_->setEnabled(runs_.size() > 1);
   if (dbPath_.isEmpty() || !current_) {
     index_.reset();

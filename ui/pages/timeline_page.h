@@ -94,6 +94,8 @@ class TimelinePage : public Page {
 
   TimelineWidget* timeline() const { return widget_; }
   QTextBrowser* details() const { return details_; }
+  // The details and range statistics back to their hint (another run is shown).
+  void clearDetails();
   QTableWidget* rangeTable() const { return rangeTable_; }
   QLineEdit* searchBox() const { return search_; }
   QMenu* lanesMenu() const { return lanesMenu_; }  // filled when it opens (aboutToShow)
