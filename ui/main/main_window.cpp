@@ -832,8 +832,10 @@ void MainWindow::chooseTraces() {
     return;
   }
   const QStringList files =
-      QFileDialog::getOpenFileNames(this, tr("Import torch.profiler traces (one run: all ranks of a job)"), QString(),
-                                    tr("Kineto traces (*.json *.json.gz *.pt.trace.json);;All files (*)"));
+      QFileDialog::getOpenFileNames(this, tr("Import traces (one run: all ranks of a job) or memory snapshots"), QString(),
+                                    tr("Traces and memory snapshots (*.json *.json.gz *.pickle *.pickle.gz);;"
+                                       "Kineto traces (*.json *.json.gz *.pt.trace.json);;"
+                                       "PyTorch memory snapshots (*.pickle *.pickle.gz);;All files (*)"));
   if (!files.isEmpty()) importTraces(files);
 }
 
