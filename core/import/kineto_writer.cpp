@@ -595,6 +595,11 @@ void KinetoWriter::endFile(RankState& rs, Batch& batch) {
   rs.groupIds = {};
   rs.allTracks = {};
   rs.cpuTracks = {};
+  // A trace that holds nothing to analyse is not a run (issue 46: an empty trace was stored as a
+  // completed run with 0 events). The import is one transaction: nothing of it is kept.
+  if (st.events == 0 && st.counters == 0 && st.memoryEvents == 0)
+    throw Error(path + ": holds no events, counters or memory records ('traceEvents' has " + std::to_string(st.traceEvents) +
+                (st.traceEvents == 1 ? " record" : " records") + ", none of them an event): nothing to import");
   // The file's import_log row, in the import's transaction.
   const auto now = std::chrono::steady_clock::now();
   st.seconds = std::chrono::duration<double>(now - fileStart_).count();

@@ -281,6 +281,13 @@ void TestKinetoBadInput::rejected_data() {
   QTest::newRow("world_size 0") << QByteArray(R"({"distributedInfo": {"rank": 0, "world_size": 0}, "traceEvents": []})") << false
                                 << "world size"
                                 << "";
+  // Nothing to analyse is not a run (issue 46): refused, nothing stored.
+  QTest::newRow("empty traceEvents") << QByteArray(R"({"traceEvents": []})") << false << "holds no events"
+                                     << "";
+  QTest::newRow("metadata only")
+      << QByteArray(R"({"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "x"}}]})") << false
+      << "holds no events"
+      << "";
   {
     QByteArray deep = "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"args\": {\"x\": ";
     deep += QByteArray(100000, '[');
