@@ -107,10 +107,12 @@ QVariant BottleneckModel::data(const QModelIndex& index, int role) const {
       case Cause:
         return causeLabel(b);
       case Worst:
-        return tr("%1 of %2 (rank %3%4)")
-            .arg(units::ms(b.exposedNs), units::ms(b.durNs))
-            .arg(b.rank)
-            .arg(b.step ? tr(", step %1").arg(*b.step) : QString());
+        // "41.183 of 41.183" read as a typo: say when the whole instance was exposed.
+        {
+          const QString where = tr("rank %1%2").arg(b.rank).arg(b.step ? tr(", step %1").arg(*b.step) : QString());
+          return b.exposedNs >= b.durNs ? tr("%1 exposed, all of it (%2)").arg(units::ms(b.exposedNs), where)
+                                        : tr("%1 exposed of %2 (%3)").arg(units::ms(b.exposedNs), units::ms(b.durNs), where);
+        }
       case Bytes:
         return b.bytes ? units::bytes(*b.bytes) : none;
     }
@@ -209,10 +211,13 @@ QString BottleneckModel::detailsHtml(const BottleneckRow& row) {
                           .arg(b.ranks)
                           .arg(b.stepsSeen)
                           .arg(units::msWithUnit(b.meanExposedNs)));
-  line(tr("Worst"), tr("%1 of %2, rank %3%4")
-                        .arg(units::msWithUnit(b.exposedNs), units::msWithUnit(b.durNs))
-                        .arg(b.rank)
-                        .arg(b.step ? tr(", step %1").arg(*b.step) : QString()));
+  {
+    const QString where = tr("rank %1%2").arg(b.rank).arg(b.step ? tr(", step %1").arg(*b.step) : QString());
+    line(tr("Worst"),
+         b.exposedNs >= b.durNs
+             ? tr("%1 exposed, the whole instance; %2").arg(units::msWithUnit(b.exposedNs), where)
+             : tr("%1 exposed of its %2; %3").arg(units::msWithUnit(b.exposedNs), units::msWithUnit(b.durNs), where));
+  }
   if (b.bytes) {
     QString size = units::bytes(*b.bytes);
     if (b.elements) size += tr(" (%1 elements)").arg(units::count(*b.elements));
