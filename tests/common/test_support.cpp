@@ -1,5 +1,8 @@
 #include "tests/common/test_support.h"
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdlib>
@@ -42,6 +45,26 @@ std::string writeGzip(const QTemporaryDir& dir, const std::string& name, const s
   if (!bytes.empty()) gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
   gzclose(f);
   return path;
+}
+
+bool otherProcessSeesSharedLock(const std::string& path) {
+  constexpr off_t kSharedFirst = 0x40000000 + 2;  // os_unix.c SHARED_FIRST / SHARED_SIZE
+  constexpr off_t kSharedSize = 510;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) _exit(3);
+    struct flock fl {};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = kSharedFirst;
+    fl.l_len = kSharedSize;
+    if (fcntl(fd, F_GETLK, &fl) != 0) _exit(4);
+    _exit(fl.l_type == F_UNLCK ? 1 : 0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 }  // namespace shardscope::test

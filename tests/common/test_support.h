@@ -22,4 +22,10 @@ std::string writeGzip(const QTemporaryDir& dir, const std::string& name, const s
 
 std::string pathIn(const QTemporaryDir& dir, const std::string& name);
 
+// Whether another process sees a lock held on the SHARED range of the SQLite database `path` (a WAL
+// connection holds it as long as it is open: os_unix.c SHARED_FIRST / SHARED_SIZE). Asked from a
+// forked child with fcntl(F_GETLK), as SQLite's peers see it: POSIX locks are per process, so the
+// asking process must not be the holder (the child's open guard registry is empty after fork).
+bool otherProcessSeesSharedLock(const std::string& path);
+
 }  // namespace shardscope::test

@@ -24,34 +24,10 @@
 #include "tests/common/test_support.h"
 
 using namespace shardscope::core;
+using shardscope::test::otherProcessSeesSharedLock;
 using shardscope::test::pathIn;
 
 namespace {
-
-// SQLite's unix VFS takes a read lock on these bytes of the database file for a SHARED lock (a WAL
-// connection holds it as long as it is open): os_unix.c, SHARED_FIRST / SHARED_SIZE.
-constexpr off_t kSharedFirst = 0x40000000 + 2;
-constexpr off_t kSharedSize = 510;
-
-// Whether another process sees a lock held on the shared range of `path` (asked from a forked child:
-// POSIX locks are per process, so the asking process must not be the holder).
-bool otherProcessSeesSharedLock(const std::string& path) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = ::open(path.c_str(), O_RDONLY);
-    if (fd < 0) _exit(3);
-    struct flock fl {};
-    fl.l_type = F_WRLCK;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = kSharedFirst;
-    fl.l_len = kSharedSize;
-    if (fcntl(fd, F_GETLK, &fl) != 0) _exit(4);
-    _exit(fl.l_type == F_UNLCK ? 1 : 0);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
 
 RunId addRun(TraceStore& store, const std::string& name) {
   Run r;

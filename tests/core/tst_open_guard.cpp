@@ -24,32 +24,10 @@
 #include "tests/common/test_support.h"
 
 using namespace shardscope::core;
+using shardscope::test::otherProcessSeesSharedLock;
 using shardscope::test::pathIn;
 
 namespace {
-
-constexpr off_t kSharedFirst = 0x40000000 + 2;  // os_unix.c SHARED_FIRST / SHARED_SIZE
-constexpr off_t kSharedSize = 510;
-
-// Whether another process sees a lock on the shared range of `path` (the child holds nothing: its
-// registry is empty after fork, so its own open is not refused).
-bool otherProcessSeesSharedLock(const std::string& path) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = ::open(path.c_str(), O_RDONLY);
-    if (fd < 0) _exit(3);
-    struct flock fl {};
-    fl.l_type = F_WRLCK;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = kSharedFirst;
-    fl.l_len = kSharedSize;
-    if (fcntl(fd, F_GETLK, &fl) != 0) _exit(4);
-    _exit(fl.l_type == F_UNLCK ? 1 : 0);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
 
 RunId addRun(TraceStore& store) {
   Run r;
