@@ -45,6 +45,20 @@ std::string skewRank(int rank, long clock, long stepStart, long arrival) {
          "]}";
 }
 
+// One rank of an 8-rank job: a gemm, a reduce-scatter half hidden behind it, then an all-gather
+// queued behind the reduce-scatter on the same stream.
+std::string queuedAllGatherTrace() {
+  return R"J({"distributedInfo": {"rank": 1, "world_size": 8, "pg_config": [{"pg_name": "0", "pg_size": 8, "ranks": [0,1,2,3,4,5,6,7]}]}, "traceEvents": [
+{"ph": "X", "cat": "user_annotation", "name": "FSDP unit layers.3", "pid": 1, "tid": 1, "ts": 0, "dur": 200},
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 1, "args": {"correlation": 10}},
+{"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "pid": 1, "tid": 1, "ts": 12, "dur": 1, "args": {"correlation": 11}},
+{"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "pid": 1, "tid": 1, "ts": 14, "dur": 1, "args": {"correlation": 12}},
+{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 0, "dur": 40, "args": {"stream": 7, "correlation": 10}},
+{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", "pid": 0, "tid": 21, "ts": 20, "dur": 40, "args": {"stream": 21, "correlation": 11, "Collective name": "_reduce_scatter_base", "In msg nelems": 1000000, "Out msg nelems": 125000, "Group size": 8, "dtype": "BFloat16", "Process Group Name": "0"}},
+{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL", "pid": 0, "tid": 21, "ts": 61, "dur": 40, "args": {"stream": 21, "correlation": 12, "Collective name": "_allgather_base", "In msg nelems": 250000, "Out msg nelems": 2000000, "Group size": 8, "dtype": "BFloat16", "Process Group Name": "0"}}
+]})J";
+}
+
 bool mentions(const std::vector<std::string>& list, const char* what) {
   for (const auto& s : list)
     if (s.find(what) != std::string::npos) return true;
@@ -219,16 +233,7 @@ class TestBottlenecks : public QObject {
 
   void allGatherQueuedBehindReduceScatter() {
     QTemporaryDir dir;
-    const std::string s =
-        R"J({"distributedInfo": {"rank": 1, "world_size": 8, "pg_config": [{"pg_name": "0", "pg_size": 8, "ranks": [0,1,2,3,4,5,6,7]}]}, "traceEvents": [
-{"ph": "X", "cat": "user_annotation", "name": "FSDP unit layers.3", "pid": 1, "tid": 1, "ts": 0, "dur": 200},
-{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 1, "args": {"correlation": 10}},
-{"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "pid": 1, "tid": 1, "ts": 12, "dur": 1, "args": {"correlation": 11}},
-{"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "pid": 1, "tid": 1, "ts": 14, "dur": 1, "args": {"correlation": 12}},
-{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 0, "dur": 40, "args": {"stream": 7, "correlation": 10}},
-{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", "pid": 0, "tid": 21, "ts": 20, "dur": 40, "args": {"stream": 21, "correlation": 11, "Collective name": "_reduce_scatter_base", "In msg nelems": 1000000, "Out msg nelems": 125000, "Group size": 8, "dtype": "BFloat16", "Process Group Name": "0"}},
-{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL", "pid": 0, "tid": 21, "ts": 61, "dur": 40, "args": {"stream": 21, "correlation": 12, "Collective name": "_allgather_base", "In msg nelems": 250000, "Out msg nelems": 2000000, "Group size": 8, "dtype": "BFloat16", "Process Group Name": "0"}}
-]})J";
+    const std::string s = queuedAllGatherTrace();
     TraceStore store(pathIn(dir, "t.db"));
     const auto res = importKineto(store, {writeFile(dir, "b.json", s)});
     const auto list = findCollectiveBottlenecks(store, res.runIds.at(0));
@@ -304,16 +309,7 @@ class TestBottlenecks : public QObject {
     QFETCH(QString, reduceScatterHas);
     QFETCH(QString, reduceScatterLacks);
     QTemporaryDir dir;
-    const std::string s =
-        R"J({"distributedInfo": {"rank": 1, "world_size": 8, "pg_config": [{"pg_name": "0", "pg_size": 8, "ranks": [0,1,2,3,4,5,6,7]}]}, "traceEvents": [
-{"ph": "X", "cat": "user_annotation", "name": "FSDP unit layers.3", "pid": 1, "tid": 1, "ts": 0, "dur": 200},
-{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 1, "args": {"correlation": 10}},
-{"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "pid": 1, "tid": 1, "ts": 12, "dur": 1, "args": {"correlation": 11}},
-{"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "pid": 1, "tid": 1, "ts": 14, "dur": 1, "args": {"correlation": 12}},
-{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 0, "dur": 40, "args": {"stream": 7, "correlation": 10}},
-{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", "pid": 0, "tid": 21, "ts": 20, "dur": 40, "args": {"stream": 21, "correlation": 11, "Collective name": "_reduce_scatter_base", "In msg nelems": 1000000, "Out msg nelems": 125000, "Group size": 8, "dtype": "BFloat16", "Process Group Name": "0"}},
-{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL", "pid": 0, "tid": 21, "ts": 61, "dur": 40, "args": {"stream": 21, "correlation": 12, "Collective name": "_allgather_base", "In msg nelems": 250000, "Out msg nelems": 2000000, "Group size": 8, "dtype": "BFloat16", "Process Group Name": "0"}}
-]})J";
+    const std::string s = queuedAllGatherTrace();
     TraceStore store(pathIn(dir, "t.db"));
     const RunId run = importKineto(store, {writeFile(dir, "b.json", s)}).runIds.at(0);
     Statement up(storeDb(store), "UPDATE runs SET strategy = ?1, config_json = ?2 WHERE id = ?3");
