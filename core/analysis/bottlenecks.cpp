@@ -64,11 +64,7 @@ std::string joinOr(const std::vector<std::string>& parts) {
   return out;
 }
 
-std::string mib(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f MiB", v);
-  return buf;
-}
+std::string mib(double v) { return formatFixed(v, 0) + " MiB"; }
 
 // An all-gather issued too late (queued behind another collective, or with nothing left to hide it).
 std::string allGatherAdvice(const ConfigKnobs& k, const std::optional<std::int64_t>& elements, int worldSize, bool queued) {

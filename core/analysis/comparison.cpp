@@ -9,6 +9,7 @@
 #include "core/analysis/run_figures.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
+#include "core/util/units.h"
 
 namespace shardscope::core {
 namespace {
@@ -121,16 +122,6 @@ Comparison compareRuns(TraceStore& store, const std::vector<RunId>& runs, std::s
   return c;
 }
 
-namespace {
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-}  // namespace
-
 ComparisonVerdict judgeRuns(const Comparison& c) {
   ComparisonVerdict v;
   const std::size_t n = c.runs.size();
@@ -162,7 +153,7 @@ ComparisonVerdict judgeRuns(const Comparison& c) {
     return (i < c.names.size() ? c.names[i] : std::string("run")) + " #" + std::to_string(c.runs[i].value());
   };
   auto text = [&](std::size_t i) {
-    return useTps ? fixed(*speed->values[i], 0) + " tokens/s" : fixed(*speed->values[i], 2) + " ms per step";
+    return useTps ? formatFixed(*speed->values[i], 0) + " tokens/s" : formatFixed(*speed->values[i], 2) + " ms per step";
   };
   if (v.ranked.empty()) {
     v.reasons.push_back("no completed run has " + v.rankedBy + " figures");
@@ -183,18 +174,18 @@ ComparisonVerdict judgeRuns(const Comparison& c) {
   v.noisePct = std::max(c.figures.size() > best ? c.figures[best].stepSpreadPct.value_or(0.0) : 0.0,
                         c.figures.size() > next ? c.figures[next].stepSpreadPct.value_or(0.0) : 0.0);
   const double bar = std::max(*v.noisePct, kTieMarginPct);
-  const std::string margin = fixed(*v.speedMarginPct, 1) + " %";
-  const std::string noise = "the runs' step spread of " + fixed(*v.noisePct, 1) + " % (p90-p10 over p50)";
+  const std::string margin = formatFixed(*v.speedMarginPct, 1) + " %";
+  const std::string noise = "the runs' step spread of " + formatFixed(*v.noisePct, 1) + " % (p90-p10 over p50)";
   if (*v.speedMarginPct > bar) {
     v.winner = best;
     v.by = ComparisonVerdict::By::Speed;
     v.reasons.push_back(name(best) + " is faster: " + text(best) + " vs " + text(next) + " for " + name(next) + ", " + margin +
-                        ", beyond " + noise + " and the " + fixed(kTieMarginPct, 0) + " % tie margin");
+                        ", beyond " + noise + " and the " + formatFixed(kTieMarginPct, 0) + " % tie margin");
     return v;
   }
   v.reasons.push_back("no measurable difference in speed between " + name(best) + " and " + name(next) + ": " + text(best) +
                       " vs " + text(next) + ", " + margin + ", within " +
-                      (*v.noisePct >= kTieMarginPct ? noise : "the " + fixed(kTieMarginPct, 0) + " % tie margin"));
+                      (*v.noisePct >= kTieMarginPct ? noise : "the " + formatFixed(kTieMarginPct, 0) + " % tie margin"));
   if (has(peak, best) && has(peak, next) && *peak->values[best] > 0 && *peak->values[next] > 0) {
     const double pb = *peak->values[best], pn = *peak->values[next];
     const std::size_t lean = pn < pb ? next : best, heavy = lean == best ? next : best;
@@ -203,12 +194,12 @@ ComparisonVerdict judgeRuns(const Comparison& c) {
       v.winner = lean;
       v.by = ComparisonVerdict::By::Memory;
       v.memoryMarginPct = saved;
-      v.reasons.push_back(name(lean) + " needs " + fixed(saved, 1) + " % less memory at its peak (" +
-                          fixed(*peak->values[lean] * 1024.0, 1) + " vs " + fixed(*peak->values[heavy] * 1024.0, 1) +
+      v.reasons.push_back(name(lean) + " needs " + formatFixed(saved, 1) + " % less memory at its peak (" +
+                          formatFixed(*peak->values[lean] * 1024.0, 1) + " vs " + formatFixed(*peak->values[heavy] * 1024.0, 1) +
                           " MiB allocated)");
       return v;
     }
-    v.reasons.push_back("their memory peaks are within " + fixed(kTieMarginPct, 0) + " % of each other too");
+    v.reasons.push_back("their memory peaks are within " + formatFixed(kTieMarginPct, 0) + " % of each other too");
   }
   return v;
 }
