@@ -136,12 +136,21 @@ void releaseDatabaseFile(HeldFile file) {
   unlock();
 }
 
-bool isHeldDatabaseFile(const char* path, int dirfd) {
+namespace {
+
+// The held database `path` is, or belongs to as its -wal/-shm/-journal: its device and inode.
+bool heldIdentity(int dirfd, const char* path, std::uint64_t& dev, std::uint64_t& ino) {
   if (g_heldTotal.load(std::memory_order_acquire) == 0 || !path) return false;
-  std::uint64_t dev = 0, ino = 0;
   if (identify(dirfd, path, dev, ino) && isHeldId(dev, ino)) return true;
   const std::string db = companionOf(path);
   return !db.empty() && identify(dirfd, db.c_str(), dev, ino) && isHeldId(dev, ino);
+}
+
+}  // namespace
+
+bool isHeldDatabaseFile(const char* path, int dirfd) {
+  std::uint64_t dev = 0, ino = 0;
+  return heldIdentity(dirfd, path, dev, ino);
 }
 
 bool isSqliteDatabaseFile(const std::string& path) {
@@ -204,11 +213,9 @@ std::string lastRefusedOpen() {
 namespace detail {
 
 bool refuseOpen(const char* what, int dirfd, const char* path) {
-  if (!isHeldDatabaseFile(path, dirfd)) return false;
-  g_refused.fetch_add(1);
   std::uint64_t dev = 0, ino = 0;
-  const std::string db = companionOf(path);
-  if (!identify(dirfd, path, dev, ino) || !isHeldId(dev, ino)) identify(dirfd, db.c_str(), dev, ino);
+  if (!heldIdentity(dirfd, path, dev, ino)) return false;
+  g_refused.fetch_add(1);
   bool first = true;
   lock();
   std::snprintf(g_lastRefused, sizeof g_lastRefused, "%s", path);
