@@ -28,6 +28,9 @@ struct Command {
 void printStrategyTable(std::ostream& os, const core::StrategyTable& t);
 // The comparison as a text table (baseline, values, deltas, best run per row marked).
 void printComparisonTable(std::ostream& os, const core::Comparison& c);
+// The verdict (core::judgeRuns): the winner or "no measurable difference", its reasons, and each
+// repeated configuration's mean and run-to-run spread.
+void printVerdict(std::ostream& os, const core::Comparison& c);
 // The comparison as compare-runs --json prints it (runs, baseline, rows with values and deltas).
 core::JsonValue comparisonJson(const core::Comparison& c, const std::vector<core::RunId>& ids, std::size_t baseline);
 

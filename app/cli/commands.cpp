@@ -989,6 +989,27 @@ void printComparisonTable(std::ostream& os, const core::Comparison& c) {
   }
 }
 
+void printVerdict(std::ostream& os, const core::Comparison& c) {
+  // A winner only on a measurable difference (judgeRuns); repeats with their run-to-run spread.
+  const auto& v = c.verdict;
+  auto runText = [&](std::size_t i) { return c.names[i] + " (run " + std::to_string(c.runs[i].value()) + ")"; };
+  for (const auto& r : v.repeats) {
+    std::string runs;
+    for (std::size_t i : r.runs) runs += (runs.empty() ? "" : ", ") + std::to_string(c.runs[i].value());
+    const bool tps = v.rankedBy == "tokens/s";
+    const int digits = tps ? 0 : 2;
+    os << (&r == &v.repeats.front() ? "\nrepeats (" + v.rankedBy + "):\n" : std::string()) << "  runs " << runs << ": mean "
+       << core::formatFixed(r.mean, digits) << (tps ? " tokens/s" : " ms") << ", " << core::formatFixed(r.min, digits) << " to "
+       << core::formatFixed(r.max, digits) << ", run-to-run spread " << core::formatFixed(r.spreadPct, 1) << " %\n";
+  }
+  os << "\nverdict: "
+     << (v.winner ? (v.winnerRuns.size() > 1 ? v.winnerName : runText(*v.winner)) +
+                        (v.by == core::ComparisonVerdict::By::Memory ? ", by memory" : ", by speed")
+                  : std::string("no measurable difference"))
+     << "\n";
+  for (const auto& line : v.reasons) os << "  " << line << "\n";
+}
+
 core::JsonValue comparisonJson(const core::Comparison& c, const std::vector<core::RunId>& ids, std::size_t baseline) {
   JsonValue out = JsonValue::object();
   out.set("strategy_table", core::toJson(c.strategies));
@@ -1141,13 +1162,7 @@ int cmdCompareRuns(const Args& a, core::CancelToken& cancel) {
   printStrategyTable(std::cout, c.strategies);
   printComparisonTable(std::cout, c);
   printCollectiveComparison(std::cout, cc, c);
-  // The verdict: a winner only on a measurable difference (judgeRuns).
-  std::cout << "\nverdict: "
-            << (c.verdict.winner ? c.names[*c.verdict.winner] + " (run " + std::to_string(ids[*c.verdict.winner].value()) +
-                                       (c.verdict.by == core::ComparisonVerdict::By::Memory ? ", by memory)" : ", by speed)")
-                                 : std::string("no measurable difference"))
-            << "\n";
-  for (const auto& line : c.verdict.reasons) std::cout << "  " << line << "\n";
+  printVerdict(std::cout, c);
   return kOk;
 }
 

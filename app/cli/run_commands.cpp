@@ -52,6 +52,10 @@ std::vector<OptionSpec> runOptions(bool compare) {
   o.push_back({"config", true, "run configuration JSON (keys as the flags below, snake_case); - reads it from stdin"});
   o.push_back({"deepspeed", true, "DeepSpeed JSON config (zero_optimization etc. mapped onto the knobs)"});
   o.push_back({"name", true, "run name (compare: a prefix)"});
+  if (compare)
+    o.push_back({"repeats", true,
+                 "run each configuration N times (interleaved: A B C A B C ...) and judge them by their run-to-run spread "
+                 "and Welch's t-test (default 1)"});
   o.push_back({"master-addr", true, "rendezvous address for multi-node runs (default 127.0.0.1)"});
   o.push_back({"master-port", true, "rendezvous port (default: a free port)"});
   o.push_back({"dump-params", true,
@@ -365,11 +369,18 @@ int cmdCompare(const Args& a, core::CancelToken& cancel) {
   }
   const std::string db = a.get("db", "shardscope.db");
   const bool json = a.has("json");
+  const std::int64_t repeats = a.getInt("repeats", 1);
+  if (repeats < 1 || repeats > 100) throw std::invalid_argument("--repeats: give 1 to 100 runs per configuration");
+  // Repeats interleaved (A B C A B C): a drift of the machine over time spreads over every configuration.
+  std::vector<std::pair<core::RunConfig, std::int64_t>> plan;
+  for (std::int64_t r = 1; r <= repeats; ++r)
+    for (const auto& c : cfgs) plan.emplace_back(c, r);
   core::JsonValue runs = core::JsonValue::array();
   std::vector<core::RunId> ids;
   int rc = kOk;
-  for (const auto& c : cfgs) {
-    const std::string name = (a.has("name") ? a.get("name") + " " : std::string()) + std::string(core::toString(c.strategy));
+  for (const auto& [c, repeat] : plan) {
+    const std::string name = (a.has("name") ? a.get("name") + " " : std::string()) + std::string(core::toString(c.strategy)) +
+                             (repeats > 1 ? " (" + std::to_string(repeat) + "/" + std::to_string(repeats) + ")" : std::string());
     std::cerr << "== " << name << ": " << c.model << ", " << c.worldSize << " ranks, " << c.steps << " steps\n";
     const Launched l = launchRun(db, c, name, a, cancel);
     {
@@ -399,6 +410,7 @@ int cmdCompare(const Args& a, core::CancelToken& cancel) {
     const core::Comparison c = core::compareRuns(store, ids, 0);
     printStrategyTable(std::cout, c.strategies);
     printComparisonTable(std::cout, c);
+    printVerdict(std::cout, c);
     std::cout << "\nmost exposed collective per run:\n";
     for (core::RunId id : ids) {
       const auto b = core::findCollectiveBottlenecks(store, id, 1);
@@ -410,8 +422,8 @@ int cmdCompare(const Args& a, core::CancelToken& cancel) {
       }
       std::cout << core::toString(b[0].op) << " rank " << b[0].rank << " " << b[0].kernel
                 << (b[0].unit.empty() ? "" : " in " + b[0].unit) << ", exposed "
-                << core::formatFixed(static_cast<double>(b[0].totalExposedNs) / 1e6, 3) << " ms over " << b[0].instances
-                << (b[0].instances == 1 ? " step" : " steps") << " (worst "
+                << core::formatFixed(static_cast<double>(b[0].totalExposedNs) / 1e6, 3) << " ms in " << b[0].instances
+                << (b[0].instances == 1 ? " instance" : " instances (steps x ranks)") << " (worst "
                 << core::formatFixed(static_cast<double>(b[0].exposedNs) / 1e6, 3) << " ms)";
       if (!b[0].suggestions.empty()) std::cout << " - " << b[0].suggestions[0];
       std::cout << "\n";
@@ -430,7 +442,7 @@ std::vector<Command> runCommands() {
        "Launch a real sharded training run (one shardscope-worker process per rank, Gloo on CPU / NCCL on GPU) "
        "and capture it into the database",
        runOptions(false), cmdRun},
-      {"compare", "shardscope-cli compare [--db F] [--strategies ddp,fsdp,zero3] [same flags as run]",
+      {"compare", "shardscope-cli compare [--db F] [--strategies ddp,fsdp,zero3] [--repeats N] [same flags as run]",
        "Run several strategies one after another on the same model, data and seed (default: ddp, fsdp, zero3 on "
        "the small model, 2 ranks), then print the comparison and each run's most exposed collective",
        runOptions(true), cmdCompare},

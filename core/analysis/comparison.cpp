@@ -9,6 +9,7 @@
 #include "core/analysis/run_figures.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
+#include "core/util/stats.h"
 #include "core/util/units.h"
 
 namespace shardscope::core {
@@ -44,6 +45,7 @@ Comparison compareRuns(TraceStore& store, const std::vector<RunId>& runs, std::s
     configs.push_back(r->configJson);
   }
   c.configDiff = configDiff(configs);
+  c.configGroups = configGroups(configs);
   // Fixed row order, so tables line up between comparisons.
   row(c, "step_time_ms", "step time (ms, mean of counted steps)", true);
   row(c, "step_time_p50_ms", "step time p50 (ms)", true);
@@ -119,6 +121,14 @@ Comparison compareRuns(TraceStore& store, const std::vector<RunId>& runs, std::s
     }
   }
   c.verdict = judgeRuns(c);
+  // With repeats the verdict decides the speed rows' best: only a run of the winning configuration,
+  // and none when speed shows no measurable difference.
+  if (!c.verdict.repeats.empty())
+    for (auto& r : c.rows) {
+      if (!r.best || !noiseJudged(r.key)) continue;
+      const auto& w = c.verdict.winnerRuns;
+      if (c.verdict.by != ComparisonVerdict::By::Speed || std::find(w.begin(), w.end(), *r.best) == w.end()) r.best.reset();
+    }
   return c;
 }
 
@@ -144,64 +154,174 @@ ComparisonVerdict judgeRuns(const Comparison& c) {
   const ComparisonRow* speed = useTps ? tps : step;
   if (!speed) return v;
   v.rankedBy = useTps ? "tokens/s" : "step time";
-  for (std::size_t i = 0; i < n; ++i)
-    if (completed(i) && has(speed, i)) v.ranked.push_back(i);
-  std::stable_sort(v.ranked.begin(), v.ranked.end(), [&](std::size_t a, std::size_t b) {
-    return useTps ? *speed->values[a] > *speed->values[b] : *speed->values[a] < *speed->values[b];
-  });
+  auto better = [&](double a, double b) { return useTps ? a > b : a < b; };
+
+  // The units judged: configurations (every completed run of one configuration with the figure),
+  // or each run alone when the comparison holds no repeats.
+  struct Unit {
+    std::vector<std::size_t> runs;
+    std::vector<double> values;
+    double mean = 0;
+  };
+  std::vector<Unit> units;
+  std::vector<std::vector<std::size_t>> groups = c.configGroups;
+  if (groups.empty())
+    for (std::size_t i = 0; i < n; ++i) groups.push_back({i});
+  for (const auto& g : groups) {
+    Unit u;
+    for (std::size_t i : g)
+      if (i < n && completed(i) && has(speed, i)) {
+        u.runs.push_back(i);
+        u.values.push_back(*speed->values[i]);
+      }
+    if (u.runs.empty()) continue;
+    u.mean = core::mean(u.values);
+    units.push_back(std::move(u));
+  }
+  std::stable_sort(units.begin(), units.end(), [&](const Unit& a, const Unit& b) { return better(a.mean, b.mean); });
+  for (auto& u : units) {
+    std::stable_sort(u.runs.begin(), u.runs.end(),
+                     [&](std::size_t a, std::size_t b) { return better(*speed->values[a], *speed->values[b]); });
+    for (std::size_t i : u.runs) v.ranked.push_back(i);
+    if (u.runs.size() < 2) continue;
+    ComparisonVerdict::RepeatSet r;
+    r.runs = u.runs;
+    std::sort(r.runs.begin(), r.runs.end());
+    r.mean = u.mean;
+    r.min = *std::min_element(u.values.begin(), u.values.end());
+    r.max = *std::max_element(u.values.begin(), u.values.end());
+    r.spreadPct = u.mean != 0 ? 100.0 * (r.max - r.min) / std::abs(u.mean) : 0.0;
+    v.repeats.push_back(std::move(r));
+  }
   auto name = [&](std::size_t i) {
     return (i < c.names.size() ? c.names[i] : std::string("run")) + " #" + std::to_string(c.runs[i].value());
   };
-  auto text = [&](std::size_t i) {
-    return useTps ? formatFixed(*speed->values[i], 0) + " tokens/s" : formatFixed(*speed->values[i], 2) + " ms per step";
+  auto unitName = [&](const Unit& u) {
+    if (u.runs.size() < 2) return name(u.runs[0]);
+    std::vector<std::size_t> inOrder = u.runs;
+    std::sort(inOrder.begin(), inOrder.end());
+    std::string ids;
+    for (std::size_t i : inOrder) ids += (ids.empty() ? "#" : ", #") + std::to_string(c.runs[i].value());
+    // What the repeats' names share ("ddp (1/3)", "ddp (2/3)" -> "ddp"), else the first one's.
+    auto nameOf = [&](std::size_t i) { return i < c.names.size() ? c.names[i] : std::string("run"); };
+    std::string common = nameOf(u.runs[0]);
+    for (std::size_t i : u.runs) {
+      const std::string other = nameOf(i);
+      std::size_t k = 0;
+      while (k < common.size() && k < other.size() && common[k] == other[k]) ++k;
+      common.resize(k);
+    }
+    while (!common.empty() && (common.back() == ' ' || common.back() == '(' || common.back() == '#')) common.pop_back();
+    if (common.empty()) common = nameOf(u.runs[0]);
+    return "the configuration of " + common + " (" + std::to_string(u.runs.size()) + " runs: " + ids + ")";
   };
-  if (v.ranked.empty()) {
+  auto text = [&](double x) { return useTps ? formatFixed(x, 0) + " tokens/s" : formatFixed(x, 2) + " ms per step"; };
+  auto unitText = [&](const Unit& u) { return (u.runs.size() > 1 ? "a mean of " : "") + text(u.mean); };
+  // What varies between measurements of one unit: its run-to-run spread, or one run's step spread.
+  auto unitNoise = [&](const Unit& u) {
+    if (u.runs.size() > 1) {
+      const auto [lo, hi] = std::minmax_element(u.values.begin(), u.values.end());
+      return u.mean != 0 ? 100.0 * (*hi - *lo) / std::abs(u.mean) : 0.0;
+    }
+    return c.figures.size() > u.runs[0] ? c.figures[u.runs[0]].stepSpreadPct.value_or(0.0) : 0.0;
+  };
+  if (units.empty()) {
     v.reasons.push_back("no completed run has " + v.rankedBy + " figures");
     return v;
   }
-  if (v.ranked.size() == 1) {
-    if (n > 1) {
-      v.winner = v.ranked[0];
+  if (units.size() == 1) {
+    if (units[0].runs.size() > 1) {
+      v.reasons.push_back("every ranked run is a repeat of one configuration (" + unitName(units[0]) + "): nothing to compare");
+    } else if (n > 1) {
+      v.winner = units[0].runs[0];
+      v.winnerRuns = units[0].runs;
+      v.winnerName = unitName(units[0]);
       v.by = ComparisonVerdict::By::Speed;
-      v.reasons.push_back(name(v.ranked[0]) + " is the only completed run with " + v.rankedBy + " figures");
+      v.reasons.push_back(name(units[0].runs[0]) + " is the only completed run with " + v.rankedBy + " figures");
     }
     return v;
   }
-  const std::size_t best = v.ranked[0], next = v.ranked[1];
-  v.runnerUp = next;
-  const double vb = *speed->values[best], vn = *speed->values[next];
-  v.speedMarginPct = 100.0 * std::abs(vb - vn) / std::max(std::abs(vn), 1e-300);
-  v.noisePct = std::max(c.figures.size() > best ? c.figures[best].stepSpreadPct.value_or(0.0) : 0.0,
-                        c.figures.size() > next ? c.figures[next].stepSpreadPct.value_or(0.0) : 0.0);
-  const double bar = std::max(*v.noisePct, kTieMarginPct);
+  const Unit &best = units[0], &next = units[1];
+  const bool repeated = best.runs.size() > 1 || next.runs.size() > 1;
+  v.runnerUp = next.runs[0];
+  v.speedMarginPct = 100.0 * std::abs(best.mean - next.mean) / std::max(std::abs(next.mean), 1e-300);
+  v.noisePct = std::max(unitNoise(best), unitNoise(next));
   const std::string margin = formatFixed(*v.speedMarginPct, 1) + " %";
-  const std::string noise = "the runs' step spread of " + formatFixed(*v.noisePct, 1) + " % (p90-p10 over p50)";
-  if (*v.speedMarginPct > bar) {
-    v.winner = best;
+  const std::string tie = "the " + formatFixed(kTieMarginPct, 0) + " % tie margin";
+  const auto test = welchTTest(best.values, next.values);
+  if (test) v.pValue = test->p;
+  bool wins = false;
+  std::string why;
+  if (test) {
+    // Both configurations repeated: significance, not the spread, decides (and the tie margin).
+    wins = test->p<kSignificance&& * v.speedMarginPct> kTieMarginPct;
+    why = "Welch's t-test p = " + formatFixed(test->p, 3) + (test->p < kSignificance ? " (significant" : " (not significant") +
+          " at " + formatFixed(kSignificance, 2) + "), run-to-run spread " + formatFixed(*v.noisePct, 1) + " %";
+    if (test->p < kSignificance && !wins) why += ", within " + tie;
+  } else {
+    const double bar = std::max(*v.noisePct, kTieMarginPct);
+    wins = *v.speedMarginPct > bar;
+    const std::string noise = repeated ? "the run-to-run spread of " + formatFixed(*v.noisePct, 1) + " %"
+                                       : "the runs' step spread of " + formatFixed(*v.noisePct, 1) + " % (p90-p10 over p50)";
+    why = wins ? "beyond " + noise + " and " + tie : "within " + (*v.noisePct >= kTieMarginPct ? noise : tie);
+  }
+  if (wins) {
+    v.winner = best.runs[0];
+    v.winnerRuns = best.runs;
+    v.winnerName = unitName(best);
     v.by = ComparisonVerdict::By::Speed;
-    v.reasons.push_back(name(best) + " is faster: " + text(best) + " vs " + text(next) + " for " + name(next) + ", " + margin +
-                        ", beyond " + noise + " and the " + formatFixed(kTieMarginPct, 0) + " % tie margin");
+    v.reasons.push_back(unitName(best) + " is faster: " + unitText(best) + " vs " + unitText(next) + " for " + unitName(next) +
+                        ", " + margin + ", " + why);
     return v;
   }
-  v.reasons.push_back("no measurable difference in speed between " + name(best) + " and " + name(next) + ": " + text(best) +
-                      " vs " + text(next) + ", " + margin + ", within " +
-                      (*v.noisePct >= kTieMarginPct ? noise : "the " + formatFixed(kTieMarginPct, 0) + " % tie margin"));
-  if (has(peak, best) && has(peak, next) && *peak->values[best] > 0 && *peak->values[next] > 0) {
-    const double pb = *peak->values[best], pn = *peak->values[next];
-    const std::size_t lean = pn < pb ? next : best, heavy = lean == best ? next : best;
-    const double saved = 100.0 * (*peak->values[heavy] - *peak->values[lean]) / *peak->values[heavy];
+  v.reasons.push_back("no measurable difference in speed between " + unitName(best) + " and " + unitName(next) + ": " +
+                      unitText(best) + " vs " + unitText(next) + ", " + margin + ", " + why);
+  // Speed cannot tell them apart: the one that needs measurably less memory (mean peak of each unit).
+  auto peakOf = [&](const Unit& u) -> std::optional<double> {
+    std::vector<double> p;
+    for (std::size_t i : u.runs) {
+      if (!has(peak, i) || *peak->values[i] <= 0) return std::nullopt;
+      p.push_back(*peak->values[i]);
+    }
+    return core::mean(p);
+  };
+  const auto pb = peakOf(best), pn = peakOf(next);
+  if (pb && pn) {
+    const bool nextLean = *pn < *pb;
+    const Unit& lean = nextLean ? next : best;
+    const double leanPeak = nextLean ? *pn : *pb, heavyPeak = nextLean ? *pb : *pn;
+    const double saved = 100.0 * (heavyPeak - leanPeak) / heavyPeak;
     if (saved > kTieMarginPct) {
-      v.winner = lean;
+      v.winner = lean.runs[0];
+      v.winnerRuns = lean.runs;
+      v.winnerName = unitName(lean);
       v.by = ComparisonVerdict::By::Memory;
       v.memoryMarginPct = saved;
-      v.reasons.push_back(name(lean) + " needs " + formatFixed(saved, 1) + " % less memory at its peak (" +
-                          formatFixed(*peak->values[lean] * 1024.0, 1) + " vs " + formatFixed(*peak->values[heavy] * 1024.0, 1) +
-                          " MiB allocated)");
+      v.reasons.push_back(unitName(lean) + " needs " + formatFixed(saved, 1) + " % less memory at its peak (" +
+                          formatFixed(leanPeak * 1024.0, 1) + " vs " + formatFixed(heavyPeak * 1024.0, 1) + " MiB allocated)");
       return v;
     }
     v.reasons.push_back("their memory peaks are within " + formatFixed(kTieMarginPct, 0) + " % of each other too");
   }
   return v;
+}
+
+std::vector<std::vector<std::size_t>> configGroups(const std::vector<std::string>& configJsons) {
+  std::vector<std::vector<std::size_t>> groups;
+  std::map<std::string, std::size_t> byConfig;
+  for (std::size_t i = 0; i < configJsons.size(); ++i) {
+    const std::string& cfg = configJsons[i];
+    if (cfg.empty() || cfg == "{}") {
+      groups.push_back({i});
+      continue;
+    }
+    const auto [it, fresh] = byConfig.emplace(cfg, groups.size());
+    if (fresh)
+      groups.push_back({i});
+    else
+      groups[it->second].push_back(i);
+  }
+  return groups;
 }
 
 namespace {
@@ -364,6 +484,23 @@ JsonValue toJson(const ComparisonVerdict& v, const std::vector<RunId>& runs) {
   o.set("speed_margin_pct", num(v.speedMarginPct));
   o.set("noise_pct", num(v.noisePct));
   o.set("memory_margin_pct", num(v.memoryMarginPct));
+  JsonValue winners = JsonValue::array();
+  for (std::size_t i : v.winnerRuns) winners.push(id(i));
+  o.set("winner_runs", std::move(winners));
+  o.set("p_value", num(v.pValue));
+  o.set("winner_name", v.winnerName.empty() ? JsonValue() : JsonValue::string(v.winnerName));
+  JsonValue repeats = JsonValue::array();
+  for (const auto& r : v.repeats) {
+    JsonValue x = JsonValue::object(), ids = JsonValue::array();
+    for (std::size_t i : r.runs) ids.push(id(i));
+    x.set("runs", std::move(ids));
+    x.set("mean", JsonValue::number(r.mean));
+    x.set("min", JsonValue::number(r.min));
+    x.set("max", JsonValue::number(r.max));
+    x.set("spread_pct", JsonValue::number(r.spreadPct));
+    repeats.push(std::move(x));
+  }
+  o.set("repeats", std::move(repeats));
   JsonValue reasons = JsonValue::array();
   for (const auto& r : v.reasons) reasons.push(JsonValue::string(r));
   o.set("reasons", std::move(reasons));

@@ -57,8 +57,22 @@ struct ComparisonVerdict {
   std::optional<double> noisePct;         // the larger step spread of the two
   std::optional<double> memoryMarginPct;  // with By::Memory: how much less the winner needs
   std::vector<std::string> reasons;       // one line each, figures included
+  // Repeats: runs of one configuration (Comparison::configGroups with two runs or more, e.g. from
+  // `compare --repeats N`) are judged together: their mean of the ranked figure, their run-to-run
+  // spread, and Welch's t-test between the two best configurations (a win needs p < kSignificance
+  // and the tie margin); noisePct is then the larger run-to-run spread of the two.
+  struct RepeatSet {
+    std::vector<std::size_t> runs;  // indices into Comparison::runs, in comparison order
+    double mean = 0, min = 0, max = 0;
+    double spreadPct = 0;  // (max - min) / mean
+  };
+  std::vector<RepeatSet> repeats;
+  std::optional<double> pValue;         // the t-test's two-sided p, when both configurations were repeated
+  std::vector<std::size_t> winnerRuns;  // every run of the winning configuration (the winner alone without repeats)
+  std::string winnerName;               // "ddp #4", or "the configuration of ddp (3 runs: #1, #3, #5)"
 };
 constexpr double kTieMarginPct = 3.0;
+constexpr double kSignificance = 0.05;
 
 struct Comparison {
   std::vector<RunId> runs;
@@ -69,15 +83,22 @@ struct Comparison {
   std::vector<RunFigures> figures;        // per run: the figures the rows show, and how they were measured
   std::vector<ConfigDiffRow> configDiff;  // what differs in the runs' configurations, in key order
   StrategyTable strategies;               // the strategy table of the runs (strategy_table.h), from `figures`
-  ComparisonVerdict verdict;              // judgeRuns(*this)
+  // Runs of one configuration (the same run-config JSON of our runtime, compared as text): each run in
+  // exactly one group, groups in the order of their first run; runs without a configuration alone.
+  std::vector<std::vector<std::size_t>> configGroups;
+  ComparisonVerdict verdict;  // judgeRuns(*this)
 };
 
 // The verdict of a comparison (see ComparisonVerdict); compareRuns sets Comparison::verdict.
 ComparisonVerdict judgeRuns(const Comparison& c);
 // Its serialisation (`compare-runs --json` "verdict", the Compare page's JSON): winner (a run id, or
 // null when no difference is measurable), by ("speed" | "memory" | null), ranked_by, ranked (ids),
-// runner_up, speed_margin_pct, noise_pct, memory_margin_pct, reasons.
+// runner_up, speed_margin_pct, noise_pct, memory_margin_pct, reasons, winner_runs (ids), p_value and
+// repeats ([{runs, mean, min, max, spread_pct}]).
 JsonValue toJson(const ComparisonVerdict& v, const std::vector<RunId>& runs);
+
+// Comparison::configGroups of runs with these configurations ("" or "{}": a group of its own).
+std::vector<std::vector<std::size_t>> configGroups(const std::vector<std::string>& configJsons);
 
 // The configuration keys whose values differ between runs (configJson of each, "{}" for none).
 std::vector<ConfigDiffRow> configDiff(const std::vector<std::string>& configJsons);

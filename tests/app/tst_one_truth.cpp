@@ -177,6 +177,45 @@ class TestOneTruth : public QObject {
     checkSurfaces(db, ids);
   }
 
+  // compare --repeats (issue 46): each configuration runs N times, interleaved, and the verdict
+  // judges the configurations by their repeats: the JSON lists each one's runs, mean and run-to-run
+  // spread, the t-test's p and every run of the winner (if any); the text prints the same.
+  void repeatsAreJudgedTogether() {
+    if (!test::workerBuilt()) QSKIP("shardscope-worker is not built (no LibTorch)");
+    const QString db = dir_.filePath("repeats.db");
+    auto r = runCli(
+        {"compare", "--db",         db,  "--strategies", "ddp,fsdp", "--repeats", "2",  "--name",        "sweep", "--model",
+         "tiny",    "--world-size", "2", "--steps",      "3",        "--seq-len", "32", "--micro-batch", "2",     "--json"},
+        300000);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    core::TraceStore store(db.toStdString(), core::Database::Mode::ReadOnly);
+    QStringList names;
+    for (const auto& run : store.runs()) names << QString::fromStdString(run.name);
+    QCOMPARE(names, QStringList({"sweep ddp (1/2)", "sweep fsdp (1/2)", "sweep ddp (2/2)", "sweep fsdp (2/2)"}));
+    const QJsonObject verdict = parseObject(r.out)["comparison"].toObject()["verdict"].toObject();
+    const QJsonArray repeats = verdict["repeats"].toArray();
+    QCOMPARE(repeats.size(), 2);
+    QStringList groups;
+    for (const auto& g : repeats) {
+      QStringList ids;
+      for (const auto& id : g.toObject()["runs"].toArray()) ids << QString::number(id.toInteger());
+      groups << ids.join(',');
+      const QJsonObject o = g.toObject();
+      QVERIFY(o["min"].toDouble() <= o["mean"].toDouble() && o["mean"].toDouble() <= o["max"].toDouble());
+      QVERIFY(near(o["spread_pct"].toDouble(), 100.0 * (o["max"].toDouble() - o["min"].toDouble()) / o["mean"].toDouble(), 1e-9));
+    }
+    groups.sort();
+    QCOMPARE(groups, QStringList({"1,3", "2,4"}));
+    QVERIFY(verdict.contains("p_value"));
+    if (!verdict["winner"].isNull()) QCOMPARE(verdict["winner_runs"].toArray().size(), 2);
+    // The text of compare-runs over the same runs: the repeats and the verdict.
+    r = runCli({"compare-runs", "--db", db, "--runs", "1,2,3,4"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.out.contains("repeats (step time):") || r.out.contains("repeats (tokens/s):"), qPrintable(r.out));
+    QVERIFY2(r.out.contains("run-to-run spread"), qPrintable(r.out));
+    QVERIFY2(r.out.contains("the configuration of sweep ddp (2 runs: #1, #3)"), qPrintable(r.out));
+  }
+
   // The database our runtime wrote on an H100 (schema 2, read-only): two ranks sharing a GPU
   // through Gloo (runs 1-3) and the 1.49B model on one GPU (run 4).
   void gpuFixture() {

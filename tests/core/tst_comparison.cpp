@@ -5,6 +5,7 @@
 
 #include "core/storage/store_access.h"
 #include "core/analysis/comparison.h"
+#include "core/util/stats.h"
 #include "core/import/kineto_importer.h"
 #include "core/storage/trace_store.h"
 #include "tests/common/test_support.h"
@@ -153,6 +154,81 @@ class TestComparison : public QObject {
     QCOMPARE(j.find("winner")->asString(), std::string("8"));
     QCOMPARE(j.find("by")->asString(), std::string("memory"));
     QVERIFY(toJson(judgeRuns(make(9.0, 4.0, 1082.0, 0.125)), {RunId{7}, RunId{8}, RunId{9}}).find("winner")->isNull());
+  }
+
+  // Repeats (issue 46, compare --repeats): runs of one configuration are judged together. Three
+  // repeats each of ddp (~100 ms) and zero3 (~104 ms, +4 %) with a run-to-run spread of ~1 %: Welch's
+  // t-test finds it significant and the margin passes the tie margin, so ddp's configuration wins
+  // with every one of its runs; with a spread of ~12 % the same means are no measurable difference
+  // (p > 0.05) and the speed rows mark no best run.
+  void repeatsAreJudgedBySignificance() {
+    auto make = [](std::vector<double> ddp, std::vector<double> zero3) {
+      Comparison c;
+      for (std::size_t i = 0; i < ddp.size(); ++i) {  // interleaved, as compare --repeats runs them
+        for (const auto& [name, ms] : {std::pair{"ddp", ddp[i]}, std::pair{"zero3", zero3[i]}}) {
+          c.runs.push_back(RunId{static_cast<std::int64_t>(c.runs.size() + 1)});
+          c.names.push_back(name);
+          c.completed.push_back(true);
+          c.figures.emplace_back().stepSpreadPct = 20.0;  // each run's own step spread is large
+          if (c.rows.empty()) c.rows.resize(2);
+          c.rows[0].key = "step_time_ms";
+          c.rows[0].values.push_back(ms);
+          c.rows[1].key = "peak_allocated_gib";
+          c.rows[1].values.push_back(0.125);
+        }
+      }
+      std::vector<std::string> configs;
+      for (const auto& n : c.names) configs.push_back(std::string("{\"strategy\":\"") + n + "\"}");
+      c.configGroups = configGroups(configs);
+      return c;
+    };
+    Comparison c = make({100.0, 101.0, 99.5}, {104.0, 103.5, 104.8});
+    QCOMPARE(c.configGroups, (std::vector<std::vector<std::size_t>>{{0, 2, 4}, {1, 3, 5}}));
+    ComparisonVerdict v = judgeRuns(c);
+    QCOMPARE(v.by, ComparisonVerdict::By::Speed);
+    QCOMPARE(v.winnerRuns, (std::vector<std::size_t>{4, 0, 2}));  // fastest first
+    QCOMPARE(v.winner.value_or(99), std::size_t(4));
+    QVERIFY(v.pValue && *v.pValue < 0.01);
+    QCOMPARE(v.repeats.size(), std::size_t(2));
+    QCOMPARE(v.repeats[0].runs, (std::vector<std::size_t>{0, 2, 4}));
+    QVERIFY(std::abs(v.repeats[0].mean - 100.1666666667) < 1e-6);
+    QVERIFY(std::abs(v.repeats[0].spreadPct - 1.5 / 100.1666666667 * 100.0) < 1e-6);
+    QVERIFY(QString::fromStdString(v.reasons.front()).contains("Welch's t-test p = 0.00"));
+    QCOMPARE(v.winnerName, std::string("the configuration of ddp (3 runs: #1, #3, #5)"));
+    // Each run alone would have been no difference: a step spread of 20 % hides 4 %.
+    Comparison lone = make({100.0}, {104.0});
+    QVERIFY(!judgeRuns(lone).winner);
+    // Noisy repeats: the same ~4 % between means is not significant.
+    v = judgeRuns(make({92.0, 108.0, 100.5}, {110.0, 97.0, 105.3}));
+    QVERIFY(!v.winner);
+    QVERIFY(v.pValue && *v.pValue > 0.05);
+    QVERIFY(QString::fromStdString(v.reasons.front()).contains("no measurable difference"));
+    QVERIFY(QString::fromStdString(v.reasons.front()).contains("not significant"));
+    // The JSON carries the repeats and the test.
+    const JsonValue j = toJson(judgeRuns(c), c.runs);
+    QCOMPARE(j.find("winner_runs")->items().size(), std::size_t(3));
+    QVERIFY(j.find("p_value")->asDouble() < 0.01);
+    QCOMPARE(j.find("repeats")->items().size(), std::size_t(2));
+    QCOMPARE(j.find("repeats")->items()[1].find("runs")->items()[0].asString(), std::string("2"));
+  }
+
+  // Welch's t-test against closed forms of Student's t: P(|T| > 1 | 1 df) = 1/2 (Cauchy),
+  // P(|T| > 2 | 2 df) = 1 - 2/sqrt(6), and a textbook pair of samples.
+  void welchTTestMatchesStudentsT() {
+    QVERIFY(std::abs(studentTwoSidedP(1.0, 1.0) - 0.5) < 1e-12);
+    QVERIFY(std::abs(studentTwoSidedP(2.0, 2.0) - (1.0 - 2.0 / std::sqrt(6.0))) < 1e-12);
+    QVERIFY(std::abs(studentTwoSidedP(0.0, 7.0) - 1.0) < 1e-12);
+    QVERIFY(std::abs(studentTwoSidedP(2.228138852, 10.0) - 0.05) < 1e-6);  // the 97.5 % quantile at 10 df
+    // a = {1, 2, 3, 4}, b = {3, 4, 5, 6}: means 2.5 and 4.5, variances 5/3 each: t = -2 / sqrt(5/6),
+    // df = 6 (equal variances and sizes).
+    const auto t = welchTTest({1, 2, 3, 4}, {3, 4, 5, 6});
+    QVERIFY(t);
+    QVERIFY(std::abs(t->t + 2.0 / std::sqrt(5.0 / 6.0)) < 1e-12);
+    QVERIFY(std::abs(t->df - 6.0) < 1e-12);
+    QVERIFY(std::abs(t->p - studentTwoSidedP(t->t, 6.0)) < 1e-15);
+    QVERIFY(std::abs(t->p - 0.0709876543) < 1e-8);  // numerical integration of the t density
+    QVERIFY(!welchTTest({1.0}, {2.0, 3.0}));        // one value: no variance to test
+    QVERIFY(!welchTTest({2.0, 2.0}, {3.0, 3.0}));   // no variance at all
   }
 
   // One step rule everywhere (issue 46): the collectives per rank and step count the counted steps

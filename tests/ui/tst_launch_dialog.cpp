@@ -8,6 +8,8 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QSettings>
+#include <QStandardPaths>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -65,6 +67,37 @@ class TestLaunchDialog : public QObject {
     QVERIFY(args.contains("--world-size"));
     QVERIFY(!args.contains("--progress-json"));  // the controller adds it
     QVERIFY(!args.contains("--db"));
+  }
+
+  // Issue 46: a run name and repeats in the dialog, passed as compare's --name and --repeats; what
+  // was launched last comes back the next time (QSettings), the fields, strategies, name and repeats.
+  void nameRepeatsAndSettingsAreRemembered() {
+    QStandardPaths::setTestModeEnabled(true);
+    QSettings().remove("launch");
+    {
+      ui::LaunchDialog d;
+      QVERIFY(!d.restoreSettings());  // nothing saved yet: the defaults stay
+      QCOMPARE(d.repeats(), 1);
+      QVERIFY(!d.arguments().contains("--repeats") && !d.arguments().contains("--name"));
+      d.setRunName("bucket sweep");
+      d.setRepeats(3);
+      d.setValue("steps", "7");
+      d.setStrategies({"ddp", "zero3"});
+      const QStringList args = d.arguments();
+      QCOMPARE(args.at(args.indexOf("--name") + 1), QString("bucket sweep"));
+      QCOMPARE(args.at(args.indexOf("--repeats") + 1), QString("3"));
+      QVERIFY(d.commandLine().contains("--name 'bucket sweep'"));
+      d.saveSettings();
+    }
+    ui::LaunchDialog d;
+    QCOMPARE(d.value("steps"), QString("20"));
+    QVERIFY(d.restoreSettings());
+    QCOMPARE(d.runName(), QString("bucket sweep"));
+    QCOMPARE(d.repeats(), 3);
+    QCOMPARE(d.value("steps"), QString("7"));
+    QCOMPARE(d.strategies(), QStringList({"ddp", "zero3"}));
+    QVERIFY(d.isValid());
+    QSettings().remove("launch");
   }
 
   void hsdpShardGroupMustDivideWorldSize() {

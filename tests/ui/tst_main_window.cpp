@@ -11,6 +11,8 @@
 #include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
+#include <QMenuBar>
 #include <QMimeData>
 #include <QPlainTextEdit>
 #include <QProgressBar>
@@ -129,6 +131,29 @@ class TestMainWindow : public QObject {
     QVERIFY(!w.findChild<QAction*>("actionExport"));  // the old placeholder is gone
     w.action("actionPage_timeline")->trigger();
     QCOMPARE(w.currentPage()->pageId(), QString("timeline"));
+    // Launch is under Run (issue 46), first; Help has the documentation and the shortcuts, read from
+    // the actions themselves (Ctrl+7 is the Estimator, as the README says).
+    QMenu* runMenu = nullptr;
+    for (QAction* m : w.menuBar()->actions())
+      if (m->text() == "&Run") runMenu = m->menu();
+    QVERIFY(runMenu);
+    QCOMPARE(runMenu->actions().value(0), w.action("actionLaunch"));
+    QVERIFY(w.action("actionDocs"));
+    QVERIFY2(!ui::MainWindow::documentationDir().isEmpty(), qPrintable(ui::MainWindow::documentationCandidates().join(", ")));
+    QVERIFY(QFileInfo::exists(ui::MainWindow::documentationDir() + "/ESTIMATOR.md"));
+    const auto shortcuts = w.shortcutList();
+    auto has = [&](const QString& key, const QString& what) {
+      for (const auto& [k, v] : shortcuts)
+        if (k == key && v == what) return true;
+      return false;
+    };
+    QVERIFY(has("Ctrl+7", QString("View \u25b8 Estimator")));
+    QVERIFY(has("Ctrl+R", QString("Run \u25b8 Launch Runs")));
+    QVERIFY(has("F5", QString("View \u25b8 Refresh")));
+    w.action("actionShortcuts")->trigger();
+    auto* table = w.findChild<QTableWidget*>("shortcutsTable");
+    QVERIFY(table);
+    QCOMPARE(table->rowCount(), static_cast<int>(shortcuts.size()));
   }
 
   void selectionReachesPages() {

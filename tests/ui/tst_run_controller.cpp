@@ -208,6 +208,21 @@ class TestRunController : public QObject {
     QVERIFY(!rc.isRunning());
   }
 
+  // The launch dialog's run name and repeats reach the CLI (--name, --repeats) and the controller
+  // expects every run: the strategies interleaved, as compare runs them.
+  void nameAndRepeatsReachTheCli() {
+    const QString cli = writeScript(dir_, "fake-quiet", "printf '{\"event\":\"done\",\"run_ids\":[],\"exit\":0}'\n");
+    ui::RunController rc;
+    rc.setCliPath(cli);
+    QSignalSpy ended(&rc, &ui::RunController::ended);
+    QVERIFY(rc.start("/tmp/unused.db", core::RunConfig{}, {"ddp", "zero3"}, " sweep ", 3));
+    QCOMPARE(rc.arguments().mid(7), QStringList({"--strategies", "ddp,zero3", "--name", "sweep", "--repeats", "3"}));
+    QStringList expected;
+    for (const auto& st : rc.strategies()) expected << st.name;
+    QCOMPARE(expected, QStringList({"ddp", "zero3", "ddp", "zero3", "ddp", "zero3"}));
+    QVERIFY(ended.wait(10000));
+  }
+
   void failureCarriesTheErrorEvent() {
     const QString cli =
         writeScript(dir_, "fake-fail",

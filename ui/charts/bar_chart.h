@@ -33,6 +33,7 @@ class BarChart : public QCustomPlot {
   QString valueLabel(std::size_t i) const;
   // The note drawn instead of bars when no run has a value ("" otherwise).
   QString emptyNote() const;
+  QSize minimumSizeHint() const override { return minimumSize(); }  // its own minimum, not the legend's
 
  protected:
   void resizeEvent(QResizeEvent* event) override;

@@ -148,6 +148,19 @@ void MemoryChart::updateLegend() {
     if (on && showReserved_) graphs_[i].reserved->addToLegend();
   }
   legend->setVisible(legend->itemCount() > 0);
+  fitLegendToWidth();
+}
+
+void MemoryChart::fitLegendToWidth() {
+  // As many legend columns as the widest item allows in the chart's width (at most 8): the legend
+  // wraps onto more rows on a narrow window instead of widening it.
+  int widest = 1;
+  for (int i = 0; i < legend->itemCount(); ++i)
+    if (const QCPAbstractLegendItem* item = legend->item(i))  // a wrapped grid has empty cells
+      widest = std::max(widest, item->minimumOuterSizeHint().width());
+  const int columns = std::clamp((width() - 16) / (widest + legend->columnSpacing()), 1, 8);
+  if (legend->wrap() != columns) legend->setWrap(columns);
+  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
 }
 
 double MemoryChart::fullUpper() const { return std::max(kMinWidthMs, toPlotX(end_)); }
@@ -180,6 +193,7 @@ void MemoryChart::scheduleRebucket() {
 }
 
 void MemoryChart::resizeEvent(QResizeEvent* event) {
+  fitLegendToWidth();
   QCustomPlot::resizeEvent(event);
   scheduleRebucket();
 }

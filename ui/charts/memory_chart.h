@@ -87,8 +87,11 @@ class MemoryChart : public QCustomPlot {
  protected:
   void resizeEvent(QResizeEvent* event) override;
   void mouseMoveEvent(QMouseEvent* event) override;
+  // Its own minimum, not the legend's one-row width: the legend wraps to the width it gets.
+  QSize minimumSizeHint() const override { return minimumSize(); }
 
  private:
+  void fitLegendToWidth();
   struct Graphs {
     QCPGraph* allocated = nullptr;
     QCPGraph* reserved = nullptr;

@@ -49,6 +49,8 @@ class StackedBarChart : public QCustomPlot {
   // The plotted height of group g's stack (sum of its layers, in scale() units) and its exact bytes.
   double plottedTotal(int group) const;
   std::int64_t totalBytes(int group) const { return totals_.at(static_cast<std::size_t>(group)); }
+  // Its own minimum, not the legend's: on a narrow window the plot gives up width first.
+  QSize minimumSizeHint() const override { return minimumSize(); }
 
  private:
   QCPTextElement* title_ = nullptr;

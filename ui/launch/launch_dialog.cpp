@@ -16,6 +16,8 @@
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QScrollArea>
+#include <QSettings>
+#include <QScreen>
 #include <QSpinBox>
 #include <QStyle>
 #include <QTabBar>
@@ -293,7 +295,16 @@ void LaunchDialog::buildUi() {
     fields_.push_back(std::move(f));
   }
 
-  auto* outer = new QVBoxLayout(this);
+  // Everything but the buttons scrolls: the dialog fits a 1366 x 768 screen.
+  auto* dialogLayout = new QVBoxLayout(this);
+  auto* contentScroll = new QScrollArea;
+  contentScroll->setFrameShape(QFrame::NoFrame);
+  contentScroll->setWidgetResizable(true);
+  auto* content = new QWidget;
+  contentScroll->setWidget(content);
+  dialogLayout->addWidget(contentScroll, 1);
+  auto* outer = new QVBoxLayout(content);
+  outer->setContentsMargins(0, 0, 0, 0);
   outer->setSpacing(8);
 
   auto* top = new QHBoxLayout;
@@ -322,6 +333,21 @@ void LaunchDialog::buildUi() {
   presetHint_->setWordWrap(true);
   presetHint_->setStyleSheet(QStringLiteral("color: #6a737d;"));
   modelForm->insertRow(1, QString(), presetHint_);
+  runName_ = new QLineEdit;
+  runName_->setObjectName(QStringLiteral("run_name"));
+  runName_->setPlaceholderText(tr("optional: prefixes each run's name (the strategy follows)"));
+  runName_->setToolTip(tr("compare --name: the runs are called \"<name> ddp\", \"<name> fsdp\", ..."));
+  connect(runName_, &QLineEdit::textChanged, this, [this] { updatePreview(); });
+  modelForm->insertRow(0, tr("Run name:"), runName_);
+  repeats_ = new QSpinBox;
+  repeats_->setObjectName(QStringLiteral("repeats"));
+  repeats_->setRange(1, 10);
+  repeats_->setSuffix(tr(" run(s) each"));
+  repeats_->setToolTip(
+      tr("compare --repeats: run each configuration this many times (interleaved); the verdict then calls a "
+         "winner only when Welch's t-test over the repeats is significant, and reports the run-to-run spread"));
+  connect(repeats_, &QSpinBox::valueChanged, this, [this] { updatePreview(); });
+  modelForm->addRow(tr("Repeats:"), repeats_);
   top->addWidget(modelBox, 1);
 
   auto* right = new QVBoxLayout;
@@ -464,8 +490,11 @@ void LaunchDialog::buildUi() {
     if (isValid()) accept();
   });
   connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
-  outer->addWidget(buttons);
-  resize(940, 760);
+  dialogLayout->addWidget(buttons);
+  // At most the screen's available size (the content scrolls).
+  QSize size(940, 760);
+  if (const QScreen* screen = this->screen()) size = size.boundedTo(screen->availableGeometry().size() - QSize(40, 60));
+  resize(size);
 }
 
 QStringList LaunchDialog::keys() const {
@@ -659,6 +688,8 @@ void LaunchDialog::showErrors() {
 QStringList LaunchDialog::arguments() const {
   QStringList args;
   args << QStringLiteral("--strategies") << strategies().join(QLatin1Char(','));
+  if (!runName().isEmpty()) args << QStringLiteral("--name") << runName();
+  if (repeats() > 1) args << QStringLiteral("--repeats") << QString::number(repeats());
   const core::JsonValue cur = core::toJson(config());
   const core::JsonValue def = core::toJson(core::RunConfig{});
   for (const auto& [key, v] : cur.members()) {
@@ -683,6 +714,38 @@ QStringList LaunchDialog::arguments() const {
     }
   }
   return args;
+}
+
+QString LaunchDialog::runName() const { return runName_->text().trimmed(); }
+void LaunchDialog::setRunName(const QString& name) { runName_->setText(name); }
+int LaunchDialog::repeats() const { return repeats_->value(); }
+void LaunchDialog::setRepeats(int n) { repeats_->setValue(n); }
+
+void LaunchDialog::saveSettings() const {
+  QSettings s;
+  s.setValue(QStringLiteral("launch/config"), QString::fromStdString(core::toJson(config()).dump()));
+  s.setValue(QStringLiteral("launch/strategies"), strategies());
+  s.setValue(QStringLiteral("launch/name"), runName());
+  s.setValue(QStringLiteral("launch/repeats"), repeats());
+}
+
+bool LaunchDialog::restoreSettings() {
+  QSettings s;
+  if (!s.contains(QStringLiteral("launch/config"))) return false;
+  try {
+    core::RunConfig cfg;
+    std::vector<std::string> warnings;  // a key of an older version is ignored
+    core::applyRunConfigJson(cfg, core::parseJson(s.value(QStringLiteral("launch/config")).toString().toStdString(), "settings"),
+                             "settings", &warnings);
+    setConfig(cfg);
+  } catch (const std::exception&) {
+    return false;  // unreadable: the defaults stay
+  }
+  const QStringList strategies = s.value(QStringLiteral("launch/strategies")).toStringList();
+  if (!strategies.isEmpty()) setStrategies(strategies);
+  setRunName(s.value(QStringLiteral("launch/name")).toString());
+  setRepeats(s.value(QStringLiteral("launch/repeats"), 1).toInt());
+  return true;
 }
 
 QString LaunchDialog::commandLine() const {
@@ -755,6 +818,8 @@ void LaunchDialog::resetDefaults() {
   defaults.model = "small";
   setConfig(defaults);
   setStrategies({"ddp", "fsdp", "zero3"});
+  runName_->clear();
+  repeats_->setValue(1);
   dsWarnings_.clear();
   dsError_.clear();
   dsFile_->clear();

@@ -27,6 +27,7 @@ class QFrame;
 class QLabel;
 class QLineEdit;
 class QPushButton;
+class QSpinBox;
 class QTabWidget;
 
 namespace shardscope::ui {
@@ -62,6 +63,18 @@ class LaunchDialog : public QDialog {
   // The configuration the fields describe (strategy: the first selected). Fields that do not parse
   // keep their defaults.
   core::RunConfig config() const;
+
+  // The run names' prefix (compare --name; empty: the strategy names alone) and how many times each
+  // configuration runs (compare --repeats; the verdict then uses the run-to-run spread and a t-test).
+  QString runName() const;
+  void setRunName(const QString& name);
+  int repeats() const;
+  void setRepeats(int n);
+
+  // What was launched last (QSettings "launch/..."): the fields, strategies, name and repeats.
+  // The main window restores them when it opens the dialog and saves them when a launch is accepted.
+  void saveSettings() const;
+  bool restoreSettings();  // false when nothing was saved (or it no longer reads)
 
   // Loads a DeepSpeed JSON over the current fields. False (and the error shown) when refused.
   bool loadDeepSpeedJson(const QString& path);
@@ -109,6 +122,8 @@ class LaunchDialog : public QDialog {
   QLabel* dsMessages_ = nullptr;
   QLabel* summary_ = nullptr;
   QLineEdit* preview_ = nullptr;
+  QLineEdit* runName_ = nullptr;
+  QSpinBox* repeats_ = nullptr;
   QPushButton* launch_ = nullptr;
   QString dbPath_;
   QMap<QString, QString> errors_;  // key -> message

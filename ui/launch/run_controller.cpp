@@ -99,18 +99,23 @@ QList<qint64> RunController::runIds() const {
   return out;
 }
 
-bool RunController::start(const QString& dbPath, const core::RunConfig& base, const QStringList& strategies) {
+bool RunController::start(const QString& dbPath, const core::RunConfig& base, const QStringList& strategies, const QString& name,
+                          int repeats) {
   if (process_) return false;
   db_ = dbPath;
   strategies_.clear();
   QStringList names;
   for (const QString& item : strategies) {
     const auto st = core::strategyFromString(item.trimmed().toStdString());
-    StrategyState s;
-    s.name = st ? qs(core::toString(*st)) : item.trimmed();  // as compare names it ("fsdp_full" -> "fsdp")
-    strategies_ << s;
-    names << s.name;
+    names << (st ? qs(core::toString(*st)) : item.trimmed());  // as compare names it ("fsdp_full" -> "fsdp")
   }
+  repeats = std::max(1, repeats);
+  for (int r = 0; r < repeats; ++r)  // compare runs the repeats interleaved: A B C A B C
+    for (const QString& n : names) {
+      StrategyState s;
+      s.name = n;
+      strategies_ << s;
+    }
   current_ = -1;
   cancelling_ = false;
   killed_ = false;
@@ -140,6 +145,8 @@ bool RunController::start(const QString& dbPath, const core::RunConfig& base, co
   args_ = QStringList{QStringLiteral("compare"),    QStringLiteral("--db"),         dbPath,
                       QStringLiteral("--progress"), QStringLiteral("json"),         QStringLiteral("--config"),
                       configFile_->fileName(),      QStringLiteral("--strategies"), names.join(QLatin1Char(','))};
+  if (!name.trimmed().isEmpty()) args_ << QStringLiteral("--name") << name.trimmed();
+  if (repeats > 1) args_ << QStringLiteral("--repeats") << QString::number(repeats);
   const QString cli = cliPath();
   if (cli.isEmpty() || !isExecutable(cli))
     return refuse(cli.isEmpty() ? tr("shardscope-cli was not found (beside the application, $SHARDSCOPE_CLI or PATH)")

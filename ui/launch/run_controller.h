@@ -62,8 +62,10 @@ class RunController : public QObject {
   // Starts `compare --db dbPath --progress json --config FILE --strategies S,...`: `base` (every knob
   // but the strategy) as JSON, the strategies in order (core's names or aliases). False when a
   // comparison is already running, no strategy is given or the CLI cannot be found / started
-  // (failed() is emitted for the latter two).
-  bool start(const QString& dbPath, const core::RunConfig& base, const QStringList& strategies);
+  // (failed() is emitted for the latter two). `name` prefixes the run names (--name); `repeats` runs
+  // each configuration that many times, interleaved (--repeats): strategies() lists every run.
+  bool start(const QString& dbPath, const core::RunConfig& base, const QStringList& strategies, const QString& name = {},
+             int repeats = 1);
   // SIGTERM to the CLI (it stops its ranks); kill after the grace period. No effect when idle.
   void cancel();
 

@@ -6,7 +6,13 @@
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDateTime>
+#include <QDesktopServices>
+#include <QDialog>
+#include <QTableWidget>
+#include <QDir>
+#include <QCoreApplication>
 #include <QDockWidget>
+#include <QScrollArea>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
@@ -73,6 +79,15 @@
 namespace shardscope::ui {
 
 namespace {
+
+// A dock's content in a scroll area: the dock can be made as short as its title on a small screen.
+QScrollArea* scrolling(QWidget* content, QWidget* parent) {
+  auto* scroll = new QScrollArea(parent);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidgetResizable(true);
+  scroll->setWidget(content);
+  return scroll;
+}
 
 constexpr int kMaxRecent = 8;
 // Priorities in the task centre (the session's page tasks are 50).
@@ -174,7 +189,14 @@ void MainWindow::buildUi() {
   pages_ = createPages(tabs_);
   for (auto* p : pages_) {
     p->setSession(session_);  // one document: every page reads the same cached analyses
-    tabs_->addTab(p, pageIcon(p->pageId()), p->title());
+    // A page scrolls when the window is smaller than what it lays out (1366 x 768 screens): its
+    // minimum size never becomes the window's.
+    auto* scroll = new QScrollArea(tabs_);
+    scroll->setObjectName(QStringLiteral("pageScroll_") + p->pageId());
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setWidgetResizable(true);
+    scroll->setWidget(p);
+    tabs_->addTab(scroll, pageIcon(p->pageId()), p->title());
     connect(p, &Page::statusMessage, this, [this, p](const QString& text) {
       log(QStringLiteral("%1: %2").arg(p->title(), text));
       statusBar()->showMessage(text, 8000);
@@ -188,7 +210,9 @@ void MainWindow::buildUi() {
   splitter_->addWidget(tabs_);
   splitter_->setStretchFactor(0, 0);
   splitter_->setStretchFactor(1, 1);
+  // The run list takes about 30 % of the width (at most 500 px) and can be collapsed; the pages the rest.
   splitter_->setSizes({500, 1100});
+  splitter_->setCollapsible(1, false);
   setCentralWidget(splitter_);
 
   // The task centre: what runs now, progress, Cancel, and the log.
@@ -199,7 +223,7 @@ void MainWindow::buildUi() {
   tasks_->setSlotRule(QStringLiteral("delete."), kDeletePriority, false);  // one transaction: it ends
   tasks_->setSlotRule(QStringLiteral("runs"), kRunListPriority, false);
   connect(tasks_, &TaskCentre::cancelRequested, this, &MainWindow::onCancelRequested);
-  dock_->setWidget(tasks_);
+  dock_->setWidget(scrolling(tasks_, dock_));
   addDockWidget(Qt::BottomDockWidgetArea, dock_);
   resizeDocks({dock_}, {150}, Qt::Vertical);
 
@@ -209,7 +233,7 @@ void MainWindow::buildUi() {
   launchDock_->setObjectName(QStringLiteral("launchDock"));
   auto* progressWidget = new LaunchProgressWidget(launchDock_);
   launchProgress_ = progressWidget;
-  launchDock_->setWidget(progressWidget);
+  launchDock_->setWidget(scrolling(progressWidget, launchDock_));
   addDockWidget(Qt::BottomDockWidgetArea, launchDock_);
   tabifyDockWidget(dock_, launchDock_);
   dock_->raise();
@@ -261,8 +285,8 @@ void MainWindow::buildActions() {
   file->addAction(mergeAction);
   launchAction_ = make(QStringLiteral("actionLaunch"), tr("&Launch Runs…"), QKeySequence(Qt::CTRL | Qt::Key_R));
   launchAction_->setIcon(actionIcon(QStringLiteral("media-playback-start")));
+  launchAction_->setToolTip(tr("Launch a comparison of strategies on the runtime (Ctrl+R): its runs appear in the list"));
   connect(launchAction_, &QAction::triggered, this, &MainWindow::launchRuns);
-  file->addAction(launchAction_);
   // Reports (ui/report/export_dialog): the selected runs, the first as the baseline.
   auto* reportAction = make(QStringLiteral("actionExportReport"), tr("Export &Report…"));
   reportAction->setToolTip(tr("A report of the selected runs (one run, or a comparison) as HTML, PDF, Markdown or CSV"));
@@ -290,6 +314,8 @@ void MainWindow::buildActions() {
 
   // Run
   auto* runMenu = menuBar()->addMenu(tr("&Run"));
+  runMenu->addAction(launchAction_);
+  runMenu->addSeparator();
   renameAction_ = make(QStringLiteral("actionRename"), tr("&Rename"), QKeySequence(Qt::Key_F2));
   renameAction_->setShortcutContext(Qt::WidgetWithChildrenShortcut);
   connect(renameAction_, &QAction::triggered, this, [this] { renameRun(browser_->currentRun()); });
@@ -342,6 +368,50 @@ void MainWindow::buildActions() {
 
   // Help
   auto* help = menuBar()->addMenu(tr("&Help"));
+  auto* docsAction = make(QStringLiteral("actionDocs"), tr("&Documentation"), QKeySequence::HelpContents);
+  docsAction->setToolTip(tr("The user documentation (README and docs/: metrics, estimator, reports, timeline, GPUs, clusters)"));
+  connect(docsAction, &QAction::triggered, this, [this] {
+    const QString dir = documentationDir();
+    if (dir.isEmpty()) {
+      showError(
+          tr("The documentation is not installed beside this build (looked in %1)").arg(documentationCandidates().join(", ")));
+      return;
+    }
+    log(tr("Opening the documentation: %1").arg(dir));
+    QDesktopServices::openUrl(QUrl::fromLocalFile(dir));
+  });
+  help->addAction(docsAction);
+  auto* shortcutsAction = make(QStringLiteral("actionShortcuts"), tr("&Keyboard Shortcuts"));
+  connect(shortcutsAction, &QAction::triggered, this, [this] {
+    auto* box = new QDialog(this);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setWindowTitle(tr("Keyboard shortcuts"));
+    auto* layout = new QVBoxLayout(box);
+    auto* table = new QTableWidget(box);
+    table->setObjectName(QStringLiteral("shortcutsTable"));
+    const auto rows = shortcutList();
+    table->setColumnCount(2);
+    table->setRowCount(static_cast<int>(rows.size()));
+    table->setHorizontalHeaderLabels({tr("Shortcut"), tr("Action")});
+    for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
+      table->setItem(i, 0, new QTableWidgetItem(rows[static_cast<std::size_t>(i)].first));
+      table->setItem(i, 1, new QTableWidgetItem(rows[static_cast<std::size_t>(i)].second));
+    }
+    table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table->verticalHeader()->hide();
+    table->horizontalHeader()->setStretchLastSection(true);
+    table->resizeColumnToContents(0);
+    layout->addWidget(table);
+    auto* note = new QLabel(tr("Timeline: F fit steps, Home whole run, Z zoom to selection, Alt+Left/Right zoom history, "
+                               "Enter/Shift+Enter next/previous match, wheel zoom, drag pan."),
+                            box);
+    note->setWordWrap(true);
+    layout->addWidget(note);
+    box->resize(520, 560);
+    box->open();
+  });
+  help->addAction(shortcutsAction);
+  help->addSeparator();
   auto* aboutAction = make(QStringLiteral("actionAbout"), tr("&About Shardscope"));
   aboutAction->setIcon(actionIcon(QStringLiteral("help-about")));
   connect(aboutAction, &QAction::triggered, this, &MainWindow::about);
@@ -768,19 +838,60 @@ bool MainWindow::confirm(const QString& question) {
 // ------------------------------------------------------------------------------------------------
 // Pages
 
+std::vector<std::pair<QString, QString>> MainWindow::shortcutList() const {
+  std::vector<std::pair<QString, QString>> out;
+  for (QAction* menuAction : menuBar()->actions()) {
+    QMenu* menu = menuAction->menu();
+    if (!menu) continue;
+    const QString menuName = menuAction->text().remove(QLatin1Char('&'));
+    for (QAction* a : menu->actions()) {
+      if (a->isSeparator() || a->shortcut().isEmpty()) continue;
+      QString text = a->text().remove(QLatin1Char('&'));
+      text.remove(QChar(0x2026));  // "…"
+      out.emplace_back(a->shortcut().toString(QKeySequence::NativeText), menuName + QStringLiteral(" \u25b8 ") + text);
+    }
+  }
+  return out;
+}
+
+QStringList MainWindow::documentationCandidates() {
+  QStringList dirs;
+  dirs << QDir(QCoreApplication::applicationDirPath()).absoluteFilePath(QStringLiteral("../share/doc/shardscope"));
+#ifdef SHARDSCOPE_SOURCE_DIR
+  dirs << QStringLiteral(SHARDSCOPE_SOURCE_DIR "/docs");
+#endif
+  for (QString& d : dirs) d = QDir::cleanPath(d);
+  return dirs;
+}
+
+QString MainWindow::documentationDir() {
+  for (const QString& d : documentationCandidates())
+    if (QFileInfo::exists(d + QStringLiteral("/METRICS.md"))) return d;
+  return {};
+}
+
 Page* MainWindow::page(const QString& id) const {
   for (auto* p : pages_)
     if (p->pageId() == id) return p;
   return nullptr;
 }
 
-Page* MainWindow::currentPage() const { return qobject_cast<Page*>(tabs_->currentWidget()); }
+Page* MainWindow::currentPage() const {
+  const auto* scroll = qobject_cast<QScrollArea*>(tabs_->currentWidget());
+  return scroll ? qobject_cast<Page*>(scroll->widget()) : nullptr;
+}
 
 bool MainWindow::showPage(const QString& id) {
   Page* p = page(id);
   if (!p) return false;
-  tabs_->setCurrentWidget(p);
-  return true;
+  for (int i = 0; i < tabs_->count(); ++i) {
+    const auto* scroll = qobject_cast<QScrollArea*>(tabs_->widget(i));
+    if (scroll && scroll->widget() == p) {
+      tabs_->setCurrentIndex(i);
+      return true;
+    }
+  }
+  return false;
 }
 
 std::optional<QList<core::RunId>> MainWindow::pageContextRuns(const QString& id) const {
@@ -1033,7 +1144,7 @@ bool MainWindow::launchRunning() const {
 #endif
 }
 
-bool MainWindow::launchComparison(const core::RunConfig& base, const QStringList& strategies) {
+bool MainWindow::launchComparison(const core::RunConfig& base, const QStringList& strategies, const QString& name, int repeats) {
   if (dbPath_.isEmpty()) {
     showError(tr("Open or create a database first: launched runs are stored in it"));
     return false;
@@ -1047,13 +1158,15 @@ bool MainWindow::launchComparison(const core::RunConfig& base, const QStringList
     showError(tr("A comparison is already running: cancel it or wait for it to finish"));
     return false;
   }
-  const bool ok = runController_->start(dbPath_, base, strategies);  // failures arrive through failed()
+  const bool ok = runController_->start(dbPath_, base, strategies, name, repeats);  // failures arrive through failed()
   updateActions();
   updateTaskUi();
   return ok;
 #else
   (void)base;
   (void)strategies;
+  (void)name;
+  (void)repeats;
   showError(tr("The launch code is not part of this build: use shardscope-cli compare --db %1").arg(dbPath_));
   return false;
 #endif
@@ -1073,10 +1186,12 @@ void MainWindow::launchRuns() {
   }
   auto* dialog = new LaunchDialog(this);
   dialog->setAttribute(Qt::WA_DeleteOnClose);
+  dialog->restoreSettings();  // what was launched last time
   dialog->setDatabasePath(dbPath_);
   connect(dialog, &QDialog::accepted, this, [this, dialog] {
+    dialog->saveSettings();
     log(tr("Launching: %1").arg(dialog->commandLine()));
-    launchComparison(dialog->config(), dialog->strategies());
+    launchComparison(dialog->config(), dialog->strategies(), dialog->runName(), dialog->repeats());
   });
   dialog->open();
 #else

@@ -141,7 +141,9 @@ class MainWindow : public QMainWindow {
   // code is built): `base` as run-config JSON, the strategies compared in order.
   // As LaunchDialog::config() and strategies(); progress in the Launch dock; the runs appear in the
   // browser as they are written and are selected (Compare page) when the comparison finishes.
-  bool launchComparison(const core::RunConfig& base, const QStringList& strategies);
+  // `name` prefixes the run names; `repeats` runs each configuration that many times (the verdict then
+  // judges them by their run-to-run spread and a t-test).
+  bool launchComparison(const core::RunConfig& base, const QStringList& strategies, const QString& name = {}, int repeats = 1);
   bool launchRunning() const;
   RunController* runController() const { return runController_; }  // null without the launch code
   QWidget* launchProgress() const { return launchProgress_; }      // its LaunchProgressWidget
@@ -166,6 +168,13 @@ class MainWindow : public QMainWindow {
   QPushButton* cancelButton() const;
   QDockWidget* logDock() const { return dock_; }
   QAction* action(const QString& name) const;  // by objectName ("actionOpen", ...)
+  // Every menu action with a shortcut, as (shortcut, "Menu ▸ Action") in menu order: Help ▸ Keyboard
+  // Shortcuts shows this list, read from the actions themselves.
+  std::vector<std::pair<QString, QString>> shortcutList() const;
+  // Where Help ▸ Documentation looks for the docs (the installed share/doc/shardscope, then the source
+  // tree of this build), and the first that exists ("" when none does).
+  static QStringList documentationCandidates();
+  static QString documentationDir();
 
  Q_SIGNALS:
   void databaseOpened(const QString& path);

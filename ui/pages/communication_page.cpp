@@ -1,5 +1,6 @@
 #include "ui/pages/describe.h"
 #include "ui/pages/communication_page.h"
+#include "ui/common/flow_layout.h"
 
 #include <QComboBox>
 #include <QFont>
@@ -125,7 +126,7 @@ CommunicationPage::CommunicationPage(QWidget* parent) : Page(parent) {
   auto* top = new QHBoxLayout;
   top->addWidget(new QLabel(tr("Run:")));
   runCombo_ = new QComboBox;
-  runCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  runCombo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);  // long run names: the popup shows them
   runCombo_->setMinimumContentsLength(18);
   runCombo_->setToolTip(tr("The run shown; the first of the selection is the baseline"));
   top->addWidget(runCombo_);
@@ -168,12 +169,11 @@ CommunicationPage::CommunicationPage(QWidget* parent) : Page(parent) {
     auto* w = new QWidget;
     auto* l = new QVBoxLayout(w);
     l->setContentsMargins(0, 0, 0, 0);
-    auto* bar = new QHBoxLayout;
+    auto* bar = new FlowLayout;  // wraps on a narrow window
     bar->addWidget(sectionTitle(tr("Collectives")));
     collCount_ = new QLabel;
     collCount_->setStyleSheet(QStringLiteral("color: palette(mid);"));
     bar->addWidget(collCount_);
-    bar->addStretch(1);
     filter_ = new QLineEdit;
     filter_->setPlaceholderText(tr("Filter operation or group…"));
     filter_->setClearButtonEnabled(true);
@@ -181,11 +181,13 @@ CommunicationPage::CommunicationPage(QWidget* parent) : Page(parent) {
     bar->addWidget(filter_);
     bar->addWidget(new QLabel(tr("Operation:")));
     opCombo_ = new QComboBox;
-    opCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    opCombo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    opCombo_->setMinimumContentsLength(16);
     bar->addWidget(opCombo_);
     bar->addWidget(new QLabel(tr("Group:")));
     groupCombo_ = new QComboBox;
-    groupCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    groupCombo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    groupCombo_->setMinimumContentsLength(16);
     bar->addWidget(groupCombo_);
     l->addLayout(bar);
     collView_ = makeTable(proxy_);
@@ -199,12 +201,11 @@ CommunicationPage::CommunicationPage(QWidget* parent) : Page(parent) {
     auto* w = new QWidget;
     auto* l = new QVBoxLayout(w);
     l->setContentsMargins(0, 0, 0, 0);
-    auto* bar = new QHBoxLayout;
+    auto* bar = new FlowLayout;  // wraps on a narrow window
     bar->addWidget(sectionTitle(tr("Overlap and exposed communication per step")));
     chartNote_ = new QLabel;
     chartNote_->setStyleSheet(QStringLiteral("color: palette(mid);"));
     bar->addWidget(chartNote_);
-    bar->addStretch(1);
     bar->addWidget(new QLabel(tr("Ranks:")));
     rankCombo_ = new QComboBox;
     rankCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
@@ -274,12 +275,11 @@ CommunicationPage::CommunicationPage(QWidget* parent) : Page(parent) {
     auto* w = new QWidget;
     auto* l = new QVBoxLayout(w);
     l->setContentsMargins(0, 0, 0, 0);
-    auto* bar = new QHBoxLayout;
+    auto* bar = new FlowLayout;  // wraps on a narrow window
     bar->addWidget(sectionTitle(tr("Exposed collectives, grouped by what you can change")));
     bnCount_ = new QLabel;
     bnCount_->setStyleSheet(QStringLiteral("color: palette(mid);"));
     bar->addWidget(bnCount_);
-    bar->addStretch(1);
     l->addLayout(bar);
     auto* h = new QSplitter(Qt::Horizontal);
     h->setChildrenCollapsible(false);

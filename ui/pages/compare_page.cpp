@@ -138,7 +138,8 @@ ComparePage::ComparePage(QWidget* parent)
   auto* bar = new QHBoxLayout;
   auto* baselineLabel = new QLabel(tr("Baseline:"), this);
   baseline_ = new QComboBox(this);
-  baseline_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  baseline_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);  // long run names: the popup shows them
+  baseline_->setMinimumContentsLength(24);
   baseline_->setToolTip(tr("Deltas are computed against this run"));
   baselineLabel->setBuddy(baseline_);
   copyButton_ = new QToolButton(this);

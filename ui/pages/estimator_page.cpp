@@ -30,6 +30,7 @@
 #include "core/estimator/simulator_store.h"
 #include "core/storage/trace_store.h"
 #include "ui/charts/bar_chart.h"
+#include "ui/common/flow_layout.h"
 #include "ui/charts/chart_style.h"
 #include "ui/charts/stacked_bar_chart.h"
 #include "ui/common/background.h"
@@ -130,7 +131,7 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
   auto* scroll = new QScrollArea(split);
   scroll->setWidget(formHost);
   scroll->setWidgetResizable(true);
-  scroll->setMinimumWidth(300);
+  scroll->setMinimumWidth(260);
   split->addWidget(scroll);
 
   auto* right = new QWidget(split);
@@ -141,8 +142,8 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
   auto* charts = new QHBoxLayout;
   memoryChart_ = new charts::StackedBarChart(right);
   stepChart_ = new charts::BarChart(right);
-  memoryChart_->setMinimumHeight(260);
-  stepChart_->setMinimumHeight(260);
+  memoryChart_->setMinimumSize(220, 260);  // both fit beside the form on a 1280 px wide window
+  stepChart_->setMinimumSize(200, 260);
   charts->addWidget(memoryChart_, 3);
   charts->addWidget(stepChart_, 2);
   rv->addLayout(charts, 3);
@@ -154,7 +155,7 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
 
   auto* simBox = new QGroupBox(tr("Simulation: event by event, every strategy that fits"), right);
   auto* sv = new QVBoxLayout(simBox);
-  auto* controls = new QHBoxLayout;
+  auto* controls = new FlowLayout;  // wraps on a narrow window
   simulate_ = new QPushButton(tr("Simulate"), simBox);
   simulate_->setToolTip(
       tr("Simulate training steps of every strategy that fits: compute per block from FLOPs, "
@@ -194,8 +195,8 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
   simProgress_ = new QProgressBar(simBox);
   simProgress_->setRange(0, 100);
   simProgress_->setVisible(false);
-  controls->addWidget(simProgress_, 1);
   sv->addLayout(controls);
+  sv->addWidget(simProgress_);
   simStatus_ = new QLabel(tr("Not simulated yet."), simBox);
   simStatus_->setWordWrap(true);
   sv->addWidget(simStatus_);

@@ -15,6 +15,7 @@
 
 #include "core/analysis/run_analysis.h"
 #include "ui/charts/bar_chart.h"
+#include "ui/common/flow_layout.h"
 #include "ui/charts/chart_style.h"
 #include "ui/charts/stacked_bar_chart.h"
 #include "ui/common/background.h"
@@ -118,16 +119,15 @@ KernelsPage::KernelsPage(QWidget* parent) : Page(parent) {
   stack_->addWidget(content);
 
   // Run choice, filter, per-rank columns.
-  auto* top = new QHBoxLayout;
+  auto* top = new FlowLayout;  // wraps on a narrow window; the run's note keeps the rest of the row
   top->addWidget(new QLabel(tr("Run:")));
   runCombo_ = new QComboBox;
-  runCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  runCombo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);  // long run names: the popup shows them
   runCombo_->setMinimumContentsLength(18);
   runCombo_->setToolTip(tr("The run shown; the first of the selection is the baseline"));
   top->addWidget(runCombo_);
   runInfo_ = muted();
-  top->addSpacing(8);
-  top->addWidget(runInfo_, 1);
+  runInfo_->setWordWrap(true);  // wraps instead of widening the window
   filter_ = new QLineEdit;
   filter_->setPlaceholderText(tr("Filter kernel or operator name…"));
   filter_->setClearButtonEnabled(true);
@@ -138,7 +138,10 @@ KernelsPage::KernelsPage(QWidget* parent) : Page(parent) {
   rankCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   rankCombo_->setToolTip(tr("Which ranks get a column of their own in both tables"));
   top->addWidget(rankCombo_);
-  v->addLayout(top);
+  auto* row = new QHBoxLayout;
+  row->addLayout(top, 2);
+  row->addWidget(runInfo_, 1);
+  v->addLayout(row);
 
   auto* split = new QSplitter(Qt::Vertical);
   split->setChildrenCollapsible(false);

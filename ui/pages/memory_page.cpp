@@ -1,5 +1,6 @@
 #include "ui/charts/qcp.h"
 #include "ui/pages/describe.h"
+#include "ui/common/flow_layout.h"
 #include "ui/pages/memory_page.h"
 
 #include <QCheckBox>
@@ -140,10 +141,11 @@ MemoryPage::MemoryPage(QWidget* parent) : Page(parent), peaksModel_(new MemoryPe
   layout->setContentsMargins(8, 8, 8, 8);
   layout->setSpacing(6);
 
-  auto* bar = new QHBoxLayout;
+  auto* bar = new FlowLayout;  // wraps on a narrow window
   auto* runLabel = new QLabel(tr("Run:"), this);
   runCombo_ = new QComboBox(this);
-  runCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  runCombo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);  // long run names: the popup shows them
+  runCombo_->setMinimumContentsLength(24);
   runLabel->setBuddy(runCombo_);
   deviceLabel_ = new QLabel(tr("Device:"), this);
   deviceCombo_ = new QComboBox(this);
@@ -165,18 +167,17 @@ MemoryPage::MemoryPage(QWidget* parent) : Page(parent), peaksModel_(new MemoryPe
   info_->setStyleSheet(QStringLiteral("color: #6a737d;"));
   bar->addWidget(runLabel);
   bar->addWidget(runCombo_);
-  bar->addSpacing(12);
   bar->addWidget(deviceLabel_);
   bar->addWidget(deviceCombo_);
-  bar->addSpacing(12);
   bar->addWidget(allocated_);
   bar->addWidget(reserved_);
-  bar->addSpacing(12);
   bar->addWidget(resetZoom_);
   bar->addWidget(snapshotButton_);
-  bar->addStretch(1);
-  bar->addWidget(info_);
-  layout->addLayout(bar);
+  info_->setWordWrap(true);
+  auto* row = new QHBoxLayout;
+  row->addLayout(bar, 2);
+  row->addWidget(info_, 1);
+  layout->addLayout(row);
 
   stack_ = new QStackedWidget(this);
   message_ = new QLabel(stack_);

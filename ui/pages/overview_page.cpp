@@ -272,12 +272,14 @@ OverviewPage::OverviewPage(QWidget* parent) : Page(parent) {
   heading_ = new QLabel(content);
   heading_->setTextFormat(Qt::RichText);
   heading_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  heading_->setWordWrap(true);  // a long run name wraps instead of widening the window
   top->addWidget(heading_, 1);
   runComboLabel_ = new QLabel(tr("Details of:"), content);
   top->addWidget(runComboLabel_);
   runCombo_ = new QComboBox(content);
   runCombo_->setObjectName(QStringLiteral("overviewRunCombo"));
-  runCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  runCombo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);  // long run names: the popup shows them
+  runCombo_->setMinimumContentsLength(24);
   top->addWidget(runCombo_);
   layout->addLayout(top);
 

@@ -20,6 +20,7 @@
 #include <algorithm>
 
 #include "core/storage/trace_store.h"
+#include "ui/common/flow_layout.h"
 #include "ui/charts/chart_style.h"
 #include "ui/common/background.h"
 #include "ui/timeline/step_compare_widget.h"
@@ -81,7 +82,8 @@ QToolButton* toolButton(const QString& text, const QString& tip, QWidget* parent
 TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
-  auto* bar = new QHBoxLayout;
+  // The controls wrap onto a second row on a narrow window; the info text keeps the rest of the row.
+  auto* bar = new FlowLayout;
   viewCombo_ = new QComboBox(this);
   viewCombo_->setObjectName(QStringLiteral("timelineView"));
   viewCombo_->addItem(tr("One run"));
@@ -108,7 +110,6 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
   forward_ = toolButton(tr("Forward ▶"), tr("Next zoom (Alt+Right)"), this);
   zoomSel_ = toolButton(tr("Zoom to selection"), tr("Zoom to the selected range or event (Z, double-click)"), this);
   for (auto* b : {fit_, fitAll_, back_, forward_, zoomSel_}) bar->addWidget(b);
-  bar->addSpacing(12);
   search_ = new QLineEdit(this);
   search_->setPlaceholderText(tr("Search event names…"));
   search_->setClearButtonEnabled(true);
@@ -130,13 +131,14 @@ TimelinePage::TimelinePage(QWidget* parent) : Page(parent) {
   python_ = new QCheckBox(tr("Python lanes"), this);
   python_->setToolTip(tr("Load the python_function tracks too (rebuilds the timeline)"));
   bar->addWidget(python_);
-  bar->addStretch(1);
   info_ = new QLabel(this);
   info_->setStyleSheet(QStringLiteral("color: #777"));
   info_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // never widens the page
   info_->setMinimumWidth(80);
-  bar->addWidget(info_, 1);
-  layout->addLayout(bar);
+  auto* row = new QHBoxLayout;
+  row->addLayout(bar, 1);
+  row->addWidget(info_, 1);
+  layout->addLayout(row);
   legend_ = new QLabel(this);
   legend_->setObjectName(QStringLiteral("timelineLegend"));
   legend_->setTextFormat(Qt::RichText);

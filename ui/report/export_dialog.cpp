@@ -1,5 +1,6 @@
 #include "ui/report/export_dialog.h"
 
+#include <QScreen>
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDir>
@@ -57,7 +58,10 @@ ExportReportDialog::ExportReportDialog(const QString& dbPath, const QList<core::
     : QDialog(parent), dbPath_(dbPath), runs_(runs), session_(session) {
   setWindowTitle(tr("Export Report"));
   setObjectName(QStringLiteral("exportReportDialog"));
-  resize(980, 760);
+  // At most the screen's available size.
+  QSize size(980, 760);
+  if (const QScreen* screen = this->screen()) size = size.boundedTo(screen->availableGeometry().size() - QSize(40, 60));
+  resize(size);
   auto* form = new QFormLayout;
   format_ = new QComboBox(this);
   format_->setObjectName(QStringLiteral("reportFormat"));
