@@ -1,5 +1,8 @@
 #include "core/analysis/memory_peaks.h"
 
+#include "core/model/memory_category.h"
+#include "core/util/units.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -190,14 +193,159 @@ std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, RunId runId, const
       if (p.operation.empty()) p.operation = neighbourOperations(store, summary, rank.id, p.allocatedAtNs, inStep);
       // The runtime stores its allocator's breakdown at the peak (CPU allocator: device type 0).
       if (summary.run.source == RunSource::Runtime && p.deviceType == 0) {
-        for (const char* cat : {"parameters", "gradients", "optimizer_state", "activations", "comm_buffers", "other"})
-          if (auto v = store.metric(runId, rank.id, std::string("peak_breakdown.") + cat))
-            p.breakdown.emplace_back(cat, static_cast<std::int64_t>(*v));
+        for (const MemoryCategory cat : memoryCategories()) {
+          const std::string key(memoryCategoryKey(cat));
+          if (auto v = store.metric(runId, rank.id, "peak_breakdown." + key))
+            p.breakdown.emplace_back(key, static_cast<std::int64_t>(*v));
+        }
       }
       out.push_back(p);
     }
   }
   return out;
+}
+
+namespace {
+
+std::int64_t categoryBytes(const MemoryPeak& p, std::string_view key) {
+  for (const auto& [name, bytes] : p.breakdown)
+    if (name == key) return bytes;
+  return 0;
+}
+
+std::string elements(std::int64_t n) { return formatFixed(static_cast<double>(n) / 1e6, 1) + "M elements"; }
+
+// What sizes a category in this run's configuration, and what would shrink it (never a knob the run
+// already has at the value suggested). The knob's key and the advice.
+std::pair<std::string, std::string> categoryAdvice(MemoryCategory c, const ConfigKnobs& k) {
+  using F = ConfigKnobs::Family;
+  const bool shardsParams = (k.family == F::Zero && k.zeroStage == 3) || k.family == F::Fsdp;
+  const std::string ranks = k.worldSize ? std::to_string(*k.worldSize) + " ranks" : std::string("the ranks");
+  switch (c) {
+    case MemoryCategory::Parameters:
+      if (!k.known()) return {"", "each rank's copy (or shard) of the parameters"};
+      if (shardsParams)
+        return {std::string(knob_key::kWorldSize), "each rank keeps its shard of the parameters: more ranks make it smaller"};
+      return {std::string(knob_key::kStrategy),
+              "every rank holds all parameters under " + k.strategy + ": ZeRO-3 or FSDP would shard them over " + ranks};
+    case MemoryCategory::GatheredParameters:
+      if (k.family == F::Zero)
+        return {std::string(knob_key::kMaxLiveParameters),
+                "units all-gathered for forward and backward: max_live_parameters" +
+                    (k.maxLiveParameters ? " (now " + elements(*k.maxLiveParameters) + ")" : std::string()) +
+                    " caps what stays gathered, and prefetch_bucket_size" +
+                    (k.prefetchBucketSize ? " (now " + elements(*k.prefetchBucketSize) + ")" : std::string()) +
+                    " how much is fetched ahead"};
+      if (k.family == F::Fsdp) {
+        std::string prefetch =
+            k.backwardPrefetch && *k.backwardPrefetch != BackwardPrefetch::None
+                ? "backward_prefetch=" + std::string(toString(*k.backwardPrefetch)) + " keeps the next unit gathered too; "
+                : std::string();
+        return {std::string(knob_key::kBackwardPrefetch),
+                "units all-gathered for forward and backward: " + prefetch + "smaller wrapped units gather less at a time"};
+      }
+      return {"", "parameters gathered whole for compute"};
+    case MemoryCategory::Gradients:
+      if (k.family == F::Ddp)
+        return {
+            std::string(knob_key::kGradientAsBucketView),
+            k.gradientAsBucketView.value_or(false)
+                ? "every rank holds the whole gradient (in its buckets, gradient_as_bucket_view is on): ZeRO-2 or FSDP would "
+                  "shard it"
+                : "every rank holds the whole gradient and a copy in its buckets: gradient_as_bucket_view=true saves the copy"};
+      if (k.family == F::Zero && k.zeroStage == 1)
+        return {std::string(knob_key::kStrategy), "ZeRO-1 keeps the whole gradient on every rank: ZeRO-2 shards it"};
+      return {std::string(knob_key::kWorldSize), "each rank keeps its shard of the gradient: more ranks make it smaller"};
+    case MemoryCategory::OptimizerState: {
+      const std::string what = k.optimizer == "adamw" ? "AdamW keeps two fp32 states per parameter" : "the optimizer's state";
+      if (k.family == F::Ddp) return {std::string(knob_key::kStrategy), what + " on every rank: ZeRO-1 or higher shards it"};
+      if (k.family == F::Zero && (k.offloadOptimizer.empty() || k.offloadOptimizer == "none"))
+        return {std::string(knob_key::kOffloadOptimizer), what + ", sharded: offload_optimizer=cpu moves it to the host"};
+      if (k.optimizer == "adamw") return {std::string(knob_key::kOptimizer), what + " (sharded): SGD keeps at most one"};
+      return {"", what};
+    }
+    case MemoryCategory::Activations: {
+      const std::string size = k.microBatch && k.seqLen ? " (micro_batch " + std::to_string(*k.microBatch) + " x seq_len " +
+                                                              std::to_string(*k.seqLen) + ")"
+                                                        : std::string();
+      if (k.known() && !k.activationCheckpointing.value_or(false))
+        return {std::string(knob_key::kActivationCheckpointing),
+                "what forward keeps for backward" + size + ": activation_checkpointing=true recomputes it instead"};
+      return {std::string(knob_key::kMicroBatch),
+              "what forward keeps for backward" + size + ": a smaller micro_batch (with more accumulation) shrinks it"};
+    }
+    case MemoryCategory::CommBuffers:
+      if (k.family == F::Ddp)
+        return {std::string(knob_key::kBucketCapMb),
+                "gradient buckets" + (k.bucketCapMb ? " (bucket_cap_mb " + formatFixed(*k.bucketCapMb, 0) + ")" : std::string()) +
+                    " and collective buffers"};
+      if (k.family == F::Zero)
+        return {std::string(knob_key::kReduceBucketSize),
+                "reduce buckets" +
+                    (k.reduceBucketSize ? " (reduce_bucket_size " + elements(*k.reduceBucketSize) + ")" : std::string()) +
+                    (k.overlapComm.value_or(false) ? ", two of them with overlap_comm" : std::string()) +
+                    " and collective buffers: a smaller reduce_bucket_size holds less"};
+      if (k.family == F::Fsdp) return {"", "reduce-scatter inputs and outputs of each unit's gradients"};
+      return {"", "collective buffers"};
+    case MemoryCategory::Other:
+      break;
+  }
+  return {"", "initialisation scratch and what no category claims"};
+}
+
+}  // namespace
+
+std::optional<PeakExplanation> explainPeak(const MemoryPeak& peak, const ConfigKnobs& knobs) {
+  if (peak.breakdown.empty()) return std::nullopt;
+  std::optional<MemoryCategory> top;
+  std::int64_t topBytes = -1, total = 0;
+  for (MemoryCategory c : memoryCategories()) {
+    const std::int64_t b = categoryBytes(peak, memoryCategoryKey(c));
+    total += b;
+    if (b > topBytes) {
+      topBytes = b;
+      top = c;
+    }
+  }
+  if (!top || topBytes <= 0) return std::nullopt;
+  PeakExplanation e;
+  e.category = std::string(memoryCategoryKey(*top));
+  e.bytes = topBytes;
+  const auto [knob, advice] = categoryAdvice(*top, knobs);
+  e.knob = knob;
+  e.text = std::string(memoryCategoryLabel(*top)) + " hold the most at the peak, " + formatBytes(static_cast<double>(topBytes)) +
+           " of " + formatBytes(static_cast<double>(total)) + " (" +
+           formatFixed(100.0 * static_cast<double>(topBytes) / static_cast<double>(std::max<std::int64_t>(total, 1)), 0) +
+           " %): " + advice;
+  return e;
+}
+
+std::optional<PeakExplanation> explainPeakDifference(const MemoryPeak& base, const std::string& baseName, const MemoryPeak& other,
+                                                     const std::string& otherName, const ConfigKnobs& otherKnobs) {
+  if (base.breakdown.empty() || other.breakdown.empty()) return std::nullopt;
+  std::optional<MemoryCategory> top;
+  std::int64_t grew = 0;
+  for (MemoryCategory c : memoryCategories()) {
+    const std::int64_t d = categoryBytes(other, memoryCategoryKey(c)) - categoryBytes(base, memoryCategoryKey(c));
+    if (d > grew) {
+      grew = d;
+      top = c;
+    }
+  }
+  if (!top) return std::nullopt;
+  PeakExplanation e;
+  e.category = std::string(memoryCategoryKey(*top));
+  e.bytes = grew;
+  const auto [knob, advice] = categoryAdvice(*top, otherKnobs);
+  e.knob = knob;
+  const std::int64_t delta = other.peakAllocatedBytes - base.peakAllocatedBytes;
+  const std::string key(memoryCategoryKey(*top));
+  e.text = otherName + " peaks " + formatBytes(static_cast<double>(std::abs(delta))) + (delta >= 0 ? " above " : " below ") +
+           baseName + "; " + std::string(memoryCategoryLabel(*top)) + " grew the most, " +
+           formatBytes(static_cast<double>(categoryBytes(base, key))) + " -> " +
+           formatBytes(static_cast<double>(categoryBytes(other, key))) + " (+" + formatBytes(static_cast<double>(grew)) +
+           "): " + advice;
+  return e;
 }
 
 }  // namespace shardscope::core

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/analysis/memory_snapshot_analysis.h"
+#include "core/model/config_knobs.h"
 #include "core/storage/trace_store.h"
 
 namespace shardscope::core {
@@ -35,6 +36,23 @@ struct MemoryPeak {
   // to peakAllocatedBytes). Empty for imported traces.
   std::vector<std::pair<std::string, std::int64_t>> breakdown;
 };
+
+// Why a peak is as high as it is (issue 46), from the breakdown the runtime measured and the run's own
+// configuration: the category that holds the most (or, against another run, the one that grew the
+// most) and the knob of the run's configuration that sizes it, in words that never suggest what the
+// run already has set.
+struct PeakExplanation {
+  std::string category;    // its key (core/model/memory_category.h)
+  std::int64_t bytes = 0;  // what it holds at the peak (explainPeak), or how much more (explainPeakDifference)
+  std::string knob;        // the knob that sizes it (a run-config key, "" when no knob does)
+  std::string text;        // one line for people, figures included
+};
+// The largest category at `peak`; nullopt without a breakdown.
+std::optional<PeakExplanation> explainPeak(const MemoryPeak& peak, const ConfigKnobs& knobs);
+// `other` against `base`, each at its own peak: the category that grew the most; nullopt without a
+// breakdown on either side or when no category is higher in `other`.
+std::optional<PeakExplanation> explainPeakDifference(const MemoryPeak& base, const std::string& baseName, const MemoryPeak& other,
+                                                     const std::string& otherName, const ConfigKnobs& otherKnobs);
 
 // One entry per (rank, device) with memory records, ordered by rank then device.
 // Snapshot figures (computeSnapshotFigures) are computed here unless `snapshots` gives them.

@@ -1,5 +1,7 @@
 #include "core/estimator/simulator.h"
 
+#include "core/model/memory_category.h"
+
 #include "core/estimator/interference.h"
 
 #include <algorithm>
@@ -217,21 +219,29 @@ void collect(const Program& prog, const RunRecord& rec, SimulationResult& res) {
 }  // namespace
 
 const char* memCatKey(MemCat c) {
+  // The simulator's categories are a subset of core's (gathered parameters are counted as
+  // parameters): its stored keys are core's.
+  MemoryCategory m = MemoryCategory::Other;
   switch (c) {
     case MemCat::Parameters:
-      return "parameters";
+      m = MemoryCategory::Parameters;
+      break;
     case MemCat::Gradients:
-      return "gradients";
+      m = MemoryCategory::Gradients;
+      break;
     case MemCat::Optimizer:
-      return "optimizer_state";
+      m = MemoryCategory::OptimizerState;
+      break;
     case MemCat::Activations:
-      return "activations";
+      m = MemoryCategory::Activations;
+      break;
     case MemCat::CommBuffers:
-      return "comm_buffers";
+      m = MemoryCategory::CommBuffers;
+      break;
     case MemCat::Other:
-      return "other";
+      break;
   }
-  return "other";
+  return memoryCategoryKey(m).data();  // literals: NUL-terminated
 }
 
 const char* computePhaseName(ComputePhase p) {

@@ -56,6 +56,13 @@ ConfigKnobs configKnobs(const Run& run) {
   if (auto v = number(cfg, knob_key::kReduceBucketSize)) k.reduceBucketSize = static_cast<std::int64_t>(*v);
   if (auto v = number(cfg, knob_key::kPrefetchBucketSize)) k.prefetchBucketSize = static_cast<std::int64_t>(*v);
   k.forwardPrefetch = boolean(cfg, knob_key::kForwardPrefetch);
+  if (auto v = number(cfg, knob_key::kMicroBatch)) k.microBatch = static_cast<std::int64_t>(*v);
+  if (auto v = number(cfg, knob_key::kSeqLen)) k.seqLen = static_cast<std::int64_t>(*v);
+  if (auto v = number(cfg, knob_key::kMaxLiveParameters)) k.maxLiveParameters = static_cast<std::int64_t>(*v);
+  if (auto v = number(cfg, knob_key::kWorldSize)) k.worldSize = static_cast<std::int64_t>(*v);
+  k.activationCheckpointing = boolean(cfg, knob_key::kActivationCheckpointing);
+  if (const JsonValue* v = member(cfg, knob_key::kOptimizer); v && v->isString()) k.optimizer = v->asString();
+  if (const JsonValue* v = member(cfg, knob_key::kOffloadOptimizer); v && v->isString()) k.offloadOptimizer = v->asString();
   if (const JsonValue* v = member(cfg, knob_key::kBackwardPrefetch); v && v->isString())
     k.backwardPrefetch = knobFromString<BackwardPrefetch>(v->asString());
   // overlap_comm: true, false, or null/absent = auto (on for ZeRO-3, as DeepSpeed), when a ZeRO run.

@@ -24,6 +24,13 @@ constexpr std::string_view kOverlapComm = "overlap_comm";
 constexpr std::string_view kPrefetchBucketSize = "prefetch_bucket_size";
 constexpr std::string_view kBackwardPrefetch = "backward_prefetch";
 constexpr std::string_view kForwardPrefetch = "forward_prefetch";
+constexpr std::string_view kMicroBatch = "micro_batch";
+constexpr std::string_view kSeqLen = "seq_len";
+constexpr std::string_view kActivationCheckpointing = "activation_checkpointing";
+constexpr std::string_view kOptimizer = "optimizer";
+constexpr std::string_view kMaxLiveParameters = "max_live_parameters";
+constexpr std::string_view kOffloadOptimizer = "offload_optimizer";
+constexpr std::string_view kWorldSize = "world_size";
 }  // namespace knob_key
 
 struct ConfigKnobs {
@@ -36,6 +43,10 @@ struct ConfigKnobs {
   std::optional<bool> forwardPrefetch, gradientAsBucketView;
   std::optional<double> bucketCapMb;
   std::optional<std::int64_t> reduceBucketSize, prefetchBucketSize;  // elements
+  // What sizes the memory categories (memory_peaks.h explainPeak).
+  std::optional<std::int64_t> microBatch, seqLen, maxLiveParameters, worldSize;
+  std::optional<bool> activationCheckpointing;
+  std::string optimizer, offloadOptimizer;  // "adamw", "none" ... ("" unknown)
   bool known() const { return family != Family::Unknown; }
 };
 

@@ -14,24 +14,7 @@ thread_local MemCategory tlsCategory = MemCategory::Other;
 MemoryTracker* gInstance = nullptr;
 }  // namespace
 
-const char* toString(MemCategory c) {
-  switch (c) {
-    case MemCategory::Parameters:
-      return "parameters";
-    case MemCategory::Gradients:
-      return "gradients";
-    case MemCategory::OptimizerState:
-      return "optimizer_state";
-    case MemCategory::Activations:
-      return "activations";
-    case MemCategory::CommBuffers:
-      return "comm_buffers";
-    case MemCategory::Other:
-    case MemCategory::Count:
-      break;
-  }
-  return "other";
-}
+const char* toString(MemCategory c) { return core::memoryCategoryKey(c).data(); }  // the keys are literals
 
 MemScope::MemScope(MemCategory c) : prev_(tlsCategory) { tlsCategory = c; }
 MemScope::~MemScope() { tlsCategory = prev_; }

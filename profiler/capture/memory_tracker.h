@@ -12,6 +12,8 @@
 #include <c10/core/Allocator.h>
 #include <torch/version.h>
 
+#include "core/model/memory_category.h"
+
 // LibTorch 2.3 made c10::Allocator::allocate non-const and added the pure virtual copy_data.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
 #define SHARDSCOPE_ALLOCATOR_CONST
@@ -25,7 +27,9 @@ namespace shardscope::capture {
 
 class Recorder;
 
-enum class MemCategory : int { Parameters = 0, Gradients, OptimizerState, Activations, CommBuffers, Other, Count };
+// The categories are core's (core/model/memory_category.h): the keys the breakdown is stored by.
+using MemCategory = core::MemoryCategory;
+constexpr int kMemCategoryCount = core::kMemoryCategoryCount;
 const char* toString(MemCategory c);
 
 // Sets the calling thread's category for the scope (RAII, nests).
@@ -43,7 +47,7 @@ MemCategory currentMemCategory();
 
 struct MemSnapshot {
   std::int64_t total = 0;
-  std::array<std::int64_t, static_cast<int>(MemCategory::Count)> byCategory{};
+  std::array<std::int64_t, kMemCategoryCount> byCategory{};
   std::int64_t timeNs = 0;
 };
 

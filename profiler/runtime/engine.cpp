@@ -977,7 +977,7 @@ class ShardedEngine final : public Engine, private FetchUnits {
     if (u.state != State::Released) return;
     policy_->beforeGather();
     {
-      MemScope ms(MemCategory::Parameters);
+      MemScope ms(MemCategory::GatheredParameters);
       if (u.padded > 0) u.agBuf = torch::empty({u.padded}, u.shard.options());
       if (u.fpadded > 0) u.fagBuf = torch::empty({u.fpadded}, u.fshard.options());
     }

@@ -438,8 +438,8 @@ class RankLife {
       rec_->metric("peak_host_allocated_bytes", static_cast<double>(peak.total));
     }
 #endif
-    for (int c = 0; c < static_cast<int>(capture::MemCategory::Count); ++c)
-      rec_->metric(std::string("peak_breakdown.") + capture::toString(static_cast<capture::MemCategory>(c)),
+    for (const core::MemoryCategory c : core::memoryCategories())
+      rec_->metric(std::string("peak_breakdown.") + std::string(core::memoryCategoryKey(c)),
                    static_cast<double>(peak.byCategory[static_cast<std::size_t>(c)]));
     rec_->metric("compute.param_dtype_bytes", static_cast<double>(engine_->observedParamBytes()));
     rec_->metric("compute.activation_dtype_bytes", static_cast<double>(engine_->observedActivationBytes()));

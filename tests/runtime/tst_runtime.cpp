@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/analysis/memory_peaks.h"
+#include "core/model/memory_category.h"
 #include "core/estimator/comm_model.h"
 #include "core/storage/trace_store.h"
 #include "tests/common/test_support.h"
@@ -440,6 +441,7 @@ class TestRuntime : public QObject {
       QVERIFY(!store.memoryEvents(r.id).empty());
       QVERIFY(store.metric(*fsdpRun, r.id, "peak_allocated_bytes").value_or(0) > 0);
       QVERIFY(store.metric(*fsdpRun, r.id, "peak_breakdown.activations").value_or(0) > 0);
+      QVERIFY(store.metric(*fsdpRun, r.id, "peak_breakdown.gathered_parameters").has_value());
     }
     // The memory analysis finds the same peak as the allocator and attaches its breakdown.
     const auto peaks = core::computeMemoryPeaks(store, *fsdpRun);
@@ -447,7 +449,7 @@ class TestRuntime : public QObject {
     for (const auto& p : peaks) {
       std::int64_t sumBytes = 0;
       for (const auto& [cat, bytes] : p.breakdown) sumBytes += bytes;
-      QCOMPARE(static_cast<int>(p.breakdown.size()), 6);
+      QCOMPARE(static_cast<int>(p.breakdown.size()), core::kMemoryCategoryCount);  // gathered parameters apart (issue 46)
       QCOMPARE(sumBytes, p.peakAllocatedBytes);
       QVERIFY(p.step.has_value());
       QVERIFY2(!p.operation.empty(), "no operation at the peak");

@@ -20,6 +20,8 @@
 #include <map>
 #include <set>
 
+#include "core/model/config_knobs.h"
+#include "core/model/memory_category.h"
 #include "ui/charts/chart_style.h"
 #include "ui/charts/memory_chart.h"
 #include "ui/charts/stacked_bar_chart.h"
@@ -30,16 +32,9 @@
 namespace shardscope::ui {
 namespace {
 
-struct BreakdownCategory {
-  const char* key;
-  const char* label;
-  QRgb color;
-};
-constexpr BreakdownCategory kBreakdown[] = {
-    {"parameters", "parameters", 0x4e79a7},           {"gradients", "gradients", 0xf28e2b},
-    {"optimizer_state", "optimizer state", 0x59a14f}, {"activations", "activations", 0xe15759},
-    {"comm_buffers", "comm buffers", 0x76b7b2},       {"other", "other", 0xbab0ac},
-};
+// A colour per memory category (core/model/memory_category.h), in its order.
+constexpr QRgb kCategoryColor[core::kMemoryCategoryCount] = {0x4e79a7, 0x9c755f, 0xf28e2b, 0x59a14f,
+                                                             0xe15759, 0x76b7b2, 0xbab0ac};
 
 QString deviceTypeName(int type) {
   switch (type) {
@@ -678,20 +673,57 @@ void MemoryPage::updateBreakdown() {
   }
   if (!withBreakdown.empty()) {
     std::vector<charts::StackedBarChart::Category> cats;
-    for (const auto& c : kBreakdown) cats.push_back({tr(c.label), QColor::fromRgb(c.color), {}});
+    for (const core::MemoryCategory c : core::memoryCategories())
+      cats.push_back(
+          {describe::qs(std::string(core::memoryCategoryLabel(c))), QColor::fromRgb(kCategoryColor[static_cast<int>(c)]), {}});
     for (const core::MemoryPeak* p : withBreakdown) {
-      for (std::size_t k = 0; k < std::size(kBreakdown); ++k) {
+      for (std::size_t k = 0; k < cats.size(); ++k) {
         std::int64_t v = 0;
         for (const auto& [name, bytes] : p->breakdown)
-          if (name == kBreakdown[k].key) v = bytes;
+          if (name == core::memoryCategoryKey(core::memoryCategories()[k])) v = bytes;
         cats[k].bytes.push_back(v);
+      }
+    }
+    // Why (core::explainPeak / explainPeakDifference): one run's largest part and its knob, or each
+    // run against the first (the baseline) at their own peaks.
+    explanations_.clear();
+    if (overlayRuns_.empty()) {
+      if (data_ && !withBreakdown.empty()) {
+        const core::MemoryPeak* top = withBreakdown.front();
+        for (const core::MemoryPeak* p : withBreakdown)
+          if (p->peakAllocatedBytes > top->peakAllocatedBytes) top = p;
+        if (auto e = core::explainPeak(*top, core::configKnobs(data_->run)))
+          explanations_ << tr("rank %1: ").arg(top->rank) + describe::qs(e->text);
+      }
+    } else {
+      const OverlayRun* base = nullptr;
+      for (const auto& o : overlayRuns_) {
+        if (o.peak < 0) continue;
+        const auto& p = o.data->peaks[static_cast<std::size_t>(o.peak)];
+        if (p.breakdown.empty()) continue;
+        if (!base) {
+          base = &o;
+          if (auto e = core::explainPeak(p, core::configKnobs(o.data->run)))
+            explanations_ << o.label + QStringLiteral(": ") + describe::qs(e->text);
+          continue;
+        }
+        const auto& bp = base->data->peaks[static_cast<std::size_t>(base->peak)];
+        auto e =
+            core::explainPeakDifference(bp, base->label.toStdString(), p, o.label.toStdString(), core::configKnobs(o.data->run));
+        if (!e) e = core::explainPeak(p, core::configKnobs(o.data->run));
+        if (e)
+          explanations_ << (e->text.rfind(o.label.toStdString(), 0) == 0
+                                ? describe::qs(e->text)
+                                : o.label + QStringLiteral(": ") + describe::qs(e->text));
       }
     }
     breakdown_->setStacks(overlayRuns_.empty() ? tr("Live memory at each rank's peak") : tr("Live memory at each run's peak"),
                           groups, cats);
     breakdown_->show();
-    breakdownNote_->setText(tr("What the runtime's allocator held at the moment of the allocated peak."));
+    breakdownNote_->setText(tr("What the runtime's allocator held at the moment of the allocated peak.") +
+                            (explanations_.isEmpty() ? QString() : QStringLiteral("\n") + explanations_.join(QLatin1Char('\n'))));
   } else {
+    explanations_.clear();
     breakdown_->clearStacks(QString());
     breakdown_->hide();
     breakdownNote_->setText(runtime ? tr("This run stored no breakdown at its peaks.")
@@ -931,6 +963,7 @@ QJsonObject MemoryPage::describe() const {
       snaps.append(QJsonDocument::fromJson(QByteArray::fromStdString(e.figures.toJson().dump())).object());
   out[QStringLiteral("memory_snapshots")] = snaps;
   out[QStringLiteral("snapshot_shown")] = snapshotShown();
+  out[QStringLiteral("peak_explanations")] = QJsonArray::fromStringList(explanations_);
   out[QStringLiteral("message")] = messageText();
   return out;
 }

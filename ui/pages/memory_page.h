@@ -121,6 +121,9 @@ class MemoryPage : public Page {
   QCheckBox* allocatedCheck() const { return allocated_; }
   QCheckBox* reservedCheck() const { return reserved_; }
   bool breakdownShown() const;
+  // Why the peaks are as high as they are (core::explainPeak, explainPeakDifference), as shown under
+  // the breakdown.
+  QStringList peakExplanations() const { return explanations_; }
   QString messageText() const;  // the note shown instead of the chart ("" when the chart shows)
   QString errorText() const { return error_; }
   // The run's memory snapshots (null: none or not loaded) and their view.
@@ -180,6 +183,7 @@ class MemoryPage : public Page {
   QWidget* breakdownPanel_ = nullptr;
   charts::StackedBarChart* breakdown_ = nullptr;
   QLabel* breakdownNote_ = nullptr;
+  QStringList explanations_;
   QTableWidget* modelState_ = nullptr;
 };
 
