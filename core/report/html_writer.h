@@ -1,8 +1,10 @@
 #pragma once
 // The report as one self-contained HTML file: inline CSS, charts as inline SVG, no script, no URL of
 // any kind (a Content-Security-Policy forbids loading anything), readable on a phone (viewport, tables
-// scroll sideways) and in print (@media print). Every string from a trace or config is escaped, so a
-// run called <script>alert(1)</script> shows as that text.
+// scroll sideways inside their box, cells wrap between words only) and in print (@media print: wide
+// tables in a smaller font, no page break inside a row, chart or JSON block, none after a heading).
+// Every string from a trace or config is escaped, so a run called <script>alert(1)</script> shows as
+// that text.
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -18,6 +20,9 @@ struct HtmlOptions {
   // Report::charts), trusted markup from the caller; without one, charts are left out.
   bool qtRichText = false;
   std::function<std::string(std::size_t)> chartPlaceholder;
+  // Qt flavour: two charts to a row (the cells of a borderless table), the last alone when their
+  // number is odd. The placeholder then sits in a table cell.
+  bool chartPairs = false;
 };
 
 std::string writeHtml(const Report& report, const HtmlOptions& options = {});

@@ -216,14 +216,27 @@ std::string writeMarkdown(const Report& rep) {
       table(o, memorySnapshotTopTable(r));
     });
   perRun("Collectives", [&](const ReportRun& r) { table(o, collectivesTable(r)); });
-  perRun("Configuration", [&](const ReportRun& r) {
-    if (r.hasRunConfig) table(o, knobTable(r));
-    if (!r.knownConfig.empty()) table(o, knownConfigTable(r));
-    if (!r.deepSpeedJson.empty()) {
-      const std::string f = fence(r.deepSpeedJson);
-      o += "DeepSpeed-style JSON that reproduces this run:\n\n" + f + "json\n" + r.deepSpeedJson + "\n" + f + "\n\n";
+  auto json = [&](const ReportRun& r) {
+    const std::string f = fence(r.deepSpeedJson);
+    o += "DeepSpeed-style JSON that reproduces this run:\n\n" + f + "json\n" + r.deepSpeedJson + "\n" + f + "\n\n";
+  };
+  if (!reportComparesKnobs(rep)) {
+    perRun("Configuration", [&](const ReportRun& r) {
+      if (r.hasRunConfig) table(o, knobTable(r));
+      if (!r.knownConfig.empty()) table(o, knownConfigTable(r));
+      if (!r.deepSpeedJson.empty()) json(r);
+    });
+  } else {
+    // Several runs with a configuration: their knobs side by side, then each run's own part.
+    o += "## Configuration\n\n";
+    table(o, knobComparisonTable(rep));
+    for (const auto& r : rep.runs) {
+      if (r.knownConfig.empty() && r.deepSpeedJson.empty()) continue;
+      o += "### " + markdownEscape(reportRunLabel(r)) + "\n\n";
+      if (!r.knownConfig.empty()) table(o, knownConfigTable(r));
+      if (!r.deepSpeedJson.empty()) json(r);
     }
-  });
+  }
   o += "_Definitions: docs/METRICS.md and docs/REPORTS.md of Shardscope._\n";
   return o;
 }

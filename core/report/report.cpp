@@ -42,7 +42,8 @@ std::string nowIso() {
 
 std::string curlyQuoted(const std::string& name) { return "\u201C" + name + "\u201D"; }
 
-std::string runLabel(const ReportRun& r) { return r.name + " (run " + std::to_string(r.id.value()) + ")"; }
+// The app's spelling of a run ("name #3": core::runLabel), in headers, charts and legends.
+std::string runLabel(const ReportRun& r) { return core::runLabel(r.name, r.id); }
 
 std::string runRef(const ReportRun& r) {
   std::string s = "run " + std::to_string(r.id.value()) + " " + curlyQuoted(r.name);
@@ -131,7 +132,11 @@ void fillEnvironment(TraceStore& store, const RunSummary& s, ReportRun& rr) {
     byDevice[rk.device.empty() ? "unknown" : rk.device].push_back(rk.rank);
     if (!rk.host.empty()) byHost[rk.host].push_back(rk.rank);
   }
-  for (const auto& [dev, ranks] : byDevice) env.push_back({"device " + dev, "ranks " + rankList(ranks)});
+  // One line for the devices, as for the hosts (a row per device made eight rows of "ranks N").
+  std::string devices;
+  for (const auto& [dev, ranks] : byDevice)
+    devices += (devices.empty() ? "" : "; ") + dev + (ranks.size() == 1 ? " (rank " : " (ranks ") + rankList(ranks) + ")";
+  if (!devices.empty()) env.push_back({"devices", devices});
   if (!byHost.empty()) {
     std::string hosts;
     for (const auto& [h, ranks] : byHost) hosts += (hosts.empty() ? "" : "; ") + h + " (ranks " + rankList(ranks) + ")";
@@ -605,15 +610,19 @@ void buildCharts(Report& rep) {
     Chart c;
     c.kind = Chart::Kind::StackedBars;
     c.id = "step-breakdown";
-    c.title = "Step time breakdown (mean over ranks and counted steps)";
+    c.title = "Where a step goes (mean of counted steps)";  // the Compare page's title
     c.yLabel = "ms per step";
     c.categories = labels;
-    const char* names[] = {"compute", "exposed communication", "other busy", "idle"};
-    for (int k = 0; k < 4; ++k) {
+    using palette::StepPart;
+    for (StepPart part : {StepPart::Compute, StepPart::ExposedCommunication, StepPart::OtherDeviceWork, StepPart::Idle}) {
       ChartSeries s;
-      s.name = names[k];
+      s.name = palette::stepPartName(part);
+      s.color = palette::stepPart(part);
       for (const auto& r : rep.runs) {
-        const auto& v = k == 0 ? r.computeMs : k == 1 ? r.exposedCommMs : k == 2 ? r.otherBusyMs : r.idleMs;
+        const auto& v = part == StepPart::Compute                ? r.computeMs
+                        : part == StepPart::ExposedCommunication ? r.exposedCommMs
+                        : part == StepPart::OtherDeviceWork      ? r.otherBusyMs
+                                                                 : r.idleMs;
         s.y.push_back(v);
       }
       c.series.push_back(std::move(s));
@@ -632,6 +641,11 @@ void buildCharts(Report& rep) {
     s.name = "tokens/s";
     for (const auto& r : rep.runs) s.y.push_back(r.tokensPerSecond);
     c.series.push_back(std::move(s));
+    // The best run's bar stands out, as on the Compare page (the comparison's own best).
+    c.perRunBars = true;
+    if (rep.runs.size() > 1)
+      for (const auto& row : rep.comparison.rows)
+        if (row.key == metric_keys::kTokensPerSecond) c.best = row.best;
     charts.push_back(std::move(c));
   }
   {
@@ -820,11 +834,11 @@ ReportTable comparisonTable(const Report& rep) {
   ReportTable t;
   const Comparison& c = rep.comparison;
   t.caption = rep.runs.size() > 1 ? "Deltas are relative to the baseline, " + runLabel(rep.runs[c.baseline]) +
-                                        "; the best value of each row is in bold."
+                                        " (shares in percentage points, pp); the best value of each row is in bold."
                                   : "Figures of the run (no comparison: one run).";
-  t.header.push_back("metric");
+  t.header.push_back("figure");  // the Compare page's headers: "Figure", "name #3 (baseline)"
   for (std::size_t i = 0; i < c.runs.size(); ++i)
-    t.header.push_back(runLabel(rep.runs[i]) + (rep.runs.size() > 1 && i == c.baseline ? " [baseline]" : ""));
+    t.header.push_back(runLabel(rep.runs[i]) + (rep.runs.size() > 1 && i == c.baseline ? " (baseline)" : ""));
   for (const auto& r : c.rows) {
     bool any = false;
     for (const auto& v : r.values) any = any || v.has_value();
@@ -834,10 +848,15 @@ ReportTable comparisonTable(const Report& rep) {
     for (std::size_t i = 0; i < c.runs.size(); ++i) {
       ReportCell cell = numberCell(r.values[i] ? reportRowValue(r, *r.values[i]) : "\u2013");
       cell.strong = r.best && *r.best == i;
-      if (i != c.baseline && r.deltaPct[i]) {
-        cell.note = reportDelta(*r.deltaPct[i]);
-        const double d = *r.deltaPct[i];
-        cell.noteTone = std::abs(d) < 0.05 ? 0 : ((d < 0) == r.lowerIsBetter ? 1 : -1);
+      // As the Compare page: a share changes in percentage points, other figures in percent of the
+      // baseline; a change within the runs' step spread is not coloured.
+      const bool hasPp = i < r.deltaPp.size() && r.deltaPp[i].has_value();
+      const bool hasPct = i < r.deltaPct.size() && r.deltaPct[i].has_value();
+      if (i != c.baseline && (hasPp || hasPct)) {
+        const double d = hasPp ? r.deltaPp[i].value_or(0.0) : r.deltaPct[i].value_or(0.0);
+        cell.note = hasPp ? (d >= 0 ? "+" : "") + reportNumber(d, 1) + " pp" : reportDelta(d);
+        const bool noise = i < r.withinNoise.size() && r.withinNoise[i];
+        cell.noteTone = std::abs(d) < 0.05 || noise ? 0 : ((d < 0) == r.lowerIsBetter ? 1 : -1);
       }
       row.push_back(std::move(cell));
     }
@@ -863,7 +882,7 @@ ReportTable strategyReportTable(const Report& rep) {
   for (StrategyColumn c : st.columns) t.header.emplace_back(strategyColumn(c).header);
   for (const auto& r : st.rows) {
     std::vector<ReportCell> row;
-    row.push_back(text(runLabel(r.name, r.run)));
+    row.push_back(text(core::runLabel(r.name, r.run)));
     for (StrategyColumn c : st.columns) {
       const std::string v = strategyCellText(c, r.at(c));
       row.push_back(strategyColumn(c).text || !r.at(c).known() ? text(v) : numberCell(v));
@@ -919,6 +938,48 @@ ReportTable knobTable(const ReportRun& run) {
   return t;
 }
 
+ReportTable knobComparisonTable(const Report& rep) {
+  ReportTable t;
+  std::vector<const ReportRun*> runs;
+  for (const auto& r : rep.runs)
+    if (r.hasRunConfig) runs.push_back(&r);
+  t.header = {"group", "knob"};
+  for (const ReportRun* r : runs) t.header.push_back(runLabel(*r));
+  t.caption =
+      "Every knob of the runs, side by side; values that differ from the default are in bold, and knobs whose values "
+      "differ between the runs say so.";
+  // Knobs in the order of the first run (every run of the runtime has the same keys), then any other.
+  std::vector<std::pair<std::string, std::string>> keys;  // (group, key)
+  for (const ReportRun* r : runs)
+    for (const auto& k : r->knobs)
+      if (std::find_if(keys.begin(), keys.end(), [&](const auto& g) { return g.second == k.key; }) == keys.end())
+        keys.emplace_back(k.group, k.key);
+  for (const auto& groupKey : keys) {
+    const std::string& key = groupKey.second;  // a lambda below uses it (no structured binding)
+    std::vector<ReportCell> row{text(groupKey.first), code(key)};
+    std::set<std::string> distinct;
+    for (const ReportRun* r : runs) {
+      auto it = std::find_if(r->knobs.begin(), r->knobs.end(), [&](const ReportKnob& k) { return k.key == key; });
+      if (it == r->knobs.end()) {
+        row.push_back(text("\u2013"));
+        distinct.insert("\u2013");
+        continue;
+      }
+      ReportCell v = code(it->value);
+      v.strong = !it->isDefault;
+      distinct.insert(it->value);
+      row.push_back(std::move(v));
+    }
+    if (distinct.size() > 1) row[1].note = "differs between the runs";
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+bool reportComparesKnobs(const Report& rep) {
+  return std::count_if(rep.runs.begin(), rep.runs.end(), [](const ReportRun& r) { return r.hasRunConfig; }) >= 2;
+}
+
 ReportTable knownConfigTable(const ReportRun& run) {
   ReportTable t;
   t.header = {"item", "value"};
@@ -930,13 +991,14 @@ ReportTable knownConfigTable(const ReportRun& run) {
 ReportTable bottleneckTable(const ReportRun& run) {
   ReportTable t;
   t.header = {"collective", "target",     "group", "instances", "ranks",  "steps", "exposed, total",
-              "mean",       "main cause", "worst", "size",      "kernel", "why",   "suggestion"};
+              "mean",       "main cause", "size",  "worst",     "kernel", "why",   "suggestion"};
   t.caption =
       "Costliest exposed collectives (time with no computation on the rank), grouped by what you can change: the "
       "parameter, bucket, unit or module the run names, else the size and process group; exposed time summed over "
       "steps and ranks.";
   t.emptyText = "No exposed collective.";
-  t.detailColumns = 2;
+  // The worst instance, the kernel, why and the suggestion go under each row in HTML and PDF.
+  t.detailColumns = 4;
   for (const auto& b : run.analysis.bottlenecks) {
     std::string why, what;
     for (std::size_t k = 0; k < b.reasons.size(); ++k) why += (k ? "\n" : "") + b.reasons[k];
@@ -945,10 +1007,10 @@ ReportTable bottleneckTable(const ReportRun& run) {
                       numberCell(std::to_string(b.instances)), numberCell(std::to_string(b.ranks)),
                       numberCell(std::to_string(b.stepsSeen)), numberCell(reportDuration(static_cast<double>(b.totalExposedNs))),
                       numberCell(reportDuration(static_cast<double>(b.meanExposedNs))), text(toString(b.cause)),
+                      numberCell(b.bytes ? reportBytes(static_cast<double>(*b.bytes)) : "?"),
                       numberCell(reportDuration(static_cast<double>(b.exposedNs)) + " (rank " + std::to_string(b.rank) +
                                  (b.step ? ", step " + std::to_string(*b.step) : std::string()) + ")"),
-                      numberCell(b.bytes ? reportBytes(static_cast<double>(*b.bytes)) : "?"), code(b.kernel),
-                      text(why.empty() ? "exposed" : why), text(what)});
+                      code(b.kernel), text(why.empty() ? "exposed" : why), text(what)});
   }
   return t;
 }

@@ -151,6 +151,11 @@ ReportTable comparisonTable(const Report& report);  // rows with at least one va
 ReportTable strategyReportTable(const Report& report);
 ReportTable environmentTable(const Report& report);  // one column per run
 ReportTable knobTable(const ReportRun& run);         // runtime runs: every knob
+// The knobs of every run that has a run configuration, a column per run (comparisons: one table
+// instead of one per run); a knob whose values differ between the runs carries a note.
+ReportTable knobComparisonTable(const Report& report);
+// Whether the configuration section shows knobComparisonTable (two or more runs with a configuration).
+bool reportComparesKnobs(const Report& report);
 ReportTable knownConfigTable(const ReportRun& run);  // imported runs: what the trace tells
 ReportTable bottleneckTable(const ReportRun& run);
 ReportTable stragglerTable(const ReportRun& run);
@@ -158,7 +163,7 @@ ReportTable arrivalGroupTable(const ReportRun& run);  // per (process group, ope
 std::string stragglerSummary(const ReportRun& run);
 ReportTable memoryPeakTable(const ReportRun& run);
 ReportTable collectivesTable(const ReportRun& run);
-// "name (run id)" as charts and headers show a run.
+// "name #id" (core::runLabel, as the app names a run) as charts and headers show a run.
 std::string reportRunLabel(const ReportRun& run);
 
 }  // namespace shardscope::core

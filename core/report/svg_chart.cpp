@@ -97,10 +97,12 @@ ChartRange chartRange(const Chart& c) {
   return r;
 }
 
-const char* chartColor(std::size_t index) {
-  static const char* kPalette[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9",
-                                   "#D55E00", "#8C6D00", "#000000", "#7F7F7F"};
-  return kPalette[index % (sizeof kPalette / sizeof kPalette[0])];
+std::string chartColor(std::size_t index) { return palette::hex(palette::series(index)); }
+
+palette::Rgb chartMarkColor(const Chart& c, std::size_t series, std::size_t category) {
+  if (c.perRunBars) return c.best && category == *c.best ? palette::kBestBar : palette::kBar;
+  if (series < c.series.size() && c.series[series].color) return *c.series[series].color;
+  return palette::series(series);
 }
 
 bool appendMarkupEntity(std::string& out, char ch) {
@@ -202,8 +204,8 @@ std::string renderSvg(const Chart& c, int width, int height, bool standalone) {
       std::string pts;
       auto flush = [&] {
         if (!pts.empty())
-          o += "<polyline fill=\"none\" stroke=\"" + std::string(chartColor(si)) + "\" stroke-width=\"1.5\" points=\"" + pts +
-               "\"/>";
+          o += "<polyline fill=\"none\" stroke=\"" + palette::hex(chartMarkColor(c, si, std::string::npos)) +
+               "\" stroke-width=\"1.5\" points=\"" + pts + "\"/>";
         pts.clear();
       };
       const std::size_t n = std::min(s.x.size(), s.y.size());
@@ -214,8 +216,8 @@ std::string renderSvg(const Chart& c, int width, int height, bool standalone) {
         }
         pts += (pts.empty() ? "" : " ") + num(xPix(s.x[i])) + "," + num(yPix(*s.y[i]));
         if (n <= 40)
-          o += "<circle cx=\"" + num(xPix(s.x[i])) + "\" cy=\"" + num(yPix(*s.y[i])) + "\" r=\"2.5\" fill=\"" + chartColor(si) +
-               "\"/>";
+          o += "<circle cx=\"" + num(xPix(s.x[i])) + "\" cy=\"" + num(yPix(*s.y[i])) + "\" r=\"2.5\" fill=\"" +
+               palette::hex(chartMarkColor(c, si, std::string::npos)) + "\"/>";
       }
       flush();
     }
@@ -242,8 +244,8 @@ std::string renderSvg(const Chart& c, int width, int height, bool standalone) {
           if (k >= s.y.size() || !s.y[k] || *s.y[k] <= 0) continue;
           const double yTop = yPix(acc + *s.y[k]), yBot = yPix(acc);
           o += "<rect x=\"" + num(cx - bw / 2) + "\" y=\"" + num(yTop) + "\" width=\"" + num(bw) + "\" height=\"" +
-               num(std::max(0.0, yBot - yTop)) + "\" fill=\"" + chartColor(si) + "\"><title>" + xmlEscape(s.name) + ": " +
-               xmlEscape(tickLabel(*s.y[k])) + "</title></rect>";
+               num(std::max(0.0, yBot - yTop)) + "\" fill=\"" + palette::hex(chartMarkColor(c, si, k)) + "\"><title>" +
+               xmlEscape(s.name) + ": " + xmlEscape(tickLabel(*s.y[k])) + "</title></rect>";
           acc += *s.y[k];
         }
         o += "<text x=\"" + num(cx) + "\" y=\"" + num(yPix(acc) - 4) + "\" text-anchor=\"middle\" fill=\"#222\">" +
@@ -257,8 +259,8 @@ std::string renderSvg(const Chart& c, int width, int height, bool standalone) {
           const double x = cx - bw * static_cast<double>(n) / 2 + bw * static_cast<double>(si);
           const double yv = yPix(*s.y[k]), y0 = yPix(std::max(0.0, yt.lo));
           o += "<rect x=\"" + num(x) + "\" y=\"" + num(std::min(yv, y0)) + "\" width=\"" + num(bw * 0.9) + "\" height=\"" +
-               num(std::abs(y0 - yv)) + "\" fill=\"" + chartColor(si) + "\"><title>" + xmlEscape(s.name) + ": " +
-               xmlEscape(tickLabel(*s.y[k])) + "</title></rect>";
+               num(std::abs(y0 - yv)) + "\" fill=\"" + palette::hex(chartMarkColor(c, si, k)) + "\"><title>" + xmlEscape(s.name) +
+               ": " + xmlEscape(tickLabel(*s.y[k])) + "</title></rect>";
           o += "<text x=\"" + num(x + bw * 0.45) + "\" y=\"" + num(std::min(yv, y0) - 4) +
                "\" text-anchor=\"middle\" font-size=\"10\" fill=\"#222\">" + xmlEscape(tickLabel(*s.y[k])) + "</text>";
         }
@@ -271,7 +273,8 @@ std::string renderSvg(const Chart& c, int width, int height, bool standalone) {
   for (std::size_t si = 0; si < c.series.size(); ++si) {
     const double lx = legendPos[si].first;
     const double ly = height + 12 + legendPos[si].second * 18.0;
-    o += "<rect x=\"" + num(lx) + "\" y=\"" + num(ly - 10) + "\" width=\"18\" height=\"10\" fill=\"" + chartColor(si) + "\"/>";
+    o += "<rect x=\"" + num(lx) + "\" y=\"" + num(ly - 10) + "\" width=\"18\" height=\"10\" fill=\"" +
+         palette::hex(chartMarkColor(c, si, std::string::npos)) + "\"/>";
     o += "<text x=\"" + num(lx + 24) + "\" y=\"" + num(ly) + "\" fill=\"#333\">" + xmlEscape(shorten(c.series[si].name, 40)) +
          "</text>";
   }

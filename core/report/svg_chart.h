@@ -9,12 +9,15 @@
 #include <string_view>
 #include <vector>
 
+#include "core/report/palette.h"
+
 namespace shardscope::core {
 
 struct ChartSeries {
   std::string name;
   std::vector<double> x;                 // line charts: x of each point (same length as y)
   std::vector<std::optional<double>> y;  // line: y per point; bars: one value per category (nullopt: none)
+  std::optional<palette::Rgb> color;     // default: palette::series(index of the series)
 };
 
 struct ChartMarker {
@@ -33,6 +36,10 @@ struct Chart {
   std::vector<std::string> categories;  // bars: one per bar group (usually one per run)
   std::vector<ChartSeries> series;      // line: lines; stacked: the stacked segments; grouped: bars per group
   std::optional<ChartMarker> marker;    // line charts: the peak
+  // Grouped bars of one series, one figure per run: drawn as the app's bar charts draw them, every
+  // bar in palette::kBar and the best run's (when the comparison names one) in palette::kBestBar.
+  bool perRunBars = false;
+  std::optional<std::size_t> best;
 };
 
 // Axis ticks: "nice" values (1, 2, 2.5, 5 x 10^k) covering [lo, hi] with about `target` intervals.
@@ -49,9 +56,12 @@ struct ChartRange {
 };
 ChartRange chartRange(const Chart& chart);
 
-// The series colour (hex "#rrggbb"), cycling through a palette readable in print and for the common
-// colour-vision deficiencies (Okabe-Ito order).
-const char* chartColor(std::size_t index);
+// The series colour (hex "#rrggbb"): core/report/palette.h, the palette the app uses too (Okabe-Ito
+// order, readable in print and for the common colour-vision deficiencies).
+std::string chartColor(std::size_t index);
+// The colour of series `series` in category `category` of `chart` (its own colour, the palette's, or
+// the best/ordinary bar colour); the legend asks with category = npos.
+palette::Rgb chartMarkColor(const Chart& chart, std::size_t series, std::size_t category);
 
 // XML/HTML text escaping (& < > " ').
 std::string xmlEscape(std::string_view s);

@@ -83,7 +83,7 @@ class TestCliReport : public QObject {
     const QByteArray html = readAll(out("r.html"));
     QVERIFY(html.startsWith("<!DOCTYPE html>"));
     QVERIFY(html.contains("<title>Team &amp; &lt;i&gt;</title>"));
-    QVERIFY(html.contains("&lt;script&gt;alert(1)&lt;/script&gt; (run 2)"));
+    QVERIFY(html.contains("&lt;script&gt;alert(1)&lt;/script&gt; #2"));
     for (const char* bad : {"<script", "http://", "https://", "url(", "@import"}) QVERIFY2(!html.contains(bad), bad);
     QCOMPARE(html.count("<svg"), 5);  // step breakdown, tokens/s, overlap per step, memory of each run
     QVERIFY(!QFile::exists(out("r.html") + ".tmp-"));
@@ -94,13 +94,13 @@ class TestCliReport : public QObject {
     QVERIFY2(r.code == 0, qPrintable(r.err));
     const QString md = QString::fromUtf8(readAll(out("r.md")));
     QVERIFY(md.startsWith("# Shardscope report: comparison of 2 runs"));
-    QVERIFY(md.contains("- alpha (run 1), kineto, completed (baseline)"));
+    QVERIFY(md.contains("- alpha \\#1, kineto, completed (baseline)"));
     QVERIFY(!md.contains("<script"));
 
     r = runCli({"report", "--db", db_, "--runs", "1,2", "--format", "csv", "-o", out("r.csv")});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     const QString cmp = QString::fromUtf8(readAll(out("r.csv")));
-    QVERIFY(cmp.startsWith("key,metric,better,alpha (run 1),<script>alert(1)</script> (run 2),"));
+    QVERIFY(cmp.startsWith("key,metric,better,alpha #1,<script>alert(1)</script> #2,"));
     QVERIFY(cmp.contains("\r\ntokens_per_s,throughput (tokens/s),higher,900,1200,,"));
     const QString coll = QString::fromUtf8(readAll(out("r.collectives.csv")));
     QVERIFY(coll.startsWith("run_id,run_name,operation,process_group,"));

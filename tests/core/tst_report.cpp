@@ -16,6 +16,7 @@
 #include "core/report/csv_writer.h"
 #include "core/report/html_writer.h"
 #include "core/report/markdown_writer.h"
+#include "core/report/palette.h"
 #include "core/report/report.h"
 #include "core/report/svg_chart.h"
 #include "core/util/error.h"
@@ -463,6 +464,76 @@ class TestReport : public QObject {
     QCOMPARE(coll[1][7], std::to_string(rep.runs[0].analysis.collectives[0].totalNs));
   }
 
+  // Issue #46: the HTML's tables never overflow the page or split a word, print keeps headings
+  // with what follows, the JSON keeps its lines; the report names runs and figures as the app does
+  // and draws with the app's palette; a comparison's knobs are one table, a column per run.
+  void htmlPrintsAndNamesAsTheApp() {
+    TraceStore store(db_, Database::Mode::ReadOnly);
+    const Report rep = buildReport(store, {a_, b_, runtime_});
+    const std::string html = writeHtml(rep);
+    const auto print = html.find("@media print");
+    QVERIFY(print != std::string::npos);
+    // Screen: cells wrap between words only; a wide table scrolls in its box, its caption above it.
+    QVERIFY(html.find("overflow-wrap:anywhere") == std::string::npos || html.find("overflow-wrap:anywhere") > print);
+    QVERIFY(html.find("th,td{overflow-wrap:normal;word-break:normal") != std::string::npos);
+    const auto strategies = html.find("<section id=\"strategies\">");
+    QVERIFY(strategies != std::string::npos);
+    const auto caption = html.find("<p class=\"tcaption\">", strategies);
+    const auto box = html.find("<div class=\"scroll\"><table", strategies);
+    QVERIFY(caption != std::string::npos && box != std::string::npos && caption < box);
+    QVERIFY(html.find("<caption>") == std::string::npos);
+    // Print: wide tables smaller, rows and charts not split, no break after a heading.
+    for (const char* rule : {"table.wide{font-size:6.5pt}", "tr,figure,pre{break-inside:avoid;page-break-inside:avoid}",
+                             "h2,h3,.tcaption{break-after:avoid;page-break-after:avoid}", "thead{display:table-header-group}"})
+      QVERIFY2(html.find(rule, print) != std::string::npos, rule);
+    // The DeepSpeed JSON keeps its lines (it was one long line).
+    QVERIFY(html.find("<pre>{\n  &quot;") != std::string::npos);
+    // The app's names: "name #3", the Compare page's headers and step chart.
+    QVERIFY(html.find(reportRunLabel(rep.runs[0])) != std::string::npos);
+    QCOMPARE(reportRunLabel(rep.runs[0]), runLabel(rep.runs[0].name, rep.runs[0].id));
+    QVERIFY(html.find("(run ") == std::string::npos);
+    const ReportTable cmp = comparisonTable(rep);
+    QCOMPARE(cmp.header[0], std::string("figure"));
+    // Shares change in percentage points, as on the Compare page.
+    for (std::size_t r = 0; r < rep.comparison.rows.size(); ++r) {
+      const ComparisonRow& row = rep.comparison.rows[r];
+      if (row.key != "exposed_comm_pct" || !row.deltaPp[1]) continue;
+      for (const auto& cells : cmp.rows)
+        if (cells[0].text.rfind(row.label, 0) == 0)
+          QVERIFY2(cells[2].note.find(" pp") != std::string::npos, cells[2].note.c_str());
+    }
+    QCOMPARE(cmp.header[1], reportRunLabel(rep.runs[0]) + " (baseline)");
+    const Chart* steps = nullptr;
+    const Chart* tps = nullptr;
+    for (const auto& c : rep.charts) {
+      if (c.id == "step-breakdown") steps = &c;
+      if (c.id == "tokens-per-second") tps = &c;
+    }
+    QVERIFY(steps && tps);
+    QCOMPARE(steps->title, std::string("Where a step goes (mean of counted steps)"));
+    QCOMPARE(steps->series[2].name, std::string(palette::stepPartName(palette::StepPart::OtherDeviceWork)));
+    QCOMPARE(chartMarkColor(*steps, 1, 0), palette::stepPart(palette::StepPart::ExposedCommunication));
+    QVERIFY(tps->perRunBars);
+    const std::string svg = renderSvg(*tps);
+    QVERIFY(svg.find(palette::hex(palette::kBar)) != std::string::npos);
+    if (tps->best) QVERIFY(svg.find(palette::hex(palette::kBestBar)) != std::string::npos);
+    QCOMPARE(chartColor(0), std::string("#0072b2"));
+    // One runtime run here: its own knob table; two runs with a configuration make one table.
+    QVERIFY(!reportComparesKnobs(rep));
+    Report two = rep;
+    two.runs[0] = rep.runs[2];
+    two.runs[0].id = RunId{99};
+    two.runs[0].knobs[0].value = "other";
+    QVERIFY(reportComparesKnobs(two));
+    const ReportTable knobs = knobComparisonTable(two);
+    QCOMPARE(knobs.header.size(), std::size_t(4));  // group, knob, a column per run with a configuration
+    QCOMPARE(knobs.rows.size(), rep.runs[2].knobs.size());
+    QCOMPARE(knobs.rows[0][1].note, std::string("differs between the runs"));
+    QVERIFY(knobs.rows[1][1].note.empty());
+    const std::string html2 = writeHtml(two);
+    QVERIFY(html2.find("Every knob of the runs, side by side") != std::string::npos);
+  }
+
   void singleRun() {
     TraceStore store(db_, Database::Mode::ReadOnly);
     const Report rep = buildReport(store, {b_});
@@ -472,7 +543,7 @@ class TestReport : public QObject {
     const QString html = QString::fromStdString(writeHtml(rep));
     QVERIFY(html.contains("<h2>Figures</h2>"));
     QVERIFY(html.contains("<h2>Summary</h2>"));
-    QVERIFY(!html.contains("[baseline]"));
+    QVERIFY(!html.contains("(baseline)"));
   }
 
   void errorsNameTheRun() {
@@ -569,7 +640,7 @@ class TestReport : public QObject {
           QVERIFY2(isNumber(cell), cell.c_str());  // only numbers may start with - (or +)
     }
     QCOMPARE(QString::fromStdString(cmp[0][4]),
-             QString::fromStdString("'-12 " + kFormula + " (run " + std::to_string(other.value()) + ")"));
+             QString::fromStdString("'-12 " + kFormula + " #" + std::to_string(other.value())));
     // Negative numbers stay numeric: a delta below zero is written as a plain number.
     QCOMPARE(csvText("-5"), std::string("'-5"));
     QCOMPARE(csvNumber(-5.25), std::string("-5.25"));
@@ -590,7 +661,7 @@ class TestReport : public QObject {
     Chart c;
     c.kind = Chart::Kind::Line;
     c.title = "t <x>";
-    c.series.push_back({"s&1", {0, 1, 2}, {1.0, 3.0, std::nullopt}});
+    c.series.push_back({"s&1", {0, 1, 2}, {1.0, 3.0, std::nullopt}, {}});
     c.marker = ChartMarker{0, 1, 3, "peak"};
     const std::string svg = renderSvg(c);
     QVERIFY(svg.rfind("<svg", 0) == 0);
@@ -605,8 +676,8 @@ class TestReport : public QObject {
     Chart bars;
     bars.kind = Chart::Kind::StackedBars;
     bars.categories = {"a", "b"};
-    bars.series.push_back({"x", {}, {1.0, 2.0}});
-    bars.series.push_back({"y", {}, {3.0, std::nullopt}});
+    bars.series.push_back({"x", {}, {1.0, 2.0}, {}});
+    bars.series.push_back({"y", {}, {3.0, std::nullopt}, {}});
     QCOMPARE(chartRange(bars).y1, 4.0);
     const QString svgBars = QString::fromStdString(renderSvg(bars));
     QCOMPARE(svgBars.count("</rect>"), 3);   // one rectangle per present value, each with its tooltip

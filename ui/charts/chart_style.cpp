@@ -8,6 +8,7 @@
 
 #include "ui/charts/qcp.h"
 
+#include "core/report/palette.h"
 #include "core/util/units.h"
 
 namespace shardscope::ui::charts {
@@ -36,17 +37,15 @@ QString formatSeconds(double s) { return QString::fromStdString(core::formatSeco
 
 QString formatPercent(double pct, int decimals) { return QString::fromStdString(core::formatPercent(pct, decimals)); }
 
-QColor seriesColor(int i) {
-  static const std::array<QRgb, 10> kTableau = {0x4e79a7, 0xf28e2b, 0xe15759, 0x76b7b2, 0x59a14f,
-                                                0xedc948, 0xb07aa1, 0xff9da7, 0x9c755f, 0xbab0ac};
-  return QColor::fromRgb(kTableau[static_cast<std::size_t>(i < 0 ? 0 : i) % kTableau.size()]);
-}
+// The colours are core's (core/report/palette.h): the reports draw with the same ones.
+QColor seriesColor(int i) { return QColor::fromRgb(core::palette::series(static_cast<std::size_t>(i < 0 ? 0 : i))); }
 
-QColor barColor() { return QColor::fromRgb(0x9fb4cc); }
-QColor bestBarColor() { return QColor::fromRgb(0x2e7d32); }
-QColor betterColor() { return QColor::fromRgb(0x1a7f37); }
-QColor worseColor() { return QColor::fromRgb(0xc62828); }
-QColor mutedTextColor() { return QColor::fromRgb(0x6a737d); }
+QColor stepPartColor(core::palette::StepPart part) { return QColor::fromRgb(core::palette::stepPart(part)); }
+QColor barColor() { return QColor::fromRgb(core::palette::kBar); }
+QColor bestBarColor() { return QColor::fromRgb(core::palette::kBestBar); }
+QColor betterColor() { return QColor::fromRgb(core::palette::kBetter); }
+QColor worseColor() { return QColor::fromRgb(core::palette::kWorse); }
+QColor mutedTextColor() { return QColor::fromRgb(core::palette::kMutedText); }
 
 void applyPlotStyle(QCustomPlot* plot) {
   QFont font = plot->font();

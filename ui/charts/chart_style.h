@@ -6,6 +6,8 @@
 
 #include <vector>
 
+#include "core/report/palette.h"
+
 class QCustomPlot;
 class QCPItemText;
 
@@ -25,9 +27,11 @@ QString formatSeconds(double s);                      // "312 ms", "1.82 s"
 QString formatNumber(double v, int decimals = 0);     // "1,710"
 QString formatPercent(double pct, int decimals = 1);  // "18.2 %"
 
-// Colour of the i-th series (ranks, runs): Tableau 10, then cycling.
+// Colour of the i-th series (ranks, runs): core::palette::series (Okabe-Ito), the reports' colours too.
 QColor seriesColor(int i);
-// Colours for the chart's states.
+// Colour of a part of the step (compute, exposed communication, other device work, idle).
+QColor stepPartColor(core::palette::StepPart part);
+// Colours for the chart's states (core::palette).
 QColor barColor();      // an ordinary bar
 QColor bestBarColor();  // the best run's bar
 QColor betterColor();   // a delta in the good direction

@@ -593,12 +593,11 @@ void ComparePage::updateCharts() {
   {
     // The stacked step: compute + exposed communication + other device work + idle = the mean step
     // (core::StepMeans, the figures the table shows as shares).
-    std::vector<charts::StackedBarChart::Category> cats = {
-        {tr("compute"), QColor::fromRgb(0x4c78a8), {}},
-        {tr("exposed communication"), QColor::fromRgb(0xe45756), {}},
-        {tr("other device work"), QColor::fromRgb(0x9d9da1), {}},
-        {tr("idle"), QColor::fromRgb(0xe6e6e6), {}},
-    };
+    // The parts' names and colours are the reports' (core/report/palette.h).
+    using core::palette::StepPart;
+    std::vector<charts::StackedBarChart::Category> cats;
+    for (StepPart part : {StepPart::Compute, StepPart::ExposedCommunication, StepPart::OtherDeviceWork, StepPart::Idle})
+      cats.push_back({tr(core::palette::stepPartName(part)), charts::stepPartColor(part), {}});
     bool any = false;
     for (std::size_t i = 0; i < c.figures.size() && i < static_cast<std::size_t>(names.size()); ++i) {
       const auto& m = c.figures[i].means;
