@@ -194,9 +194,9 @@ std::vector<MemoryPeak> computeMemoryPeaks(TraceStore& store, RunId runId, const
       // The runtime stores its allocator's breakdown at the peak (CPU allocator: device type 0).
       if (summary.run.source == RunSource::Runtime && p.deviceType == 0) {
         for (const MemoryCategory cat : memoryCategories()) {
-          const std::string key(memoryCategoryKey(cat));
-          if (auto v = store.metric(runId, rank.id, "peak_breakdown." + key))
-            p.breakdown.emplace_back(key, static_cast<std::int64_t>(*v));
+          const std::string name(memoryCategoryKey(cat));
+          if (auto v = store.metric(runId, rank.id, "peak_breakdown." + name))
+            p.breakdown.emplace_back(name, static_cast<std::int64_t>(*v));
         }
       }
       out.push_back(p);
