@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdio>
 #include <map>
 #include <set>
 #include <tuple>
@@ -47,17 +46,6 @@ double busBw(std::int64_t bytes, TimeNs dur, CollectiveOp op, int groupSize) {
 
 using Family = ConfigKnobs::Family;
 
-std::string elementsText(std::int64_t n) {
-  char buf[32];
-  if (n >= 1000000)
-    std::snprintf(buf, sizeof buf, "%.1fM", static_cast<double>(n) / 1e6);
-  else if (n >= 1000)
-    std::snprintf(buf, sizeof buf, "%.0fk", static_cast<double>(n) / 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(n));
-  return std::string(buf) + " elements";
-}
-
 std::string joinOr(const std::vector<std::string>& parts) {
   std::string out;
   for (std::size_t i = 0; i < parts.size(); ++i) out += (i == 0 ? "" : i + 1 == parts.size() ? " or " : ", ") + parts[i];
@@ -86,7 +74,7 @@ std::string allGatherAdvice(const ConfigKnobs& k, const std::optional<std::int64
     std::string bucket = "a larger stage3_prefetch_bucket_size";
     if (k.prefetchBucketSize) {
       const std::int64_t want = std::max<std::int64_t>(2 * *k.prefetchBucketSize, elements ? 2 * *elements : 0);
-      bucket += " (now " + elementsText(*k.prefetchBucketSize) + "; e.g. " + elementsText(want) + ")";
+      bucket += " (now " + formatElements(*k.prefetchBucketSize) + "; e.g. " + formatElements(want) + ")";
     }
     tries.push_back(bucket + " so the next unit's parameters are fetched ahead");
     return (queued ? "fetch it before the collective it queues behind: " : "prefetch it earlier: ") + joinOr(tries) + "; " +
@@ -111,11 +99,12 @@ std::string gradientReductionAdvice(const ConfigKnobs& k, CollectiveOp op, const
     if (k.overlapComm != true) parts.push_back("overlap_comm=true, so the reduction runs during backward");
     if (k.reduceBucketSize && elements && *k.reduceBucketSize >= *elements) {
       const std::int64_t want = std::max<std::int64_t>(*elements / 4, 1);
-      parts.push_back("a smaller reduce_bucket_size: each reduction carries " + elementsText(*elements) + " and one bucket of " +
-                      elementsText(*k.reduceBucketSize) + " holds them all, so it starts only as backward ends; about " +
-                      elementsText(want) + " starts the first while backward still runs");
+      parts.push_back("a smaller reduce_bucket_size: each reduction carries " + formatElements(*elements) +
+                      " and one bucket of " + formatElements(*k.reduceBucketSize) +
+                      " holds them all, so it starts only as backward ends; about " + formatElements(want) +
+                      " starts the first while backward still runs");
     } else if (k.reduceBucketSize) {
-      parts.push_back("a smaller reduce_bucket_size (now " + elementsText(*k.reduceBucketSize) +
+      parts.push_back("a smaller reduce_bucket_size (now " + formatElements(*k.reduceBucketSize) +
                       ") so the first reduction starts earlier");
     } else {
       parts.push_back("a smaller reduce_bucket_size so the first reduction starts earlier");
@@ -139,8 +128,8 @@ std::string gradientReductionAdvice(const ConfigKnobs& k, CollectiveOp op, const
 std::string glooTransferAdvice(const ConfigKnobs& k, const std::optional<std::int64_t>& elements, const std::string& bw) {
   const std::string head = "Gloo moves data through the host (" + bw + " GB/s here): ";
   if (k.family == Family::Zero && k.reduceBucketSize && elements && *k.reduceBucketSize >= *elements)
-    return head + "its messages are already as large as reduce_bucket_size allows (" + elementsText(*elements) +
-           " in a bucket of " + elementsText(*k.reduceBucketSize) + "), so hide it instead: a smaller reduce_bucket_size" +
+    return head + "its messages are already as large as reduce_bucket_size allows (" + formatElements(*elements) +
+           " in a bucket of " + formatElements(*k.reduceBucketSize) + "), so hide it instead: a smaller reduce_bucket_size" +
            (k.overlapComm == true ? std::string() : std::string(" with overlap_comm=true")) + "; on GPUs use NCCL";
   if (k.family == Family::Ddp && k.bucketCapMb)
     return head + "fewer, larger messages (a larger bucket_cap_mb, now " + mib(*k.bucketCapMb) + "); on GPUs use NCCL";

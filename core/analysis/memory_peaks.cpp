@@ -213,8 +213,6 @@ std::int64_t categoryBytes(const MemoryPeak& p, std::string_view key) {
   return 0;
 }
 
-std::string elements(std::int64_t n) { return formatFixed(static_cast<double>(n) / 1e6, 1) + "M elements"; }
-
 // What sizes a category in this run's configuration, and what would shrink it (never a knob the run
 // already has at the value suggested). The knob's key and the advice.
 std::pair<std::string, std::string> categoryAdvice(MemoryCategory c, const ConfigKnobs& k) {
@@ -232,9 +230,9 @@ std::pair<std::string, std::string> categoryAdvice(MemoryCategory c, const Confi
       if (k.family == F::Zero)
         return {std::string(knob_key::kMaxLiveParameters),
                 "units all-gathered for forward and backward: max_live_parameters" +
-                    (k.maxLiveParameters ? " (now " + elements(*k.maxLiveParameters) + ")" : std::string()) +
+                    (k.maxLiveParameters ? " (now " + formatElements(*k.maxLiveParameters) + ")" : std::string()) +
                     " caps what stays gathered, and prefetch_bucket_size" +
-                    (k.prefetchBucketSize ? " (now " + elements(*k.prefetchBucketSize) + ")" : std::string()) +
+                    (k.prefetchBucketSize ? " (now " + formatElements(*k.prefetchBucketSize) + ")" : std::string()) +
                     " how much is fetched ahead"};
       if (k.family == F::Fsdp) {
         std::string prefetch =
@@ -282,7 +280,7 @@ std::pair<std::string, std::string> categoryAdvice(MemoryCategory c, const Confi
       if (k.family == F::Zero)
         return {std::string(knob_key::kReduceBucketSize),
                 "reduce buckets" +
-                    (k.reduceBucketSize ? " (reduce_bucket_size " + elements(*k.reduceBucketSize) + ")" : std::string()) +
+                    (k.reduceBucketSize ? " (reduce_bucket_size " + formatElements(*k.reduceBucketSize) + ")" : std::string()) +
                     (k.overlapComm.value_or(false) ? ", two of them with overlap_comm" : std::string()) +
                     " and collective buffers: a smaller reduce_bucket_size holds less"};
       if (k.family == F::Fsdp) return {"", "reduce-scatter inputs and outputs of each unit's gradients"};

@@ -29,6 +29,17 @@ std::string formatGrouped(double v, int decimals) {
 
 std::string formatCount(std::int64_t n) { return formatGrouped(static_cast<double>(n), 0); }
 
+std::string formatElements(std::int64_t n) {
+  char buf[32];
+  if (n >= 1000000)
+    std::snprintf(buf, sizeof buf, "%.1fM", static_cast<double>(n) / 1e6);
+  else if (n >= 1000)
+    std::snprintf(buf, sizeof buf, "%.0fk", static_cast<double>(n) / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(n));
+  return std::string(buf) + " elements";
+}
+
 std::string formatBytes(double bytes, int decimals) {
   static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   int u = 0;

@@ -31,6 +31,9 @@ std::string formatDurationNs(double ns);
 std::string formatSeconds(double s);
 // "12.3 %" from a percentage (not a share).
 std::string formatPercent(double pct, int decimals = 1);
+// A count of tensor elements as knobs take them (reduce_bucket_size, prefetch_bucket_size):
+// "500.0M elements", "125k elements", "512 elements".
+std::string formatElements(std::int64_t n);
 // "1.23 G<unit>", "4.56 M<unit>", "7.8 k<unit>", "12 <unit>": decimal prefixes for rates and
 // counts (events/s, tokens/s, FLOPs).
 std::string formatSi(double v, const char* unit);
