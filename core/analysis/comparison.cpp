@@ -160,8 +160,9 @@ ComparisonVerdict judgeRuns(const Comparison& c) {
   // or each run alone when the comparison holds no repeats.
   struct Unit {
     std::vector<std::size_t> runs;
-    std::vector<double> values;
-    double mean = 0;
+    std::vector<double> values;  // the runs' figures (in the order they were found)
+    double mean = 0, min = 0, max = 0;
+    double noisePct = 0;
   };
   std::vector<Unit> units;
   std::vector<std::vector<std::size_t>> groups = c.configGroups;
@@ -176,6 +177,14 @@ ComparisonVerdict judgeRuns(const Comparison& c) {
       }
     if (u.runs.empty()) continue;
     u.mean = core::mean(u.values);
+    const auto [lo, hi] = std::minmax_element(u.values.begin(), u.values.end());
+    u.min = *lo;
+    u.max = *hi;
+    // What varies between measurements of the unit: its run-to-run spread, or one run's step spread.
+    if (u.runs.size() > 1)
+      u.noisePct = u.mean != 0 ? 100.0 * (u.max - u.min) / std::abs(u.mean) : 0.0;
+    else if (c.figures.size() > u.runs[0])
+      u.noisePct = c.figures[u.runs[0]].stepSpreadPct.value_or(0.0);
     units.push_back(std::move(u));
   }
   std::stable_sort(units.begin(), units.end(), [&](const Unit& a, const Unit& b) { return better(a.mean, b.mean); });
@@ -188,9 +197,9 @@ ComparisonVerdict judgeRuns(const Comparison& c) {
     r.runs = u.runs;
     std::sort(r.runs.begin(), r.runs.end());
     r.mean = u.mean;
-    r.min = *std::min_element(u.values.begin(), u.values.end());
-    r.max = *std::max_element(u.values.begin(), u.values.end());
-    r.spreadPct = u.mean != 0 ? 100.0 * (r.max - r.min) / std::abs(u.mean) : 0.0;
+    r.min = u.min;
+    r.max = u.max;
+    r.spreadPct = u.noisePct;
     v.repeats.push_back(std::move(r));
   }
   auto name = [&](std::size_t i) {
@@ -217,14 +226,6 @@ ComparisonVerdict judgeRuns(const Comparison& c) {
   };
   auto text = [&](double x) { return useTps ? formatFixed(x, 0) + " tokens/s" : formatFixed(x, 2) + " ms per step"; };
   auto unitText = [&](const Unit& u) { return (u.runs.size() > 1 ? "a mean of " : "") + text(u.mean); };
-  // What varies between measurements of one unit: its run-to-run spread, or one run's step spread.
-  auto unitNoise = [&](const Unit& u) {
-    if (u.runs.size() > 1) {
-      const auto [lo, hi] = std::minmax_element(u.values.begin(), u.values.end());
-      return u.mean != 0 ? 100.0 * (*hi - *lo) / std::abs(u.mean) : 0.0;
-    }
-    return c.figures.size() > u.runs[0] ? c.figures[u.runs[0]].stepSpreadPct.value_or(0.0) : 0.0;
-  };
   if (units.empty()) {
     v.reasons.push_back("no completed run has " + v.rankedBy + " figures");
     return v;
@@ -245,7 +246,7 @@ ComparisonVerdict judgeRuns(const Comparison& c) {
   const bool repeated = best.runs.size() > 1 || next.runs.size() > 1;
   v.runnerUp = next.runs[0];
   v.speedMarginPct = 100.0 * std::abs(best.mean - next.mean) / std::max(std::abs(next.mean), 1e-300);
-  v.noisePct = std::max(unitNoise(best), unitNoise(next));
+  v.noisePct = std::max(best.noisePct, next.noisePct);
   const std::string margin = formatFixed(*v.speedMarginPct, 1) + " %";
   const std::string tie = "the " + formatFixed(kTieMarginPct, 0) + " % tie margin";
   const auto test = welchTTest(best.values, next.values);
