@@ -80,7 +80,8 @@ namespace shardscope::ui {
 
 namespace {
 
-// A dock's content in a scroll area: the dock can be made as short as its title on a small screen.
+// Content in a scroll area (a page in its tab, a dock's widget): its minimum size never becomes the
+// window's, so the window fits a small screen.
 QScrollArea* scrolling(QWidget* content, QWidget* parent) {
   auto* scroll = new QScrollArea(parent);
   scroll->setFrameShape(QFrame::NoFrame);
@@ -191,11 +192,8 @@ void MainWindow::buildUi() {
     p->setSession(session_);  // one document: every page reads the same cached analyses
     // A page scrolls when the window is smaller than what it lays out (1366 x 768 screens): its
     // minimum size never becomes the window's.
-    auto* scroll = new QScrollArea(tabs_);
+    QScrollArea* scroll = scrolling(p, tabs_);
     scroll->setObjectName(QStringLiteral("pageScroll_") + p->pageId());
-    scroll->setFrameShape(QFrame::NoFrame);
-    scroll->setWidgetResizable(true);
-    scroll->setWidget(p);
     tabs_->addTab(scroll, pageIcon(p->pageId()), p->title());
     connect(p, &Page::statusMessage, this, [this, p](const QString& text) {
       log(QStringLiteral("%1: %2").arg(p->title(), text));
