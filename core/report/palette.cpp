@@ -30,6 +30,13 @@ Rgb stepPart(StepPart part) {
   return 0x999999;
 }
 
+Rgb memoryCategory(MemoryCategory c) {
+  // In the categories' order: parameters, gathered parameters, gradients, optimizer state,
+  // activations, communication buffers, other.
+  static constexpr Rgb kColors[kMemoryCategoryCount] = {0x4e79a7, 0x9c755f, 0xf28e2b, 0x59a14f, 0xe15759, 0x76b7b2, 0xbab0ac};
+  return kColors[static_cast<std::size_t>(c)];
+}
+
 const char* stepPartName(StepPart part) {
   switch (part) {
     case StepPart::Compute:

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/model/memory_category.h"
+
 namespace shardscope::core::palette {
 
 // 0xRRGGBB.
@@ -31,6 +33,9 @@ enum class StepPart { Compute, ExposedCommunication, OtherDeviceWork, Idle };
 Rgb stepPart(StepPart part);
 // Their names as the app and the reports show them.
 const char* stepPartName(StepPart part);
+
+// The colour of a memory category (core/model/memory_category.h: the breakdown at a peak).
+Rgb memoryCategory(MemoryCategory c);
 
 // "#rrggbb" (lower case).
 std::string hex(Rgb rgb);

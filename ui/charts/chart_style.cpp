@@ -41,6 +41,7 @@ QString formatPercent(double pct, int decimals) { return QString::fromStdString(
 QColor seriesColor(int i) { return QColor::fromRgb(core::palette::series(static_cast<std::size_t>(i < 0 ? 0 : i))); }
 
 QColor stepPartColor(core::palette::StepPart part) { return QColor::fromRgb(core::palette::stepPart(part)); }
+QColor memoryCategoryColor(core::MemoryCategory c) { return QColor::fromRgb(core::palette::memoryCategory(c)); }
 QColor barColor() { return QColor::fromRgb(core::palette::kBar); }
 QColor bestBarColor() { return QColor::fromRgb(core::palette::kBestBar); }
 QColor betterColor() { return QColor::fromRgb(core::palette::kBetter); }

@@ -31,6 +31,8 @@ QString formatPercent(double pct, int decimals = 1);  // "18.2 %"
 QColor seriesColor(int i);
 // Colour of a part of the step (compute, exposed communication, other device work, idle).
 QColor stepPartColor(core::palette::StepPart part);
+// Colour of a memory category (core::palette::memoryCategory).
+QColor memoryCategoryColor(core::MemoryCategory c);
 // Colours for the chart's states (core::palette).
 QColor barColor();      // an ordinary bar
 QColor bestBarColor();  // the best run's bar

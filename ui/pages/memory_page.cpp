@@ -32,10 +32,6 @@
 namespace shardscope::ui {
 namespace {
 
-// A colour per memory category (core/model/memory_category.h), in its order.
-constexpr QRgb kCategoryColor[core::kMemoryCategoryCount] = {0x4e79a7, 0x9c755f, 0xf28e2b, 0x59a14f,
-                                                             0xe15759, 0x76b7b2, 0xbab0ac};
-
 QString deviceTypeName(int type) {
   switch (type) {
     case 0:
@@ -674,8 +670,7 @@ void MemoryPage::updateBreakdown() {
   if (!withBreakdown.empty()) {
     std::vector<charts::StackedBarChart::Category> cats;
     for (const core::MemoryCategory c : core::memoryCategories())
-      cats.push_back(
-          {describe::qs(std::string(core::memoryCategoryLabel(c))), QColor::fromRgb(kCategoryColor[static_cast<int>(c)]), {}});
+      cats.push_back({describe::qs(std::string(core::memoryCategoryLabel(c))), charts::memoryCategoryColor(c), {}});
     for (const core::MemoryPeak* p : withBreakdown) {
       for (std::size_t k = 0; k < cats.size(); ++k) {
         std::int64_t v = 0;
@@ -708,13 +703,11 @@ void MemoryPage::updateBreakdown() {
           continue;
         }
         const auto& bp = base->data->peaks[static_cast<std::size_t>(base->peak)];
-        auto e =
-            core::explainPeakDifference(bp, base->label.toStdString(), p, o.label.toStdString(), core::configKnobs(o.data->run));
-        if (!e) e = core::explainPeak(p, core::configKnobs(o.data->run));
-        if (e)
-          explanations_ << (e->text.rfind(o.label.toStdString(), 0) == 0
-                                ? describe::qs(e->text)
-                                : o.label + QStringLiteral(": ") + describe::qs(e->text));
+        const core::ConfigKnobs knobs = core::configKnobs(o.data->run);
+        if (auto d = core::explainPeakDifference(bp, base->label.toStdString(), p, o.label.toStdString(), knobs))
+          explanations_ << describe::qs(d->text);  // it names both runs
+        else if (auto e = core::explainPeak(p, knobs))
+          explanations_ << o.label + QStringLiteral(": ") + describe::qs(e->text);
       }
     }
     breakdown_->setStacks(overlayRuns_.empty() ? tr("Live memory at each rank's peak") : tr("Live memory at each run's peak"),
