@@ -57,12 +57,17 @@ struct CommandLine {
                                   QStringLiteral("VIEW")};
   QCommandLineOption step{QStringLiteral("step"), QStringLiteral("Timeline step view: which counted step (1 = the first)."),
                           QStringLiteral("K")};
+  QCommandLineOption memoryCategories{QStringLiteral("memory-categories"),
+                                      QStringLiteral("Memory page: show this rank's memory by category over time (runs of "
+                                                     "Shardscope's runtime)."),
+                                      QStringLiteral("RANK")};
   QCommandLineOption noJson{QStringLiteral("no-json"), QStringLiteral("--screenshot writes no OUT.json beside the picture.")};
   CommandLine() {
     parser.setApplicationDescription(QStringLiteral("Profiler and strategy explorer for sharded training"));
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addOptions({open, page, run, screenshot, size, timeout, range, collapse, hideLanes, timelineView, step, noJson});
+    parser.addOptions(
+        {open, page, run, screenshot, size, timeout, range, collapse, hideLanes, timelineView, step, memoryCategories, noJson});
     parser.addPositionalArgument(QStringLiteral("file"),
                                  QStringLiteral("A database to open, as --open (without one: the last database opened)."),
                                  QStringLiteral("[FILE.db]"));
@@ -186,6 +191,13 @@ int main(int argc, char** argv) {
       o.step = parser.value(cl.step).toInt(&sok);
       if (!sok || o.step <= 0)
         return usage(QStringLiteral("--step expects a positive number, got '%1'").arg(parser.value(cl.step)));
+    }
+    if (parser.isSet(cl.memoryCategories)) {
+      bool mok = false;
+      o.memoryCategoriesRank = parser.value(cl.memoryCategories).toInt(&mok);
+      if (!mok || o.memoryCategoriesRank < 0)
+        return usage(
+            QStringLiteral("--memory-categories expects a rank number, got '%1'").arg(parser.value(cl.memoryCategories)));
     }
     return shardscope::ui::takeScreenshot(window, o);
   }

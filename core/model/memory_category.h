@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace shardscope::core {
@@ -28,5 +29,21 @@ const std::array<MemoryCategory, kMemoryCategoryCount>& memoryCategories();
 std::string_view memoryCategoryKey(MemoryCategory c);
 std::string_view memoryCategoryLabel(MemoryCategory c);
 std::optional<MemoryCategory> memoryCategoryFromKey(std::string_view key);
+
+// A device as the memory tracks name it: "cpu:0", "cuda:3" (deviceType 1 is CUDA, anything else is
+// shown as cpu).
+std::string memoryDeviceName(int deviceType, int deviceId);
+// The counter track of one category's live bytes over time on one device of a rank, as the runtime
+// records it (profiler/capture/memory_tracker): "memory: gradients (cpu:0)". Every sample is the
+// category's exact live bytes at that time; at each memory record of the device the categories sum
+// to its total allocated.
+std::string memoryCategoryTrackName(MemoryCategory c, int deviceType, int deviceId);
+struct MemoryCategoryTrack {
+  MemoryCategory category = MemoryCategory::Other;
+  int deviceType = 0;
+  int deviceId = 0;
+};
+// The category and device of such a track name; nullopt for any other name.
+std::optional<MemoryCategoryTrack> parseMemoryCategoryTrackName(std::string_view name);
 
 }  // namespace shardscope::core

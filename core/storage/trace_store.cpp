@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <deque>
 
+#include "core/model/memory_category.h"
 #include "core/storage/schema.h"
 #include "core/storage/store_access.h"
 #include "core/util/error.h"
@@ -248,7 +249,7 @@ TrackId TraceStore::addTrack(const Track& t) {
 }
 
 std::pair<TrackId, TrackId> TraceStore::addMemoryTracks(RankId rankId, int deviceType, int deviceId) {
-  const std::string dev = (deviceType == 1 ? "cuda:" : "cpu:") + std::to_string(deviceId);
+  const std::string dev = memoryDeviceName(deviceType, deviceId);
   const std::string suffix = std::to_string(deviceType) + ":" + std::to_string(deviceId);
   Track a;
   a.rankId = rankId;

@@ -50,6 +50,17 @@ void MemoryTracker::setRecorder(Recorder* r, int deviceType, int deviceId) {
   recorder_ = r;
   deviceType_ = deviceType;
   deviceId_ = deviceId;
+  auto names = std::make_shared<std::array<std::string, kMemCategoryCount>>();
+  for (const MemCategory c : core::memoryCategories())
+    (*names)[static_cast<std::size_t>(c)] = core::memoryCategoryTrackName(c, deviceType, deviceId);
+  categoryTracks_ = std::move(names);
+  // A new recorder's tracks start empty (read as 0: a category never used has no track). The same
+  // recorder set again (after the link probe, which records nothing) keeps what its tracks show:
+  // the next record carries each category that moved meanwhile.
+  if (r && r != tracksOf_) {
+    lastRecordedCategory_.fill(0);
+    tracksOf_ = r;
+  }
 }
 
 c10::DataPtr MemoryTracker::allocate(size_t n) SHARDSCOPE_ALLOCATOR_CONST {
@@ -88,6 +99,10 @@ void MemoryTracker::account(std::int64_t bytes, MemCategory c) const {
   Recorder* rec = nullptr;
   std::int64_t total = 0;
   TimeNs ts = 0;
+  // The categories whose counter changes with this record: (index, live bytes).
+  std::array<std::pair<std::size_t, std::int64_t>, kMemCategoryCount> changed{};
+  std::size_t nChanged = 0;
+  std::shared_ptr<const std::array<std::string, kMemCategoryCount>> names;
   {
     std::lock_guard<std::mutex> l(mu_);
     cur_.total += bytes;
@@ -99,12 +114,24 @@ void MemoryTracker::account(std::int64_t bytes, MemCategory c) const {
     const std::int64_t diff = cur_.total - lastRecorded_;
     if (recorder_ && (newPeak || diff >= granularity_ || -diff >= granularity_)) {
       rec = recorder_;
+      names = categoryTracks_;
       total = cur_.total;
       lastRecorded_ = total;
+      // With each record, every category that moved since its last sample: at every record the
+      // category tracks sum to the total, so the breakdown at any record (the peak's included) is exact.
+      for (std::size_t i = 0; i < cur_.byCategory.size(); ++i)
+        if (cur_.byCategory[i] != lastRecordedCategory_[i]) {
+          lastRecordedCategory_[i] = cur_.byCategory[i];
+          changed[nChanged++] = {i, cur_.byCategory[i]};
+        }
     }
   }
   // CPU memory has no cache: reserved equals allocated.
-  if (rec) rec->memory(ts, bytes, total, total, deviceType_, deviceId_);
+  if (rec) {
+    rec->memory(ts, bytes, total, total, deviceType_, deviceId_);
+    for (std::size_t k = 0; k < nChanged; ++k)
+      rec->counter((*names)[changed[k].first], ts, static_cast<double>(changed[k].second));
+  }
 }
 
 MemSnapshot MemoryTracker::current() const {

@@ -1,13 +1,16 @@
 #pragma once
 // A counting CPU allocator: wraps LibTorch's CPU allocator so that every tensor allocation and free
 // of the process is counted, attributed to a category (the thread's current MemCategory scope), and
-// reported to the Recorder as memory records (the memory-over-time curve). Live bytes per category
+// reported to the Recorder as memory records (the memory-over-time curve) and, per category, as
+// samples of the category's counter track (the breakdown over time). Live bytes per category
 // are kept exactly, and the breakdown at the highest total seen is remembered (the breakdown at the
 // peak). On CUDA the caching allocator's statistics take this role (profiler/runtime on GPU).
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <string>
 
 #include <c10/core/Allocator.h>
 #include <torch/version.h>
@@ -87,6 +90,12 @@ class MemoryTracker final : public c10::Allocator {
   mutable MemSnapshot cur_;
   mutable MemSnapshot peak_;
   mutable std::int64_t lastRecorded_ = 0;
+  // Each category's live bytes as last recorded on its counter track (core::memoryCategoryTrackName)
+  // and the tracks' names for the recorder's device.
+  mutable std::array<std::int64_t, kMemCategoryCount> lastRecordedCategory_{};
+  // (immutable: account() keeps its own reference outside the lock while setRecorder may replace it).
+  std::shared_ptr<const std::array<std::string, kMemCategoryCount>> categoryTracks_;
+  const Recorder* tracksOf_ = nullptr;  // the recorder lastRecordedCategory_ is about
   std::int64_t granularity_ = 0;
   Recorder* recorder_ = nullptr;
   int deviceType_ = 0;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/analysis/memory_peaks.h"
+#include "core/model/memory_category.h"
 #include "core/import/kineto_importer.h"
 #include "tests/common/test_support.h"
 
@@ -109,6 +110,25 @@ class TestMemoryPeaks : public QObject {
     // Nothing to say without a breakdown, or when the other run grew nowhere.
     QVERIFY(!explainPeak(MemoryPeak{}, z));
     QVERIFY(!explainPeakDifference(zero3, "a", ddp.breakdown.empty() ? zero3 : peakWith({{"parameters", 1}}), "b", z));
+  }
+
+  // The category tracks' names (issue 46): one spelling, read back to the category and device; any
+  // other counter name is not one.
+  void categoryTrackNames() {
+    QCOMPARE(memoryCategoryTrackName(MemoryCategory::GatheredParameters, 0, 0),
+             std::string("memory: gathered parameters (cpu:0)"));
+    QCOMPARE(memoryCategoryTrackName(MemoryCategory::CommBuffers, 1, 12), std::string("memory: communication buffers (cuda:12)"));
+    for (const MemoryCategory c : memoryCategories())
+      for (const auto& [type, id] : std::vector<std::pair<int, int>>{{0, 0}, {1, 3}, {1, 100}}) {
+        const auto back = parseMemoryCategoryTrackName(memoryCategoryTrackName(c, type, id));
+        QVERIFY(back.has_value());
+        QVERIFY(back->category == c);
+        QCOMPARE(back->deviceType, type);
+        QCOMPARE(back->deviceId, id);
+      }
+    for (const char* other : {"memory allocated (cpu:0)", "memory: gradients", "memory: gradients (gpu:0)",
+                              "memory: weights (cpu:0)", "memory: gradients (cpu:x)", "memory: gradients (cpu:)", ""})
+      QVERIFY2(!parseMemoryCategoryTrackName(other), other);
   }
 
   void peakWithItsCause() {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/analysis/memory_peaks.h"
+#include "core/analysis/memory_timeline.h"
 #include "core/model/memory_category.h"
 #include "core/estimator/comm_model.h"
 #include "core/storage/trace_store.h"
@@ -453,6 +454,34 @@ class TestRuntime : public QObject {
       QCOMPARE(sumBytes, p.peakAllocatedBytes);
       QVERIFY(p.step.has_value());
       QVERIFY2(!p.operation.empty(), "no operation at the peak");
+    }
+    // The breakdown over time (issue 46): one timeline per rank, whose categories sum to the total
+    // allocated at every memory record and equal the peak's breakdown at the peak.
+    const auto timelines = core::memoryCategoryTimelines(store, *fsdpRun);
+    QCOMPARE(static_cast<int>(timelines.size()), 2);
+    for (std::size_t i = 0; i < timelines.size(); ++i) {
+      const auto& tl = timelines[i];
+      QCOMPARE(tl.rank, static_cast<int>(i));
+      QVERIFY(std::find(tl.categories.begin(), tl.categories.end(), core::MemoryCategory::GatheredParameters) !=
+              tl.categories.end());
+      const core::RankId rankId = sum.ranks[i].id;
+      std::vector<core::MemoryEvent> records = store.memoryEvents(rankId);
+      QVERIFY(!records.empty());
+      int checked = 0;
+      for (std::size_t k = 0; k < records.size(); ++k) {
+        if (k + 1 < records.size() && records[k + 1].tsNs == records[k].tsNs) continue;  // the last at one time
+        QCOMPARE(tl.totalAt(records[k].tsNs), records[k].totalAllocated);
+        ++checked;
+      }
+      QVERIFY(checked > 10);
+      const core::MemoryPeak& p = peaks[i];
+      QCOMPARE(p.rank, tl.rank);
+      for (const auto& [cat, bytes] : tl.at(p.allocatedAtNs)) {
+        const std::string key(core::memoryCategoryKey(cat));
+        const auto it = std::find_if(p.breakdown.begin(), p.breakdown.end(), [&](const auto& kv) { return kv.first == key; });
+        QVERIFY2(it != p.breakdown.end(), key.c_str());
+        QCOMPARE(bytes, it->second);
+      }
     }
   }
 

@@ -245,6 +245,69 @@ class TestMemoryPage : public QObject {
     QCOMPARE(ms->item(0, 5)->text(), QString("64.0 MiB"));
   }
 
+  // Issue 46: runtime runs record the breakdown over time. One rank shown by category: the chart
+  // stacks the categories that have a track (parameters at the bottom, each filled down to the one
+  // below), its top curve is the rank's total with the peak marked on it, and what the curves hold at
+  // the peak equals the breakdown stored at the peak.
+  void breakdownOverTime() {
+    QTemporaryDir dir;
+    const std::string path = test::pathIn(dir, "t.db");
+    core::RunId run;
+    test::RunSpec s;
+    s.ranks = 3;
+    s.categoryTracks = true;
+    {
+      core::TraceStore store(path);
+      run = test::writeRun(store, s);
+    }
+    ui::MemoryPage page;
+    page.resize(1200, 800);
+    page.show();
+    page.setContext(qpath(path), {run});
+    waitLoaded(page);
+    QCOMPARE(page.data()->categoryStacks.size(), std::size_t(3));
+    QComboBox* view = page.viewCombo();
+    QVERIFY(!view->isHidden());
+    QCOMPARE(view->count(), 4);  // every rank, then ranks 0..2
+    QCOMPARE(page.categoriesRank(), -1);
+    QCOMPARE(page.chart()->seriesCount(), 3);
+    page.showCategories(2);
+    QCOMPARE(page.categoriesRank(), 2);
+    auto* chart = page.chart();
+    QCOMPARE(chart->seriesCount(), 6);  // no gathered parameters in this run
+    QCOMPARE(chart->allocatedGraph(0)->name(), QString("parameters"));
+    QCOMPARE(chart->allocatedGraph(5)->name(), QString("other"));
+    QVERIFY(chart->allocatedGraph(0)->channelFillGraph() == nullptr);
+    for (int i = 1; i < 6; ++i) QCOMPARE(chart->allocatedGraph(i)->channelFillGraph(), chart->allocatedGraph(i - 1));
+    QVERIFY(!page.allocatedCheck()->isEnabled());
+    // The top curve is the total: its maximum is the rank's peak, marked there.
+    QCOMPARE(chart->markerCount(), 1);
+    QCOMPARE(chart->markerPeak(0).bytes, static_cast<double>(test::peakOf(s, 2)));
+    QCOMPARE(chart->markerPeak(0).series, 5);
+    const QJsonObject json = page.describe();
+    QCOMPARE(json["category_rank_shown"].toInt(), 2);
+    QCOMPARE(json["category_ranks"].toArray().size(), 3);
+    core::TraceStore store(path, core::Database::Mode::ReadOnly);
+    const auto peaks = core::computeMemoryPeaks(store, run);
+    const auto& breakdown = peaks[2].breakdown;
+    const QJsonArray atPeak = json["categories_at_peak"].toArray();
+    QCOMPARE(atPeak.size(), 6);
+    std::int64_t sum = 0;
+    for (const auto& v : atPeak) {
+      const QJsonObject o = v.toObject();
+      const std::string key = o["category"].toString().toStdString();
+      const auto it = std::find_if(breakdown.begin(), breakdown.end(), [&](const auto& kv) { return kv.first == key; });
+      QVERIFY2(it != breakdown.end(), key.c_str());
+      QCOMPARE(static_cast<std::int64_t>(o["bytes"].toDouble()), it->second);
+      sum += it->second;
+    }
+    QCOMPARE(sum, test::peakOf(s, 2));
+    // Back to every rank.
+    page.showCategories(-1);
+    QCOMPARE(chart->seriesCount(), 3);
+    QVERIFY(page.allocatedCheck()->isEnabled());
+  }
+
   // Issue 46: "ZeRO-3 peaks above DDP and no page says why". Two runs side by side at their own
   // peaks: the first run's largest part with its knob, the second against it, naming the category
   // that grew (activations here: zero3 peaks 32 MiB higher) and the knob of its own configuration

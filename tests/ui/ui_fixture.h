@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/memory_category.h"
 #include "core/storage/store_access.h"
 #include "core/storage/database.h"
 #include "core/storage/trace_store.h"
@@ -28,6 +29,10 @@ struct RunSpec {
   std::int64_t peakBytes = 96ll << 20;  // rank 0's peak; rank r adds r MiB
   double peakAt = 0.62;                 // where the peak falls, as a fraction of the run
   bool breakdown = true;                // peak_breakdown.* and model_state.* metrics
+  // The category counter tracks the runtime records (core::memoryCategoryTrackName): at every memory
+  // record the total split into the breakdown's fixed parts (parameters first) and activations,
+  // equal to the peak_breakdown metrics at the peak.
+  bool categoryTracks = false;
   double tokensPerS = 1000;
   double initS = 0.5;
   std::string commName = "allreduce";  // the runtime names its collectives "all_reduce grad bucket 0"
@@ -81,8 +86,46 @@ inline core::RunId writeRun(core::TraceStore& store, const RunSpec& s) {
         store.addTrack(t);
       }
     }
+    // The fixed parts of the breakdown (activations take the rest), in stacking order.
+    const std::vector<std::pair<MemoryCategory, std::int64_t>> parts = {{MemoryCategory::Parameters, 16 << 20},
+                                                                        {MemoryCategory::Gradients, 16 << 20},
+                                                                        {MemoryCategory::OptimizerState, 32 << 20},
+                                                                        {MemoryCategory::CommBuffers, 2 << 20},
+                                                                        {MemoryCategory::Other, 4096}};
+    std::vector<std::pair<MemoryCategory, TrackId>> categoryTrack;
+    if (s.categoryTracks && s.memorySamples > 0)
+      for (const MemoryCategory c : memoryCategories()) {
+        if (c == MemoryCategory::GatheredParameters) continue;  // as a DDP run: never used, no track
+        Track t;
+        t.rankId = rankId;
+        t.kind = TrackKind::Counter;
+        t.name = memoryCategoryTrackName(c, 0, 0);
+        t.sortIndex = 900 + static_cast<int>(categoryTrack.size());
+        categoryTrack.emplace_back(c, store.addTrack(t));
+      }
     Transaction tx(shardscope::core::storeDb(store));
     BulkWriter w(store);
+    auto addCategories = [&](const MemoryEvent& m) {
+      std::int64_t left = m.totalAllocated;
+      for (const auto& [c, track] : categoryTrack) {
+        std::int64_t v = 0;
+        if (c == MemoryCategory::Activations) {
+          std::int64_t fixed = 0;  // what the fixed parts will take of the rest
+          std::int64_t rest = left;
+          for (const auto& [pc, pb] : parts)
+            if (pc == MemoryCategory::CommBuffers || pc == MemoryCategory::Other) {
+              fixed += std::min(rest, pb);
+              rest -= std::min(rest, pb);
+            }
+          v = left - fixed;
+        } else {
+          for (const auto& [pc, pb] : parts)
+            if (pc == c) v = std::min(left, pb);
+        }
+        left -= v;
+        w.addCounter(track, m.tsNs, static_cast<double>(v));
+      }
+    };
     for (int k = 0; k < s.steps; ++k) {
       const TimeNs st = s.t0 + k * s.stepNs;
       store.addStep(Step{rankId, k, st, st + s.stepNs});
@@ -130,6 +173,7 @@ inline core::RunId writeRun(core::TraceStore& store, const RunSpec& s) {
       reserved = std::max(reserved, (m.totalAllocated + (2 << 20) - 1) / (2 << 20) * (2 << 20));
       m.totalReserved = reserved;
       w.addMemoryEvent(m);
+      addCategories(m);
       if (i + 1 < s.memorySamples && m.tsNs < peakT &&
           s.t0 + static_cast<TimeNs>((static_cast<double>(i) + 1.5) / s.memorySamples * static_cast<double>(end - s.t0)) >=
               peakT) {
@@ -139,6 +183,7 @@ inline core::RunId writeRun(core::TraceStore& store, const RunSpec& s) {
         reserved = std::max(reserved, (peak + (2 << 20) - 1) / (2 << 20) * (2 << 20));
         p.totalReserved = reserved;
         w.addMemoryEvent(p);
+        addCategories(p);
       }
     }
     w.finish();

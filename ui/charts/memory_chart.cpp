@@ -99,6 +99,13 @@ void MemoryChart::setSeries(core::TimeNs origin, core::TimeNs endNs, std::vector
     g.allocated->setLineStyle(QCPGraph::lsStepLeft);
     g.allocated->setAdaptiveSampling(false);  // already at most one point per pixel
     g.allocated->setAntialiased(false);       // step lines are axis-parallel: crisp and much cheaper
+    if (s.stacked) {
+      QColor fill = s.color;
+      fill.setAlpha(150);
+      g.allocated->setBrush(fill);
+      g.allocated->setChannelFillGraph(graphs_.empty() ? nullptr : graphs_.back().allocated);
+      g.allocated->setPen(QPen(s.color.darker(130), 1.0));
+    }
     g.reserved = addGraph();
     g.reserved->setName(tr("%1 reserved").arg(s.name));
     QPen dashed(s.color.darker(110), 1.0, Qt::DashLine);

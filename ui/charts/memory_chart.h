@@ -34,6 +34,9 @@ class MemoryChart : public QCustomPlot {
     // Drawn at sample time - shiftNs: runs overlaid on one axis, each aligned on its own event (the
     // start of its first counted step). 0 for the curves of one run.
     core::TimeNs shiftNs = 0;
+    // Filled down to the previous series' allocated curve (the axis for the first): series given
+    // as running sums draw as stacked areas (the breakdown by category over time).
+    bool stacked = false;
   };
   struct Peak {
     int series = -1;        // index into the series

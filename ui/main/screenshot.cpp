@@ -19,6 +19,7 @@
 #include <cstdio>
 
 #include "ui/main/main_window.h"
+#include "ui/pages/memory_page.h"
 #include "ui/pages/timeline_page.h"
 #include "ui/session/run_session.h"
 #include "ui/timeline/timeline_widget.h"
@@ -183,6 +184,19 @@ int takeScreenshot(MainWindow& w, const ScreenshotOptions& o) {
   if (o.page == QLatin1String("timeline") && settled) {
     if (const QString e = applyLaneOptions(w, o); !e.isEmpty()) {
       err(e);
+      return 2;
+    }
+    settled = settle();
+  }
+  if (o.memoryCategoriesRank >= 0 && settled) {
+    auto* m = qobject_cast<MemoryPage*>(w.page(QStringLiteral("memory")));
+    if (!m || o.page != QLatin1String("memory")) {
+      err(QStringLiteral("--memory-categories needs --page memory"));
+      return 2;
+    }
+    m->showCategories(o.memoryCategoriesRank);
+    if (m->categoriesRank() != o.memoryCategoriesRank) {
+      err(QStringLiteral("--memory-categories: the run has no breakdown over time for rank %1").arg(o.memoryCategoriesRank));
       return 2;
     }
     settled = settle();

@@ -1,10 +1,9 @@
 #pragma once
 // The screenshot mode (`shardscope --open DB --screenshot OUT.png`): opens the database, selects the
 // runs, shows the page, applies the view asked for (a time range, collapsed ranks, hidden lane kinds,
-// the timeline's multi-run view and step), waits until nothing is loading and grabs the window. It
-// also writes OUT.json beside the picture: what the page shows (Page::describe(): runs, headline
-// figures with units, table rows, chart series names and lengths). For docs and checks; works under
-// QT_QPA_PLATFORM=offscreen.
+// the timeline's multi-run view and step, the Memory page's rank by category), waits until nothing is loading and grabs the
+// window. It also writes OUT.json beside the picture: what the page shows (Page::describe(): runs, headline figures with units,
+// table rows, chart series names and lengths). For docs and checks; works under QT_QPA_PLATFORM=offscreen.
 #include <QList>
 #include <QSize>
 #include <QString>
@@ -29,11 +28,12 @@ struct ScreenshotOptions {
   // The session's shared time range: ms after the start of the first run's first step (what the
   // timeline's "Fit steps" starts at); the Timeline and Memory pages show it.
   std::optional<std::pair<double, double>> rangeMs;
-  QList<int> collapsedRanks;  // timeline: rank numbers shown collapsed
-  QStringList hiddenLanes;    // timeline: lane kinds hidden (gpu, cpu, comm, group, counter, python)
-  QString timelineView;       // "one", "step", "stacked" (default: the page's own)
-  int step = 0;               // timeline "step" view: which counted step (1-based; 0: the first)
-  bool writeJson = true;      // OUT.json beside OUT.png
+  QList<int> collapsedRanks;      // timeline: rank numbers shown collapsed
+  QStringList hiddenLanes;        // timeline: lane kinds hidden (gpu, cpu, comm, group, counter, python)
+  QString timelineView;           // "one", "step", "stacked" (default: the page's own)
+  int step = 0;                   // timeline "step" view: which counted step (1-based; 0: the first)
+  int memoryCategoriesRank = -1;  // memory: show this rank's memory by category over time (-1: every rank)
+  bool writeJson = true;          // OUT.json beside OUT.png
 };
 
 // The JSON path written beside a screenshot: OUT.png -> OUT.json.

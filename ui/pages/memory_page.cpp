@@ -115,6 +115,20 @@ MemoryRunData loadMemoryRun(core::TraceStore& store, core::RunId runId, const st
   if (cancel) cancel->throwIfCancelled();
   if (progress) progress(core::Progress{"finding the peaks", done, total, "ranks"});
   if (d.records > 0) d.peaks = peaks ? *peaks : core::computeMemoryPeaks(store, runId);
+  for (auto& tl : core::memoryCategoryTimelines(store, runId, cancel)) {
+    MemoryRunData::CategoryStack st;
+    std::vector<double> sum(tl.times.size(), 0.0);
+    for (const auto& bytes : tl.bytes) {
+      std::vector<core::CounterSample> samples(tl.times.size());
+      for (std::size_t i = 0; i < tl.times.size(); ++i) {
+        sum[i] += bytes[i];
+        samples[i] = {tl.times[i], sum[i]};
+      }
+      st.cumulative.push_back(std::make_shared<const charts::MaxPyramid>(std::move(samples)));
+    }
+    st.timeline = std::make_shared<const core::MemoryCategoryTimeline>(std::move(tl));
+    d.categoryStacks.push_back(std::move(st));
+  }
   for (const core::Rank& rank : summary.ranks) {
     MemoryRunData::ModelState ms;
     ms.rank = rank.rank;
@@ -141,6 +155,11 @@ MemoryPage::MemoryPage(QWidget* parent) : Page(parent), peaksModel_(new MemoryPe
   deviceLabel_ = new QLabel(tr("Device:"), this);
   deviceCombo_ = new QComboBox(this);
   deviceLabel_->setBuddy(deviceCombo_);
+  viewLabel_ = new QLabel(tr("Show:"), this);
+  viewCombo_ = new QComboBox(this);
+  viewCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);  // short entries: shown whole
+  viewCombo_->setToolTip(tr("Every rank's total, or what one rank's memory held over time by category (stacked)"));
+  viewLabel_->setBuddy(viewCombo_);
   allocated_ = new QCheckBox(tr("Allocated"), this);
   allocated_->setChecked(true);
   allocated_->setToolTip(tr("Memory held by live tensors (Total Allocated)"));
@@ -160,6 +179,8 @@ MemoryPage::MemoryPage(QWidget* parent) : Page(parent), peaksModel_(new MemoryPe
   bar->addWidget(runCombo_);
   bar->addWidget(deviceLabel_);
   bar->addWidget(deviceCombo_);
+  bar->addWidget(viewLabel_);
+  bar->addWidget(viewCombo_);
   bar->addWidget(allocated_);
   bar->addWidget(reserved_);
   bar->addWidget(resetZoom_);
@@ -248,6 +269,11 @@ MemoryPage::MemoryPage(QWidget* parent) : Page(parent), peaksModel_(new MemoryPe
       showRun(comboIndex - offset);
   });
   connect(deviceCombo_, &QComboBox::currentIndexChanged, this, &MemoryPage::applyDeviceFilter);
+  connect(viewCombo_, &QComboBox::activated, this, [this] {
+    showCurves();
+    chart_->rebucket();
+    updateInfo();
+  });
   connect(allocated_, &QCheckBox::toggled, chart_, &charts::MemoryChart::setShowAllocated);
   connect(reserved_, &QCheckBox::toggled, chart_, &charts::MemoryChart::setShowReserved);
   connect(resetZoom_, &QToolButton::clicked, chart_, &charts::MemoryChart::resetZoom);
@@ -529,6 +555,8 @@ void MemoryPage::showContent() {
   }
   stack_->setCurrentIndex(1);
   for (QWidget* w : std::initializer_list<QWidget*>{allocated_, reserved_, resetZoom_, deviceCombo_}) w->setEnabled(true);
+  if (categoriesRank() >= 0)
+    for (QWidget* w : std::initializer_list<QWidget*>{allocated_, reserved_, deviceCombo_}) w->setEnabled(false);
   updateInfo();
 }
 
@@ -551,7 +579,118 @@ void MemoryPage::showData(std::shared_ptr<const MemoryRunData> d, std::shared_pt
     snapshotButton_->setChecked(snapshot_ && data_->records == 0);
   }
   const MemoryRunData& data = *data_;
+  {
+    // The view: every rank, or one rank's memory by category (runtime runs).
+    const QSignalBlocker block(viewCombo_);
+    const int previous = viewCombo_->currentData().isValid() ? viewCombo_->currentData().toInt() : -1;
+    viewCombo_->clear();
+    viewCombo_->addItem(tr("every rank's total"), -1);
+    std::set<int> stackRanks;
+    for (const auto& st : data.categoryStacks) stackRanks.insert(st.timeline->rank);
+    for (int rank : stackRanks) viewCombo_->addItem(tr("rank %1 by category").arg(rank), rank);
+    const int keep = viewCombo_->findData(previous);
+    viewCombo_->setCurrentIndex(keep >= 0 ? keep : 0);
+  }
+  viewLabel_->setVisible(viewCombo_->count() > 1);
+  viewCombo_->setVisible(viewCombo_->count() > 1);
+  showCurves();
+  peaksModel_->setPeaks(data.peaks, data.origin);
+  peaksTable_->resizeColumnsToContents();
 
+  // Device filter: one entry per device type; GPU memory first when there is any.
+  std::set<int> types;
+  for (const auto& s : data.series) types.insert(s.deviceType);
+  {
+    const QSignalBlocker block(deviceCombo_);
+    deviceCombo_->clear();
+    std::vector<int> ordered(types.begin(), types.end());
+    std::stable_partition(ordered.begin(), ordered.end(), [](int t) { return t != 0; });
+    for (int t : ordered) deviceCombo_->addItem(deviceTypeName(t), t);
+    deviceCombo_->setCurrentIndex(0);
+  }
+  deviceLabel_->setVisible(types.size() > 1);
+  deviceCombo_->setVisible(types.size() > 1);
+  applyDeviceFilter();
+  applySessionRange();
+  chart_->rebucket();  // drawn when the page stops being busy
+  updateBreakdown();
+  showContent();
+  std::set<int> ranks;
+  for (const auto& s : data.series) ranks.insert(s.rank);
+  Q_EMIT statusMessage(tr("run “%1”: %2 memory records on %3 rank(s)")
+                           .arg(QString::fromStdString(data.run.name), charts::formatNumber(static_cast<double>(data.records)))
+                           .arg(ranks.size()));
+}
+
+void MemoryPage::showCategories(int rank) {
+  const int i = viewCombo_->findData(rank);
+  if (i < 0 || i == viewCombo_->currentIndex()) return;
+  viewCombo_->setCurrentIndex(i);
+  showCurves();
+  chart_->rebucket();
+  updateInfo();
+}
+
+int MemoryPage::categoriesRank() const {
+  return !overlay_ && viewCombo_->isVisible() && viewCombo_->currentData().isValid() ? viewCombo_->currentData().toInt() : -1;
+}
+
+void MemoryPage::showCurves() {
+  if (!data_) return;
+  const MemoryRunData& data = *data_;
+  const int categoryRank = viewCombo_->currentData().isValid() ? viewCombo_->currentData().toInt() : -1;
+  if (categoryRank >= 0) {
+    // One rank by category: the running sums stacked (parameters at the bottom), its peak on top.
+    std::vector<charts::MemoryChart::Series> series;
+    std::vector<charts::MemoryChart::Peak> peaks;
+    for (const auto& st : data.categoryStacks) {
+      if (st.timeline->rank != categoryRank) continue;
+      const std::size_t first = series.size();
+      for (std::size_t k = 0; k < st.cumulative.size(); ++k) {
+        charts::MemoryChart::Series cs;
+        const core::MemoryCategory c = st.timeline->categories[k];
+        cs.name = describe::qs(std::string(core::memoryCategoryLabel(c)));
+        if (st.timeline->deviceType != 0)
+          cs.name += QStringLiteral(" · ") + MemoryPeaksModel::deviceName(st.timeline->deviceType, st.timeline->deviceId);
+        cs.color = charts::memoryCategoryColor(c);
+        cs.allocated = st.cumulative[k];
+        cs.stacked = true;
+        series.push_back(std::move(cs));
+      }
+      for (const auto& p : data.peaks) {
+        if (p.rank != categoryRank || p.deviceType != st.timeline->deviceType || p.deviceId != st.timeline->deviceId ||
+            series.size() == first)
+          continue;
+        charts::MemoryChart::Peak a;
+        a.series = static_cast<int>(series.size()) - 1;
+        a.atNs = p.allocatedAtNs;
+        a.bytes = static_cast<double>(p.peakAllocatedBytes);
+        QStringList lines{tr("rank %1 peak %2").arg(p.rank).arg(charts::formatBytes(a.bytes, 1))};
+        QStringList tip{tr("rank %1: peak allocated %2 at %3 ms since the run start")
+                            .arg(p.rank)
+                            .arg(charts::formatBytes(a.bytes, 2),
+                                 charts::formatNumber(static_cast<double>(p.allocatedAtNs - data.origin) / 1e6, 3))};
+        for (const auto& [c, bytes] : st.timeline->at(p.allocatedAtNs))
+          if (bytes > 0)
+            tip << tr("%1: %2").arg(describe::qs(std::string(core::memoryCategoryLabel(c))),
+                                    charts::formatBytes(static_cast<double>(bytes), 2));
+        const QString phase = phaseText(p);
+        if (!phase.isEmpty()) lines << phase;
+        a.label = lines.join(QLatin1Char('\n'));
+        a.tooltip = tip.join(QLatin1Char('\n'));
+        peaks.push_back(a);
+      }
+    }
+    chart_->setSeries(data.origin, data.end, std::move(series), std::move(peaks), {});
+    chart_->xAxis->setLabel(tr("time since run start (ms)"));
+    chart_->setShowAllocated(true);
+    chart_->setShowReserved(false);
+    allocated_->setEnabled(false);
+    reserved_->setEnabled(false);
+    return;
+  }
+  allocated_->setEnabled(true);
+  reserved_->setEnabled(true);
   // The chart gets the samples (moved: the page keeps only the peaks and metadata).
   std::map<std::pair<int, int>, int> perRankType;  // (rank, device type) -> series count
   for (const auto& s : data.series) ++perRankType[{s.rank, s.deviceType}];
@@ -607,32 +746,7 @@ void MemoryPage::showData(std::shared_ptr<const MemoryRunData> d, std::shared_pt
   chart_->xAxis->setLabel(tr("time since run start (ms)"));
   chart_->setShowAllocated(allocated_->isChecked());
   chart_->setShowReserved(reserved_->isChecked());
-  peaksModel_->setPeaks(data.peaks, data.origin);
-  peaksTable_->resizeColumnsToContents();
-
-  // Device filter: one entry per device type; GPU memory first when there is any.
-  std::set<int> types;
-  for (const auto& s : data.series) types.insert(s.deviceType);
-  {
-    const QSignalBlocker block(deviceCombo_);
-    deviceCombo_->clear();
-    std::vector<int> ordered(types.begin(), types.end());
-    std::stable_partition(ordered.begin(), ordered.end(), [](int t) { return t != 0; });
-    for (int t : ordered) deviceCombo_->addItem(deviceTypeName(t), t);
-    deviceCombo_->setCurrentIndex(0);
-  }
-  deviceLabel_->setVisible(types.size() > 1);
-  deviceCombo_->setVisible(types.size() > 1);
   applyDeviceFilter();
-  applySessionRange();
-  chart_->rebucket();  // drawn when the page stops being busy
-  updateBreakdown();
-  showContent();
-  std::set<int> ranks;
-  for (const auto& s : data.series) ranks.insert(s.rank);
-  Q_EMIT statusMessage(tr("run “%1”: %2 memory records on %3 rank(s)")
-                           .arg(QString::fromStdString(data.run.name), charts::formatNumber(static_cast<double>(data.records)))
-                           .arg(ranks.size()));
 }
 
 void MemoryPage::applySessionRange() {
@@ -642,7 +756,7 @@ void MemoryPage::applySessionRange() {
 }
 
 void MemoryPage::applyDeviceFilter() {
-  if (!data_) return;
+  if (!data_ || (viewCombo_->currentData().isValid() && viewCombo_->currentData().toInt() >= 0)) return;  // one rank by category
   const int type = deviceCombo_->currentData().isValid() ? deviceCombo_->currentData().toInt() : -1;
   std::vector<bool> visible;
   for (const auto& s : data_->series) visible.push_back(type < 0 || s.deviceType == type);
@@ -957,6 +1071,27 @@ QJsonObject MemoryPage::describe() const {
   out[QStringLiteral("memory_snapshots")] = snaps;
   out[QStringLiteral("snapshot_shown")] = snapshotShown();
   out[QStringLiteral("peak_explanations")] = QJsonArray::fromStringList(explanations_);
+  // The breakdown over time: the ranks that have it, the one shown by category (-1: every rank's
+  // total) and, for it, what each category held at the rank's allocated peak (read off the curves).
+  QJsonArray stackRanks;
+  QJsonArray atPeak;
+  if (data_ && !overlay_) {
+    for (const auto& st : data_->categoryStacks) stackRanks.append(st.timeline->rank);
+    const int shown = categoriesRank();
+    for (const auto& st : data_->categoryStacks) {
+      if (st.timeline->rank != shown) continue;
+      for (const auto& p : data_->peaks) {
+        if (p.rank != shown || p.deviceType != st.timeline->deviceType || p.deviceId != st.timeline->deviceId) continue;
+        for (const auto& [c, bytes] : st.timeline->at(p.allocatedAtNs))
+          atPeak.append(QJsonObject{{QStringLiteral("category"), qs(std::string(core::memoryCategoryKey(c)))},
+                                    {QStringLiteral("label"), qs(std::string(core::memoryCategoryLabel(c)))},
+                                    {QStringLiteral("bytes"), static_cast<double>(bytes)}});
+      }
+    }
+  }
+  out[QStringLiteral("category_ranks")] = stackRanks;
+  out[QStringLiteral("category_rank_shown")] = categoriesRank();
+  out[QStringLiteral("categories_at_peak")] = atPeak;
   out[QStringLiteral("message")] = messageText();
   return out;
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/analysis/memory_peaks.h"
+#include "core/analysis/memory_timeline.h"
 #include "core/analysis/run_figures.h"
 #include "core/storage/trace_store.h"
 #include "core/util/progress.h"
@@ -63,6 +64,13 @@ struct MemoryRunData {
   };
   std::vector<ModelState> modelState;  // ranks with at least one model_state metric
   std::uint64_t records = 0;
+  // Runtime runs: what each rank's memory held over time, by category (core::memoryCategoryTimelines),
+  // and the running sums the chart stacks (cumulative[k]: categories 0..k).
+  struct CategoryStack {
+    std::shared_ptr<const core::MemoryCategoryTimeline> timeline;
+    std::vector<std::shared_ptr<const charts::MaxPyramid>> cumulative;
+  };
+  std::vector<CategoryStack> categoryStacks;  // by rank, then device
 };
 
 // Reads one run's memory records (streamed, one rank at a time), its peaks and model-state metrics.
@@ -120,6 +128,11 @@ class MemoryPage : public Page {
   QComboBox* deviceCombo() const { return deviceCombo_; }
   QCheckBox* allocatedCheck() const { return allocated_; }
   QCheckBox* reservedCheck() const { return reserved_; }
+  // What the chart draws for one run: every rank's total, or one rank's memory by category over
+  // time (stacked; runtime runs). showCategories(-1) goes back to every rank.
+  QComboBox* viewCombo() const { return viewCombo_; }
+  void showCategories(int rank);
+  int categoriesRank() const;  // the rank shown by category, -1: every rank's total
   bool breakdownShown() const;
   // Why the peaks are as high as they are (core::explainPeak, explainPeakDifference), as shown under
   // the breakdown.
@@ -150,6 +163,7 @@ class MemoryPage : public Page {
   void applySessionRange();
   void updateBreakdown();
   void updateInfo();
+  void showCurves();  // the chart's series for data_: per rank, or the chosen rank by category
   void zoomToPeak(int row);
 
   QString dbPath_;
@@ -169,6 +183,8 @@ class MemoryPage : public Page {
   QComboBox* runCombo_ = nullptr;
   QComboBox* deviceCombo_ = nullptr;
   QLabel* deviceLabel_ = nullptr;
+  QLabel* viewLabel_ = nullptr;
+  QComboBox* viewCombo_ = nullptr;
   QCheckBox* allocated_ = nullptr;
   QCheckBox* reserved_ = nullptr;
   QToolButton* resetZoom_ = nullptr;
