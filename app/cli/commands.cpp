@@ -683,6 +683,16 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         x.set("wait_for_late_rank_ns", JsonValue::number(b.waitForLateRankNs));
         x.set("bus_bw_gbps", b.busBwGBps ? JsonValue::number(*b.busBwGBps) : JsonValue());
         x.set("link_bw_gbps", b.linkBwGBps ? JsonValue::number(*b.linkBwGBps) : JsonValue());
+        x.set("link_knee_bytes", b.linkKneeBytes ? JsonValue::number(*b.linkKneeBytes) : JsonValue());
+        if (b.tryIt) {
+          JsonValue t = JsonValue::object(), set = JsonValue::object();
+          for (const auto& [k, v] : b.tryIt->set) set.set(k, JsonValue::string(v));
+          t.set("set", std::move(set));
+          t.set("text", JsonValue::string(b.tryIt->text()));
+          x.set("try_it", std::move(t));
+        } else {
+          x.set("try_it", JsonValue());
+        }
         JsonValue rs = JsonValue::array(), ss = JsonValue::array();
         for (const auto& r : b.reasons) rs.push(JsonValue::string(r));
         for (const auto& g : b.suggestions) ss.push(JsonValue::string(g));
@@ -867,6 +877,16 @@ int cmdAnalyze(const Args& a, core::CancelToken& cancel) {
         std::cout << line;
         for (const auto& r : b.reasons) std::cout << "      why: " << r << "\n";
         for (const auto& g : b.suggestions) std::cout << "      try: " << g << "\n";
+        if (b.tryIt) {
+          // The first suggestion as a run of the changed configuration (run --like).
+          std::string flags;
+          for (const auto& [k, v] : b.tryIt->set) {
+            std::string flag = k;
+            std::replace(flag.begin(), flag.end(), '_', '-');
+            flags += " --" + flag + " " + v;
+          }
+          std::cout << "      try it: shardscope-cli run --db " << store.path() << " --like " << id.value() << flags << "\n";
+        }
       }
     }
     if (!peaks.empty()) {

@@ -51,6 +51,9 @@ std::vector<OptionSpec> runOptions(bool compare) {
   if (compare) o.push_back({"strategies", true, "strategies to compare, comma separated (default: ddp,fsdp,zero3)"});
   o.push_back({"config", true, "run configuration JSON (keys as the flags below, snake_case); - reads it from stdin"});
   o.push_back({"deepspeed", true, "DeepSpeed JSON config (zero_optimization etc. mapped onto the knobs)"});
+  o.push_back({"like", true,
+               "start from the stored configuration of run ID in --db, then apply the other options (a bottleneck's "
+               "\"try it\": --like 7 --backward-prefetch pre)"});
   o.push_back({"name", true, "run name (compare: a prefix)"});
   if (compare)
     o.push_back({"repeats", true,
@@ -79,6 +82,23 @@ std::vector<OptionSpec> runOptions(bool compare) {
 
 core::RunConfig configFrom(const Args& a, std::vector<std::string>& warnings) {
   core::RunConfig cfg;
+  if (a.has("like")) {
+    // A stored run's configuration (the run-config JSON our runtime stores with every run).
+    const std::string db = a.get("db", "");
+    if (db.empty()) throw std::invalid_argument("--like needs --db: the database that holds the run");
+    const std::string text = a.get("like");
+    std::int64_t id = 0;
+    const bool digits = !text.empty() && text.size() < 19 && std::all_of(text.begin(), text.end(), ::isdigit);
+    if (digits) id = std::stoll(text);
+    if (id <= 0) throw std::invalid_argument("--like expects a run id (a positive integer), got '" + text + "'");
+    core::TraceStore store(db, core::Database::Mode::ReadOnly);
+    const auto run = store.run(core::RunId{id});
+    if (!run) throw core::Error(db + ": no run with id " + std::to_string(id));
+    if (run->source != core::RunSource::Runtime && run->source != core::RunSource::Simulated)
+      throw core::Error(db + ": run " + std::to_string(id) + " is an imported trace: it has no configuration to start from");
+    const std::string label = db + " run " + std::to_string(id);
+    cfg = core::parseRunConfigJson(core::parseJson(run->configJson, label), label, &warnings);
+  }
   if (a.has("deepspeed"))
     cfg = core::fromDeepSpeedJson(core::parseJsonFile(a.get("deepspeed")), a.get("deepspeed"), cfg, &warnings);
   if (a.has("config")) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <map>
 #include <set>
 #include <tuple>
@@ -24,6 +25,7 @@ using intervals::unite;
 
 constexpr TimeNs kBackToBackNs = 5'000;  // a kernel starting within 5 µs of another's end was queued
 constexpr TimeNs kNoLaunch = INT64_MIN;
+constexpr std::size_t kKneeSamplesPerGroup = 1 << 16;  // enough for every size of any run; bounded for huge traces
 
 std::string opName(CollectiveOp op) { return std::string(toString(op)); }
 
@@ -54,88 +56,175 @@ std::string joinOr(const std::vector<std::string>& parts) {
 
 std::string mib(double v) { return formatFixed(v, 0) + " MiB"; }
 
+// What one piece of advice says and, where a knob of the run carries it out, that change.
+struct Advice {
+  std::string text;
+  std::optional<KnobChange> change;
+};
+
+KnobChange change(std::string key, std::string value) { return KnobChange{{{std::move(key), std::move(value)}}}; }
+
+// What is measured about the messages: their size and the link's knee on their process group.
+struct Sizing {
+  std::optional<std::int64_t> elements, bytes, kneeBytes;
+  // The knee in the messages' elements (their dtype), when both are known.
+  std::optional<std::int64_t> kneeElements() const {
+    if (!kneeBytes || !elements || !bytes || *bytes <= 0) return std::nullopt;
+    return std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(*kneeBytes) * static_cast<double>(*elements) /
+                                                               static_cast<double>(*bytes)));
+  }
+  std::string kneeText() const {
+    return kneeBytes ? " (the link's knee, where it reaches half its bandwidth, is " + formatBytes(*kneeBytes) + ")"
+                     : std::string();
+  }
+};
+
 // An all-gather issued too late (queued behind another collective, or with nothing left to hide it).
-std::string allGatherAdvice(const ConfigKnobs& k, const std::optional<std::int64_t>& elements, int worldSize, bool queued) {
+Advice allGatherAdvice(const ConfigKnobs& k, const Sizing& m, int worldSize, bool queued) {
   const std::string gathers = "each of the " + std::to_string(worldSize) + " ranks gathers " + std::to_string(worldSize - 1) +
                               "/" + std::to_string(worldSize) + " of the unit";
   if (k.family == Family::Fsdp) {
     std::vector<std::string> tries;
-    if (k.backwardPrefetch != BackwardPrefetch::Pre)
+    std::optional<KnobChange> first;
+    if (k.backwardPrefetch != BackwardPrefetch::Pre) {
       tries.push_back("backward_prefetch=pre (BACKWARD_PRE; post when memory is tight)");
-    if (k.forwardPrefetch != true) tries.push_back("forward_prefetch=true");
-    if (!tries.empty()) return "issue it earlier: " + joinOr(tries) + "; " + gathers;
-    return "both prefetches are already on (backward_prefetch=pre, forward_prefetch=true): the unit's computation is too "
-           "short to hide its gather; wrap coarser units (fewer, larger all-gathers) or use shard_grad_op / hsdp; " +
-           gathers;
+      first = change(std::string(knob_key::kBackwardPrefetch), "pre");
+    }
+    if (k.forwardPrefetch != true) {
+      tries.push_back("forward_prefetch=true");
+      if (!first) first = change(std::string(knob_key::kForwardPrefetch), "true");
+    }
+    if (!tries.empty()) return {"issue it earlier: " + joinOr(tries) + "; " + gathers, first};
+    return {
+        "both prefetches are already on (backward_prefetch=pre, forward_prefetch=true): the unit's computation is too "
+        "short to hide its gather; wrap coarser units (fewer, larger all-gathers) or use shard_grad_op / hsdp; " +
+            gathers,
+        std::nullopt};
   }
   if (k.family == Family::Zero && k.zeroStage == 3) {
     std::vector<std::string> tries;
-    if (k.overlapComm != true) tries.push_back("overlap_comm=true");
+    std::optional<KnobChange> first;
+    if (k.overlapComm != true) {
+      tries.push_back("overlap_comm=true");
+      first = change(std::string(knob_key::kOverlapComm), "true");
+    }
     std::string bucket = "a larger stage3_prefetch_bucket_size";
     if (k.prefetchBucketSize) {
-      const std::int64_t want = std::max<std::int64_t>(2 * *k.prefetchBucketSize, elements ? 2 * *elements : 0);
+      const std::int64_t want = std::max<std::int64_t>(2 * *k.prefetchBucketSize, m.elements ? 2 * *m.elements : 0);
       bucket += " (now " + formatElements(*k.prefetchBucketSize) + "; e.g. " + formatElements(want) + ")";
+      if (!first) first = change(std::string(knob_key::kPrefetchBucketSize), std::to_string(want));
     }
     tries.push_back(bucket + " so the next unit's parameters are fetched ahead");
-    return (queued ? "fetch it before the collective it queues behind: " : "prefetch it earlier: ") + joinOr(tries) + "; " +
-           gathers;
+    return {
+        (queued ? "fetch it before the collective it queues behind: " : "prefetch it earlier: ") + joinOr(tries) + "; " + gathers,
+        first};
   }
   if (k.family == Family::Zero)
-    return "the all-gather of the updated parameters after the step has nothing to overlap: a larger allgather_bucket_size "
-           "(fewer, larger gathers)";
-  return queued ? std::string(
-                      "issue the all-gather before the collective it queues behind: FSDP backward_prefetch=BACKWARD_PRE "
-                      "(POST when memory is tight); ZeRO-3 overlap_comm=true")
-                : "prefetch it earlier so the previous unit's computation hides it: FSDP forward_prefetch=True / "
-                  "backward_prefetch=BACKWARD_PRE, ZeRO-3 a larger stage3_prefetch_bucket_size; " +
-                      gathers;
+    return {
+        "the all-gather of the updated parameters after the step has nothing to overlap: a larger allgather_bucket_size "
+        "(fewer, larger gathers)",
+        std::nullopt};
+  return {queued ? std::string("issue the all-gather before the collective it queues behind: FSDP backward_prefetch=BACKWARD_PRE "
+                               "(POST when memory is tight); ZeRO-3 overlap_comm=true")
+                 : "prefetch it earlier so the previous unit's computation hides it: FSDP forward_prefetch=True / "
+                   "backward_prefetch=BACKWARD_PRE, ZeRO-3 a larger stage3_prefetch_bucket_size; " +
+                       gathers,
+          std::nullopt};
 }
 
 // Gradient reduction that backward does not hide (or that queues on the stream): smaller buckets so
-// the first starts while backward runs, with the run's own bucket knob and its value.
-std::string gradientReductionAdvice(const ConfigKnobs& k, CollectiveOp op, const std::optional<std::int64_t>& elements) {
+// the first starts while backward runs, with the run's own bucket knob and its value — no smaller
+// than the link's knee, below which each message loses bandwidth.
+Advice gradientReductionAdvice(const ConfigKnobs& k, CollectiveOp op, const Sizing& m) {
+  const auto kneeElements = m.kneeElements();
   if (k.family == Family::Zero) {
     std::vector<std::string> parts;
-    if (k.overlapComm != true) parts.push_back("overlap_comm=true, so the reduction runs during backward");
-    if (k.reduceBucketSize && elements && *k.reduceBucketSize >= *elements) {
-      const std::int64_t want = std::max<std::int64_t>(*elements / 4, 1);
-      parts.push_back("a smaller reduce_bucket_size: each reduction carries " + formatElements(*elements) +
-                      " and one bucket of " + formatElements(*k.reduceBucketSize) +
-                      " holds them all, so it starts only as backward ends; about " + formatElements(want) +
-                      " starts the first while backward still runs");
+    std::optional<KnobChange> first;
+    if (k.overlapComm != true) {
+      parts.push_back("overlap_comm=true, so the reduction runs during backward");
+      first = change(std::string(knob_key::kOverlapComm), "true");
+    }
+    if (k.reduceBucketSize && m.elements && *k.reduceBucketSize >= *m.elements) {
+      const std::int64_t want = std::max<std::int64_t>({*m.elements / 4, kneeElements.value_or(1), 1});
+      if (want < *m.elements) {
+        parts.push_back(
+            "a smaller reduce_bucket_size: each reduction carries " + formatElements(*m.elements) + " and one bucket of " +
+            formatElements(*k.reduceBucketSize) + " holds them all, so it starts only as backward ends; about " +
+            formatElements(want) + " starts the first while backward still runs" +
+            (kneeElements && want == *kneeElements ? ", and no smaller: that is the link's knee" + m.kneeText() : m.kneeText()));
+        if (!first) first = change(std::string(knob_key::kReduceBucketSize), std::to_string(want));
+      } else {
+        parts.push_back("not a smaller reduce_bucket_size: its messages of " + formatElements(*m.elements) +
+                        " are already near the link's knee" + m.kneeText() + ", where smaller ones lose bandwidth");
+      }
     } else if (k.reduceBucketSize) {
       parts.push_back("a smaller reduce_bucket_size (now " + formatElements(*k.reduceBucketSize) +
                       ") so the first reduction starts earlier");
     } else {
       parts.push_back("a smaller reduce_bucket_size so the first reduction starts earlier");
     }
-    return "start it while backward still runs: " + joinOr(parts);
+    return {"start it while backward still runs: " + joinOr(parts), first};
   }
   if (k.family == Family::Fsdp)
-    return "start it while backward still runs: finer wrapping (smaller units) makes the first reduce-scatter start earlier";
+    return {"start it while backward still runs: finer wrapping (smaller units) makes the first reduce-scatter start earlier",
+            std::nullopt};
   if (k.family == Family::Ddp || op == CollectiveOp::AllReduce) {
     std::string t = "let backward hide it: DDP buckets gradients in reverse order, so a smaller bucket_cap_mb";
-    if (k.bucketCapMb) t += " (now " + mib(*k.bucketCapMb) + ")";
+    std::optional<KnobChange> first;
+    if (k.bucketCapMb) {
+      t += " (now " + mib(*k.bucketCapMb) + ")";
+      // A quarter of the bucket, no smaller than the knee (in MiB, whole or halves).
+      double want = *k.bucketCapMb / 4;
+      if (m.kneeBytes) want = std::max(want, static_cast<double>(*m.kneeBytes) / (1024.0 * 1024.0));
+      want = std::max(0.5, std::round(want * 2) / 2);
+      if (k.family == Family::Ddp && want < *k.bucketCapMb) {
+        t += ", e.g. " + formatFixed(want, want < 10 ? 1 : 0) + " MiB" + m.kneeText() + ",";
+        first = change(std::string(knob_key::kBucketCapMb), formatFixed(want, 1));
+      }
+    }
     t += " starts the first all-reduce earlier";
-    if (k.gradientAsBucketView != true) t += "; gradient_as_bucket_view=true saves the copy into the bucket";
-    return t + "; with accumulation, no_sync() on all but the last micro-batch";
+    if (k.gradientAsBucketView != true) {
+      t += "; gradient_as_bucket_view=true saves the copy into the bucket";
+      if (!first && k.family == Family::Ddp) first = change(std::string(knob_key::kGradientAsBucketView), "true");
+    }
+    return {t + "; with accumulation, no_sync() on all but the last micro-batch", first};
   }
-  return "start it while backward still runs: smaller gradient buckets or units so the first reduce-scatter starts "
-         "earlier (ZeRO reduce_bucket_size, overlap_comm=true; FSDP finer wrapping)";
+  return {
+      "start it while backward still runs: smaller gradient buckets or units so the first reduce-scatter starts "
+      "earlier (ZeRO reduce_bucket_size, overlap_comm=true; FSDP finer wrapping)",
+      std::nullopt};
 }
 
-// Gloo's host-side transfer of messages below the link's bandwidth.
-std::string glooTransferAdvice(const ConfigKnobs& k, const std::optional<std::int64_t>& elements, const std::string& bw) {
+// Gloo's host-side transfer of messages below the link's bandwidth: larger messages only while they
+// are below the link's knee; past it, larger ones move no faster, so hide the transfer instead.
+Advice glooTransferAdvice(const ConfigKnobs& k, const Sizing& m, const std::string& bw) {
   const std::string head = "Gloo moves data through the host (" + bw + " GB/s here): ";
-  if (k.family == Family::Zero && k.reduceBucketSize && elements && *k.reduceBucketSize >= *elements)
-    return head + "its messages are already as large as reduce_bucket_size allows (" + formatElements(*elements) +
-           " in a bucket of " + formatElements(*k.reduceBucketSize) + "), so hide it instead: a smaller reduce_bucket_size" +
-           (k.overlapComm == true ? std::string() : std::string(" with overlap_comm=true")) + "; on GPUs use NCCL";
-  if (k.family == Family::Ddp && k.bucketCapMb)
-    return head + "fewer, larger messages (a larger bucket_cap_mb, now " + mib(*k.bucketCapMb) + "); on GPUs use NCCL";
-  if (k.family == Family::Fsdp) return head + "fewer, larger messages (coarser wrapping); on GPUs use NCCL";
-  if (k.family == Family::Zero) return head + "fewer, larger messages (a larger reduce_bucket_size); on GPUs use NCCL";
-  return head + "fewer, larger messages (bucket_cap_mb / reduce_bucket_size / coarser wrapping); on GPUs use NCCL";
+  const bool pastKnee = m.kneeBytes && m.bytes && *m.bytes >= *m.kneeBytes;
+  if (k.family == Family::Zero && k.reduceBucketSize && m.elements && *k.reduceBucketSize >= *m.elements)
+    return {
+        head + "its messages are already as large as reduce_bucket_size allows (" + formatElements(*m.elements) +
+            " in a bucket of " + formatElements(*k.reduceBucketSize) + "), so hide it instead: " +
+            (k.overlapComm == true ? std::string("a smaller reduce_bucket_size")
+                                   : std::string("overlap_comm=true with a smaller reduce_bucket_size")) +
+            "; on GPUs use NCCL",
+        k.overlapComm == true ? std::nullopt : std::optional<KnobChange>(change(std::string(knob_key::kOverlapComm), "true"))};
+  if (pastKnee)
+    return {head + "its messages of " + formatBytes(*m.bytes) + " are past the link's knee" + m.kneeText() +
+                ": larger ones would move no faster, so hide the transfer behind computation instead; on GPUs use NCCL",
+            std::nullopt};
+  const std::string larger = m.kneeBytes ? " up to the link's knee" + m.kneeText() : std::string();
+  if (k.family == Family::Ddp && k.bucketCapMb) {
+    double want = 2 * *k.bucketCapMb;
+    if (m.kneeBytes) want = std::max(want, std::ceil(static_cast<double>(*m.kneeBytes) / (1024.0 * 1024.0)));
+    return {head + "fewer, larger messages (a larger bucket_cap_mb, now " + mib(*k.bucketCapMb) + ", e.g. " + mib(want) + ")" +
+                larger + "; on GPUs use NCCL",
+            change(std::string(knob_key::kBucketCapMb), formatFixed(want, 1))};
+  }
+  if (k.family == Family::Fsdp) return {head + "fewer, larger messages (coarser wrapping)" + larger + "; on GPUs use NCCL", {}};
+  if (k.family == Family::Zero)
+    return {head + "fewer, larger messages (a larger reduce_bucket_size)" + larger + "; on GPUs use NCCL", std::nullopt};
+  return {head + "fewer, larger messages (bucket_cap_mb / reduce_bucket_size / coarser wrapping)" + larger + "; on GPUs use NCCL",
+          std::nullopt};
 }
 
 }  // namespace
@@ -152,6 +241,42 @@ const char* toString(ExposedCause c) {
       return "nothing_to_overlap";
   }
   return "nothing_to_overlap";
+}
+
+std::optional<std::int64_t> linkKnee(const std::vector<std::pair<std::int64_t, double>>& samples) {
+  // Power-of-two bins: bin i holds sizes in [2^i, 2^(i+1)).
+  std::map<int, std::vector<std::pair<std::int64_t, double>>> bins;
+  for (const auto& [bytes, bw] : samples)
+    if (bytes > 0 && bw > 0) bins[static_cast<int>(std::log2(static_cast<double>(bytes)))].emplace_back(bytes, bw);
+  struct Bin {
+    double bytes, bw;  // medians
+  };
+  std::vector<Bin> curve;  // ascending size
+  for (auto& bin : bins) {
+    const auto& v = bin.second;  // a named reference: lambdas cannot capture structured bindings in clang 14
+    if (static_cast<int>(v.size()) < kKneeMinSamples) continue;
+    auto median = [&](auto proj) {
+      std::vector<double> x;
+      x.reserve(v.size());
+      for (const auto& sample : v) x.push_back(proj(sample));
+      std::nth_element(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(x.size() / 2), x.end());
+      return x[x.size() / 2];
+    };
+    curve.push_back(
+        {median([](const auto& x) { return static_cast<double>(x.first); }), median([](const auto& x) { return x.second; })});
+  }
+  if (curve.size() < 2) return std::nullopt;
+  double best = 0;
+  for (const Bin& b : curve) best = std::max(best, b.bw);
+  const double half = best / 2;
+  for (std::size_t i = 1; i < curve.size(); ++i) {
+    if (curve[i].bw < half || curve[i - 1].bw >= half) continue;
+    // Interpolated in log size between the bin under half and the first at or above it.
+    const double t = (half - curve[i - 1].bw) / (curve[i].bw - curve[i - 1].bw);
+    const double lo = std::log(curve[i - 1].bytes), hi = std::log(curve[i].bytes);
+    return static_cast<std::int64_t>(std::llround(std::exp(lo + t * (hi - lo))));
+  }
+  return std::nullopt;
 }
 
 BottleneckAccumulator::BottleneckAccumulator(ScanContext& ctx) : ctx_(ctx) {}
@@ -191,8 +316,20 @@ void BottleneckAccumulator::onEvent(const EventChunk& c, std::size_t i, Id chunk
     if (hasGpu_) return;  // a GPU rank's CPU threads are not its device lanes
   }
   if (catBits & StringClasses::kGpuUserAnnotation) return;
-  if (ctx_.strings.bits(c.name[i]) & StringClasses::kLinkProbe) return;  // calibration, not the run's traffic
   const auto op = static_cast<CollectiveOp>(c.collOp[i]);
+  if (ctx_.strings.bits(c.name[i]) & StringClasses::kLinkProbe) {
+    // Calibration, not the run's traffic: only the link's curve (the idle probe's sizes; the loaded
+    // probe runs against compute on purpose) takes it.
+    if (op == CollectiveOp::None || kind_ == TrackKind::CpuThread || c.bytes[i] == EventChunk::kNull || c.bytes[i] <= 0 ||
+        c.end[i] <= c.start[i])
+      return;
+    auto it = loadedProbe_.find(c.name[i]);
+    if (it == loadedProbe_.end()) it = loadedProbe_.emplace(c.name[i], isLoadedProbeName(ctx_.store.string(c.name[i]))).first;
+    if (it->second) return;
+    auto& v = sizeBusBw_[c.pg[i]];
+    if (v.size() < kKneeSamplesPerGroup) v.emplace_back(c.bytes[i], busBw(c.bytes[i], c.end[i] - c.start[i], op, c.groupSize[i]));
+    return;
+  }
   const auto category = static_cast<Category>(c.category[i]);
   const bool comm = op != CollectiveOp::None && (category == Category::Communication || kind_ == TrackKind::Comm);
   if (comm) {
@@ -241,6 +378,10 @@ void BottleneckAccumulator::endRank(const Rank&) {
     // The link's reference: what large messages reached on this group (exposed or not).
     if (e.bytes != EventChunk::kNull && e.bytes >= kLinkReferenceBytes && dur > 0)
       largeBusBw_[e.pg].push_back(busBw(e.bytes, dur, e.op, e.groupSize));
+    if (e.bytes != EventChunk::kNull && e.bytes > 0 && dur > 0) {
+      auto& v = sizeBusBw_[e.pg];
+      if (v.size() < kKneeSamplesPerGroup) v.emplace_back(e.bytes, busBw(e.bytes, dur, e.op, e.groupSize));
+    }
     const TimeNs exposed = dur - coveredBy(P, e.s, e.e);
     if (exposed <= 0) continue;
     Candidate c{};
@@ -317,6 +458,10 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
     std::sort(v.begin(), v.end());
     linkBw[pg] = v[std::min(v.size() - 1, static_cast<std::size_t>(0.9 * static_cast<double>(v.size())))];
   }
+
+  std::map<std::uint32_t, std::int64_t> knee;  // process group -> the link's knee (linkKnee)
+  for (const auto& [pg, v] : sizeBusBw_)
+    if (auto k = linkKnee(v)) knee[pg] = *k;
 
   // Each instance's cause.
   struct Judged {
@@ -447,6 +592,7 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
     b.kernel = std::string(e.name);
     if (g.bytesDur > 0) b.busBwGBps = busBw(g.bytes, g.bytesDur, c.op, c.groupSize);
     if (auto it = linkBw.find(c.pg); it != linkBw.end()) b.linkBwGBps = it->second;
+    if (auto it = knee.find(c.pg); it != knee.end()) b.linkKneeBytes = it->second;
     for (const auto& [cause, v] : g.causes) b.causes.push_back({cause, v.first, v.second});
     std::stable_sort(b.causes.begin(), b.causes.end(), [](const auto& x, const auto& y) { return x.exposedNs > y.exposedNs; });
     b.cause = b.causes.front().cause;
@@ -493,8 +639,14 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
       b.reasons.push_back("messages of " + std::to_string(*b.elements) + " elements: below the ~33M elements where " + what +
                           " reaches the link's bandwidth");
 
-    // What to try, for the dominant cause, this operation, the backend and the world size.
+    // What to try, for the dominant cause, this operation, the backend and the world size; the
+    // first suggestion's change of the run's configuration is its "try it".
     const std::string backend = nccl ? "NCCL" : "Gloo";
+    const Sizing sizing{b.elements, b.bytes, b.linkKneeBytes};
+    auto advise = [&](Advice a, const std::string& prefix = {}) {
+      if (b.suggestions.empty() && a.change && knobs.known()) b.tryIt = std::move(a.change);
+      b.suggestions.push_back(prefix + a.text);
+    };
     switch (b.cause) {
       case ExposedCause::LateRank: {
         // Why is the late rank late? Its lateness relative to the waiting rank = how much later it began
@@ -544,23 +696,24 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
         break;
       }
       case ExposedCause::Queued:
-        b.suggestions.push_back(
-            b.op == CollectiveOp::AllGather ? allGatherAdvice(knobs, b.elements, worldSize, true)
-            : b.op == CollectiveOp::ReduceScatter || b.op == CollectiveOp::AllReduce
-                ? "one " + backend + " stream per process group runs its collectives one after another: " +
-                      gradientReductionAdvice(knobs, b.op, b.elements)
-                : "one " + backend +
-                      " stream per process group runs its collectives one after another: start this one earlier so it does "
-                      "not wait behind the previous one");
+        if (b.op == CollectiveOp::AllGather)
+          advise(allGatherAdvice(knobs, sizing, worldSize, true));
+        else if (b.op == CollectiveOp::ReduceScatter || b.op == CollectiveOp::AllReduce)
+          advise(gradientReductionAdvice(knobs, b.op, sizing),
+                 "one " + backend + " stream per process group runs its collectives one after another: ");
+        else
+          b.suggestions.push_back("one " + backend +
+                                  " stream per process group runs its collectives one after another: start this one earlier so "
+                                  "it does not wait behind the previous one");
         break;
       case ExposedCause::SlowTransfer:
         if (!nccl)
-          b.suggestions.push_back(
-              glooTransferAdvice(knobs, b.elements, b.busBwGBps ? formatFixed(*b.busBwGBps, 2) : std::string("?")));
+          advise(glooTransferAdvice(knobs, sizing, b.busBwGBps ? formatFixed(*b.busBwGBps, 2) : std::string("?")));
         else
-          // Large only when its messages are at least the size the link's reference is measured on.
+          // Large when past the link's knee where it is known; else when its messages are at least the
+          // size the link's reference is measured on.
           b.suggestions.push_back(
-              !small && b.bytes && *b.bytes >= kLinkReferenceBytes
+              (b.linkKneeBytes ? b.bytes && *b.bytes >= *b.linkKneeBytes : !small && b.bytes && *b.bytes >= kLinkReferenceBytes)
                   ? "large messages below the link's bandwidth: look for concurrent collectives on the same link "
                     "(other process groups, NCCL_MAX_NCHANNELS), the topology (NVLink vs PCIe/network) and "
                     "NCCL_ALGO / NCCL_PROTO"
@@ -570,11 +723,11 @@ std::vector<Bottleneck> BottleneckAccumulator::finish(std::size_t limit, const S
       case ExposedCause::NothingToOverlap:
         switch (b.op) {
           case CollectiveOp::AllGather:
-            b.suggestions.push_back(allGatherAdvice(knobs, b.elements, worldSize, false));
+            advise(allGatherAdvice(knobs, sizing, worldSize, false));
             break;
           case CollectiveOp::ReduceScatter:
           case CollectiveOp::AllReduce:
-            b.suggestions.push_back(gradientReductionAdvice(knobs, b.op, b.elements));
+            advise(gradientReductionAdvice(knobs, b.op, sizing));
             break;
           case CollectiveOp::AllToAll:
             b.suggestions.push_back(

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/analysis/intervals.h"
+#include "core/model/config_knobs.h"
 #include "core/storage/trace_store.h"
 #include "core/util/progress.h"
 
@@ -62,7 +63,21 @@ struct Bottleneck {
   TimeNs waitForLateRankNs = 0;          // ... and the waiting for it, summed over the group
   std::optional<double> busBwGBps;       // the group's bus bandwidth (bytes and durations summed)
   std::optional<double> linkBwGBps;      // the best this run's link reached (p90 of large messages)
+  // The link's knee on this process group (linkKnee below); absent when the sizes measured do not
+  // bracket it.
+  std::optional<std::int64_t> linkKneeBytes;
+  // The first suggestion as a change of the run's own configuration that the runtime can launch
+  // ("try it"); absent where no knob carries it out or the run has no configuration (imported traces).
+  std::optional<KnobChange> tryIt;
 };
+
+// The link's knee: the message size at which a process group's collectives reach half the best bus
+// bandwidth they reach at any size (Hockney's n½), from (bytes, bus GB/s) samples of one group —
+// every collective of the run counts, the link probe's included. Samples are binned by powers of two;
+// a bin needs kKneeMinSamples; the knee is interpolated (in log size) between the last bin under half
+// and the first at or above it. nullopt when no bin is under half or none reaches it.
+constexpr int kKneeMinSamples = 3;
+std::optional<std::int64_t> linkKnee(const std::vector<std::pair<std::int64_t, double>>& samples);
 
 // Elements below which an all-gather is small enough to lose efficiency (FSDP paper Fig. 2b,
 // strategies.md §3.3).
@@ -152,7 +167,10 @@ class BottleneckAccumulator {
   std::vector<std::string> targets_{""};               // interned targets
   std::map<std::string, std::uint32_t> targetIds_;
   std::map<std::uint32_t, std::vector<double>> largeBusBw_;  // process group -> bus GB/s of large messages
-  bool gpuComms_ = false;                                    // collectives ran as GPU kernels (NCCL)
+  // process group -> (bytes, bus GB/s) of its collectives (every size, capped per group), for linkKnee
+  std::map<std::uint32_t, std::vector<std::pair<std::int64_t, double>>> sizeBusBw_;
+  std::map<std::uint32_t, bool> loadedProbe_;  // link-probe name id -> the loaded probe's
+  bool gpuComms_ = false;                      // collectives ran as GPU kernels (NCCL)
 };
 
 }  // namespace shardscope::core

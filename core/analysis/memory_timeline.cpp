@@ -15,8 +15,7 @@ std::size_t indexAtOrBefore(const std::vector<TimeNs>& times, TimeNs t) {
   return it == times.begin() ? times.size() : static_cast<std::size_t>(it - times.begin()) - 1;
 }
 
-std::vector<MemoryCategoryTimeline> read(TraceStore& store, RunId runId, std::optional<int> onlyRank,
-                                         const CancelToken* cancel) {
+std::vector<MemoryCategoryTimeline> read(TraceStore& store, RunId runId, std::optional<int> onlyRank, const CancelToken* cancel) {
   std::map<std::int64_t, int> rankOf;  // RankId value -> rank number
   for (const Rank& r : store.ranks(runId)) rankOf[r.id.value()] = r.rank;
   // (rank, device type, device id) -> (category, its track)
@@ -82,8 +81,7 @@ std::vector<MemoryCategoryTimeline> memoryCategoryTimelines(TraceStore& store, R
   return read(store, runId, std::nullopt, cancel);
 }
 
-std::vector<MemoryCategoryTimeline> memoryCategoryTimelines(TraceStore& store, RunId runId, int rank,
-                                                            const CancelToken* cancel) {
+std::vector<MemoryCategoryTimeline> memoryCategoryTimelines(TraceStore& store, RunId runId, int rank, const CancelToken* cancel) {
   return read(store, runId, rank, cancel);
 }
 

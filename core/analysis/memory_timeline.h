@@ -32,8 +32,7 @@ struct MemoryCategoryTimeline {
 };
 
 // One timeline per (rank, device) with category tracks, ordered by rank then device type and id.
-std::vector<MemoryCategoryTimeline> memoryCategoryTimelines(TraceStore& store, RunId runId,
-                                                            const CancelToken* cancel = nullptr);
+std::vector<MemoryCategoryTimeline> memoryCategoryTimelines(TraceStore& store, RunId runId, const CancelToken* cancel = nullptr);
 // The same for one rank.
 std::vector<MemoryCategoryTimeline> memoryCategoryTimelines(TraceStore& store, RunId runId, int rank,
                                                             const CancelToken* cancel = nullptr);

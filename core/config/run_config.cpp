@@ -938,6 +938,12 @@ void applyFlag(RunConfig& cfg, std::string_view name, std::string_view value) {
   setFromText(*k, cfg, value, flagOf(bare), "'" + std::string(value) + "'");
 }
 
+RunConfig withChange(RunConfig cfg, const KnobChange& change) {
+  for (const auto& [key, value] : change.set) applyFlag(cfg, key, value);
+  validate(cfg);
+  return cfg;
+}
+
 bool isRunConfigFlag(std::string_view name) { return findKnob(name) != nullptr; }
 
 bool isRunConfigBoolFlag(std::string_view name) {

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/model/config_knobs.h"
 #include "core/model/run_knobs.h"
 #include "core/model/strategy.h"
 #include "core/util/json.h"
@@ -148,6 +149,11 @@ std::string runConfigHelp();
 // hsdp, offload_param only with zero3/fsdp/fsdp_grad_op/hsdp, offload_optimizer only with ZeRO,
 // nccl needs cuda, checkpoint options, known model preset).
 void validate(const RunConfig& cfg);
+
+// A stored run's configuration with a change applied (a bottleneck's "try it", config_knobs.h):
+// each key set as its flag would (applyFlag), then validate(). Throws Error naming the key when the
+// change does not apply.
+RunConfig withChange(RunConfig cfg, const KnobChange& change);
 
 // Every key of the table, in table order: what gets stored with the run. parseRunConfigJson()
 // reads it back to an equal RunConfig.

@@ -73,4 +73,10 @@ ConfigKnobs configKnobs(const Run& run) {
   return k;
 }
 
+std::string KnobChange::text() const {
+  std::string out;
+  for (const auto& [key, value] : set) out += (out.empty() ? "" : ", ") + key + "=" + value;
+  return out;
+}
+
 }  // namespace shardscope::core

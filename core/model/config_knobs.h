@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/model/run_knobs.h"
 #include "core/model/types.h"
@@ -48,6 +50,15 @@ struct ConfigKnobs {
   std::optional<bool> activationCheckpointing;
   std::string optimizer, offloadOptimizer;  // "adamw", "none" ... ("" unknown)
   bool known() const { return family != Family::Unknown; }
+};
+
+// A change of a run's configuration that the runtime can test (issue 46, "try it"): run-config keys
+// (knob_key) and their new values as the run-config flags spell them ("backward_prefetch" -> "pre",
+// "reduce_bucket_size" -> "4000000"). core/config's withChange applies it.
+struct KnobChange {
+  std::vector<std::pair<std::string, std::string>> set;
+  std::string text() const;  // "backward_prefetch=pre", "a=1, b=2"
+  bool empty() const { return set.empty(); }
 };
 
 // Never throws: an unreadable or absent configuration is Unknown (run.strategy still names the

@@ -118,6 +118,22 @@ class TestCliStrict : public QObject {
     QVERIFY2(problem.isEmpty(), qPrintable(problem));
   }
 
+  // run --like refuses what has no configuration to start from, naming it.
+  void likeNeedsAStoredConfiguration_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("says");
+    QTest::newRow("imported trace") << QStringList{"run", "--db", db_, "--like", "1"} << "is an imported trace";
+    QTest::newRow("no such run") << QStringList{"run", "--db", db_, "--like", "99"} << "no run with id 99";
+    QTest::newRow("not an id") << QStringList{"run", "--db", db_, "--like", "x1"} << "--like expects a run id";
+  }
+  void likeNeedsAStoredConfiguration() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, says);
+    const auto r = runCli(args);
+    QVERIFY(r.code != 0);
+    QVERIFY2(r.err.contains(says), qPrintable(r.err));
+  }
+
   void runAndCompareWithJson() {
     if (!workerBuilt()) QSKIP("shardscope-worker is not built (no LibTorch)");
     const QString db = dir_.filePath("runs.db");
@@ -137,6 +153,23 @@ class TestCliStrict : public QObject {
       core::Statement st(shardscope::core::storeDb(s), "SELECT COUNT(*) FROM event_chunks");
       QVERIFY(st.step());
       QCOMPARE(st.int64(0), std::int64_t(0));  // nothing captured
+    }
+    // run --like (a bottleneck's "try it"): the stored configuration of that run, then the flags.
+    const qint64 first = run.value("run_id").toInteger();
+    r = runCli(
+        QStringList{"run", "--db", db, "--like", QString::number(first), "--bucket-cap-mb", "5", "--capture", "false", "--json"},
+        180000);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    {
+      const QJsonObject liked = QJsonDocument::fromJson(r.out.toUtf8()).object();
+      core::TraceStore s(db.toStdString(), core::Database::Mode::ReadOnly);
+      const auto newRun = s.run(core::RunId{liked.value("run_id").toInteger()});
+      QVERIFY(newRun.has_value());
+      const QJsonObject cfg = QJsonDocument::fromJson(QByteArray::fromStdString(newRun->configJson)).object();
+      QCOMPARE(cfg.value("bucket_cap_mb").toDouble(), 5.0);
+      QCOMPARE(cfg.value("model").toString(), QString("tiny"));
+      QCOMPARE(cfg.value("seq_len").toInt(), 16);
+      QCOMPARE(cfg.value("strategy").toString(), QString("ddp"));
     }
     r = runCli(QStringList{"compare", "--strategies", "ddp,zero3", "--json"} + common, 300000);
     QVERIFY2(r.code == 0, qPrintable(r.err));

@@ -2,6 +2,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
 #include <tuple>
 
 #include "core/analysis/bottlenecks.h"
@@ -268,37 +269,51 @@ class TestBottlenecks : public QObject {
     QTest::addColumn<QString>("allGatherLacks");
     QTest::addColumn<QString>("reduceScatterHas");
     QTest::addColumn<QString>("reduceScatterLacks");
+    // The first suggestion as the change "try it" launches ("" none).
+    QTest::addColumn<QString>("allGatherTry");
+    QTest::addColumn<QString>("reduceScatterTry");
     QTest::newRow("fsdp, backward_prefetch=pre") << "fsdp"
                                                  << R"({"strategy":"fsdp","backward_prefetch":"pre","forward_prefetch":false})"
                                                  << "forward_prefetch=true"
                                                  << "backward_prefetch"
                                                  << "finer wrapping"
-                                                 << "reduce_bucket_size";
+                                                 << "reduce_bucket_size"
+                                                 << "forward_prefetch=true"
+                                                 << "";
     QTest::newRow("fsdp, both prefetches") << "fsdp"
                                            << R"({"strategy":"fsdp","backward_prefetch":"pre","forward_prefetch":true})"
                                            << "both prefetches are already on"
                                            << "=BACKWARD_PRE"
                                            << "finer wrapping"
-                                           << "overlap_comm";
+                                           << "overlap_comm"
+                                           << ""
+                                           << "";
+    // The reduce-scatter carries 1M elements in one bucket of 500M: a quarter of its messages.
     QTest::newRow("zero3, overlap_comm=auto (on), one bucket holds it all")
         << "zero3"
         << R"({"strategy":"zero3","overlap_comm":null,"reduce_bucket_size":"500000000","prefetch_bucket_size":"50000000"})"
         << "stage3_prefetch_bucket_size (now 50.0M elements"
         << "overlap_comm"
         << "a smaller reduce_bucket_size"
-        << "overlap_comm=true";
+        << "overlap_comm=true"
+        << "prefetch_bucket_size=100000000"
+        << "reduce_bucket_size=250000";
     QTest::newRow("zero3, overlap_comm=false") << "zero3"
                                                << R"({"strategy":"zero3","overlap_comm":false,"reduce_bucket_size":"500000000"})"
                                                << "overlap_comm=true"
                                                << "BACKWARD_PRE"
                                                << "overlap_comm=true"
-                                               << "larger";
+                                               << "larger"
+                                               << "overlap_comm=true"
+                                               << "overlap_comm=true";
     QTest::newRow("imported trace: every strategy's knob") << ""
                                                            << "{}"
                                                            << "BACKWARD_PRE"
                                                            << "forward_prefetch=true"
                                                            << "reduce_bucket_size"
-                                                           << "now ";
+                                                           << "now "
+                                                           << ""
+                                                           << "";
   }
 
   void adviceNeverNamesWhatIsSet() {
@@ -321,6 +336,43 @@ class TestBottlenecks : public QObject {
     QVERIFY2(!QString::fromStdString(ag).contains(allGatherLacks), ag.c_str());
     QVERIFY2(QString::fromStdString(rs).contains(reduceScatterHas), rs.c_str());
     QVERIFY2(!QString::fromStdString(rs).contains(reduceScatterLacks), rs.c_str());
+    QFETCH(QString, allGatherTry);
+    QFETCH(QString, reduceScatterTry);
+    QCOMPARE(QString::fromStdString(list[0].tryIt ? list[0].tryIt->text() : ""), allGatherTry);
+    QCOMPARE(QString::fromStdString(list[1].tryIt ? list[1].tryIt->text() : ""), reduceScatterTry);
+    // Each change is one the suggestion names, and not what the run has.
+    for (const Bottleneck* b : {&list[0], &list[1]}) {
+      if (!b->tryIt) continue;
+      for (const auto& [key, value] : b->tryIt->set) {
+        QVERIFY2(b->suggestions[0].find(key) != std::string::npos || key == "prefetch_bucket_size", b->suggestions[0].c_str());
+        QVERIFY2(config.toStdString().find("\"" + key + "\":\"" + value + "\"") == std::string::npos, key.c_str());
+      }
+    }
+  }
+
+  // The link's knee (n½) of an alpha-beta link: 20 µs latency, 10 GB/s: half the bandwidth at
+  // alpha x B = 200 kB, found within a bin's interpolation; none without a size under half or with
+  // fewer than two bins.
+  void linkKneeOfAnAlphaBetaLink() {
+    std::vector<std::pair<std::int64_t, double>> samples;
+    const double alpha = 20e-6, bw = 10e9;
+    for (int i = 10; i <= 26; ++i)
+      for (int k = 0; k < 3; ++k) {
+        const double n = std::ldexp(1.0, i);
+        samples.emplace_back(static_cast<std::int64_t>(n), n / (alpha + n / bw) / 1e9 * (1.0 + 0.01 * k));
+      }
+    const auto knee = linkKnee(samples);
+    QVERIFY(knee.has_value());
+    QVERIFY2(*knee > 150'000 && *knee < 260'000, std::to_string(*knee).c_str());
+    // Only sizes past the knee: nothing under half.
+    std::vector<std::pair<std::int64_t, double>> large;
+    for (const auto& x : samples)
+      if (x.first >= (1 << 22)) large.push_back(x);
+    QVERIFY(!linkKnee(large).has_value());
+    // Too few samples per bin.
+    std::vector<std::pair<std::int64_t, double>> sparse;
+    for (std::size_t i = 0; i < samples.size(); i += 3) sparse.push_back(samples[i]);
+    QVERIFY(!linkKnee(sparse).has_value());
   }
 
   // Rank 0 reaches the all-gather at 100 µs, rank 1 only at 350 µs: rank 0's 300 µs of exposed

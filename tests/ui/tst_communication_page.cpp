@@ -5,6 +5,7 @@
 #include <QAbstractItemModelTester>
 #include <QComboBox>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -36,9 +37,11 @@ constexpr TimeNs kUs = 1000;
 // [600, 800) µs, an all-gather [100, 200) (hidden), a reduce-scatter [350, 500) (100 µs exposed),
 // an all-reduce [850, 850 + 50·scale) (exposed), and on rank 1 an extra exposed all-gather at
 // [900 + 10·step, 960 + 10·step) µs in a second group. Times shift by rank so ranks differ.
-core::RunId makeRun(core::TraceStore& store, const std::string& name, int ranks, int steps, int scale) {
+core::RunId makeRun(core::TraceStore& store, const std::string& name, int ranks, int steps, int scale,
+                    const std::string& configJson = "{}") {
   core::Run run;
   run.name = name;
+  run.configJson = configJson;
   run.source = core::RunSource::Runtime;
   run.strategy = "fsdp";
   run.status = core::RunStatus::Completed;
@@ -337,6 +340,51 @@ class TestCommunicationPage : public QObject {
     QCOMPARE(args.at(1).value<core::Id>(), clicked.eventId);
     QCOMPARE(args.at(2).value<qint64>(), clicked.b.startNs);
     QCOMPARE(args.at(3).value<qint64>(), clicked.b.startNs + clicked.b.durNs);
+  }
+
+  // Issue 46: a suggestion the runtime can test is one click away. The run's configuration has
+  // backward_prefetch=post: its exposed all-gather's first suggestion is backward_prefetch=pre, which
+  // the page offers as "Try it" (tryChange with core's change); a row without one hides the button.
+  void tryItOffersTheChange() {
+    QTemporaryDir dir;
+    const std::string path = test::pathIn(dir, "try.db");
+    core::RunId run;
+    {
+      core::TraceStore store(path);
+      run = makeRun(store, "fsdp post", 2, 4, 1, R"({"strategy":"fsdp","backward_prefetch":"post","forward_prefetch":false})");
+    }
+    ui::CommunicationPage page;
+    page.resize(1200, 800);
+    page.show();
+    page.setContext(QString::fromStdString(path), {run});
+    QVERIFY(waitIdle(page));
+    core::TraceStore store(path, core::Database::Mode::ReadOnly);
+    const auto expected = core::findCollectiveBottlenecks(store, run, 50);
+    ui::BottleneckModel* m = page.bottleneckModel();
+    QTableView* view = page.bottleneckView();
+    auto* proxy = qobject_cast<QSortFilterProxyModel*>(view->model());
+    int withTry = -1, without = -1;
+    for (int i = 0; i < proxy->rowCount(); ++i) {
+      const auto& b = m->rowAt(proxy->mapToSource(proxy->index(i, 0)).row()).b;
+      if (b.tryIt && withTry < 0) withTry = i;
+      if (!b.tryIt && without < 0) without = i;
+    }
+    QVERIFY(withTry >= 0);
+    QVERIFY(without >= 0);
+    view->setCurrentIndex(proxy->index(withTry, 0));
+    const core::Bottleneck& b = m->rowAt(proxy->mapToSource(proxy->index(withTry, 0)).row()).b;
+    QVERIFY(b.op == CollectiveOp::AllGather);
+    QCOMPARE(b.tryIt->text(), std::string("backward_prefetch=pre"));
+    QVERIFY(!page.tryButton()->isHidden());
+    QCOMPARE(page.tryButton()->text(), QString("Try it: backward_prefetch=pre"));
+    std::vector<std::pair<core::RunId, core::KnobChange>> asked;
+    connect(&page, &ui::Page::tryChange, this, [&](core::RunId id, const core::KnobChange& c) { asked.emplace_back(id, c); });
+    QTest::mouseClick(page.tryButton(), Qt::LeftButton);
+    QCOMPARE(asked.size(), std::size_t(1));
+    QCOMPARE(asked[0].first, run);
+    QCOMPARE(asked[0].second.text(), std::string("backward_prefetch=pre"));
+    view->setCurrentIndex(proxy->index(without, 0));
+    QVERIFY(page.tryButton()->isHidden());
   }
 
   void modelsPassTheTester() {

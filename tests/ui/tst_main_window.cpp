@@ -28,6 +28,7 @@
 #include <QUrl>
 #include <QtTest>
 
+#include "core/util/json.h"
 #include "core/storage/trace_store.h"
 #include "ui/pages/timeline_page.h"
 #include "ui/timeline/step_compare_widget.h"
@@ -512,6 +513,64 @@ class TestMainWindow : public QObject {
     QVERIFY(w.logView()->toPlainText().contains("Comparison cancelled"));
     qunsetenv("FAKE_HANG");
     qputenv("SHARDSCOPE_CLI", oldCli);
+    QVERIFY(waitLoaded(w));
+  }
+
+  // Issue 46: "try it" launches the run's own configuration with the change (through the same
+  // launch path, a stand-in CLI here that keeps the configuration it was given) and then compares the
+  // new run with the one it changed; a change that does not apply is refused with the key named.
+  void tryItLaunchesTheChangedConfiguration() {
+    QTemporaryDir dir;
+    const std::string path = makeDb(dir);
+    RunId base;
+    {
+      core::TraceStore store(path);
+      test::RunSpec spec;
+      spec.name = "fsdp post";
+      spec.strategy = "fsdp";
+      spec.memorySamples = 20;
+      spec.configJson = R"({"strategy":"fsdp","world_size":2,"model":"tiny","backward_prefetch":"post"})";
+      base = test::writeRun(store, spec);
+    }
+    const std::string kept = test::pathIn(dir, "launched.json");
+    const std::string fake = test::writeFile(dir, "fake-cli.sh",
+                                             "#!/bin/sh\n"
+                                             "while [ $# -gt 0 ]; do [ \"$1\" = --config ] && cp \"$2\" '" +
+                                                 kept +
+                                                 "'; shift; done\n"
+                                                 "echo '{\"event\":\"run\",\"run_id\":1,\"strategy\":\"fsdp\","
+                                                 "\"status\":\"running\"}'\n"
+                                                 "echo '{\"event\":\"run\",\"run_id\":1,\"strategy\":\"fsdp\","
+                                                 "\"status\":\"completed\"}'\n");
+    QFile::setPermissions(QString::fromStdString(fake), QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    const QByteArray oldCli = qgetenv("SHARDSCOPE_CLI");
+    qputenv("SHARDSCOPE_CLI", QByteArray::fromStdString(fake));
+    ui::MainWindow w;
+    w.show();
+    QSignalSpy loaded(&w, &ui::MainWindow::runsLoaded);
+    QVERIFY(w.openDatabase(QString::fromStdString(path)));
+    QVERIFY(loaded.wait(10000));
+    QVERIFY(waitLoaded(w));
+    // Refused: a value the knob does not take.
+    QVERIFY(!w.tryChange(base, core::KnobChange{{{"backward_prefetch", "sideways"}}}));
+    QVERIFY2(w.logView()->toPlainText().contains("Try it: ") && w.logView()->toPlainText().contains("backward-prefetch"),
+             qPrintable(w.logView()->toPlainText()));
+    QSignalSpy ended(&w, &ui::MainWindow::launchEnded);
+    if (!w.tryChange(base, core::KnobChange{{{"backward_prefetch", "pre"}}})) {
+      qputenv("SHARDSCOPE_CLI", oldCli);
+      QSKIP("the launch code (ui/launch) is not part of this build");
+    }
+    QVERIFY(ended.wait(20000));
+    QCOMPARE(ended.at(0).at(0).toBool(), true);
+    qputenv("SHARDSCOPE_CLI", oldCli);
+    // The launched configuration is the run's own with the change.
+    const core::JsonValue cfg = core::parseJsonFile(kept);
+    QCOMPARE(cfg.find("backward_prefetch")->asString(), std::string("pre"));
+    QCOMPARE(cfg.find("strategy")->asString(), std::string("fsdp"));
+    QCOMPARE(cfg.find("model")->asString(), std::string("tiny"));
+    // The run it changed first, then the new one, on the Compare page.
+    QTRY_COMPARE(w.selectedRuns(), (QList<RunId>{base, RunId{1}}));
+    QCOMPARE(w.currentPage()->pageId(), QString("compare"));
     QVERIFY(waitLoaded(w));
   }
 

@@ -201,6 +201,7 @@ void MainWindow::buildUi() {
     });
     connect(p, &Page::errorMessage, this, [this](const QString& text) { showError(text, false); });
     connect(p, &Page::jumpToEvent, this, &MainWindow::onJumpToEvent);
+    connect(p, &Page::tryChange, this, &MainWindow::tryChange);
     // Simulations stored from the Estimator page are runs: list them.
     if (auto* ep = qobject_cast<EstimatorPage*>(p)) connect(ep, &EstimatorPage::runsAdded, this, &MainWindow::reloadRuns);
   }
@@ -1111,21 +1112,27 @@ void MainWindow::setUpLaunch() {
       return s.join(QStringLiteral(", "));
     }()));
     if (runController_->databasePath() == dbPath_ && !ids.isEmpty()) {
-      // Side by side: select the new runs (the first strategy is the baseline) and compare them.
-      browser_->selectAfterNextLoad(QList<core::RunId>(ids.begin(), ids.end()));
-      if (ids.size() > 1) showPage(QStringLiteral("compare"));
+      // Side by side: select the new runs (the first strategy is the baseline; after a "try it", the
+      // run it changed) and compare them.
+      QList<core::RunId> select(ids.begin(), ids.end());
+      if (tryBaseline_) select.prepend(tryBaseline_);
+      browser_->selectAfterNextLoad(select);
+      if (select.size() > 1) showPage(QStringLiteral("compare"));
       reloadRuns();
     }
+    tryBaseline_ = core::RunId{};
     updateTaskUi();
     Q_EMIT launchEnded(true, ids);
   });
   connect(runController_, &RunController::cancelled, this, [this](int) {
+    tryBaseline_ = core::RunId{};
     statusBar()->showMessage(tr("Comparison cancelled: its ranks were stopped"), 10000);
     reloadRuns();
     updateTaskUi();
     Q_EMIT launchEnded(false, runController_->runIds());
   });
   connect(runController_, &RunController::failed, this, [this](int, const QString& error) {
+    tryBaseline_ = core::RunId{};
     showError(tr("Launch failed: %1").arg(error));
     reloadRuns();
     updateTaskUi();
@@ -1168,6 +1175,32 @@ bool MainWindow::launchComparison(const core::RunConfig& base, const QStringList
   showError(tr("The launch code is not part of this build: use shardscope-cli compare --db %1").arg(dbPath_));
   return false;
 #endif
+}
+
+bool MainWindow::tryChange(core::RunId runId, const core::KnobChange& change) {
+  if (dbPath_.isEmpty() || !runId || change.empty()) return false;
+  core::RunConfig cfg;
+  std::string name;
+  try {
+    core::TraceStore store(dbPath_.toStdString(), core::Database::Mode::ReadOnly);
+    const auto run = store.run(runId);
+    if (!run) throw core::Error(dbPath_.toStdString() + ": no run with id " + std::to_string(runId.value()));
+    if (run->source == core::RunSource::Kineto)
+      throw core::Error("run " + std::to_string(runId.value()) + " is an imported trace: it has no configuration to change");
+    const std::string label = "run " + std::to_string(runId.value());
+    std::vector<std::string> warnings;
+    cfg = core::withChange(core::parseRunConfigJson(core::parseJson(run->configJson, label), label, &warnings), change);
+    name = run->name + " · " + change.text();
+  } catch (const std::exception& e) {
+    showError(tr("Try it: %1").arg(QString::fromStdString(e.what())));
+    return false;
+  }
+  log(tr("Try it: run %1 with %2").arg(runId.value()).arg(QString::fromStdString(change.text())));
+  if (!launchComparison(cfg, {QString::fromStdString(std::string(core::toString(cfg.strategy)))}, QString::fromStdString(name),
+                        1))
+    return false;
+  tryBaseline_ = runId;
+  return true;
 }
 
 void MainWindow::launchRuns() {

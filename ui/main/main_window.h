@@ -145,6 +145,11 @@ class MainWindow : public QMainWindow {
   // judges them by their run-to-run spread and a t-test).
   bool launchComparison(const core::RunConfig& base, const QStringList& strategies, const QString& name = {}, int repeats = 1);
   bool launchRunning() const;
+  // A bottleneck's "try it" (Page::tryChange): run `runId`'s stored configuration with `change`
+  // applied (core::withChange) is launched into the open database; when it finishes the two runs are
+  // selected side by side on the Compare page. False (and the error shown) when the run has no
+  // configuration, the change does not apply or a launch cannot start.
+  bool tryChange(core::RunId runId, const core::KnobChange& change);
   RunController* runController() const { return runController_; }  // null without the launch code
   QWidget* launchProgress() const { return launchProgress_; }      // its LaunchProgressWidget
   QDockWidget* launchDock() const { return launchDock_; }
@@ -256,6 +261,7 @@ class MainWindow : public QMainWindow {
   ImportProcess* import_ = nullptr;
   MergeTask* merge_ = nullptr;
   RunController* runController_ = nullptr;  // null when the launch code is not in the build
+  core::RunId tryBaseline_;                 // the run a "try it" launch is compared with (0: none)
   QDockWidget* launchDock_ = nullptr;
   QWidget* launchProgress_ = nullptr;
 

@@ -296,7 +296,13 @@ CommunicationPage::CommunicationPage(QWidget* parent) : Page(parent) {
     sl->addWidget(details_, 1);
     jumpButton_ = new QPushButton(tr("Show in timeline"));
     jumpButton_->setEnabled(false);
-    sl->addWidget(jumpButton_, 0, Qt::AlignRight);
+    tryButton_ = new QPushButton;
+    tryButton_->hide();
+    auto* buttons = new QHBoxLayout;
+    buttons->addStretch(1);
+    buttons->addWidget(tryButton_);
+    buttons->addWidget(jumpButton_);
+    sl->addLayout(buttons);
     h->addWidget(side);
     h->setStretchFactor(0, 2);
     h->setStretchFactor(1, 1);
@@ -364,6 +370,11 @@ CommunicationPage::CommunicationPage(QWidget* parent) : Page(parent) {
           [this](const QModelIndex& idx) { activateBottleneck(sourceRowOfBottleneck(idx)); });
   connect(jumpButton_, &QPushButton::clicked, this,
           [this] { activateBottleneck(sourceRowOfBottleneck(bnView_->currentIndex())); });
+  connect(tryButton_, &QPushButton::clicked, this, [this] {
+    const int row = sourceRowOfBottleneck(bnView_->currentIndex());
+    if (row < 0 || row >= bottlenecks_->rowCount() || !bottlenecks_->rowAt(row).b.tryIt) return;
+    Q_EMIT tryChange(runId_, *bottlenecks_->rowAt(row).b.tryIt);
+  });
 
   stack_->setCurrentWidget(placeholder_);
 }
@@ -642,10 +653,19 @@ void CommunicationPage::showDetails() {
                           ? tr("<p style='color:gray'>Select a row to see why it is exposed and what to try.</p>")
                           : tr("<p style='color:gray'>No exposed collective in this run.</p>"));
     jumpButton_->setEnabled(false);
+    tryButton_->hide();
     return;
   }
-  details_->setHtml(BottleneckModel::detailsHtml(bottlenecks_->rowAt(row)));
+  const BottleneckRow& r = bottlenecks_->rowAt(row);
+  details_->setHtml(BottleneckModel::detailsHtml(r));
   jumpButton_->setEnabled(true);
+  if (r.b.tryIt) {
+    const QString change = QString::fromStdString(r.b.tryIt->text());
+    tryButton_->setText(tr("Try it: %1").arg(change));
+    tryButton_->setToolTip(
+        tr("Launch this run's configuration with %1 into the open database, then compare the two runs").arg(change));
+  }
+  tryButton_->setVisible(r.b.tryIt.has_value());
 }
 
 void CommunicationPage::activateBottleneck(int row) {

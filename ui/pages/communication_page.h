@@ -82,6 +82,9 @@ class CommunicationPage : public Page {
   QComboBox* groupCombo() const { return groupCombo_; }
   QLineEdit* filterEdit() const { return filter_; }
   QTextBrowser* detailsView() const { return details_; }
+  // "Try it: <change>": visible when the selected bottleneck's first suggestion is a change of the
+  // run's configuration (core::Bottleneck::tryIt); clicking emits tryChange.
+  QPushButton* tryButton() const { return tryButton_; }
   QString lastError() const { return lastError_; }
   // The selected runs side by side (two or more runs): core::compareCollectives as shown.
   QTableWidget* runsTable() const;
@@ -142,6 +145,7 @@ class CommunicationPage : public Page {
   QTableView* bnView_ = nullptr;
   QTextBrowser* details_ = nullptr;
   QPushButton* jumpButton_ = nullptr;
+  QPushButton* tryButton_ = nullptr;  // the selected bottleneck's "try it" (its KnobChange)
   QLabel* bnCount_ = nullptr;
 };
 

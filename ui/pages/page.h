@@ -11,6 +11,8 @@
 #include <QStringList>
 #include <QWidget>
 
+#include "core/model/config_knobs.h"
+
 #include "core/model/types.h"
 #include "ui/common/background.h"
 #include "ui/session/run_session.h"
@@ -85,6 +87,9 @@ class Page : public QWidget {
   void busyChanged(bool busy);
   // Ask the main window to show an event in the timeline (Communication page rows).
   void jumpToEvent(core::RunId runId, core::Id eventId, qint64 startNs, qint64 endNs);
+  // Ask the main window to launch a run's configuration with a change and compare the two (a
+  // bottleneck's "try it").
+  void tryChange(core::RunId runId, const core::KnobChange& change);
 
  private:
   mutable RunSession* session_ = nullptr;
