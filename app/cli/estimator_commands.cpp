@@ -11,6 +11,7 @@
 #include "core/config/run_config.h"
 #include "core/model/model_presets.h"
 #include "core/estimator/comm_model.h"
+#include "core/estimator/fit_advice.h"
 #include "core/estimator/memory_estimator.h"
 #include "core/estimator/recommend.h"
 #include "core/estimator/scenarios.h"
@@ -23,98 +24,6 @@ using core::JsonValue;
 namespace est = core::estimator;
 
 namespace estargs {
-
-std::int64_t intOption(const Args& a, const std::string& name, std::int64_t def, std::int64_t min) {
-  if (!a.has(name)) return def;
-  const std::string s = a.get(name);
-  std::size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(s, &used);
-  } catch (...) {
-    used = 0;
-  }
-  if (used != s.size() || s.empty()) throw std::invalid_argument("--" + name + " expects an integer, got '" + s + "'");
-  if (v < min) throw std::invalid_argument("--" + name + " must be at least " + std::to_string(min) + ", got " + s);
-  return v;
-}
-
-double doubleOption(const Args& a, const std::string& name, double def) {
-  if (!a.has(name)) return def;
-  const std::string s = a.get(name);
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (...) {
-    used = 0;
-  }
-  if (used != s.size() || s.empty()) throw std::invalid_argument("--" + name + " expects a number, got '" + s + "'");
-  return v;
-}
-
-bool isRuntimePreset(const std::string& n) {
-  const core::ModelPreset* p = core::findModelPreset(n);
-  return p && p->cpuSized;
-}
-
-est::ModelShape shapeFrom(const Args& a) {
-  const std::string name = a.get("model");
-  if (name.empty())
-    throw std::invalid_argument(
-        "give --model (llama3-8b, llama3-70b, llama2-7b, qwen3-8b, qwen2.5-7b, tiny, odd, small, medium or custom) or "
-        "--scenario NAME");
-  static const char* shapeFlags[] = {"hidden", "heads", "kv-heads", "ffn", "vocab", "head-dim"};
-  if (name == "custom") {
-    est::ModelShape m;
-    m.name = "custom";
-    for (const char* f : {"layers", "hidden", "heads", "ffn", "vocab"})
-      if (!a.has(f)) throw std::invalid_argument(std::string("--model custom needs --") + f);
-    m.layers = static_cast<int>(intOption(a, "layers", 0, 1));
-    m.hidden = intOption(a, "hidden", 0, 1);
-    m.heads = static_cast<int>(intOption(a, "heads", 0, 1));
-    m.kvHeads = static_cast<int>(intOption(a, "kv-heads", m.heads, 1));
-    m.ffn = intOption(a, "ffn", 0, 1);
-    m.vocab = intOption(a, "vocab", 0, 1);
-    m.headDim = intOption(a, "head-dim", 0, 1);
-    m.tiedEmbeddings = a.has("tied-embeddings");
-    m.qkNorm = a.has("qk-norm");
-    m.qkvBias = a.has("qkv-bias");
-    est::validateShape(m);
-    return m;
-  }
-  for (const char* f : shapeFlags)
-    if (a.has(f))
-      throw std::invalid_argument(std::string("--") + f + " only goes with --model custom (a preset has its own shape)");
-  auto m = est::modelShapePreset(name, static_cast<int>(intOption(a, "layers", 0, 1)));
-  if (!m) {
-    std::string list;
-    for (const auto& n : est::modelShapePresetNames()) list += (list.empty() ? "" : ", ") + n;
-    throw std::invalid_argument("unknown model '" + name + "' (presets: " + list + ", or custom)");
-  }
-  return *m;
-}
-
-std::vector<est::Strategy> strategiesFrom(const Args& a) {
-  std::vector<est::Strategy> out;
-  for (const auto& [k, v] : a.options) {
-    if (k != "strategy") continue;
-    std::size_t pos = 0;
-    while (pos <= v.size()) {
-      const std::size_t comma = std::min(v.find(',', pos), v.size());
-      const std::string item = v.substr(pos, comma - pos);
-      if (!item.empty()) {
-        auto s = est::strategyFromString(item);
-        if (!s)
-          throw std::invalid_argument("unknown strategy '" + item +
-                                      "' (ddp, zero1, zero2, zero3, fsdp, fsdp_grad_op, hsdp, zeropp_hpz)");
-        out.push_back(*s);
-      }
-      pos = comma + 1;
-    }
-  }
-  return out;
-}
 
 std::string groupDigits(std::int64_t v) {
   std::string s = std::to_string(v < 0 ? -v : v), out;
@@ -132,133 +41,9 @@ JsonValue num(double v) { return JsonValue::number(v); }
 
 using namespace estargs;
 
-Args withScenario(const Args& a) {
-  if (!a.has("scenario")) return a;
-  const std::string name = a.get("scenario");
-  const est::Scenario* sc = est::findScenario(name);
-  if (!sc) {
-    std::string list;
-    for (const auto& x : est::scenarios()) list += (list.empty() ? "" : ", ") + x.name;
-    throw std::invalid_argument("unknown scenario '" + name + "' (" + list + "; --scenario list describes them)");
-  }
-  Args out = a;
-  std::vector<std::pair<std::string, std::string>> front;
-  for (const auto& [k, v] : sc->options) {
-    front.emplace_back(k, v);
-    if (v == "true" && std::find(out.flags.begin(), out.flags.end(), k) == out.flags.end()) out.flags.push_back(k);
-  }
-  out.options.insert(out.options.begin(), front.begin(), front.end());
-  return out;
-}
-
-std::string scenarioList() {
-  std::string s = "Scenarios (estimate --scenario NAME; flags given with it override its values):\n";
-  for (const auto& x : est::scenarios()) {
-    s += "  " + x.name + ": " + x.summary + "\n    ";
-    for (const auto& [k, v] : x.options) s += " --" + k + (v == "true" ? std::string() : " " + v);
-    s += "\n";
-  }
-  return s;
-}
-
 void parseEstimatorInput(const Args& rawArgs, est::RecommendInput& ri, std::string& fitNote,
                          std::optional<est::LinkCalibration>* calibration) {
-  const Args a = withScenario(rawArgs);
-  est::EstimateInput& in = ri.model;
-  in.model = shapeFrom(a);
-  const bool runtimeModel = isRuntimePreset(in.model.name);
-  if (!a.has("gpus")) throw std::invalid_argument("give --gpus N (the data-parallel world size)");
-  in.gpus = static_cast<int>(intOption(a, "gpus", 1, 1));
-  in.gpusPerNode = static_cast<int>(intOption(a, "gpus-per-node", std::min(in.gpus, 8), 1));
-  in.shardGroupSize = static_cast<int>(intOption(a, "shard-group-size", 0, 0));
-  in.microBatch = intOption(a, "micro-batch", runtimeModel ? 4 : 1, 1);
-  in.seqLen = intOption(a, "seq-len", runtimeModel ? 128 : 2048, 1);
-  const std::string prec = a.get("precision", runtimeModel ? "fp32" : "bf16");
-  if (auto p = core::knobFromString<core::Precision>(prec))
-    in.precision = *p;
-  else if (prec == "fp16")  // modelled as bf16: the same bytes per element
-    in.precision = core::Precision::Bf16;
-  else
-    throw std::invalid_argument("--precision expects fp32, bf16 or fp16, got '" + prec + "'");
-  if (a.has("attention")) {
-    const std::string at = a.get("attention");
-    if (at == "eager")
-      in.attention = est::AttentionKind::Eager;
-    else if (at == "flash")
-      in.attention = est::AttentionKind::Flash;
-    else
-      throw std::invalid_argument("--attention expects eager or flash, got '" + at + "'");
-  }
-  in.activationCheckpointing = a.has("activation-checkpointing");
-  in.offloadOptimizer = a.has("offload-optimizer");
-  in.offloadParam = a.has("offload-param");
-  in.gradientAsBucketView = a.has("gradient-as-bucket-view");
-  in.reduceBucketSize = intOption(a, "reduce-bucket-size", in.reduceBucketSize, 1);
-  in.paramPersistenceThreshold = intOption(a, "param-persistence-threshold", in.paramPersistenceThreshold, 0);
-  in.maxReuseDistance = intOption(a, "max-reuse-distance", in.maxReuseDistance, 0);
-
-  // Fine-tuning: LoRA adapters on the target projections, QLoRA's NF4 base.
-  in.loraRank = static_cast<int>(intOption(a, "lora-rank", 0, 0));
-  in.loraAlpha = doubleOption(a, "lora-alpha", in.loraAlpha);
-  in.loraTargets = a.get("lora-targets", in.loraTargets);
-  in.qlora = a.has("qlora");
-  if (in.loraRank == 0 && (a.has("lora-alpha") || a.has("lora-targets") || in.qlora))
-    throw std::invalid_argument("--lora-alpha, --lora-targets and --qlora go with --lora-rank R (R > 0)");
-  if (in.qlora && a.has("precision") && in.precision == core::Precision::Fp32)
-    throw std::invalid_argument("--qlora computes in bf16 (NF4 weights dequantised to 16 bits): drop --precision fp32");
-  if (in.qlora) in.precision = core::Precision::Bf16;
-  (void)est::moduleShapes(in);  // the LoRA settings checked here, before any strategy
-
-  // A device preset: its memory, peak and link, unless given apart.
-  std::optional<est::DevicePreset> device;
-  if (a.has("gpu")) {
-    device = est::devicePreset(a.get("gpu"));
-    if (!device) {
-      std::string list;
-      for (const auto& n : est::devicePresetNames()) list += (list.empty() ? "" : ", ") + n;
-      throw std::invalid_argument("unknown --gpu '" + a.get("gpu") + "' (" + list + ")");
-    }
-    ri.deviceBytes = device->memoryBytes;
-  }
-  if (a.has("gpu-memory")) {
-    auto b = est::parseByteSize(a.get("gpu-memory"));
-    if (!b)
-      throw std::invalid_argument("--gpu-memory expects a size such as 80GiB, 141GB or 24GiB, got '" + a.get("gpu-memory") + "'");
-    ri.deviceBytes = *b;
-  }
-  ri.headroom = doubleOption(a, "headroom", 0.1);
-  if (!(ri.headroom >= 0 && ri.headroom < 1)) throw std::invalid_argument("--headroom must be in [0, 1), e.g. 0.1");
-  ri.deviceTflops =
-      doubleOption(a, "tflops", device ? (in.precision == core::Precision::Fp32 ? device->fp32Tflops : device->bf16Tflops) : 989);
-  ri.efficiency = doubleOption(a, "efficiency", 0.4);
-  if (!(ri.deviceTflops > 0) || !(ri.efficiency > 0 && ri.efficiency <= 1))
-    throw std::invalid_argument("--tflops must be positive and --efficiency in (0, 1]");
-
-  const std::string linkName = a.get("link", device ? device->link : "nvlink-h100");
-  if (a.has("fit-run")) {
-    core::TraceStore store(a.get("db", "shardscope.db"), core::Database::Mode::ReadOnly);
-    const core::RunId id{intOption(a, "fit-run", 0, 1)};
-    auto cal = est::calibrateLink(store, id);
-    ri.intraNode = cal.link;
-    fitNote = cal.note;
-    if (calibration) *calibration = std::move(cal);
-  } else {
-    auto l = est::linkPreset(linkName);
-    if (!l) {
-      std::string list;
-      for (const auto& n : est::linkPresetNames()) list += (list.empty() ? "" : ", ") + n;
-      throw std::invalid_argument("unknown link '" + linkName + "' (" + list + ")");
-    }
-    ri.intraNode = *l;
-  }
-  {
-    const std::string interName = a.get("inter-link", "ib-ndr");
-    auto l = est::linkPreset(interName);
-    if (!l) throw std::invalid_argument("unknown --inter-link '" + interName + "'");
-    ri.interNode = *l;
-  }
-  ri.comm.emulatedReduceScatter = a.has("gloo-reduce-scatter") || (!a.has("fit-run") && linkName == "gloo-cpu-local");
-  ri.candidates = strategiesFrom(a);
+  est::applyEstimatorOptions(withScenario(rawArgs), ri, &fitNote, calibration);
 }
 
 namespace {
@@ -329,7 +114,11 @@ int cmdEstimate(const Args& rawArgs, core::CancelToken&) {
       out.set("fine_tuning", std::move(ft));
     }
     if (a.has("scenario")) out.set("scenario", JsonValue::string(a.get("scenario")));
+    out.set("device", ri.device.empty() ? JsonValue() : JsonValue::string(ri.device));
     out.set("device_bytes", num(ri.deviceBytes));
+    out.set("tflops", num(ri.deviceTflops));
+    out.set("efficiency", num(ri.efficiency));
+    out.set("mem_bw_gbps", num(ri.memBwGBps));
     out.set("headroom", num(ri.headroom));
     JsonValue link = JsonValue::object();
     link.set("name", JsonValue::string(ri.intraNode.name));
@@ -342,6 +131,10 @@ int cmdEstimate(const Args& rawArgs, core::CancelToken&) {
     JsonValue arr = JsonValue::array();
     for (const auto& s : ranked) arr.push(est::toJson(s));
     out.set("strategies", std::move(arr));
+    {
+      const std::string none = est::nothingFitsSummary(ranked, ri.deviceBytes);
+      out.set("nothing_fits", none.empty() ? JsonValue() : JsonValue::string(none));
+    }
     if (dsMode) {
       JsonValue ds = JsonValue::object();
       auto dsj = [&](const est::DeepSpeedEstimate& d) {
@@ -386,9 +179,10 @@ int cmdEstimate(const Args& rawArgs, core::CancelToken&) {
                     : " in the compute dtype")
        << "\n";
   }
-  os << "Device memory " << est::formatBytes(static_cast<double>(ri.deviceBytes)) << ", headroom "
-     << core::formatFixed(ri.headroom * 100, 0) << "%; link " << ri.intraNode.name << " ("
-     << core::formatFixed(ri.intraNode.busBwGBps, 2) << " GB/s bus, " << core::formatFixed(ri.intraNode.alphaUs, 1) << " us)"
+  os << "Device " << (ri.device.empty() ? std::string("custom") : ri.device) << ": memory "
+     << est::formatBytes(static_cast<double>(ri.deviceBytes)) << ", headroom " << core::formatFixed(ri.headroom * 100, 0)
+     << "%; link " << ri.intraNode.name << " (" << core::formatFixed(ri.intraNode.busBwGBps, 2) << " GB/s bus, "
+     << core::formatFixed(ri.intraNode.alphaUs, 1) << " us)"
      << (nodes > 1 ? ", between nodes " + ri.interNode.name : std::string()) << "\n";
   if (!fitNote.empty()) os << "  link " << fitNote << "\n";
   os << "\nPer device (" << (small ? "MiB" : "GiB") << "): model states, then the estimated peak"
@@ -458,67 +252,16 @@ int cmdEstimate(const Args& rawArgs, core::CancelToken&) {
   for (const auto& s : ranked) {
     os << "  " << s.rank << ". " << est::strategyName(s.strategy) << "\n";
     for (const auto& r : s.reasons) os << "       - " << r << "\n";
+    if (!s.fit.fits)
+      os << "       - to fit: " << (s.toFit ? est::describeFitChange(*s.toFit) : std::string("no single change fits")) << "\n";
     for (const auto& n : s.memory.notes) os << "       note: " << n << "\n";
   }
+  if (const std::string none = est::nothingFitsSummary(ranked, ri.deviceBytes); !none.empty()) os << "\n" << none << ".\n";
   std::cout << os.str();
   return kOk;
 }
 
 }  // namespace
-
-std::vector<OptionSpec> estimatorInputOptions() {
-  return {
-      {"model", true, "model preset, or custom with the shape flags below"},
-      {"layers", true, "transformer blocks (custom; with a preset: cut the depth)"},
-      {"hidden", true, "hidden size (custom)"},
-      {"heads", true, "attention heads (custom)"},
-      {"kv-heads", true, "key/value heads (custom; default: heads)"},
-      {"head-dim", true, "head dimension (custom; default hidden/heads)"},
-      {"ffn", true, "SwiGLU intermediate size (custom)"},
-      {"vocab", true, "vocabulary size (custom)"},
-      {"tied-embeddings", false, "custom: the LM head shares the embedding"},
-      {"qk-norm", false, "custom: per-head q/k RMSNorm (Qwen3)"},
-      {"qkv-bias", false, "custom: q/k/v biases (Qwen2.5)"},
-      {"gpus", true, "data-parallel devices (world size)"},
-      {"gpus-per-node", true, "devices per node (default min(gpus, 8))"},
-      {"shard-group-size", true, "HSDP shard group / hpZ partition size (default: gpus per node)"},
-      {"gpu-memory", true, "device memory, e.g. 80GiB (default), 141GB, 24GiB"},
-      {"headroom", true, "fraction of the device kept free (default 0.1)"},
-      {"strategy", true,
-       "ddp|zero1|zero2|zero3|fsdp|fsdp_grad_op|hsdp|zeropp_hpz; repeat or comma-separate "
-       "(default: all; hsdp and zeropp_hpz only across nodes)"},
-      {"micro-batch", true, "sequences per device per step (default 1; runtime presets 4)"},
-      {"seq-len", true, "tokens per sequence (default 2048; runtime presets 128)"},
-      {"precision", true, "fp32 | bf16 (fp32 master weights and Adam; default bf16, runtime presets fp32)"},
-      {"attention", true, "eager (our runtime: s x s scores) | flash (default for the published models)"},
-      {"activation-checkpointing", false, "keep only each block's input; recompute in backward"},
-      {"offload-optimizer", false, "optimizer state on the CPU (ZeRO / FSDP)"},
-      {"offload-param", false, "parameter shards on the CPU (zero3, fsdp, hsdp, zeropp_hpz)"},
-      {"gradient-as-bucket-view", false, "DDP: gradients are views into the buckets (no second copy)"},
-      {"reduce-bucket-size", true, "ZeRO reduce bucket in elements (default 5e8 = 500000000)"},
-      {"param-persistence-threshold", true, "ZeRO-3: parameters below this many elements stay whole (default 100000)"},
-      {"max-reuse-distance", true, "ZeRO-3 stage3_max_reuse_distance in elements (default 1000000000)"},
-      {"link", true,
-       "nvlink-h100 (default) | nvlink-h200 | pcie4 | pcie5 | ib-ndr | ib-hdr | eth-100g | eth-25g | "
-       "gloo-cpu-local"},
-      {"inter-link", true, "link between nodes (default ib-ndr)"},
-      {"fit-run", true, "fit alpha and bandwidth from this run's collectives (with --db) instead of --link"},
-      {"gloo-reduce-scatter", false,
-       "Gloo collectives: reduce-scatter emulated by all-reduce, all-gather staged through a full-size copy (implied by "
-       "gloo-cpu-local)"},
-      {"tflops", true, "device dense peak for the compute dtype (default 989, H100 SXM bf16)"},
-      {"efficiency", true, "achieved fraction of the peak (default 0.4)"},
-      {"gpu", true,
-       "device preset: a10 | a100-80gb | h100-sxm | h200 (its memory, dense peak and link unless --gpu-memory, "
-       "--tflops, --link)"},
-      {"lora-rank", true, "LoRA rank r: freeze the base, train adapters A [r x in], B [out x r] (default 0: full fine-tuning)"},
-      {"lora-alpha", true, "LoRA alpha (adapter scale alpha/r; default 16)"},
-      {"lora-targets", true, "LoRA target projections, comma list of q,k,v,o,gate,up,down or all-linear (default all)"},
-      {"qlora", false, "QLoRA: the frozen projections in NF4 with double-quantised scales, bf16 compute (needs --lora-rank)"},
-      {"scenario", true,
-       "a preset setup (qwen3-lora-4xa10, qwen3-qlora-4xa10, llama-7b-full-8xa100; list: describe them); flags given "
-       "override it"}};
-}
 
 std::vector<Command> estimatorCommands() {
   return {

@@ -12,6 +12,7 @@
 #include "app/cli/estimator_args.h"
 #include "app/cli/terminal_progress.h"
 #include "core/estimator/prediction.h"
+#include "core/estimator/ranking_check.h"
 #include "core/estimator/scenarios.h"
 #include "core/estimator/simulator.h"
 #include "core/estimator/simulator_store.h"
@@ -167,7 +168,7 @@ int cmdSimulate(const Args& rawArgs, core::CancelToken& cancel) {
       throw std::invalid_argument("--slow-rank expects RANK:FACTOR, e.g. 3:1.2, got '" + v + "'");
     }
   }
-  const double memBw = doubleOption(a, "mem-bw", a.has("gpu") ? est::devicePreset(a.get("gpu"))->memBwGBps : 3350);
+  const double memBw = doubleOption(a, "mem-bw", ri.memBwGBps);
   if (measured)
     est::applyMeasuredProfile(base, *measured, a.has("jitter"));  // the run's own jitter unless --jitter
   else
@@ -218,6 +219,20 @@ int cmdSimulate(const Args& rawArgs, core::CancelToken& cancel) {
   }
   bar.finish();
 
+  // The estimate's order against the simulation's, in FLOPs mode (core/estimator/ranking_check.h).
+  std::vector<est::RankingReversal> reversals;
+  if (!measured && results.size() > 1) {
+    std::vector<est::StrategySteps> steps;
+    for (const auto& r : results) {
+      try {
+        steps.push_back(
+            {r.input.strategy, est::estimatedParts(est::assess(ri, r.input.strategy)), est::simulatedParts(r.steady)});
+      } catch (const std::invalid_argument&) {
+      }
+    }
+    reversals = est::rankingReversals(steps);
+  }
+
   if (a.has("json")) {
     JsonValue out = JsonValue::object();
     out.set("model", JsonValue::string(in.model.name));
@@ -244,6 +259,11 @@ int cmdSimulate(const Args& rawArgs, core::CancelToken& cancel) {
       arr.push(std::move(o));
     }
     out.set("simulations", std::move(arr));
+    if (!measured && results.size() > 1) {
+      JsonValue rev = JsonValue::array();
+      for (const auto& r : reversals) rev.push(JsonValue::string(r.text));
+      out.set("ranking_vs_estimate", std::move(rev));
+    }
     std::cout << out.dump() << "\n";
     return kOk;
   }
@@ -300,6 +320,10 @@ int cmdSimulate(const Args& rawArgs, core::CancelToken& cancel) {
     }
   }
   if (cal) os << "  " << cal->profile.interference.note << "\n";
+  if (!measured && results.size() > 1) {
+    if (reversals.empty()) os << "\nThe simulation ranks these strategies in the estimate's order.\n";
+    for (const auto& r : reversals) os << "\n" << r.text << ".\n";
+  }
   if (!runIds.empty()) os << "\nStored in " << dbPath << " as simulated runs (open them in the app, `analyze`, `report`).\n";
   std::cout << os.str();
   return kOk;
@@ -314,7 +338,8 @@ std::vector<Command> simulatorCommands() {
             "compute per block from this measured run of our runtime (with --db); its model, scale and knobs are the defaults, "
             "its collectives the link unless --link"},
            {"mem-bw", true,
-            "FLOPs mode: device memory bandwidth in GB/s for the optimizer and embedding (default 3350, H100 SXM)"},
+            "FLOPs mode: device memory bandwidth in GB/s for the optimizer and embedding (default: the --gpu preset's, else "
+            "3350, H100 SXM)"},
            {"allgather-bucket-size", true, "ZeRO-1/2 post-step all-gather bucket in elements (default 5e8)"},
            {"prefetch-bucket-size", true, "ZeRO-3 stage3_prefetch_bucket_size in elements (default 5e7)"},
            {"max-live-parameters", true, "ZeRO-3 stage3_max_live_parameters (default 1e9)"},

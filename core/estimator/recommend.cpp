@@ -1,4 +1,5 @@
 #include "core/estimator/recommend.h"
+#include "core/estimator/fit_advice.h"
 #include "core/util/units.h"
 
 #include <algorithm>
@@ -85,6 +86,8 @@ StrategyAssessment assess(const RecommendInput& in, Strategy s) {
   return a;
 }
 
+std::string formatStep(double seconds) { return seconds >= 1.0 ? formatFixed(seconds, 2) + " s" : formatMs(seconds * 1e3); }
+
 namespace {
 
 // Why LoRA / QLoRA fits or not with this strategy: where the frozen base lives and what the
@@ -160,8 +163,37 @@ std::vector<StrategyAssessment> recommend(const RecommendInput& in) {
     std::snprintf(buf, sizeof buf, "expected step %.1f ms (%.2fx the fastest %s), %.0f tokens/s per device", a.stepS * 1e3,
                   a.relativeStepTime, anyFits ? "fitting strategy" : "strategy (none fits)", a.tokensPerSPerDevice);
     a.reasons.push_back(buf);
+    if (!a.fit.fits) a.toFit = cheapestFit(in, a.strategy);
   }
   return out;
+}
+
+std::string fitTierName(FitTier t) {
+  switch (t) {
+    case FitTier::Setup:
+      return "setup";
+    case FitTier::Method:
+      return "method";
+    case FitTier::MoreGpus:
+      return "more_gpus";
+    case FitTier::Device:
+      return "device";
+  }
+  return "setup";
+}
+
+JsonValue toJson(const FitChange& c) {
+  JsonValue o = JsonValue::object();
+  o.set("change", JsonValue::string(c.change));
+  o.set("knob", JsonValue::string(c.knob));
+  o.set("value", JsonValue::string(c.value));
+  o.set("tier", JsonValue::string(fitTierName(c.tier)));
+  o.set("changes_method", JsonValue::boolean(c.changesMethod));
+  o.set("step_s", JsonValue::number(c.stepS));
+  o.set("peak_bytes", JsonValue::number(c.peakBytes));
+  o.set("usable_bytes", JsonValue::number(c.usableBytes));
+  o.set("device_bytes", JsonValue::number(c.deviceBytes));
+  return o;
 }
 
 JsonValue toJson(const StrategyAssessment& s) {
@@ -180,6 +212,7 @@ JsonValue toJson(const StrategyAssessment& s) {
   o.set("step_s", JsonValue::number(s.stepS));
   o.set("relative_step_time", JsonValue::number(s.relativeStepTime));
   o.set("tokens_per_s_per_device", JsonValue::number(s.tokensPerSPerDevice));
+  o.set("to_fit", s.toFit ? toJson(*s.toFit) : JsonValue());
   JsonValue reasons = JsonValue::array();
   for (const auto& r : s.reasons) reasons.push(JsonValue::string(r));
   o.set("reasons", std::move(reasons));

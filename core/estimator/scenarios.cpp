@@ -1,5 +1,7 @@
 #include "core/estimator/scenarios.h"
 
+#include "core/estimator/comm_model.h"
+
 namespace shardscope::core::estimator {
 
 namespace {
@@ -48,6 +50,16 @@ std::optional<DevicePreset> devicePreset(std::string_view name) {
                         "nvlink-h200",
                         "NVIDIA H200 datasheet: 141 GB HBM3e, 4.8 TB/s, bf16 tensor 989 TFLOPS dense, fp32 67"};
   return std::nullopt;
+}
+
+double presetTflops(const DevicePreset& d, Precision p) { return p == Precision::Fp32 ? d.fp32Tflops : d.bf16Tflops; }
+
+void applyDevicePreset(const DevicePreset& d, RecommendInput& ri) {
+  ri.device = d.name;
+  ri.deviceBytes = d.memoryBytes;
+  ri.deviceTflops = presetTflops(d, ri.model.precision);
+  ri.memBwGBps = d.memBwGBps;
+  if (auto l = linkPreset(d.link)) ri.intraNode = *l;
 }
 
 const std::vector<Scenario>& scenarios() {

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/estimator/recommend.h"
+
 namespace shardscope::core::estimator {
 
 struct DevicePreset {
@@ -24,6 +26,12 @@ struct DevicePreset {
 // a10, a100-80gb, h100-sxm, h200.
 std::optional<DevicePreset> devicePreset(std::string_view name);
 const std::vector<std::string>& devicePresetNames();
+// The dense peak of the compute dtype: fp32 for Precision::Fp32, bf16 otherwise.
+double presetTflops(const DevicePreset& d, Precision p);
+// What `--gpu NAME` sets, for the CLI and the Estimator page alike: the device's memory, the dense
+// peak of ri.model.precision (set the precision first), its memory bandwidth, its link preset
+// inside a node and its name (ri.device).
+void applyDevicePreset(const DevicePreset& d, RecommendInput& ri);
 
 struct Scenario {
   std::string name;

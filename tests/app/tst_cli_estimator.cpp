@@ -145,6 +145,41 @@ class TestCliEstimator : public QObject {
     QVERIFY(missing.err.contains("no run with id 9"));
   }
 
+  // Nothing fits Llama-2-7B full fine-tuning on 8 x A10 (24 GiB): each strategy says the cheapest
+  // single change that makes it fit (core/estimator/fit_advice.h), in the text and the JSON, and the
+  // last line says what would; the GPU type's figures are in the JSON.
+  void whatWouldFit() {
+    const Result r = runCli({"estimate", "--model", "llama2-7b", "--gpus", "8", "--gpu", "a10", "--json"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto o = json(r);
+    QCOMPARE(o["device"].toString(), QString("a10"));
+    QCOMPARE(o["tflops"].toDouble(), 125.0);
+    QCOMPARE(o["mem_bw_gbps"].toDouble(), 600.0);
+    for (const auto& v : o["strategies"].toArray()) {
+      const auto s = v.toObject();
+      QVERIFY(!s["fits"].toBool());
+      QVERIFY2(s["to_fit"].isObject(), qPrintable(s["strategy"].toString()));
+      const auto f = s["to_fit"].toObject();
+      QVERIFY(f["peak_bytes"].toDouble() <= f["usable_bytes"].toDouble());
+      QVERIFY(f["step_s"].toDouble() > 0);
+    }
+    QCOMPARE(strategy(o, "fsdp")["to_fit"].toObject()["knob"].toString(), QString("activation_checkpointing"));
+    QCOMPARE(strategy(o, "ddp")["to_fit"].toObject()["value"].toString(), QString("h200"));
+    QVERIFY2(o["nothing_fits"].toString().startsWith("Nothing fits in 24.00 GiB: fsdp fits with activation checkpointing"),
+             qPrintable(o["nothing_fits"].toString()));
+    // The change re-estimated by the CLI itself fits, at the reported peak.
+    const Result c =
+        runCli({"estimate", "--model", "llama2-7b", "--gpus", "8", "--gpu", "a10", "--activation-checkpointing", "--json"});
+    const auto fsdp = strategy(json(c), "fsdp");
+    QVERIFY(fsdp["fits"].toBool());
+    QCOMPARE(fsdp["peak_bytes"].toDouble(), strategy(o, "fsdp")["to_fit"].toObject()["peak_bytes"].toDouble());
+    QVERIFY(fsdp["to_fit"].isNull());
+    const Result t = runCli({"estimate", "--model", "llama2-7b", "--gpus", "8", "--gpu", "a10"});
+    QVERIFY(t.out.contains("- to fit: activation checkpointing: peak "));
+    QVERIFY(t.out.contains("\nNothing fits in 24.00 GiB: fsdp fits with activation checkpointing (peak "));
+    QVERIFY(t.out.contains("Device a10: memory 24.00 GiB"));
+  }
+
   void usageErrors() {
     struct Case {
       QStringList args;
