@@ -211,6 +211,7 @@ JsonValue runJson(const core::RunSummary& s, bool withTracks) {
   r.set("id", JsonValue::number(static_cast<std::int64_t>(s.run.id.value())));
   r.set("name", JsonValue::string(s.run.name));
   r.set("source", JsonValue::string(std::string(core::toString(s.run.source))));
+  r.set("kind", JsonValue::string(std::string(core::runKind(s.run))));
   r.set("strategy", JsonValue::string(s.run.strategy));
   r.set("status", JsonValue::string(std::string(core::toString(s.run.status))));
   if (!s.run.failureReason.empty()) r.set("failure_reason", JsonValue::string(s.run.failureReason));
@@ -323,7 +324,7 @@ int cmdInfo(const Args& a, core::CancelToken& cancel) {
   std::cout << store.path() << ": " << ids.size() << " run(s)\n";
   for (auto id : ids) {
     const auto s = store.summary(id);
-    std::cout << "\nrun " << s.run.id.value() << "  " << s.run.name << "  [" << core::toString(s.run.source) << ", "
+    std::cout << "\nrun " << s.run.id.value() << "  " << s.run.name << "  [" << core::runKind(s.run) << ", "
               << core::toString(s.run.status) << (s.run.strategy.empty() ? "" : ", " + s.run.strategy) << "]\n";
     if (!s.run.failureReason.empty()) std::cout << "  failure: " << s.run.failureReason << "\n";
     std::cout << "  created " << s.run.createdAt << ", world size " << s.run.worldSize << ", " << s.ranks.size()

@@ -16,8 +16,6 @@
 
 namespace shardscope::core {
 
-// The metadata key that marks a run made of memory snapshots alone (it has no world of its own).
-constexpr const char* kSnapshotRunKey = "memory_snapshot";
 namespace {
 
 using PV = PickleValue;
@@ -239,13 +237,7 @@ class MemsnapReader final : public TraceReader {
         throw Error(store.path() + ": no run with id " + std::to_string(options.attachTo.value()) + " to attach the snapshot to");
       // A rank the run does not have (outside its world) is a mistake, not a new rank; a run made of
       // snapshots alone grows by the ranks attached to it.
-      bool snapshotRun = false;
-      try {
-        const JsonValue meta = parseJson(attachRun->metadataJson, "run metadata");
-        const JsonValue* m = meta.find(kSnapshotRunKey);
-        snapshotRun = m && m->isBool() && m->asBool();
-      } catch (const std::exception&) {  // unreadable metadata: an ordinary run
-      }
+      const bool snapshotRun = isMemorySnapshotRun(*attachRun);
       if (!snapshotRun && attachRun->worldSize > 0 && (options.attachRank < 0 || options.attachRank >= attachRun->worldSize))
         throw Error(store.path() + ": run " + std::to_string(attachRun->id.value()) + " has ranks 0.." +
                     std::to_string(attachRun->worldSize - 1) + "; --rank " + std::to_string(options.attachRank) +
@@ -306,7 +298,7 @@ class MemsnapReader final : public TraceReader {
           run.worldSize = 1;
           run.devicesJson = "[\"cuda:" + std::to_string(deviceId) + "\"]";
           JsonValue meta = JsonValue::object();
-          meta.set(kSnapshotRunKey, JsonValue::boolean(true));
+          meta.set(std::string(kMemorySnapshotRunKey), JsonValue::boolean(true));
           run.metadataJson = meta.dump();
           shared = store.createRun(run);
           result.runIds.push_back(shared);

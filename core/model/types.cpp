@@ -5,6 +5,8 @@
 #include <cctype>
 #include <utility>
 
+#include "core/util/json.h"
+
 namespace shardscope::core {
 
 bool isLinkProbeName(std::string_view name) { return name.find(kLinkProbeLabel) != std::string_view::npos; }
@@ -34,6 +36,19 @@ std::string_view toString(RunSource s) {
   }
   return "kineto";
 }
+
+bool isMemorySnapshotRun(const Run& run) {
+  if (run.source != RunSource::Kineto || run.metadataJson.find(kMemorySnapshotRunKey) == std::string::npos) return false;
+  try {
+    const JsonValue meta = parseJson(run.metadataJson, "run metadata");
+    const JsonValue* v = meta.find(kMemorySnapshotRunKey);
+    return v && v->isBool() && v->asBool();
+  } catch (const std::exception&) {
+    return false;  // unreadable metadata: an ordinary imported run
+  }
+}
+
+std::string_view runKind(const Run& run) { return isMemorySnapshotRun(run) ? "memory snapshot" : toString(run.source); }
 
 std::string_view toString(RunStatus s) {
   switch (s) {

@@ -57,6 +57,14 @@ bool isLoadedProbeName(std::string_view name);
 bool isLinkProbeName(std::string_view name);
 
 std::string_view toString(RunSource s);
+
+// Runs imported from PyTorch memory snapshots alone (no trace) say so in their metadata
+// ({"memory_snapshot": true}, written by the snapshot import): Kineto as a source, but no events.
+constexpr std::string_view kMemorySnapshotRunKey = "memory_snapshot";
+struct Run;
+bool isMemorySnapshotRun(const Run& run);
+// What a run is, for grouping and labels: "runtime", "kineto", "simulated" or "memory snapshot".
+std::string_view runKind(const Run& run);
 // How a run is named wherever runs sit side by side: its name and id, "ddp #7" (two runs may share a
 // name; the id never repeats).
 std::string runLabel(std::string_view name, RunId id);

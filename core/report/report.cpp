@@ -13,6 +13,7 @@
 #include "core/analysis/memory_peaks.h"
 #include "core/analysis/run_figures.h"
 #include "core/config/run_config.h"
+#include "core/model/memory_category.h"
 #include "core/util/error.h"
 #include "core/util/json.h"
 #include "core/util/units.h"
@@ -232,7 +233,7 @@ void fillConfig(const RunSummary& s, ReportRun& rr) {
       rr.knownConfig.push_back({"stored configuration", std::string("not readable: ") + e.what()});
     }
   }
-  rr.knownConfig.push_back({"source", std::string(toString(run.source))});
+  rr.knownConfig.push_back({"source", std::string(runKind(run))});
   rr.knownConfig.push_back({"strategy", run.strategy.empty() ? "not recorded in the trace" : run.strategy});
   rr.knownConfig.push_back({"world size", std::to_string(run.worldSize)});
   if (auto meta = tryParse(run.metadataJson, "run metadata"); meta && meta->isObject()) {
@@ -760,7 +761,7 @@ Report buildReport(TraceStore& store, const std::vector<RunId>& ids, const Repor
     ReportRun rr;
     rr.id = id;
     rr.name = s.run.name;
-    rr.source = std::string(toString(s.run.source));
+    rr.source = std::string(runKind(s.run));
     rr.status = std::string(toString(s.run.status));
     rr.failed = s.run.status == RunStatus::Failed || s.run.status == RunStatus::Cancelled;
     rr.failureReason = s.run.failureReason;
@@ -1067,8 +1068,12 @@ ReportTable memoryPeakTable(const ReportRun& run) {
     std::string cause = p.operation;
     if (!p.annotation.empty()) cause += (cause.empty() ? "" : " in ") + p.annotation;
     std::string live;
-    for (const auto& [cat, bytes] : p.breakdown)
-      live += (live.empty() ? "" : ", ") + cat + " " + reportBytes(static_cast<double>(bytes));
+    for (const auto& [cat, bytes] : p.breakdown) {
+      if (bytes == 0) continue;                   // a category the run never used (gathered parameters under DDP)
+      const auto c = memoryCategoryFromKey(cat);  // the app's words, not the metric keys
+      live += (live.empty() ? "" : ", ") + (c ? std::string(memoryCategoryLabel(*c)) : cat) + " " +
+              reportBytes(static_cast<double>(bytes));
+    }
     t.rows.push_back({numberCell(std::to_string(p.rank)), text(deviceName(p.deviceType, p.deviceId)),
                       numberCell(reportBytes(static_cast<double>(p.peakAllocatedBytes))),
                       numberCell(reportBytes(static_cast<double>(p.peakReservedBytes))),

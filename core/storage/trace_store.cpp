@@ -156,6 +156,16 @@ std::vector<RunCounts> TraceStore::runCounts() {
                "IFNULL(SUM(CASE WHEN t.kind <> 'counter' THEN t.event_count ELSE 0 END), 0) "
                "FROM ranks r LEFT JOIN tracks t ON t.rank_id = r.id GROUP BY r.run_id");
   while (st.step()) out.push_back(RunCounts{RunId{st.int64(0)}, static_cast<int>(st.int64(1)), st.int64(2)});
+  // A memory snapshot's allocator events count as the run's events (a snapshot-only run has no other).
+  Statement has(*db_, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='memsnaps'");
+  if (has.step()) {
+    Statement snaps(*db_,
+                    "SELECT r.run_id, COUNT(*) FROM memsnap_events e JOIN memsnaps m ON m.id = e.snapshot_id "
+                    "JOIN ranks r ON r.id = m.rank_id GROUP BY r.run_id");
+    while (snaps.step())
+      for (RunCounts& c : out)
+        if (c.runId.value() == snaps.int64(0)) c.events += snaps.int64(1);
+  }
   return out;
 }
 

@@ -41,11 +41,12 @@ struct RunSummary {
   std::optional<TimeNs> endNs;
 };
 
-// The stored counts of one run, from the per-track statistics (no event is read).
+// The stored counts of one run, from the per-track statistics (no event is read; a memory snapshot's
+// events are counted).
 struct RunCounts {
   RunId runId;
   int ranks = 0;
-  std::int64_t events = 0;  // stored events (counter samples excluded)
+  std::int64_t events = 0;  // stored events (counter samples excluded) and memory-snapshot allocator events
 };
 
 // A cheap fingerprint of the runs table (count, ids, statuses, names, tags): when it changes, or

@@ -202,6 +202,21 @@ class TestReport : public QObject {
   }
 
   // The figures are core's own: the comparison is compareRuns, the analyses analyzeRun's.
+  // Issue 46: the report's memory-peak table names what is live in the app's words (core's
+  // labels), largest part first as stored, and leaves out categories the run never used.
+  void memoryPeakTableSaysCategoriesInWords() {
+    ReportRun run;
+    MemoryPeak p;
+    p.rank = 1;
+    p.peakAllocatedBytes = 3 << 20;
+    p.breakdown = {{"parameters", 1 << 20}, {"gathered_parameters", 0}, {"optimizer_state", 1 << 20}, {"comm_buffers", 1 << 20}};
+    run.analysis.memoryPeaks = {p};
+    const ReportTable t = memoryPeakTable(run);
+    QCOMPARE(t.rows.size(), std::size_t(1));
+    const std::string live = t.rows[0].back().text;
+    QVERIFY2(live == "parameters 1.0 MiB, optimizer state 1.0 MiB, communication buffers 1.0 MiB", live.c_str());
+  }
+
   void figuresAreCores() {
     TraceStore store(db_, Database::Mode::ReadOnly);
     ReportOptions opt;

@@ -8,6 +8,7 @@
 #include <QGroupBox>
 #include <QJsonArray>
 #include <QJsonObject>
+#include <QSignalSpy>
 #include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -24,6 +25,8 @@
 #include "tests/common/test_support.h"
 #include "tests/tools/snapshot_pickle.h"
 #include "ui/charts/chart_style.h"
+#include "ui/main/main_window.h"
+#include "ui/models/run_list_model.h"
 #include "ui/models/snapshot_models.h"
 #include "ui/pages/compare_page.h"
 #include "ui/pages/memory_page.h"
@@ -400,6 +403,42 @@ class TestMemorySnapshotPage : public QObject {
     QVERIFY(page.messageText().contains("no memory records"));
     page.setSnapshotShown(true);
     QVERIFY(page.snapshotShown());
+  }
+
+  // Issue 46: a run of memory snapshots alone is called what it is ("memory snapshot", grouped under
+  // "Memory snapshots"), counts the allocator's events, and opens on the Memory page's snapshot.
+  void snapshotRunIsNamedAndOpensOnItsSnapshot() {
+    QTemporaryDir dir;
+    const std::string db = test::pathIn(dir, "s.db");
+    const core::RunId run = importSnapshot(db, test::writeGzip(dir, "a.pickle.gz", test::snapshotPickle(generated(4096, 8192))));
+    std::vector<ui::RunRow> rows;
+    std::vector<core::SnapshotFigures> figs;
+    {
+      core::TraceStore store(db, core::Database::Mode::ReadOnly);
+      rows = ui::loadRunRows(store);
+      figs = core::computeSnapshotFigures(store, run);
+    }
+    QCOMPARE(rows.size(), std::size_t(1));
+    QVERIFY(core::isMemorySnapshotRun(rows[0].run));
+    QCOMPARE(std::string(core::runKind(rows[0].run)), std::string("memory snapshot"));
+    QVERIFY(figs.at(0).events > 0);
+    QCOMPARE(rows[0].events, static_cast<std::int64_t>(figs.at(0).events));
+    ui::RunListModel model;
+    model.setRuns(rows);
+    QCOMPARE(model.rowCount(), 1);
+    QVERIFY2(model.data(model.index(0, 0)).toString().startsWith("Memory snapshots"),
+             qPrintable(model.data(model.index(0, 0)).toString()));
+    ui::MainWindow w;
+    w.show();
+    w.showPage("overview");
+    QSignalSpy loaded(&w, &ui::MainWindow::runsLoaded);
+    QVERIFY(w.openDatabase(QString::fromStdString(db)));
+    QVERIFY(loaded.wait(10000));
+    w.selectRuns({run});  // the latest run, selected when the database opens: the same selection
+    QTRY_COMPARE(w.currentPage()->pageId(), QString("memory"));
+    auto* page = qobject_cast<ui::MemoryPage*>(w.currentPage());
+    QVERIFY(page);
+    QTRY_VERIFY_WITH_TIMEOUT(!page->busy() && page->snapshotShown(), 30000);
   }
 
   void compareTwoSnapshots() {

@@ -813,6 +813,10 @@ void MainWindow::refresh() {
 void MainWindow::onSelectionApplied(const QList<core::RunId>& runs) {
   session_->setRuns(runs);
   contextRuns_ = runs;
+  // A run of memory snapshots alone has nothing for the Overview: it opens on its snapshot.
+  if (runs.size() == 1 && currentPage() && currentPage()->pageId() == QLatin1String("overview"))
+    if (const RunRow* row = browser_->model()->runRow(runs.front()); row && core::isMemorySnapshotRun(row->run))
+      showPage(QStringLiteral("memory"));
   markPagesStale();
   deliverContext(currentPage());
   updateActions();

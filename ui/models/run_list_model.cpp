@@ -104,7 +104,7 @@ QString RunListModel::groupKeyOf(const core::Run& run) const {
     case Grouping::None:
       return {};
     case Grouping::Source:
-      return qs(core::toString(run.source));
+      return qs(core::runKind(run));
     case Grouping::Strategy:
       return qs(run.strategy);
     case Grouping::Status:
@@ -120,7 +120,8 @@ int RunListModel::groupOrder(const QString& key) const {
     case Grouping::Source: {
       if (key == QLatin1String("runtime")) return 0;
       if (key == QLatin1String("kineto")) return 1;
-      return 2;
+      if (key == QLatin1String("memory snapshot")) return 2;
+      return 3;
     }
     case Grouping::Strategy:
       return strategyOrder(key);
@@ -151,6 +152,8 @@ QString RunListModel::groupLabel(const Group& g) const {
         label = tr("Imported traces");
       else if (g.key == QLatin1String("simulated"))
         label = tr("Simulated");
+      else if (g.key == QLatin1String("memory snapshot"))
+        label = tr("Memory snapshots");
       else
         label = g.key;
       break;
@@ -301,7 +304,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     case Qt::ToolTipRole: {
       QStringList lines;
       lines << tr("Run %1: %2").arg(r.id.value()).arg(qs(r.name));
-      lines << tr("%1, %2 rank(s), %3 events").arg(qs(core::toString(r.source))).arg(row->ranks).arg(formatCount(row->events));
+      lines << tr("%1, %2 rank(s), %3 events").arg(qs(core::runKind(r))).arg(row->ranks).arg(formatCount(row->events));
       if (!r.failureReason.empty()) lines << tr("%1: %2").arg(qs(core::toString(r.status)), qs(r.failureReason));
       if (!r.tags.empty()) lines << tr("Tags: %1").arg(qs(r.tags));
       return lines.join(QLatin1Char('\n'));

@@ -525,7 +525,9 @@ void OverviewPage::showDetails(int index) {
         .arg(k.toHtmlEscaped(), v.toHtmlEscaped());
   };
   QString html = QStringLiteral("<table cellspacing='2'>");
-  html += row(tr("Source"), r.source == core::RunSource::Kineto ? tr("kineto (imported trace)") : qs(core::toString(r.source)));
+  html += row(tr("Source"), core::isMemorySnapshotRun(r)          ? tr("memory snapshot (imported)")
+                            : r.source == core::RunSource::Kineto ? tr("kineto (imported trace)")
+                                                                  : qs(core::toString(r.source)));
   html += row(tr("Strategy"), r.strategy.empty() ? tr("— (not recorded in the trace)") : qs(r.strategy));
   html += row(tr("World size"),
               QString::number(r.worldSize) +
