@@ -280,7 +280,8 @@ std::string firstInputDifference(const RecommendInput& a, const RecommendInput& 
   cmpN("layers", ma.layers, mb.layers);
   cmpN("attention heads", ma.heads, mb.heads);
   cmpN("KV heads", ma.kvHeads, mb.kvHeads);
-  cmpN("head dimension", static_cast<double>(ma.headDim), static_cast<double>(mb.headDim));
+  auto headDim = [](const ModelShape& m) { return m.headDim > 0 ? m.headDim : m.hidden / std::max(1, m.heads); };
+  cmpN("head dimension", static_cast<double>(headDim(ma)), static_cast<double>(headDim(mb)));
   cmpN("FFN size", static_cast<double>(ma.ffn), static_cast<double>(mb.ffn));
   cmpB("q/k norm", ma.qkNorm, mb.qkNorm);
   cmpB("q/k/v bias", ma.qkvBias, mb.qkvBias);

@@ -2,6 +2,7 @@
 // show exactly its figures and follow every change; bad input shows an error at the form.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -13,12 +14,16 @@
 #include "ui/charts/qcp.h"
 
 #include "core/storage/store_access.h"
+#include "core/estimator/estimator_options.h"
+#include "core/estimator/fit_advice.h"
 #include "core/estimator/recommend.h"
+#include "core/estimator/scenarios.h"
 #include "core/estimator/simulator.h"
 #include "core/estimator/prediction.h"
 #include "core/estimator/simulator_store.h"
 #include "core/storage/trace_store.h"
 #include "ui/charts/bar_chart.h"
+#include "ui/charts/chart_style.h"
 #include "ui/charts/stacked_bar_chart.h"
 #include "ui/pages/estimator_page.h"
 
@@ -282,6 +287,174 @@ class TestEstimatorPage : public QObject {
     page.simulateButton()->click();
     QVERIFY(done.wait(60000));
     QVERIFY(page.simulationStatus().contains("from FLOPs"));
+  }
+
+  // The GPU type: the CLI's --gpu table through core's one mapping (applyDevicePreset); the peak of
+  // the chosen precision; a hand-edited memory or peak makes it custom.
+  void gpuTypeSetsTheDevice() {
+    ui::EstimatorPage page;
+    QCOMPARE(page.deviceCombo()->currentText(), QString("h100-sxm"));  // the estimator's defaults
+    QCOMPARE(page.deviceCombo()->count(), static_cast<int>(est::devicePresetNames().size()) + 1);
+    QCOMPARE(page.deviceCombo()->itemText(page.deviceCombo()->count() - 1), QString("custom"));
+    page.modelCombo()->setCurrentText("qwen3-8b");
+    page.gpusSpin()->setValue(4);
+    const double h100Step = page.assessments().front().stepS;
+    page.deviceCombo()->setCurrentText("a10");
+    est::RecommendInput expected = page.input();
+    est::applyDevicePreset(*est::devicePreset("a10"), expected);
+    QCOMPARE(est::firstInputDifference(page.input(), expected), std::string());
+    QCOMPARE(page.input().deviceBytes, std::int64_t(24) << 30);
+    QCOMPARE(page.tflopsSpin()->value(), 125.0);
+    QCOMPARE(page.memBwSpin()->value(), 600.0);
+    QCOMPARE(page.input().intraNode.name, std::string("pcie4"));
+    QCOMPARE(page.memoryEdit()->text(), QString("24GiB"));
+    QVERIFY(page.assessments().front().stepS > 5 * h100Step);  // an A10 computes 8x slower
+    QVERIFY2(page.summaryText().contains("125.0 TFLOPS x 0.40 MFU (a10)"), qPrintable(page.summaryText()));
+    // fp32: the preset's fp32 peak.
+    page.precisionCombo()->setCurrentText("fp32");
+    QCOMPARE(page.input().deviceTflops, 31.2);
+    QCOMPARE(page.deviceCombo()->currentText(), QString("a10"));
+    page.precisionCombo()->setCurrentText("bf16");
+    QCOMPARE(page.input().deviceTflops, 125.0);
+    // The efficiency is the page's too.
+    page.efficiencySpin()->setValue(0.5);
+    QCOMPARE(page.input().efficiency, 0.5);
+    // Memory by hand: custom, the other figures kept.
+    page.memoryEdit()->setText("30GiB");
+    Q_EMIT page.memoryEdit()->editingFinished();
+    QCOMPARE(page.deviceCombo()->currentText(), QString("custom"));
+    QVERIFY(page.input().device.empty());
+    QCOMPARE(page.input().deviceBytes, std::int64_t(30) << 30);
+    QCOMPARE(page.input().deviceTflops, 125.0);
+    // TFLOPS by hand: custom too.
+    page.deviceCombo()->setCurrentText("h200");
+    QCOMPARE(page.input().device, std::string("h200"));
+    page.tflopsSpin()->setValue(500);
+    QCOMPARE(page.deviceCombo()->currentText(), QString("custom"));
+    QCOMPARE(page.input().deviceTflops, 500.0);
+  }
+
+  // The scenarios fill the form through core's option mapping (the path of `estimate --scenario`):
+  // the form shows every field (setInput's difference is empty), and the seeds' Qwen3 LoRA on
+  // 4 x A10 gives the CLI's step time and peak per strategy (2,066 ms with DDP, not an H100's 262).
+  void scenariosAreTheClis() {
+    ui::EstimatorPage page;
+    QCOMPARE(page.scenarioCombo()->count(), static_cast<int>(est::scenarios().size()) + 1);
+    for (const auto& sc : est::scenarios()) {
+      const QString problem = page.applyScenario(QString::fromStdString(sc.name));
+      QVERIFY2(problem.isEmpty(), qPrintable(QString::fromStdString(sc.name) + ": " + problem));
+      QVERIFY2(page.errorText().isEmpty(), qPrintable(page.errorText()));
+      QCOMPARE(est::firstInputDifference(page.input(), est::scenarioInput(sc)), std::string());
+    }
+    // Chosen in the combo, as a user does.
+    page.scenarioCombo()->setCurrentText("(none)");
+    page.scenarioCombo()->setCurrentText("qwen3-lora-4xa10");
+    QCOMPARE(page.deviceCombo()->currentText(), QString("a10"));
+    QCOMPARE(page.fineTuningCombo()->currentIndex(), 1);
+    QVERIFY(page.checkpointingCheck()->isChecked());
+    // The CLI's input: `estimate --scenario qwen3-lora-4xa10` parses through the same function.
+    core::ParsedArgs cliArgs;
+    cliArgs.options.emplace_back("scenario", "qwen3-lora-4xa10");
+    est::RecommendInput cli;
+    est::applyEstimatorOptions(est::withScenario(cliArgs), cli);
+    const auto expected = est::recommend(cli);
+    const auto& shown = page.assessments();
+    QCOMPARE(shown.size(), expected.size());
+    for (std::size_t i = 0; i < shown.size(); ++i) {
+      QVERIFY(shown[i].strategy == expected[i].strategy);
+      QCOMPARE(shown[i].stepS, expected[i].stepS);
+      QCOMPARE(shown[i].memory.peakBytes, expected[i].memory.peakBytes);
+      QCOMPARE(page.rankingTable()->item(static_cast<int>(i), 8)->text(), ui::charts::formatMs(expected[i].stepS * 1e3));
+      if (shown[i].strategy == est::Strategy::Ddp) QVERIFY2(std::abs(shown[i].stepS - 2.0662) < 0.001, "2,066 ms a step");
+    }
+    // A hand edit: no longer the scenario.
+    page.gpusSpin()->setValue(8);
+    QCOMPARE(page.scenarioCombo()->currentIndex(), 0);
+    // A form that cannot show an input says which field.
+    est::RecommendInput odd = cli;
+    odd.model.gradientAsBucketView = true;  // no widget for it
+    QVERIFY(page.setInput(odd).contains("gradient as bucket view: on vs off"));
+    QVERIFY(page.errorText().contains("gradient as bucket view"));
+  }
+
+  // What would fit: the "To fit" column shows each strategy's cheapest change (core's cheapestFit),
+  // and when nothing fits the summary says what would.
+  void toFitColumn() {
+    ui::EstimatorPage page;
+    page.modelCombo()->setCurrentText("llama2-7b");
+    page.gpusSpin()->setValue(8);
+    page.deviceCombo()->setCurrentText("a10");
+    QTableWidget* t = page.rankingTable();
+    int col = -1;
+    for (int c = 0; c < t->columnCount(); ++c)
+      if (t->horizontalHeaderItem(c)->text() == "To fit") col = c;
+    QVERIFY(col >= 0);
+    const auto in = page.input();
+    for (int r = 0; r < t->rowCount(); ++r) {
+      const auto& a = page.assessments()[static_cast<std::size_t>(r)];
+      QVERIFY(!a.fit.fits);
+      const auto fit = est::cheapestFit(in, a.strategy);
+      QVERIFY(fit);
+      QCOMPARE(t->item(r, col)->text(), QString::fromStdString(est::describeFitChange(*fit)));
+      if (a.strategy == est::Strategy::FsdpFull) QVERIFY(t->item(r, col)->text().startsWith("activation checkpointing: peak "));
+    }
+    QVERIFY2(page.summaryText().startsWith("<b>Nothing fits in 24.00 GiB: fsdp fits with activation checkpointing (peak "),
+             qPrintable(page.summaryText()));
+    // Taking the advice: FSDP fits, its cell is empty, checkpointing is never offered again.
+    page.checkpointingCheck()->setChecked(true);
+    for (int r = 0; r < t->rowCount(); ++r) {
+      const auto& a = page.assessments()[static_cast<std::size_t>(r)];
+      if (a.strategy == est::Strategy::FsdpFull) {
+        QVERIFY(a.fit.fits);
+        QCOMPARE(t->item(r, col)->text(), QString("-"));
+      }
+      if (a.toFit) QVERIFY(a.toFit->knob != "activation_checkpointing");
+    }
+    QVERIFY(!page.summaryText().contains("Nothing fits"));
+  }
+
+  // After Simulate, a pair the simulation orders otherwise than the estimate is named with the part
+  // of the step that moved: the seeds' Llama-2-7B on 8 x A100, ZeRO-3 ahead of FSDP.
+  void simulationSaysWhereTheRankingsDiffer() {
+    ui::EstimatorPage page;
+    QVERIFY(page.applyScenario("llama-7b-full-8xa100").isEmpty());
+    page.simulationStepsSpin()->setValue(2);
+    QSignalSpy done(&page, &ui::EstimatorPage::simulationFinished);
+    page.simulateButton()->click();
+    QVERIFY(done.wait(120000));
+    QCOMPARE(done.takeFirst().at(0).toBool(), true);
+    // Core's comparison over the rows the table shows.
+    std::vector<est::StrategySteps> steps;
+    for (const auto& r : page.simulated()) {
+      est::SimStepFigures f;
+      f.stepS = r.stepS;
+      f.computeS = r.computeS;
+      f.commS = r.commS;
+      f.exposedCommS = r.exposedCommS;
+      steps.push_back({r.strategy, r.estimated, est::simulatedParts(f)});
+      const auto* a = [&] {
+        for (const auto& x : page.assessments())
+          if (x.strategy == r.strategy) return &x;
+        return static_cast<const est::StrategyAssessment*>(nullptr);
+      }();
+      QVERIFY(a);
+      QCOMPARE(r.estimated.exposedCommS, a->exposedCommS);
+    }
+    const auto expected = est::rankingReversals(steps);
+    QCOMPARE(page.rankingReversals().size(), expected.size());
+    bool zero3First = false;
+    for (const auto& r : page.rankingReversals()) {
+      if (r.simFirst == est::Strategy::Zero3 && r.estFirst == est::Strategy::FsdpFull) {
+        zero3First = true;
+        QVERIFY(r.part == est::StepPart::ExposedComm);
+      }
+    }
+    QVERIFY(zero3First);
+    // The status shows the first pairs, every one is in its tooltip.
+    QVERIFY2(page.simulationStatus().contains(QString::fromStdString(expected.front().text)),
+             qPrintable(page.simulationStatus()));
+    QVERIFY2(page.rankingNotes().contains("Simulation ranks zero3 ahead of fsdp"), qPrintable(page.rankingNotes()));
+    QCOMPARE(page.rankingNotes().count("Simulation ranks"), static_cast<int>(expected.size()));
   }
 
   // A long simulation can be cancelled: nothing is stored, the page is usable again.

@@ -25,6 +25,9 @@
 #include <stdexcept>
 
 #include "core/estimator/comm_model.h"
+#include "core/estimator/estimator_options.h"
+#include "core/estimator/fit_advice.h"
+#include "core/estimator/scenarios.h"
 #include "core/estimator/simulator.h"
 #include "core/estimator/prediction.h"
 #include "core/estimator/simulator_store.h"
@@ -51,6 +54,16 @@ QSpinBox* spin(int lo, int hi, int value, QWidget* parent) {
 
 QString gib(double bytes) { return charts::formatBytes(bytes); }
 
+// The estimator's defaults (what the form starts from where no GPU type sets them).
+using RecommendDefaults = est::RecommendInput;
+
+// The ranking table's "To fit" column (the "why" column follows it).
+constexpr int kToFitColumn = 10;
+
+core::Precision precisionOf(const QComboBox* c) {
+  return core::knobFromString<core::Precision>(c->currentText().toStdString()).value_or(core::Precision::Bf16);
+}
+
 }  // namespace
 
 EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
@@ -61,6 +74,15 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
 
   auto* formHost = new QWidget(split);
   auto* form = new QFormLayout(formHost);
+  // The setups of core::estimator::scenarios(), as `estimate --scenario NAME` reads them.
+  scenario_ = new QComboBox(formHost);
+  scenario_->addItem(tr("(none)"));
+  for (const auto& sc : est::scenarios()) {
+    scenario_->addItem(QString::fromStdString(sc.name));
+    scenario_->setItemData(scenario_->count() - 1, QString::fromStdString(sc.summary), Qt::ToolTipRole);
+  }
+  scenario_->setToolTip(tr("Fill the form with a preset setup (the CLI's estimate --scenario NAME)"));
+  form->addRow(tr("Scenario"), scenario_);
   model_ = new QComboBox(formHost);
   for (const auto& n : est::modelShapePresetNames()) model_->addItem(QString::fromStdString(n));
   model_->addItem(QStringLiteral("custom"));
@@ -82,6 +104,18 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
   gpusPerNode_ = spin(1, 64, 8, formHost);
   form->addRow(tr("GPUs"), gpus_);
   form->addRow(tr("GPUs per node"), gpusPerNode_);
+  // The CLI's --gpu table (core/estimator/scenarios.h): memory, dense peak, bandwidth and link.
+  device_ = new QComboBox(formHost);
+  for (const auto& n : est::devicePresetNames()) {
+    device_->addItem(QString::fromStdString(n));
+    if (auto d = est::devicePreset(n))
+      device_->setItemData(device_->count() - 1, QString::fromStdString(d->source), Qt::ToolTipRole);
+  }
+  device_->addItem(QStringLiteral("custom"));
+  device_->setToolTip(
+      tr("GPU type: sets the memory, the dense TFLOPS of the precision, the memory bandwidth and the link "
+         "in a node (as the CLI's --gpu); editing the memory or TFLOPS makes it custom"));
+  form->addRow(tr("GPU type"), device_);
   memory_ = new QLineEdit(QStringLiteral("80GiB"), formHost);
   memory_->setToolTip(tr("Device memory: 80GiB, 141 GB, 24GiB…"));
   form->addRow(tr("GPU memory"), memory_);
@@ -94,6 +128,29 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
   precision_ = new QComboBox(formHost);
   precision_->addItems({QStringLiteral("bf16"), QStringLiteral("fp16"), QStringLiteral("fp32")});
   form->addRow(tr("Precision"), precision_);
+  tflops_ = new QDoubleSpinBox(formHost);
+  tflops_->setRange(0.1, 100000);
+  tflops_->setDecimals(1);
+  tflops_->setValue(989);
+  tflops_->setKeyboardTracking(false);
+  tflops_->setToolTip(tr("Dense peak of the compute dtype (the GPU type's bf16 or fp32 figure): the step time's compute"));
+  form->addRow(tr("Dense TFLOPS"), tflops_);
+  efficiency_ = new QDoubleSpinBox(formHost);
+  efficiency_->setRange(0.01, 1);
+  efficiency_->setDecimals(3);
+  efficiency_->setSingleStep(0.05);
+  efficiency_->setValue(RecommendDefaults().efficiency);
+  efficiency_->setKeyboardTracking(false);
+  efficiency_->setToolTip(tr("Achieved fraction of the peak (MFU): compute = FLOPs / (TFLOPS x MFU)"));
+  form->addRow(tr("MFU"), efficiency_);
+  memBw_ = new QDoubleSpinBox(formHost);
+  memBw_->setRange(1, 100000);
+  memBw_->setDecimals(0);
+  memBw_->setValue(RecommendDefaults().memBwGBps);
+  memBw_->setSuffix(QStringLiteral(" GB/s"));
+  memBw_->setKeyboardTracking(false);
+  memBw_->setToolTip(tr("Device memory bandwidth: the simulation's optimizer step and embedding (not the estimate)"));
+  form->addRow(tr("Memory bandwidth"), memBw_);
   // Fine-tuning: LoRA freezes the base (held in the compute dtype, no gradients, no optimizer state)
   // and trains adapters; QLoRA holds the frozen projections in NF4 (docs/ESTIMATOR.md).
   fineTuning_ = new QComboBox(formHost);
@@ -101,6 +158,12 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
   form->addRow(tr("Fine-tuning"), fineTuning_);
   loraRank_ = spin(1, 4096, 8, formHost);
   form->addRow(tr("LoRA rank"), loraRank_);
+  loraAlpha_ = new QDoubleSpinBox(formHost);
+  loraAlpha_->setRange(0.001, 100000);
+  loraAlpha_->setDecimals(3);
+  loraAlpha_->setValue(RecommendDefaults().model.loraAlpha);
+  loraAlpha_->setKeyboardTracking(false);
+  form->addRow(tr("LoRA alpha"), loraAlpha_);
   loraTargets_ = new QLineEdit(QStringLiteral("q,k,v,o,gate,up,down"), formHost);
   loraTargets_->setToolTip(tr("projections with adapters: q, k, v, o, gate, up, down (or all-linear)"));
   form->addRow(tr("LoRA targets"), loraTargets_);
@@ -214,27 +277,164 @@ EstimatorPage::EstimatorPage(QWidget* parent) : Page(parent) {
 
   const auto changed = [this] {
     if (filling_) return;
+    scenario_->setCurrentIndex(0);  // edited by hand: no longer the scenario
     recompute();
     markSimulationStale();
   };
+  // Editing a figure of the device by hand: no longer that preset.
+  const auto customDevice = [this, changed] {
+    if (filling_) return;
+    if (auto d = est::devicePreset(device_->currentText().toStdString())) {
+      const auto bytes = est::parseByteSize(memory_->text().trimmed().toStdString());
+      const double presetTflops = est::presetTflops(*d, precisionOf(precision_));
+      if (!bytes || *bytes != d->memoryBytes || tflops_->value() != presetTflops || memBw_->value() != d->memBwGBps) {
+        filling_ = true;
+        device_->setCurrentText(QStringLiteral("custom"));
+        filling_ = false;
+      }
+    }
+    changed();
+  };
+  connect(device_, &QComboBox::currentIndexChanged, this, [this, changed] {
+    if (filling_) return;
+    onDeviceChanged();
+    changed();
+  });
+  connect(scenario_, &QComboBox::currentIndexChanged, this, [this] {
+    if (filling_) return;
+    (void)applyScenario(scenario_->currentText());
+  });
+  connect(precision_, &QComboBox::currentIndexChanged, this, [this] {
+    if (filling_) return;
+    // The preset's peak of the new precision (bf16 or fp32).
+    if (auto d = est::devicePreset(device_->currentText().toStdString())) {
+      filling_ = true;
+      tflops_->setValue(est::presetTflops(*d, precisionOf(precision_)));
+      filling_ = false;
+    }
+  });
   connect(model_, &QComboBox::currentIndexChanged, this, [this] { onModelChanged(); });
   for (QSpinBox* s : {layers_, hidden_, heads_, kvHeads_, ffn_, vocab_, gpus_, gpusPerNode_, microBatch_, seqLen_})
     connect(s, &QSpinBox::valueChanged, this, changed);
   connect(headroom_, &QDoubleSpinBox::valueChanged, this, changed);
-  connect(memory_, &QLineEdit::editingFinished, this, changed);
+  connect(memory_, &QLineEdit::editingFinished, this, customDevice);
+  for (QDoubleSpinBox* d : {tflops_, memBw_}) connect(d, &QDoubleSpinBox::valueChanged, this, customDevice);
+  for (QDoubleSpinBox* d : {efficiency_, loraAlpha_}) connect(d, &QDoubleSpinBox::valueChanged, this, changed);
   for (QComboBox* c : {precision_, link_, interLink_, fineTuning_}) connect(c, &QComboBox::currentIndexChanged, this, changed);
   connect(loraRank_, &QSpinBox::valueChanged, this, changed);
   connect(loraTargets_, &QLineEdit::textChanged, this, changed);
   const auto loraEnabled = [this] {
     const bool on = fineTuning_->currentIndex() > 0;
     loraRank_->setEnabled(on);
+    loraAlpha_->setEnabled(on);
     loraTargets_->setEnabled(on);
   };
   connect(fineTuning_, &QComboBox::currentIndexChanged, this, loraEnabled);
   loraEnabled();
   for (QCheckBox* c : {checkpointing_, offloadOptimizer_, offloadParam_}) connect(c, &QCheckBox::toggled, this, changed);
+  filling_ = true;
+  device_->setCurrentText(QStringLiteral("h100-sxm"));  // the estimator's defaults are an H100 SXM's
+  applyDevice("h100-sxm");
+  filling_ = false;
   onModelChanged();
 }
+
+void EstimatorPage::applyDevice(const std::string& name) {
+  const auto d = est::devicePreset(name);
+  if (!d) return;
+  // Through core's one mapping (the CLI's --gpu): the page shows what it sets.
+  est::RecommendInput ri;
+  ri.model.precision = precisionOf(precision_);
+  est::applyDevicePreset(*d, ri);
+  memory_->setText(QString::fromStdString(est::exactByteSize(ri.deviceBytes)));
+  tflops_->setValue(ri.deviceTflops);
+  memBw_->setValue(ri.memBwGBps);
+  link_->setCurrentText(QString::fromStdString(ri.intraNode.name));
+}
+
+void EstimatorPage::onDeviceChanged() {
+  const bool was = filling_;
+  filling_ = true;
+  applyDevice(device_->currentText().toStdString());
+  filling_ = was;
+}
+
+QString EstimatorPage::setInput(const est::RecommendInput& in) {
+  const bool was = filling_;
+  filling_ = true;
+  const est::EstimateInput& m = in.model;
+  const bool preset = est::modelShapePreset(m.model.name).has_value();
+  model_->setCurrentText(preset ? QString::fromStdString(m.model.name) : QStringLiteral("custom"));
+  onModelChanged();  // enables the shape for custom; no recompute while filling
+  layers_->setValue(m.model.layers);
+  hidden_->setValue(static_cast<int>(m.model.hidden));
+  heads_->setValue(m.model.heads);
+  kvHeads_->setValue(m.model.kvHeads);
+  ffn_->setValue(static_cast<int>(m.model.ffn));
+  vocab_->setValue(static_cast<int>(m.model.vocab));
+  gpus_->setValue(m.gpus);
+  gpusPerNode_->setValue(m.gpusPerNode);
+  precision_->setCurrentText(
+      QString::fromUtf8(core::toString(m.precision).data(), static_cast<qsizetype>(core::toString(m.precision).size())));
+  device_->setCurrentText(in.device.empty() ? QStringLiteral("custom") : QString::fromStdString(in.device));
+  memory_->setText(QString::fromStdString(est::exactByteSize(in.deviceBytes)));
+  headroom_->setValue(in.headroom * 100.0);
+  tflops_->setValue(in.deviceTflops);
+  efficiency_->setValue(in.efficiency);
+  memBw_->setValue(in.memBwGBps);
+  fineTuning_->setCurrentIndex(m.loraRank <= 0 ? 0 : m.qlora ? 2 : 1);
+  if (m.loraRank > 0) {
+    loraRank_->setValue(m.loraRank);
+    loraAlpha_->setValue(m.loraAlpha);
+    loraTargets_->setText(QString::fromStdString(m.loraTargets));
+  }
+  microBatch_->setValue(static_cast<int>(m.microBatch));
+  seqLen_->setValue(static_cast<int>(m.seqLen));
+  checkpointing_->setChecked(m.activationCheckpointing);
+  offloadOptimizer_->setChecked(m.offloadOptimizer);
+  offloadParam_->setChecked(m.offloadParam);
+  link_->setCurrentText(QString::fromStdString(in.intraNode.name));
+  interLink_->setCurrentText(QString::fromStdString(in.interNode.name));
+  filling_ = was;
+  recompute();
+  markSimulationStale();
+  std::string diff;
+  try {
+    diff = est::firstInputDifference(in, input());
+  } catch (const std::exception& e) {
+    diff = e.what();
+  }
+  if (diff.empty()) return {};
+  QString text = tr("The form cannot show this input's %1").arg(QString::fromStdString(diff));
+  result_.clear();
+  showError(text);
+  return text;
+}
+
+QString EstimatorPage::applyScenario(const QString& name) {
+  if (name.isEmpty() || scenario_->findText(name) <= 0) {
+    const bool was = filling_;
+    filling_ = true;
+    scenario_->setCurrentIndex(0);
+    filling_ = was;
+    return name.isEmpty() || name == scenario_->itemText(0) ? QString() : tr("unknown scenario %1").arg(name);
+  }
+  const est::Scenario* sc = est::findScenario(name.toStdString());
+  est::RecommendInput in;
+  try {
+    in = est::scenarioInput(*sc);
+  } catch (const std::exception& e) {
+    showError(QString::fromUtf8(e.what()));
+    return QString::fromUtf8(e.what());
+  }
+  const bool was = filling_;
+  filling_ = true;
+  scenario_->setCurrentText(name);
+  filling_ = was;
+  return setInput(in);
+}
+
+QString EstimatorPage::summaryText() const { return summary_->text(); }
 
 void EstimatorPage::setContext(const QString& dbPath, const QList<core::RunId>& runs) {
   dbPath_ = dbPath;
@@ -249,6 +449,8 @@ void EstimatorPage::setContext(const QString& dbPath, const QList<core::RunId>& 
 }
 
 QString EstimatorPage::simulationStatus() const { return simStatus_->text(); }
+
+QString EstimatorPage::rankingNotes() const { return simStatus_->toolTip(); }
 
 void EstimatorPage::markSimulationStale() {
   if (simRows_.empty() || simulating()) return;
@@ -265,11 +467,11 @@ void EstimatorPage::simulate() {
     Q_EMIT simulationFinished(false);
     return;
   }
-  std::vector<std::pair<est::Strategy, double>> todo;  // (strategy, estimated step)
+  std::vector<std::pair<est::Strategy, est::StepParts>> todo;  // (strategy, the estimate's step)
   QStringList skipped;
   for (const auto& a : result_) {
     if (a.fit.fits)
-      todo.push_back({a.strategy, a.stepS});
+      todo.push_back({a.strategy, est::estimatedParts(a)});
     else
       skipped << QString::fromStdString(est::strategyName(a.strategy));
   }
@@ -285,6 +487,8 @@ void EstimatorPage::simulate() {
   const QString profileDb = dbPath_;
   const bool allowExtrapolation = simAllowExtrapolation_->isChecked();
   simRows_.clear();
+  reversals_.clear();
+  simStatus_->setToolTip(QString());
   simTable_->setRowCount(0);
   simulate_->setEnabled(false);
   simCancel_->setEnabled(true);
@@ -308,7 +512,7 @@ void EstimatorPage::simulate() {
       est::SimulateInput si;
       si.model = ri.model;
       si.strategy = todo[i].first;
-      si.compute = est::flopsComputeProfile(ri.model, ri.deviceTflops, ri.efficiency, 3350);
+      si.compute = est::flopsComputeProfile(ri.model, ri.deviceTflops, ri.efficiency, ri.memBwGBps);
       si.intraNode = ri.intraNode;
       si.interNode = ri.interNode;
       si.comm = ri.comm;
@@ -342,7 +546,8 @@ void EstimatorPage::simulate() {
         row.leftOutNote = cal->profile.leftOutNote;
       }
       row.strategy = todo[i].first;
-      row.estimatedStepS = todo[i].second;
+      row.estimated = todo[i].second;
+      row.estimatedStepS = todo[i].second.stepS;
       row.stepS = r.steady.stepS;
       row.computeS = r.steady.computeS;
       row.commS = r.steady.commS;
@@ -366,6 +571,18 @@ void EstimatorPage::simulate() {
       [this, skipped, stored = !db.isEmpty(), profileRun](std::vector<SimulatedRow> rows) {
         simRows_ = std::move(rows);
         showSimulation();
+        // Where the simulation orders two strategies otherwise than the estimate: which part of the
+        // step moved (core/estimator/ranking_check.h).
+        std::vector<est::StrategySteps> compared;
+        for (const auto& r : simRows_) {
+          est::SimStepFigures f;
+          f.stepS = r.stepS;
+          f.computeS = r.computeS;
+          f.commS = r.commS;
+          f.exposedCommS = r.exposedCommS;
+          compared.push_back({r.strategy, r.estimated, est::simulatedParts(f)});
+        }
+        reversals_ = est::rankingReversals(compared);
         QString text =
             tr("Simulated %1 step(s) of %2 strateg%3, compute %4.")
                 .arg(simSteps_->value())
@@ -380,6 +597,16 @@ void EstimatorPage::simulate() {
         if (!skipped.isEmpty())
           text += QLatin1Char(' ') + tr("Not simulated (does not fit): %1.").arg(skipped.join(QStringLiteral(", ")));
         if (stored) text += QLatin1Char(' ') + tr("Stored as runs in the database.");
+        if (simRows_.size() > 1 && reversals_.empty())
+          text += QLatin1Char(' ') + tr("The simulation ranks them in the estimate's order.");
+        // The first few in the status, every one in its tooltip.
+        constexpr std::size_t kShown = 3;
+        QStringList all;
+        for (const auto& r : reversals_) all << QString::fromStdString(r.text) + QLatin1Char('.');
+        for (std::size_t i = 0; i < std::min(kShown, reversals_.size()); ++i) text += QLatin1Char(' ') + all[static_cast<int>(i)];
+        if (reversals_.size() > kShown)
+          text += QLatin1Char(' ') + tr("%1 more pair(s) differ (tooltip).").arg(reversals_.size() - kShown);
+        simStatus_->setToolTip(all.join(QLatin1Char('\n')));
         simStatus_->setText(text);
         if (stored) Q_EMIT runsAdded();
         Q_EMIT statusMessage(text);
@@ -456,6 +683,7 @@ void EstimatorPage::onModelChanged() {
   const std::string name = model_->currentText().toStdString();
   const bool custom = name == "custom";
   for (QSpinBox* s : {layers_, hidden_, heads_, kvHeads_, ffn_, vocab_}) s->setEnabled(custom);
+  if (filling_) return;  // setInput fills the rest
   if (!custom) {
     if (auto m = est::modelShapePreset(name)) {
       filling_ = true;
@@ -495,14 +723,13 @@ est::RecommendInput EstimatorPage::input() const {
   }
   in.model.gpus = gpus_->value();
   in.model.gpusPerNode = std::min(gpusPerNode_->value(), gpus_->value());
-  in.model.precision =
-      core::knobFromString<core::Precision>(precision_->currentText().toStdString()).value_or(core::Precision::Bf16);
+  in.model.precision = precisionOf(precision_);
   in.model.microBatch = microBatch_->value();
   in.model.seqLen = seqLen_->value();
   in.model.activationCheckpointing = checkpointing_->isChecked();
   if (fineTuning_->currentIndex() > 0) {
     in.model.loraRank = loraRank_->value();
-    in.model.loraAlpha = 2.0 * loraRank_->value();
+    in.model.loraAlpha = loraAlpha_->value();
     std::string problem;
     (void)core::loraTargetList(loraTargets_->text().toStdString(), &problem);
     if (!problem.empty()) throw std::invalid_argument("LoRA targets: " + problem);
@@ -516,8 +743,13 @@ est::RecommendInput EstimatorPage::input() const {
     throw std::invalid_argument("GPU memory: '" + memory_->text().toStdString() + "' is not a size (80GiB, 141 GB, …)");
   in.deviceBytes = *bytes;
   in.headroom = headroom_->value() / 100.0;
+  in.deviceTflops = tflops_->value();
+  in.efficiency = efficiency_->value();
+  in.memBwGBps = memBw_->value();
+  in.device = est::devicePreset(device_->currentText().toStdString()) ? device_->currentText().toStdString() : std::string();
   if (auto l = est::linkPreset(link_->currentText().toStdString())) in.intraNode = *l;
   if (auto l = est::linkPreset(interLink_->currentText().toStdString())) in.interNode = *l;
+  in.comm.emulatedReduceScatter = est::linkImpliesGloo(in.intraNode.name);
   return in;
 }
 
@@ -591,7 +823,7 @@ void EstimatorPage::showResult() {
       tr("Expected step time"), names, steps, best, [](double ms) { return charts::formatMs(ms); }, tr("ms per step"));
   const QStringList headers = {tr("rank"),        tr("strategy"),  tr("peak / device"), tr("fits"), tr("free after headroom"),
                                tr("comm / step"), tr("comm time"), tr("exposed"),       tr("step"), tr("tokens/s / device"),
-                               tr("why")};
+                               tr("To fit"),      tr("why")};
   table_->clear();
   table_->setColumnCount(static_cast<int>(headers.size()));
   table_->setHorizontalHeaderLabels(headers);
@@ -600,6 +832,10 @@ void EstimatorPage::showResult() {
     const auto& a = result_[i];
     QString why;
     for (const auto& r : a.reasons) why += (why.isEmpty() ? QString() : QStringLiteral("; ")) + QString::fromStdString(r);
+    // The cheapest single change that makes it fit (core/estimator/fit_advice.h).
+    const QString toFit = a.fit.fits ? QStringLiteral("-")
+                          : a.toFit  ? QString::fromStdString(est::describeFitChange(*a.toFit))
+                                     : tr("no single change fits");
     const QStringList cells = {QString::number(a.rank),
                                QString::fromStdString(est::strategyName(a.strategy)),
                                gib(static_cast<double>(a.memory.peakBytes)),
@@ -610,10 +846,12 @@ void EstimatorPage::showResult() {
                                charts::formatMs(a.exposedCommS * 1e3),
                                charts::formatMs(a.stepS * 1e3),
                                charts::formatNumber(a.tokensPerSPerDevice),
+                               toFit,
                                why};
     for (int c = 0; c < cells.size(); ++c) {
       auto* item = new QTableWidgetItem(cells[c]);
-      if (c == 10) item->setToolTip(why);
+      if (c == kToFitColumn) item->setToolTip(toFit);
+      if (c == kToFitColumn + 1) item->setToolTip(why);
       if (c == 3) item->setForeground(a.fit.fits ? charts::betterColor() : charts::worseColor());
       table_->setItem(static_cast<int>(i), c, item);
     }
@@ -628,9 +866,14 @@ void EstimatorPage::showResult() {
                      QString::number(in.model.gpus), gib(static_cast<double>(top.memory.peakBytes)),
                      gib(static_cast<double>(in.deviceBytes) * (1 - in.headroom)), gib(static_cast<double>(in.deviceBytes)),
                      charts::formatPercent(in.headroom * 100, 0), charts::formatMs(top.stepS * 1e3))
-          : tr("<b>No strategy fits</b> %1 on %2 GPU(s) of %3: try more GPUs, activation checkpointing or offload.")
-                .arg(QString::fromStdString(in.model.model.name), QString::number(in.model.gpus),
-                     gib(static_cast<double>(in.deviceBytes))));
+          : QStringLiteral("<b>%1</b>")
+                .arg(QString::fromStdString(est::nothingFitsSummary(result_, in.deviceBytes)).toHtmlEscaped() +
+                     QLatin1Char('.')));
+  // The figures the step time rests on.
+  summary_->setText(summary_->text() + QLatin1Char(' ') +
+                    tr("Compute from %1 TFLOPS x %2 MFU (%3).")
+                        .arg(QString::number(in.deviceTflops, 'f', 1), QString::number(in.efficiency, 'f', 2),
+                             in.device.empty() ? tr("custom device") : QString::fromStdString(in.device)));
 }
 
 }  // namespace shardscope::ui

@@ -13,6 +13,7 @@
 
 #include <vector>
 
+#include "core/estimator/ranking_check.h"
 #include "core/estimator/recommend.h"
 #include "ui/pages/page.h"
 
@@ -48,11 +49,29 @@ class EstimatorPage : public Page {
 
   // The input the form describes (throws std::invalid_argument with the field's name when invalid).
   core::estimator::RecommendInput input() const;
+  // Fills the form from an input (and recomputes). Returns the first field the form cannot show
+  // as given (core::estimator::firstInputDifference against input()), empty when it shows it all;
+  // that difference is also the page's error.
+  QString setInput(const core::estimator::RecommendInput& in);
+  // A scenario of core::estimator::scenarios() by name (its input from the options through core's
+  // applyEstimatorOptions, the same path as `estimate --scenario`); an empty name or "(none)" only
+  // resets the combo. Returns what setInput returns ("unknown scenario" for a bad name).
+  QString applyScenario(const QString& name);
   // Recomputes from the form now (also called on every change).
   void recompute();
 
   const std::vector<core::estimator::StrategyAssessment>& assessments() const { return result_; }
   QString errorText() const;
+  QComboBox* scenarioCombo() const { return scenario_; }
+  QComboBox* deviceCombo() const { return device_; }
+  QDoubleSpinBox* tflopsSpin() const { return tflops_; }
+  QDoubleSpinBox* efficiencySpin() const { return efficiency_; }
+  QDoubleSpinBox* memBwSpin() const { return memBw_; }
+  QComboBox* precisionCombo() const { return precision_; }
+  QSpinBox* microBatchSpin() const { return microBatch_; }
+  QCheckBox* offloadOptimizerCheck() const { return offloadOptimizer_; }
+  QCheckBox* offloadParamCheck() const { return offloadParam_; }
+  QString summaryText() const;
   QComboBox* modelCombo() const { return model_; }
   QComboBox* fineTuningCombo() const { return fineTuning_; }
   QSpinBox* loraRankSpin() const { return loraRank_; }
@@ -69,6 +88,7 @@ class EstimatorPage : public Page {
   struct SimulatedRow {
     core::estimator::Strategy strategy = core::estimator::Strategy::Ddp;
     double estimatedStepS = 0, stepS = 0, computeS = 0, commS = 0, exposedCommS = 0, overlap = 0;
+    core::estimator::StepParts estimated;  // the estimate's split of its step
     double slowestRankStepS = 0, tokensPerSPerDevice = 0;
     std::int64_t peakBytes = 0, collectivesPerStep = 0;
     core::RunId runId;  // stored as this run (0: not stored)
@@ -99,6 +119,11 @@ class EstimatorPage : public Page {
   QSpinBox* simulationStepsSpin() const { return simSteps_; }
   QTableWidget* simulationTable() const { return simTable_; }
   QString simulationStatus() const;
+  // Where the simulation orders two strategies otherwise than the estimate, and why
+  // (core::estimator::rankingReversals over the simulated rows).
+  const std::vector<core::estimator::RankingReversal>& rankingReversals() const { return reversals_; }
+  // Every one of them in words (the status shows the first few; this is its tooltip).
+  QString rankingNotes() const;
 
  Q_SIGNALS:
   void simulationFinished(bool ok);  // ok false: failed or cancelled
@@ -110,7 +135,15 @@ class EstimatorPage : public Page {
   void showError(const QString& text);
   void showSimulation();
   void markSimulationStale();
+  void onDeviceChanged();
+  void applyDevice(const std::string& name);  // the preset's figures into the form (filling)
 
+  QComboBox* scenario_ = nullptr;
+  QComboBox* device_ = nullptr;  // a device preset or "custom"
+  QDoubleSpinBox* tflops_ = nullptr;
+  QDoubleSpinBox* efficiency_ = nullptr;
+  QDoubleSpinBox* memBw_ = nullptr;
+  QDoubleSpinBox* loraAlpha_ = nullptr;
   QComboBox* model_ = nullptr;
   QSpinBox* layers_ = nullptr;
   QSpinBox* hidden_ = nullptr;
@@ -152,6 +185,7 @@ class EstimatorPage : public Page {
   QTableWidget* simTable_ = nullptr;
   QPointer<BackgroundTask> simTask_;
   std::vector<SimulatedRow> simRows_;
+  std::vector<core::estimator::RankingReversal> reversals_;
   QString dbPath_;
   QList<core::RunId> runs_;
   bool filling_ = false;  // suppresses recomputes while the form is filled programmatically
