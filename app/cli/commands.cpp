@@ -935,7 +935,7 @@ void printStrategyTable(std::ostream& os, const core::StrategyTable& t) {
   if (t.rows.empty()) return;
   std::vector<std::vector<std::string>> cells;  // [row][column]: "run" first
   std::vector<std::string> header{"run"};
-  for (core::StrategyColumn c : t.columns) header.emplace_back(core::strategyColumn(c).header);
+  for (core::StrategyColumn c : t.columns) header.push_back(core::strategyColumnHeader(t, c));
   for (const auto& r : t.rows) {
     std::vector<std::string> line{core::runLabel(r.name, r.run)};
     for (core::StrategyColumn c : t.columns) line.push_back(core::strategyCellText(c, r.at(c)));

@@ -128,6 +128,15 @@ StrategyTable strategyTable(const std::vector<std::string>& names, const std::ve
   return t;
 }
 
+std::string strategyColumnHeader(const StrategyTable& t, StrategyColumn c) {
+  std::string header(strategyColumn(c).header);
+  if (c != StrategyColumn::PeakMemoryGib && c != StrategyColumn::TokensPerSecondPerGpu) return header;
+  for (const auto& r : t.rows)
+    if (r.at(StrategyColumn::PeakMemoryOf).text == "GPU") return header;
+  const std::size_t at = header.rfind("GPU");
+  return at == std::string::npos ? header : header.replace(at, 3, "rank");
+}
+
 std::string strategyCellText(StrategyColumn c, const StrategyCell& cell) {
   if (!cell.known()) return "n/a";
   if (strategyColumn(c).text) return cell.text;
@@ -157,7 +166,7 @@ std::vector<std::string> strategyTableNotes(const StrategyTable& t) {
       if (cell.known()) continue;
       auto it = byWhy.begin();
       while (it != byWhy.end() && it->first != cell.why) ++it;
-      const std::string header(strategyColumn(c).header);
+      const std::string header = strategyColumnHeader(t, c);
       if (it == byWhy.end())
         byWhy.emplace_back(cell.why, header);
       else

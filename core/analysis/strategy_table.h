@@ -37,7 +37,7 @@ enum class StrategyColumn : int {
 struct StrategyColumnInfo {
   StrategyColumn column = StrategyColumn::Strategy;
   std::string_view key;     // the JSON key ("peak_memory_gib")
-  std::string_view header;  // short, for a table header ("peak GiB/GPU")
+  std::string_view header;  // short, for a table header ("peak GiB/GPU"; strategyColumnHeader in a table)
   std::string_view label;   // what it is, with its unit (tooltips, report captions)
   bool text = false;        // a text column (strategy, precision, tuning, memory kind)
   bool optional = false;    // shown only when at least one run knows it (trainable, frozen, skipped)
@@ -65,6 +65,10 @@ struct StrategyTable {
   // The columns surfaces show: every column but an optional one no run knows.
   std::vector<StrategyColumn> columns;
 };
+
+// A column's header in this table: its own, except that the per-device columns say "rank" instead of
+// "GPU" when no run of the table has GPU memory ("peak GiB/rank", "tokens/s/rank": CPU ranks).
+std::string strategyColumnHeader(const StrategyTable& t, StrategyColumn c);
 
 StrategyRow strategyRow(const std::string& name, const RunFigures& figures);
 // `names` and `figures` in the same (run) order.

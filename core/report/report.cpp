@@ -880,7 +880,7 @@ ReportTable strategyReportTable(const Report& rep) {
     t.caption += ".";
   }
   t.header.push_back("run");
-  for (StrategyColumn c : st.columns) t.header.emplace_back(strategyColumn(c).header);
+  for (StrategyColumn c : st.columns) t.header.push_back(strategyColumnHeader(st, c));
   for (const auto& r : st.rows) {
     std::vector<ReportCell> row;
     row.push_back(text(core::runLabel(r.name, r.run)));

@@ -35,8 +35,8 @@ class TestCliStrategyTable : public QObject {
     // The table comes first: its title, the header, then one line per run.
     QVERIFY2(lines.value(0).startsWith("strategy table"), qPrintable(r.out));
     const QString header = lines.value(1);
-    for (const char* h : {"run", "strategy", "precision", "tuning", "peak GiB/GPU", "memory", "init s", "tokens/s",
-                          "tokens/s/GPU", "comm %", "exposed %", "ckpt save s", "trainable", "frozen", "skipped"})
+    for (const char* h : {"run", "strategy", "precision", "tuning", "peak GiB/rank", "memory", "init s", "tokens/s",
+                          "tokens/s/rank", "comm %", "exposed %", "ckpt save s", "trainable", "frozen", "skipped"})
       QVERIFY2(header.contains(h), h);
     const QString lora = lines.value(2), full = lines.value(3), imported = lines.value(4);
     QVERIFY2(lora.trimmed().startsWith("fsdp lora #"), qPrintable(lora));

@@ -166,6 +166,23 @@ class TestStrategyTable : public QObject {
     QCOMPARE(c.strategies.columns.size(), strategyColumns().size() - 3);
   }
 
+  // Issue 46: "peak GiB/GPU" and "tokens/s/GPU" on CPU runs. The per-device headers say "rank"
+  // when no run of the table has GPU memory, "GPU" as soon as one has.
+  void perDeviceHeadersSayRankOnCpu() {
+    RunFigures cpu;
+    cpu.peakAllocatedBytes = 1 << 30;
+    cpu.peakDevice = "host";
+    RunFigures gpu = cpu;
+    gpu.peakDevice = "GPU";
+    const StrategyTable hostOnly = strategyTable({"a", "b"}, {cpu, cpu});
+    QCOMPARE(strategyColumnHeader(hostOnly, StrategyColumn::PeakMemoryGib), std::string("peak GiB/rank"));
+    QCOMPARE(strategyColumnHeader(hostOnly, StrategyColumn::TokensPerSecondPerGpu), std::string("tokens/s/rank"));
+    QCOMPARE(strategyColumnHeader(hostOnly, StrategyColumn::TokensPerSecond), std::string("tokens/s"));
+    const StrategyTable mixed = strategyTable({"a", "b"}, {cpu, gpu});
+    QCOMPARE(strategyColumnHeader(mixed, StrategyColumn::PeakMemoryGib), std::string("peak GiB/GPU"));
+    QCOMPARE(strategyColumnHeader(mixed, StrategyColumn::TokensPerSecondPerGpu), std::string("tokens/s/GPU"));
+  }
+
   // A LoRA run that stored no parameter metrics: n/a, not the full model's count.
   void loraWithoutMetricsIsNotKnown() {
     QTemporaryDir dir;

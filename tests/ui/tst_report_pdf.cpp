@@ -273,7 +273,13 @@ class TestReportPdf : public QObject {
       QVERIFY2(text.contains(s), s);
     // A comparison's per-run tables are one table with a line per run (the caption once).
     QCOMPARE(text.count("Costliest exposed collectives"), 1);
-    QCOMPARE(text.count("first #1"), text.count("second #2"));
+    // Both runs are in every per-run table (strategy table, comparison, bottlenecks, arrivals, memory
+    // peaks...), counted in the text with its line breaks as spaces: a name wrapped in a narrow cell is
+    // still one name, so the count does not depend on the layout (the recommendation names the
+    // baseline more often: no equality).
+    const QString flat = QString(text).replace(QRegularExpression(QStringLiteral("\\s+")), QStringLiteral(" "));
+    QVERIFY2(flat.count("first #1") >= 5, qPrintable(QString::number(flat.count("first #1"))));
+    QVERIFY2(flat.count("second #2") >= 5, qPrintable(QString::number(flat.count("second #2"))));
     QCOMPARE(text.count("collectives matched across ranks"), 2);
     QCOMPARE(text.count("An imported trace carries no training configuration"), 2);
     for (const auto& c : rep.charts) QCOMPARE(text.count(QString::fromStdString(c.title)), 1);

@@ -52,7 +52,8 @@ class TestStrategyTableModel : public QObject {
     auto cell = [&](int row, StrategyColumn col, int role = Qt::DisplayRole) {
       return m.data(m.index(row, m.columnOf(col)), role);
     };
-    QCOMPARE(m.headerData(m.columnOf(StrategyColumn::PeakMemoryGib), Qt::Horizontal).toString(), QString("peak GiB/GPU"));
+    QCOMPARE(m.headerData(m.columnOf(StrategyColumn::PeakMemoryGib), Qt::Horizontal).toString(),
+             QString("peak GiB/rank"));  // CPU runs (host memory)
     QCOMPARE(cell(0, StrategyColumn::Strategy).toString(), QString("fsdp"));
     QCOMPARE(cell(0, StrategyColumn::Tuning).toString(), QString("LoRA r=8"));
     QCOMPARE(cell(0, StrategyColumn::TokensPerSecond).toString(), QString("102,400"));

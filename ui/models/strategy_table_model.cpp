@@ -78,7 +78,8 @@ QVariant StrategyTableModel::headerData(int section, Qt::Orientation orientation
   if (orientation != Qt::Horizontal || section < 0 || section >= columnCount()) return {};
   if (section == 0) return role == Qt::DisplayRole || role == Qt::ToolTipRole ? QVariant(tr("run")) : QVariant();
   const core::StrategyColumnInfo& info = core::strategyColumn(table_.columns[static_cast<std::size_t>(section - 1)]);
-  if (role == Qt::DisplayRole) return QString::fromStdString(std::string(info.header));
+  if (role == Qt::DisplayRole)
+    return QString::fromStdString(core::strategyColumnHeader(table_, table_.columns[static_cast<std::size_t>(section - 1)]));
   if (role == Qt::ToolTipRole) return QString::fromStdString(std::string(info.label));
   return {};
 }
