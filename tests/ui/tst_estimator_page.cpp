@@ -9,6 +9,9 @@
 #include <QLineEdit>
 #include <QSpinBox>
 #include <QTableWidget>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QElapsedTimer>
 #include <QtTest>
 
 #include "ui/charts/qcp.h"
@@ -400,6 +403,25 @@ class TestEstimatorPage : public QObject {
     }
     QVERIFY2(page.summaryText().startsWith("<b>Nothing fits in 24.00 GiB: fsdp fits with activation checkpointing (peak "),
              qPrintable(page.summaryText()));
+    // The page JSON: core's serialisation of each strategy (estimate --json's), to_fit included.
+    const QJsonObject json = page.describe();
+    QCOMPARE(json["device"].toString(), QString("a10"));
+    const QJsonArray strategies = json["strategies"].toArray();
+    QCOMPARE(strategies.size(), t->rowCount());
+    for (int r = 0; r < t->rowCount(); ++r) {
+      const auto& a = page.assessments()[static_cast<std::size_t>(r)];
+      const QJsonObject fit = strategies[r].toObject()["to_fit"].toObject();
+      QCOMPARE(fit["knob"].toString(), QString::fromStdString(a.toFit->knob));
+      QCOMPARE(fit["step_s"].toDouble(), a.toFit->stepS);
+      QCOMPARE(static_cast<std::int64_t>(fit["peak_bytes"].toDouble()), a.toFit->peakBytes);
+    }
+    // Recomputing on every change (the fit search included) stays interactive.
+    QElapsedTimer timer;
+    timer.start();
+    for (int k = 0; k < 10; ++k) page.gpusSpin()->setValue(k % 2 ? 8 : 16);
+    const double msPerChange = static_cast<double>(timer.nsecsElapsed()) / 1e6 / 10;
+    qInfo("estimate with the fit search: %.1f ms per change (llama2-7b, 8/16 x a10, nothing fits)", msPerChange);
+    page.gpusSpin()->setValue(8);
     // Taking the advice: FSDP fits, its cell is empty, checkpointing is never offered again.
     page.checkpointingCheck()->setChecked(true);
     for (int r = 0; r < t->rowCount(); ++r) {

@@ -8,6 +8,9 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QGroupBox>
 #include <QLineEdit>
@@ -767,6 +770,29 @@ void EstimatorPage::recompute() {
 }
 
 QString EstimatorPage::errorText() const { return error_->text(); }
+
+QJsonObject EstimatorPage::describe() const {
+  QJsonObject out = Page::describe();
+  out[QStringLiteral("scenario")] = scenario_->currentText();
+  out[QStringLiteral("device")] = device_->currentText();
+  out[QStringLiteral("summary")] = summary_->text();
+  out[QStringLiteral("error")] = errorText();
+  QJsonArray strategies;
+  for (const auto& a : result_)  // core's serialisation, the CLI's estimate --json
+    strategies.append(QJsonDocument::fromJson(QByteArray::fromStdString(core::estimator::toJson(a).dump())).object());
+  out[QStringLiteral("strategies")] = strategies;
+  QJsonArray simulated;
+  for (const auto& r : simRows_)
+    simulated.append(QJsonObject{{QStringLiteral("strategy"), QString::fromStdString(core::estimator::strategyName(r.strategy))},
+                                 {QStringLiteral("estimated_step_s"), r.estimatedStepS},
+                                 {QStringLiteral("step_s"), r.stepS},
+                                 {QStringLiteral("exposed_comm_s"), r.exposedCommS},
+                                 {QStringLiteral("peak_bytes"), static_cast<double>(r.peakBytes)}});
+  out[QStringLiteral("simulated")] = simulated;
+  out[QStringLiteral("simulation_status")] = simulationStatus();
+  out[QStringLiteral("ranking_notes")] = rankingNotes();
+  return out;
+}
 
 void EstimatorPage::showError(const QString& text) {
   error_->setText(text);

@@ -62,6 +62,9 @@ class EstimatorPage : public Page {
 
   const std::vector<core::estimator::StrategyAssessment>& assessments() const { return result_; }
   QString errorText() const;
+  // The page JSON: the device and scenario chosen, the summary, every strategy as core serialises it
+  // (estimate --json's strategies, to_fit included), the simulation's rows and its ranking notes.
+  QJsonObject describe() const override;
   QComboBox* scenarioCombo() const { return scenario_; }
   QComboBox* deviceCombo() const { return device_; }
   QDoubleSpinBox* tflopsSpin() const { return tflops_; }
