@@ -1,6 +1,7 @@
 #include "core/report/csv_writer.h"
 
 #include <cctype>
+#include <algorithm>
 #include <cmath>
 
 #include "core/util/json.h"
@@ -26,7 +27,10 @@ std::string comparisonCsv(const Report& rep) {
   std::string out;
   std::vector<std::string> head = {"key", "metric", "better"};
   for (const auto& r : rep.runs) head.push_back(csvText(reportRunLabel(r)));
-  for (const auto& r : rep.runs) head.push_back(csvText("delta % " + reportRunLabel(r)));
+  // Deltas against the baseline: percent, or percentage points for shares (keys ending in _pct: a
+  // share going 0.1 -> 0.2 % is +0.1 pp, not +100 %), the unit in its own column.
+  head.push_back("delta_unit");
+  for (const auto& r : rep.runs) head.push_back(csvText("delta " + reportRunLabel(r)));
   head.push_back("best_run_id");
   head.push_back("best_run_name");
   line(out, head);
@@ -36,8 +40,12 @@ std::string comparisonCsv(const Report& rep) {
     if (!any) continue;
     std::vector<std::string> cells = {csvText(row.key), csvText(row.label), row.lowerIsBetter ? "lower" : "higher"};
     for (const auto& v : row.values) cells.push_back(v ? csvNumber(*v) : std::string());
-    for (std::size_t i = 0; i < row.deltaPct.size(); ++i)
-      cells.push_back(i != c.baseline && row.deltaPct[i] ? csvNumber(*row.deltaPct[i]) : std::string());
+    const bool points =
+        !row.deltaPp.empty() && std::any_of(row.deltaPp.begin(), row.deltaPp.end(), [](const auto& d) { return d.has_value(); });
+    cells.push_back(points ? "pp" : "%");
+    const auto& deltas = points ? row.deltaPp : row.deltaPct;
+    for (std::size_t i = 0; i < deltas.size(); ++i)
+      cells.push_back(i != c.baseline && deltas[i] ? csvNumber(*deltas[i]) : std::string());
     cells.push_back(row.best ? integer(c.runs[*row.best].value()) : std::string());
     cells.push_back(row.best ? csvText(c.names[*row.best]) : std::string());
     line(out, cells);

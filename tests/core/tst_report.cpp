@@ -460,7 +460,9 @@ class TestReport : public QObject {
 
     const auto csv = parseCsv(comparisonCsv(rep));
     QVERIFY(csv.size() > 3);
-    QCOMPARE(csv[0].size(), std::size_t(3 + 2 * 3 + 2));
+    QCOMPARE(csv[0].size(), std::size_t(3 + 3 + 1 + 3 + 2));
+    QCOMPARE(csv[0][6], std::string("delta_unit"));
+    int shares = 0;
     for (std::size_t r = 1; r < csv.size(); ++r) {
       QCOMPARE(csv[r].size(), csv[0].size());
       const ComparisonRow& row = rowOf(rep.comparison, csv[r][0]);
@@ -470,7 +472,20 @@ class TestReport : public QObject {
         else
           QVERIFY(csv[r][3 + i].empty());
       }
+      // Shares change by percentage points (a spread of 0 % -> 0.4 % is +0.4 pp, not "+inf %"), the
+      // rest by percent; the baseline's own delta is empty.
+      const bool share = row.key.size() > 4 && row.key.compare(row.key.size() - 4, 4, "_pct") == 0;
+      QCOMPARE(csv[r][6], std::string(share ? "pp" : "%"));
+      shares += share;
+      const auto& want = share ? row.deltaPp : row.deltaPct;
+      for (std::size_t i = 0; i < 3; ++i) {
+        if (i == rep.comparison.baseline || !want[i])
+          QVERIFY(csv[r][7 + i].empty());
+        else
+          QCOMPARE(std::strtod(csv[r][7 + i].c_str(), nullptr), *want[i]);
+      }
     }
+    QVERIFY(shares > 0);
     const auto coll = parseCsv(collectivesCsv(rep));
     std::size_t expected = 1;
     for (const auto& r : rep.runs) expected += r.analysis.collectives.size();
