@@ -15,6 +15,7 @@
 #include "core/estimator/memory_estimator.h"
 #include "core/estimator/recommend.h"
 #include "core/estimator/scenarios.h"
+#include "core/estimator/validation.h"
 #include "core/storage/trace_store.h"
 #include "core/util/json.h"
 #include "core/util/units.h"
@@ -261,6 +262,137 @@ int cmdEstimate(const Args& rawArgs, core::CancelToken&) {
   return kOk;
 }
 
+// `validate`: published measurements against the estimate (core/estimator/validation.h).
+std::string cell(const std::optional<double>& v, int decimals) {
+  if (!v) return "-";
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", decimals, *v);
+  return b;
+}
+
+std::string signedPct(const std::optional<double>& v) {
+  if (!v) return "-";
+  char b[64];
+  std::snprintf(b, sizeof b, "%+.1f %%", *v);
+  return b;
+}
+
+int cmdValidate(const Args& a, core::CancelToken& cancel) {
+  if (!a.positional.empty()) throw std::invalid_argument("validate takes no positional arguments ('" + a.positional[0] + "')");
+  if (!a.has("published")) throw std::invalid_argument("validate needs --published FILE.json (rows in the published schema)");
+  const auto rows = est::readPublishedRows(a.get("published"));
+  std::vector<est::RowPrediction> preds;
+  preds.reserve(rows.size());
+  for (const auto& r : rows) {
+    cancel.throwIfCancelled();
+    preds.push_back(est::predictRow(r));
+  }
+  const auto memory = est::memoryErrorSummary(preds);
+  const auto speed = est::speedErrorSummary(preds);
+  const auto otherMeasure = est::memoryOtherMeasureSummary(preds);
+  const auto concepts = est::missingConcepts(preds);
+  auto summaryJson = [](const std::vector<est::ErrorSummary>& v) {
+    JsonValue arr = JsonValue::array();
+    for (const auto& s : v) {
+      JsonValue o = JsonValue::object();
+      o.set("group", JsonValue::string(s.group));
+      o.set("rows", num(std::int64_t{s.rows}));
+      o.set("mean_abs_error_pct", num(s.meanAbsPct));
+      o.set("mean_signed_error_pct", num(s.meanSignedPct));
+      o.set("max_abs_error_pct", num(s.maxAbsPct));
+      arr.push(std::move(o));
+    }
+    return arr;
+  };
+  if (a.has("json")) {
+    JsonValue out = JsonValue::object();
+    out.set("published", JsonValue::string(a.get("published")));
+    JsonValue jr = JsonValue::array();
+    for (const auto& p : preds) jr.push(est::toJson(p));
+    out.set("rows", std::move(jr));
+    out.set("memory_summary", summaryJson(memory));
+    out.set("speed_summary", summaryJson(speed));
+    out.set("memory_other_measure_summary", summaryJson(otherMeasure));
+    JsonValue mc = JsonValue::array();
+    for (const auto& [what, ids] : concepts) {
+      JsonValue o = JsonValue::object();
+      o.set("concept", JsonValue::string(what));
+      JsonValue idl = JsonValue::array();
+      for (const auto& id : ids) idl.push(JsonValue::string(id));
+      o.set("rows", std::move(idl));
+      mc.push(std::move(o));
+    }
+    out.set("missing_concepts", std::move(mc));
+    std::cout << out.dump() << "\n";
+    return kOk;
+  }
+  if (a.has("csv")) {
+    std::cout
+        << "id,source,model,gpus,gpu,strategy,finetune,expressible,published_peak_gib,measure,predicted_peak_gib_allocated,"
+           "memory_error_pct,fits,published_tokens_per_s_per_gpu,predicted_tokens_per_s_per_gpu,speed_error_pct,missing\r\n";
+    auto q = [](const std::string& t) {
+      std::string o = "\"";
+      for (char c : t) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+      return o + "\"";
+    };
+    auto n = [](const std::optional<double>& v) { return v ? core::formatDouble(*v) : std::string(); };
+    for (const auto& p : preds) {
+      std::string missing;
+      for (const auto* l : {&p.missing, &p.memoryMissing, &p.speedMissing})
+        for (const auto& m : *l) missing += (missing.empty() ? "" : "; ") + m;
+      std::cout << q(p.id) << "," << q(p.source) << "," << q(p.model) << "," << p.gpus << "," << q(p.gpu) << "," << q(p.strategy)
+                << "," << q(p.finetune) << "," << (p.expressible() ? "true" : "false") << "," << n(p.publishedPeakGib) << ","
+                << q(p.measure) << "," << n(p.predictedPeakGib) << "," << n(p.memoryErrorPct) << ","
+                << (p.fits ? (*p.fits ? "true" : "false") : "") << "," << n(p.publishedTokensPerSPerGpu) << ","
+                << n(p.predictedTokensPerSPerGpu) << "," << n(p.speedErrorPct) << "," << q(missing) << "\r\n";
+    }
+    return kOk;
+  }
+  std::ostringstream os;
+  int expressible = 0;
+  for (const auto& p : preds) expressible += p.expressible();
+  os << "Published measurements against the estimate: " << a.get("published") << "\n"
+     << "  " << preds.size() << " rows, " << expressible
+     << " expressible (the rest need a concept the estimator lacks: listed below, never approximated).\n"
+     << "  Memory: the estimator's allocated peak against the published figure, compared only where the row\n"
+     << "  publishes allocated memory; speed only where the device, its links and the step are expressible.\n\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "  %-22s %-26s %9s %-9s %9s %8s %4s %10s %10s %8s\n", "row", "configuration", "pub GiB",
+                "measure", "est GiB", "error", "fits", "pub tok/s", "est tok/s", "error");
+  os << line;
+  for (const auto& p : preds) {
+    const std::string config = std::to_string(p.gpus) + "x" + (p.gpu.empty() ? "?" : p.gpu) + " " + p.strategy + " " + p.finetune;
+    std::snprintf(line, sizeof line, "  %-22s %-26s %9s %-9s %9s %8s %4s %10s %10s %8s\n", p.id.substr(0, 22).c_str(),
+                  config.substr(0, 26).c_str(), cell(p.publishedPeakGib, 1).c_str(), p.measure.empty() ? "-" : p.measure.c_str(),
+                  cell(p.predictedPeakGib, 1).c_str(), signedPct(p.memoryErrorPct).c_str(),
+                  p.fits ? (*p.fits ? "yes" : "no") : "-", cell(p.publishedTokensPerSPerGpu, 0).c_str(),
+                  cell(p.predictedTokensPerSPerGpu, 0).c_str(), signedPct(p.speedErrorPct).c_str());
+    os << line;
+  }
+  auto printSummary = [&](const char* what, const std::vector<est::ErrorSummary>& v) {
+    os << "\n  " << what << " (rows that compare it):\n";
+    if (v.empty()) os << "    none\n";
+    for (const auto& s : v) {
+      std::snprintf(line, sizeof line, "    %-24s %4d rows  mean |error| %6.1f %%  mean signed %+7.1f %%  max %6.1f %%\n",
+                    s.group.c_str(), s.rows, s.meanAbsPct, s.meanSignedPct, s.maxAbsPct);
+      os << line;
+    }
+  };
+  printSummary("Peak memory", memory);
+  printSummary("Tokens/s per GPU", speed);
+  printSummary("For reference: the allocated estimate against a reserved, system or unstated figure (another measure)",
+               otherMeasure);
+  os << "\n  What the rows need that the estimator lacks (rows needing each):\n";
+  for (const auto& [what, ids] : concepts) {
+    std::string list;
+    for (std::size_t i = 0; i < ids.size() && i < 4; ++i) list += (i ? ", " : "") + ids[i];
+    if (ids.size() > 4) list += ", ...";
+    os << "    " << ids.size() << "  " << what << " (" << list << ")\n";
+  }
+  std::cout << os.str();
+  return kOk;
+}
+
 }  // namespace
 
 std::vector<Command> estimatorCommands() {
@@ -279,6 +411,15 @@ std::vector<Command> estimatorCommands() {
          return o;
        }(),
        cmdEstimate},
+      {"validate",
+       "shardscope-cli validate --published rows.json [--json | --csv]",
+       "Hold the estimate to published measurements: each row (../shared/published schema) mapped to the estimator's "
+       "options or listed with the concepts it lacks; predicted peak memory and tokens/s per GPU against the published "
+       "figures, the errors per strategy family, fine-tuning mode and memory measure",
+       {{"published", true, "rows in the published-measurement schema (a JSON array)"},
+        {"json", false, "one JSON document: rows, memory_summary, speed_summary, missing_concepts"},
+        {"csv", false, "one CSV line per row"}},
+       cmdValidate},
   };
 }
 

@@ -1,0 +1,75 @@
+#pragma once
+// Published measurements of sharded training held against the estimator (issue 47, `shardscope-cli
+// validate`): rows in the strict schema of ../shared/published/README.md, each mapped to the
+// estimator's own options (estimator_options.h: the same mapping as `estimate --scenario`, no formula
+// of its own) or refused with the concepts the estimator lacks for it, never approximated in silence.
+// A row's memory is compared only with the measure it publishes (the estimator gives allocated
+// memory: a reserved, system or unstated figure is another measure and says so); its speed only where
+// the device, the links and the step are all expressible.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/util/json.h"
+
+namespace shardscope::core::estimator {
+
+struct PublishedRow {
+  std::string id;
+  JsonValue json;  // the row as read (every schema key present)
+};
+// Reads a JSON array of rows. Throws Error naming the file, the row (index and id) and the field for
+// a row that breaks the schema: a missing key, a wrong type, an unknown enum value.
+std::vector<PublishedRow> readPublishedRows(const std::string& path);
+// The same from text (label names it in errors).
+std::vector<PublishedRow> parsePublishedRows(const std::string& text, const std::string& label);
+
+struct RowPrediction {
+  std::string id, source, model, gpu, strategy, finetune, measure, comparisonSet;
+  int gpus = 0;
+  // The estimate options the row maps to ("gpus" -> "8", a flag's value "true"): what
+  // `shardscope-cli estimate` would be given.
+  std::vector<std::pair<std::string, std::string>> options;
+  // Concepts the estimator lacks for the row: nothing is predicted ("mixture of experts", "tensor
+  // parallel", ...). memoryMissing / speedMissing: what keeps one figure from being compared while
+  // the other is.
+  std::vector<std::string> missing, memoryMissing, speedMissing;
+  std::vector<std::string> assumptions;  // read as an equivalent the estimator has, said ("fsdp2 as fsdp")
+  std::optional<double> publishedPeakGib, publishedTokensPerSPerGpu;
+  std::optional<double> predictedPeakGib;  // allocated: the estimator's measure
+  std::optional<double> deviceGib;         // what the fit test compared it with
+  std::optional<bool> fits;
+  std::optional<double> predictedTokensPerSPerGpu;
+  // (predicted - published) / published x 100, where the figure is comparable.
+  std::optional<double> memoryErrorPct, speedErrorPct;
+  // The allocated estimate against a published figure of another measure (reserved, system,
+  // unstated): not an error of the estimate, the gap a reserved-memory model has to close.
+  std::optional<double> memoryOtherMeasurePct;
+  bool expressible() const { return missing.empty(); }
+};
+RowPrediction predictRow(const PublishedRow& row);
+
+// Mean absolute and mean signed error over the rows of a group that compare a figure.
+struct ErrorSummary {
+  std::string group;  // "all", "fsdp", "lora", "allocated", ...
+  int rows = 0;
+  double meanAbsPct = 0, meanSignedPct = 0, maxAbsPct = 0;
+};
+// Per figure: the rows that compare it, grouped: all, by strategy family (ddp, zero, fsdp), by
+// fine-tuning mode and (memory) by the published measure.
+std::vector<ErrorSummary> memoryErrorSummary(const std::vector<RowPrediction>& rows);
+std::vector<ErrorSummary> speedErrorSummary(const std::vector<RowPrediction>& rows);
+// The same for memoryOtherMeasurePct (labelled as another measure wherever shown).
+std::vector<ErrorSummary> memoryOtherMeasureSummary(const std::vector<RowPrediction>& rows);
+// Every missing concept with the rows that need it, the most needed first.
+std::vector<std::pair<std::string, std::vector<std::string>>> missingConcepts(const std::vector<RowPrediction>& rows);
+
+// {id, source, expressible, missing, memory_missing, speed_missing, assumptions, options, published
+//  {peak_memory_gib, measure, tokens_per_s_per_gpu}, predicted {peak_memory_gib (allocated), measure
+//  "allocated", fits, device_gib, tokens_per_s_per_gpu}, error_pct {peak_memory, tokens_per_s,
+//  peak_memory_other_measure}}.
+JsonValue toJson(const RowPrediction& r);
+
+}  // namespace shardscope::core::estimator
