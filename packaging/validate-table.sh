@@ -45,6 +45,17 @@ out.append("| concept | rows |")
 out.append("|---|---|")
 for m in doc["missing_concepts"]:
     out.append(f"| {m['concept']} | {len(m['rows'])} |")
+out.append("")
+out.append("**Comparison sets** (the published order against the estimate's, best first):")
+out.append("")
+if not doc["comparison_sets"]:
+    out.append("No set has two rows the estimate can predict.")
+else:
+    out.append("| set | figure | published | estimate | |")
+    out.append("|---|---|---|---|---|")
+    for c in doc["comparison_sets"]:
+        verdict = "same" if c["same_order"] else ("ties" if c["predicted_tie"] else "differs")
+        out.append(f"| {c['set']} | {c['figure']} | {' > '.join(c['published_order'])} | {' > '.join(c['predicted_order'])} | {verdict} |")
 text = "\n".join(out) + "\n"
 md = open(md_path).read()
 begin, end = "<!-- validate-table: begin -->\n", "<!-- validate-table: end -->"

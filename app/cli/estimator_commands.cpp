@@ -290,6 +290,7 @@ int cmdValidate(const Args& a, core::CancelToken& cancel) {
   const auto memory = est::memoryErrorSummary(preds);
   const auto speed = est::speedErrorSummary(preds);
   const auto otherMeasure = est::memoryOtherMeasureSummary(preds);
+  const auto orders = est::comparisonSetChecks(preds);
   const auto concepts = est::missingConcepts(preds);
   auto summaryJson = [](const std::vector<est::ErrorSummary>& v) {
     JsonValue arr = JsonValue::array();
@@ -323,6 +324,9 @@ int cmdValidate(const Args& a, core::CancelToken& cancel) {
       mc.push(std::move(o));
     }
     out.set("missing_concepts", std::move(mc));
+    JsonValue cs = JsonValue::array();
+    for (const auto& c : orders) cs.push(est::toJson(c));
+    out.set("comparison_sets", std::move(cs));
     std::cout << out.dump() << "\n";
     return kOk;
   }
@@ -382,6 +386,21 @@ int cmdValidate(const Args& a, core::CancelToken& cancel) {
   printSummary("Tokens/s per GPU", speed);
   printSummary("For reference: the allocated estimate against a reserved, system or unstated figure (another measure)",
                otherMeasure);
+  os << "\n  Comparison sets (the published order against the estimate's, best first):\n";
+  if (orders.empty()) os << "    none has two rows the estimate can predict\n";
+  for (const auto& c : orders) {
+    auto join = [](const std::vector<std::string>& v) {
+      std::string t;
+      for (const auto& x : v) t += (t.empty() ? "" : " > ") + x;
+      return t;
+    };
+    os << "    "
+       << (c.sameOrder()    ? "same "
+           : c.predictedTie ? "TIES "
+                            : "DIFFERS ")
+       << c.set << " (" << c.figure << "): published " << join(c.publishedOrder) << "; estimate " << join(c.predictedOrder)
+       << "\n";
+  }
   os << "\n  What the rows need that the estimator lacks (rows needing each):\n";
   for (const auto& [what, ids] : concepts) {
     std::string list;

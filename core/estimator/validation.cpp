@@ -217,9 +217,10 @@ void mapRow(const JsonValue& row, RowPrediction& p) {
   }
 
   // Parallelism: data parallel only.
-  for (const auto& [k, name] : std::vector<std::pair<const char*, const char*>>{
-           {"parallel.tp", "tensor parallel"}, {"parallel.pp", "pipeline parallel"}, {"parallel.cp", "context parallel"},
-           {"parallel.ep", "expert parallel"}})
+  for (const auto& [k, name] : std::vector<std::pair<const char*, const char*>>{{"parallel.tp", "tensor parallel"},
+                                                                                {"parallel.pp", "pipeline parallel"},
+                                                                                {"parallel.cp", "context parallel"},
+                                                                                {"parallel.ep", "expert parallel"}})
     if (integer(row, k).value_or(1) > 1) add(p.missing, name);
   const int gpus = static_cast<int>(integer(row, "gpus").value_or(1));
   opt("gpus", std::to_string(gpus));
@@ -371,7 +372,7 @@ void mapRow(const JsonValue& row, RowPrediction& p) {
   // Memory: the estimator gives the allocated peak.
   const std::string measure = str(row, "measured.peak_memory_measure");
   if (!measure.empty() && measure != "allocated")
-    add(p.memoryMissing, measure == "reserved"   ? "reserved memory (the caching allocator)"
+    add(p.memoryMissing, measure == "reserved" ? "reserved memory (the caching allocator)"
                          : measure == "system" ? "system memory (CUDA context, other processes)"
                                                : "the memory measure is not stated");
 }
@@ -405,7 +406,9 @@ std::vector<ErrorSummary> summaries(const std::vector<RowPrediction>& rows, Figu
   std::map<std::string, std::vector<double>> by;
   std::vector<double> all;
   for (const auto& r : rows) {
-    const auto& e = figure == Figure::Memory ? r.memoryErrorPct : figure == Figure::Speed ? r.speedErrorPct : r.memoryOtherMeasurePct;
+    const auto& e = figure == Figure::Memory  ? r.memoryErrorPct
+                    : figure == Figure::Speed ? r.speedErrorPct
+                                              : r.memoryOtherMeasurePct;
     if (!e) continue;
     all.push_back(*e);
     by["strategy " + family(r.strategy)].push_back(*e);
@@ -435,8 +438,7 @@ std::vector<PublishedRow> checkRows(const JsonValue& doc, const std::string& lab
       const JsonValue* v = at(row, f.path);
       if (!v) throw Error(named + ": missing key '" + f.path + "'");
       if (!typeOk(*v, f.type)) throw Error(named + ": '" + f.path + "' must be " + typeName(f.type));
-      if (!f.values.empty() && v->isString() &&
-          std::find(f.values.begin(), f.values.end(), v->asString()) == f.values.end()) {
+      if (!f.values.empty() && v->isString() && std::find(f.values.begin(), f.values.end(), v->asString()) == f.values.end()) {
         std::string allowed;
         for (const auto& a : f.values) allowed += (allowed.empty() ? "" : ", ") + a;
         throw Error(named + ": '" + f.path + "' is '" + v->asString() + "', not one of " + allowed);
@@ -527,6 +529,65 @@ std::vector<std::pair<std::string, std::vector<std::string>>> missingConcepts(co
   std::vector<std::pair<std::string, std::vector<std::string>>> out(by.begin(), by.end());
   std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
   return out;
+}
+
+std::vector<ComparisonSetCheck> comparisonSetChecks(const std::vector<RowPrediction>& rows) {
+  std::map<std::string, std::vector<const RowPrediction*>> sets;
+  for (const auto& r : rows)
+    if (!r.comparisonSet.empty()) sets[r.comparisonSet].push_back(&r);
+  std::vector<ComparisonSetCheck> out;
+  for (const auto& [name, members] : sets) {
+    for (const bool speed : {false, true}) {
+      ComparisonSetCheck c;
+      c.set = name;
+      c.figure = speed ? "tokens_per_s_per_gpu" : "peak_memory_gib";
+      std::vector<std::pair<double, const RowPrediction*>> pub, pred;
+      for (const RowPrediction* r : members) {
+        const auto& published = speed ? r->publishedTokensPerSPerGpu : r->publishedPeakGib;
+        const auto& predicted = speed ? r->predictedTokensPerSPerGpu : r->predictedPeakGib;
+        if (!published || !predicted) {
+          c.notCompared.push_back(r->id);
+          continue;
+        }
+        pub.emplace_back(*published, r);
+        pred.emplace_back(*predicted, r);
+      }
+      if (pub.size() < 2) continue;
+      // Best first: more tokens/s, less memory; ties keep the rows' order.
+      auto order = [speed](std::vector<std::pair<double, const RowPrediction*>> v) {
+        std::stable_sort(v.begin(), v.end(),
+                         [speed](const auto& a, const auto& b) { return speed ? a.first > b.first : a.first < b.first; });
+        std::vector<std::string> ids;
+        for (const auto& x : v) ids.push_back(x.second->id);
+        return ids;
+      };
+      c.publishedOrder = order(pub);
+      c.predictedOrder = order(pred);
+      for (std::size_t i = 0; i < pred.size(); ++i)
+        for (std::size_t j = i + 1; j < pred.size(); ++j)
+          if (std::abs(pred[i].first - pred[j].first) <= 0.005 * std::max(std::abs(pred[i].first), std::abs(pred[j].first)))
+            c.predictedTie = true;
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+JsonValue toJson(const ComparisonSetCheck& c) {
+  auto list = [](const std::vector<std::string>& v) {
+    JsonValue a = JsonValue::array();
+    for (const auto& s : v) a.push(JsonValue::string(s));
+    return a;
+  };
+  JsonValue o = JsonValue::object();
+  o.set("set", JsonValue::string(c.set));
+  o.set("figure", JsonValue::string(c.figure));
+  o.set("same_order", JsonValue::boolean(c.sameOrder()));
+  o.set("predicted_tie", JsonValue::boolean(c.predictedTie));
+  o.set("published_order", list(c.publishedOrder));
+  o.set("predicted_order", list(c.predictedOrder));
+  o.set("not_compared", list(c.notCompared));
+  return o;
 }
 
 JsonValue toJson(const RowPrediction& r) {

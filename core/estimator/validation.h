@@ -66,10 +66,28 @@ std::vector<ErrorSummary> memoryOtherMeasureSummary(const std::vector<RowPredict
 // Every missing concept with the rows that need it, the most needed first.
 std::vector<std::pair<std::string, std::vector<std::string>>> missingConcepts(const std::vector<RowPrediction>& rows);
 
+// A documented comparison (rows of one `comparison_set`, one factor changed): does the estimate order
+// them as the measurements do? Per figure, over the set's rows that have both a published and a
+// predicted value (memory in any one measure: the order, not the level, is compared).
+struct ComparisonSetCheck {
+  std::string set;
+  std::string figure;  // "tokens_per_s_per_gpu" (higher first) or "peak_memory_gib" (lower first)
+  std::vector<std::string> publishedOrder, predictedOrder;  // row ids, best first
+  std::vector<std::string> notCompared;                     // rows of the set without both values
+  // The estimate gives two rows of the set the same figure (within 0.5 %): it cannot order them (FSDP1
+  // and FSDP2 are one strategy to it), which is neither the published order nor another.
+  bool predictedTie = false;
+  bool sameOrder() const { return !predictedTie && publishedOrder == predictedOrder; }
+};
+// Sets with at least two comparable rows, by set name then figure.
+std::vector<ComparisonSetCheck> comparisonSetChecks(const std::vector<RowPrediction>& rows);
+
 // {id, source, expressible, missing, memory_missing, speed_missing, assumptions, options, published
 //  {peak_memory_gib, measure, tokens_per_s_per_gpu}, predicted {peak_memory_gib (allocated), measure
 //  "allocated", fits, device_gib, tokens_per_s_per_gpu}, error_pct {peak_memory, tokens_per_s,
 //  peak_memory_other_measure}}.
 JsonValue toJson(const RowPrediction& r);
+// {set, figure, same_order, predicted_tie, published_order, predicted_order, not_compared}.
+JsonValue toJson(const ComparisonSetCheck& c);
 
 }  // namespace shardscope::core::estimator

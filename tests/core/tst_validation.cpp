@@ -85,8 +85,9 @@ class TestValidation : public QObject {
   // another memory measure is not compared as an error; an unknown device keeps the speed out.
   void refusesWhatItCannotExpress() {
     const std::string tp = with(with(kRow, "\"tp\": 1", "\"tp\": 8"), "\"id\": \"R1\"", "\"id\": \"TP\"");
-    const std::string moe = with(with(kRow, "\"moe\": null", R"("moe": {"experts": 8, "experts_per_token": 2, "expert_ffn": 14336, "shared_experts": 0})"),
-                                 "\"id\": \"R1\"", "\"id\": \"MOE\"");
+    const std::string moe = with(
+        with(kRow, "\"moe\": null", R"("moe": {"experts": 8, "experts_per_token": 2, "expert_ffn": 14336, "shared_experts": 0})"),
+        "\"id\": \"R1\"", "\"id\": \"MOE\"");
     for (const auto& [text, what] : std::vector<std::pair<std::string, std::string>>{
              {tp, "tensor parallel"},
              {moe, "mixture of experts"},
@@ -113,6 +114,33 @@ class TestValidation : public QObject {
     QVERIFY(!v100.predictedTokensPerSPerGpu);
     const auto concepts = missingConcepts({reserved, v100});
     QCOMPARE(concepts.size(), std::size_t(2));
+  }
+
+  // A comparison set is ordered as the measurements order it, or the estimate ties (cannot tell).
+  void comparisonSetsCompareOrders() {
+    const std::string a =
+        with(with(kRow, "\"comparison_set\": null", "\"comparison_set\": \"s\""), "\"id\": \"R1\"", "\"id\": \"A\"");
+    // B: 16 GPUs (less memory per GPU once sharded), published with less memory and more tokens/s.
+    const std::string b = with(with(with(with(a, "\"id\": \"A\"", "\"id\": \"B\""), "\"gpus\": 8", "\"gpus\": 16"),
+                                    "\"peak_memory_gib\": 40.0", "\"peak_memory_gib\": 30.0"),
+                               "\"tokens_per_s_per_gpu\": 5000", "\"tokens_per_s_per_gpu\": 4000");
+    std::vector<RowPrediction> preds;
+    for (const auto& r : parsePublishedRows(rows(a, b), "t.json")) preds.push_back(predictRow(r));
+    const auto checks = comparisonSetChecks(preds);
+    QCOMPARE(checks.size(), std::size_t(2));
+    const auto& mem = checks[0].figure == "peak_memory_gib" ? checks[0] : checks[1];
+    QCOMPARE(mem.publishedOrder, (std::vector<std::string>{"B", "A"}));
+    QVERIFY(*preds[1].predictedPeakGib < *preds[0].predictedPeakGib);  // sharded over 16: less per GPU
+    QVERIFY(mem.sameOrder());
+    // The same configuration twice: the estimate ties, which is not the published order.
+    const std::string b2 =
+        with(with(a, "\"id\": \"A\"", "\"id\": \"C\""), "\"peak_memory_gib\": 40.0", "\"peak_memory_gib\": 30.0");
+    std::vector<RowPrediction> same;
+    for (const auto& r : parsePublishedRows(rows(a, b2), "t.json")) same.push_back(predictRow(r));
+    for (const auto& c : comparisonSetChecks(same)) {
+      QVERIFY(c.predictedTie);
+      QVERIFY(!c.sameOrder());
+    }
   }
 
   // The schema is strict: a missing key, a wrong type, an unknown value or a repeated id is an error
