@@ -558,6 +558,7 @@ std::vector<ComparisonSetCheck> comparisonSetChecks(const std::vector<RowPredict
         std::stable_sort(v.begin(), v.end(),
                          [speed](const auto& a, const auto& b) { return speed ? a.first > b.first : a.first < b.first; });
         std::vector<std::string> ids;
+        ids.reserve(v.size());
         for (const auto& x : v) ids.push_back(x.second->id);
         return ids;
       };
