@@ -96,6 +96,7 @@ int cmdEstimate(const Args& rawArgs, core::CancelToken&) {
     out.set("micro_batch", num(in.microBatch));
     out.set("seq_len", num(in.seqLen));
     out.set("activation_checkpointing", JsonValue::boolean(in.activationCheckpointing));
+    out.set("selective_checkpointing", est::selectiveName(in).empty() ? JsonValue() : JsonValue::string(est::selectiveName(in)));
     out.set("offload_optimizer", JsonValue::boolean(in.offloadOptimizer));
     out.set("offload_param", JsonValue::boolean(in.offloadParam));
     {
@@ -165,8 +166,9 @@ int cmdEstimate(const Args& rawArgs, core::CancelToken&) {
      << (in.precision == est::Precision::Fp32 ? "fp32 (params, grads, Adam)" : "bf16 compute, fp32 master + Adam")
      << ", micro-batch " << in.microBatch << " x " << in.seqLen << " tokens, "
      << (est::effectiveAttention(in) == est::AttentionKind::Eager ? "eager" : "flash") << " attention"
-     << (in.activationCheckpointing ? ", activation checkpointing" : "") << (in.offloadOptimizer ? ", optimizer offload" : "")
-     << (in.offloadParam ? ", parameter offload" : "") << "\n";
+     << (in.activationCheckpointing ? ", activation checkpointing" : "")
+     << (est::selectiveName(in).empty() ? std::string() : ", selective checkpointing " + est::selectiveName(in))
+     << (in.offloadOptimizer ? ", optimizer offload" : "") << (in.offloadParam ? ", parameter offload" : "") << "\n";
   const bool lora = in.loraRank > 0;
   if (a.has("scenario")) os << "Scenario " << a.get("scenario") << "\n";
   if (lora) {

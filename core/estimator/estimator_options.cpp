@@ -176,6 +176,24 @@ void applyEstimatorOptions(const ParsedArgs& a, RecommendInput& ri, std::string*
       throw std::invalid_argument("--attention expects eager or flash, got '" + at + "'");
   }
   in.activationCheckpointing = a.has("activation-checkpointing");
+  if (a.has("selective-checkpointing")) {
+    const std::string sac = a.get("selective-checkpointing");
+    if (sac == "op") {
+      in.selective = EstimateInput::Selective::Ops;
+    } else if (sac == "layer" || sac.rfind("layer:", 0) == 0) {
+      in.selective = EstimateInput::Selective::Layers;
+      if (sac.size() > 6) {
+        const std::string n = sac.substr(6);
+        if (n.empty() || n.size() > 4 || !std::all_of(n.begin(), n.end(), ::isdigit) || std::stoi(n) < 1)
+          throw std::invalid_argument("--selective-checkpointing layer:N expects a positive N, got '" + sac + "'");
+        in.sacEvery = std::stoi(n);
+      }
+    } else {
+      throw std::invalid_argument("--selective-checkpointing expects op, layer or layer:N, got '" + sac + "'");
+    }
+    if (in.activationCheckpointing)
+      throw std::invalid_argument("--selective-checkpointing and --activation-checkpointing exclude each other");
+  }
   in.offloadOptimizer = a.has("offload-optimizer");
   in.offloadParam = a.has("offload-param");
   in.gradientAsBucketView = a.has("gradient-as-bucket-view");
@@ -296,6 +314,7 @@ std::string firstInputDifference(const RecommendInput& a, const RecommendInput& 
   cmpN("micro-batch", static_cast<double>(x.microBatch), static_cast<double>(y.microBatch));
   cmpN("sequence length", static_cast<double>(x.seqLen), static_cast<double>(y.seqLen));
   cmpB("activation checkpointing", x.activationCheckpointing, y.activationCheckpointing);
+  cmp("selective checkpointing", selectiveName(x), selectiveName(y));
   cmpB("optimizer offload", x.offloadOptimizer, y.offloadOptimizer);
   cmpB("parameter offload", x.offloadParam, y.offloadParam);
   cmpB("gradient as bucket view", x.gradientAsBucketView, y.gradientAsBucketView);
@@ -367,6 +386,9 @@ std::vector<ArgSpec> estimatorInputOptions() {
       {"precision", true, "fp32 | bf16 (fp32 master weights and Adam; default bf16, runtime presets fp32)"},
       {"attention", true, "eager (our runtime: s x s scores) | flash (default for the published models)"},
       {"activation-checkpointing", false, "keep only each block's input; recompute in backward"},
+      {"selective-checkpointing", true,
+       "torchtitan's selective checkpointing: op (keep attention and every other matmul's output) or layer[:N] "
+       "(checkpoint every N-th block, default 2)"},
       {"offload-optimizer", false, "optimizer state on the CPU (ZeRO / FSDP)"},
       {"offload-param", false, "parameter shards on the CPU (zero3, fsdp, hsdp, zeropp_hpz)"},
       {"gradient-as-bucket-view", false, "DDP: gradients are views into the buckets (no second copy)"},

@@ -301,6 +301,24 @@ ActivationMoments activationMoments(const EstimateInput& in) {
     perLayer += T * a * in.loraRank * static_cast<std::int64_t>(targets.size());
   }
   ActivationMoments am;
+  recomputedForwardFraction(in);  // refuses what cannot be combined
+  if (in.selective == EstimateInput::Selective::Ops) {
+    // Kept per block: its input, the attention output and its fp32 log-sum-exp (heads per token),
+    // and the q, v, gate and down projections' outputs; the block recomputed in its backward holds
+    // at most a whole block's tensors again (an upper bound: the kept ones are not recomputed).
+    const std::int64_t kept = T * (a * (h + q + q + kv + f + h) + 4 * m.heads);
+    am.headBackward = L * kept + base;
+    am.blockBackward = L * kept + perLayer + flowing;
+    return am;
+  }
+  if (in.selective == EstimateInput::Selective::Layers) {
+    const std::int64_t every = in.sacEvery;
+    const std::int64_t checkpointed = (L + every - 1) / every;  // blocks 0, N, 2N, ...
+    const std::int64_t kept = (L - checkpointed) * perLayer + checkpointed * keptPerLayer;
+    am.headBackward = kept + base;
+    am.blockBackward = kept + perLayer + flowing;
+    return am;
+  }
   if (!in.activationCheckpointing) {
     am.headBackward = L * perLayer + base;
     return am;
@@ -308,6 +326,44 @@ ActivationMoments activationMoments(const EstimateInput& in) {
   am.headBackward = L * keptPerLayer + base;
   am.blockBackward = L * keptPerLayer + perLayer + flowing;
   return am;
+}
+
+double recomputedForwardFraction(const EstimateInput& in) {
+  using S = EstimateInput::Selective;
+  if (in.selective != S::None && in.activationCheckpointing)
+    throw std::invalid_argument("selective activation checkpointing and full activation checkpointing exclude each other");
+  if (in.selective == S::Layers && in.sacEvery < 1)
+    throw std::invalid_argument("selective checkpointing every N layers needs N >= 1");
+  if (in.selective == S::Ops && effectiveAttention(in) == AttentionKind::Eager)
+    throw std::invalid_argument("selective op checkpointing is modelled with fused attention (--attention flash)");
+  if (in.activationCheckpointing) return 1.0;
+  const ModelShape& m = in.model;
+  const double L = m.layers;
+  if (in.selective == S::Layers) return std::ceil(L / in.sacEvery) / L;
+  if (in.selective == S::Ops) {
+    // Matmul FLOPs per token of a block, in forward order q, k, v, o, gate, up, down; k, o and up are
+    // recomputed. Attention itself (saved) and the head are not.
+    const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn), d = static_cast<double>(headDimOf(m));
+    const double q = m.heads * d, kv = m.kvHeads * d;
+    const double block = h * q + 2 * h * kv + q * h + 3 * h * f;
+    const double recomputed = h * kv + q * h + h * f;
+    const double attention = 2.0 * m.heads * d * static_cast<double>(in.seqLen);  // QK^T and PV per token (x2 for FMA below)
+    const double forwardPerToken = 2.0 * L * block + 2.0 * L * attention + 2.0 * h * static_cast<double>(m.vocab);
+    return 2.0 * L * recomputed / forwardPerToken;
+  }
+  return 0.0;
+}
+
+std::string selectiveName(const EstimateInput& in) {
+  switch (in.selective) {
+    case EstimateInput::Selective::Ops:
+      return "op";
+    case EstimateInput::Selective::Layers:
+      return "layer:" + std::to_string(in.sacEvery);
+    case EstimateInput::Selective::None:
+      break;
+  }
+  return "";
 }
 
 std::int64_t activationBytes(const EstimateInput& in) {

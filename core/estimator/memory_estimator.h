@@ -93,6 +93,15 @@ struct EstimateInput {
   std::int64_t microBatch = 1;
   std::int64_t seqLen = 2048;
   bool activationCheckpointing = false;
+  // Selective activation checkpointing (torchtitan's two policies; not with full checkpointing):
+  //  Ops: each block keeps its input, the fused attention's output (and its log-sum-exp) and every
+  //       other matmul's output in forward order (q, v, gate, down), recomputing the rest (the k, o
+  //       and up projections and the element-wise ops) in its backward;
+  //  Layers: every sacEvery-th block is fully checkpointed (blocks 0, N, 2N, ...), the others keep
+  //       everything.
+  enum class Selective { None, Ops, Layers };
+  Selective selective = Selective::None;
+  int sacEvery = 2;
   bool offloadOptimizer = false;  // ZeRO / FSDP: optimizer state (and the fp32 master) on the CPU
   bool offloadParam = false;      // parameter-sharding strategies: parameter shards (and grads) on the CPU
   // Strategy knobs (docs/RUNTIME.md defaults; DeepSpeed sizes are element counts)
@@ -203,6 +212,13 @@ struct ActivationMoments {
   std::int64_t blockBackward = 0;
 };
 ActivationMoments activationMoments(const EstimateInput& in);
+// The forward FLOPs that checkpointing recomputes in backward, as a fraction of the forward: 1 with
+// full checkpointing, the fully checkpointed blocks' share with Layers, the recomputed projections'
+// share of the blocks' matmul FLOPs with Ops, 0 without. Throws std::invalid_argument for selective
+// with full checkpointing, Ops with eager attention, or sacEvery < 1.
+double recomputedForwardFraction(const EstimateInput& in);
+// "op" / "layer:N" / "" (what --selective-checkpointing takes).
+std::string selectiveName(const EstimateInput& in);
 // The larger of the two.
 std::int64_t activationBytes(const EstimateInput& in);
 

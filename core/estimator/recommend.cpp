@@ -40,13 +40,13 @@ StrategyAssessment assess(const RecommendInput& in, Strategy s) {
   a.comm = commVolume(in.model, s, in.comm);
   commTime(a.comm, in.intraNode, in.interNode);
 
-  // Compute: forward one third, backward two thirds; checkpointing adds one forward.
+  // Compute: forward one third, backward two thirds; checkpointing adds the forward it recomputes.
   const double tokens = static_cast<double>(in.model.microBatch * in.model.seqLen);
   const StepFlops flops = stepFlops(in.model);
   const double rate = in.deviceTflops * 1e12 * in.efficiency;
   if (!(rate > 0)) throw std::invalid_argument("device TFLOPS and efficiency must be positive");
   const double fwd = flops.forward / rate, bwd = flops.backward / rate;
-  const double recompute = in.model.activationCheckpointing ? fwd : 0.0;
+  const double recompute = fwd * recomputedForwardFraction(in.model);  // full, selective or none
   a.computeS = fwd + bwd + recompute;
 
   // Exposure: collectives of a phase overlap that phase's compute (the comm stream runs beside it);

@@ -41,6 +41,8 @@ MemoryEstimate checkInput(SimulateInput& in) {
     if (!(j < 1)) throw std::invalid_argument("jitter per phase must be below 1");
   if (em.offloadOptimizer || em.offloadParam)
     throw std::invalid_argument("the simulator does not model CPU offload (host transfers, CPU Adam); `estimate` does");
+  if (em.selective != EstimateInput::Selective::None)
+    throw std::invalid_argument("the simulator does not model selective activation checkpointing yet; `estimate` does");
   MemoryEstimate memEst = estimateMemory(em, in.strategy);  // validates the input
   if (in.compute.forwardS.empty()) in.compute = flopsComputeProfile(em, 989, 0.4, 3350);
   const int layers = em.model.layers;

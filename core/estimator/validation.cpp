@@ -275,8 +275,23 @@ void mapRow(const JsonValue& row, RowPrediction& p) {
     add(p.missing, "activation checkpointing not stated");
   else if (ac == "full")
     flag("activation-checkpointing");
-  else if (ac == "selective")
-    add(p.missing, "selective activation checkpointing");
+  else if (ac == "selective") {
+    // The schema says only "selective"; which of torchtitan's policies, the source's own words say.
+    const std::string said = at(row, "source") ? at(row, "source")->dump() : std::string();
+    auto says = [&said](const char* w) { return said.find(w) != std::string::npos; };
+    const bool layer = says("selective layer") || says("per-layer SAC") || says("layer SAC");
+    const bool op = says("op policy") || says("selective op") || says("per-op") || says("per op SAC") || says("(op;") ||
+                    says("(op,") || says("op-level");
+    if (layer == op) {
+      add(p.missing, "selective activation checkpointing policy not stated (op or layer)");
+    } else if (op) {
+      opt("selective-checkpointing", "op");
+      add(p.assumptions, "selective checkpointing: torchtitan's op policy, as the source says");
+    } else {
+      opt("selective-checkpointing", "layer:2");
+      add(p.assumptions, "selective checkpointing per layer: every 2nd block (torchtitan's default ac_freq)");
+    }
+  }
   if (boolean(row, "compile").value_or(false)) add(p.missing, "torch.compile");
   const std::string optimizer = str(row, "optimizer");
   if (!optimizer.empty() && optimizer != "adamw" && optimizer != "adam") add(p.missing, "optimizer " + optimizer);

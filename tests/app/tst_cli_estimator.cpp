@@ -82,6 +82,29 @@ class TestCliEstimator : public QObject {
     }
   }
 
+  // --selective-checkpointing (issue 47): in the input echo and the JSON; refused with full
+  // checkpointing, for a policy it does not know, and by simulate (not modelled there yet).
+  void selectiveCheckpointing() {
+    const Result r = runCli({"estimate", "--model", "llama3-8b", "--gpus", "8", "--seq-len", "8192", "--strategy", "fsdp",
+                             "--selective-checkpointing", "layer:2", "--json"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(json(r)["selective_checkpointing"].toString(), QString("layer:2"));
+    const Result none =
+        runCli({"estimate", "--model", "llama3-8b", "--gpus", "8", "--seq-len", "8192", "--strategy", "fsdp", "--json"});
+    QVERIFY(json(none)["selective_checkpointing"].isNull());
+    QVERIFY(strategy(json(r), "fsdp")["peak_bytes"].toDouble() < strategy(json(none), "fsdp")["peak_bytes"].toDouble());
+    for (const QStringList& bad :
+         {QStringList{"estimate", "--model", "llama3-8b", "--gpus", "8", "--selective-checkpointing", "sometimes"},
+          QStringList{"estimate", "--model", "llama3-8b", "--gpus", "8", "--selective-checkpointing", "op",
+                      "--activation-checkpointing"},
+          QStringList{"simulate", "--model", "llama3-8b", "--gpus", "8", "--strategy", "fsdp", "--selective-checkpointing",
+                      "op"}}) {
+      const Result e = runCli(bad);
+      QVERIFY2(e.code == 2, qPrintable(bad.join(' ') + ": " + e.err));
+      QVERIFY2(e.err.contains("selective"), qPrintable(e.err));
+    }
+  }
+
   void deepspeedFormulas() {
     const Result r = runCli({"estimate", "--model", "llama3-8b", "--gpus", "8", "--deepspeed-formulas", "--json"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
