@@ -101,7 +101,9 @@ class TestCliReport : public QObject {
     QVERIFY2(r.code == 0, qPrintable(r.err));
     const QString cmp = QString::fromUtf8(readAll(out("r.csv")));
     QVERIFY(cmp.startsWith("key,metric,better,alpha #1,<script>alert(1)</script> #2,"));
-    QVERIFY(cmp.contains("\r\ntokens_per_s,throughput (tokens/s),higher,900,1200,,"));
+    // Values, the delta unit (percent; percentage points for shares), the deltas (the baseline's empty).
+    QVERIFY2(cmp.contains("\r\ntokens_per_s,throughput (tokens/s),higher,900,1200,%,,33.33"), qPrintable(cmp));
+    QVERIFY2(cmp.contains(",pp,,"), qPrintable(cmp));
     const QString coll = QString::fromUtf8(readAll(out("r.collectives.csv")));
     QVERIFY(coll.startsWith("run_id,run_name,operation,process_group,"));
     QVERIFY(coll.contains("\r\n2,<script>alert(1)</script>,"));
