@@ -12,7 +12,7 @@ rows=${1:-../shared/published/rows.json}
 [ -f "$rows" ] || { echo "validate-table: $rows not found" >&2; exit 2; }
 json=$(mktemp)
 trap 'rm -f "$json"' EXIT
-"$cli" validate --published "$rows" --json >"$json"
+"$cli" validate --published "$rows" --calibrate leave-one-out --json >"$json"
 python3 - "$json" "$rows" docs/ESTIMATOR.md <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
@@ -21,7 +21,7 @@ rows = doc["rows"]
 out = []
 n = len(rows)
 ex = sum(1 for r in rows if r["expressible"])
-out.append(f"`shardscope-cli validate --published {rows_file}`: {n} rows, {ex} expressible.")
+out.append(f"`shardscope-cli validate --published {rows_file} --calibrate leave-one-out`: {n} rows, {ex} expressible.")
 out.append("")
 def table(title, summary, note):
     out.append(f"**{title}** ({note})")
@@ -37,6 +37,8 @@ def table(title, summary, note):
     out.append("")
 table("Peak memory", doc["memory_summary"], "the allocated estimate against published allocated peaks")
 table("Tokens/s per GPU", doc["speed_summary"], "uncalibrated, at the device table's peak and the default efficiency")
+table("Tokens/s per GPU, calibrated leave-one-out", doc["calibrated_speed_summary"],
+      "each row on the nearest other row of the same source and GPU type: the efficiency at which the estimate meets it")
 table("For reference only: the allocated estimate against another measure", doc["memory_other_measure_summary"],
       "reserved, system or unstated figures: not an error of the estimate, the gap a reserved-memory model has to close")
 out.append("**What the rows need that the estimator lacks** (rows needing each):")

@@ -289,6 +289,12 @@ int cmdValidate(const Args& a, core::CancelToken& cancel) {
     cancel.throwIfCancelled();
     preds.push_back(est::predictRow(r));
   }
+  if (a.has("calibrate")) {
+    if (a.get("calibrate") != "leave-one-out")
+      throw std::invalid_argument("--calibrate expects leave-one-out, got '" + a.get("calibrate") + "'");
+    est::calibrateLeaveOneOut(preds);
+  }
+  const auto calibrated = est::calibratedSpeedErrorSummary(preds);
   const auto memory = est::memoryErrorSummary(preds);
   const auto speed = est::speedErrorSummary(preds);
   const auto otherMeasure = est::memoryOtherMeasureSummary(preds);
@@ -316,6 +322,7 @@ int cmdValidate(const Args& a, core::CancelToken& cancel) {
     out.set("memory_summary", summaryJson(memory));
     out.set("speed_summary", summaryJson(speed));
     out.set("memory_other_measure_summary", summaryJson(otherMeasure));
+    out.set("calibrated_speed_summary", summaryJson(calibrated));
     JsonValue mc = JsonValue::array();
     for (const auto& [what, ids] : concepts) {
       JsonValue o = JsonValue::object();
@@ -386,6 +393,18 @@ int cmdValidate(const Args& a, core::CancelToken& cancel) {
   };
   printSummary("Peak memory", memory);
   printSummary("Tokens/s per GPU", speed);
+  if (a.has("calibrate")) {
+    printSummary(
+        "Tokens/s per GPU, calibrated leave-one-out (the efficiency of the nearest other row of the same source and GPU)",
+        calibrated);
+    for (const auto& p : preds)
+      if (p.calibratedTokensPerSPerGpu) {
+        std::snprintf(line, sizeof line, "    %-24s from %-24s efficiency %.3f: %8.0f tok/s against %8s, %s\n", p.id.c_str(),
+                      p.calibratedFrom.c_str(), *p.calibratedEfficiency, *p.calibratedTokensPerSPerGpu,
+                      cell(p.publishedTokensPerSPerGpu, 0).c_str(), signedPct(p.calibratedSpeedErrorPct).c_str());
+        os << line;
+      }
+  }
   printSummary("For reference: the allocated estimate against a reserved, system or unstated figure (another measure)",
                otherMeasure);
   os << "\n  Comparison sets (the published order against the estimate's, best first):\n";
@@ -433,11 +452,14 @@ std::vector<Command> estimatorCommands() {
        }(),
        cmdEstimate},
       {"validate",
-       "shardscope-cli validate --published rows.json [--json | --csv]",
+       "shardscope-cli validate --published rows.json [--calibrate leave-one-out] [--json | --csv]",
        "Hold the estimate to published measurements: each row (../shared/published schema) mapped to the estimator's "
        "options or listed with the concepts it lacks; predicted peak memory and tokens/s per GPU against the published "
        "figures, the errors per strategy family, fine-tuning mode and memory measure",
        {{"published", true, "rows in the published-measurement schema (a JSON array)"},
+        {"calibrate", true,
+         "leave-one-out: calibrate each row's speed on the nearest other row of the same source and GPU type (its "
+         "efficiency, found through the same estimate)"},
         {"json", false, "one JSON document: rows, memory_summary, speed_summary, missing_concepts"},
         {"csv", false, "one CSV line per row"}},
        cmdValidate},

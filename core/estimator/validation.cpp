@@ -413,17 +413,18 @@ std::string family(const std::string& strategy) {
   return "ddp";
 }
 
-enum class Figure { Memory, MemoryOtherMeasure, Speed };
+enum class Figure { Memory, MemoryOtherMeasure, Speed, CalibratedSpeed };
 
 std::vector<ErrorSummary> summaries(const std::vector<RowPrediction>& rows, Figure figure) {
-  const bool memory = figure != Figure::Speed;
+  const bool memory = figure == Figure::Memory || figure == Figure::MemoryOtherMeasure;
   std::vector<ErrorSummary> out;
   std::map<std::string, std::vector<double>> by;
   std::vector<double> all;
   for (const auto& r : rows) {
-    const auto& e = figure == Figure::Memory  ? r.memoryErrorPct
-                    : figure == Figure::Speed ? r.speedErrorPct
-                                              : r.memoryOtherMeasurePct;
+    const auto& e = figure == Figure::Memory            ? r.memoryErrorPct
+                    : figure == Figure::Speed           ? r.speedErrorPct
+                    : figure == Figure::CalibratedSpeed ? r.calibratedSpeedErrorPct
+                                                        : r.memoryOtherMeasurePct;
     if (!e) continue;
     all.push_back(*e);
     by["strategy " + family(r.strategy)].push_back(*e);
@@ -532,6 +533,58 @@ std::vector<ErrorSummary> memoryOtherMeasureSummary(const std::vector<RowPredict
   return summaries(rows, Figure::MemoryOtherMeasure);
 }
 std::vector<ErrorSummary> speedErrorSummary(const std::vector<RowPrediction>& rows) { return summaries(rows, Figure::Speed); }
+std::vector<ErrorSummary> calibratedSpeedErrorSummary(const std::vector<RowPrediction>& rows) {
+  return summaries(rows, Figure::CalibratedSpeed);
+}
+
+std::optional<double> tokensPerSPerGpuAt(const RowPrediction& row, double efficiency) {
+  if (!row.predictedTokensPerSPerGpu) return std::nullopt;
+  RecommendInput ri = scenarioInput(Scenario{row.id, "", row.options});  // the row's own estimate
+  ri.efficiency = efficiency;
+  const auto strategy = strategyFromString(
+      std::find_if(row.options.begin(), row.options.end(), [](const auto& o) { return o.first == "strategy"; })->second);
+  return assess(ri, *strategy).tokensPerSPerDevice;
+}
+
+std::optional<double> efficiencyMatching(const RowPrediction& row) {
+  if (!row.publishedTokensPerSPerGpu || !row.predictedTokensPerSPerGpu) return std::nullopt;
+  const double want = *row.publishedTokensPerSPerGpu;
+  if (*tokensPerSPerGpuAt(row, 1.0) <= want) return 1.0;
+  double lo = 1e-4, hi = 1.0;  // tokens/s rises with the efficiency
+  for (int i = 0; i < 60; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (*tokensPerSPerGpuAt(row, mid) < want ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+void calibrateLeaveOneOut(std::vector<RowPrediction>& rows) {
+  std::vector<std::optional<double>> eff(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) eff[i] = efficiencyMatching(rows[i]);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    RowPrediction& r = rows[i];
+    if (!r.predictedTokensPerSPerGpu) continue;
+    std::optional<std::size_t> best;
+    int bestScore = -1;
+    for (std::size_t j = 0; j < rows.size(); ++j) {
+      const RowPrediction& o = rows[j];
+      if (j == i || !eff[j] || o.source != r.source || o.gpu != r.gpu) continue;
+      const int score = 8 * static_cast<int>(o.model == r.model) + 4 * static_cast<int>(o.strategy == r.strategy) +
+                        2 * static_cast<int>(o.gpus == r.gpus) + static_cast<int>(o.finetune == r.finetune);
+      if (score > bestScore) {
+        bestScore = score;
+        best = j;
+      }
+    }
+    if (!best) continue;
+    r.calibratedFrom = rows[*best].id;
+    r.calibratedEfficiency = eff[*best];
+    r.calibratedTokensPerSPerGpu = tokensPerSPerGpuAt(r, *eff[*best]);
+    if (r.publishedTokensPerSPerGpu && *r.publishedTokensPerSPerGpu > 0)
+      r.calibratedSpeedErrorPct =
+          (*r.calibratedTokensPerSPerGpu - *r.publishedTokensPerSPerGpu) / *r.publishedTokensPerSPerGpu * 100.0;
+  }
+}
 
 std::vector<std::pair<std::string, std::vector<std::string>>> missingConcepts(const std::vector<RowPrediction>& rows) {
   std::map<std::string, std::vector<std::string>> by;
@@ -635,11 +688,15 @@ JsonValue toJson(const RowPrediction& r) {
   pred.set("fits", r.fits ? JsonValue::boolean(*r.fits) : JsonValue());
   pred.set("device_gib", num(r.deviceGib));
   pred.set("tokens_per_s_per_gpu", num(r.predictedTokensPerSPerGpu));
+  pred.set("tokens_per_s_per_gpu_calibrated", num(r.calibratedTokensPerSPerGpu));
+  pred.set("calibrated_from", r.calibratedFrom.empty() ? JsonValue() : JsonValue::string(r.calibratedFrom));
+  pred.set("calibrated_efficiency", num(r.calibratedEfficiency));
   o.set("predicted", std::move(pred));
   JsonValue err = JsonValue::object();
   err.set("peak_memory", num(r.memoryErrorPct));
   err.set("peak_memory_other_measure", num(r.memoryOtherMeasurePct));
   err.set("tokens_per_s", num(r.speedErrorPct));
+  err.set("tokens_per_s_calibrated", num(r.calibratedSpeedErrorPct));
   o.set("error_pct", std::move(err));
   return o;
 }

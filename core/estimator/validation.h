@@ -44,12 +44,28 @@ struct RowPrediction {
   std::optional<double> predictedTokensPerSPerGpu;
   // (predicted - published) / published x 100, where the figure is comparable.
   std::optional<double> memoryErrorPct, speedErrorPct;
+  // --calibrate leave-one-out: the efficiency at which the estimate meets another row's published
+  // tokens/s (the nearest of the same source and GPU type), carried to this row through the same
+  // estimate; its error against this row's published figure.
+  std::optional<double> calibratedTokensPerSPerGpu, calibratedEfficiency, calibratedSpeedErrorPct;
+  std::string calibratedFrom;  // the row id it was calibrated on ("" none)
   // The allocated estimate against a published figure of another measure (reserved, system,
   // unstated): not an error of the estimate, the gap a reserved-memory model has to close.
   std::optional<double> memoryOtherMeasurePct;
   bool expressible() const { return missing.empty(); }
 };
 RowPrediction predictRow(const PublishedRow& row);
+
+// The row's tokens/s per GPU through the estimate at another efficiency (the fraction of the
+// device's dense peak achieved); nullopt where the row is not predicted.
+std::optional<double> tokensPerSPerGpuAt(const RowPrediction& row, double efficiency);
+// The efficiency at which the row's estimate equals its published tokens/s (bisection over
+// (0, 1]; 1 when even the peak is short of it); nullopt without both figures.
+std::optional<double> efficiencyMatching(const RowPrediction& row);
+// Leave-one-out calibration: each row with a speed prediction is calibrated on the nearest other
+// row of the same source and GPU type that has both figures (nearest: the same model, then the same
+// strategy, the same GPU count, the same fine-tuning mode; ties: the first in the file).
+void calibrateLeaveOneOut(std::vector<RowPrediction>& rows);
 
 // Mean absolute and mean signed error over the rows of a group that compare a figure.
 struct ErrorSummary {
@@ -61,6 +77,8 @@ struct ErrorSummary {
 // fine-tuning mode and (memory) by the published measure.
 std::vector<ErrorSummary> memoryErrorSummary(const std::vector<RowPrediction>& rows);
 std::vector<ErrorSummary> speedErrorSummary(const std::vector<RowPrediction>& rows);
+// The same for calibratedSpeedErrorPct.
+std::vector<ErrorSummary> calibratedSpeedErrorSummary(const std::vector<RowPrediction>& rows);
 // The same for memoryOtherMeasurePct (labelled as another measure wherever shown).
 std::vector<ErrorSummary> memoryOtherMeasureSummary(const std::vector<RowPrediction>& rows);
 // Every missing concept with the rows that need it, the most needed first.

@@ -3,6 +3,7 @@
 // measure.
 #include <QtTest>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -141,6 +142,31 @@ class TestValidation : public QObject {
       QVERIFY(c.predictedTie);
       QVERIFY(!c.sameOrder());
     }
+  }
+
+  // --calibrate leave-one-out: a row is calibrated on the nearest other row of its source and GPU:
+  // the efficiency at which the estimate meets that row's published tokens/s, carried through the
+  // same estimate. Calibrated on a twin (same configuration, published 5000 tokens/s) a row predicts
+  // exactly 5000; a row of another GPU type is not calibrated from it.
+  void leaveOneOutCalibration() {
+    const std::string a = kRow;
+    const std::string twin = with(with(a, "\"id\": \"R1\"", "\"id\": \"TWIN\""), "\"gpus\": 8", "\"gpus\": 16");
+    const std::string other = with(with(a, "\"id\": \"R1\"", "\"id\": \"H200\""), "\"h100-sxm\"", "\"h200\"");
+    std::vector<RowPrediction> preds;
+    for (const auto& r : parsePublishedRows("[" + a + "," + twin + "," + other + "]", "t.json")) preds.push_back(predictRow(r));
+    const auto eff = efficiencyMatching(preds[1]);
+    QVERIFY(eff && *eff > 0 && *eff < 1);
+    QVERIFY(std::abs(*tokensPerSPerGpuAt(preds[1], *eff) - 5000.0) < 0.01);
+    calibrateLeaveOneOut(preds);
+    QCOMPARE(preds[0].calibratedFrom, std::string("TWIN"));
+    QCOMPARE(*preds[0].calibratedEfficiency, *eff);
+    QCOMPARE(*preds[0].calibratedTokensPerSPerGpu, *tokensPerSPerGpuAt(preds[0], *eff));
+    QCOMPARE(*preds[0].calibratedSpeedErrorPct, (*preds[0].calibratedTokensPerSPerGpu - 5000.0) / 5000.0 * 100.0);
+    QVERIFY(preds[2].calibratedFrom.empty());  // no other h200 row
+    const auto summary = calibratedSpeedErrorSummary(preds);
+    QCOMPARE(summary.front().group, std::string("all"));
+    QCOMPARE(summary.front().rows, 2);
+    for (const auto& g : summary) QVERIFY(g.group.rfind("measure", 0) != 0);  // speed is not grouped by memory measure
   }
 
   // The schema is strict: a missing key, a wrong type, an unknown value or a repeated id is an error
