@@ -41,6 +41,10 @@ table("Tokens/s per GPU, calibrated leave-one-out", doc["calibrated_speed_summar
       "each row on the nearest other row of the same source and GPU type: the efficiency at which the estimate meets it")
 table("For reference only: the allocated estimate against another measure", doc["memory_other_measure_summary"],
       "reserved, system or unstated figures: not an error of the estimate, the gap a reserved-memory model has to close")
+cov = doc["interval_coverage"]
+out.append(f"**Uncalibrated interval** (efficiency {cov['efficiency_low']}-{cov['efficiency_high']}, the calibration table's band): "
+           f"covers the published tokens/s in {cov['covered']} of {cov['rows']} rows (the band was fitted on these rows).")
+out.append("")
 out.append("**What the rows need that the estimator lacks** (rows needing each):")
 out.append("")
 out.append("| concept | rows |")

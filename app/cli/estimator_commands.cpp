@@ -15,6 +15,7 @@
 #include "core/estimator/memory_estimator.h"
 #include "core/estimator/recommend.h"
 #include "core/estimator/scenarios.h"
+#include "core/estimator/calibration.h"
 #include "core/estimator/validation.h"
 #include "core/storage/trace_store.h"
 #include "core/util/json.h"
@@ -295,6 +296,12 @@ int cmdValidate(const Args& a, core::CancelToken& cancel) {
     est::calibrateLeaveOneOut(preds);
   }
   const auto calibrated = est::calibratedSpeedErrorSummary(preds);
+  int intervalRows = 0, intervalCovered = 0;  // the uncalibrated interval against the published tokens/s
+  for (const auto& p : preds)
+    if (p.publishedTokensPerSPerGpu && p.tokensIntervalLow) {
+      ++intervalRows;
+      intervalCovered += p.intervalCovers();
+    }
   const auto memory = est::memoryErrorSummary(preds);
   const auto speed = est::speedErrorSummary(preds);
   const auto otherMeasure = est::memoryOtherMeasureSummary(preds);
@@ -323,6 +330,12 @@ int cmdValidate(const Args& a, core::CancelToken& cancel) {
     out.set("speed_summary", summaryJson(speed));
     out.set("memory_other_measure_summary", summaryJson(otherMeasure));
     out.set("calibrated_speed_summary", summaryJson(calibrated));
+    JsonValue cov = JsonValue::object();
+    cov.set("rows", num(std::int64_t{intervalRows}));
+    cov.set("covered", num(std::int64_t{intervalCovered}));
+    cov.set("efficiency_low", num(est::calib::kEfficiencyLow));
+    cov.set("efficiency_high", num(est::calib::kEfficiencyHigh));
+    out.set("interval_coverage", std::move(cov));
     JsonValue mc = JsonValue::array();
     for (const auto& [what, ids] : concepts) {
       JsonValue o = JsonValue::object();
@@ -393,6 +406,11 @@ int cmdValidate(const Args& a, core::CancelToken& cancel) {
   };
   printSummary("Peak memory", memory);
   printSummary("Tokens/s per GPU", speed);
+  std::snprintf(line, sizeof line,
+                "    uncalibrated, the estimate is an interval (efficiency %.2f-%.2f, the band published runs reach): it covers "
+                "the published figure in %d of %d rows\n",
+                est::calib::kEfficiencyLow, est::calib::kEfficiencyHigh, intervalCovered, intervalRows);
+  os << line;
   if (a.has("calibrate")) {
     printSummary(
         "Tokens/s per GPU, calibrated leave-one-out (the efficiency of the nearest other row of the same source and GPU)",

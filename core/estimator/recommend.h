@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/estimator/calibration.h"
 #include "core/estimator/comm_model.h"
 #include "core/estimator/memory_estimator.h"
 
@@ -16,14 +17,14 @@ struct RecommendInput {
   EstimateInput model;               // model, gpus, batch, precision, knobs
   std::vector<Strategy> candidates;  // empty = allStrategies() (hpZ/HSDP only when multi-node)
   std::int64_t deviceBytes = 80LL * 1024 * 1024 * 1024;
-  double headroom = 0.1;  // fraction of the device kept free
-  LinkModel intraNode;    // link inside a node
-  LinkModel interNode;    // link between nodes (used when gpus > gpusPerNode)
+  double headroom = calib::kHeadroom;  // fraction of the device kept free
+  LinkModel intraNode;                 // link inside a node
+  LinkModel interNode;                 // link between nodes (used when gpus > gpusPerNode)
   CommOptions comm;
-  double deviceTflops = 989;     // dense peak of the compute dtype (H100 SXM bf16)
-  double efficiency = 0.4;       // achieved fraction of the peak (MFU)
-  double hostLinkGBps = 25;      // device <-> host for offload (PCIe 4.0 x16 effective)
-  double cpuOptimizerGBps = 10;  // CPU Adam throughput over the optimizer state (bytes/s·1e-9)
+  double deviceTflops = 989;                           // dense peak of the compute dtype (H100 SXM bf16)
+  double efficiency = calib::kEfficiency;              // achieved fraction of the peak (MFU)
+  double hostLinkGBps = calib::kHostLinkGBps;          // device <-> host for offload (PCIe 4.0 x16 effective)
+  double cpuOptimizerGBps = calib::kCpuOptimizerGBps;  // CPU Adam throughput over the optimizer state (bytes/s·1e-9)
   // Device memory bandwidth (GB/s): the simulator's memory-bound ops from FLOPs
   // (flopsComputeProfile: the optimizer step, the embedding); the estimate does not use it.
   double memBwGBps = 3350;

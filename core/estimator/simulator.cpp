@@ -1,5 +1,7 @@
 #include "core/estimator/simulator.h"
 
+#include "core/estimator/calibration.h"
+
 #include "core/model/memory_category.h"
 
 #include "core/estimator/interference.h"
@@ -44,7 +46,8 @@ MemoryEstimate checkInput(SimulateInput& in) {
   if (em.selective != EstimateInput::Selective::None)
     throw std::invalid_argument("the simulator does not model selective activation checkpointing yet; `estimate` does");
   MemoryEstimate memEst = estimateMemory(em, in.strategy);  // validates the input
-  if (in.compute.forwardS.empty()) in.compute = flopsComputeProfile(em, 989, 0.4, 3350);
+  // Without a profile: the default device (H100 SXM: 989 TFLOPS dense bf16, 3350 GB/s) at the assumed efficiency.
+  if (in.compute.forwardS.empty()) in.compute = flopsComputeProfile(em, 989, calib::kEfficiency, 3350);
   const int layers = em.model.layers;
   if (in.compute.forwardS.size() != static_cast<std::size_t>(layers + 2) ||
       in.compute.backwardS.size() != in.compute.forwardS.size())

@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/estimator/calibration.h"
 #include "core/estimator/estimator_options.h"
 #include "core/estimator/recommend.h"
 #include "core/estimator/scenarios.h"
@@ -515,7 +516,11 @@ RowPrediction predictRow(const PublishedRow& pr) {
   p.predictedPeakGib = static_cast<double>(a.memory.peakBytes) / kGiB;
   p.deviceGib = static_cast<double>(a.fit.deviceBytes) / kGiB;
   p.fits = a.fit.fits;
-  if (p.speedMissing.empty()) p.predictedTokensPerSPerGpu = a.tokensPerSPerDevice;
+  if (p.speedMissing.empty()) {
+    p.predictedTokensPerSPerGpu = a.tokensPerSPerDevice;
+    p.tokensIntervalLow = tokensPerSPerGpuAt(p, calib::kEfficiencyLow);
+    p.tokensIntervalHigh = tokensPerSPerGpuAt(p, calib::kEfficiencyHigh);
+  }
   if (p.publishedPeakGib && *p.publishedPeakGib > 0) {
     const double e = (*p.predictedPeakGib - *p.publishedPeakGib) / *p.publishedPeakGib * 100.0;
     if (p.memoryMissing.empty())
@@ -688,6 +693,14 @@ JsonValue toJson(const RowPrediction& r) {
   pred.set("fits", r.fits ? JsonValue::boolean(*r.fits) : JsonValue());
   pred.set("device_gib", num(r.deviceGib));
   pred.set("tokens_per_s_per_gpu", num(r.predictedTokensPerSPerGpu));
+  if (r.tokensIntervalLow && r.tokensIntervalHigh) {
+    JsonValue iv = JsonValue::array();
+    iv.push(JsonValue::number(*r.tokensIntervalLow));
+    iv.push(JsonValue::number(*r.tokensIntervalHigh));
+    pred.set("tokens_per_s_interval", std::move(iv));
+  } else {
+    pred.set("tokens_per_s_interval", JsonValue());
+  }
   pred.set("tokens_per_s_per_gpu_calibrated", num(r.calibratedTokensPerSPerGpu));
   pred.set("calibrated_from", r.calibratedFrom.empty() ? JsonValue() : JsonValue::string(r.calibratedFrom));
   pred.set("calibrated_efficiency", num(r.calibratedEfficiency));

@@ -42,6 +42,13 @@ struct RowPrediction {
   std::optional<double> deviceGib;         // what the fit test compared it with
   std::optional<bool> fits;
   std::optional<double> predictedTokensPerSPerGpu;
+  // Uncalibrated, the speed is an interval: the estimate at the band of efficiencies published runs
+  // reach (calibration.h: efficiency_low, efficiency_high).
+  std::optional<double> tokensIntervalLow, tokensIntervalHigh;
+  bool intervalCovers() const {
+    return publishedTokensPerSPerGpu && tokensIntervalLow && tokensIntervalHigh &&
+           *publishedTokensPerSPerGpu >= *tokensIntervalLow && *publishedTokensPerSPerGpu <= *tokensIntervalHigh;
+  }
   // (predicted - published) / published x 100, where the figure is comparable.
   std::optional<double> memoryErrorPct, speedErrorPct;
   // --calibrate leave-one-out: the efficiency at which the estimate meets another row's published
@@ -102,7 +109,8 @@ std::vector<ComparisonSetCheck> comparisonSetChecks(const std::vector<RowPredict
 
 // {id, source, expressible, missing, memory_missing, speed_missing, assumptions, options, published
 //  {peak_memory_gib, measure, tokens_per_s_per_gpu}, predicted {peak_memory_gib (allocated), measure
-//  "allocated", fits, device_gib, tokens_per_s_per_gpu}, error_pct {peak_memory, tokens_per_s,
+//  "allocated", fits, device_gib, tokens_per_s_per_gpu, tokens_per_s_interval [low, high],
+//  tokens_per_s_per_gpu_calibrated, calibrated_from, calibrated_efficiency}, error_pct {peak_memory, tokens_per_s,
 //  peak_memory_other_measure}}.
 JsonValue toJson(const RowPrediction& r);
 // {set, figure, same_order, predicted_tie, published_order, predicted_order, not_compared}.

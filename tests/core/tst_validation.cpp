@@ -6,8 +6,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 
+#include "core/estimator/calibration.h"
 #include "core/estimator/estimator_options.h"
 #include "core/estimator/recommend.h"
 #include "core/estimator/scenarios.h"
@@ -77,6 +81,11 @@ class TestValidation : public QObject {
     QCOMPARE(*p.predictedTokensPerSPerGpu, a.tokensPerSPerDevice);
     QCOMPARE(*p.memoryErrorPct, (*p.predictedPeakGib - 40.0) / 40.0 * 100.0);
     QCOMPARE(*p.speedErrorPct, (*p.predictedTokensPerSPerGpu - 5000.0) / 5000.0 * 100.0);
+    // Uncalibrated, an interval: the estimate at the published efficiency band.
+    QCOMPARE(*p.tokensIntervalLow, *tokensPerSPerGpuAt(p, calib::kEfficiencyLow));
+    QCOMPARE(*p.tokensIntervalHigh, *tokensPerSPerGpuAt(p, calib::kEfficiencyHigh));
+    QVERIFY(*p.tokensIntervalLow < *p.predictedTokensPerSPerGpu && *p.predictedTokensPerSPerGpu < *p.tokensIntervalHigh);
+    QCOMPARE(p.intervalCovers(), 5000.0 >= *p.tokensIntervalLow && 5000.0 <= *p.tokensIntervalHigh);
     const JsonValue j = toJson(p);
     QCOMPARE(j.find("expressible")->asBool(), true);
     QCOMPARE(j.find("predicted")->find("measure")->asString(), std::string("allocated"));
@@ -167,6 +176,30 @@ class TestValidation : public QObject {
     QCOMPARE(summary.front().group, std::string("all"));
     QCOMPARE(summary.front().rows, 2);
     for (const auto& g : summary) QVERIFY(g.group.rfind("measure", 0) != 0);  // speed is not grouped by memory measure
+  }
+
+  // Every constant of the calibration table is listed in docs/ESTIMATOR.md with its value, unit,
+  // source and the rows it was fitted on, and the list has nothing else.
+  void calibrationTableIsDocumented() {
+    std::ifstream f(std::filesystem::path(SHARDSCOPE_SOURCE_DIR) / "docs" / "ESTIMATOR.md");
+    QVERIFY(f.good());
+    std::string doc((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    int documented = 0;
+    std::istringstream lines(doc.substr(doc.find("**The calibration table**")));
+    std::string line;
+    std::getline(lines, line);
+    while (std::getline(lines, line) && line.find("validate-table: begin") == std::string::npos)
+      if (line.rfind("| ", 0) == 0 && line.find("| name |") == std::string::npos) ++documented;
+    QCOMPARE(documented, static_cast<int>(calibrationTable().size()));
+    for (const auto& c : calibrationTable()) {
+      const std::string row = "| " + std::string(c.name) + " | " + formatDouble(c.value) + " | " + std::string(c.unit) + " | " +
+                              std::string(c.source) + " | " + std::string(c.fittedOn) + (c.fittedOn.empty() ? "|" : " |");
+      QVERIFY2(doc.find(row) != std::string::npos, row.c_str());
+    }
+    QVERIFY(calib::kEfficiencyLow < calib::kEfficiency && calib::kEfficiency < calib::kEfficiencyHigh);
+    RecommendInput defaults;
+    QCOMPARE(defaults.efficiency, calib::kEfficiency);
+    QCOMPARE(defaults.headroom, calib::kHeadroom);
   }
 
   // The schema is strict: a missing key, a wrong type, an unknown value or a repeated id is an error
