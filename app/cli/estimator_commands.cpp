@@ -383,16 +383,23 @@ int cmdValidate(const Args& a, core::CancelToken& cancel) {
      << "  Memory: the estimator's allocated peak against the published figure, compared only where the row\n"
      << "  publishes allocated memory; speed only where the device, its links and the step are expressible.\n\n";
   char line[512];
-  std::snprintf(line, sizeof line, "  %-22s %-26s %9s %-9s %9s %8s %4s %10s %10s %8s\n", "row", "configuration", "pub GiB",
-                "measure", "est GiB", "error", "fits", "pub tok/s", "est tok/s", "error");
+  // A paper's validation table: the row, its configuration, published, predicted (speed with its
+  // interval, and calibrated when asked) and the error.
+  std::snprintf(line, sizeof line, "  %-22s %-26s %9s %-9s %9s %8s %4s %10s %10s %-13s %8s %10s %8s\n", "row", "configuration",
+                "pub GiB", "measure", "est GiB", "error", "fits", "pub tok/s", "est tok/s", "interval", "error", "cal tok/s",
+                "error");
   os << line;
   for (const auto& p : preds) {
     const std::string config = std::to_string(p.gpus) + "x" + (p.gpu.empty() ? "?" : p.gpu) + " " + p.strategy + " " + p.finetune;
-    std::snprintf(line, sizeof line, "  %-22s %-26s %9s %-9s %9s %8s %4s %10s %10s %8s\n", p.id.substr(0, 22).c_str(),
-                  config.substr(0, 26).c_str(), cell(p.publishedPeakGib, 1).c_str(), p.measure.empty() ? "-" : p.measure.c_str(),
-                  cell(p.predictedPeakGib, 1).c_str(), signedPct(p.memoryErrorPct).c_str(),
-                  p.fits ? (*p.fits ? "yes" : "no") : "-", cell(p.publishedTokensPerSPerGpu, 0).c_str(),
-                  cell(p.predictedTokensPerSPerGpu, 0).c_str(), signedPct(p.speedErrorPct).c_str());
+    const std::string interval =
+        p.tokensIntervalLow && p.tokensIntervalHigh ? cell(p.tokensIntervalLow, 0) + "-" + cell(p.tokensIntervalHigh, 0) : "-";
+    std::snprintf(line, sizeof line, "  %-22s %-26s %9s %-9s %9s %8s %4s %10s %10s %-13s %8s %10s %8s\n",
+                  p.id.substr(0, 22).c_str(), config.substr(0, 26).c_str(), cell(p.publishedPeakGib, 1).c_str(),
+                  p.measure.empty() ? "-" : p.measure.c_str(), cell(p.predictedPeakGib, 1).c_str(),
+                  signedPct(p.memoryErrorPct).c_str(), p.fits ? (*p.fits ? "yes" : "no") : "-",
+                  cell(p.publishedTokensPerSPerGpu, 0).c_str(), cell(p.predictedTokensPerSPerGpu, 0).c_str(), interval.c_str(),
+                  signedPct(p.speedErrorPct).c_str(), cell(p.calibratedTokensPerSPerGpu, 0).c_str(),
+                  signedPct(p.calibratedSpeedErrorPct).c_str());
     os << line;
   }
   auto printSummary = [&](const char* what, const std::vector<est::ErrorSummary>& v) {
