@@ -105,6 +105,49 @@ class TestCliEstimator : public QObject {
     }
   }
 
+  // `validate` (issue 47) from the command line: one JSON document with the rows, the summaries and
+  // the interval coverage; CSV; a bad file or option is an error naming it.
+  void validatePublishedRows() {
+    QTemporaryDir dir;
+    const std::string row =
+        R"R({"id": "R1", "source_id": "test", "model": {"name": "Llama 3.1 8B", "hidden": 4096, "layers": 32, "heads": 32, "kv_heads": 8, "head_dim": 128, "ffn": 14336, "vocab": 128256, "tied_embeddings": false, "qkv_bias": false, "qk_norm": false, "moe": null}, "parameters": 8030000000, "gpu": {"name": "h100-sxm", "memory_gib": 80}, "gpus": 8, "nodes": 1, "gpus_per_node": 8, "interconnect": {"intra": "nvlink", "inter": null, "nics_per_node": null}, "strategy": "fsdp2", "parallel": {"tp": 1, "pp": 1, "cp": 1, "ep": 1}, "shard_group": 8, "replicate_group": 1, "precision": "bf16_mixed", "reduce_dtype": "fp32", "activation_checkpointing": "full", "compile": false, "fused_optimizer": null, "optimizer": "adamw", "finetune": "full", "lora": null, "quantization": null, "offload": {"optimizer": null, "params": null}, "micro_batch": 2, "grad_accum": 1, "global_batch": 16, "seq_len": 8192, "packed": null, "measured": {"peak_memory_gib": 40.0, "peak_memory_measure": "allocated", "tokens_per_s_per_gpu": 5000, "step_time_s": null, "mfu": null, "tokens_per_s_derived": false, "notes": null}, "comparison_set": null, "pure_dp": true, "source": {}})R";
+    std::string second = row;
+    second.replace(second.find("\"R1\""), 4, "\"R2\"");
+    second.replace(second.find("\"gpus\": 8"), 9, "\"gpus\": 16");
+    const QString rows = QString::fromStdString(shardscope::test::writeFile(dir, "rows.json", "[" + row + "," + second + "]"));
+    Result r = runCli({"validate", "--published", rows, "--calibrate", "leave-one-out", "--json"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const QJsonObject o = json(r);
+    const QJsonArray list = o["rows"].toArray();
+    QCOMPARE(list.size(), 2);
+    const QJsonObject first = list[0].toObject();
+    QCOMPARE(first["id"].toString(), QString("R1"));
+    QVERIFY(first["expressible"].toBool());
+    QCOMPARE(first["predicted"].toObject()["measure"].toString(), QString("allocated"));
+    QCOMPARE(first["predicted"].toObject()["tokens_per_s_interval"].toArray().size(), 2);
+    QCOMPARE(first["predicted"].toObject()["calibrated_from"].toString(), QString("R2"));
+    QCOMPARE(o["memory_summary"].toArray()[0].toObject()["rows"].toInt(), 2);
+    QCOMPARE(o["interval_coverage"].toObject()["rows"].toInt(), 2);
+    r = runCli({"validate", "--published", rows, "--csv"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(r.out.startsWith("id,source,model,gpus,gpu,strategy,finetune,expressible,"));
+    QCOMPARE(r.out.count("\r\n"), 3);
+    r = runCli({"validate", "--published", rows});
+    QVERIFY2(r.code == 0 && r.out.contains("R1") && r.out.contains("Peak memory"), qPrintable(r.out));
+    r = runCli({"validate", "--published", rows, "--calibrate", "sometimes"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("--calibrate expects leave-one-out"), qPrintable(r.err));
+    r = runCli({"validate"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("--published"), qPrintable(r.err));
+    std::string broken = row;
+    broken.replace(broken.find("\"strategy\": \"fsdp2\""), 19, "\"strategy\": \"fsdp9\"");
+    const QString bad = QString::fromStdString(shardscope::test::writeFile(dir, "bad.json", "[" + broken + "]"));
+    r = runCli({"validate", "--published", bad});
+    QVERIFY(r.code != 0);
+    QVERIFY2(r.err.contains("bad.json: row 1 (R1): 'strategy' is 'fsdp9'"), qPrintable(r.err));
+  }
+
   void deepspeedFormulas() {
     const Result r = runCli({"estimate", "--model", "llama3-8b", "--gpus", "8", "--deepspeed-formulas", "--json"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
