@@ -464,7 +464,7 @@ std::vector<Command> estimatorCommands() {
   return {
       {"estimate",
        "shardscope-cli estimate [--scenario NAME|list] --model llama3-8b|llama3-70b|llama2-7b|qwen3-8b|qwen2.5-7b|tiny|odd|small|"
-       "medium|custom [--lora-rank R --lora-alpha A --lora-targets LIST --qlora] [--gpu a10|a100-80gb|h100-sxm|h200] "
+       "medium|custom [--lora-rank R --lora-alpha A --lora-targets LIST --qlora] [--gpu a10|a100-40gb|a100-80gb|h100-sxm|h200] "
        "[--layers --hidden --heads --kv-heads --ffn --vocab] --gpus N [--gpus-per-node G] [--gpu-memory 80GiB] "
        "[--strategy S ...] [--micro-batch B --seq-len L --precision fp32|bf16 --activation-checkpointing "
        "--offload-optimizer --offload-param] [--deepspeed-formulas] [--link L | --db F --fit-run ID] [--json]",

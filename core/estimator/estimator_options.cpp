@@ -406,7 +406,8 @@ std::vector<ArgSpec> estimatorInputOptions() {
       {"tflops", true, "device dense peak for the compute dtype (default 989, H100 SXM bf16)"},
       {"efficiency", true, "achieved fraction of the peak (default 0.4)"},
       {"gpu", true,
-       "device preset: a10 | a100-80gb | h100-sxm | h200 (its memory, dense peak of the precision, bandwidth and link "
+       "device preset: a10 | a100-40gb | a100-80gb | h100-sxm | h200 (its memory, dense peak of the precision, bandwidth and "
+       "link "
        "unless --gpu-memory, --tflops, --link)"},
       {"lora-rank", true, "LoRA rank r: freeze the base, train adapters A [r x in], B [out x r] (default 0: full fine-tuning)"},
       {"lora-alpha", true, "LoRA alpha (adapter scale alpha/r; default 16)"},

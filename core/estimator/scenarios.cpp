@@ -9,7 +9,7 @@ constexpr std::int64_t kGiB = 1024LL * 1024 * 1024;
 }
 
 const std::vector<std::string>& devicePresetNames() {
-  static const std::vector<std::string> names = {"a10", "a100-80gb", "h100-sxm", "h200"};
+  static const std::vector<std::string> names = {"a10", "a100-40gb", "a100-80gb", "h100-sxm", "h200"};
   return names;
 }
 
@@ -24,6 +24,15 @@ std::optional<DevicePreset> devicePreset(std::string_view name) {
                         "pcie4",
                         "NVIDIA A10 datasheet: 24 GB GDDR6, 600 GB/s, bf16 tensor 125 TFLOPS dense (250 sparse), fp32 31.2; "
                         "PCIe 4.0 x16, no NVLink"};
+  if (name == "a100-40gb")
+    return DevicePreset{"a100-40gb",
+                        40 * kGiB,
+                        312,
+                        19.5,
+                        1555,
+                        "nvlink-a100",
+                        "NVIDIA A100 datasheet (40GB SXM): 40 GB HBM2, 1555 GB/s, bf16 tensor 312 TFLOPS dense, fp32 19.5; "
+                        "NVLink 3 / NVSwitch"};
   if (name == "a100-80gb")
     return DevicePreset{"a100-80gb",
                         80 * kGiB,

@@ -23,7 +23,7 @@ struct DevicePreset {
   std::string link;       // link preset between the GPUs of a typical server (comm_model.h)
   std::string source;     // where the numbers come from
 };
-// a10, a100-80gb, h100-sxm, h200.
+// a10, a100-40gb, a100-80gb, h100-sxm, h200.
 std::optional<DevicePreset> devicePreset(std::string_view name);
 const std::vector<std::string>& devicePresetNames();
 // The dense peak of the compute dtype: fp32 for Precision::Fp32, bf16 otherwise.

@@ -352,7 +352,7 @@ void mapRow(const JsonValue& row, RowPrediction& p) {
   const std::string gpu = str(row, "gpu.name");
   const auto memGib = number(row, "gpu.memory_gib");
   std::string preset;
-  if (gpu == "h100-sxm" || gpu == "h200" || gpu == "a100-80gb") preset = gpu;
+  if (devicePreset(gpu)) preset = gpu;  // a GPU type of the device table
   if (!preset.empty()) {
     opt("gpu", preset);
   } else {

@@ -69,6 +69,13 @@ class TestEstimatorAdvice : public QObject {
     fp32.model.precision = Precision::Fp32;
     applyDevicePreset(*a10, fp32);
     QCOMPARE(fp32.deviceTflops, 31.2);
+    // A100 40GB (NVIDIA's A100 datasheet): the 80GB's compute, half its memory, HBM2's bandwidth.
+    RecommendInput a100;
+    applyDevicePreset(*devicePreset("a100-40gb"), a100);
+    QCOMPARE(a100.deviceBytes, 40 * kGiB);
+    QCOMPARE(a100.deviceTflops, 312.0);
+    QCOMPARE(a100.memBwGBps, 1555.0);
+    QCOMPARE(a100.intraNode.name, std::string("nvlink-a100"));
     // The CLI's options path gives the same input, and an override makes it custom.
     RecommendInput cli;
     applyEstimatorOptions(argsOf({{"model", "llama3-8b"}, {"gpus", "4"}, {"gpu", "a10"}}), cli);
