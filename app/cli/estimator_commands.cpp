@@ -18,6 +18,8 @@
 #include "core/estimator/calibration.h"
 #include "core/estimator/validation.h"
 #include "core/storage/trace_store.h"
+#include "core/report/csv_writer.h"
+#include "core/util/csv.h"
 #include "core/util/json.h"
 #include "core/util/units.h"
 
@@ -356,12 +358,8 @@ int cmdValidate(const Args& a, core::CancelToken& cancel) {
     std::cout
         << "id,source,model,gpus,gpu,strategy,finetune,expressible,published_peak_gib,measure,predicted_peak_gib_allocated,"
            "memory_error_pct,fits,published_tokens_per_s_per_gpu,predicted_tokens_per_s_per_gpu,speed_error_pct,missing\r\n";
-    auto q = [](const std::string& t) {
-      std::string o = "\"";
-      for (char c : t) o += c == '"' ? std::string("\"\"") : std::string(1, c);
-      return o + "\"";
-    };
-    auto n = [](const std::optional<double>& v) { return v ? core::formatDouble(*v) : std::string(); };
+    auto q = [](const std::string& t) { return core::csvText(t); };  // the one cell escaper
+    auto n = [](const std::optional<double>& v) { return v ? core::csvNumber(*v) : std::string(); };
     for (const auto& p : preds) {
       std::string missing;
       for (const auto* l : {&p.missing, &p.memoryMissing, &p.speedMissing})
