@@ -1,6 +1,7 @@
 #pragma once
 // The CLI's command table entries (shared by commands.cpp and run_commands.cpp).
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -22,6 +23,9 @@ struct Command {
   std::function<int(const Args&, core::CancelToken&)> run;
   bool positional = false;  // takes operands (import's FILE|DIR...); otherwise any is a usage error
 };
+
+// A run id as the options spell it: a positive integer; nullopt for anything else.
+std::optional<core::RunId> parseRunId(const std::string& s);
 
 // The strategy table (core/analysis/strategy_table.h) as aligned text, one row per run, then the
 // reasons of its n/a cells.

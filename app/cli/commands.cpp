@@ -42,6 +42,18 @@
 #include "core/util/json.h"
 
 namespace shardscope::cli {
+
+std::optional<core::RunId> parseRunId(const std::string& s) {
+  try {
+    std::size_t used = 0;
+    const long long v = std::stoll(s, &used);
+    if (used != s.size() || v <= 0) return std::nullopt;
+    return core::RunId{v};
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
 namespace {
 
 using core::JsonValue;
@@ -68,17 +80,6 @@ std::string durationText(core::TimeNs ns) {
   else
     std::snprintf(buf, sizeof buf, "%" PRId64 " ns", ns);
   return buf;
-}
-
-std::optional<core::RunId> parseRunId(const std::string& s) {
-  try {
-    std::size_t used = 0;
-    const long long v = std::stoll(s, &used);
-    if (used != s.size() || v <= 0) return std::nullopt;
-    return core::RunId{v};
-  } catch (...) {
-    return std::nullopt;
-  }
 }
 
 // Resolves --run (default: the latest run). Throws a usage-style Error when absent.

@@ -86,13 +86,11 @@ core::RunConfig configFrom(const Args& a, std::vector<std::string>& warnings) {
     // A stored run's configuration (the run-config JSON our runtime stores with every run).
     const std::string db = a.get("db", "");
     if (db.empty()) throw std::invalid_argument("--like needs --db: the database that holds the run");
-    const std::string text = a.get("like");
-    std::int64_t id = 0;
-    const bool digits = !text.empty() && text.size() < 19 && std::all_of(text.begin(), text.end(), ::isdigit);
-    if (digits) id = std::stoll(text);
-    if (id <= 0) throw std::invalid_argument("--like expects a run id (a positive integer), got '" + text + "'");
+    const auto runId = parseRunId(a.get("like"));
+    if (!runId) throw std::invalid_argument("--like expects a run id (a positive integer), got '" + a.get("like") + "'");
+    const std::int64_t id = runId->value();
     core::TraceStore store(db, core::Database::Mode::ReadOnly);
-    const auto run = store.run(core::RunId{id});
+    const auto run = store.run(*runId);
     if (!run) throw core::Error(db + ": no run with id " + std::to_string(id));
     if (run->source != core::RunSource::Runtime && run->source != core::RunSource::Simulated)
       throw core::Error(db + ": run " + std::to_string(id) + " is an imported trace: it has no configuration to start from");
