@@ -1186,8 +1186,9 @@ bool MainWindow::tryChange(core::RunId runId, const core::KnobChange& change) {
   core::RunConfig cfg;
   std::string name;
   try {
-    core::TraceStore store(dbPath_.toStdString(), core::Database::Mode::ReadOnly);
-    const auto run = store.run(runId);
+    // The run as the browser holds it (its stored configuration included): no read on the GUI thread.
+    const RunRow* row = browser_->model()->runRow(runId);
+    const core::Run* run = row ? &row->run : nullptr;
     if (!run) throw core::Error(dbPath_.toStdString() + ": no run with id " + std::to_string(runId.value()));
     if (run->source == core::RunSource::Kineto)
       throw core::Error("run " + std::to_string(runId.value()) + " is an imported trace: it has no configuration to change");
