@@ -301,7 +301,7 @@ ActivationMoments activationMoments(const EstimateInput& in) {
     perLayer += T * a * in.loraRank * static_cast<std::int64_t>(targets.size());
   }
   ActivationMoments am;
-  recomputedForwardFraction(in);  // refuses what cannot be combined
+  checkCheckpointing(in);
   if (in.selective == EstimateInput::Selective::Ops) {
     // Kept per block: its input, the attention output and its fp32 log-sum-exp (heads per token),
     // and the q, v, gate and down projections' outputs; the block recomputed in its backward holds
@@ -328,7 +328,7 @@ ActivationMoments activationMoments(const EstimateInput& in) {
   return am;
 }
 
-double recomputedForwardFraction(const EstimateInput& in) {
+void checkCheckpointing(const EstimateInput& in) {
   using S = EstimateInput::Selective;
   if (in.selective != S::None && in.activationCheckpointing)
     throw std::invalid_argument("selective activation checkpointing and full activation checkpointing exclude each other");
@@ -336,22 +336,6 @@ double recomputedForwardFraction(const EstimateInput& in) {
     throw std::invalid_argument("selective checkpointing every N layers needs N >= 1");
   if (in.selective == S::Ops && effectiveAttention(in) == AttentionKind::Eager)
     throw std::invalid_argument("selective op checkpointing is modelled with fused attention (--attention flash)");
-  if (in.activationCheckpointing) return 1.0;
-  const ModelShape& m = in.model;
-  const double L = m.layers;
-  if (in.selective == S::Layers) return std::ceil(L / in.sacEvery) / L;
-  if (in.selective == S::Ops) {
-    // Matmul FLOPs per token of a block, in forward order q, k, v, o, gate, up, down; k, o and up are
-    // recomputed. Attention itself (saved) and the head are not.
-    const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn), d = static_cast<double>(headDimOf(m));
-    const double q = m.heads * d, kv = m.kvHeads * d;
-    const double block = h * q + 2 * h * kv + q * h + 3 * h * f;
-    const double recomputed = h * kv + q * h + h * f;
-    const double attention = 2.0 * m.heads * d * static_cast<double>(in.seqLen);  // QK^T and PV per token (x2 for FMA below)
-    const double forwardPerToken = 2.0 * L * block + 2.0 * L * attention + 2.0 * h * static_cast<double>(m.vocab);
-    return 2.0 * L * recomputed / forwardPerToken;
-  }
-  return 0.0;
 }
 
 std::string selectiveName(const EstimateInput& in) {

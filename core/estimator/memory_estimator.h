@@ -212,11 +212,9 @@ struct ActivationMoments {
   std::int64_t blockBackward = 0;
 };
 ActivationMoments activationMoments(const EstimateInput& in);
-// The forward FLOPs that checkpointing recomputes in backward, as a fraction of the forward: 1 with
-// full checkpointing, the fully checkpointed blocks' share with Layers, the recomputed projections'
-// share of the blocks' matmul FLOPs with Ops, 0 without. Throws std::invalid_argument for selective
-// with full checkpointing, Ops with eager attention, or sacEvery < 1.
-double recomputedForwardFraction(const EstimateInput& in);
+// Throws std::invalid_argument for selective with full checkpointing, Ops with eager attention, or
+// sacEvery < 1 (activationMoments and recomputedForwardFraction call it).
+void checkCheckpointing(const EstimateInput& in);
 // "op" / "layer:N" / "" (what --selective-checkpointing takes).
 std::string selectiveName(const EstimateInput& in);
 // The larger of the two.

@@ -1,8 +1,10 @@
 #include "core/estimator/recommend.h"
+
 #include "core/estimator/fit_advice.h"
 #include "core/util/units.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
@@ -30,6 +32,23 @@ StepFlops stepFlops(const EstimateInput& in) {
   f.forward = (2.0 * nonEmbed + 2.0 * adapters + attention) * tokens;
   f.backward = (2.0 * nonEmbed + 4.0 * adapters + 2.0 * attention) * tokens;
   return f;
+}
+
+double recomputedForwardFraction(const EstimateInput& in) {
+  checkCheckpointing(in);
+  if (in.activationCheckpointing) return 1.0;
+  const ModelShape& m = in.model;
+  const double L = m.layers;
+  if (in.selective == EstimateInput::Selective::Layers) return std::ceil(L / in.sacEvery) / L;
+  if (in.selective == EstimateInput::Selective::Ops) {
+    // The k, o and up projections' matmuls (forward order q, k, v, o, gate, up, down: every other
+    // one is recomputed), against the forward's FLOPs as the step time counts them.
+    const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn);
+    const double d = static_cast<double>(m.headDim > 0 ? m.headDim : m.hidden / std::max(1, m.heads));
+    const double recomputedPerToken = 2.0 * L * (h * m.kvHeads * d + m.heads * d * h + h * f);
+    return recomputedPerToken * static_cast<double>(in.microBatch * in.seqLen) / stepFlops(in).forward;
+  }
+  return 0.0;
 }
 
 StrategyAssessment assess(const RecommendInput& in, Strategy s) {

@@ -86,6 +86,11 @@ struct StepFlops {
   double forward = 0, backward = 0;
 };
 StepFlops stepFlops(const EstimateInput& in);
+// The forward FLOPs that checkpointing recomputes in backward, as a fraction of stepFlops' forward: 1
+// with full checkpointing, the fully checkpointed blocks' share with Layers, the recomputed k, o and
+// up projections (2·L·(h·kv + q·h + h·f) per token) with Ops, 0 without. Throws as
+// checkCheckpointing.
+double recomputedForwardFraction(const EstimateInput& in);
 
 StrategyAssessment assess(const RecommendInput& in, Strategy s);
 // A step time in prose: "2.07 s" from one second, else adaptive ms ("746.5 ms", "0.163 ms").
