@@ -513,6 +513,8 @@ RowPrediction predictRow(const PublishedRow& pr) {
     add(p.missing, std::string("the estimator refuses the mapped options: ") + e.what());
     return p;
   }
+  p.input = ri;
+  p.strategyAssessed = *strategy;
   p.predictedPeakGib = static_cast<double>(a.memory.peakBytes) / kGiB;
   p.deviceGib = static_cast<double>(a.fit.deviceBytes) / kGiB;
   p.fits = a.fit.fits;
@@ -543,12 +545,10 @@ std::vector<ErrorSummary> calibratedSpeedErrorSummary(const std::vector<RowPredi
 }
 
 std::optional<double> tokensPerSPerGpuAt(const RowPrediction& row, double efficiency) {
-  if (!row.predictedTokensPerSPerGpu) return std::nullopt;
-  RecommendInput ri = scenarioInput(Scenario{row.id, "", row.options});  // the row's own estimate
+  if (!row.predictedTokensPerSPerGpu || !row.input) return std::nullopt;
+  RecommendInput ri = *row.input;  // the row's own estimate
   ri.efficiency = efficiency;
-  const auto strategy = strategyFromString(
-      std::find_if(row.options.begin(), row.options.end(), [](const auto& o) { return o.first == "strategy"; })->second);
-  return assess(ri, *strategy).tokensPerSPerDevice;
+  return assess(ri, row.strategyAssessed).tokensPerSPerDevice;
 }
 
 std::optional<double> efficiencyMatching(const RowPrediction& row) {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/estimator/recommend.h"
 #include "core/util/json.h"
 
 namespace shardscope::core::estimator {
@@ -37,6 +38,10 @@ struct RowPrediction {
   // the other is.
   std::vector<std::string> missing, memoryMissing, speedMissing;
   std::vector<std::string> assumptions;  // read as an equivalent the estimator has, said ("fsdp2 as fsdp")
+  // The estimate's input and strategy the options give (set for a predicted row): what every
+  // re-estimate of the row (another efficiency) starts from.
+  std::optional<RecommendInput> input;
+  Strategy strategyAssessed = Strategy::Ddp;
   std::optional<double> publishedPeakGib, publishedTokensPerSPerGpu;
   std::optional<double> predictedPeakGib;  // allocated: the estimator's measure
   std::optional<double> deviceGib;         // what the fit test compared it with
